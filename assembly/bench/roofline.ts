@@ -1,0 +1,62 @@
+// Roofline probes: peak wasm SIMD f32 arithmetic and memory read bandwidth,
+// per work item, so bench/ can run them on one thread or on all.
+
+@unmanaged class FlopsArgs {
+  iterations: i32;
+  /** f32[items]: one result per item so nothing is optimized away. */
+  sink: usize;
+}
+
+/**
+ * 12 independent chains of x = x·m + c on f32x4: 12 × 4 lanes × 2 FLOPs = 96
+ * FLOPs per iteration, enough chains to cover mul and add latency.
+ */
+export function bench_simd_flops(item: i32, tid: i32, args: usize): void {
+  const a = changetype<FlopsArgs>(args);
+  const m = f32x4.splat(0.9999);
+  const c = f32x4.splat(0.0001);
+  let x0 = f32x4.splat(<f32>item), x1 = f32x4.splat(1), x2 = f32x4.splat(2), x3 = f32x4.splat(3);
+  let x4 = f32x4.splat(4), x5 = f32x4.splat(5), x6 = f32x4.splat(6), x7 = f32x4.splat(7);
+  let x8 = f32x4.splat(8), x9 = f32x4.splat(9), x10 = f32x4.splat(10), x11 = f32x4.splat(11);
+  for (let i = 0; i < a.iterations; i++) {
+    x0 = f32x4.add(f32x4.mul(x0, m), c); x1 = f32x4.add(f32x4.mul(x1, m), c);
+    x2 = f32x4.add(f32x4.mul(x2, m), c); x3 = f32x4.add(f32x4.mul(x3, m), c);
+    x4 = f32x4.add(f32x4.mul(x4, m), c); x5 = f32x4.add(f32x4.mul(x5, m), c);
+    x6 = f32x4.add(f32x4.mul(x6, m), c); x7 = f32x4.add(f32x4.mul(x7, m), c);
+    x8 = f32x4.add(f32x4.mul(x8, m), c); x9 = f32x4.add(f32x4.mul(x9, m), c);
+    x10 = f32x4.add(f32x4.mul(x10, m), c); x11 = f32x4.add(f32x4.mul(x11, m), c);
+  }
+  const s = f32x4.add(f32x4.add(f32x4.add(x0, x1), f32x4.add(x2, x3)), f32x4.add(f32x4.add(x4, x5), f32x4.add(x6, x7)));
+  const t = f32x4.add(s, f32x4.add(f32x4.add(x8, x9), f32x4.add(x10, x11)));
+  store<f32>(a.sink + (<usize>item << 2), f32x4.extract_lane(t, 0) + f32x4.extract_lane(t, 3));
+}
+
+@unmanaged class ReadArgs {
+  base: usize;
+  /** Bytes per item, a multiple of 64. */
+  chunkBytes: i32;
+  /** i32[items] */
+  sink: usize;
+}
+
+/** Reads [base + item·chunk, +chunk) with 64-byte strides into 4 accumulators. */
+export function bench_read(item: i32, tid: i32, args: usize): void {
+  const a = changetype<ReadArgs>(args);
+  let p = a.base + <usize>item * <usize>a.chunkBytes;
+  const end = p + <usize>a.chunkBytes;
+  let s0 = i32x4.splat(0), s1 = i32x4.splat(0), s2 = i32x4.splat(0), s3 = i32x4.splat(0);
+  for (; p < end; p += 64) {
+    s0 = i32x4.add(s0, v128.load(p));
+    s1 = i32x4.add(s1, v128.load(p, 16));
+    s2 = i32x4.add(s2, v128.load(p, 32));
+    s3 = i32x4.add(s3, v128.load(p, 48));
+  }
+  const s = i32x4.add(i32x4.add(s0, s1), i32x4.add(s2, s3));
+  store<i32>(a.sink + (<usize>item << 2), i32x4.extract_lane(s, 0) ^ i32x4.extract_lane(s, 3));
+}
+
+/** Writes byte (item & 255) over the item's chunk, so the pages are real before reading. */
+export function bench_fill(item: i32, tid: i32, args: usize): void {
+  const a = changetype<ReadArgs>(args);
+  memory.fill(a.base + <usize>item * <usize>a.chunkBytes, <u8>(item + 1), <usize>a.chunkBytes);
+}

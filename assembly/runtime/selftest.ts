@@ -1,0 +1,34 @@
+// Kernels that exercise the runtime itself: the allocator's base address, a
+// no-op for fork–join overhead, and an item counter that can trap or abort on
+// request (the pool tests use it to check exactly-once and error surfacing).
+
+/** First byte above the module's static data: the allocator starts here. */
+export function heap_base(): usize {
+  return __heap_base;
+}
+
+export function task_noop(item: i32, tid: i32, args: usize): void {}
+
+@unmanaged class CountArgs {
+  /** i32[items]: incremented atomically by the item. */
+  counts: usize;
+  /** i32[items]: the thread that ran the item. */
+  tids: usize;
+  /** Item that executes `unreachable` (−1: none). */
+  trapItem: i32;
+  /** Item that calls abort() (−1: none). */
+  abortItem: i32;
+  /** Busy-work iterations per item, to make threads overlap. */
+  spin: i32;
+}
+
+export function selftest_count(item: i32, tid: i32, args: usize): void {
+  const a = changetype<CountArgs>(args);
+  let x: f64 = 0;
+  for (let i = 0; i < a.spin; i++) x += Math.sqrt(<f64>(i + item));
+  if (x < 0) unreachable();
+  atomic.add<i32>(a.counts + (<usize>item << 2), 1);
+  store<i32>(a.tids + (<usize>item << 2), tid);
+  if (item == a.trapItem) unreachable();
+  if (item == a.abortItem) abort("selftest abort requested");
+}

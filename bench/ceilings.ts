@@ -1,0 +1,86 @@
+/**
+ * The machine's ceilings, measured in the same run as the suite that uses
+ * them: wasm SIMD f32 throughput and memory read bandwidth on one thread and
+ * on all threads, and the fork–join overhead of parallelFor.
+ */
+import type { Runtime } from "../src/index.js";
+import { median, timeMedian } from "./harness.js";
+
+export interface Ceilings {
+  threads: number;
+  /** f32x4 mul+add chains, GFLOP/s. */
+  simd_gflops_1t: number;
+  simd_gflops_all: number;
+  /** Streaming reads of a buffer far larger than the last-level cache, GB/s (1e9 bytes). */
+  read_gbps_1t: number;
+  read_gbps_all: number;
+  /** parallelFor of a no-op over `threads` items, back to back (workers spinning), µs per call. */
+  forkjoin_us: number;
+  /** The same after 2 ms idle (workers asleep in Atomics.wait), µs per call. */
+  forkjoin_cold_us: number;
+}
+
+const FLOPS_PER_ITERATION = 96; // 12 chains × 4 lanes × (mul + add)
+
+export function measureCeilings(rt: Runtime, quick = false): Ceilings {
+  const threads = rt.threads;
+  const k = rt.kernels;
+
+  // --- SIMD throughput -------------------------------------------------------
+  const iterations = quick ? 200_000 : 1_000_000;
+  const sink = rt.heap.alloc(4 * 64 * threads, "bench sink");
+  const flopsArgs = () => rt.args().i32(iterations).ptr(sink).end();
+  const t1 = timeMedian(() => k["bench_simd_flops"]!(0, 0, flopsArgs()), { minTimeMs: quick ? 100 : 400 });
+  const itemsAll = threads * 4;
+  const tAll = timeMedian(() => rt.parallelFor("bench_simd_flops", itemsAll, flopsArgs()), { minTimeMs: quick ? 100 : 400 });
+  const simd1 = (FLOPS_PER_ITERATION * iterations) / (t1 * 1e6);
+  const simdAll = (FLOPS_PER_ITERATION * iterations * itemsAll) / (tAll * 1e6);
+
+  // --- read bandwidth --------------------------------------------------------
+  const bytes = (quick ? 256 : 512) << 20; // ≫ a 32 MiB L3
+  const chunk = 1 << 20;
+  const items = bytes / chunk;
+  const buf = rt.heap.alloc(bytes, "bandwidth probe");
+  const readSink = rt.heap.alloc(items * 4, "bench sink");
+  const readArgs = () => rt.args().ptr(buf).i32(chunk).ptr(readSink).end();
+  rt.parallelFor("bench_fill", items, readArgs()); // touch every page for real
+  const r1 = timeMedian(
+    () => {
+      const a = readArgs();
+      for (let i = 0; i < items; i++) k["bench_read"]!(i, 0, a);
+    },
+    { minReps: quick ? 3 : 5, minTimeMs: quick ? 200 : 1000 },
+  );
+  const rAll = timeMedian(() => rt.parallelFor("bench_read", items, readArgs()), { minReps: quick ? 3 : 5, minTimeMs: quick ? 200 : 1000 });
+  rt.free(buf);
+  rt.free(readSink);
+  rt.free(sink);
+
+  // --- fork–join overhead ----------------------------------------------------
+  const batch = 1000;
+  const batches: number[] = [];
+  for (let b = 0; b < (quick ? 5 : 21); b++) {
+    const t0 = performance.now();
+    for (let i = 0; i < batch; i++) rt.parallelFor("task_noop", threads);
+    batches.push(((performance.now() - t0) * 1000) / batch);
+  }
+
+  const idle = new Int32Array(new SharedArrayBuffer(4));
+  const cold: number[] = [];
+  for (let b = 0; b < (quick ? 10 : 50); b++) {
+    Atomics.wait(idle, 0, 0, 2);
+    const t0 = performance.now();
+    rt.parallelFor("task_noop", threads);
+    cold.push((performance.now() - t0) * 1000);
+  }
+
+  return {
+    threads,
+    simd_gflops_1t: simd1,
+    simd_gflops_all: simdAll,
+    read_gbps_1t: bytes / (r1 * 1e6),
+    read_gbps_all: bytes / (rAll * 1e6),
+    forkjoin_us: median(batches),
+    forkjoin_cold_us: median(cold),
+  };
+}

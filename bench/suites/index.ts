@@ -1,0 +1,5 @@
+// Every benchmark suite, by the name `npm run bench -- <suite>` takes.
+import type { Suite } from "../harness.js";
+import { roofline } from "./roofline.js";
+
+export const SUITES: readonly Suite[] = [roofline];

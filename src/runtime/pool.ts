@@ -1,0 +1,177 @@
+/**
+ * WorkerPool: fork–join of one kernel over work items on every thread.
+ *
+ * The caller writes the task descriptor (control.ts), bumps GEN and notifies;
+ * the `threads − 1` workers and the caller itself then claim items with an
+ * atomic counter, so uneven items balance. The caller joins by waiting for
+ * PENDING to reach zero. A throw or trap on any thread is recorded in the
+ * descriptor and rethrown here as a KernelError naming the kernel; the pool
+ * stays usable. Workers are unref'd: a process that never calls dispose() exits.
+ */
+import { Worker } from "node:worker_threads";
+import { ArgumentError, KernelError, show } from "../errors.js";
+import {
+  ARGS,
+  CONTROL_SLOTS,
+  COUNT,
+  ERROR,
+  ERR_ITEM,
+  ERR_LEN,
+  GEN,
+  KERNEL,
+  NEXT,
+  PENDING,
+  SPIN,
+  STOP,
+  type TaskKernel,
+  errorText,
+  runItems,
+} from "./control.js";
+import { type KernelExports, kernelNames } from "./module.js";
+
+export class WorkerPool {
+  readonly threads: number;
+  readonly #memory: WebAssembly.Memory;
+  readonly #ctl: Int32Array;
+  readonly #names: string[];
+  readonly #index: Map<string, number>;
+  readonly #kernels: TaskKernel[];
+  readonly #workers: Worker[];
+  readonly #health: { failure?: Error };
+  #disposed = false;
+
+  private constructor(
+    memory: WebAssembly.Memory,
+    ctl: Int32Array,
+    names: string[],
+    exports: KernelExports,
+    workers: Worker[],
+    health: { failure?: Error },
+  ) {
+    this.#memory = memory;
+    this.#ctl = ctl;
+    this.#names = names;
+    this.#index = new Map(names.map((n, i) => [n, i]));
+    this.#kernels = names.map((n) => exports[n] as unknown as TaskKernel);
+    this.#workers = workers;
+    this.#health = health;
+    this.threads = workers.length + 1;
+  }
+
+  /** Starts `threads − 1` workers on `memory`, each with its own instance of `module`. */
+  static async start(
+    module: WebAssembly.Module,
+    memory: WebAssembly.Memory,
+    exports: KernelExports,
+    control: number,
+    threads: number,
+  ): Promise<WorkerPool> {
+    const ctl = new Int32Array(memory.buffer, control, CONTROL_SLOTS);
+    ctl.fill(0);
+    const url = new URL("./worker.js", import.meta.url);
+    const workers: Worker[] = [];
+    const ready: Promise<void>[] = [];
+    for (let tid = 1; tid < threads; tid++) {
+      const w = new Worker(url, { workerData: { module, memory, control, controlSlots: CONTROL_SLOTS, tid } });
+      workers.push(w);
+      ready.push(
+        new Promise<void>((resolve, reject) => {
+          w.once("message", () => resolve());
+          w.once("error", reject);
+          w.once("exit", (code) => reject(new Error(`worker ${tid} exited with code ${code} before it was ready`)));
+        }),
+      );
+    }
+    try {
+      await Promise.all(ready);
+    } catch (e) {
+      await Promise.all(workers.map((w) => w.terminate()));
+      throw e;
+    }
+    // A worker that dies outside a kernel (its kernels' errors are caught) leaves
+    // the pool unable to join: remember why and refuse further tasks.
+    const health: { failure?: Error } = {};
+    workers.forEach((w, i) => {
+      w.removeAllListeners();
+      w.on("error", (e) => (health.failure ??= new Error(`worker ${i + 1} failed: ${e.message}`)));
+      w.on("exit", (code) => (health.failure ??= new Error(`worker ${i + 1} exited with code ${code}`)));
+      w.unref();
+    });
+    return new WorkerPool(memory, ctl, kernelNames(module), exports, workers, health);
+  }
+
+  hasKernel(name: string): boolean {
+    return this.#index.has(name);
+  }
+
+  /**
+   * Runs `kernel(item, tid, args)` for every item in [0, items) across all
+   * threads and returns when all are done. `kernel` is an exported function
+   * of the kernel module with the signature (item: i32, tid: i32, args: usize).
+   */
+  parallelFor(kernel: string, items: number, args = 0): void {
+    if (this.#disposed) throw new Error("parallelFor called after dispose()");
+    if (this.#health.failure) throw this.#health.failure;
+    const k = this.#index.get(kernel);
+    if (k === undefined) throw new ArgumentError("kernel", `must name an exported kernel, got ${show(kernel)}`);
+    if (!Number.isInteger(items) || items < 0 || items > 0x7fffffff) {
+      throw new ArgumentError("items", `must be an integer in [0, 2^31), got ${show(items)}`);
+    }
+    if (items === 0) return;
+    const ctl = this.#ctl;
+    if (items === 1 || this.#workers.length === 0) {
+      // Nothing to share: run on the calling thread, same error contract.
+      for (let i = 0; i < items; i++) {
+        try {
+          this.#kernels[k]!(i, 0, args);
+        } catch (e) {
+          throw new KernelError(kernel, `${describe(e)} (thread 0, item ${i})`);
+        }
+      }
+      return;
+    }
+    Atomics.store(ctl, KERNEL, k);
+    Atomics.store(ctl, COUNT, items);
+    Atomics.store(ctl, ARGS, args | 0);
+    Atomics.store(ctl, NEXT, 0);
+    Atomics.store(ctl, ERROR, 0);
+    Atomics.store(ctl, ERR_LEN, 0);
+    Atomics.store(ctl, PENDING, this.#workers.length);
+    Atomics.add(ctl, GEN, 1);
+    Atomics.notify(ctl, GEN);
+    runItems(ctl, this.#memory, this.#kernels, 0);
+    this.#join();
+    const failed = Atomics.load(ctl, ERROR);
+    if (failed) {
+      throw new KernelError(kernel, `${errorText(ctl, this.#memory)} (thread ${failed - 1}, item ${Atomics.load(ctl, ERR_ITEM)})`);
+    }
+  }
+
+  #join(): void {
+    const ctl = this.#ctl;
+    let pending = Atomics.load(ctl, PENDING);
+    for (let spin = 0; pending !== 0 && spin < SPIN; spin++) pending = Atomics.load(ctl, PENDING);
+    while (pending !== 0) {
+      Atomics.wait(ctl, PENDING, pending);
+      pending = Atomics.load(ctl, PENDING);
+    }
+  }
+
+  /** Stops and terminates the workers. Idempotent. */
+  async dispose(): Promise<void> {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    Atomics.store(this.#ctl, STOP, 1);
+    Atomics.add(this.#ctl, GEN, 1);
+    Atomics.notify(this.#ctl, GEN);
+    await Promise.all(this.#workers.map((w) => w.terminate()));
+  }
+
+  get kernelNames(): readonly string[] {
+    return this.#names;
+  }
+}
+
+function describe(e: unknown): string {
+  return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+}

@@ -1,0 +1,137 @@
+/**
+ * Tensor views: a dtype, a shape, element strides and a byte pointer into the
+ * runtime's shared WebAssembly memory. A view owns nothing; the allocator that
+ * produced `ptr` does. Typed-array views are created fresh on each access
+ * because growing a shared memory replaces `memory.buffer`.
+ */
+import { ArgumentError, show } from "../errors.js";
+import { type EncodeOptions, type StorageArray, decodeValue, encodeValue, storageArray } from "./codec.js";
+import { checkShapeArray, checkStrides, contiguousStrides, numel } from "./check.js";
+import { type DType, DTYPE_BYTES, checkDType } from "./dtype.js";
+
+export class Tensor {
+  readonly memory: WebAssembly.Memory;
+  /** Byte address of element [0, …, 0]. */
+  readonly ptr: number;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  /** Element strides (not bytes). */
+  readonly strides: readonly number[];
+
+  constructor(memory: WebAssembly.Memory, ptr: number, dtype: DType, shape: readonly number[], strides?: readonly number[]) {
+    this.memory = memory;
+    this.dtype = checkDType("dtype", dtype);
+    this.shape = Object.freeze(checkShapeArray("shape", [...shape]));
+    this.strides = Object.freeze(strides ? checkStrides("tensor", this.shape, [...strides]) : contiguousStrides(this.shape));
+    if (!Number.isInteger(ptr) || ptr < 0 || ptr % DTYPE_BYTES[this.dtype] !== 0) {
+      throw new ArgumentError("ptr", `must be a non-negative address aligned to ${DTYPE_BYTES[this.dtype]} bytes, got ${show(ptr)}`);
+    }
+    const end = ptr + this.extentElements() * DTYPE_BYTES[this.dtype];
+    if (end > memory.buffer.byteLength) {
+      throw new ArgumentError("ptr", `${ptr} with shape ${show(this.shape)} ends at byte ${end}, beyond the memory's ${memory.buffer.byteLength} bytes`);
+    }
+    this.ptr = ptr;
+  }
+
+  get rank(): number {
+    return this.shape.length;
+  }
+
+  get numel(): number {
+    return numel(this.shape);
+  }
+
+  get elementBytes(): number {
+    return DTYPE_BYTES[this.dtype];
+  }
+
+  /** Bytes spanned from element 0 to the last element, inclusive. */
+  get byteLength(): number {
+    return this.extentElements() * DTYPE_BYTES[this.dtype];
+  }
+
+  isContiguous(): boolean {
+    const c = contiguousStrides(this.shape);
+    return this.shape.every((d, i) => d <= 1 || this.strides[i] === c[i]);
+  }
+
+  /** The raw elements as a typed array over the shared memory (contiguous tensors only). */
+  data(): StorageArray {
+    if (!this.isContiguous()) {
+      throw new ArgumentError("tensor", `must be contiguous to expose its data, got strides ${show(this.strides)} for shape ${show(this.shape)}`);
+    }
+    return storageArray(this.dtype, this.memory.buffer, this.ptr, this.numel);
+  }
+
+  /** A new view of the same memory with another shape (contiguous tensors, same element count). */
+  reshape(shape: readonly number[]): Tensor {
+    if (numel(shape) !== this.numel) {
+      throw new ArgumentError("shape", `must keep ${this.numel} elements, got ${show(shape)} (${numel(shape)} elements)`);
+    }
+    if (!this.isContiguous()) throw new ArgumentError("tensor", "must be contiguous to reshape");
+    return new Tensor(this.memory, this.ptr, this.dtype, shape);
+  }
+
+  /** Element offsets of every index in row-major order of the shape. */
+  *offsets(): Generator<number> {
+    const n = this.numel;
+    if (n === 0) return;
+    const idx = new Array<number>(this.rank).fill(0);
+    let off = 0;
+    for (let k = 0; k < n; k++) {
+      yield off;
+      for (let d = this.rank - 1; d >= 0; d--) {
+        idx[d]!++;
+        off += this.strides[d]!;
+        if (idx[d]! < this.shape[d]!) break;
+        off -= this.strides[d]! * this.shape[d]!;
+        idx[d] = 0;
+      }
+    }
+  }
+
+  /** Decoded copy of the elements in row-major order. */
+  toFloat32(): Float32Array {
+    const raw = storageArray(this.dtype, this.memory.buffer, this.ptr, this.extentElements());
+    const out = new Float32Array(this.numel);
+    let i = 0;
+    for (const off of this.offsets()) out[i++] = decodeValue(this.dtype, raw[off]!);
+    return out;
+  }
+
+  /** Encodes `values` (row-major, numel long) into the tensor's elements. */
+  set(values: ArrayLike<number>, options: EncodeOptions = {}): this {
+    if (values.length !== this.numel) {
+      throw new ArgumentError("values", `must have ${this.numel} elements for shape ${show(this.shape)}, got ${values.length}`);
+    }
+    const raw = storageArray(this.dtype, this.memory.buffer, this.ptr, this.extentElements());
+    if (this.dtype === "f32" && this.isContiguous()) {
+      (raw as Float32Array).set(values);
+      return this;
+    }
+    let i = 0;
+    for (const off of this.offsets()) raw[off] = encodeValue(this.dtype, values[i++]!, options);
+    return this;
+  }
+
+  /** Sets every element to the encoding of `value` (NaN works: use it to poison outputs). */
+  fill(value: number, options: EncodeOptions = {}): this {
+    const raw = storageArray(this.dtype, this.memory.buffer, this.ptr, this.extentElements());
+    const code = encodeValue(this.dtype, value, options);
+    if (this.isContiguous()) raw.fill(code);
+    else for (const off of this.offsets()) raw[off] = code;
+    return this;
+  }
+
+  toString(): string {
+    return `Tensor(${this.dtype}, [${this.shape.join(", ")}] @ ${this.ptr})`;
+  }
+
+  /** Elements from index 0 to the last element, inclusive of the gaps. */
+  private extentElements(): number {
+    if (this.shape.some((d) => d === 0)) return 0;
+    let last = 0;
+    this.shape.forEach((d, i) => (last += (d - 1) * this.strides[i]!));
+    return last + 1;
+  }
+}
