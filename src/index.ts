@@ -17,3 +17,12 @@ export {
 } from "./tensor/codec.js";
 export { convert } from "./tensor/convert.js";
 export { BlockPool, type BlockHash, type BlockPoolOptions, type BlockPoolStats } from "./kv/block-pool.js";
+export { ROOT_BLOCK_HASH, hashBlockTokens } from "./engine/block-hash.js";
+export { Request, type FinishReason, type RequestInit, type RequestStatus } from "./engine/request.js";
+export {
+  KvCacheManager,
+  type AllocateSlotsOptions,
+  type ComputedBlocks,
+  type KvCacheManagerOptions,
+  type PrefixCacheStats,
+} from "./engine/kv-cache-manager.js";
