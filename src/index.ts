@@ -26,3 +26,14 @@ export {
   type KvCacheManagerOptions,
   type PrefixCacheStats,
 } from "./engine/kv-cache-manager.js";
+export {
+  Scheduler,
+  type RequestOutput,
+  type ScheduledRequest,
+  type SchedulerOptions,
+  type SchedulerOutput,
+  type SchedulerStats,
+  type StopChecker,
+  type StopDecision,
+} from "./engine/scheduler.js";
+export { buildForwardBatch } from "./engine/forward-batch-builder.js";
