@@ -40,7 +40,11 @@ export interface SchedulerOptions<P> {
   maxModelLen: number;
   /** Most requests waiting at once; addRequest returns false beyond it (HTTP 429). Default unbounded. */
   maxWaitingRequests?: number;
-  /** Called after each appended output token, unless a length limit already finished the request. */
+  /**
+   * Called after each appended output token, unless a length limit already
+   * finished the request. It must not throw: a throw leaves the step half
+   * applied, and the next schedule() refuses to go on.
+   */
   stopChecker?: StopChecker<P>;
 }
 
@@ -219,6 +223,10 @@ export class Scheduler<P = unknown> {
   /** Plans one step. Must be followed by updateFromOutput before the next schedule() if it scheduled anything. */
   schedule(): SchedulerOutput<P> {
     if (this.#pending !== null) throw new Error("Scheduler.schedule() called again before updateFromOutput() for the previous step");
+    const stuck = this.#running.find((r) => r.numComputedTokens >= r.numTokens);
+    if (stuck !== undefined) {
+      throw new Error(`Scheduler: running request ${show(stuck.requestId)} has no known token left to compute: the previous step's output was not fully applied (did the stopChecker throw?)`);
+    }
     const kv = this.#kv;
     let budget = this.maxNumBatchedTokens;
     const scheduled: ScheduledRequest<P>[] = [];

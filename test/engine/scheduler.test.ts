@@ -265,3 +265,17 @@ test("bad requests and protocol errors throw naming the value", () => {
   assert.throws(() => new Request({ requestId: "x", promptTokenIds: [1, 2.5] }), /promptTokenIds\[1\] must be an integer, got 2\.5/);
   assert.throws(() => new Request({ requestId: "", promptTokenIds: [1] }), /requestId must be a non-empty string, got ""/);
 });
+
+test("a step left half applied (the stop checker threw) makes the next schedule() throw naming the request", () => {
+  const { scheduler, model } = setup(8, {
+    stopChecker: (r) => {
+      if (r.requestId === "a") throw new Error("detokenizer failed");
+      return null;
+    },
+  });
+  scheduler.addRequest(new Request({ requestId: "a", promptTokenIds: [1, 2, 3] }));
+  scheduler.addRequest(new Request({ requestId: "b", promptTokenIds: [4, 5] }));
+  assert.throws(() => runStep(scheduler, model), /detokenizer failed/);
+  assert.equal(scheduler.getRequest("b")!.numOutputTokens, 0, "b's token was never applied");
+  assert.throws(() => scheduler.schedule(), /running request "b" has no known token left to compute/);
+});
