@@ -16,3 +16,24 @@ export {
   roundTo,
 } from "./tensor/codec.js";
 export { convert } from "./tensor/convert.js";
+export { BlockPool, type BlockHash, type BlockPoolOptions, type BlockPoolStats } from "./kv/block-pool.js";
+export { ROOT_BLOCK_HASH, hashBlockTokens } from "./engine/block-hash.js";
+export { Request, type FinishReason, type RequestInit, type RequestStatus } from "./engine/request.js";
+export {
+  KvCacheManager,
+  type AllocateSlotsOptions,
+  type ComputedBlocks,
+  type KvCacheManagerOptions,
+  type PrefixCacheStats,
+} from "./engine/kv-cache-manager.js";
+export {
+  Scheduler,
+  type RequestOutput,
+  type ScheduledRequest,
+  type SchedulerOptions,
+  type SchedulerOutput,
+  type SchedulerStats,
+  type StopChecker,
+  type StopDecision,
+} from "./engine/scheduler.js";
+export { buildForwardBatch } from "./engine/forward-batch-builder.js";
