@@ -6,6 +6,12 @@
  * scheduler's output, the decoder reads it, and every layer reuses it.
  *
  * T = total new tokens, B = sequences, S = rows whose logits are wanted.
+ *
+ * Ordering contract: in every layer the decoder writes the K/V of all T new
+ * tokens into the cache (appendKv over slotMapping) before that layer's
+ * attention reads it. The prefix cache may hand a block that one row of this
+ * batch is still filling to a later row of the same batch (vLLM does the same),
+ * which is only correct in that order.
  */
 export interface ForwardBatch {
   /** Token ids of the new tokens, sequences concatenated: int32 [T]. */
