@@ -5,3 +5,4 @@
 export * from "./runtime/selftest";
 export * from "./tensor/convert";
 export * from "./bench/roofline";
+export * from "./kv/append";

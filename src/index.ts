@@ -37,3 +37,6 @@ export {
   type StopDecision,
 } from "./engine/scheduler.js";
 export { buildForwardBatch } from "./engine/forward-batch-builder.js";
+export { PagedKvCache, type KvLayer, type PagedKvCacheOptions } from "./kv/paged-kv-cache.js";
+export { type Fp8Scales, type Int8PerChannel, type Int8PerToken, type Int8Scaling, type KvCacheDType, type KvQuantMode } from "./kv/kv-quant.js";
+export { appendKv, type AppendKvOptions } from "./kv/append-kv.js";
