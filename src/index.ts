@@ -16,3 +16,49 @@ export {
   roundTo,
 } from "./tensor/codec.js";
 export { convert } from "./tensor/convert.js";
+export { Prng, randomSeed } from "./tensor/prng.js";
+export {
+  type Architecture,
+  type ModelConfig,
+  type ParseConfigOptions,
+  type RopeScaling,
+  SUPPORTED_ARCHITECTURES,
+  parseModelConfig,
+} from "./model/config.js";
+export { type WeightSpec, checkWeights, expectedWeights, isIgnorableWeight } from "./model/weight-names.js";
+export {
+  type LoadSafetensorsOptions,
+  type SafetensorsEntry,
+  type SafetensorsHeader,
+  type WeightDType,
+  MAX_HEADER_BYTES,
+  freeTensors,
+  loadSafetensors,
+  readSafetensorsHeader,
+} from "./model/safetensors.js";
+export { type TensorToWrite, writeSafetensors } from "./model/safetensors-writer.js";
+export { LoadProgress, type ProgressOptions, type ProgressStream } from "./model/progress.js";
+export { type GenerationConfig, parseGenerationConfig } from "./model/generation-config.js";
+export {
+  type LoadModelDirOptions,
+  type ModelDir,
+  type ModelDirInfo,
+  type WeightLocation,
+  loadModelDir,
+  readModelDirInfo,
+} from "./model/model-dir.js";
+export { TINY_ARCHS, type TinyArch, type TinyModel, type TinyModelOptions, type TinyTokenizerOptions, writeTinyModel } from "./model/tiny-model.js";
+export { LLAMA2_CHAT_TEMPLATE, defaultModelDir, defaultModelOptions, defaultModelTokenizerDir } from "./model/default-model.js";
+export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, Tokenizer, type TokenizerSource } from "./tokenizer/tokenizer.js";
+export { type ChatContentPart, type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./tokenizer/chat-template.js";
+export { type DetokenizerOptions, IncrementalDetokenizer } from "./tokenizer/detokenizer.js";
+export {
+  GREEDY_EPSILON,
+  MAX_LOGPROBS,
+  type ResolvedSamplingParams,
+  type SamplingParams,
+  resolveSamplingParams,
+  samplingDefaults,
+} from "./engine/sampling-params.js";
+export { type SampleResult, Sampler, SamplingState, type TokenLogprob } from "./engine/sampler.js";
+export { type FinishReason, type StopOptions, StopChecker, StopStringMatcher, type StopUpdate } from "./engine/stop.js";
