@@ -11,10 +11,11 @@
  *   top-p           keep the smallest most-probable set with mass ≥ topP (ties at its edge kept)
  *   draw            u ~ U[0, mass) from the request's own Prng, walked over the kept ids in id order
  *
- * No full sort of the vocabulary: min-p and a negligible-mass cutoff
- * (p < e^-40 · p_max, under 4e-18 each) prune candidates in one pass, top-k
- * is a quickselect, top-p a three-way partition search on probability mass;
- * all O(V) expected. Per-request state (random stream, token counts) lives in
+ * No full sort of the vocabulary: min-p, top-k and a negligible-mass cutoff
+ * (p < e^-40 · p_max, under 5e-18 each) all become one logit threshold, top-k's
+ * found in one pass with a size-k heap; top-p is a three-way partition search
+ * on probability mass over what is left. All O(V) expected. In plain
+ * JavaScript the cost is dominated by one Math.exp per surviving candidate. Per-request state (random stream, token counts) lives in
  * SamplingState, so sequences sample independently and a seeded request
  * reproduces whatever else is in the batch. A Sampler holds only scratch.
  */
@@ -24,6 +25,8 @@ import { GREEDY_EPSILON, type ResolvedSamplingParams } from "./sampling-params.j
 
 /** Tokens more than this many temperature-scaled nats below the best one are never drawn. */
 const NEGLIGIBLE_NATS = 40;
+/** Logit buckets of the top-p search: a histogram pass narrows the nucleus edge to one bucket. */
+const NUCLEUS_BUCKETS = 2048;
 
 export interface TokenLogprob {
   token: number;
@@ -81,6 +84,8 @@ export class Sampler {
   readonly #candIds: Int32Array; // [V] candidate ids, ascending
   readonly #candW: Float64Array; // [V] candidate weights exp((l − max)/T)
   readonly #work: Float64Array; // [V] selection scratch
+  readonly #bucketMass = new Float64Array(NUCLEUS_BUCKETS);
+  readonly #bucketOf: Uint16Array; // [V] each candidate's top-p bucket
 
   constructor(vocabSize: number) {
     if (!Number.isInteger(vocabSize) || vocabSize < 1) throw new ArgumentError("vocabSize", `must be an integer ≥ 1, got ${show(vocabSize)}`);
@@ -89,6 +94,7 @@ export class Sampler {
     this.#candIds = new Int32Array(vocabSize);
     this.#candW = new Float64Array(vocabSize);
     this.#work = new Float64Array(vocabSize);
+    this.#bucketOf = new Uint16Array(vocabSize);
   }
 
   /**
@@ -189,24 +195,27 @@ export class Sampler {
     }
     let floor = max - NEGLIGIBLE_NATS * T;
     if (minP > 0) floor = Math.max(floor, max + T * Math.log(minP));
+    if (topK > 0) floor = Math.max(floor, kthLargest(scores, topK, floor));
     for (let i = 0; i < V; i++) if (scores[i]! >= floor) ids[n++] = i;
 
-    if (topK > 0 && n > topK) {
-      const work = this.#work;
-      for (let j = 0; j < n; j++) work[j] = scores[ids[j]!]!;
-      const kth = kthLargest(work, n, topK);
-      let m = 0;
-      for (let j = 0; j < n; j++) if (scores[ids[j]!]! >= kth) ids[m++] = ids[j]!;
-      n = m;
-    }
-
     let mass = 0;
-    for (let j = 0; j < n; j++) mass += w[j] = Math.exp((scores[ids[j]!]! - max) / T);
-
-    if (topP < 1) {
-      const work = this.#work;
-      work.set(w.subarray(0, n));
-      const edge = nucleusEdge(work, n, topP * mass);
+    if (topP >= 1) {
+      for (let j = 0; j < n; j++) mass += w[j] = Math.exp((scores[ids[j]!]! - max) / T);
+    } else {
+      // With the weights, a histogram of their mass over NUCLEUS_BUCKETS logit buckets in [floor, max].
+      const bucketOf = this.#bucketOf;
+      const bucketMass = this.#bucketMass.fill(0);
+      const scale = max > floor ? NUCLEUS_BUCKETS / (max - floor) : 0;
+      for (let j = 0; j < n; j++) {
+        const l = scores[ids[j]!]!;
+        const x = Math.exp((l - max) / T);
+        const b = Math.min(NUCLEUS_BUCKETS - 1, ((l - floor) * scale) | 0);
+        w[j] = x;
+        bucketOf[j] = b;
+        bucketMass[b] += x;
+        mass += x;
+      }
+      const edge = this.#nucleusEdge(n, topP * mass);
       let m = 0;
       for (let j = 0; j < n; j++) {
         if (w[j]! >= edge) {
@@ -217,6 +226,27 @@ export class Sampler {
       n = m;
     }
     return n;
+  }
+
+  /**
+   * The top-p edge over the n candidates, given the mass histogram #candidates
+   * built: from the top bucket down, find the bucket where the mass crosses
+   * `need`; only that bucket's weights are partitioned (nucleusEdge). No sort.
+   */
+  #nucleusEdge(n: number, need: number): number {
+    const mass = this.#bucketMass;
+    let b = NUCLEUS_BUCKETS - 1;
+    for (; b >= 0; b--) {
+      if (mass[b]! >= need) break;
+      need -= mass[b]!;
+    }
+    if (b < 0) return 0; // rounding left the whole mass short of topP · mass: keep everything
+    const work = this.#work;
+    const bucketOf = this.#bucketOf;
+    const w = this.#candW;
+    let m = 0;
+    for (let j = 0; j < n; j++) if (bucketOf[j] === b) work[m++] = w[j]!;
+    return nucleusEdge(work, m, need);
   }
 }
 
@@ -282,28 +312,40 @@ export function topN(x: Float32Array, n: number): number[] {
   return heap.sort((a, b) => (x[b]! - x[a]!) || a - b);
 }
 
-/** The k-th largest of a[0..n) (1-based k ≤ n), by quickselect; reorders a. */
-export function kthLargest(a: Float64Array, n: number, k: number): number {
-  let lo = 0;
-  let hi = n - 1;
-  const target = k - 1; // index in descending order
-  while (lo < hi) {
-    const pivot = medianOf3(a[lo]!, a[(lo + hi) >> 1]!, a[hi]!);
-    // Three-way partition, descending: [lo, lt) > pivot, [lt, gt] == pivot, (gt, hi] < pivot.
-    let lt = lo;
-    let gt = hi;
-    let i = lo;
-    while (i <= gt) {
-      const v = a[i]!;
-      if (v > pivot) swap(a, lt++, i++);
-      else if (v < pivot) swap(a, i, gt--);
-      else i++;
+/**
+ * The k-th largest value of x among those ≥ floor (floor itself if fewer than k
+ * are), in one pass with a size-k min-heap: once the heap holds large values,
+ * almost every element costs one comparison.
+ */
+export function kthLargest(x: Float32Array, k: number, floor = -Infinity): number {
+  const heap = new Float64Array(k);
+  let size = 0;
+  for (let i = 0; i < x.length; i++) {
+    const v = x[i]!;
+    if (!(v >= floor)) continue;
+    if (size < k) {
+      let j = size++;
+      while (j > 0) {
+        const parent = (j - 1) >> 1;
+        if (heap[parent]! <= v) break;
+        heap[j] = heap[parent]!;
+        j = parent;
+      }
+      heap[j] = v;
+    } else if (v > heap[0]!) {
+      let j = 0;
+      for (;;) {
+        const l = 2 * j + 1;
+        if (l >= k) break;
+        const c = l + 1 < k && heap[l + 1]! < heap[l]! ? l + 1 : l;
+        if (heap[c]! >= v) break;
+        heap[j] = heap[c]!;
+        j = c;
+      }
+      heap[j] = v;
     }
-    if (target < lt) hi = lt - 1;
-    else if (target > gt) lo = gt + 1;
-    else return pivot;
   }
-  return a[lo]!;
+  return size < k ? floor : heap[0]!;
 }
 
 /**

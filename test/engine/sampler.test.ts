@@ -214,7 +214,10 @@ test("selection helpers agree with sorting on random arrays with ties", () => {
     const values = Array.from({ length: n }, () => rng.nextInt(12) / 4);
     const desc = [...values].sort((a, b) => b - a);
     const k = 1 + rng.nextInt(n);
-    assert.equal(kthLargest(Float64Array.from(values), n, k), desc[k - 1]);
+    assert.equal(kthLargest(Float32Array.from(values), k), desc[k - 1]);
+    const floor = rng.nextInt(12) / 4;
+    const above = desc.filter((v) => v >= floor);
+    assert.equal(kthLargest(Float32Array.from(values), k, floor), above.length >= k ? above[k - 1] : floor);
     const total = values.reduce((a, b) => a + b, 0);
     if (total > 0) {
       const need = rng.nextFloat() * total;
