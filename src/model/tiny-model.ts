@@ -143,7 +143,6 @@ function configJson(o: Required<Omit<TinyModelOptions, "tokenizer" | "generation
     rope_scaling: o.ropeScaling ?? null,
     tie_word_embeddings: o.tieWordEmbeddings,
     hidden_act: "silu",
-    initializer_range: 0.02,
     bos_token_id: tok.bosTokenId,
     eos_token_id: tok.eosTokenIds.length === 1 ? tok.eosTokenIds[0] : tok.eosTokenIds,
     torch_dtype: { f32: "float32", f16: "float16", bf16: "bfloat16" }[o.dtype],

@@ -80,6 +80,22 @@ test("the same options write the same bytes; another seed other weights; bf16 is
   fh.free();
 });
 
+test("RoPE scaling and sizes pass through to config.json", () => {
+  const m = writeTinyModel(join(root, "rope"), {
+    arch: "llama",
+    numLayers: 3,
+    hiddenSize: 48,
+    numHeads: 6,
+    numKvHeads: 1,
+    ropeTheta: 500000,
+    ropeScaling: { rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64 },
+  });
+  const c = loadModelDir(rt, m.dir, { progress: false });
+  assert.deepEqual(c.config.ropeScaling, { type: "llama3", factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 64 });
+  assert.deepEqual([c.config.numLayers, c.config.headDim, c.config.numKvHeads, c.config.ropeTheta], [3, 8, 1, 500000]);
+  c.free();
+});
+
 test("options are validated", () => {
   assert.throws(() => writeTinyModel(join(root, "x"), { arch: "gpt2" as never }), /arch must be one of "llama" \| "mistral" \| "qwen2" \| "qwen3", got "gpt2"/);
   assert.throws(() => writeTinyModel(join(root, "x"), { arch: "llama", numKvHeads: 3 }), /num_key_value_heads must divide num_attention_heads \(4\), got 3/);
