@@ -33,10 +33,56 @@ export {
   type SchedulerOptions,
   type SchedulerOutput,
   type SchedulerStats,
-  type StopChecker,
+  type StopCallback,
   type StopDecision,
 } from "./engine/scheduler.js";
 export { buildForwardBatch } from "./engine/forward-batch-builder.js";
 export { PagedKvCache, type KvLayer, type PagedKvCacheOptions } from "./kv/paged-kv-cache.js";
 export { type Fp8Scales, type Int8PerChannel, type Int8PerToken, type Int8Scaling, type KvCacheDType, type KvQuantMode } from "./kv/kv-quant.js";
 export { appendKv, type AppendKvOptions } from "./kv/append-kv.js";
+export { Prng, randomSeed } from "./tensor/prng.js";
+export {
+  type Architecture,
+  type ModelConfig,
+  type ParseConfigOptions,
+  type RopeScaling,
+  SUPPORTED_ARCHITECTURES,
+  parseModelConfig,
+} from "./model/config.js";
+export { type WeightSpec, checkWeights, expectedWeights, isIgnorableWeight } from "./model/weight-names.js";
+export {
+  type LoadSafetensorsOptions,
+  type SafetensorsEntry,
+  type SafetensorsHeader,
+  type WeightDType,
+  MAX_HEADER_BYTES,
+  freeTensors,
+  loadSafetensors,
+  readSafetensorsHeader,
+} from "./model/safetensors.js";
+export { type TensorToWrite, writeSafetensors } from "./model/safetensors-writer.js";
+export { LoadProgress, type ProgressOptions, type ProgressStream } from "./model/progress.js";
+export { type GenerationConfig, parseGenerationConfig } from "./model/generation-config.js";
+export {
+  type LoadModelDirOptions,
+  type ModelDir,
+  type ModelDirInfo,
+  type WeightLocation,
+  loadModelDir,
+  readModelDirInfo,
+} from "./model/model-dir.js";
+export { TINY_ARCHS, type TinyArch, type TinyModel, type TinyModelOptions, type TinyTokenizerOptions, writeTinyModel } from "./model/tiny-model.js";
+export { LLAMA2_CHAT_TEMPLATE, defaultModelDir, defaultModelOptions, defaultModelTokenizerDir } from "./model/default-model.js";
+export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, Tokenizer, type TokenizerSource } from "./tokenizer/tokenizer.js";
+export { type ChatContentPart, type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./tokenizer/chat-template.js";
+export { type DetokenizerOptions, IncrementalDetokenizer } from "./tokenizer/detokenizer.js";
+export {
+  GREEDY_EPSILON,
+  MAX_LOGPROBS,
+  type ResolvedSamplingParams,
+  type SamplingParams,
+  resolveSamplingParams,
+  samplingDefaults,
+} from "./engine/sampling-params.js";
+export { type SampleResult, Sampler, SamplingState, type TokenLogprob } from "./engine/sampler.js";
+export { type StopFinishReason, type StopOptions, StopChecker, StopStringMatcher, type StopUpdate } from "./engine/stop.js";

@@ -1,5 +1,6 @@
 // Every benchmark suite, by the name `npm run bench -- <suite>` takes.
 import type { Suite } from "../harness.js";
 import { roofline } from "./roofline.js";
+import { sampler } from "./sampler.js";
 
-export const SUITES: readonly Suite[] = [roofline];
+export const SUITES: readonly Suite[] = [roofline, sampler];

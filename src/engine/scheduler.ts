@@ -28,7 +28,7 @@ export interface StopDecision {
   stopReason?: number | string;
 }
 
-export type StopChecker<P> = (request: Request<P>, tokenId: number) => StopDecision | null;
+export type StopCallback<P> = (request: Request<P>, tokenId: number) => StopDecision | null;
 
 export interface SchedulerOptions<P> {
   kvCacheManager: KvCacheManager;
@@ -45,7 +45,7 @@ export interface SchedulerOptions<P> {
    * finished the request. It must not throw: a throw leaves the step half
    * applied, and the next schedule() refuses to go on.
    */
-  stopChecker?: StopChecker<P>;
+  stopChecker?: StopCallback<P>;
 }
 
 /** One request's share of a step. Its new tokens are allTokenIds[numComputedTokens, +numNewTokens). */
@@ -100,7 +100,7 @@ export class Scheduler<P = unknown> {
   readonly maxModelLen: number;
   readonly maxWaitingRequests: number;
   readonly #kv: KvCacheManager;
-  readonly #stopChecker: StopChecker<P> | undefined;
+  readonly #stopChecker: StopCallback<P> | undefined;
   readonly #requests = new Map<string, Request<P>>();
   /** Admission order; the last is the newest (the first preempted). */
   readonly #running: Request<P>[] = [];

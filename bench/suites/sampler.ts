@@ -1,0 +1,63 @@
+/**
+ * Suite `sampler`: one token sampled from a 151936-entry logit vector
+ * (Qwen2.5's vocabulary) under each sampling setting, against a baseline that
+ * sorts the whole vocabulary (what a naive top-k/top-p does) in the same run.
+ * `read_roofline` is the time to read the logits once at the single-thread
+ * memory bandwidth measured in this run over the time taken: the sampler reads
+ * them a few times (max, candidates, logprobs), so it stays well below 1.
+ */
+import { Prng, Sampler, type SamplingParams, SamplingState, resolveSamplingParams } from "../../src/index.js";
+import { type Row, type Suite, timeMedian } from "../harness.js";
+
+const V = 151936;
+
+/** The baseline: softmax, full descending sort, cumulative top-p, draw. */
+function sortSample(logits: Float32Array, topP: number, temperature: number, u: number): number {
+  const order = Int32Array.from({ length: logits.length }, (_, i) => i).sort((a, b) => logits[b]! - logits[a]!);
+  const max = logits[order[0]!]!;
+  const w = new Float64Array(logits.length);
+  let mass = 0;
+  for (let j = 0; j < order.length; j++) mass += w[j] = Math.exp((logits[order[j]!]! - max) / temperature);
+  let cum = 0;
+  let n = 0;
+  while (n < order.length && cum < topP * mass) cum += w[n++]!;
+  let x = u * cum;
+  for (let j = 0; j < n; j++) if ((x -= w[j]!) < 0) return order[j]!;
+  return order[n - 1]!;
+}
+
+export const sampler: Suite = {
+  name: "sampler",
+  description: "µs per sampled token at V = 151936 for each sampling setting, vs a full-sort baseline",
+  run({ ceilings, quick, log }): Row[] {
+    const rng = new Prng(1);
+    const logits = Float32Array.from({ length: V }, () => 4 * (rng.nextFloat() + rng.nextFloat() + rng.nextFloat() - 1.5));
+    const s = new Sampler(V);
+    const timing = quick ? { minTimeMs: 100, minReps: 3 } : { minTimeMs: 400, minReps: 5 };
+    const baselineMs = timeMedian(() => sortSample(logits, 0.9, 0.8, rng.nextFloat()), { ...timing, minReps: 3 });
+    const readMs = (V * 4) / (ceilings.read_gbps_1t * 1e6);
+    const prompt = Array.from({ length: 512 }, () => rng.nextInt(V));
+    const settings: [string, SamplingParams][] = [
+      ["greedy", { temperature: 0 }],
+      ["temperature", { temperature: 0.8 }],
+      ["top_k=50", { temperature: 0.8, topK: 50 }],
+      ["top_p=0.9", { temperature: 0.8, topP: 0.9 }],
+      ["min_p=0.05", { temperature: 0.8, minP: 0.05 }],
+      ["top_k+top_p+min_p", { temperature: 0.7, topK: 40, topP: 0.95, minP: 0.02 }],
+      ["penalties+top_p", { temperature: 0.8, topP: 0.9, repetitionPenalty: 1.1, presencePenalty: 0.5, frequencyPenalty: 0.5 }],
+      ["top_p+logprobs=5", { temperature: 0.8, topP: 0.9, logprobs: 5 }],
+    ];
+    return settings.map(([name, params]) => {
+      const state = new SamplingState(resolveSamplingParams({ ...params, seed: 7 }, V), prompt);
+      const ms = timeMedian(() => s.sample(state, logits), timing);
+      log(`sampler ${name}: ${(ms * 1000).toFixed(0)} µs`);
+      return {
+        setting: name,
+        vocab: V,
+        us_per_token: ms * 1000,
+        vs_full_sort: baselineMs / ms,
+        read_roofline: readMs / ms,
+      };
+    });
+  },
+};

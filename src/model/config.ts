@@ -1,0 +1,326 @@
+/**
+ * Hugging Face `config.json` → a normalized, validated ModelConfig for the
+ * decoder family kvflash runs: Llama (2, 3, 3.x with "llama3" RoPE scaling,
+ * TinyLlama, SmolLM), Mistral, Qwen2 and Qwen3. They share one block:
+ *
+ *   x = x + o_proj(attn(rope(q_norm?(q_proj(rms(x)))), rope(k_norm?(k_proj(rms(x)))), v_proj(rms(x))))
+ *   x = x + down_proj(silu(gate_proj(rms(x))) * up_proj(rms(x)))
+ *
+ * and differ only in the flags recorded here (q/k/v bias, q/k RMSNorm, sliding
+ * windows, RoPE scaling, tied embeddings). Keys missing from the file take the
+ * defaults of the transformers config class of that architecture, except the
+ * five that fix the shapes (hidden_size, intermediate_size, num_hidden_layers,
+ * num_attention_heads, vocab_size), which are required.
+ */
+import { ArgumentError, show } from "../errors.js";
+
+export const SUPPORTED_ARCHITECTURES = [
+  "LlamaForCausalLM",
+  "MistralForCausalLM",
+  "Qwen2ForCausalLM",
+  "Qwen3ForCausalLM",
+] as const;
+export type Architecture = (typeof SUPPORTED_ARCHITECTURES)[number];
+
+/** `model_type` of each architecture (used when `architectures` is absent). */
+const MODEL_TYPE: Readonly<Record<string, Architecture>> = {
+  llama: "LlamaForCausalLM",
+  mistral: "MistralForCausalLM",
+  qwen2: "Qwen2ForCausalLM",
+  qwen3: "Qwen3ForCausalLM",
+};
+
+/** Defaults of the transformers config classes for keys a file may omit. */
+const DEFAULTS: Readonly<Record<Architecture, { maxPositionEmbeddings: number; slidingWindow: number | null }>> = {
+  LlamaForCausalLM: { maxPositionEmbeddings: 2048, slidingWindow: null },
+  MistralForCausalLM: { maxPositionEmbeddings: 4096 * 32, slidingWindow: 4096 },
+  Qwen2ForCausalLM: { maxPositionEmbeddings: 32768, slidingWindow: 4096 },
+  Qwen3ForCausalLM: { maxPositionEmbeddings: 32768, slidingWindow: 4096 },
+};
+
+/** Rotary embedding frequency scaling (`rope_scaling` / `rope_parameters`). */
+export type RopeScaling =
+  | { type: "default" }
+  /** Position interpolation: every frequency divided by `factor`. */
+  | { type: "linear"; factor: number }
+  /** Llama 3.1: low frequencies divided by `factor`, high ones kept, a smooth ramp between. */
+  | {
+      type: "llama3";
+      factor: number;
+      lowFreqFactor: number;
+      highFreqFactor: number;
+      originalMaxPositionEmbeddings: number;
+    };
+
+export interface ModelConfig {
+  architecture: Architecture;
+  /** Model width (d_model). */
+  hiddenSize: number;
+  /** MLP inner width (gate/up output, down input). */
+  intermediateSize: number;
+  numLayers: number;
+  /** Query heads H. */
+  numHeads: number;
+  /** KV heads Hkv (H % Hkv == 0; query head h reads KV head floor(h / (H/Hkv))). */
+  numKvHeads: number;
+  /** D: `head_dim` if the file gives it, else hiddenSize / numHeads. May differ from hiddenSize / numHeads (Qwen3). */
+  headDim: number;
+  vocabSize: number;
+  maxPositionEmbeddings: number;
+  rmsNormEps: number;
+  ropeTheta: number;
+  ropeScaling: RopeScaling;
+  /** lm_head shares model.embed_tokens.weight (no lm_head.weight tensor). */
+  tieWordEmbeddings: boolean;
+  /** q_proj, k_proj and v_proj have biases (Qwen2 always; Llama with attention_bias). */
+  qkvBias: boolean;
+  /** o_proj has a bias (Llama with attention_bias; Qwen3 with attention_bias). */
+  oProjBias: boolean;
+  /** gate/up/down projections have biases (Llama mlp_bias). */
+  mlpBias: boolean;
+  /** Per-head RMSNorm of q and k before RoPE, weights [headDim] (Qwen3). */
+  qkNorm: boolean;
+  /**
+   * Sliding attention window per layer, or null for full causal attention.
+   * A window W lets a token see itself and the W − 1 tokens before it
+   * (transformers' mask `q − k < W`; the attention operators' left = W − 1).
+   */
+  layerWindows: (number | null)[];
+  bosTokenId: number | null;
+  /** From config.json only; generation_config.json may add more (see model-dir). */
+  eosTokenIds: number[];
+  /** The checkpoint's declared dtype (`torch_dtype` / `dtype`), e.g. "bfloat16", or null. */
+  torchDtype: string | null;
+}
+
+type Json = Record<string, unknown>;
+
+/** Reads config.json keys and names the key and the value on every error. */
+class Keys {
+  constructor(
+    readonly json: Json,
+    readonly source: string,
+  ) {}
+
+  #error(key: string, message: string): ArgumentError {
+    return new ArgumentError(`${this.source} ${key}`, message);
+  }
+
+  has(key: string): boolean {
+    return this.json[key] !== undefined && this.json[key] !== null;
+  }
+
+  int(key: string, fallback: number | undefined, min = 1, why = ""): number {
+    const v = this.json[key];
+    if (v === undefined || v === null) {
+      if (fallback === undefined) throw this.#error(key, `is required${why}, got ${show(v)}`);
+      return fallback;
+    }
+    if (typeof v !== "number" || !Number.isInteger(v)) throw this.#error(key, `must be an integer, got ${show(v)}`);
+    if (v < min) throw this.#error(key, `must be ≥ ${min}, got ${v}`);
+    return v;
+  }
+
+  positive(key: string, fallback: number, json: Json = this.json, prefix = ""): number {
+    const v = json[key];
+    if (v === undefined || v === null) return fallback;
+    if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) {
+      throw this.#error(prefix + key, `must be a positive number, got ${show(v)}`);
+    }
+    return v;
+  }
+
+  bool(key: string, fallback: boolean): boolean {
+    const v = this.json[key];
+    if (v === undefined || v === null) return fallback;
+    if (typeof v !== "boolean") throw this.#error(key, `must be true or false, got ${show(v)}`);
+    return v;
+  }
+
+  /** An id, a list of ids, or null. */
+  ids(key: string): number[] {
+    const v = this.json[key];
+    if (v === undefined || v === null) return [];
+    const list = Array.isArray(v) ? v : [v];
+    list.forEach((id, i) => {
+      if (typeof id !== "number" || !Number.isInteger(id) || id < 0) {
+        throw this.#error(Array.isArray(v) ? `${key}[${i}]` : key, `must be a token id (integer ≥ 0), got ${show(id)}`);
+      }
+    });
+    return list as number[];
+  }
+
+  error(key: string, message: string): ArgumentError {
+    return this.#error(key, message);
+  }
+}
+
+/** Resolves the architecture from `architectures[0]`, else `model_type`. */
+function architectureOf(k: Keys): Architecture {
+  const supported = `supported: ${SUPPORTED_ARCHITECTURES.join(", ")}`;
+  const archs = k.json["architectures"];
+  if (archs !== undefined && archs !== null) {
+    if (!Array.isArray(archs) || archs.length === 0 || typeof archs[0] !== "string") {
+      throw k.error("architectures", `must be a non-empty list of class names, got ${show(archs)}`);
+    }
+    const name = archs[0] as string;
+    if (!(SUPPORTED_ARCHITECTURES as readonly string[]).includes(name)) {
+      throw k.error("architectures", `names an unsupported architecture ${show(name)} (${supported})`);
+    }
+    return name as Architecture;
+  }
+  const type = k.json["model_type"];
+  if (typeof type === "string" && MODEL_TYPE[type]) return MODEL_TYPE[type]!;
+  throw k.error(
+    "architectures",
+    `is missing and model_type ${show(type)} is not one of ${Object.keys(MODEL_TYPE).map((t) => JSON.stringify(t)).join(", ")} (${supported})`,
+  );
+}
+
+/**
+ * RoPE parameters from `rope_parameters` (transformers ≥ 5: theta and scaling in
+ * one object) or `rope_theta` + `rope_scaling` (earlier versions).
+ */
+function ropeOf(k: Keys): { theta: number; scaling: RopeScaling } {
+  const paramsKey = k.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
+  const raw = k.json[paramsKey];
+  const theta =
+    paramsKey === "rope_parameters" && isObject(raw) && raw["rope_theta"] !== undefined
+      ? k.positive("rope_theta", 10000, raw, "rope_parameters.")
+      : k.positive("rope_theta", 10000);
+  if (raw === undefined || raw === null) return { theta, scaling: { type: "default" } };
+  if (!isObject(raw)) throw k.error(paramsKey, `must be an object or null, got ${show(raw)}`);
+  const type = raw["rope_type"] ?? raw["type"] ?? "default";
+  const p = `${paramsKey}.`;
+  const need = (key: string): number => {
+    if (raw[key] === undefined || raw[key] === null) throw k.error(p + key, `is required for rope type ${show(type)}, got ${show(raw[key])}`);
+    return k.positive(key, 0, raw, p);
+  };
+  switch (type) {
+    case "default":
+      return { theta, scaling: { type: "default" } };
+    case "linear":
+      return { theta, scaling: { type: "linear", factor: need("factor") } };
+    case "llama3": {
+      const scaling: RopeScaling = {
+        type: "llama3",
+        factor: need("factor"),
+        lowFreqFactor: need("low_freq_factor"),
+        highFreqFactor: need("high_freq_factor"),
+        originalMaxPositionEmbeddings: need("original_max_position_embeddings"),
+      };
+      if (scaling.highFreqFactor <= scaling.lowFreqFactor) {
+        throw k.error(`${p}high_freq_factor`, `must be > low_freq_factor (${scaling.lowFreqFactor}), got ${scaling.highFreqFactor}`);
+      }
+      return { theta, scaling };
+    }
+    default:
+      throw k.error(`${p}${raw["rope_type"] !== undefined ? "rope_type" : "type"}`, `must be "default", "linear" or "llama3", got ${show(type)}`);
+  }
+}
+
+/** Per-layer sliding windows: `layer_types` if given, else each architecture's own rule. */
+function windowsOf(k: Keys, arch: Architecture, numLayers: number): (number | null)[] {
+  const window = k.has("sliding_window") ? k.int("sliding_window", undefined) : null;
+  const layerTypes = k.json["layer_types"];
+  if (layerTypes !== undefined && layerTypes !== null) {
+    if (!Array.isArray(layerTypes) || layerTypes.length !== numLayers) {
+      throw k.error("layer_types", `must be a list of ${numLayers} layer types (num_hidden_layers), got ${show(layerTypes)}`);
+    }
+    return layerTypes.map((t, i) => {
+      if (t === "full_attention") return null;
+      if (t === "sliding_attention") {
+        if (window === null) throw k.error("sliding_window", `is required by layer_types[${i}] = "sliding_attention", got ${show(k.json["sliding_window"])}`);
+        return window;
+      }
+      throw k.error(`layer_types[${i}]`, `must be "full_attention" or "sliding_attention", got ${show(t)}`);
+    });
+  }
+  switch (arch) {
+    case "LlamaForCausalLM":
+      return new Array<number | null>(numLayers).fill(null);
+    case "MistralForCausalLM": {
+      const w = k.json["sliding_window"] === undefined ? DEFAULTS[arch].slidingWindow : window;
+      return new Array<number | null>(numLayers).fill(w);
+    }
+    case "Qwen2ForCausalLM":
+    case "Qwen3ForCausalLM": {
+      // transformers: a layer slides iff use_sliding_window and layer ≥ max_window_layers.
+      if (!k.bool("use_sliding_window", false)) return new Array<number | null>(numLayers).fill(null);
+      const w = window ?? DEFAULTS[arch].slidingWindow;
+      const from = k.int("max_window_layers", 28, 0);
+      return Array.from({ length: numLayers }, (_, i) => (i >= from ? w : null));
+    }
+  }
+}
+
+function isObject(v: unknown): v is Json {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+export interface ParseConfigOptions {
+  /** Names the file in error messages. Default "config.json". */
+  source?: string;
+}
+
+/** Parses a config.json object (already JSON.parse'd) into a validated ModelConfig. */
+export function parseModelConfig(json: unknown, options: ParseConfigOptions = {}): ModelConfig {
+  const source = options.source ?? "config.json";
+  if (!isObject(json)) throw new ArgumentError(source, `must be a JSON object, got ${show(json)}`);
+  const k = new Keys(json, source);
+  const architecture = architectureOf(k);
+  const why = ` for ${architecture}`;
+
+  const hiddenSize = k.int("hidden_size", undefined, 1, why);
+  const intermediateSize = k.int("intermediate_size", undefined, 1, why);
+  const numLayers = k.int("num_hidden_layers", undefined, 1, why);
+  const numHeads = k.int("num_attention_heads", undefined, 1, why);
+  const numKvHeads = k.int("num_key_value_heads", numHeads);
+  const vocabSize = k.int("vocab_size", undefined, 1, why);
+  if (numHeads % numKvHeads !== 0) {
+    throw k.error("num_key_value_heads", `must divide num_attention_heads (${numHeads}), got ${numKvHeads}`);
+  }
+  let headDim: number;
+  if (k.has("head_dim")) headDim = k.int("head_dim", undefined);
+  else if (architecture === "Qwen3ForCausalLM") headDim = 128; // Qwen3Config's default, not hidden / heads
+  else {
+    if (hiddenSize % numHeads !== 0) {
+      throw k.error("hidden_size", `must be a multiple of num_attention_heads (${numHeads}) when head_dim is absent, got ${hiddenSize}`);
+    }
+    headDim = hiddenSize / numHeads;
+  }
+
+  const act = json["hidden_act"] ?? json["hidden_activation"] ?? "silu";
+  if (act !== "silu") throw k.error("hidden_act", `must be "silu" (SwiGLU MLP), got ${show(act)}`);
+
+  const attentionBias = k.bool("attention_bias", false);
+  const qkvBias = architecture === "Qwen2ForCausalLM" ? true : attentionBias;
+  const oProjBias = architecture === "Qwen2ForCausalLM" ? false : attentionBias;
+  const mlpBias = architecture === "LlamaForCausalLM" ? k.bool("mlp_bias", false) : false;
+
+  const rope = ropeOf(k);
+  const torchDtype = json["torch_dtype"] ?? json["dtype"] ?? null;
+  return {
+    architecture,
+    hiddenSize,
+    intermediateSize,
+    numLayers,
+    numHeads,
+    numKvHeads,
+    headDim,
+    vocabSize,
+    maxPositionEmbeddings: k.int("max_position_embeddings", DEFAULTS[architecture].maxPositionEmbeddings),
+    rmsNormEps: k.positive("rms_norm_eps", 1e-6),
+    ropeTheta: rope.theta,
+    ropeScaling: rope.scaling,
+    tieWordEmbeddings: k.bool("tie_word_embeddings", false),
+    qkvBias,
+    oProjBias,
+    mlpBias,
+    qkNorm: architecture === "Qwen3ForCausalLM",
+    layerWindows: windowsOf(k, architecture, numLayers),
+    bosTokenId: k.ids("bos_token_id")[0] ?? null,
+    eosTokenIds: k.ids("eos_token_id"),
+    torchDtype: typeof torchDtype === "string" ? torchDtype : null,
+  };
+}

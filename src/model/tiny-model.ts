@@ -1,0 +1,276 @@
+/**
+ * Writes tiny Hugging Face model directories with deterministic weights, for
+ * tests and the embedded default model: config.json, model.safetensors (or
+ * shards + model.safetensors.index.json), tokenizer.json,
+ * tokenizer_config.json and generation_config.json, exactly as a user would
+ * download them, for Llama, Mistral, Qwen2 and Qwen3.
+ *
+ * Weights follow PyTorch's default initialisation, drawn from one seeded
+ * stream (Prng) in checkpoint order: Linear weights and biases
+ * U(−1/√in, 1/√in), embeddings with standard deviation `embeddingStd`
+ * (uniform, so the files depend on no transcendental function), RMSNorm
+ * weights 1 + U(−0.1, 0.1) (not exactly 1, so a decoder that ignores them fails
+ * its tests). The same options write the same bytes.
+ */
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { ArgumentError, show } from "../errors.js";
+import { checkInt, checkOneOf, numel } from "../tensor/check.js";
+import { allocStorage, encodeInto } from "../tensor/codec.js";
+import { Prng } from "../tensor/prng.js";
+import { Tokenizer } from "../tokenizer/tokenizer.js";
+import { type Architecture, type ModelConfig, parseModelConfig } from "./config.js";
+import { WEIGHTS_INDEX_FILE, SINGLE_WEIGHTS_FILE } from "./model-dir.js";
+import { type WeightDType } from "./safetensors.js";
+import { type TensorToWrite, writeSafetensors } from "./safetensors-writer.js";
+import { type TinyTokenizerFamily, buildTinyTokenizer } from "./tiny-tokenizer.js";
+import { expectedWeights } from "./weight-names.js";
+
+export type TinyArch = "llama" | "mistral" | "qwen2" | "qwen3";
+export const TINY_ARCHS: readonly TinyArch[] = ["llama", "mistral", "qwen2", "qwen3"];
+
+const ARCH: Readonly<Record<TinyArch, { architecture: Architecture; family: TinyTokenizerFamily }>> = {
+  llama: { architecture: "LlamaForCausalLM", family: "llama" },
+  mistral: { architecture: "MistralForCausalLM", family: "mistral" },
+  qwen2: { architecture: "Qwen2ForCausalLM", family: "qwen" },
+  qwen3: { architecture: "Qwen3ForCausalLM", family: "qwen" },
+};
+
+/** Tokenizer of a tiny model: a synthetic byte-level BPE, or real files copied from a directory. */
+export type TinyTokenizerOptions =
+  | { kind: "synthetic"; merges?: number }
+  | {
+      kind: "copy";
+      /** Directory holding tokenizer.json and tokenizer_config.json. */
+      dir: string;
+      /** Sets tokenizer_config.json's chat_template (for tokenizers shipped without one). */
+      chatTemplate?: string;
+    };
+
+export interface TinyModelOptions {
+  arch: TinyArch;
+  /** Seed of the weight stream. Default 0. */
+  seed?: number;
+  hiddenSize?: number;
+  intermediateSize?: number;
+  numLayers?: number;
+  numHeads?: number;
+  numKvHeads?: number;
+  /** Default hidden / heads (Qwen3: 2 · hidden / heads, so head_dim ≠ hidden / heads is exercised). */
+  headDim?: number;
+  /** Default: the tokenizer's size rounded up to a multiple of 64 (real checkpoints pad their vocabulary too). */
+  vocabSize?: number;
+  maxPositionEmbeddings?: number;
+  ropeTheta?: number;
+  /** Written as config.json's rope_scaling, e.g. { rope_type: "llama3", factor: 8, … }. */
+  ropeScaling?: Record<string, unknown> | null;
+  rmsNormEps?: number;
+  /** Default: true for Qwen2/Qwen3 (as their small checkpoints), false for Llama/Mistral. */
+  tieWordEmbeddings?: boolean;
+  /** Mistral's sliding_window. Default 16, small enough for tests to cross it. */
+  slidingWindow?: number | null;
+  /** Storage dtype of every tensor. Default "f32". */
+  dtype?: WeightDType;
+  /** Split the weights over this many model-0000i-of-0000n.safetensors files. Default 1 (model.safetensors). */
+  shards?: number;
+  /** Standard deviation of the embedding (and untied lm_head) entries. Default 1 (torch.nn.Embedding's). */
+  embeddingStd?: number;
+  tokenizer?: TinyTokenizerOptions;
+  /** Extra generation_config.json fields (temperature, top_p, …). */
+  generation?: Record<string, unknown>;
+}
+
+export interface TinyModel {
+  dir: string;
+  /** The files written, relative to dir, sorted. */
+  files: string[];
+  config: ModelConfig;
+}
+
+/** JSON as transformers' save_pretrained writes it: 2-space indent, sorted keys, final newline. */
+function writeJson(path: string, value: unknown): void {
+  writeFileSync(path, `${JSON.stringify(sortKeys(value), null, 2)}\n`);
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (typeof v === "object" && v !== null) {
+    const out: Record<string, unknown> = {};
+    for (const k of Object.keys(v).sort()) out[k] = sortKeys((v as Record<string, unknown>)[k]);
+    return out;
+  }
+  return v;
+}
+
+interface TokenizerOut {
+  size: number;
+  bosTokenId: number | null;
+  eosTokenIds: number[];
+  padTokenId: number | null;
+}
+
+function writeTokenizer(dir: string, arch: TinyArch, options: TinyTokenizerOptions): TokenizerOut {
+  if (options.kind === "synthetic") {
+    const t = buildTinyTokenizer(ARCH[arch].family, checkInt("tokenizer.merges", options.merges ?? 200, { min: 0, max: 4096 }));
+    writeJson(join(dir, "tokenizer.json"), t.tokenizerJson);
+    writeJson(join(dir, "tokenizer_config.json"), t.tokenizerConfig);
+    return t;
+  }
+  copyFileSync(join(options.dir, "tokenizer.json"), join(dir, "tokenizer.json"));
+  const config = JSON.parse(readFileSync(join(options.dir, "tokenizer_config.json"), "utf8")) as Record<string, unknown>;
+  if (options.chatTemplate !== undefined) config["chat_template"] = options.chatTemplate;
+  writeJson(join(dir, "tokenizer_config.json"), config);
+  const tok = Tokenizer.fromDir(dir);
+  const pad = typeof config["pad_token"] === "string" ? (tok.tokenToId(config["pad_token"]) ?? null) : null;
+  return { size: tok.vocabSize, bosTokenId: tok.bosTokenId, eosTokenIds: tok.eosTokenId === null ? [] : [tok.eosTokenId], padTokenId: pad };
+}
+
+function configJson(o: Required<Omit<TinyModelOptions, "tokenizer" | "generation" | "ropeScaling" | "slidingWindow">> & Pick<TinyModelOptions, "ropeScaling" | "slidingWindow">, tok: TokenizerOut): Record<string, unknown> {
+  const { architecture } = ARCH[o.arch];
+  const json: Record<string, unknown> = {
+    architectures: [architecture],
+    model_type: o.arch,
+    hidden_size: o.hiddenSize,
+    intermediate_size: o.intermediateSize,
+    num_hidden_layers: o.numLayers,
+    num_attention_heads: o.numHeads,
+    num_key_value_heads: o.numKvHeads,
+    head_dim: o.headDim,
+    vocab_size: o.vocabSize,
+    max_position_embeddings: o.maxPositionEmbeddings,
+    rms_norm_eps: o.rmsNormEps,
+    rope_theta: o.ropeTheta,
+    rope_scaling: o.ropeScaling ?? null,
+    tie_word_embeddings: o.tieWordEmbeddings,
+    hidden_act: "silu",
+    bos_token_id: tok.bosTokenId,
+    eos_token_id: tok.eosTokenIds.length === 1 ? tok.eosTokenIds[0] : tok.eosTokenIds,
+    torch_dtype: { f32: "float32", f16: "float16", bf16: "bfloat16" }[o.dtype],
+    use_cache: true,
+  };
+  if (o.arch === "llama" || o.arch === "qwen3") json["attention_bias"] = false;
+  if (o.arch === "llama") json["mlp_bias"] = false;
+  if (o.arch === "mistral") json["sliding_window"] = o.slidingWindow ?? null;
+  if (o.arch === "qwen2" || o.arch === "qwen3") {
+    json["use_sliding_window"] = false;
+    json["sliding_window"] = null;
+    json["max_window_layers"] = o.numLayers;
+  }
+  return json;
+}
+
+/** One tensor's values, drawn from `rng` according to what the tensor is; `fanIn` is its layer's input width. */
+function initValues(name: string, shape: readonly number[], fanIn: number, rng: Prng, embeddingStd: number): Float32Array {
+  const out = new Float32Array(numel(shape));
+  if (name.endsWith("norm.weight")) {
+    for (let i = 0; i < out.length; i++) out[i] = 1 + 0.1 * (2 * rng.nextFloat() - 1);
+    return out;
+  }
+  // U(−a, a) has std a/√3. Linear weights and biases: torch's kaiming-uniform bound 1/√fanIn.
+  const isEmbedding = name === "model.embed_tokens.weight" || name === "lm_head.weight";
+  const bound = isEmbedding ? embeddingStd * Math.sqrt(3) : 1 / Math.sqrt(fanIn);
+  for (let i = 0; i < out.length; i++) out[i] = bound * (2 * rng.nextFloat() - 1);
+  return out;
+}
+
+function encode(values: Float32Array, dtype: WeightDType): Uint8Array {
+  if (dtype === "f32") return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+  const codes = allocStorage(dtype, values.length);
+  encodeInto(dtype, values, codes);
+  return new Uint8Array(codes.buffer, codes.byteOffset, codes.byteLength);
+}
+
+/** Writes a tiny model directory (creating it) and returns its files and parsed config. */
+export function writeTinyModel(dir: string, options: TinyModelOptions): TinyModel {
+  const arch = checkOneOf("arch", options.arch, TINY_ARCHS);
+  const hiddenSize = checkInt("hiddenSize", options.hiddenSize ?? 64, { min: 1 });
+  const numHeads = checkInt("numHeads", options.numHeads ?? 4, { min: 1 });
+  const numKvHeads = checkInt("numKvHeads", options.numKvHeads ?? 2, { min: 1 });
+  const dtype = checkOneOf("dtype", options.dtype ?? "f32", ["f32", "f16", "bf16"] as const);
+  const shards = checkInt("shards", options.shards ?? 1, { min: 1, max: 99999 });
+  const seed = options.seed ?? 0;
+  const embeddingStd = options.embeddingStd ?? 1;
+  if (!(embeddingStd > 0 && Number.isFinite(embeddingStd))) throw new ArgumentError("embeddingStd", `must be a positive number, got ${show(embeddingStd)}`);
+
+  mkdirSync(dir, { recursive: true });
+  const tok = writeTokenizer(dir, arch, options.tokenizer ?? { kind: "synthetic" });
+  const vocabSize = checkInt("vocabSize", options.vocabSize ?? Math.ceil(tok.size / 64) * 64, { min: tok.size });
+  const o = {
+    arch,
+    seed,
+    hiddenSize,
+    intermediateSize: checkInt("intermediateSize", options.intermediateSize ?? 2 * hiddenSize, { min: 1 }),
+    numLayers: checkInt("numLayers", options.numLayers ?? 2, { min: 1 }),
+    numHeads,
+    numKvHeads,
+    headDim: checkInt("headDim", options.headDim ?? (arch === "qwen3" ? 2 : 1) * Math.floor(hiddenSize / numHeads), { min: 1 }),
+    vocabSize,
+    maxPositionEmbeddings: checkInt("maxPositionEmbeddings", options.maxPositionEmbeddings ?? 512, { min: 1 }),
+    ropeTheta: options.ropeTheta ?? 10000,
+    ropeScaling: options.ropeScaling ?? null,
+    rmsNormEps: options.rmsNormEps ?? (arch === "llama" || arch === "mistral" ? 1e-5 : 1e-6),
+    tieWordEmbeddings: options.tieWordEmbeddings ?? (arch === "qwen2" || arch === "qwen3"),
+    slidingWindow: options.slidingWindow === undefined ? 16 : options.slidingWindow,
+    dtype,
+    shards,
+    embeddingStd,
+  };
+  const cfgJson = configJson(o, tok);
+  const config = parseModelConfig(cfgJson, { source: "writeTinyModel options" });
+  writeJson(join(dir, "config.json"), cfgJson);
+  writeJson(join(dir, "generation_config.json"), {
+    bos_token_id: tok.bosTokenId,
+    eos_token_id: tok.eosTokenIds.length === 1 ? tok.eosTokenIds[0] : tok.eosTokenIds,
+    ...(tok.padTokenId !== null ? { pad_token_id: tok.padTokenId } : {}),
+    ...(options.generation ?? {}),
+  });
+
+  const rng = new Prng(seed);
+  const specs = expectedWeights(config);
+  const shapes = new Map(specs.map((s) => [s.name, s.shape]));
+  const tensors: TensorToWrite[] = specs.map(({ name, shape }) => {
+    const weightShape = shapes.get(name.replace(/\.bias$/, ".weight"))!;
+    const fanIn = weightShape[weightShape.length - 1]!;
+    return { name, dtype, shape, data: encode(initValues(name, shape, fanIn, rng, embeddingStd), dtype) };
+  });
+  const files = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"];
+  const metadata = { format: "pt" };
+  if (shards === 1) {
+    writeSafetensors(join(dir, SINGLE_WEIGHTS_FILE), tensors, metadata);
+    files.push(SINGLE_WEIGHTS_FILE);
+  } else {
+    if (shards > tensors.length) throw new ArgumentError("shards", `must be ≤ the ${tensors.length} tensors, got ${shards}`);
+    const groups = splitByBytes(tensors, shards);
+    const weightMap: Record<string, string> = {};
+    groups.forEach((group, i) => {
+      const file = `model-${String(i + 1).padStart(5, "0")}-of-${String(shards).padStart(5, "0")}.safetensors`;
+      writeSafetensors(join(dir, file), group, metadata);
+      for (const t of group) weightMap[t.name] = file;
+      files.push(file);
+    });
+    const totalSize = tensors.reduce((s, t) => s + t.data.length, 0);
+    writeJson(join(dir, WEIGHTS_INDEX_FILE), { metadata: { total_size: totalSize }, weight_map: weightMap });
+    files.push(WEIGHTS_INDEX_FILE);
+  }
+  return { dir, files: files.sort(), config };
+}
+
+/** Splits tensors, in order, into `n` non-empty runs of roughly equal bytes. */
+function splitByBytes(tensors: TensorToWrite[], n: number): TensorToWrite[][] {
+  const total = tensors.reduce((s, t) => s + t.data.length, 0);
+  const groups: TensorToWrite[][] = [];
+  let current: TensorToWrite[] = [];
+  let bytes = 0;
+  tensors.forEach((t, i) => {
+    const remainingTensors = tensors.length - i;
+    const groupsLeft = n - groups.length;
+    if (current.length > 0 && (bytes >= (total * (groups.length + 1)) / n || remainingTensors < groupsLeft)) {
+      groups.push(current);
+      current = [];
+    }
+    current.push(t);
+    bytes += t.data.length;
+  });
+  groups.push(current);
+  return groups;
+}

@@ -1,0 +1,100 @@
+/**
+ * Chat templates: the Jinja program a model's tokenizer_config.json carries to
+ * turn a conversation into the prompt text the model was trained on, run with
+ * @huggingface/jinja under transformers' apply_chat_template semantics: the
+ * template sees `messages`, `add_generation_prompt`, `tools`, `documents`,
+ * the special tokens (`bos_token`, `eos_token`, …) and any extra variables
+ * (e.g. Qwen3's `enable_thinking`), and may call `raise_exception(msg)`.
+ */
+import { Template } from "@huggingface/jinja";
+import { ArgumentError, show } from "../errors.js";
+
+/** An OpenAI-style content part; only text parts can be rendered into a text prompt. */
+export interface ChatContentPart {
+  type: string;
+  text?: string;
+  [key: string]: unknown;
+}
+
+export interface ChatMessage {
+  role: string;
+  /** Text, or OpenAI-style parts (text parts are joined with "\n", as vLLM does for string-content templates). */
+  content?: string | readonly ChatContentPart[] | null;
+  /** Extra fields (tool_calls, name, reasoning_content, …) are passed to the template as they are. */
+  [key: string]: unknown;
+}
+
+export interface ChatTemplateOptions {
+  /** End with the header that starts the assistant's turn. Default true (vLLM's chat endpoint default). */
+  addGenerationPrompt?: boolean;
+  /** Tool (function) definitions, JSON-schema style, for templates that render them. */
+  tools?: readonly unknown[];
+  /** Retrieval documents, for templates that render them. */
+  documents?: readonly unknown[];
+  /** Which named template to use when tokenizer_config has several. Default "default" ("tool_use" when tools are given and it exists). */
+  templateName?: string;
+  /** More template variables, e.g. `{ enable_thinking: false }`. */
+  variables?: Readonly<Record<string, unknown>>;
+}
+
+const compiled = new Map<string, Template>();
+
+function compile(template: string): Template {
+  let t = compiled.get(template);
+  if (!t) {
+    try {
+      t = new Template(template);
+    } catch (e) {
+      throw new ArgumentError("chat_template", `does not parse as Jinja: ${(e as Error).message}`);
+    }
+    if (compiled.size > 64) compiled.clear();
+    compiled.set(template, t);
+  }
+  return t;
+}
+
+function normalizeMessages(messages: readonly ChatMessage[]): Record<string, unknown>[] {
+  if (!Array.isArray(messages)) throw new ArgumentError("messages", `must be an array of { role, content }, got ${show(messages)}`);
+  return messages.map((m, i) => {
+    if (typeof m !== "object" || m === null || typeof m.role !== "string") {
+      throw new ArgumentError(`messages[${i}]`, `must be an object with a string role, got ${show(m)}`);
+    }
+    const content = m.content;
+    if (content === undefined || content === null || typeof content === "string") return { ...m };
+    if (!Array.isArray(content)) throw new ArgumentError(`messages[${i}].content`, `must be a string, null or an array of parts, got ${show(content)}`);
+    const texts = content.map((part, j) => {
+      if (typeof part !== "object" || part === null || part.type !== "text" || typeof part.text !== "string") {
+        throw new ArgumentError(`messages[${i}].content[${j}]`, `must be a text part { type: "text", text }, got ${show(part)}`);
+      }
+      return part.text;
+    });
+    return { ...m, content: texts.join("\n") };
+  });
+}
+
+/**
+ * Renders `template` for `messages`. `specialTokens` holds the tokenizer's
+ * special_tokens_map (bos_token, eos_token, …). Errors raised by the template
+ * (raise_exception) come back as an ArgumentError on `messages`.
+ */
+export function renderChatTemplate(
+  template: string,
+  messages: readonly ChatMessage[],
+  options: ChatTemplateOptions = {},
+  specialTokens: Readonly<Record<string, unknown>> = {},
+): string {
+  const t = compile(template);
+  const context: Record<string, unknown> = {
+    ...specialTokens,
+    ...(options.variables ?? {}),
+    messages: normalizeMessages(messages),
+    add_generation_prompt: options.addGenerationPrompt ?? true,
+  };
+  if (options.tools !== undefined) context["tools"] = options.tools;
+  if (options.documents !== undefined) context["documents"] = options.documents;
+  try {
+    return t.render(context);
+  } catch (e) {
+    throw new ArgumentError("messages", `were rejected by the chat template: ${(e as Error).message}`);
+  }
+}

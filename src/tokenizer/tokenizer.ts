@@ -1,0 +1,225 @@
+/**
+ * A model's tokenizer as Hugging Face ships it: `tokenizer.json` (normalizer,
+ * pre-tokenizer, BPE / Unigram / WordPiece model, post-processor, decoder,
+ * added tokens) run by @huggingface/tokenizers (the transformers.js
+ * tokenizers), plus `tokenizer_config.json` (special tokens, chat templates,
+ * clean-up flags) and an optional `chat_template.jinja` file, which newer
+ * checkpoints ship instead of the `chat_template` key.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
+import { ArgumentError, show } from "../errors.js";
+import { type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./chat-template.js";
+
+type Json = Record<string, unknown>;
+
+export interface TokenizerSource {
+  /** The parsed tokenizer.json. */
+  tokenizerJson: unknown;
+  /** The parsed tokenizer_config.json (optional: some repos have none). */
+  tokenizerConfig?: unknown;
+  /** A chat template that overrides tokenizer_config's (the contents of chat_template.jinja). */
+  chatTemplate?: string;
+  /** Names the source in error messages. */
+  source?: string;
+}
+
+export interface EncodeOptions {
+  /** Apply the post-processor's special tokens (BOS for Llama / Mistral). Default true, as in transformers. */
+  addSpecialTokens?: boolean;
+}
+
+export interface DecodeOptions {
+  /** Drop special tokens (BOS, EOS, <|im_start|>, …) from the text. Default false, as in transformers. */
+  skipSpecialTokens?: boolean;
+}
+
+function isObject(v: unknown): v is Json {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A special-token entry of tokenizer_config: a string, or an AddedToken object `{ content, … }` (older files). */
+function tokenContent(v: unknown): string | null {
+  if (typeof v === "string") return v;
+  if (isObject(v) && typeof v["content"] === "string") return v["content"];
+  return null;
+}
+
+function readJson(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (e) {
+    throw new ArgumentError(path, `cannot be read: ${(e as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new ArgumentError(path, `is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+export class Tokenizer {
+  readonly #hf: HfTokenizer;
+  /** tokenizer_config.json as read (or {}). */
+  readonly config: Readonly<Json>;
+  /** One past the largest token id of the vocabulary and the added tokens. */
+  readonly vocabSize: number;
+  /** Ids of the added tokens marked special (BOS, EOS, <|im_start|>, …). */
+  readonly specialIds: ReadonlySet<number>;
+  readonly bosToken: string | null;
+  readonly eosToken: string | null;
+  readonly bosTokenId: number | null;
+  readonly eosTokenId: number | null;
+  /** Named chat templates; the one used by default is `default` (or the only one). */
+  readonly chatTemplates: Readonly<Record<string, string>>;
+  readonly #tokens: Map<number, string>;
+
+  constructor(source: TokenizerSource) {
+    const where = source.source ?? "tokenizer";
+    const tj = source.tokenizerJson;
+    if (!isObject(tj) || !isObject(tj["model"])) throw new ArgumentError(`${where} tokenizer.json`, `must be an object with a "model", got ${show(tj)}`);
+    const config = source.tokenizerConfig ?? {};
+    if (!isObject(config)) throw new ArgumentError(`${where} tokenizer_config.json`, `must be an object, got ${show(config)}`);
+    this.config = config;
+    try {
+      this.#hf = new HfTokenizer(tj, config);
+    } catch (e) {
+      throw new ArgumentError(`${where} tokenizer.json`, `cannot be loaded by @huggingface/tokenizers: ${(e as Error).message}`);
+    }
+
+    this.#tokens = new Map();
+    const vocab = (tj["model"] as Json)["vocab"];
+    if (Array.isArray(vocab)) vocab.forEach((entry, id) => this.#tokens.set(id, Array.isArray(entry) ? String(entry[0]) : String(entry))); // Unigram: [piece, score]
+    else if (isObject(vocab)) for (const [piece, id] of Object.entries(vocab)) this.#tokens.set(id as number, piece);
+    const special = new Set<number>();
+    const added = Array.isArray(tj["added_tokens"]) ? (tj["added_tokens"] as Json[]) : [];
+    for (const t of added) {
+      if (typeof t["id"] !== "number" || typeof t["content"] !== "string") continue;
+      this.#tokens.set(t["id"], t["content"]);
+      if (t["special"] === true) special.add(t["id"]);
+    }
+    this.specialIds = special;
+    let maxId = -1;
+    for (const id of this.#tokens.keys()) maxId = Math.max(maxId, id);
+    this.vocabSize = maxId + 1;
+
+    this.bosToken = tokenContent(config["bos_token"]);
+    this.eosToken = tokenContent(config["eos_token"]);
+    this.bosTokenId = this.bosToken === null ? null : (this.tokenToId(this.bosToken) ?? null);
+    this.eosTokenId = this.eosToken === null ? null : (this.tokenToId(this.eosToken) ?? null);
+    this.chatTemplates = chatTemplatesOf(config, source.chatTemplate, where);
+  }
+
+  /** Reads tokenizer.json, tokenizer_config.json (if present) and chat_template.jinja (if present) from a model directory. */
+  static fromDir(dir: string): Tokenizer {
+    const tokenizerPath = join(dir, "tokenizer.json");
+    if (!existsSync(tokenizerPath)) throw new ArgumentError(dir, "has no tokenizer.json (kvflash needs the fast-tokenizer file that Hugging Face model repositories ship)");
+    const configPath = join(dir, "tokenizer_config.json");
+    const templatePath = join(dir, "chat_template.jinja");
+    return new Tokenizer({
+      tokenizerJson: readJson(tokenizerPath),
+      ...(existsSync(configPath) ? { tokenizerConfig: readJson(configPath) } : {}),
+      ...(existsSync(templatePath) ? { chatTemplate: readFileSync(templatePath, "utf8") } : {}),
+      source: dir,
+    });
+  }
+
+  /** The default chat template, or null if the tokenizer has none. */
+  get chatTemplate(): string | null {
+    return this.chatTemplates["default"] ?? null;
+  }
+
+  /** Text → token ids. */
+  encode(text: string, options: EncodeOptions = {}): number[] {
+    if (typeof text !== "string") throw new ArgumentError("text", `must be a string, got ${show(text)}`);
+    return this.#hf.encode(text, { add_special_tokens: options.addSpecialTokens ?? true }).ids;
+  }
+
+  /** Token ids → text. Ids outside [0, vocabSize) are an error. */
+  decode(ids: readonly number[], options: DecodeOptions = {}): string {
+    for (let i = 0; i < ids.length; i++) {
+      const id = ids[i]!;
+      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
+        throw new ArgumentError(`ids[${i}]`, `must be a token id in [0, ${this.vocabSize}), got ${show(id)}`);
+      }
+    }
+    if (ids.length === 0) return "";
+    return this.#hf.decode([...ids], { skip_special_tokens: options.skipSpecialTokens ?? false });
+  }
+
+  /** The token string of an id (byte-level or SentencePiece form, e.g. "Ġworld", "▁world"), or undefined. */
+  idToToken(id: number): string | undefined {
+    return this.#tokens.get(id);
+  }
+
+  tokenToId(token: string): number | undefined {
+    return this.#hf.token_to_id(token);
+  }
+
+  isSpecial(id: number): boolean {
+    return this.specialIds.has(id);
+  }
+
+  /**
+   * Renders messages with the chat template (transformers' apply_chat_template
+   * with tokenize=False). `addGenerationPrompt` defaults to true, as vLLM's chat
+   * endpoint does.
+   */
+  applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
+    const name = options.templateName ?? (options.tools && this.chatTemplates["tool_use"] ? "tool_use" : "default");
+    const template = this.chatTemplates[name];
+    if (template === undefined) {
+      const names = Object.keys(this.chatTemplates);
+      throw new ArgumentError(
+        "templateName",
+        names.length === 0
+          ? "cannot be resolved: this tokenizer has no chat template (tokenizer_config.json chat_template or chat_template.jinja)"
+          : `must be one of ${names.map((n) => JSON.stringify(n)).join(" | ")}, got ${show(name)}`,
+      );
+    }
+    return renderChatTemplate(template, messages, options, this.#specialTokensMap());
+  }
+
+  /**
+   * Renders and encodes a conversation. The template writes its own BOS, so the
+   * text is encoded without adding special tokens (as transformers does).
+   */
+  encodeChat(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): number[] {
+    return this.encode(this.applyChatTemplate(messages, options), { addSpecialTokens: false });
+  }
+
+  /** transformers' special_tokens_map: the variables every chat template may use. */
+  #specialTokensMap(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const key of ["bos_token", "eos_token", "unk_token", "pad_token", "sep_token", "cls_token", "mask_token"]) {
+      const v = tokenContent(this.config[key]);
+      if (v !== null) out[key] = v;
+    }
+    const extra = this.config["additional_special_tokens"];
+    if (Array.isArray(extra)) out["additional_special_tokens"] = extra.map(tokenContent).filter((t) => t !== null);
+    return out;
+  }
+}
+
+/** `chat_template` is a string or a list of `{ name, template }`; chat_template.jinja overrides the default. */
+function chatTemplatesOf(config: Json, override: string | undefined, where: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const raw = config["chat_template"];
+  if (typeof raw === "string") out["default"] = raw;
+  else if (Array.isArray(raw)) {
+    raw.forEach((entry, i) => {
+      if (!isObject(entry) || typeof entry["name"] !== "string" || typeof entry["template"] !== "string") {
+        throw new ArgumentError(`${where} tokenizer_config.json chat_template[${i}]`, `must be { name, template } strings, got ${show(entry)}`);
+      }
+      out[entry["name"]] = entry["template"];
+    });
+  } else if (raw !== undefined && raw !== null) {
+    throw new ArgumentError(`${where} tokenizer_config.json chat_template`, `must be a string or a list of { name, template }, got ${show(raw)}`);
+  }
+  if (override !== undefined) out["default"] = override;
+  const names = Object.keys(out);
+  if (out["default"] === undefined && names.length === 1) out["default"] = out[names[0]!]!;
+  return out;
+}

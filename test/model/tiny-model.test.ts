@@ -1,0 +1,133 @@
+// The tiny-model writer (every architecture, deterministic, real tokenizer
+// files) and the embedded default model, which the writer must reproduce byte
+// for byte and which must load with nothing but this repository.
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import {
+  type Runtime,
+  TINY_ARCHS,
+  Tokenizer,
+  createRuntime,
+  defaultModelDir,
+  defaultModelOptions,
+  defaultModelTokenizerDir,
+  expectedWeights,
+  loadModelDir,
+  roundTo,
+  writeTinyModel,
+} from "../../src/index.js";
+
+let rt: Runtime;
+let root: string;
+before(async () => {
+  rt = await createRuntime({ threads: 1 });
+  root = mkdtempSync(join(tmpdir(), "kvflash-tiny-"));
+});
+after(async () => {
+  rmSync(root, { recursive: true, force: true });
+  await rt.dispose();
+});
+
+const filesOf = (dir: string): Map<string, Buffer> => new Map(readdirSync(dir).sort().map((f) => [f, readFileSync(join(dir, f))]));
+
+test("every architecture writes a directory that loads, with its own flags", () => {
+  for (const arch of TINY_ARCHS) {
+    const m = writeTinyModel(join(root, arch), { arch });
+    const dir = loadModelDir(rt, m.dir, { progress: false });
+    const c = dir.config;
+    assert.equal(dir.tensors.size, expectedWeights(c).length, arch);
+    assert.equal(c.qkvBias, arch === "qwen2", arch);
+    assert.equal(c.qkNorm, arch === "qwen3", arch);
+    assert.equal(c.headDim, arch === "qwen3" ? 32 : 16, arch);
+    assert.equal(c.tieWordEmbeddings, arch.startsWith("qwen"), arch);
+    assert.deepEqual(c.layerWindows, arch === "mistral" ? [16, 16] : [null, null], arch);
+    assert.ok(c.vocabSize % 64 === 0 && c.vocabSize >= dir.tokenizer.vocabSize, arch);
+    // The synthetic byte-level BPE tokenizer is lossless and has its family's chat format.
+    const text = "Hello world, the fox! 你好 🤗";
+    assert.equal(dir.tokenizer.decode(dir.tokenizer.encode(text), { skipSpecialTokens: true }), text, arch);
+    const prompt = dir.tokenizer.applyChatTemplate([{ role: "user", content: "hi" }]);
+    assert.match(prompt, { llama: /<\|start_header_id\|>assistant/, mistral: /\[INST\] hi \[\/INST\]$/, qwen2: /<\|im_start\|>assistant\n$/, qwen3: /<\|im_start\|>assistant\n$/ }[arch]);
+    assert.ok(dir.eosTokenIds.length > 0 && dir.eosTokenIds.every((id) => dir.tokenizer.isSpecial(id)), arch);
+    // Norm weights are near 1 but not 1; linear weights lie within ±1/√fanIn.
+    const norm = dir.tensors.get("model.layers.0.input_layernorm.weight")!.toFloat32();
+    assert.ok(norm.every((v) => v > 0.9 && v < 1.1) && norm.some((v) => v !== 1));
+    const down = dir.tensors.get("model.layers.1.mlp.down_proj.weight")!.toFloat32();
+    const bound = 1 / Math.sqrt(c.intermediateSize);
+    assert.ok(down.every((v) => Math.abs(v) <= bound));
+    dir.free();
+  }
+});
+
+test("the same options write the same bytes; another seed other weights; bf16 is the rounded f32", () => {
+  const a = writeTinyModel(join(root, "a"), { arch: "qwen3", seed: 7 });
+  const b = writeTinyModel(join(root, "b"), { arch: "qwen3", seed: 7 });
+  const c = writeTinyModel(join(root, "c"), { arch: "qwen3", seed: 8 });
+  const h = writeTinyModel(join(root, "h"), { arch: "qwen3", seed: 7, dtype: "bf16" });
+  assert.deepEqual(filesOf(a.dir), filesOf(b.dir));
+  assert.notDeepEqual(filesOf(a.dir).get("model.safetensors"), filesOf(c.dir).get("model.safetensors"));
+  const fa = loadModelDir(rt, a.dir, { progress: false });
+  const fh = loadModelDir(rt, h.dir, { progress: false });
+  for (const name of ["model.embed_tokens.weight", "model.layers.1.self_attn.q_norm.weight", "model.layers.0.mlp.up_proj.weight"]) {
+    const f32 = fa.tensors.get(name)!.toFloat32();
+    const bf16 = fh.tensors.get(name)!;
+    assert.equal(bf16.dtype, "bf16");
+    assert.deepEqual(bf16.toFloat32(), f32.map((v) => roundTo("bf16", v)), name);
+  }
+  fa.free();
+  fh.free();
+});
+
+test("RoPE scaling and sizes pass through to config.json", () => {
+  const m = writeTinyModel(join(root, "rope"), {
+    arch: "llama",
+    numLayers: 3,
+    hiddenSize: 48,
+    numHeads: 6,
+    numKvHeads: 1,
+    ropeTheta: 500000,
+    ropeScaling: { rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64 },
+  });
+  const c = loadModelDir(rt, m.dir, { progress: false });
+  assert.deepEqual(c.config.ropeScaling, { type: "llama3", factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 64 });
+  assert.deepEqual([c.config.numLayers, c.config.headDim, c.config.numKvHeads, c.config.ropeTheta], [3, 8, 1, 500000]);
+  c.free();
+});
+
+test("options are validated", () => {
+  assert.throws(() => writeTinyModel(join(root, "x"), { arch: "gpt2" as never }), /arch must be one of "llama" \| "mistral" \| "qwen2" \| "qwen3", got "gpt2"/);
+  assert.throws(() => writeTinyModel(join(root, "x"), { arch: "llama", numKvHeads: 3 }), /num_key_value_heads must divide num_attention_heads \(4\), got 3/);
+  assert.throws(() => writeTinyModel(join(root, "x"), { arch: "llama", vocabSize: 10 }), /vocabSize must be ≥ \d+, got 10/);
+  assert.throws(() => writeTinyModel(join(root, "x"), { arch: "llama", shards: 500 }), /shards must be ≤ the 21 tensors, got 500/);
+});
+
+test("the default model loads from the repository alone: Llama, 32k tokenizer, Llama 2 chat template", () => {
+  const dir = defaultModelDir();
+  const total = readdirSync(dir).reduce((s, f) => s + statSync(join(dir, f)).size, 0);
+  assert.ok(total < 8 << 20, `models/default is ${total} bytes`);
+  const m = loadModelDir(rt, dir, { progress: false });
+  const c = m.config;
+  assert.deepEqual(
+    [c.architecture, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim, c.vocabSize, c.tieWordEmbeddings],
+    ["LlamaForCausalLM", 64, 192, 4, 4, 2, 16, 32000, true],
+  );
+  assert.equal(m.tensors.size, 1 + 4 * 9 + 1);
+  assert.ok([...m.tensors.values()].every((t) => t.dtype === "bf16"));
+  assert.deepEqual(m.eosTokenIds, [2]);
+  assert.equal(m.generation.temperature, 0.6);
+  const ids = m.tokenizer.encodeChat([{ role: "system", content: "Be brief." }, { role: "user", content: "Hi there" }]);
+  assert.equal(ids[0], 1);
+  assert.equal(m.tokenizer.decode(ids), "<s> [INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi there [/INST]");
+  m.free();
+});
+
+test("writeTinyModel reproduces models/default byte for byte", () => {
+  const out = writeTinyModel(join(root, "default"), defaultModelOptions(defaultModelTokenizerDir()));
+  const committed = filesOf(defaultModelDir());
+  const written = filesOf(out.dir);
+  assert.deepEqual([...written.keys()], [...committed.keys()]);
+  for (const [name, bytes] of committed) assert.ok(bytes.equals(written.get(name)!), `${name} differs: run npm run models:default`);
+  assert.equal(Tokenizer.fromDir(out.dir).vocabSize, 32000);
+});
