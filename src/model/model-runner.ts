@@ -1,0 +1,34 @@
+/**
+ * What the serving engine needs from a loaded model: run one step's ragged
+ * batch (ForwardBatch) on the paged KV cache and hand back the logits of the
+ * rows it asked for. The decoder implements it; the engine (src/engine) and
+ * `kvflash generate` drive it; neither needs to know the architecture.
+ */
+import type { ModelConfig } from "./config.js";
+import type { ForwardBatch } from "./forward-batch.js";
+
+export interface KvCacheGeometry {
+  /** Blocks in the paged KV cache; block ids in ForwardBatch.blockTable are < numBlocks. */
+  numBlocks: number;
+  /** Tokens per block. */
+  blockSize: number;
+}
+
+export interface ModelRunner {
+  readonly config: ModelConfig;
+  /** Logits per row: config.vocabSize. */
+  readonly vocabSize: number;
+  /** Longest sequence (prompt + output) the runner accepts. */
+  readonly maxModelLen: number;
+  /** The KV cache the runner owns; the engine's KvCacheManager must use the same geometry. */
+  readonly kvCache: KvCacheGeometry;
+  /**
+   * Runs one step: writes the K/V of every new token into its slot (per layer,
+   * before that layer's attention) and returns the logits of the rows named by
+   * batch.logitIndices: f32 [S, vocabSize], row-major, S = logitIndices.length.
+   * The returned array is the caller's (a copy, valid after the next forward).
+   */
+  forward(batch: ForwardBatch): Float32Array;
+  /** Frees the weights and the KV cache. */
+  dispose(): void;
+}
