@@ -5,3 +5,5 @@
 export * from "./runtime/selftest";
 export * from "./tensor/convert";
 export * from "./bench/roofline";
+export * from "./attention/flash";
+export * from "./attention/merge";

@@ -16,3 +16,4 @@ export {
   roundTo,
 } from "./tensor/codec.js";
 export { convert } from "./tensor/convert.js";
+export * from "./attention/index.js";
