@@ -7,6 +7,7 @@
  *
  * They trust their input: run the operator's validation first if in doubt.
  */
+import { decodeInto, storageArray } from "../../tensor/codec.js";
 import type { Tensor } from "../../tensor/tensor.js";
 import type { FlashAttentionOptions } from "../flash-attention.js";
 import type { IncreFlashAttentionOptions } from "../incre-flash-attention.js";
@@ -43,6 +44,14 @@ export function attendRow(D: number, sk: number, score: (j: number) => number | 
   return { o, lse: m + Math.log(l) };
 }
 
+/** Every element of t, decoded, in row-major order of its shape. */
+function values(t: Tensor): Float32Array {
+  if (!t.isContiguous()) return t.toFloat32();
+  const out = new Float32Array(t.numel);
+  decodeInto(t.dtype, storageArray(t.dtype, t.memory.buffer, t.ptr, t.numel), out);
+  return out;
+}
+
 /** Element index of logical (b, n, s, d) in a row-major tensor of `layout`; `t0` is the sequence's first token (TND). */
 function layoutIndex(layout: AttentionLayout, shape: readonly number[], b: number, n: number, s: number, d: number, t0: number): number {
   if (layout === "BNSD") return ((b * shape[1]! + n) * shape[2]! + s) * shape[3]! + d;
@@ -52,7 +61,7 @@ function layoutIndex(layout: AttentionLayout, shape: readonly number[], b: numbe
 
 /** Reads t (broadcast to [B, H, Sq, Sk] by NumPy rules) at (b, h, i, j). */
 function broadcastReader(t: Tensor): (b: number, h: number, i: number, j: number) => number {
-  const values = t.toFloat32();
+  const data = values(t);
   const shape = t.shape;
   const strides = new Array<number>(shape.length);
   let s = 1;
@@ -64,7 +73,7 @@ function broadcastReader(t: Tensor): (b: number, h: number, i: number, j: number
     const coords = [b, h, i, j].slice(4 - shape.length);
     let idx = 0;
     coords.forEach((c, k) => (idx += (shape[k] === 1 ? 0 : c) * strides[k]!));
-    return values[idx]!;
+    return data[idx]!;
   };
 }
 
@@ -82,15 +91,15 @@ function referenceCore(options: AttentionOptions & { q: Tensor; k: Tensor; v: Te
   const H = layout === "BSND" ? q.shape[2]! : q.shape[1]!;
   const Hkv = layout === "BSND" ? k.shape[2]! : k.shape[1]!;
   const G = H / Hkv;
-  const qv = q.toFloat32();
-  const kv = k.toFloat32();
-  const vv = v.toFloat32();
+  const qv = values(q);
+  const kv = values(k);
+  const vv = values(v);
   const scale = options.scale ?? 1 / Math.sqrt(D);
   const softcap = options.softcap ?? 0;
   const [left, right] = options.window ?? [-1, -1];
   const bias = options.bias ? broadcastReader(options.bias) : undefined;
   const mask = options.mask ? broadcastReader(options.mask) : undefined;
-  const slopes = options.alibiSlopes ? options.alibiSlopes.toFloat32() : undefined;
+  const slopes = options.alibiSlopes ? values(options.alibiSlopes) : undefined;
   const slope = (b: number, h: number): number => (options.alibiSlopes!.rank === 1 ? slopes![h]! : slopes![b * H + h]!);
 
   const out = new Float64Array(q.numel);
