@@ -12,8 +12,13 @@
 //      scaled by `scale`, zero-padded to D4, into scratch.
 //   2. for each K/V tile of BC keys inside the union of the rows' ranges (tiles
 //      outside it are never touched: causal/window tile skipping):
-//        S = Q·Kᵀ (qkTile) → options and exclusions (scoreOptions) → online
-//        softmax (softmaxUpdate) → O += P·V (pvTile).
+//        S = Q·Kᵀ → options and exclusions (scoreOptions) → online softmax
+//        (softmaxUpdate) → O += P·V.
+//      Many rows (prefill): K and V tiles are decoded into scratch once
+//      (fillTile) and reused by every row (qkTile, pvTile<f32>). Few rows
+//      (decode, ≤ STREAM_ROWS): f32/bf16 K/V are read in place (qkStream,
+//      pvTile<f32 | u16>) after a touch pass over the tile's lines (kv-tile.ts,
+//      touchRows: wasm has no prefetch); f16 or D % 4 ≠ 0 decode into scratch.
 //   3. o = O / l and lse = m + ln l, or o = 0 and lse = −Infinity for a row that
 //      kept no key — to the output, or to split slot `slot`'s partials.
 // Workspace is the thread's scratch only: O(RMAX·D + BC·D), never Sq×Sk.

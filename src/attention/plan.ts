@@ -182,7 +182,7 @@ export class AttentionPlan {
     const threads = options.threads === undefined ? rt.threads : checkInt("threads", options.threads, { min: 1 });
     const raw = options.actualSeqLengths as unknown;
     const B = raw !== null && typeof raw === "object" && "length" in raw ? (raw as ArrayLike<unknown>).length : -1;
-    const lengths = checkLengths("actualSeqLengths", raw, Math.max(B, 0), 0x3fffffff, "2^30");
+    const lengths = checkLengths("actualSeqLengths", raw, Math.max(B, 0), 0x3fffffff, "2^30 − 1");
     if (B < 1) throw new ArgumentError("actualSeqLengths", `must list at least one sequence, got ${show(raw)}`);
 
     let chunks: number[];

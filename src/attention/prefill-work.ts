@@ -10,6 +10,9 @@
 import { RMAX, type WorkItem } from "./kernel-args.js";
 import type { ScoreOptions, SeqExtent } from "./problem.js";
 
+/** Fixed per-row cost (loading q, writing o) expressed in keys, for ordering only. */
+const BLOCK_OVERHEAD_KEYS = 8;
+
 /** Keys [lo, hi] a query at index i keeps by range (before the mask), or lo > hi. */
 export function keptRange(i: number, sq: number, sk: number, score: ScoreOptions): [number, number] {
   const diag = i + sk - sq;
@@ -39,6 +42,3 @@ export function prefillItems(seqs: readonly SeqExtent[], Hkv: number, G: number,
   items.sort((x, y) => y.cost - x.cost);
   return items.map((x) => x.item);
 }
-
-/** Fixed per-row cost (loading q, writing o) expressed in keys, for ordering only. */
-const BLOCK_OVERHEAD_KEYS = 8;
