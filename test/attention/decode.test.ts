@@ -111,6 +111,36 @@ describe("increFlashAttention vs the float64 reference", () => {
     }
   });
 
+  describe("split-KV with every option at once (partials and their merge see the same exclusions)", () => {
+    const cases = [
+      { name: "few rows (G=2, Sq=3: in-place bf16 stream path)", G: 2, Hkv: 2, Sq: 3, D: 128, dtype: "bf16" as const },
+      { name: "many rows (G=7, Sq=16, D=256: scratch-tile path)", G: 7, Hkv: 1, Sq: 16, D: 256, dtype: "f32" as const },
+      { name: "few rows, f16, D=20 (decoded stream path)", G: 4, Hkv: 1, Sq: 2, D: 20, dtype: "f16" as const },
+    ];
+    cases.forEach((c, ci) => {
+      test(c.name, () => {
+        const random = rng(600 + ci);
+        const B = LENGTHS.length;
+        const H = c.G * c.Hkv;
+        const all = {
+          alibiSlopes: host("f32", [B, H], () => 0.05 * random()),
+          bias: host("f32", [1, H, c.Sq, SMAX], () => random() - 0.5),
+          mask: host("uint8", [B, 1, c.Sq, SMAX], () => (random() < 0.15 ? 1 : 0)),
+          window: [900, 1],
+          causal: true,
+          softcap: 6,
+        };
+        const o = materialize(rt, { ...spec(610 + ci, c), ...all }) as unknown as IncreFlashAttentionOptions;
+        try {
+          const ref = reference.decode(rt, o);
+          for (const splitKv of [1, 3, 40]) assertClose(`${c.name}, splitKv=${splitKv}`, wasm.decode(rt, { ...o, splitKv }), ref, c.D);
+        } finally {
+          freeAll(rt, o);
+        }
+      });
+    });
+  });
+
   test("one thread and all threads give identical bits for one plan, and agree for their own plans", async () => {
     const rt1 = await createRuntime({ threads: 1 });
     const rtN = await createRuntime({ threads: Math.max(3, rt.threads) });
