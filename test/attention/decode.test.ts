@@ -141,6 +141,14 @@ describe("increFlashAttention vs the float64 reference", () => {
     });
   });
 
+  test("edge shapes: D = 1, 2, 3, 255; G = 64 with Sq = 2 (128 rows, two row blocks); every length 0", () => {
+    for (const [i, D] of [1, 2, 3, 255].entries()) {
+      check(`D=${D}`, spec(700 + i, { D, G: 3, Hkv: 1, Sq: 2, dtype: i % 2 ? "bf16" : "f32", lengths: [0, 1, 300] }), { causal: true, splitKv: i + 1 });
+    }
+    check("G=64", spec(710, { D: 16, G: 64, Hkv: 1, Sq: 2, lengths: [5, 600] }), { causal: true });
+    check("all empty", spec(711, { D: 16, G: 2, Hkv: 2, lengths: [0, 0] }), { returnLse: true });
+  });
+
   test("one thread and all threads give identical bits for one plan, and agree for their own plans", async () => {
     const rt1 = await createRuntime({ threads: 1 });
     const rtN = await createRuntime({ threads: Math.max(3, rt.threads) });

@@ -142,6 +142,12 @@ describe("flashAttention vs the float64 reference", () => {
     });
   });
 
+  test("edge shapes: D = 1, 2, 3, 255; G = 80 (a block of more rows than RMAX); no keys at all", () => {
+    for (const [i, D] of [1, 2, 3, 255].entries()) check(`D=${D}`, dense(500 + i, { B: 2, H: 3, Hkv: 1, Sq: 9, Sk: 70, D, dtype: i % 2 ? "bf16" : "f32" }), { causal: i % 2 === 0 });
+    check("G=80", dense(510, { H: 80, Hkv: 1, Sq: 3, Sk: 100, D: 8 }), { causal: true });
+    check("no keys", ragged(511, { H: 2, Hkv: 1, D: 16, seqs: [[3, 0], [0, 0], [2, 0]] }), { causal: true });
+  });
+
   test("one thread and all threads give identical bits", async () => {
     const rt1 = await createRuntime({ threads: 1 });
     const rtN = await createRuntime({ threads: Math.max(3, rt.threads) });
