@@ -227,6 +227,13 @@ export const attention: Suite = {
   description: "decode (increFlashAttention + AttentionPlan) and causal prefill (flashAttention), H=32 Hkv=8 D=128, all threads and one",
   async run(ctx: SuiteContext): Promise<Row[]> {
     const rows: Row[] = [];
+    const c = ctx.ceilings;
+    if (c.threads > 1 && c.simd_gflops_all < 1.5 * c.simd_gflops_1t) {
+      ctx.log(
+        `warning: all-thread SIMD throughput is only ${(c.simd_gflops_all / c.simd_gflops_1t).toFixed(2)}× one thread's ` +
+          `(fork–join ${c.forkjoin_us.toFixed(1)} µs): other processes share the cores; multi-thread rows will not be representative`,
+      );
+    }
     ctx.log(`decode on ${ctx.rt.threads} threads…`);
     rows.push(...runDecode(ctx.rt, decodeCases(ctx.quick), ctx, true));
     ctx.log(`prefill on ${ctx.rt.threads} threads…`);
