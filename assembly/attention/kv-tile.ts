@@ -12,7 +12,7 @@
 // Tile rows [n, roundUp4(n)) point at row 0 so the 4-key microkernel can read
 // them; their scores are masked to −Infinity and never reach P·V.
 
-import { DT_BF16, DT_F16, DT_F32, decodeBf16, decodeF16, dtypeBytes, loadBf16x4, loadF16x4 } from "../tensor/dtype";
+import { DT_F16, DT_F32, decodeBf16, decodeF16, dtypeBytes, loadBf16x4, loadF16x4 } from "../tensor/dtype";
 
 /** Byte address of row j (0-based within the sequence, k0 = the sequence's first row index) of (b, kvh). */
 @inline export function rowAddress(base: usize, dtype: i32, sB: i32, sH: i32, sS: i32, b: i32, kvh: i32, k0: i32, j: i32): usize {
