@@ -86,3 +86,4 @@ export {
 } from "./engine/sampling-params.js";
 export { type SampleResult, Sampler, SamplingState, type TokenLogprob } from "./engine/sampler.js";
 export { type StopFinishReason, type StopOptions, StopChecker, StopStringMatcher, type StopUpdate } from "./engine/stop.js";
+export * from "./attention/index.js";
