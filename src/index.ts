@@ -16,3 +16,31 @@ export {
   roundTo,
 } from "./tensor/codec.js";
 export { convert } from "./tensor/convert.js";
+export {
+  type CreateWeightOptions,
+  type DequantizeWeightOptions,
+  type WeightFormat,
+  WEIGHT_BLOCK,
+  WEIGHT_FORMATS,
+  WEIGHT_ROW_GROUP,
+  WEIGHT_TILE_BYTES,
+  Weight,
+  createWeight,
+  dequantizeWeight,
+  weightBytes,
+} from "./ops/weight.js";
+export { type LinearOptions, linear } from "./ops/linear.js";
+export { type EmbeddingOptions, embedding } from "./ops/embedding.js";
+export { type AddRmsNormOptions, type RmsNormOptions, addRmsNorm, rmsNorm } from "./ops/rmsnorm.js";
+export {
+  type ApplyRopeOptions,
+  type RopeOptions,
+  type RopeScaling,
+  Rope,
+  RopeTable,
+  SUPPORTED_ROPE_TYPES,
+  ropeInvFreq,
+  ropeScalingFromConfig,
+} from "./ops/rope.js";
+export { type SwigluOptions, swiglu } from "./ops/swiglu.js";
+export { type AddOptions, add } from "./ops/add.js";
