@@ -1,4 +1,5 @@
-// GEMM micro-kernels: one row group (4 rows) × 4 tokens. Each weight vector is
+// GEMM micro-kernels: one half of a row group (4 rows; w = the group's tile
+// stream + h·halfOffset, layout.ts) × 4 tokens. Each weight vector is
 // loaded (and decoded) once and used for the four tokens from registers — the
 // register blocking that makes batching pay. Per (row, token) the arithmetic is
 // exactly that of the GEMV kernels in gemv.ts, in the same order, so a token's
@@ -20,17 +21,19 @@ import { bf16Even, bf16Odd, q4Plane, q4Scale, q8Hi, q8Lo, q8Scale } from "./gemv
   let x1 = x0 + xStride;
   let a00 = f32x4.splat(0), a01 = f32x4.splat(0), a10 = f32x4.splat(0), a11 = f32x4.splat(0);
   if (!bf16) {
+    // Column k of this half at 32k (layout.ts).
     const end = w + <usize>nb * TILE_F32;
-    for (; w < end; w += 32, x0 += 8, x1 += 8) {
-      const e = v128.load(w, 0), d = v128.load(w, 16);
+    for (; w < end; w += 64, x0 += 8, x1 += 8) {
+      const e = v128.load(w, 0), d = v128.load(w, 32);
       a00 = f32x4.add(a00, f32x4.mul(e, v128.load32_splat(x0, 0)));
       a10 = f32x4.add(a10, f32x4.mul(e, v128.load32_splat(x1, 0)));
       a01 = f32x4.add(a01, f32x4.mul(d, v128.load32_splat(x0, 4)));
       a11 = f32x4.add(a11, f32x4.mul(d, v128.load32_splat(x1, 4)));
     }
   } else {
+    // Column pair j of this half at 32j.
     const end = w + <usize>nb * TILE_BF16;
-    for (; w < end; w += 16, x0 += 8, x1 += 8) {
+    for (; w < end; w += 32, x0 += 8, x1 += 8) {
       const v = v128.load(w);
       const e = bf16Even(v), d = bf16Odd(v);
       a00 = f32x4.add(a00, f32x4.mul(e, v128.load32_splat(x0, 0)));

@@ -10,7 +10,7 @@
 // with d = 0 → q = 0, and round = to nearest, ties to even.
 
 import { load4AsF32, loadAsF32, dtypeBytes, encodeBf16, decodeBf16 } from "../tensor/dtype";
-import { BLOCK, FMT_BF16, FMT_F32, FMT_Q8, GROUP, Q4_SCALES, Q8_SCALES, tileBytes } from "./layout";
+import { BLOCK, FMT_BF16, FMT_F32, FMT_Q8, GROUP, HALF, Q4_SCALES, Q8_SCALES, halfOffset, tileBytes } from "./layout";
 
 /** tmp[0..32) (f32) = src row elements [c0, c0 + 32), zero past `n` valid ones. */
 @inline function loadBlock(srcDt: i32, row: usize, c0: i32, n: i32, tmp: usize): void {
@@ -42,16 +42,19 @@ import { BLOCK, FMT_BF16, FMT_F32, FMT_Q8, GROUP, Q4_SCALES, Q8_SCALES, tileByte
   }
 }
 
-/** Writes lane `r` (a row) of one tile from the 32 f32 values at tmp; q is 32 bytes of scratch. */
+/**
+ * Writes lane `r` (a row) of one half of a tile from the 32 f32 values at tmp;
+ * `tile` is already offset to the half (halfOffset); q is 32 bytes of scratch.
+ */
 function packTileRow(format: i32, tmp: usize, q: usize, tile: usize, r: i32): void {
   const lane = <usize>r;
   if (format == FMT_F32) {
-    for (let k = 0; k < BLOCK; k++) store<f32>(tile + (<usize>k << 4) + (lane << 2), load<f32>(tmp + (<usize>k << 2)));
+    for (let k = 0; k < BLOCK; k++) store<f32>(tile + (<usize>k << 5) + (lane << 2), load<f32>(tmp + (<usize>k << 2)));
   } else if (format == FMT_BF16) {
     for (let j = 0; j < BLOCK / 2; j++) {
       const lo = encodeBf16(load<f32>(tmp + (<usize>j << 3)));
       const hi = encodeBf16(load<f32>(tmp + (<usize>j << 3) + 4));
-      store<u32>(tile + (<usize>j << 4) + (lane << 2), lo | (hi << 16));
+      store<u32>(tile + (<usize>j << 5) + (lane << 2), lo | (hi << 16));
     }
   } else if (format == FMT_Q8) {
     const amax = absMax(tmp);
@@ -85,10 +88,10 @@ function packTileRow(format: i32, tmp: usize, q: usize, tile: usize, r: i32): vo
   }
 }
 
-/** Element (lane r, column k) of a tile, decoded to f32. */
+/** Element (lane r, column k) of a half of a tile (offset to the half), decoded to f32. */
 @inline function tileValue(format: i32, tile: usize, lane: usize, k: i32): f32 {
-  if (format == FMT_F32) return load<f32>(tile + (<usize>k << 4) + (lane << 2));
-  if (format == FMT_BF16) return decodeBf16(<u32>load<u16>(tile + (<usize>(k >> 1) << 4) + (lane << 2) + (<usize>(k & 1) << 1)));
+  if (format == FMT_F32) return load<f32>(tile + (<usize>k << 5) + (lane << 2));
+  if (format == FMT_BF16) return decodeBf16(<u32>load<u16>(tile + (<usize>(k >> 1) << 5) + (lane << 2) + (<usize>(k & 1) << 1)));
   if (format == FMT_Q8) {
     return <f32>load<i8>(tile + (<usize>(k >> 1) << 3) + (lane << 1) + <usize>(k & 1)) * load<f32>(tile + Q8_SCALES + (lane << 2));
   }
@@ -101,8 +104,8 @@ function packTileRow(format: i32, tmp: usize, q: usize, tile: usize, r: i32): vo
 /** dst[0..cols) (f32) = row `row` of the packed weight. */
 export function unpackRow(format: i32, w: usize, nb: i32, cols: i32, row: i32, dst: usize): void {
   const tb = <usize>tileBytes(format);
-  const lane = <usize>(row & (GROUP - 1));
-  let tile = w + <usize>(row >> 2) * <usize>nb * tb;
+  const lane = <usize>(row & (HALF - 1));
+  let tile = w + <usize>(row >> 3) * <usize>nb * tb + <usize>((row >> 2) & 1) * <usize>halfOffset(format);
   for (let b = 0; b < nb; b++, tile += tb) {
     const c0 = b * BLOCK;
     const n = min(BLOCK, cols - c0);
@@ -128,13 +131,13 @@ export function unpackRow(format: i32, w: usize, nb: i32, cols: i32, row: i32, d
 }
 
 /**
- * Item i packs the source rows that fall in row group floor(rowOffset / 4) + i,
+ * Item i packs the source rows that fall in row group floor(rowOffset / 8) + i,
  * every block; lanes of other rows in the tile are left as they are, so
  * sources concatenated along rows pack with one launch each.
  */
 export function task_weight_pack(item: i32, tid: i32, args: usize): void {
   const a = changetype<PackArgs>(args);
-  const g = (a.rowOffset >> 2) + item;
+  const g = (a.rowOffset >> 3) + item;
   const rLo = max(g * GROUP, a.rowOffset);
   const rHi = min(g * GROUP + GROUP, a.rowOffset + a.srcRows);
   const tmp = a.scratch + <usize>tid * <usize>a.scratchStride;
@@ -143,11 +146,11 @@ export function task_weight_pack(item: i32, tid: i32, args: usize): void {
   const rowBytes = <usize>a.cols * <usize>dtypeBytes(a.srcDt);
   for (let r = rLo; r < rHi; r++) {
     const src = a.src + <usize>(r - a.rowOffset) * rowBytes;
-    let tile = a.w + <usize>g * <usize>a.nb * tb;
+    let tile = a.w + <usize>g * <usize>a.nb * tb + <usize>((r >> 2) & 1) * <usize>halfOffset(a.format);
     for (let b = 0; b < a.nb; b++, tile += tb) {
       const c0 = b * BLOCK;
       loadBlock(a.srcDt, src, c0, min(BLOCK, a.cols - c0), tmp);
-      packTileRow(a.format, tmp, q, tile, r & (GROUP - 1));
+      packTileRow(a.format, tmp, q, tile, r & (HALF - 1));
     }
   }
 }

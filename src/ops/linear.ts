@@ -31,10 +31,9 @@ export interface LinearOptions {
   bias?: Tensor;
 }
 
-/** Row groups per work item: about 8 items per thread, an even count (GEMV pairs groups). */
+/** Row groups (8 rows) per work item: about 8 items per thread, so dynamic claiming balances. */
 function groupsPerItem(groups: number, threads: number): number {
-  const n = Math.max(1, Math.ceil(groups / (threads * 8)));
-  return n > 1 && n % 2 ? n + 1 : n;
+  return Math.max(1, Math.ceil(groups / (threads * 8)));
 }
 
 export function linear(rt: Runtime, options: LinearOptions): void {

@@ -14,26 +14,33 @@
  *                                                            a value near −m clamps to 7: |e| ≤ d
  *
  * One scale d (f32) per row and block of 32 consecutive columns. Rounding is to
- * nearest, ties to even. q8/q4 are GGUF's Q8_0/Q4_0 with f32 instead of f16
+ * nearest, ties to even, of x · f32(1/d) computed in f32 — which can add up to
+ * 2⁻¹⁶·d to the bounds above. q8/q4 are GGUF's Q8_0/Q4_0 with f32 instead of f16
  * scales (+2 bytes a block: no decode in the hot loop, no f16 range limit).
  *
- * Layout (assembly/linalg/layout.ts): rows are zero-padded to a multiple of 4
- * and columns to a multiple of 32; tile (g, b) holds rows [4g, 4g + 4) ×
- * columns [32b, 32b + 32), tiles stored [groups][blocks] so each group of four
- * rows streams contiguously. Inside a tile the four rows are interleaved so a
- * SIMD vector holds the same column(s) of the four rows, and a dot product
- * leaves row r's sum in lane r (no horizontal reductions):
+ * Layout (assembly/linalg/layout.ts): rows are zero-padded to a multiple of 8
+ * and columns to a multiple of 32; tile (g, b) holds rows [8g, 8g + 8) ×
+ * columns [32b, 32b + 32), tiles stored [groups][blocks], so a run of row
+ * groups is one sequential stream — the decode GEMV's whole access pattern, the
+ * one the hardware prefetcher keeps up with (interleaving two streams halved
+ * the speed from DRAM). The 8 rows are two halves of 4; inside a half the four
+ * rows are interleaved so a SIMD vector holds the same column(s) of the four
+ * rows and a dot product leaves row r's sum in lane r (no horizontal
+ * reductions). Offsets in a tile, half h, lane r:
  *
- *   f32   512 B  [32 cols][4 rows] f32
- *   bf16  256 B  [16 column pairs][4 rows] u32 = bf16(c) | bf16(c + 1) << 16
- *   q8    144 B  [16 column pairs][4 rows][2] int8, then f32 scale[4 rows]
- *   q4     80 B  [4 chunks][4 rows][2 halves] u16 of 4-bit codes, then f32 scale[4 rows]
+ *   f32   1024 B  column k at 32k + 16h + 4r
+ *   bf16   512 B  column pair j at 32j + 16h + 4r: u32 = bf16(2j) | bf16(2j + 1) << 16
+ *   q8     288 B  at 144h: [16 column pairs][4 rows][2] int8, then f32 scale[4 rows]
+ *   q4     160 B  at 80h: [4 chunks][4 rows][2 halves] u16 of 4-bit codes, then
+ *                 f32 scale[4 rows]; nibble k of (chunk m, half s) is column
+ *                 2·(4m + k) + s, a 4-bit two's-complement q (GGUF stores q + 8:
+ *                 the same code with its top bit flipped)
  *
  * Columns not a multiple of 32: padded, as zero weights with a zero-padded
  * activation, which changes no result (llama.cpp instead refuses Q8_0/Q4_0
  * for such tensors and falls back to another type; padding keeps the format the
- * user chose and costs at most 31 columns). Every real model's hidden and
- * intermediate sizes are multiples of 32 anyway.
+ * user chose and costs at most 31 columns). The hidden and intermediate sizes
+ * of Llama, Mistral and Qwen checkpoints are multiples of 32 anyway.
  */
 import { ArgumentError, show } from "../errors.js";
 import type { Allocator } from "../runtime/allocator.js";
@@ -47,13 +54,13 @@ export const WEIGHT_FORMATS: readonly WeightFormat[] = ["f32", "bf16", "q8", "q4
 
 /** Columns per block (one scale per row and block in q8/q4). */
 export const WEIGHT_BLOCK = 32;
-/** Rows per row group (the f32x4 lanes). */
-export const WEIGHT_ROW_GROUP = 4;
+/** Rows per row group: a tile is 8 rows (two halves of 4, the f32x4 lanes) × 32 columns. */
+export const WEIGHT_ROW_GROUP = 8;
 
 /** Format codes shared with assembly/linalg/layout.ts. */
 export const WEIGHT_FORMAT_CODE: Readonly<Record<WeightFormat, number>> = { f32: 0, bf16: 1, q8: 2, q4: 3 };
-/** Bytes of one tile (4 rows × 32 columns) of each format. */
-export const WEIGHT_TILE_BYTES: Readonly<Record<WeightFormat, number>> = { f32: 512, bf16: 256, q8: 144, q4: 80 };
+/** Bytes of one tile (8 rows × 32 columns) of each format. */
+export const WEIGHT_TILE_BYTES: Readonly<Record<WeightFormat, number>> = { f32: 1024, bf16: 512, q8: 288, q4: 160 };
 
 /** Source dtypes a Weight can be made from (what safetensors files hold). */
 const SOURCE_DTYPES = ["f32", "f16", "bf16"] as const;
@@ -69,7 +76,7 @@ export class Weight {
   readonly cols: number;
   /** Column blocks of 32: ceil(cols / 32). */
   readonly blocks: number;
-  /** Row groups of 4: ceil(rows / 4). */
+  /** Row groups of 8: ceil(rows / 8). */
   readonly groups: number;
   readonly #heap: Allocator;
   #freed = false;
