@@ -13,7 +13,7 @@ const LN2_LO: f32 = -2.12194440e-4;
  * stays at 1.2e−38 (silu only adds it to 1); from 88.38 up, 2^n overflows and
  * the result is +Inf, where e^x is within a factor 1.5 of f32's largest.
  */
-@inline export function expf4(x: v128): v128 {
+@inline function expf4(x: v128): v128 {
   x = f32x4.min(f32x4.max(x, f32x4.splat(-87.3)), f32x4.splat(88.8));
   const n = f32x4.nearest(f32x4.mul(x, f32x4.splat(LOG2E)));
   let r = f32x4.sub(x, f32x4.mul(n, f32x4.splat(LN2_HI)));
