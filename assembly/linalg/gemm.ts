@@ -1,7 +1,7 @@
 // GEMM micro-kernels: one half of a row group (4 rows; w = the group's tile
-// stream + h·halfOffset, layout.ts) × 4 tokens. Each weight vector is
-// loaded (and decoded) once and used for the four tokens from registers — the
-// register blocking that makes batching pay. Per (row, token) the arithmetic is
+// stream + h·halfOffset, layout.ts) × 4 tokens. Each weight vector is loaded
+// (and decoded) once and used for four tokens (q8, q4) or two (f32, bf16: see
+// gemmFloat2) from registers — the register blocking that makes batching pay. Per (row, token) the arithmetic is
 // exactly that of the GEMV kernels in gemv.ts, in the same order, so a token's
 // output is bit-identical to running it alone.
 //
