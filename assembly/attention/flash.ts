@@ -1,7 +1,8 @@
 // FlashAttention-2 over one work item: a block of query rows of one (batch,
-// KV head) against a range of that sequence's keys. Prefill (flashAttention)
-// and decode (increFlashAttention, FlashDecoding chunks) differ only in the
-// work lists the TypeScript side builds, so both run this kernel.
+// KV head) against a range of that sequence's keys. Prefill (flashAttention),
+// decode (increFlashAttention, FlashDecoding chunks) and paged attention
+// (pagedAttention: block-table rows, quantized K/V) differ only in the work
+// lists and arguments the TypeScript side builds, so all run this kernel.
 //
 // Rows of an item are (query index, head) pairs of one GQA group, row r ↔
 // query r / G, head kvh·G + r % G: every K/V row loaded is used by all G query
@@ -9,26 +10,33 @@
 // each block:
 //   1. per row: kept key range [lo, hi] from the item's range, the sequence
 //      length, causal (bottom-right: j ≤ i + Sk − Sq) and the window; the Q row
-//      scaled by `scale`, zero-padded to D4, into scratch.
+//      scaled by `scale`, zero-padded to D4, into scratch (integer path: also
+//      expanded into int8 rows, int-microkernel.ts).
 //   2. for each K/V tile of BC keys inside the union of the rows' ranges (tiles
-//      outside it are never touched: causal/window tile skipping):
+//      outside it are never touched: causal/window tile skipping), with the
+//      tile's row addresses from tileRows (padded strides or the block table):
 //        S = Q·Kᵀ → options and exclusions (scoreOptions) → online softmax
 //        (softmaxUpdate) → O += P·V.
 //      Many rows (prefill): K and V tiles are decoded into scratch once
-//      (fillTile) and reused by every row (qkTile, pvTile<f32>). Few rows
-//      (decode, ≤ STREAM_ROWS): f32/bf16 K/V are read in place (qkStream,
-//      pvTile<f32 | u16>) after a touch pass over the tile's lines (kv-tile.ts,
-//      touchRows: wasm has no prefetch); f16 or D % 4 ≠ 0 decode into scratch.
+//      (fillTile, dequantizing) and reused by every row (qkTile, pvTile<f32>).
+//      Few rows (decode, ≤ STREAM_ROWS): f32/bf16 K/V are read in place
+//      (qkStream, pvTile<f32 | u16>) after a touch pass over the tile's lines
+//      (kv-tile.ts, touchRows: wasm has no prefetch); other dtypes or
+//      D % 4 ≠ 0 decode into scratch. int8 K/V with intRows = 2 | 3 take the
+//      integer path at any row count: touch, then qkInt / pvInt on the int8
+//      rows in place.
 //   3. o = O / l and lse = m + ln l, or o = 0 and lse = −Infinity for a row that
 //      kept no key — to the output, or to split slot `slot`'s partials.
 // Workspace is the thread's scratch only: O(RMAX·D + BC·D), never Sq×Sk.
 
 import {
-  AttnArgs, BC, ITEM_B, ITEM_FIELDS, ITEM_KV0, ITEM_KV1, ITEM_KVH, ITEM_ROW0, ITEM_ROWS, ITEM_SLOT, RMAX,
-  ROW_H, ROW_HI, ROW_I, ROW_LO, SEQ_FIELDS, SEQ_K0, SEQ_Q0, SEQ_SK, SEQ_SQ,
-  offInfo, offKRows, offKt, offL, offM, offOs, offQs, offS, offSink, offVRows, offVt, padD, scratchBytes,
+  AttnArgs, BC, ITEM_B, ITEM_FIELDS, ITEM_KV0, ITEM_KV1, ITEM_KVH, ITEM_ROW0, ITEM_ROWS, ITEM_SLOT, QUANT_NONE, QUANT_PER_CHANNEL,
+  QUANT_PER_TOKEN, RMAX, ROW_H, ROW_HI, ROW_I, ROW_LO, SEQ_FIELDS, SEQ_K0, SEQ_Q0, SEQ_SK, SEQ_SQ,
+  offInfo, offKRows, offKSc, offKt, offL, offM, offOs, offP16, offPInfo, offQ16, offQInfo, offQs, offS, offSink, offVRows, offVSc, offVt,
+  padD, scratchBytes,
 } from "./args";
-import { fillTile, rowAddress, rowsInPlace, touchRows } from "./kv-tile";
+import { pvInt2, pvInt3, qkInt2, qkInt3, quantizeProbs, quantizeRow } from "./int-microkernel";
+import { fillTile, tileRows, touchRows } from "./kv-tile";
 import { pvTile, qkStream, qkTile } from "./microkernel";
 import { scoreOptions, softmaxUpdate } from "./scores";
 import { DT_BF16, DT_F32, dtypeBytes } from "../tensor/dtype";
@@ -48,6 +56,34 @@ export function attention_scratch_bytes(D: i32): i32 {
   for (; e + 4 <= D; e += 4) v128.store(dst + (<usize>e << 2), f32x4.mul(v128.load(src + (<usize>e << 2)), sv));
   for (; e < D; e++) store<f32>(dst + (<usize>e << 2), load<f32>(src + (<usize>e << 2)) * scale);
   for (; e < D4; e++) store<f32>(dst + (<usize>e << 2), 0);
+}
+
+/**
+ * The integer path's query rows: q' = (scale · q) · kScale_d (per-channel K;
+ * in place in qs), expanded into int8 rows packed in q16 (hi, and lo when
+ * `lo`), with qInfo[r] = the hi unit and qInfo[RMAX + r] = Σ_d q'_d · kOffset_d
+ * (the offset term of every score of the row; 0 without offsets). D % 8 == 0.
+ */
+function prepareIntQuery(qs: usize, R: i32, D: i32, D4: i32, chScale: usize, chOffset: usize, lo: bool, q16: usize, qInfo: usize): void {
+  const qStride = <usize>D4 << 2;
+  const cStride = <usize>D4 << 1;
+  for (let r = 0; r < R; r++) {
+    const row = qs + <usize>r * qStride;
+    let off = f32x4.splat(0);
+    if (chScale != 0) {
+      for (let e = 0; e < D; e += 4) {
+        const p = row + (<usize>e << 2);
+        const x = f32x4.mul(v128.load(p), v128.load(chScale + (<usize>e << 2)));
+        v128.store(p, x);
+        off = f32x4.add(off, f32x4.mul(x, v128.load(chOffset + (<usize>e << 2))));
+      }
+      off = f32x4.add(off, f32x4.shuffle(off, off, 2, 3, 0, 1));
+      off = f32x4.add(off, f32x4.shuffle(off, off, 1, 0, 3, 2));
+    }
+    store<f32>(qInfo + ((<usize>RMAX + <usize>r) << 2), f32x4.extract_lane(off, 0));
+    const hi = q16 + <usize>r * cStride;
+    store<f32>(qInfo + (<usize>r << 2), quantizeRow(row, D, hi, lo ? hi + <usize>RMAX * cStride : 0));
+  }
 }
 
 /** Writes o = acc · inv (D floats; never past D: the next row may belong to another thread). */
@@ -113,40 +149,62 @@ function processBlock(a: AttnArgs, ws: usize, b: i32, kvh: i32, row0: i32, R: i3
   const vt = ws + offVt(D4);
   const kRows = ws + offKRows(D4);
   const vRows = ws + offVRows(D4);
+  const kSc = ws + offKSc(D4);
+  const vSc = ws + offVSc(D4);
   const dt = a.kvDtype;
+  const quant = a.quant;
   const eb = <usize>dtypeBytes(dt);
-  const kStride = <usize>a.ksS * eb;
-  const vStride = <usize>a.vsS * eb;
+  const rowBytes = <usize>D * eb;
+  const perToken = quant == QUANT_PER_TOKEN;
+  const kTok: usize = perToken ? a.kScale : 0;
+  const vTok: usize = perToken ? a.vScale : 0;
+  const chOff = <usize>kvh * <usize>D << 2;
+  const kChScale: usize = quant == QUANT_PER_CHANNEL ? a.kScale + chOff : 0;
+  const kChOffset: usize = quant == QUANT_PER_CHANNEL ? a.kOffset + chOff : 0;
+  const vChScale: usize = quant == QUANT_PER_CHANNEL ? a.vScale + chOff : 0;
+  const vChOffset: usize = quant == QUANT_PER_CHANNEL ? a.vOffset + chOff : 0;
   // Few rows (decode: the G heads × Sq queries of one KV head) → stream: K/V
   // read in place after a touch pass. Many rows (prefill) → tiles decoded
-  // into scratch once and reused by every row.
+  // into scratch once and reused by every row. int8 with intRows → integer path.
   const stream = R <= STREAM_ROWS;
-  const inPlace = stream && D == D4 && (dt == DT_F32 || dt == DT_BF16);
+  const intRows = a.intRows;
+  const inPlace = intRows == 0 && stream && D == D4 && quant == QUANT_NONE && (dt == DT_F32 || dt == DT_BF16);
+  const q16 = ws + offQ16(D4);
+  const p16 = ws + offP16(D4);
+  const qInfo = ws + offQInfo(D4);
+  const pInfo = ws + offPInfo(D4);
+  if (intRows != 0) prepareIntQuery(qs, R, D, D4, kChScale, kChOffset, intRows == 3, q16, qInfo);
   let sink = 0;
   for (let t0 = unionLo; t0 <= unionHi; t0 += BC) {
     const n = min(BC, unionHi + 1 - t0);
     const n4 = (n + 3) & ~3;
-    const kFirst = rowAddress(a.k, dt, a.ksB, a.ksH, a.ksS, b, kvh, k0, t0);
-    const vFirst = rowAddress(a.v, dt, a.vsB, a.vsH, a.vsS, b, kvh, k0, t0);
-    if (inPlace) {
-      sink ^= touchRows(kFirst, kStride, n, <usize>D * eb) ^ touchRows(vFirst, vStride, n, <usize>D * eb);
-      rowsInPlace(kFirst, kStride, n, kRows);
-      rowsInPlace(vFirst, vStride, n, vRows);
+    tileRows(a, a.k, a.ksB, a.ksH, a.ksS, b, kvh, k0, t0, n, kRows, kTok, kSc);
+    tileRows(a, a.v, a.vsB, a.vsH, a.vsS, b, kvh, k0, t0, n, vRows, vTok, vSc);
+    if (intRows != 0) {
+      sink ^= touchRows(kRows, n, rowBytes) ^ touchRows(vRows, n, rowBytes);
+      if (intRows == 3) qkInt3(q16, R, D, D4, kRows, n, qInfo, kTok != 0 ? kSc : 0, s);
+      else qkInt2(q16, R, D, D4, kRows, n, qInfo, kTok != 0 ? kSc : 0, s);
+    } else if (inPlace) {
+      sink ^= touchRows(kRows, n, rowBytes) ^ touchRows(vRows, n, rowBytes);
       if (dt == DT_F32) qkStream<f32>(qs, R, D4, kRows, n, s);
       else qkStream<u16>(qs, R, D4, kRows, n, s);
     } else {
-      fillTile(dt, kFirst, kStride, n, D, D4, kt, kRows);
+      fillTile(dt, quant, kRows, n, D, D4, kt, a.kScalar, kChScale, kChOffset, kSc);
       if (stream) qkStream<f32>(qs, R, D4, kRows, n, s);
       else qkTile(qs, R, D4, kRows, n4, s);
     }
     const full = t0 >= maxLo && t0 + n - 1 <= minHi;
     scoreOptions(a, b, diagShift, s, info, R, t0, n, n4, full);
     softmaxUpdate(s, R, n4, m, l, os, D4);
-    if (inPlace) {
+    if (intRows != 0) {
+      quantizeProbs(s, R, n4, vTok != 0 ? vSc : 0, p16, intRows == 3, pInfo);
+      if (intRows == 3) pvInt3(p16, R, vRows, n, D, D4, pInfo, vChScale, vChOffset, os);
+      else pvInt2(p16, R, vRows, n, D, D4, pInfo, vChScale, vChOffset, os);
+    } else if (inPlace) {
       if (dt == DT_F32) pvTile<f32>(s, R, vRows, n, D4, os);
       else pvTile<u16>(s, R, vRows, n, D4, os);
     } else {
-      fillTile(dt, vFirst, vStride, n, D, D4, vt, vRows);
+      fillTile(dt, quant, vRows, n, D, D4, vt, a.vScalar, vChScale, vChOffset, vSc);
       pvTile<f32>(s, R, vRows, n, D4, os);
     }
   }

@@ -67,5 +67,11 @@ export function writeAttnArgs(rt: Runtime, p: AttentionProblem, seqsPtr: number,
   w.ptr(seqsPtr).ptr(itemsPtr);
   w.ptr(partials?.oPtr ?? 0).ptr(partials?.lsePtr ?? 0).i32(partials?.sq ?? 0);
   w.ptr(scratch.ptr).i32(scratch.stride);
+  const pg = p.paged;
+  w.ptr(pg?.blockTable ?? 0).i32(pg?.maxBlocksPerSeq ?? 0).i32(pg?.blockSize ?? 0);
+  const dq = p.dequant;
+  w.i32(dq?.quant ?? 0).f32(dq?.kScalar ?? 1).f32(dq?.vScalar ?? 1);
+  w.ptr(dq?.kScale ?? 0).ptr(dq?.vScale ?? 0).ptr(dq?.kOffset ?? 0).ptr(dq?.vOffset ?? 0);
+  w.i32(dq?.intRows ?? 0);
   return w.end();
 }
