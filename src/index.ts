@@ -49,6 +49,13 @@ export {
   pagedAttention,
   planPagedAttention,
 } from "./kv/paged-attention.js";
+export {
+  CascadePlan,
+  type CascadeAttentionOptions,
+  type PlanCascadeAttentionOptions,
+  cascadeAttention,
+  planCascadeAttention,
+} from "./kv/cascade-attention.js";
 export { referencePagedAttention } from "./kv/reference-attention.js";
 export { Prng, randomSeed } from "./tensor/prng.js";
 export {

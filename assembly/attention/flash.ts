@@ -22,7 +22,7 @@
 //      Few rows (decode, ≤ STREAM_ROWS): f32/bf16 K/V are read in place
 //      (qkStream, pvTile<f32 | u16>) after a touch pass over the tile's lines
 //      (kv-tile.ts, touchRows: wasm has no prefetch); other dtypes or
-//      D % 4 ≠ 0 decode into scratch. int8 K/V with intRows = 2 | 3 take the
+//      D % 4 ≠ 0 are touched, then decoded into scratch. int8 K/V with intRows = 2 | 3 take the
 //      integer path at any row count: touch, then qkInt / pvInt on the int8
 //      rows in place.
 //   3. o = O / l and lse = m + ln l, or o = 0 and lse = −Infinity for a row that
@@ -180,12 +180,12 @@ function processBlock(a: AttnArgs, ws: usize, b: i32, kvh: i32, row0: i32, R: i3
     const n4 = (n + 3) & ~3;
     tileRows(a, a.k, a.ksB, a.ksH, a.ksS, b, kvh, k0, t0, n, kRows, kTok, kSc);
     tileRows(a, a.v, a.vsB, a.vsH, a.vsS, b, kvh, k0, t0, n, vRows, vTok, vSc);
+    // Decode streams K/V from DRAM: touch the tile's lines first (kv-tile.ts).
+    if (stream || intRows != 0) sink ^= touchRows(kRows, n, rowBytes) ^ touchRows(vRows, n, rowBytes);
     if (intRows != 0) {
-      sink ^= touchRows(kRows, n, rowBytes) ^ touchRows(vRows, n, rowBytes);
       if (intRows == 3) qkInt3(q16, R, D, D4, kRows, n, qInfo, kTok != 0 ? kSc : 0, s);
       else qkInt2(q16, R, D, D4, kRows, n, qInfo, kTok != 0 ? kSc : 0, s);
     } else if (inPlace) {
-      sink ^= touchRows(kRows, n, rowBytes) ^ touchRows(vRows, n, rowBytes);
       if (dt == DT_F32) qkStream<f32>(qs, R, D4, kRows, n, s);
       else qkStream<u16>(qs, R, D4, kRows, n, s);
     } else {
