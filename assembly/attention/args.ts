@@ -27,6 +27,10 @@ export const ITEM_KV0: i32 = 4;
 export const ITEM_KV1: i32 = 5;
 /** −1: write the final out/lse; s ≥ 0: write the partial (o, lse) of split slot s. */
 export const ITEM_SLOT: i32 = 6;
+/** KV heads of the item: 0 or 1 = the one head ITEM_KVH; n > 1 = heads ITEM_KVH … + n − 1, ITEM_ROWS rows each, one block. */
+export const ITEM_NKV: i32 = 7;
+/** Most KV heads one work item takes (the per-head row-address and scale arrays in scratch). */
+export const NKV_MAX: i32 = 8;
 
 /** int32 fields per sequence in the `seqs` table. */
 export const SEQ_FIELDS: i32 = 4;
@@ -113,9 +117,9 @@ export const QUANT_PER_TOKEN: i32 = 3;
 //   info i32 [RMAX, 4]    per row: query index, head, first and last kept key
 //   kt   f32 [BC, D4]     decoded K tile (when K is not f32 with D % 4 == 0)
 //   vt   f32 [BC, D4]     decoded V tile
-//   kRows, vRows usize [BC]  address of each K/V row of the tile
+//   kRows, vRows usize [NKV_MAX, BC]  address of each K/V row of the tile, per KV head of the item
 //   sink i32              where the touch pass's loads end up (keeps them alive)
-//   kSc, vSc f32 [BC]     per-token scales of the tile's K and V rows (int8 per-token)
+//   kSc, vSc f32 [NKV_MAX, BC]  per-token scales of the tile's K and V rows (int8 per-token)
 //   q16  i16 [2, RMAX, D4]  integer path: each query row as int8 rows packed in i16 (int-microkernel.ts)
 //   p16  i16 [2, RMAX, BC]  integer path: the tile's probabilities, likewise
 //   qInfo f32 [2, RMAX]   integer path: per query row, the scale of q16 and the offset term
@@ -134,11 +138,11 @@ export const ROW_HI: i32 = 3;
 @inline export function offKt(D4: i32): usize { return offInfo(D4) + (<usize>(RMAX * 4) << 2); }
 @inline export function offVt(D4: i32): usize { return offKt(D4) + (<usize>(BC * D4) << 2); }
 @inline export function offKRows(D4: i32): usize { return offVt(D4) + (<usize>(BC * D4) << 2); }
-@inline export function offVRows(D4: i32): usize { return offKRows(D4) + (<usize>BC << 2); }
-@inline export function offSink(D4: i32): usize { return offVRows(D4) + (<usize>BC << 2); }
+@inline export function offVRows(D4: i32): usize { return offKRows(D4) + (<usize>(NKV_MAX * BC) << 2); }
+@inline export function offSink(D4: i32): usize { return offVRows(D4) + (<usize>(NKV_MAX * BC) << 2); }
 @inline export function offKSc(D4: i32): usize { return offSink(D4) + 64; }
-@inline export function offVSc(D4: i32): usize { return offKSc(D4) + (<usize>BC << 2); }
-@inline export function offQ16(D4: i32): usize { return offVSc(D4) + (<usize>BC << 2); }
+@inline export function offVSc(D4: i32): usize { return offKSc(D4) + (<usize>(NKV_MAX * BC) << 2); }
+@inline export function offQ16(D4: i32): usize { return offVSc(D4) + (<usize>(NKV_MAX * BC) << 2); }
 @inline export function offP16(D4: i32): usize { return offQ16(D4) + (<usize>(2 * RMAX * D4) << 1); }
 @inline export function offQInfo(D4: i32): usize { return offP16(D4) + (<usize>(2 * RMAX * BC) << 1); }
 @inline export function offPInfo(D4: i32): usize { return offQInfo(D4) + (<usize>(2 * RMAX) << 2); }

@@ -22,7 +22,9 @@
 //      Few rows (decode, ≤ STREAM_ROWS): f32/bf16 K/V are read in place
 //      (qkStream, pvTile<f32 | u16>) after a touch pass over the tile's lines
 //      (kv-tile.ts, touchRows: wasm has no prefetch); other dtypes or
-//      D % 4 ≠ 0 are touched, then decoded into scratch. int8 K/V with intRows = 2 | 3 take the
+//      D % 4 ≠ 0 are touched, then decoded into scratch. On a paged cache a
+//      streaming item takes up to NKV_MAX KV heads, whose rows of a token are
+//      adjacent: one touch pass reads them as one run per token. int8 K/V with intRows = 2 | 3 take the
 //      integer path at any row count: touch, then qkInt / pvInt on the int8
 //      rows in place.
 //   3. o = O / l and lse = m + ln l, or o = 0 and lse = −Infinity for a row that
@@ -30,7 +32,7 @@
 // Workspace is the thread's scratch only: O(RMAX·D + BC·D), never Sq×Sk.
 
 import {
-  AttnArgs, BC, ITEM_B, ITEM_FIELDS, ITEM_KV0, ITEM_KV1, ITEM_KVH, ITEM_ROW0, ITEM_ROWS, ITEM_SLOT, QUANT_NONE, QUANT_PER_CHANNEL,
+  AttnArgs, BC, ITEM_B, ITEM_FIELDS, ITEM_KV0, ITEM_KV1, ITEM_KVH, ITEM_NKV, ITEM_ROW0, ITEM_ROWS, ITEM_SLOT, QUANT_NONE, QUANT_PER_CHANNEL,
   QUANT_PER_TOKEN, RMAX, ROW_H, ROW_HI, ROW_I, ROW_LO, SEQ_FIELDS, SEQ_K0, SEQ_Q0, SEQ_SK, SEQ_SQ,
   offInfo, offKRows, offKSc, offKt, offL, offM, offOs, offP16, offPInfo, offQ16, offQInfo, offQs, offS, offSink, offVRows, offVSc, offVt,
   padD, scratchBytes,
@@ -94,10 +96,19 @@ function prepareIntQuery(qs: usize, R: i32, D: i32, D4: i32, chScale: usize, chO
   for (; e < D; e++) store<f32>(dst + (<usize>e << 2), load<f32>(acc + (<usize>e << 2)) * inv);
 }
 
-function processBlock(a: AttnArgs, ws: usize, b: i32, kvh: i32, row0: i32, R: i32, kv0: i32, kv1: i32, slot: i32): void {
+/**
+ * One block of rows: Rg rows (row0 …) of each of the nkv KV heads kvh0 … kvh0 + nkv − 1
+ * (R = nkv·Rg ≤ RMAX rows in all, head-major: row r belongs to head kvh0 + r / Rg).
+ * Several heads share a block only on the streaming path over a cache whose heads
+ * are adjacent in memory (paged NHD): one touch pass then reads each token's
+ * rows of all nkv heads as one contiguous run, so every 4 KiB page a tile
+ * touches serves all of its heads (against one page walk per head and row).
+ */
+function processBlock(a: AttnArgs, ws: usize, b: i32, kvh0: i32, nkv: i32, row0: i32, Rg: i32, kv0: i32, kv1: i32, slot: i32): void {
   const D = a.D;
   const D4 = padD(D);
   const G = a.G;
+  const R = nkv * Rg;
   const seq = a.seqs + (<usize>(b * SEQ_FIELDS) << 2);
   const q0 = load<i32>(seq, SEQ_Q0 << 2);
   const Sq = load<i32>(seq, SEQ_SQ << 2);
@@ -117,9 +128,10 @@ function processBlock(a: AttnArgs, ws: usize, b: i32, kvh: i32, row0: i32, R: i3
   let maxLo = -1, minHi = i32.MAX_VALUE; // a tile inside [maxLo, minHi] needs no range exclusion
   const kvEnd = min(kv1, Sk);
   for (let r = 0; r < R; r++) {
-    const row = row0 + r;
+    const g = r / Rg;
+    const row = row0 + r - g * Rg;
     const i = row / G;
-    const h = kvh * G + (row - i * G);
+    const h = (kvh0 + g) * G + (row - i * G);
     const diag = i + diagShift;
     let lo = kv0;
     let hi = kvEnd - 1;
@@ -147,65 +159,101 @@ function processBlock(a: AttnArgs, ws: usize, b: i32, kvh: i32, row0: i32, R: i3
   // 2. K/V tiles over the union of the kept ranges.
   const kt = ws + offKt(D4);
   const vt = ws + offVt(D4);
-  const kRows = ws + offKRows(D4);
-  const vRows = ws + offVRows(D4);
-  const kSc = ws + offKSc(D4);
-  const vSc = ws + offVSc(D4);
   const dt = a.kvDtype;
   const quant = a.quant;
   const eb = <usize>dtypeBytes(dt);
   const rowBytes = <usize>D * eb;
   const perToken = quant == QUANT_PER_TOKEN;
+  const perChannel = quant == QUANT_PER_CHANNEL;
   const kTok: usize = perToken ? a.kScale : 0;
   const vTok: usize = perToken ? a.vScale : 0;
-  const chOff = <usize>kvh * <usize>D << 2;
-  const kChScale: usize = quant == QUANT_PER_CHANNEL ? a.kScale + chOff : 0;
-  const kChOffset: usize = quant == QUANT_PER_CHANNEL ? a.kOffset + chOff : 0;
-  const vChScale: usize = quant == QUANT_PER_CHANNEL ? a.vScale + chOff : 0;
-  const vChOffset: usize = quant == QUANT_PER_CHANNEL ? a.vOffset + chOff : 0;
-  // Few rows (decode: the G heads × Sq queries of one KV head) → stream: K/V
+  // Few rows per head (decode: the G heads × Sq queries of one KV head) → stream: K/V
   // read in place after a touch pass. Many rows (prefill) → tiles decoded
   // into scratch once and reused by every row. int8 with intRows → integer path.
-  const stream = R <= STREAM_ROWS;
+  const stream = Rg <= STREAM_ROWS;
   const intRows = a.intRows;
   const inPlace = intRows == 0 && stream && D == D4 && quant == QUANT_NONE && (dt == DT_F32 || dt == DT_BF16);
+  // The heads' rows of one token are one run when the head stride is D (paged NHD, BSND).
+  const adjacent = nkv > 1 && a.ksH == D && a.vsH == D;
   const q16 = ws + offQ16(D4);
   const p16 = ws + offP16(D4);
   const qInfo = ws + offQInfo(D4);
   const pInfo = ws + offPInfo(D4);
-  if (intRows != 0) prepareIntQuery(qs, R, D, D4, kChScale, kChOffset, intRows == 3, q16, qInfo);
+  const rowStride = <usize>D4 << 2; // f32 rows of qs, os
+  const sRows = <usize>Rg * (<usize>BC << 2); // one head's block of s
+  const c16Rows = <usize>Rg * (<usize>D4 << 1); // one head's block of q16
+  const p16Rows = <usize>Rg * (<usize>BC << 1); // one head's block of p16
+  const infoRows = <usize>Rg << 2; // one head's block of qInfo / pInfo
+  if (intRows != 0) {
+    for (let g = 0; g < nkv; g++) {
+      const chOff = <usize>(kvh0 + g) * <usize>D << 2;
+      prepareIntQuery(qs + <usize>g * <usize>Rg * rowStride, Rg, D, D4, perChannel ? a.kScale + chOff : 0, perChannel ? a.kOffset + chOff : 0, intRows == 3, q16 + <usize>g * c16Rows, qInfo + <usize>g * infoRows);
+    }
+  }
   let sink = 0;
   for (let t0 = unionLo; t0 <= unionHi; t0 += BC) {
     const n = min(BC, unionHi + 1 - t0);
     const n4 = (n + 3) & ~3;
-    tileRows(a, a.k, a.ksB, a.ksH, a.ksS, b, kvh, k0, t0, n, kRows, kTok, kSc);
-    tileRows(a, a.v, a.vsB, a.vsH, a.vsS, b, kvh, k0, t0, n, vRows, vTok, vSc);
+    for (let g = 0; g < nkv; g++) {
+      const at = <usize>g * (<usize>BC << 2);
+      tileRows(a, a.k, a.ksB, a.ksH, a.ksS, b, kvh0 + g, k0, t0, n, ws + offKRows(D4) + at, kTok, ws + offKSc(D4) + at);
+      tileRows(a, a.v, a.vsB, a.vsH, a.vsS, b, kvh0 + g, k0, t0, n, ws + offVRows(D4) + at, vTok, ws + offVSc(D4) + at);
+    }
     // Decode streams K/V from DRAM: touch the tile's lines first (kv-tile.ts).
-    if (stream || intRows != 0) sink ^= touchRows(kRows, n, rowBytes) ^ touchRows(vRows, n, rowBytes);
-    if (intRows != 0) {
-      if (intRows == 3) qkInt3(q16, R, D, D4, kRows, n, qInfo, kTok != 0 ? kSc : 0, s);
-      else qkInt2(q16, R, D, D4, kRows, n, qInfo, kTok != 0 ? kSc : 0, s);
-    } else if (inPlace) {
-      if (dt == DT_F32) qkStream<f32>(qs, R, D4, kRows, n, s);
-      else qkStream<u16>(qs, R, D4, kRows, n, s);
-    } else {
-      fillTile(dt, quant, kRows, n, D, D4, kt, a.kScalar, kChScale, kChOffset, kSc);
-      if (stream) qkStream<f32>(qs, R, D4, kRows, n, s);
-      else qkTile(qs, R, D4, kRows, n4, s);
+    if (stream || intRows != 0) {
+      if (adjacent) sink ^= touchRows(ws + offKRows(D4), n, <usize>nkv * rowBytes) ^ touchRows(ws + offVRows(D4), n, <usize>nkv * rowBytes);
+      else {
+        for (let g = 0; g < nkv; g++) {
+          const at = <usize>g * (<usize>BC << 2);
+          sink ^= touchRows(ws + offKRows(D4) + at, n, rowBytes) ^ touchRows(ws + offVRows(D4) + at, n, rowBytes);
+        }
+      }
+    }
+    // S = Q·Kᵀ, head by head.
+    for (let g = 0; g < nkv; g++) {
+      const kRows = ws + offKRows(D4) + <usize>g * (<usize>BC << 2);
+      const kSc = ws + offKSc(D4) + <usize>g * (<usize>BC << 2);
+      const sg = s + <usize>g * sRows;
+      const qg = qs + <usize>g * <usize>Rg * rowStride;
+      if (intRows == 3) qkInt3(q16 + <usize>g * c16Rows, Rg, D, D4, kRows, n, qInfo + <usize>g * infoRows, kTok != 0 ? kSc : 0, sg);
+      else if (intRows != 0) qkInt2(q16 + <usize>g * c16Rows, Rg, D, D4, kRows, n, qInfo + <usize>g * infoRows, kTok != 0 ? kSc : 0, sg);
+      else if (inPlace) {
+        if (dt == DT_F32) qkStream<f32>(qg, Rg, D4, kRows, n, sg);
+        else qkStream<u16>(qg, Rg, D4, kRows, n, sg);
+      } else {
+        const chOff = <usize>(kvh0 + g) * <usize>D << 2;
+        fillTile(dt, quant, kRows, n, D, D4, kt, a.kScalar, perChannel ? a.kScale + chOff : 0, perChannel ? a.kOffset + chOff : 0, kSc);
+        if (stream) qkStream<f32>(qg, Rg, D4, kRows, n, sg);
+        else qkTile(qg, Rg, D4, kRows, n4, sg);
+      }
     }
     const full = t0 >= maxLo && t0 + n - 1 <= minHi;
     scoreOptions(a, b, diagShift, s, info, R, t0, n, n4, full);
     softmaxUpdate(s, R, n4, m, l, os, D4);
+    // O += P·V, head by head.
     if (intRows != 0) {
-      quantizeProbs(s, R, n4, vTok != 0 ? vSc : 0, p16, intRows == 3, pInfo);
-      if (intRows == 3) pvInt3(p16, R, vRows, n, D, D4, pInfo, vChScale, vChOffset, os);
-      else pvInt2(p16, R, vRows, n, D, D4, pInfo, vChScale, vChOffset, os);
-    } else if (inPlace) {
-      if (dt == DT_F32) pvTile<f32>(s, R, vRows, n, D4, os);
-      else pvTile<u16>(s, R, vRows, n, D4, os);
-    } else {
-      fillTile(dt, quant, vRows, n, D, D4, vt, a.vScalar, vChScale, vChOffset, vSc);
-      pvTile<f32>(s, R, vRows, n, D4, os);
+      for (let g = 0; g < nkv; g++) {
+        const vSc = ws + offVSc(D4) + <usize>g * (<usize>BC << 2);
+        quantizeProbs(s + <usize>g * sRows, Rg, n4, vTok != 0 ? vSc : 0, p16 + <usize>g * p16Rows, intRows == 3, pInfo + <usize>g * infoRows);
+      }
+    }
+    for (let g = 0; g < nkv; g++) {
+      const vRows = ws + offVRows(D4) + <usize>g * (<usize>BC << 2);
+      const vSc = ws + offVSc(D4) + <usize>g * (<usize>BC << 2);
+      const og = os + <usize>g * <usize>Rg * rowStride;
+      const sg = s + <usize>g * sRows;
+      const chOff = <usize>(kvh0 + g) * <usize>D << 2;
+      const vChScale: usize = perChannel ? a.vScale + chOff : 0;
+      const vChOffset: usize = perChannel ? a.vOffset + chOff : 0;
+      if (intRows == 3) pvInt3(p16 + <usize>g * p16Rows, Rg, vRows, n, D, D4, pInfo + <usize>g * infoRows, vChScale, vChOffset, og);
+      else if (intRows != 0) pvInt2(p16 + <usize>g * p16Rows, Rg, vRows, n, D, D4, pInfo + <usize>g * infoRows, vChScale, vChOffset, og);
+      else if (inPlace) {
+        if (dt == DT_F32) pvTile<f32>(sg, Rg, vRows, n, D4, og);
+        else pvTile<u16>(sg, Rg, vRows, n, D4, og);
+      } else {
+        fillTile(dt, quant, vRows, n, D, D4, vt, a.vScalar, vChScale, vChOffset, vSc);
+        pvTile<f32>(sg, Rg, vRows, n, D4, og);
+      }
     }
   }
   store<i32>(ws + offSink(D4), sink);
@@ -235,7 +283,11 @@ function processBlock(a: AttnArgs, ws: usize, b: i32, kvh: i32, row0: i32, R: i3
   }
 }
 
-/** Work item `item` of the list at args.items: rows [row0, row0 + rows) of (b, kvh) over keys [kv0, kv1). */
+/**
+ * Work item `item` of the list at args.items: rows [row0, row0 + rows) of (b, kvh)
+ * over keys [kv0, kv1), or, with nkv > 1, those rows of each of the KV heads
+ * kvh … kvh + nkv − 1 in one block (nkv·rows ≤ RMAX).
+ */
 export function attention_task(item: i32, tid: i32, args: usize): void {
   const a = changetype<AttnArgs>(args);
   const it = a.items + (<usize>(item * ITEM_FIELDS) << 2);
@@ -246,6 +298,8 @@ export function attention_task(item: i32, tid: i32, args: usize): void {
   const kv0 = load<i32>(it, ITEM_KV0 << 2);
   const kv1 = load<i32>(it, ITEM_KV1 << 2);
   const slot = load<i32>(it, ITEM_SLOT << 2);
+  const nkv = load<i32>(it, ITEM_NKV << 2);
   const ws = a.scratch + <usize>tid * <usize>a.scratchStride;
-  for (let r = 0; r < rows; r += RMAX) processBlock(a, ws, b, kvh, row0 + r, min(RMAX, rows - r), kv0, kv1, slot);
+  if (nkv > 1) processBlock(a, ws, b, kvh, nkv, row0, rows, kv0, kv1, slot);
+  else for (let r = 0; r < rows; r += RMAX) processBlock(a, ws, b, kvh, 1, row0 + r, min(RMAX, rows - r), kv0, kv1, slot);
 }

@@ -1,7 +1,8 @@
 // Every benchmark suite, by the name `npm run bench -- <suite>` takes.
 import type { Suite } from "../harness.js";
 import { attention } from "./attention.js";
+import { paged } from "./paged.js";
 import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, sampler];
+export const SUITES: readonly Suite[] = [roofline, attention, sampler, paged];

@@ -8,7 +8,9 @@
  * Work unit: (sequence b, block of query positions, KV head, KV chunk); one
  * unit computes the P·G query rows of P = ⌊RMAX / G⌋ positions (a decode
  * step's Sq ≤ 16 positions are one block for G ≤ 4) of that KV head, so each
- * K/V row it loads serves all of them. Whether to split the KV axis (FlashDecoding) follows
+ * K/V row it loads serves all of them. On a paged cache a decode unit takes
+ * up to 8 KV heads (their rows of a token are adjacent: one touch of a page
+ * serves them all). Whether to split the KV axis (FlashDecoding) follows
  * the seed IFA rule — split when B·Hkv units cannot keep every core busy
  * (there: B·Hkv < 0.4 × cores) — made exact for small core counts: split when
  * the longest-processing-time-first schedule of the unsplit units (cost ∝
@@ -27,7 +29,7 @@
 import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
-import { RMAX, type WorkItem, packItems, uploadInt32 } from "./kernel-args.js";
+import { NKV_MAX, RMAX, STREAM_ROWS, type WorkItem, packItems, uploadInt32 } from "./kernel-args.js";
 import { MAX_HEAD_DIM, type SeqExtent, checkLengths, seqTable } from "./problem.js";
 
 /** Longest multi-token decode (speculative / MTP) the decode path takes. */
@@ -118,15 +120,14 @@ function chunksFor(lengths: Int32Array, L: number): number[] {
   return Array.from(lengths, (n) => Math.max(1, Math.ceil(n / L)));
 }
 
-/** Unit costs: (keys of the chunk + a fixed overhead) × rows of the query block, for every KV head. */
-function unitCosts(lengths: Int32Array, chunks: readonly number[], Hkv: number, blockRows: readonly (readonly number[])[] | undefined): number[] {
+/** Unit costs: (keys of the chunk + a fixed overhead) × the unit's weight (rows × KV heads), per unit of each chunk. */
+function unitCosts(lengths: Int32Array, chunks: readonly number[], weights: readonly (readonly number[])[]): number[] {
   const costs: number[] = [];
   lengths.forEach((n, b) => {
     const c = chunks[b]!;
-    const rows = blockRows ? blockRows[b]! : [1];
     for (let i = 0; i < c; i++) {
       const len = Math.floor(((i + 1) * n) / c) - Math.floor((i * n) / c);
-      for (const r of rows) for (let h = 0; h < Hkv; h++) costs.push((len + UNIT_OVERHEAD_KEYS) * r);
+      for (const w of weights[b]!) costs.push((len + UNIT_OVERHEAD_KEYS) * w);
     }
   });
   return costs;
@@ -134,14 +135,15 @@ function unitCosts(lengths: Int32Array, chunks: readonly number[], Hkv: number, 
 
 /**
  * The automatic split decision; returns chunks per sequence and the reason in
- * words. `blockRows[b]` lists the rows of sequence b's query blocks (default:
- * one block, every sequence alike).
+ * words. `unitWeights[b]` lists the relative weights of the work units each
+ * chunk of sequence b makes (default: Hkv units of weight 1, one per KV head).
  */
-export function chooseChunks(lengths: Int32Array, Hkv: number, threads: number, blockRows?: readonly (readonly number[])[]): { chunks: number[]; reason: string } {
+export function chooseChunks(lengths: Int32Array, Hkv: number, threads: number, unitWeights?: readonly (readonly number[])[]): { chunks: number[]; reason: string } {
+  const weights = unitWeights ?? Array.from(lengths, () => new Array<number>(Hkv).fill(1));
   const none = lengths.length === 0 ? [] : chunksFor(lengths, Infinity);
   if (threads <= 1) return { chunks: none, reason: "one thread: no split" };
   const ideal = (costs: number[]) => costs.reduce((s, c) => s + c, 0) / threads;
-  const base = unitCosts(lengths, none, Hkv, blockRows);
+  const base = unitCosts(lengths, none, weights);
   const baseSpan = lptMakespan(base, threads);
   if (baseSpan <= BALANCE_SLACK * ideal(base)) {
     return { chunks: none, reason: `${base.length} units keep ${threads} threads busy (LPT makespan ${(baseSpan / ideal(base)).toFixed(2)}× ideal): no split` };
@@ -150,7 +152,7 @@ export function chooseChunks(lengths: Int32Array, Hkv: number, threads: number, 
   let L = Math.max(MIN_CHUNK, 2 ** Math.ceil(Math.log2(Math.max(1, longest))) / 2);
   for (; ; L /= 2) {
     const chunks = chunksFor(lengths, L);
-    const costs = unitCosts(lengths, chunks, Hkv, blockRows);
+    const costs = unitCosts(lengths, chunks, weights);
     const span = lptMakespan(costs, threads);
     if (span <= BALANCE_SLACK * ideal(costs) || L <= MIN_CHUNK) {
       return {
@@ -308,7 +310,16 @@ export class AttentionPlan {
       for (let p0 = 0; p0 < s.sq; p0 += P) out.push([p0, Math.min(s.sq, p0 + P)]);
       return out;
     });
-    const blockRows = blocks.map((bl) => (bl.length === 0 ? [0] : bl.map(([p0, p1]) => (p1 - p0) * G)));
+    // KV heads per unit: on a paged cache (heads adjacent in each token's row), a
+    // streaming block takes up to NKV_MAX heads at once (flash.ts processBlock),
+    // so each page of K/V a tile touches serves all of them.
+    const headGroups = (rows: number): [number, number][] => {
+      const per = spec.pages && rows <= STREAM_ROWS ? Math.max(1, Math.min(NKV_MAX, Math.floor(RMAX / Math.max(1, rows)))) : 1;
+      const out: [number, number][] = [];
+      for (let h = 0; h < Hkv; h += per) out.push([h, Math.min(Hkv, h + per)]);
+      return out;
+    };
+    const unitWeights = blocks.map((bl) => (bl.length === 0 ? [0] : bl.flatMap(([p0, p1]) => headGroups((p1 - p0) * G).map(([h0, h1]) => (p1 - p0) * G * (h1 - h0)))));
 
     let chunks: number[];
     let reason: string;
@@ -317,7 +328,7 @@ export class AttentionPlan {
       chunks = Array.from(lengths, (n) => Math.max(1, Math.min(s, n)));
       reason = `forced: splitKv = ${s}`;
     } else {
-      ({ chunks, reason } = chooseChunks(lengths, Hkv, threads, blockRows));
+      ({ chunks, reason } = chooseChunks(lengths, Hkv, threads, unitWeights));
     }
 
     const chunkBounds: Int32Array[] = [];
@@ -336,9 +347,9 @@ export class AttentionPlan {
         const slot = c > 1 ? slots + i : -1;
         for (const [p0, p1] of blocks[b]!) {
           const rows = (p1 - p0) * G;
-          const cost = (bounds[i + 1]! - bounds[i]! + UNIT_OVERHEAD_KEYS) * rows;
-          for (let kvh = 0; kvh < Hkv; kvh++) {
-            units.push({ item: { b, kvh, row0: p0 * G, rows, kv0: bounds[i]!, kv1: bounds[i + 1]!, slot }, cost });
+          for (const [h0, h1] of headGroups(rows)) {
+            const cost = (bounds[i + 1]! - bounds[i]! + UNIT_OVERHEAD_KEYS) * rows * (h1 - h0);
+            units.push({ item: { b, kvh: h0, row0: p0 * G, rows, kv0: bounds[i]!, kv1: bounds[i + 1]!, slot, nkv: h1 - h0 }, cost });
           }
         }
       }

@@ -66,8 +66,10 @@ describe("paged results equal padded-cache results on the same data", () => {
         const v = paddedFromPaged(rt, f, "v", layout, Smax);
         const B = LENGTHS.length;
         const q = randomQ(layout === "BNSD" ? [B, H, Sq, D] : [B, Sq, H, D], random);
-        const padPlan = AttentionPlan.create(rt, { actualSeqLengths: LENGTHS, numHeads: H, numKvHeads: HKV, headDim: D, qLen: Sq });
-        const plan = planPagedAttention(rt, { cache: f.cache, numHeads: H, qLen: Sq, seqLens: LENGTHS, blockTable: f.blockTable });
+        // The same KV chunks in both plans (a paged plan groups KV heads into units and may split differently).
+        const splitKv = 1 + (blockSize % 3);
+        const padPlan = AttentionPlan.create(rt, { actualSeqLengths: LENGTHS, numHeads: H, numKvHeads: HKV, headDim: D, qLen: Sq, splitKv });
+        const plan = planPagedAttention(rt, { cache: f.cache, numHeads: H, qLen: Sq, seqLens: LENGTHS, blockTable: f.blockTable, splitKv });
         try {
           const lseShape = layout === "BNSD" ? [B, H, Sq] : [B, Sq, H];
           const out = rt.tensor("f32", q.shape).fill(NaN);
@@ -174,11 +176,12 @@ describe("pagedAttention vs the float64 reference", () => {
   });
 });
 
-test("decode Sq = 1..16 in one ragged batch, GQA 1 and 7, D = 13, 80 and 256, block size 256", () => {
+test("decode Sq = 1..16 in one ragged batch: GQA 1, 2, 4, 7; 10 KV heads (units of 8 + 2 heads); D = 13, 16, 80, 256; block sizes 3..256", () => {
   const cases = [
     { G: 1, Hkv: 3, D: 80, blockSize: 256 },
     { G: 7, Hkv: 1, D: 13, blockSize: 5 },
     { G: 4, Hkv: 1, D: 256, blockSize: 32 },
+    { G: 2, Hkv: 10, D: 16, blockSize: 3 },
   ];
   cases.forEach((c, ci) => {
     const random = rng(1200 + ci);
