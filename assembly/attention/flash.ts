@@ -19,10 +19,11 @@
 //        (softmaxUpdate) → O += P·V.
 //      Many rows (prefill): K and V tiles are decoded into scratch once
 //      (fillTile, dequantizing) and reused by every row (qkTile, pvTile<f32>).
-//      Few rows (decode, ≤ STREAM_ROWS): f32/bf16 K/V are read in place
-//      (qkStream, pvTile<f32 | u16>) after a touch pass over the tile's lines
-//      (kv-tile.ts, touchRows: wasm has no prefetch); other dtypes or
-//      D % 4 ≠ 0 are touched, then decoded into scratch. On a paged cache a
+//      Few rows (decode, ≤ STREAM_ROWS): f32/bf16/f16/fp8 K/V are read in
+//      place, widened as loaded (qkStream, pvTile; fp8's per-tensor scales
+//      folded into q and into 1 / l) after a touch pass over the tile's lines
+//      (kv-tile.ts, touchRows: wasm has no prefetch); int8 on the dequantize
+//      path or D % 4 ≠ 0 are touched, then decoded into scratch. On a paged cache a
 //      streaming item takes up to NKV_MAX KV heads, whose rows of a token are
 //      adjacent: one touch pass reads them as one run per token. int8 K/V with intRows = 2 | 3 take the
 //      integer path at any row count: touch, then qkInt / pvInt on the int8
@@ -32,7 +33,7 @@
 // Workspace is the thread's scratch only: O(RMAX·D + BC·D), never Sq×Sk.
 
 import {
-  AttnArgs, BC, ITEM_B, ITEM_FIELDS, ITEM_KV0, ITEM_KV1, ITEM_KVH, ITEM_NKV, ITEM_ROW0, ITEM_ROWS, ITEM_SLOT, QUANT_NONE, QUANT_PER_CHANNEL,
+  AttnArgs, BC, ITEM_B, ITEM_FIELDS, ITEM_KV0, ITEM_KV1, ITEM_KVH, ITEM_NKV, ITEM_ROW0, ITEM_ROWS, ITEM_SLOT, QUANT_NONE, QUANT_PER_CHANNEL, QUANT_PER_TENSOR,
   QUANT_PER_TOKEN, RMAX, ROW_H, ROW_HI, ROW_I, ROW_LO, SEQ_FIELDS, SEQ_K0, SEQ_Q0, SEQ_SK, SEQ_SQ,
   offInfo, offKRows, offKSc, offKt, offL, offM, offOs, offP16, offPInfo, offQ16, offQInfo, offQs, offS, offSink, offVRows, offVSc, offVt,
   padD, scratchBytes,
@@ -41,7 +42,7 @@ import { pvInt2, pvInt3, qkInt2, qkInt3, quantizeProbs, quantizeRow } from "./in
 import { fillTile, tileRows, touchRows } from "./kv-tile";
 import { pvTile, qkStream, qkTile } from "./microkernel";
 import { scoreOptions, softmaxUpdate } from "./scores";
-import { DT_BF16, DT_F32, dtypeBytes } from "../tensor/dtype";
+import { DT_BF16, DT_F16, DT_F32, DT_FP8E4M3, dtypeBytes } from "../tensor/dtype";
 
 /** Row blocks up to this size take the streaming (decode) path. */
 const STREAM_ROWS = 8;
@@ -88,6 +89,24 @@ function prepareIntQuery(qs: usize, R: i32, D: i32, D4: i32, chScale: usize, chO
   }
 }
 
+/** S = Q·Kᵀ on K rows in place, by stored dtype (microkernel.ts load4). */
+function qkInPlace(dt: i32, qs: usize, R: i32, D4: i32, kRows: usize, n: i32, s: usize): void {
+  if (dt == DT_F32) qkStream<f32>(qs, R, D4, kRows, n, s);
+  else if (dt == DT_BF16) qkStream<u16>(qs, R, D4, kRows, n, s);
+  else if (dt == DT_F16) qkStream<i16>(qs, R, D4, kRows, n, s);
+  else if (dt == DT_FP8E4M3) qkStream<u8>(qs, R, D4, kRows, n, s);
+  else qkStream<i8>(qs, R, D4, kRows, n, s);
+}
+
+/** O += P·V on V rows in place, by stored dtype. */
+function pvInPlace(dt: i32, p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: usize): void {
+  if (dt == DT_F32) pvTile<f32>(p, R, vRows, n, D4, os);
+  else if (dt == DT_BF16) pvTile<u16>(p, R, vRows, n, D4, os);
+  else if (dt == DT_F16) pvTile<i16>(p, R, vRows, n, D4, os);
+  else if (dt == DT_FP8E4M3) pvTile<u8>(p, R, vRows, n, D4, os);
+  else pvTile<i8>(p, R, vRows, n, D4, os);
+}
+
 /** Writes o = acc · inv (D floats; never past D: the next row may belong to another thread). */
 @inline function storeORow(acc: usize, D: i32, inv: f32, dst: usize): void {
   const iv = f32x4.splat(inv);
@@ -123,6 +142,11 @@ function processBlock(a: AttnArgs, ws: usize, b: i32, kvh0: i32, nkv: i32, row0:
   const l = ws + offL(D4);
   const info = ws + offInfo(D4);
 
+  // In place, fp8's per-tensor scales fold into q (K) and into the final 1 / l (V).
+  const foldScalars = a.quant == QUANT_PER_TENSOR && a.intRows == 0 && Rg <= STREAM_ROWS && D == D4;
+  const qScale: f32 = foldScalars ? a.scale * a.kScalar : a.scale;
+  const oScale: f32 = foldScalars ? a.vScalar : 1;
+
   // 1. Rows: kept ranges, scaled Q, fresh softmax state.
   let unionLo = i32.MAX_VALUE, unionHi = -1; // union of the rows' ranges
   let maxLo = -1, minHi = i32.MAX_VALUE; // a tile inside [maxLo, minHi] needs no range exclusion
@@ -150,7 +174,7 @@ function processBlock(a: AttnArgs, ws: usize, b: i32, kvh0: i32, nkv: i32, row0:
     maxLo = max(maxLo, lo);
     minHi = min(minHi, hi);
     const qRow = a.q + ((<usize>b * <usize>a.qsB + <usize>h * <usize>a.qsH + <usize>(q0 + i) * <usize>a.qsS) << 2);
-    loadQRow(qRow, D, D4, a.scale, qs + <usize>r * (<usize>D4 << 2));
+    loadQRow(qRow, D, D4, qScale, qs + <usize>r * (<usize>D4 << 2));
     store<f32>(m + (<usize>r << 2), -Infinity);
     store<f32>(l + (<usize>r << 2), 0);
     memory.fill(os + <usize>r * (<usize>D4 << 2), 0, <usize>D4 << 2);
@@ -172,7 +196,8 @@ function processBlock(a: AttnArgs, ws: usize, b: i32, kvh0: i32, nkv: i32, row0:
   // into scratch once and reused by every row. int8 with intRows → integer path.
   const stream = Rg <= STREAM_ROWS;
   const intRows = a.intRows;
-  const inPlace = intRows == 0 && stream && D == D4 && quant == QUANT_NONE && (dt == DT_F32 || dt == DT_BF16);
+  // In place: f32, bf16, f16 and fp8 (its per-tensor scales folded into q and o) rows of D4 elements.
+  const inPlace = intRows == 0 && stream && D == D4 && (quant == QUANT_NONE || quant == QUANT_PER_TENSOR);
   // The heads' rows of one token are one run when the head stride is D (paged NHD, BSND).
   const adjacent = nkv > 1 && a.ksH == D && a.vsH == D;
   const q16 = ws + offQ16(D4);
@@ -217,10 +242,8 @@ function processBlock(a: AttnArgs, ws: usize, b: i32, kvh0: i32, nkv: i32, row0:
       const qg = qs + <usize>g * <usize>Rg * rowStride;
       if (intRows == 3) qkInt3(q16 + <usize>g * c16Rows, Rg, D, D4, kRows, n, qInfo + <usize>g * infoRows, kTok != 0 ? kSc : 0, sg);
       else if (intRows != 0) qkInt2(q16 + <usize>g * c16Rows, Rg, D, D4, kRows, n, qInfo + <usize>g * infoRows, kTok != 0 ? kSc : 0, sg);
-      else if (inPlace) {
-        if (dt == DT_F32) qkStream<f32>(qg, Rg, D4, kRows, n, sg);
-        else qkStream<u16>(qg, Rg, D4, kRows, n, sg);
-      } else {
+      else if (inPlace) qkInPlace(dt, qg, Rg, D4, kRows, n, sg);
+      else {
         const chOff = <usize>(kvh0 + g) * <usize>D << 2;
         fillTile(dt, quant, kRows, n, D, D4, kt, a.kScalar, perChannel ? a.kScale + chOff : 0, perChannel ? a.kOffset + chOff : 0, kSc);
         if (stream) qkStream<f32>(qg, Rg, D4, kRows, n, sg);
@@ -247,10 +270,8 @@ function processBlock(a: AttnArgs, ws: usize, b: i32, kvh0: i32, nkv: i32, row0:
       const vChOffset: usize = perChannel ? a.vOffset + chOff : 0;
       if (intRows == 3) pvInt3(p16 + <usize>g * p16Rows, Rg, vRows, n, D, D4, pInfo + <usize>g * infoRows, vChScale, vChOffset, og);
       else if (intRows != 0) pvInt2(p16 + <usize>g * p16Rows, Rg, vRows, n, D, D4, pInfo + <usize>g * infoRows, vChScale, vChOffset, og);
-      else if (inPlace) {
-        if (dt == DT_F32) pvTile<f32>(sg, Rg, vRows, n, D4, og);
-        else pvTile<u16>(sg, Rg, vRows, n, D4, og);
-      } else {
+      else if (inPlace) pvInPlace(dt, sg, Rg, vRows, n, D4, og);
+      else {
         fillTile(dt, quant, vRows, n, D, D4, vt, a.vScalar, vChScale, vChOffset, vSc);
         pvTile<f32>(sg, Rg, vRows, n, D4, og);
       }
@@ -274,7 +295,7 @@ function processBlock(a: AttnArgs, ws: usize, b: i32, kvh0: i32, nkv: i32, row0:
     }
     const sum = load<f32>(l + (<usize>r << 2));
     if (sum > 0) {
-      storeORow(os + <usize>r * (<usize>D4 << 2), D, 1 / sum, oDst);
+      storeORow(os + <usize>r * (<usize>D4 << 2), D, oScale / sum, oDst);
       if (lseDst != 0) store<f32>(lseDst, load<f32>(m + (<usize>r << 2)) + Mathf.log(sum));
     } else {
       memory.fill(oDst, 0, <usize>D << 2);
