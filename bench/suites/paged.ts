@@ -7,8 +7,7 @@
  * - `paged_over_padded`: pagedAttention time / increFlashAttention time on a
  *   padded BNSD cache (the attention suite's layout) holding the same rows,
  *   f32 and bf16 (target ≤ 1.10). Each row of K/V is a slice of one pattern
- *   chosen by a hash of (sequence, token, KV head), so both caches hold the
- *   same data without both being in memory at once.
+ *   chosen by a hash of (sequence, token, KV head).
  * - `kv_dtype` rows with `speedup_vs_f32` = paged f32 time / this dtype's
  *   time: f32, bf16, f16, fp8 e4m3 / e5m2 (per-tensor scale), int8 per-token
  *   and per-channel on the dequantize path and on the integer path
@@ -17,6 +16,11 @@
  * - `cascade_over_paged`: cascadeAttention / pagedAttention for B sequences
  *   sharing a 4096-token prefix, each with 256 own tokens (f32, and int8 on the
  *   integer path).
+ *
+ * Every ratio is taken from its two operations timed in alternating rounds
+ * (timeInterleaved): the 2 cores are shared, and load that comes and goes
+ * during a run then hits both sides alike. The f32 row of a shape reports the
+ * median of its pairings, and a warning is logged when they disagree by > 15%.
  *
  * `roofline = max(bytes / read_bw, flops / simd_flops) / ms` as in the
  * attention suite (flops = 4·D per query head and key; bytes = K and V as
@@ -45,7 +49,7 @@ import {
 } from "../../src/index.js";
 import { encodeValue, storageArray } from "../../src/tensor/codec.js";
 import type { Ceilings } from "../ceilings.js";
-import { type Row, type Suite, type SuiteContext, timeMedian } from "../harness.js";
+import { type Row, type Suite, type SuiteContext, median } from "../harness.js";
 
 const H = 32;
 const HKV = 8;
@@ -170,32 +174,38 @@ function subarrayable(p: ArrayLike<number>, dt: KvCacheDType): Float32Array | Ui
   return dt === "f16" || dt === "bf16" ? Uint16Array.from(p) : Uint8Array.from(p);
 }
 
-/** Time of one pagedAttention decode step (median), cycling layers. */
-function timePaged(rt: Runtime, ctx: SuiteContext, b: number, sk: number, dc: DtypeCase): { ms: number; setup: string } {
+interface Runner {
+  /** One decode step (the next layer each call). */
+  run: () => void;
+  /** What the step covers, for the log. */
+  note: string;
+  dispose: () => void;
+}
+
+/** pagedAttention decode steps over a fresh paged cache, cycling layers. */
+function pagedRunner(rt: Runtime, b: number, sk: number, dc: DtypeCase): Runner {
   const setup = pagedSetup(rt, b, sk, dc, 7);
   const q = rt.tensor("f32", [b, H, D]).fill(0.25);
   const out = rt.tensor("f32", [b, H, D]);
   const plan = planPagedAttention(rt, { cache: setup.cache, numHeads: H, cuSeqlensQ: Array.from({ length: b + 1 }, (_, i) => i), seqLens: new Array<number>(b).fill(sk), blockTable: setup.table });
   let layer = 0;
-  try {
-    const ms = timeMedian(
-      () => {
-        pagedAttention(rt, { q, cache: setup.cache, layer, plan, out, ...(dc.int8_path ? { int8Path: dc.int8_path } : {}) });
-        layer = (layer + 1) % setup.layers;
-      },
-      { minReps: 5, minTimeMs: ctx.quick ? 100 : 400 },
-    );
-    return { ms, setup: `${setup.layers} layer${setup.layers > 1 ? "s" : ""}${setup.shared ? ", all sequences on one sequence's blocks" : ""}; plan: ${plan.reason}` };
-  } finally {
-    plan.dispose();
-    rt.free(q);
-    rt.free(out);
-    setup.cache.dispose();
-  }
+  return {
+    run: () => {
+      pagedAttention(rt, { q, cache: setup.cache, layer, plan, out, ...(dc.int8_path ? { int8Path: dc.int8_path } : {}) });
+      layer = (layer + 1) % setup.layers;
+    },
+    note: `${setup.layers} layer${setup.layers > 1 ? "s" : ""}${setup.shared ? ", all sequences on one sequence's blocks" : ""}; plan: ${plan.reason}`,
+    dispose: () => {
+      plan.dispose();
+      rt.free(q);
+      rt.free(out);
+      setup.cache.dispose();
+    },
+  };
 }
 
-/** Time of increFlashAttention on a padded BNSD cache holding the same rows as pagedSetup writes. */
-function timePadded(rt: Runtime, ctx: SuiteContext, b: number, sk: number, dt: "f32" | "bf16"): number {
+/** increFlashAttention decode steps on a padded BNSD cache holding the same rows as pagedSetup writes. */
+function paddedRunner(rt: Runtime, b: number, sk: number, dt: "f32" | "bf16"): Runner {
   const seqBytes = 2 * sk * HKV * D * elemBytes(dt);
   const shared = b * seqBytes > MAX_KV_BYTES;
   const physB = shared ? 1 : b;
@@ -229,18 +239,41 @@ function timePadded(rt: Runtime, ctx: SuiteContext, b: number, sk: number, dt: "
   const out = rt.tensor("f32", [b, H, 1, D]);
   const plan = AttentionPlan.create(rt, { actualSeqLengths: new Array<number>(b).fill(sk), numHeads: H, numKvHeads: HKV, headDim: D });
   let layer = 0;
-  try {
-    return timeMedian(
-      () => {
-        increFlashAttention(rt, { q, k: ks[layer]!, v: vs[layer]!, plan, out });
-        layer = (layer + 1) % layers;
-      },
-      { minReps: 5, minTimeMs: ctx.quick ? 100 : 400 },
-    );
-  } finally {
-    plan.dispose();
-    for (const t of [q, out, kBuf, vBuf]) rt.free(t);
+  return {
+    run: () => {
+      increFlashAttention(rt, { q, k: ks[layer]!, v: vs[layer]!, plan, out });
+      layer = (layer + 1) % layers;
+    },
+    note: `${layers} layer${layers > 1 ? "s" : ""}; plan: ${plan.reason}`,
+    dispose: () => {
+      plan.dispose();
+      for (const t of [q, out, kBuf, vBuf]) rt.free(t);
+    },
+  };
+}
+
+/**
+ * Median time (ms) of each function, measured in alternating rounds so that
+ * drifting load on the shared machine hits all of them alike; each round runs
+ * every function enough times to take ≥ 20 ms.
+ */
+export function timeInterleaved(fns: readonly (() => void)[], minTimeMs: number, minRounds = 5): number[] {
+  for (const f of fns) f(); // warm
+  const reps = fns.map((f) => {
+    const t0 = performance.now();
+    f();
+    return Math.max(1, Math.ceil(20 / Math.max(0.01, performance.now() - t0)));
+  });
+  const times: number[][] = fns.map(() => []);
+  const start = performance.now();
+  for (let r = 0; r < minRounds || performance.now() - start < minTimeMs * fns.length; r++) {
+    fns.forEach((f, i) => {
+      const t0 = performance.now();
+      for (let k = 0; k < reps[i]!; k++) f();
+      times[i]!.push((performance.now() - t0) / reps[i]!);
+    });
   }
+  return times.map((t) => median(t));
 }
 
 function label(dc: DtypeCase): string {
@@ -285,9 +318,10 @@ function cascadeRows(rt: Runtime, ctx: SuiteContext): Row[] {
       const path = dc.int8_path ? { int8Path: dc.int8_path } : {};
       const plan = planPagedAttention(rt, { cache, numHeads: H, ...batch });
       const cplan = planCascadeAttention(rt, { cache, numHeads: H, sharedPrefixLength: prefix, ...batch });
-      const opts = { minReps: 5, minTimeMs: ctx.quick ? 100 : 400 };
-      const msPaged = timeMedian(() => pagedAttention(rt, { q, cache, layer: 0, plan, out, ...path }), opts);
-      const msCascade = timeMedian(() => cascadeAttention(rt, { q, cache, layer: 0, plan: cplan, out, ...path }), opts);
+      const [msPaged, msCascade] = timeInterleaved(
+        [() => pagedAttention(rt, { q, cache, layer: 0, plan, out, ...path }), () => cascadeAttention(rt, { q, cache, layer: 0, plan: cplan, out, ...path })],
+        ctx.quick ? 100 : 400,
+      ) as [number, number];
       rows.push({ op: "cascade decode", b, sk: prefix + own, shared_prefix: prefix, kv_dtype: label(dc), block_size: BLOCK, threads: rt.threads, ms: msCascade, ms_paged: msPaged, cascade_over_paged: msCascade / msPaged });
       ctx.log(`  cascade b=${b} ${label(dc)}: ${msCascade.toFixed(3)} ms vs paged ${msPaged.toFixed(3)} ms`);
       plan.dispose();
@@ -312,22 +346,38 @@ export const paged: Suite = {
       );
     }
     const rows: Row[] = [];
-    ctx.log("paged vs padded (f32, bf16)…");
+    const minTime = ctx.quick ? 100 : 400;
+    ctx.log("paged vs padded (f32, bf16), timed in alternating rounds…");
     for (const dt of ["f32", "bf16"] as const) {
       for (const { b, sk } of shapes(ctx.quick)) {
-        const padded = timePadded(rt, ctx, b, sk, dt);
-        const p = timePaged(rt, ctx, b, sk, { kv_dtype: dt });
+        const padded = paddedRunner(rt, b, sk, dt);
+        const paged = pagedRunner(rt, b, sk, { kv_dtype: dt });
+        const [msPaged, msPadded] = timeInterleaved([paged.run, padded.run], minTime) as [number, number];
         const w = work(b, sk, dt, undefined);
-        rows.push({ op: "decode", b, sk, kv_dtype: dt, block_size: BLOCK, threads: rt.threads, ms: p.ms, ms_padded: padded, paged_over_padded: p.ms / padded, ...roofline(w.flops, w.bytes, p.ms, c) });
-        ctx.log(`  b=${b} sk=${sk} ${dt}: paged ${p.ms.toFixed(3)} ms, padded BNSD ${padded.toFixed(3)} ms (${p.setup})`);
+        rows.push({ op: "decode", b, sk, kv_dtype: dt, block_size: BLOCK, threads: rt.threads, ms: msPaged, ms_padded: msPadded, paged_over_padded: msPaged / msPadded, ...roofline(w.flops, w.bytes, msPaged, c) });
+        ctx.log(`  b=${b} sk=${sk} ${dt}: paged ${msPaged.toFixed(3)} ms (${paged.note}), padded BNSD ${msPadded.toFixed(3)} ms (${padded.note}): ${(msPaged / msPadded).toFixed(3)}`);
+        paged.dispose();
+        padded.dispose();
       }
     }
-    ctx.log("KV dtypes…");
+    ctx.log("KV dtypes, each timed in alternating rounds with f32…");
     for (const { b, sk } of shapes(ctx.quick)) {
-      let f32 = 0;
-      for (const dc of DTYPE_CASES) {
-        const p = timePaged(rt, ctx, b, sk, dc);
-        if (dc.kv_dtype === "f32") f32 = p.ms;
+      const f32 = pagedRunner(rt, b, sk, DTYPE_CASES[0]!);
+      const f32Times: number[] = [];
+      const measured: { dc: DtypeCase; ms: number; f32ms: number }[] = [];
+      for (const dc of DTYPE_CASES.slice(1)) {
+        const other = pagedRunner(rt, b, sk, dc);
+        const [msF32, ms] = timeInterleaved([f32.run, other.run], minTime) as [number, number];
+        f32Times.push(msF32);
+        measured.push({ dc, ms, f32ms: msF32 });
+        ctx.log(`  b=${b} sk=${sk} ${label(dc)}: ${ms.toFixed(3)} ms, f32 ${msF32.toFixed(3)} ms: ${(msF32 / ms).toFixed(2)}× f32`);
+        other.dispose();
+      }
+      f32.dispose();
+      const f32ms = median(f32Times);
+      const spread = (Math.max(...f32Times) - Math.min(...f32Times)) / f32ms;
+      if (spread > 0.15) ctx.log(`  warning: b=${b} sk=${sk}: the f32 baseline moved by ${(100 * spread).toFixed(0)}% across pairings (contention)`);
+      for (const { dc, ms, f32ms: pairF32 } of [{ dc: DTYPE_CASES[0]!, ms: f32ms, f32ms }, ...measured]) {
         const w = work(b, sk, dc.kv_dtype, dc.int8_scaling);
         rows.push({
           op: "decode",
@@ -338,11 +388,10 @@ export const paged: Suite = {
           int8_path: dc.int8_path ?? null,
           block_size: BLOCK,
           threads: rt.threads,
-          ms: p.ms,
-          speedup_vs_f32: f32 / p.ms,
-          ...roofline(w.flops, w.bytes, p.ms, c),
+          ms,
+          speedup_vs_f32: pairF32 / ms,
+          ...roofline(w.flops, w.bytes, ms, c),
         });
-        ctx.log(`  b=${b} sk=${sk} ${label(dc)}: ${p.ms.toFixed(3)} ms, ${(f32 / p.ms).toFixed(2)}× f32`);
       }
     }
     ctx.log("cascade (shared prefix)…");
