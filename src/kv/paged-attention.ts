@@ -34,15 +34,16 @@ import { PagedKvCache } from "./paged-kv-cache.js";
 
 /**
  * How an int8 cache is multiplied:
- * - "dequantize": each K/V tile is dequantized to f32 as it loads and the f32
- *   microkernels run (exact on the decoded values: the reference path);
- * - "high-performance": the IFA design's AntiQuant with msdIterNum = 2: each
- *   query row (and each tile's probabilities) is expanded into 2 int8 rows and
- *   Q·Kᵀ and P·V run as integer dot products (i32x4.dot_i16x8_s) on the int8
- *   cache in place; the expanded row carries its value to 1/32258 of its
- *   largest element;
+ * - "high-performance" (the default for int8 caches with headDim % 8 == 0;
+ *   otherwise "dequantize"): the IFA design's AntiQuant with msdIterNum = 2:
+ *   each query row (and each tile's probabilities) is expanded into 2 int8
+ *   rows and Q·Kᵀ and P·V run as integer dot products (i32x4.dot_i16x8_s) on
+ *   the int8 cache in place; the expanded row carries its value to 1/32258 of
+ *   its largest element (error against the decoded values: BENCHMARKS.md);
  * - "high-precision": msdIterNum = 3, 3 int8 rows (to about f32 rounding), at
- *   twice the integer work.
+ *   twice the integer work;
+ * - "dequantize": each K/V tile is dequantized to f32 as it loads and the f32
+ *   microkernels run — exact on the decoded values: the reference path.
  */
 export type Int8Path = "dequantize" | "high-performance" | "high-precision";
 export const INT8_PATHS: readonly Int8Path[] = ["dequantize", "high-performance", "high-precision"];
@@ -112,7 +113,7 @@ export interface PagedAttentionOptions extends AttentionOptions, Partial<PagedBa
   plan?: AttentionPlan;
   /** Without a plan: force this many KV chunks per sequence (see AttentionPlanOptions.splitKv). */
   splitKv?: number;
-  /** int8 caches only: see Int8Path. Default "dequantize". */
+  /** int8 caches only: see Int8Path. Default "high-performance" (headDim % 8 == 0), else "dequantize". */
   int8Path?: Int8Path;
 }
 
@@ -124,7 +125,7 @@ export function checkCache(value: unknown): PagedKvCache {
 /** Dequantization arguments of one layer of `cache` (and the int8 path). */
 export function kvDequant(cache: PagedKvCache, layerIndex: number, int8Path: unknown): KvDequant {
   const layer = cache.layer(layerIndex);
-  let intRows = 0;
+  let intRows = cache.dtype === "int8" && cache.headDim % 8 === 0 ? INT_ROWS["high-performance"] : 0;
   if (int8Path !== undefined) {
     const path = checkOneOf("int8Path", int8Path, INT8_PATHS);
     if (path !== "dequantize" && cache.dtype !== "int8") throw new ArgumentError("int8Path", `${show(path)} needs an int8 cache, got dtype ${show(cache.dtype)}`);

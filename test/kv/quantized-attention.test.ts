@@ -220,3 +220,22 @@ describe("quantization error against f32 KV (gaussian K/V with 1% outliers ×40)
     });
   }
 });
+
+test("int8 caches default to the high-performance integer path (headDim % 8 == 0), else to dequantize", () => {
+  for (const D of [16, 12]) {
+    const random = rng(8000 + D);
+    const f = pagedFixture(rt, { lengths: [40, 3], blockSize: 8, numKvHeads: 1, headDim: D, dtype: "int8", random });
+    const q = rt.tensor("f32", [2, 2, D]).set(Float32Array.from({ length: 4 * D }, () => random() - 0.5));
+    const o: PagedAttentionOptions = { q, cache: f.cache, layer: 0, cuSeqlensQ: [0, 1, 2], seqLens: [40, 3], blockTable: f.blockTable };
+    const outs = [undefined, D % 8 === 0 ? "high-performance" : "dequantize", D % 8 === 0 ? "dequantize" : undefined].map((int8Path) => {
+      const r = pagedAttention(rt, { ...o, ...(int8Path ? { int8Path: int8Path as Int8Path } : {}) });
+      const x = r.out.toFloat32();
+      rt.free(r.out);
+      return x;
+    });
+    assert.deepEqual(outs[0], outs[1], `D=${D}`);
+    if (D % 8 === 0) assert.notDeepEqual(outs[0], outs[2], "the integer path rounds differently from dequantize");
+    rt.free(q);
+    f.cache.dispose();
+  }
+});
