@@ -20,7 +20,7 @@ import {
   referencePagedAttention,
 } from "../../src/index.js";
 import { assertClose, assertIdentical } from "../attention/support.js";
-import { contiguousKv, offsets, pagedFixture, paddedFromPaged, rng } from "./paged-support.js";
+import { contiguousKv, offsets, pagedFixture, paddedFromPaged, rng, runPaged as runPagedIn } from "./paged-support.js";
 
 const H = 8;
 const HKV = 2;
@@ -33,19 +33,8 @@ before(async () => {
 });
 after(() => rt.dispose());
 
-/** Runs pagedAttention into NaN-poisoned out/lse and reads them back. */
 function runPaged(o: PagedAttentionOptions, lseShape: number[]): { out: Float32Array; lse: Float32Array } {
-  const out = rt.tensor("f32", o.q.shape).fill(NaN);
-  const lse = rt.tensor("f32", lseShape).fill(NaN);
-  try {
-    const r = pagedAttention(rt, { ...o, out, lse });
-    assert.equal(r.out, out);
-    assert.equal(r.lse, lse);
-    return { out: out.toFloat32(), lse: lse.toFloat32() };
-  } finally {
-    rt.free(out);
-    rt.free(lse);
-  }
+  return runPagedIn(rt, o, lseShape);
 }
 
 function randomQ(shape: number[], random: () => number): Tensor {

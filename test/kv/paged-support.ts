@@ -1,7 +1,8 @@
 // Shared fixtures of the paged-attention tests: a paged cache filled through
 // appendKv from known f32 rows, its blocks scattered by a random permutation,
 // the same rows as a padded or contiguous cache, and a ragged query batch.
-import { PagedKvCache, type PagedKvCacheOptions, type Runtime, Tensor, appendKv } from "../../src/index.js";
+import assert from "node:assert/strict";
+import { type PagedAttentionOptions, PagedKvCache, type PagedKvCacheOptions, type Runtime, Tensor, appendKv, pagedAttention } from "../../src/index.js";
 import { storageArray } from "../../src/tensor/codec.js";
 
 /** mulberry32, as the attention suite's support.ts. */
@@ -186,4 +187,19 @@ export function maxRelError(got: ArrayLike<number>, ref: ArrayLike<number>, D: n
     if (scale > 0) worst = Math.max(worst, err / scale);
   }
   return worst;
+}
+
+/** Runs pagedAttention into out/lse poisoned with NaN first and reads them back (lse: [T, H] for TND q). */
+export function runPaged(rt: Runtime, o: PagedAttentionOptions, lseShape = [o.q.shape[0]!, o.q.shape[1]!]): { out: Float32Array; lse: Float32Array } {
+  const out = rt.tensor("f32", o.q.shape).fill(NaN);
+  const lse = rt.tensor("f32", lseShape).fill(NaN);
+  try {
+    const r = pagedAttention(rt, { ...o, out, lse });
+    assert.equal(r.out, out);
+    assert.equal(r.lse, lse);
+    return { out: out.toFloat32(), lse: lse.toFloat32() };
+  } finally {
+    rt.free(out);
+    rt.free(lse);
+  }
 }

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { type Int8Path, type PagedAttentionOptions, type PagedKvCacheOptions, type Runtime, createRuntime, pagedAttention, referencePagedAttention } from "../../src/index.js";
 import { assertClose } from "../attention/support.js";
-import { gaussian, maxRelError, offsets, pagedFixture, rng } from "./paged-support.js";
+import { gaussian, maxRelError, offsets, pagedFixture, rng, runPaged } from "./paged-support.js";
 
 /**
  * Stated error of the integer path against the reference on the decoded values
@@ -65,12 +65,7 @@ describe("dequantized in the kernel = the reference on the decoded values (1e-5)
         try {
           const o: PagedAttentionOptions = { q, cache: f.cache, layer: 0, cuSeqlensQ: cuQ, seqLens: LENGTHS, blockTable: f.blockTable, causal: true, int8Path: f.cache.dtype === "int8" ? "dequantize" : undefined };
           const ref = referencePagedAttention(o);
-          for (const splitKv of [undefined, 3]) {
-            const r = pagedAttention(rt, { ...o, returnLse: true, ...(splitKv ? { splitKv } : {}) });
-            assertClose(`${qc.name} splitKv=${splitKv}`, { out: r.out.toFloat32(), lse: r.lse!.toFloat32() }, ref, D);
-            rt.free(r.out);
-            rt.free(r.lse!);
-          }
+          for (const splitKv of [undefined, 3]) assertClose(`${qc.name} splitKv=${splitKv}`, runPaged(rt, { ...o, ...(splitKv ? { splitKv } : {}) }), ref, D);
         } finally {
           rt.free(q);
           f.cache.dispose();
@@ -102,17 +97,15 @@ describe("the int8 integer path against the reference on the decoded values", ()
           try {
             const o: PagedAttentionOptions = { q, cache: f.cache, layer: 0, cuSeqlensQ: cuQ, seqLens: LENGTHS, blockTable: f.blockTable, causal: true, int8Path: path };
             const ref = referencePagedAttention(o);
-            const r = pagedAttention(rt, { ...o, returnLse: true, splitKv: si + 1 });
-            const err = maxRelError(r.out.toFloat32(), ref.out, s.D);
-            const lse = r.lse!.toFloat32();
+            const r = runPaged(rt, { ...o, splitKv: si + 1 });
+            const err = maxRelError(r.out, ref.out, s.D);
+            const lse = r.lse;
             let lseErr = 0;
             for (let i = 0; i < lse.length; i++) lseErr = Math.max(lseErr, Math.abs(lse[i]! - ref.lse[i]!) / Math.max(1, Math.abs(ref.lse[i]!)));
             assert.ok(err <= INT_PATH_TOL[path], `G=${s.G} D=${s.D}: out error ${err.toExponential(2)} > ${INT_PATH_TOL[path]}`);
             assert.ok(lseErr <= INT_PATH_TOL[path], `G=${s.G} D=${s.D}: lse error ${lseErr.toExponential(2)} > ${INT_PATH_TOL[path]}`);
             worst = Math.max(worst, err);
             perShape.push(`G=${s.G} D=${s.D} ${err.toExponential(1)}`);
-            rt.free(r.out);
-            rt.free(r.lse!);
           } finally {
             rt.free(q);
             f.cache.dispose();
@@ -178,12 +171,7 @@ describe("quantization error against f32 KV (gaussian K/V with 1% outliers ×40)
     const q = rt.tensor("f32", [cuQ[lengths.length]!, H, D]).set(qValues);
     const o: PagedAttentionOptions = { q, cache: f.cache, layer: 0, cuSeqlensQ: cuQ, seqLens: lengths, blockTable: f.blockTable, causal: true, ...(path ? { int8Path: path } : {}) };
     try {
-      if (reference) return referencePagedAttention(o);
-      const r = pagedAttention(rt, { ...o, returnLse: true });
-      const res = { out: r.out.toFloat32(), lse: r.lse!.toFloat32() };
-      rt.free(r.out);
-      rt.free(r.lse!);
-      return res;
+      return reference ? referencePagedAttention(o) : runPaged(rt, o);
     } finally {
       rt.free(q);
       f.cache.dispose();
