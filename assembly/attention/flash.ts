@@ -6,8 +6,10 @@
 //
 // Rows of an item are (query index, head) pairs of one GQA group, row r ↔
 // query r / G, head kvh·G + r % G: every K/V row loaded is used by all G query
-// heads that share it (KV is never repeated). Rows go in blocks of RMAX; for
-// each block:
+// heads that share it (KV is never repeated). Rows go in blocks of RMAX; an
+// item on a paged cache may instead hold the decode rows of up to NKV_MAX KV
+// heads in one block (head-major), whose rows of a token are adjacent in
+// memory, so one touch pass reads them as one run per token. For each block:
 //   1. per row: kept key range [lo, hi] from the item's range, the sequence
 //      length, causal (bottom-right: j ≤ i + Sk − Sq) and the window; the Q row
 //      scaled by `scale`, zero-padded to D4, into scratch (integer path: also
@@ -16,18 +18,16 @@
 //      outside it are never touched: causal/window tile skipping), with the
 //      tile's row addresses from tileRows (padded strides or the block table):
 //        S = Q·Kᵀ → options and exclusions (scoreOptions) → online softmax
-//        (softmaxUpdate) → O += P·V.
-//      Many rows (prefill): K and V tiles are decoded into scratch once
-//      (fillTile, dequantizing) and reused by every row (qkTile, pvTile<f32>).
-//      Few rows (decode, ≤ STREAM_ROWS): f32/bf16/f16/fp8 K/V are read in
-//      place, widened as loaded (qkStream, pvTile; fp8's per-tensor scales
-//      folded into q and into 1 / l) after a touch pass over the tile's lines
-//      (kv-tile.ts, touchRows: wasm has no prefetch); int8 on the dequantize
-//      path or D % 4 ≠ 0 are touched, then decoded into scratch. On a paged cache a
-//      streaming item takes up to NKV_MAX KV heads, whose rows of a token are
-//      adjacent: one touch pass reads them as one run per token. int8 K/V with intRows = 2 | 3 take the
-//      integer path at any row count: touch, then qkInt / pvInt on the int8
-//      rows in place.
+//        (softmaxUpdate) → O += P·V, the products head by head.
+//      Many rows per head (prefill): K and V tiles are decoded into scratch
+//      once (fillTile, dequantizing) and reused by every row (qkTile,
+//      pvTile<f32>). Few rows (decode, ≤ STREAM_ROWS): a touch pass over the
+//      tile's lines first (kv-tile.ts, touchRows: wasm has no prefetch), then
+//      f32/bf16/f16/fp8 rows are read in place, widened as loaded (qkStream,
+//      pvTile; fp8's per-tensor scales folded into q and into 1 / l); int8 on
+//      the dequantize path and D % 4 ≠ 0 are decoded into scratch. int8 with
+//      intRows = 2 | 3 takes the integer path at any row count (qkInt / pvInt
+//      on the int8 rows in place).
 //   3. o = O / l and lse = m + ln l, or o = 0 and lse = −Infinity for a row that
 //      kept no key — to the output, or to split slot `slot`'s partials.
 // Workspace is the thread's scratch only: O(RMAX·D + BC·D), never Sq×Sk.

@@ -7,7 +7,10 @@
  * - `paged_over_padded`: pagedAttention time / increFlashAttention time on a
  *   padded BNSD cache (the attention suite's layout) holding the same rows,
  *   f32 and bf16 (target ≤ 1.10). Each row of K/V is a slice of one pattern
- *   chosen by a hash of (sequence, token, KV head).
+ *   chosen by a hash of (sequence, token, KV head). Each sequence's blocks
+ *   are a random permutation of the pool (a long-running pool's worst case);
+ *   `paged_in_order_over_padded` reads the same cache through a table listing
+ *   blocks in id order (a fresh pool; other rows of the cache, timing only).
  * - `kv_dtype` rows with `speedup_vs_f32` = paged f32 time / this dtype's
  *   time: f32, bf16, f16, fp8 e4m3 / e5m2 (per-tensor scale), int8 per-token
  *   and per-channel on the dequantize path and on the integer path
@@ -181,6 +184,8 @@ function subarrayable(p: ArrayLike<number>, dt: KvCacheDType): Float32Array | Ui
 interface Runner {
   /** One decode step (the next layer each call). */
   run: () => void;
+  /** pagedRunner only: the same step through a table listing each sequence's blocks in id order (timing only: other rows of the cache). */
+  runInOrder?: () => void;
   /** What the step covers, for the log. */
   note: string;
   dispose: () => void;
@@ -191,16 +196,27 @@ function pagedRunner(rt: Runtime, b: number, sk: number, dc: DtypeCase): Runner 
   const setup = pagedSetup(rt, b, sk, dc, 7);
   const q = rt.tensor("f32", [b, H, D]).fill(0.25);
   const out = rt.tensor("f32", [b, H, D]);
-  const plan = planPagedAttention(rt, { cache: setup.cache, numHeads: H, cuSeqlensQ: Array.from({ length: b + 1 }, (_, i) => i), seqLens: new Array<number>(b).fill(sk), blockTable: setup.table });
+  const batch = { cuSeqlensQ: Array.from({ length: b + 1 }, (_, i) => i), seqLens: new Array<number>(b).fill(sk) };
+  const plan = planPagedAttention(rt, { cache: setup.cache, numHeads: H, ...batch, blockTable: setup.table });
+  // The fresh-pool case: each sequence's blocks consecutive in memory.
+  const perSeq = setup.table.length / b;
+  const ordered = Int32Array.from(setup.table, (_, i) => (setup.shared ? i % perSeq : i));
+  const planInOrder = planPagedAttention(rt, { cache: setup.cache, numHeads: H, ...batch, blockTable: ordered });
+  const path = dc.int8_path ? { int8Path: dc.int8_path } : {};
   let layer = 0;
   return {
     run: () => {
-      pagedAttention(rt, { q, cache: setup.cache, layer, plan, out, ...(dc.int8_path ? { int8Path: dc.int8_path } : {}) });
+      pagedAttention(rt, { q, cache: setup.cache, layer, plan, out, ...path });
+      layer = (layer + 1) % setup.layers;
+    },
+    runInOrder: () => {
+      pagedAttention(rt, { q, cache: setup.cache, layer, plan: planInOrder, out, ...path });
       layer = (layer + 1) % setup.layers;
     },
     note: `${setup.layers} layer${setup.layers > 1 ? "s" : ""}${setup.shared ? ", all sequences on one sequence's blocks" : ""}; plan: ${plan.reason}`,
     dispose: () => {
       plan.dispose();
+      planInOrder.dispose();
       rt.free(q);
       rt.free(out);
       setup.cache.dispose();
@@ -356,10 +372,24 @@ export const paged: Suite = {
       for (const { b, sk } of shapes(ctx.quick)) {
         const padded = paddedRunner(rt, b, sk, dt);
         const paged = pagedRunner(rt, b, sk, { kv_dtype: dt });
-        const [msPaged, msPadded] = timeInterleaved([paged.run, padded.run], minTime) as [number, number];
+        const [msPaged, msPadded, msInOrder] = timeInterleaved([paged.run, padded.run, paged.runInOrder!], minTime) as [number, number, number];
         const w = work(b, sk, dt, undefined);
-        rows.push({ op: "decode", b, sk, kv_dtype: dt, block_size: BLOCK, threads: rt.threads, ms: msPaged, ms_padded: msPadded, paged_over_padded: msPaged / msPadded, ...roofline(w.flops, w.bytes, msPaged, c) });
-        ctx.log(`  b=${b} sk=${sk} ${dt}: paged ${msPaged.toFixed(3)} ms (${paged.note}), padded BNSD ${msPadded.toFixed(3)} ms (${padded.note}): ${(msPaged / msPadded).toFixed(3)}`);
+        rows.push({
+          op: "decode",
+          b,
+          sk,
+          kv_dtype: dt,
+          block_size: BLOCK,
+          threads: rt.threads,
+          ms: msPaged,
+          ms_padded: msPadded,
+          paged_over_padded: msPaged / msPadded,
+          paged_in_order_over_padded: msInOrder / msPadded,
+          ...roofline(w.flops, w.bytes, msPaged, c),
+        });
+        ctx.log(
+          `  b=${b} sk=${sk} ${dt}: paged ${msPaged.toFixed(3)} ms (${paged.note}), padded BNSD ${msPadded.toFixed(3)} ms (${padded.note}): ${(msPaged / msPadded).toFixed(3)}; blocks in id order ${(msInOrder / msPadded).toFixed(3)}`,
+        );
         paged.dispose();
         padded.dispose();
       }

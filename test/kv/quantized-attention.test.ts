@@ -12,13 +12,14 @@ import { gaussian, maxRelError, offsets, pagedFixture, rng, runPaged } from "./p
 
 /**
  * Stated error of the integer path against the reference on the decoded values
- * (max over query rows of max_d |o − ref| / max_d |ref|), here on gaussian K/V
- * with 1% outliers ×40: "high-performance" carries each query row and each
- * tile's probabilities to 1/32258 of their largest element, so a score moves
- * by up to scale · max|q| / 64516 · Σ_d |k_d| — large next to |o| when V has
- * outliers; "high-precision" carries them to about f32 rounding.
+ * (max over query rows of max_d |o − ref| / max_d |ref|), on uniform K/V and on
+ * gaussian K/V with 1% outliers ×40: "high-performance" carries each query row
+ * and each tile's probabilities to 1/32258 of their largest element, so a
+ * score moves by up to scale · max|q| / 64516 · Σ_d |k_d| (measured ≤ 8e-5 on
+ * uniform data, ≤ 1.6e-3 with outliers in per-token int8, whose decoded rows
+ * keep them); "high-precision" carries them to about f32 rounding (≤ 6e-6).
  */
-export const INT_PATH_TOL: Readonly<Record<Exclude<Int8Path, "dequantize">, number>> = { "high-performance": 2e-3, "high-precision": 1e-5 };
+export const INT_PATH_TOL: Readonly<Record<Exclude<Int8Path, "dequantize">, number>> = { "high-performance": 3e-3, "high-precision": 1e-5 };
 
 let rt: Runtime;
 before(async () => {
@@ -82,36 +83,41 @@ describe("the int8 integer path against the reference on the decoded values", ()
     { G: 7, Hkv: 1, D: 8 },
     { G: 2, Hkv: 1, D: 256 },
   ];
+  const data = {
+    "gaussian K/V with outliers": (random: () => number) => (n: number) => gaussian(n, random, true),
+    "uniform K/V": (random: () => number) => (n: number) => Float32Array.from({ length: n }, () => 2 * random() - 1),
+  };
   for (const path of ["high-performance", "high-precision"] as const) {
     for (const qc of QUANT.filter((c) => c.name.startsWith("int8"))) {
       test(`${path}, ${qc.name}: error ≤ ${INT_PATH_TOL[path]} (G 1, 2, 4, 7; D 8..256; decode and prefill rows)`, (t) => {
-        let worst = 0;
-        const perShape: string[] = [];
-        shapes.forEach((s, si) => {
-          const random = rng(5000 + si + qc.name.length);
-          const H = s.G * s.Hkv;
-          const f = pagedFixture(rt, { lengths: LENGTHS, blockSize: 16, numKvHeads: s.Hkv, headDim: s.D, random, values: (n) => gaussian(n, random, true), ...qc.cache(s.Hkv, s.D, random) });
-          const cuQ = offsets(SQ);
-          const T = cuQ[cuQ.length - 1]!;
-          const q = rt.tensor("f32", [T, H, s.D]).set(gaussian(T * H * s.D, random));
-          try {
-            const o: PagedAttentionOptions = { q, cache: f.cache, layer: 0, cuSeqlensQ: cuQ, seqLens: LENGTHS, blockTable: f.blockTable, causal: true, int8Path: path };
-            const ref = referencePagedAttention(o);
-            const r = runPaged(rt, { ...o, splitKv: si + 1 });
-            const err = maxRelError(r.out, ref.out, s.D);
-            const lse = r.lse;
-            let lseErr = 0;
-            for (let i = 0; i < lse.length; i++) lseErr = Math.max(lseErr, Math.abs(lse[i]! - ref.lse[i]!) / Math.max(1, Math.abs(ref.lse[i]!)));
-            assert.ok(err <= INT_PATH_TOL[path], `G=${s.G} D=${s.D}: out error ${err.toExponential(2)} > ${INT_PATH_TOL[path]}`);
-            assert.ok(lseErr <= INT_PATH_TOL[path], `G=${s.G} D=${s.D}: lse error ${lseErr.toExponential(2)} > ${INT_PATH_TOL[path]}`);
-            worst = Math.max(worst, err);
-            perShape.push(`G=${s.G} D=${s.D} ${err.toExponential(1)}`);
-          } finally {
-            rt.free(q);
-            f.cache.dispose();
-          }
-        });
-        t.diagnostic(`${path} ${qc.name}: max out error vs reference on decoded values ${worst.toExponential(2)} (per shape: ${perShape.join(", ")})`);
+        for (const [dataName, values] of Object.entries(data)) {
+          let worst = 0;
+          const perShape: string[] = [];
+          shapes.forEach((s, si) => {
+            const random = rng(5000 + si + qc.name.length + dataName.length);
+            const H = s.G * s.Hkv;
+            const f = pagedFixture(rt, { lengths: LENGTHS, blockSize: 16, numKvHeads: s.Hkv, headDim: s.D, random, values: values(random), ...qc.cache(s.Hkv, s.D, random) });
+            const cuQ = offsets(SQ);
+            const T = cuQ[cuQ.length - 1]!;
+            const q = rt.tensor("f32", [T, H, s.D]).set(gaussian(T * H * s.D, random));
+            try {
+              const o: PagedAttentionOptions = { q, cache: f.cache, layer: 0, cuSeqlensQ: cuQ, seqLens: LENGTHS, blockTable: f.blockTable, causal: true, int8Path: path };
+              const ref = referencePagedAttention(o);
+              const r = runPaged(rt, { ...o, splitKv: si + 1 });
+              const err = maxRelError(r.out, ref.out, s.D);
+              let lseErr = 0;
+              for (let i = 0; i < r.lse.length; i++) lseErr = Math.max(lseErr, Math.abs(r.lse[i]! - ref.lse[i]!) / Math.max(1, Math.abs(ref.lse[i]!)));
+              assert.ok(err <= INT_PATH_TOL[path], `${dataName}, G=${s.G} D=${s.D}: out error ${err.toExponential(2)} > ${INT_PATH_TOL[path]}`);
+              assert.ok(lseErr <= INT_PATH_TOL[path], `${dataName}, G=${s.G} D=${s.D}: lse error ${lseErr.toExponential(2)} > ${INT_PATH_TOL[path]}`);
+              worst = Math.max(worst, err);
+              perShape.push(`G=${s.G} D=${s.D} ${err.toExponential(1)}`);
+            } finally {
+              rt.free(q);
+              f.cache.dispose();
+            }
+          });
+          t.diagnostic(`${path} ${qc.name}, ${dataName}: max out error vs reference on decoded values ${worst.toExponential(2)} (${perShape.join(", ")})`);
+        }
       });
     }
   }
