@@ -19,7 +19,8 @@
  * not have: use pagedAttention for those.
  */
 import { mergeStates } from "../attention/merge-states.js";
-import { AttentionPlan, type PagedTable, checkBlockTable, checkOffsets } from "../attention/plan.js";
+import { type PagedTable, checkBlockTable, checkOffsets } from "../attention/batch-tables.js";
+import { AttentionPlan } from "../attention/plan.js";
 import { checkLengths, checkTensor } from "../attention/problem.js";
 import { runPlan } from "../attention/run-plan.js";
 import type { AttentionResult } from "../attention/types.js";

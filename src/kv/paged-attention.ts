@@ -12,7 +12,8 @@
  * caches can instead take the IFA design's integer path (int8Path).
  */
 import { runPlan } from "../attention/run-plan.js";
-import { AttentionPlan, checkBlockTable, checkOffsets } from "../attention/plan.js";
+import { checkBlockTable, checkOffsets } from "../attention/batch-tables.js";
+import { AttentionPlan } from "../attention/plan.js";
 import {
   type AttentionProblem,
   type KvDequant,
