@@ -2,7 +2,8 @@
 import type { Suite } from "../harness.js";
 import { attention } from "./attention.js";
 import { linalg } from "./linalg.js";
+import { paged } from "./paged.js";
 import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, linalg, sampler];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler];
