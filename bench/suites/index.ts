@@ -2,8 +2,9 @@
 import type { Suite } from "../harness.js";
 import { attention } from "./attention.js";
 import { linalg } from "./linalg.js";
+import { model } from "./model.js";
 import { paged } from "./paged.js";
 import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model];

@@ -2,20 +2,36 @@
 /**
  * The kvflash command line. Argument parsing only: each command calls the library.
  *
+ *   kvflash generate --prompt TEXT [--model DIR] [--chat] [--max-tokens N] [sampling flags] [--json]
+ *   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
  *   kvflash bench <suite> [--quick] [--threads N] [--out FILE]
  */
 import { parseBenchArgs, runBench } from "../../bench/run.js";
+import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
+import { generateCommand, logitsCommand } from "./generate.js";
 
 const USAGE = `kvflash — LLM inference on WebAssembly SIMD
 
 usage:
+  kvflash generate --prompt TEXT [--model DIR] [--chat] [--max-tokens N] [--temperature T] [--top-p P] …
+                   [--seed N] [--stop TEXT] [--weights FORMAT] [--kv-dtype DTYPE] [--json]
+                                                                stream a completion (generate --help for all options)
+  kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
+                                                                the last position's logits
   kvflash bench <suite> [--quick] [--threads N] [--out FILE]   run a benchmark suite
   kvflash help                                                  this text
 `;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  const help = rest.includes("--help") || rest.includes("-h");
   switch (command) {
+    case "generate":
+      if (help) return usage(GENERATE_USAGE);
+      return generateCommand(rest);
+    case "logits":
+      if (help) return usage(LOGITS_USAGE);
+      return logitsCommand(rest);
     case "bench":
       await runBench(parseBenchArgs(rest, false));
       return 0;
@@ -29,6 +45,11 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`unknown command ${JSON.stringify(command)}\n${USAGE}`);
       return 1;
   }
+}
+
+function usage(text: string): number {
+  process.stdout.write(text);
+  return 0;
 }
 
 main(process.argv.slice(2)).then(
