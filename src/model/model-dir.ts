@@ -14,7 +14,7 @@
  * read, then streamed into the runtime's memory in its file dtype (f32, f16 or
  * bf16). Converting to compute formats (f32 | bf16 | q8 | q4) is the decoder's job.
  */
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { basename, join } from "node:path";
 import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
@@ -25,6 +25,7 @@ import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig }
 import { LoadProgress, type ProgressOptions } from "./progress.js";
 import { type SafetensorsEntry, freeTensors, loadSafetensors, readSafetensorsHeader } from "./safetensors.js";
 import { checkWeights } from "./weight-names.js";
+import { readJsonFile } from "../json-file.js";
 
 export const SINGLE_WEIGHTS_FILE = "model.safetensors";
 export const WEIGHTS_INDEX_FILE = "model.safetensors.index.json";
@@ -60,20 +61,6 @@ export interface ModelDir extends ModelDirInfo {
 export interface LoadModelDirOptions {
   /** Progress bar on stderr: true / false, or options. Default: only when stderr is a TTY. */
   progress?: boolean | ProgressOptions;
-}
-
-function readJsonFile(path: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (e) {
-    throw new ArgumentError(path, `cannot be read: ${(e as Error).message}`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new ArgumentError(path, `is not valid JSON: ${(e as Error).message}`);
-  }
 }
 
 /** Shard files listed by the index, checked to be plain file names inside the directory. */

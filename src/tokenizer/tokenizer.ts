@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
 import { ArgumentError, show } from "../errors.js";
 import { type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./chat-template.js";
+import { readJsonFile } from "../json-file.js";
 
 type Json = Record<string, unknown>;
 
@@ -44,20 +45,6 @@ function tokenContent(v: unknown): string | null {
   if (typeof v === "string") return v;
   if (isObject(v) && typeof v["content"] === "string") return v["content"];
   return null;
-}
-
-function readJson(path: string): unknown {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (e) {
-    throw new ArgumentError(path, `cannot be read: ${(e as Error).message}`);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new ArgumentError(path, `is not valid JSON: ${(e as Error).message}`);
-  }
 }
 
 export class Tokenizer {
@@ -119,8 +106,8 @@ export class Tokenizer {
     const configPath = join(dir, "tokenizer_config.json");
     const templatePath = join(dir, "chat_template.jinja");
     return new Tokenizer({
-      tokenizerJson: readJson(tokenizerPath),
-      ...(existsSync(configPath) ? { tokenizerConfig: readJson(configPath) } : {}),
+      tokenizerJson: readJsonFile(tokenizerPath),
+      ...(existsSync(configPath) ? { tokenizerConfig: readJsonFile(configPath) } : {}),
       ...(existsSync(templatePath) ? { chatTemplate: readFileSync(templatePath, "utf8") } : {}),
       source: dir,
     });

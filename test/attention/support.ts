@@ -24,17 +24,7 @@ import {
 export const OUT_TOL = 1e-5;
 export const LSE_TOL = 1e-5;
 
-/** mulberry32: a small seeded generator, so every failure reproduces. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng } from "../helpers/random.js";
 
 /** Uniform values in [lo, hi). */
 export function uniform(n: number, random: () => number, lo = -1, hi = 1): Float64Array {

@@ -5,17 +5,7 @@ import assert from "node:assert/strict";
 import { type PagedAttentionOptions, PagedKvCache, type PagedKvCacheOptions, type Runtime, Tensor, appendKv, pagedAttention } from "../../src/index.js";
 import { storageArray } from "../../src/tensor/codec.js";
 
-/** mulberry32, as the attention suite's support.ts. */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { rng } from "../helpers/random.js";
 
 /** Standard normal values (Box–Muller); with `outliers`, 1% of them ×40, as real K/V have. */
 export function gaussian(n: number, random: () => number, outliers = false): Float32Array {

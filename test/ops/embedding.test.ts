@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ArgumentError, type Runtime, Tensor, WEIGHT_FORMATS, createRuntime, createWeight, dequantizeWeight, embedding, linear } from "../../src/index.js";
 import { linearReference } from "../../src/ops/reference/linear.js";
-import { assertWithin, randn } from "./random.js";
+import { assertWithin, randn } from "../helpers/random.js";
 
 describe("embedding", () => {
   let rt: Runtime;

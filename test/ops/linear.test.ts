@@ -24,7 +24,7 @@ import {
   linear,
 } from "../../src/index.js";
 import { linearMagnitude, linearReference, quantizeActivationReference } from "../../src/ops/reference/linear.js";
-import { assertWithin, randn, relRms } from "./random.js";
+import { assertWithin, randn, relRms } from "../helpers/random.js";
 
 const U = 2 ** -24;
 

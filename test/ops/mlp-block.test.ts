@@ -21,7 +21,7 @@ import {
 import { linearReference } from "../../src/ops/reference/linear.js";
 import { rmsNormReference } from "../../src/ops/reference/rmsnorm.js";
 import { swigluReference } from "../../src/ops/reference/swiglu.js";
-import { randn, relRms } from "./random.js";
+import { randn, relRms } from "../helpers/random.js";
 
 describe("ops composed: an MLP block", () => {
   let rt: Runtime;

@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 import { ArgumentError, type Runtime, Tensor, addRmsNorm, createRuntime, rmsNorm } from "../../src/index.js";
 import { rmsNormReference } from "../../src/ops/reference/rmsnorm.js";
 import { addReference } from "../../src/ops/reference/add.js";
-import { assertWithin, randn } from "./random.js";
+import { assertWithin, randn } from "../helpers/random.js";
 
 const U = 2 ** -24;
 

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ArgumentError, Rope, type RopeTable, type Runtime, Tensor, createRuntime, ropeInvFreq } from "../../src/index.js";
 import { ropeReference } from "../../src/ops/reference/rope.js";
-import { assertWithin, randn, rng } from "./random.js";
+import { assertWithin, randn, rng } from "../helpers/random.js";
 
 const U = 2 ** -24;
 

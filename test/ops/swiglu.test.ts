@@ -8,7 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { ArgumentError, type Runtime, Tensor, add, createRuntime, swiglu } from "../../src/index.js";
 import { addReference } from "../../src/ops/reference/add.js";
 import { swigluReference } from "../../src/ops/reference/swiglu.js";
-import { assertWithin, randn, uniform } from "./random.js";
+import { assertWithin, randn, uniform } from "../helpers/random.js";
 
 const U = 2 ** -24;
 

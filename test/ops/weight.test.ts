@@ -19,7 +19,7 @@ import {
   weightBytes,
 } from "../../src/index.js";
 import { type QuantizedRow, dequantizeRow, quantizeQ4, quantizeQ8 } from "../../src/ops/reference/quantize.js";
-import { randn, relRms } from "./random.js";
+import { randn, relRms } from "../helpers/random.js";
 
 /** What the Weight of `format` must decode to, row by row, from f32 source values. */
 function expectedRows(format: WeightFormat, src: Float32Array, rows: number, cols: number): { values: Float64Array; quant?: QuantizedRow[] } {

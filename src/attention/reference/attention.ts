@@ -77,23 +77,37 @@ export function broadcastReader(t: Tensor): (b: number, h: number, i: number, j:
   };
 }
 
-interface Sequence {
+/** One sequence of a batch: queries [q0, q0 + sq) along q, keys 0..sk−1 of its KV. */
+export interface ReferenceSequence {
   sq: number;
   sk: number;
   q0: number;
+  /** First key row of the sequence in its KV source (TND, cascade suffixes). */
   k0: number;
 }
 
-function referenceCore(options: AttentionOptions & { q: Tensor; k: Tensor; v: Tensor }, layout: AttentionLayout, seqs: Sequence[]): ReferenceResult {
-  const { q, k, v } = options;
-  const rank = q.rank;
-  const D = q.shape[rank - 1]!;
-  const H = layout === "BSND" ? q.shape[2]! : q.shape[1]!;
-  const Hkv = layout === "BSND" ? k.shape[2]! : k.shape[1]!;
+/** Key and value row j (0 ≤ j < sk, the semantics' index) of KV head n: D numbers each. */
+export interface ReferenceKvRows {
+  key(n: number, j: number): ArrayLike<number>;
+  value(n: number, j: number): ArrayLike<number>;
+}
+
+/**
+ * ARCHITECTURE.md's attention semantics, line by line, for every (b, h, i):
+ * the shared core of every reference (dense, padded, ragged, paged). q is read
+ * in `layout`; sequence b's keys and values come from `kvRows(b)`.
+ */
+export function referenceAttention(
+  options: AttentionOptions & { q: Tensor },
+  layout: AttentionLayout,
+  seqs: readonly ReferenceSequence[],
+  heads: { H: number; Hkv: number; D: number },
+  kvRows: (b: number) => ReferenceKvRows,
+): ReferenceResult {
+  const { q } = options;
+  const { H, Hkv, D } = heads;
   const G = H / Hkv;
   const qv = values(q);
-  const kv = values(k);
-  const vv = values(v);
   const scale = options.scale ?? 1 / Math.sqrt(D);
   const softcap = options.softcap ?? 0;
   const [left, right] = options.window ?? [-1, -1];
@@ -103,9 +117,10 @@ function referenceCore(options: AttentionOptions & { q: Tensor; k: Tensor; v: Te
   const slope = (b: number, h: number): number => (options.alibiSlopes!.rank === 1 ? slopes![h]! : slopes![b * H + h]!);
 
   const out = new Float64Array(q.numel);
-  const lseTotal = layout === "TND" ? q.shape[0]! * H : q.shape[0]! * H * (layout === "BNSD" ? q.shape[2]! : q.shape[1]!);
-  const lse = new Float64Array(lseTotal);
-  seqs.forEach(({ sq, sk, q0, k0 }, b) => {
+  const rows = layout === "TND" ? q.shape[0]! : q.shape[0]! * (layout === "BNSD" ? q.shape[2]! : q.shape[1]!);
+  const lse = new Float64Array(rows * H);
+  seqs.forEach(({ sq, sk, q0 }, b) => {
+    const kv = kvRows(b);
     for (let h = 0; h < H; h++) {
       const kvh = Math.floor(h / G);
       for (let i = 0; i < sq; i++) {
@@ -116,19 +131,16 @@ function referenceCore(options: AttentionOptions & { q: Tensor; k: Tensor; v: Te
           if (options.causal && j > diag) return null;
           if (left >= 0 && j < diag - left) return null;
           if (right >= 0 && j > diag + right) return null;
-          const kRow = layoutIndex(layout, k.shape, b, kvh, j, 0, k0);
+          const kj = kv.key(kvh, j);
           let dot = 0;
-          for (let d = 0; d < D; d++) dot += qv[qRow + d]! * kv[kRow + d]!;
+          for (let d = 0; d < D; d++) dot += qv[qRow + d]! * kj[d]!;
           let s = scale * dot;
           if (softcap > 0) s = softcap * Math.tanh(s / softcap);
           if (bias) s += bias(b, h, i, j);
           if (slopes) s -= slope(b, h) * Math.abs(diag - j);
           return s;
         };
-        const row = attendRow(D, sk, score, (j) => {
-          const vRow = layoutIndex(layout, v.shape, b, kvh, j, 0, k0);
-          return vv.subarray(vRow, vRow + D);
-        });
+        const row = attendRow(D, sk, score, (j) => kv.value(kvh, j));
         out.set(row.o, qRow);
         const li = layout === "BNSD" ? (b * H + h) * sq + i : layout === "BSND" ? (b * sq + i) * H + h : (q0 + i) * H + h;
         lse[li] = row.lse;
@@ -138,10 +150,28 @@ function referenceCore(options: AttentionOptions & { q: Tensor; k: Tensor; v: Te
   return { out, lse };
 }
 
+/** Dense K/V tensors in `layout` (padded caches, TND ragged batches). */
+function referenceCore(options: AttentionOptions & { q: Tensor; k: Tensor; v: Tensor }, layout: AttentionLayout, seqs: ReferenceSequence[]): ReferenceResult {
+  const { q, k, v } = options;
+  const D = q.shape[q.rank - 1]!;
+  const H = layout === "BSND" ? q.shape[2]! : q.shape[1]!;
+  const Hkv = layout === "BSND" ? k.shape[2]! : k.shape[1]!;
+  const kv = values(k);
+  const vv = values(v);
+  const row = (t: Tensor, data: Float32Array, b: number, n: number, j: number, k0: number) => {
+    const at = layoutIndex(layout, t.shape, b, n, j, 0, k0);
+    return data.subarray(at, at + D);
+  };
+  return referenceAttention(options, layout, seqs, { H, Hkv, D }, (b) => ({
+    key: (n, j) => row(k, kv, b, n, j, seqs[b]!.k0),
+    value: (n, j) => row(v, vv, b, n, j, seqs[b]!.k0),
+  }));
+}
+
 /** Float64 flashAttention (same options; out/lse/returnLse are ignored). */
 export function referenceFlashAttention(options: FlashAttentionOptions): ReferenceResult {
   const layout = options.layout ?? "BNSD";
-  let seqs: Sequence[];
+  let seqs: ReferenceSequence[];
   if (layout === "TND") {
     const cq = options.cuSeqlensQ!;
     const ck = options.cuSeqlensK!;

@@ -1,4 +1,4 @@
-// Seeded random inputs for the op conformance suites (not a test file of its own).
+// Seeded random inputs shared by the conformance suites (not a test file of its own).
 
 /** mulberry32: a small, fast, seeded PRNG in [0, 1). */
 export function rng(seed: number): () => number {
