@@ -46,6 +46,8 @@ export interface EngineOptions {
   maxWaitingRequests?: number;
   /** Automatic prefix caching. Default true. */
   enablePrefixCaching?: boolean;
+  /** Cap on prompt + output tokens, below the runner's and the KV pool's. */
+  maxModelLen?: number;
   /** Clock in milliseconds, shared with the callers' arrival times. Default performance.timeOrigin + performance.now(). */
   now?: () => number;
 }
@@ -135,7 +137,8 @@ export class Engine {
     const { numBlocks, blockSize } = runner.kvCache;
     this.kvCacheManager = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: options.enablePrefixCaching ?? true });
     const maxNumSeqs = checkInt("maxNumSeqs", options.maxNumSeqs ?? 64, { min: 1 });
-    this.maxModelLen = Math.min(runner.maxModelLen, numBlocks * blockSize);
+    const cap = options.maxModelLen === undefined ? Infinity : checkInt("maxModelLen", options.maxModelLen, { min: 2 });
+    this.maxModelLen = Math.min(runner.maxModelLen, numBlocks * blockSize, cap);
     this.scheduler = new Scheduler<RequestState>({
       kvCacheManager: this.kvCacheManager,
       maxNumSeqs,

@@ -16,6 +16,8 @@ export interface EngineSettings {
   maxNumBatchedTokens?: number;
   maxWaitingRequests?: number;
   enablePrefixCaching?: boolean;
+  /** Cap on prompt + output tokens. */
+  maxModelLen?: number;
 }
 
 export interface EngineWorkerConfig {
