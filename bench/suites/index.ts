@@ -2,5 +2,6 @@
 import type { Suite } from "../harness.js";
 import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
+import { serve } from "./serve.js";
 
-export const SUITES: readonly Suite[] = [roofline, sampler];
+export const SUITES: readonly Suite[] = [roofline, sampler, serve];

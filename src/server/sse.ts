@@ -1,8 +1,8 @@
 /**
  * Server-sent events as OpenAI streams them: `data: {json}\n\n` per chunk,
- * `data: [DONE]\n\n` at the end. The stream knows when the client went away
- * (the socket closed before end()) and tells its owner once, so the request
- * behind it can be cancelled; writes after that are dropped.
+ * `data: [DONE]\n\n` at the end. Once the client went away (the socket
+ * closed before end()) writes are dropped; cancelling the request behind the
+ * stream is the route's job (routes/generate.ts watches the same close event).
  */
 import type { ServerResponse } from "node:http";
 
@@ -10,7 +10,6 @@ export class SseStream {
   readonly #res: ServerResponse;
   #closed = false;
   #ended = false;
-  readonly #onDisconnect: (() => void)[] = [];
 
   constructor(res: ServerResponse, headers: Record<string, string> = {}) {
     this.#res = res;
@@ -24,18 +23,12 @@ export class SseStream {
     res.flushHeaders();
     res.on("close", () => {
       this.#closed = true;
-      if (!this.#ended) for (const f of this.#onDisconnect) f();
     });
   }
 
   /** True once the client disconnected or the stream ended. */
   get closed(): boolean {
     return this.#closed || this.#ended;
-  }
-
-  /** Calls `f` if the client disconnects before end(). */
-  onDisconnect(f: () => void): void {
-    this.#onDisconnect.push(f);
   }
 
   send(data: unknown): void {

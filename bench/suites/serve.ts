@@ -1,0 +1,92 @@
+/**
+ * Suite `serve`: a `kvflash serve` process on loopback under closed-loop load
+ * (serve-load.ts) at concurrency 1, 4, 16 and 64; aggregate output tok/s,
+ * TTFT and inter-token latency percentiles per level, and the speed-up of
+ * each level over concurrency 1 (target: ≥ 2.5× at 16).
+ *
+ * The server runs in its own process (the engine in its worker, with all the
+ * threads), so the load generator's JavaScript does not share a thread with it.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { Row, Suite, SuiteContext } from "../harness.js";
+import { quantile, runLoad } from "../serve-load.js";
+
+const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+const LEVELS = [1, 4, 16, 64];
+
+/** Serve arguments of the benchmarked model. */
+export interface ServeTarget {
+  label: string;
+  args: string[];
+  model: string;
+  /** Token ids for random prompts: [low, high). */
+  lowToken: number;
+  highToken: number;
+}
+
+async function startServer(target: ServeTarget, threads: number, log: (line: string) => void): Promise<{ url: string; proc: ChildProcess }> {
+  const proc = spawn(process.execPath, [CLI, "serve", "--port", "0", "--threads", String(threads), "--max-num-seqs", "64", ...target.args], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  proc.stderr!.setEncoding("utf8");
+  return new Promise((resolve, reject) => {
+    proc.stderr!.on("data", (chunk: string) => {
+      stderr += chunk;
+      for (const line of chunk.split("\n")) if (line.trim()) log(`  ${line}`);
+      const url = /listening on (http:\/\/\S+)/.exec(stderr)?.[1];
+      if (url && /ready in/.test(stderr)) resolve({ url, proc });
+    });
+    proc.once("exit", (code) => reject(new Error(`the server exited with code ${code}:\n${stderr}`)));
+  });
+}
+
+export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise<Row[]> {
+  const { quick, log } = ctx;
+  const promptTokens = quick ? 16 : 32;
+  const maxTokens = quick ? 8 : 32;
+  const levels = quick ? [1, 4, 16] : LEVELS;
+  const { url, proc } = await startServer(target, ctx.rt.threads, log);
+  const rows: Row[] = [];
+  try {
+    // Warm-up: one short request (first-call costs in the worker and the kernels).
+    await runLoad({ url, model: target.model, concurrency: 1, requests: 1, promptTokens, maxTokens: 2, lowToken: target.lowToken, highToken: target.highToken, seed: 99 });
+    let base = NaN;
+    for (const c of levels) {
+      const requests = Math.max(4, c);
+      const r = await runLoad({ url, model: target.model, concurrency: c, requests, promptTokens, maxTokens, lowToken: target.lowToken, highToken: target.highToken, seed: c });
+      const ttft = r.requests.map((q) => q.ttftMs);
+      const itl = r.requests.flatMap((q) => q.itlMs);
+      if (c === 1) base = r.tokS;
+      const row: Row = {
+        model: target.label,
+        concurrency: c,
+        requests,
+        prompt_tokens: promptTokens,
+        output_tokens: maxTokens,
+        tok_s: r.tokS,
+        speedup_vs_c1: r.tokS / base,
+        ttft_p50_ms: quantile(ttft, 0.5),
+        ttft_p99_ms: quantile(ttft, 0.99),
+        itl_p50_ms: quantile(itl, 0.5),
+        itl_p99_ms: quantile(itl, 0.99),
+      };
+      log(`serve c=${c}: ${r.tokS.toFixed(1)} tok/s (${(r.tokS / base).toFixed(2)}× c=1), TTFT p50 ${quantile(ttft, 0.5).toFixed(0)} ms, ITL p50 ${quantile(itl, 0.5).toFixed(0)} ms`);
+      rows.push(row);
+    }
+  } finally {
+    proc.kill("SIGTERM");
+    await new Promise((r) => proc.once("exit", r));
+  }
+  return rows;
+}
+
+export const serve: Suite = {
+  name: "serve",
+  description: "kvflash serve under closed-loop streaming load at concurrency 1, 4, 16, 64: tok/s, TTFT, ITL",
+  run: (ctx) => serveRows(ctx, defaultTarget()),
+};
+
+/** The model the suite serves. */
+function defaultTarget(): ServeTarget {
+  return { label: "default", args: [], model: "kvflash-default", lowToken: 1000, highToken: 30000 };
+}
