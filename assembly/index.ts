@@ -6,3 +6,5 @@ export * from "./runtime/selftest";
 export * from "./tensor/convert";
 export * from "./bench/roofline";
 export * from "./kv/append";
+export * from "./attention/flash";
+export * from "./attention/merge";

@@ -93,3 +93,4 @@ export type { EngineInfo, EngineSettings, EngineWorkerConfig } from "./engine/pr
 export type { LoadProgressInfo, LoadedModel, ModelLoadOptions, ModelLoader, ModelLoaderModule } from "./engine/model-loader.js";
 export { KvflashServer, type KvflashServerOptions } from "./server/server.js";
 export { DEFAULT_LOADER, type RunningServer, type ServeOptions, serve } from "./server/serve.js";
+export * from "./attention/index.js";

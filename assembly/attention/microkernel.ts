@@ -1,0 +1,246 @@
+// Register-blocked f32x4 microkernels of FlashAttention-2's two products on one
+// (Q block × K/V tile): S = Q·Kᵀ and O += P·V. Rows of Q, O, S/P live in the
+// thread's scratch; K/V rows are reached through row-address arrays (kv-tile.ts).
+// D4 (the padded head dim) is a multiple of 4; wasm SIMD128 has no FMA, so each
+// step is a mul and an add. Accumulators stay in v128 locals: 8 per block, plus
+// the operands, fits the 16 xmm registers V8 allocates on x64.
+
+import { BC } from "./args";
+import { loadBf16x4 } from "../tensor/dtype";
+
+/**
+ * 4 elements of a K/V row as f32x4: T = f32 reads f32 rows (the cache in place,
+ * or decoded tiles), T = u16 reads bf16 rows in place (widened by a shift).
+ * `e` is the element index; the branch folds at compile time.
+ */
+@inline function load4<T>(row: usize, e: usize): v128 {
+  if (sizeof<T>() == 4) return v128.load(row + (e << 2));
+  return loadBf16x4(row + (e << 1));
+}
+
+/** [Σa, Σb, Σc, Σd]: the horizontal sums of four vectors in one vector. */
+@inline function hsum4(a: v128, b: v128, c: v128, d: v128): v128 {
+  const ab = f32x4.add(f32x4.shuffle(a, b, 0, 4, 1, 5), f32x4.shuffle(a, b, 2, 6, 3, 7));
+  const cd = f32x4.add(f32x4.shuffle(c, d, 0, 4, 1, 5), f32x4.shuffle(c, d, 2, 6, 3, 7));
+  return f32x4.add(f32x4.shuffle(ab, cd, 0, 1, 4, 5), f32x4.shuffle(ab, cd, 2, 3, 6, 7));
+}
+
+/**
+ * S[r, j] = Q[r] · K[j] for r < R, j < n4 (a multiple of 4).
+ *   qs    f32 [R, D4]   (the block's scaled query rows)
+ *   kRows usize [n4]    K row addresses, each D4 f32
+ *   s     f32 [R, BC]
+ * Blocks of 2 query rows × 4 keys: 8 accumulators; per 4 dims 6 loads, 16 FLOP ops.
+ */
+export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usize): void {
+  const qStride = <usize>D4 << 2;
+  const sStride = <usize>BC << 2;
+  const dEnd = <usize>D4 << 2;
+  let r = 0;
+  for (; r + 2 <= R; r += 2) {
+    const q0 = qs + <usize>r * qStride;
+    const q1 = q0 + qStride;
+    const s0 = s + <usize>r * sStride;
+    for (let j = 0; j < n4; j += 4) {
+      const kp = kRows + (<usize>j << 2);
+      const k0 = load<usize>(kp), k1 = load<usize>(kp, 4), k2 = load<usize>(kp, 8), k3 = load<usize>(kp, 12);
+      let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+      let b0 = f32x4.splat(0), b1 = f32x4.splat(0), b2 = f32x4.splat(0), b3 = f32x4.splat(0);
+      for (let d: usize = 0; d < dEnd; d += 16) {
+        const x0 = v128.load(k0 + d), x1 = v128.load(k1 + d), x2 = v128.load(k2 + d), x3 = v128.load(k3 + d);
+        const y = v128.load(q0 + d);
+        a0 = f32x4.add(a0, f32x4.mul(y, x0));
+        a1 = f32x4.add(a1, f32x4.mul(y, x1));
+        a2 = f32x4.add(a2, f32x4.mul(y, x2));
+        a3 = f32x4.add(a3, f32x4.mul(y, x3));
+        const z = v128.load(q1 + d);
+        b0 = f32x4.add(b0, f32x4.mul(z, x0));
+        b1 = f32x4.add(b1, f32x4.mul(z, x1));
+        b2 = f32x4.add(b2, f32x4.mul(z, x2));
+        b3 = f32x4.add(b3, f32x4.mul(z, x3));
+      }
+      v128.store(s0 + (<usize>j << 2), hsum4(a0, a1, a2, a3));
+      v128.store(s0 + sStride + (<usize>j << 2), hsum4(b0, b1, b2, b3));
+    }
+  }
+  if (r < R) {
+    const q0 = qs + <usize>r * qStride;
+    const s0 = s + <usize>r * sStride;
+    for (let j = 0; j < n4; j += 4) {
+      const kp = kRows + (<usize>j << 2);
+      const k0 = load<usize>(kp), k1 = load<usize>(kp, 4), k2 = load<usize>(kp, 8), k3 = load<usize>(kp, 12);
+      let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+      for (let d: usize = 0; d < dEnd; d += 16) {
+        const y = v128.load(q0 + d);
+        a0 = f32x4.add(a0, f32x4.mul(y, v128.load(k0 + d)));
+        a1 = f32x4.add(a1, f32x4.mul(y, v128.load(k1 + d)));
+        a2 = f32x4.add(a2, f32x4.mul(y, v128.load(k2 + d)));
+        a3 = f32x4.add(a3, f32x4.mul(y, v128.load(k3 + d)));
+      }
+      v128.store(s0 + (<usize>j << 2), hsum4(a0, a1, a2, a3));
+    }
+  }
+}
+
+/**
+ * O[r] += Σ_{j<n} P[r, j] · V[j] for r < R.
+ *   p     f32 [R, BC]   probabilities of the tile
+ *   vRows usize [n]     V row addresses, D4 elements of T each (f32, or bf16 as u16)
+ *   os    f32 [R, D4]   accumulators
+ * Blocks of 4 rows × 8 dims: 8 accumulators; per key 2 V loads, 4 P splats, 16 FLOP ops.
+ */
+export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: usize): void {
+  const oStride = <usize>D4 << 2;
+  const pStride = <usize>BC << 2;
+  const nEnd = <usize>n << 2;
+  let r = 0;
+  for (; r + 4 <= R; r += 4) {
+    const o0 = os + <usize>r * oStride;
+    const p0 = p + <usize>r * pStride;
+    let e: usize = 0;
+    for (; e + 8 <= <usize>D4; e += 8) {
+      const oa = o0 + (e << 2);
+      let a0 = v128.load(oa), a1 = v128.load(oa, 16);
+      let b0 = v128.load(oa + oStride), b1 = v128.load(oa + oStride, 16);
+      let c0 = v128.load(oa + 2 * oStride), c1 = v128.load(oa + 2 * oStride, 16);
+      let d0 = v128.load(oa + 3 * oStride), d1 = v128.load(oa + 3 * oStride, 16);
+      for (let jb: usize = 0; jb < nEnd; jb += 4) {
+        const vp = load<usize>(vRows + jb);
+        const x0 = load4<T>(vp, e), x1 = load4<T>(vp, e + 4);
+        const pp = p0 + jb;
+        const w0 = v128.load32_splat(pp);
+        a0 = f32x4.add(a0, f32x4.mul(w0, x0));
+        a1 = f32x4.add(a1, f32x4.mul(w0, x1));
+        const w1 = v128.load32_splat(pp, BC * 4);
+        b0 = f32x4.add(b0, f32x4.mul(w1, x0));
+        b1 = f32x4.add(b1, f32x4.mul(w1, x1));
+        const w2 = v128.load32_splat(pp, BC * 8);
+        c0 = f32x4.add(c0, f32x4.mul(w2, x0));
+        c1 = f32x4.add(c1, f32x4.mul(w2, x1));
+        const w3 = v128.load32_splat(pp, BC * 12);
+        d0 = f32x4.add(d0, f32x4.mul(w3, x0));
+        d1 = f32x4.add(d1, f32x4.mul(w3, x1));
+      }
+      v128.store(oa, a0); v128.store(oa, a1, 16);
+      v128.store(oa + oStride, b0); v128.store(oa + oStride, b1, 16);
+      v128.store(oa + 2 * oStride, c0); v128.store(oa + 2 * oStride, c1, 16);
+      v128.store(oa + 3 * oStride, d0); v128.store(oa + 3 * oStride, d1, 16);
+    }
+    if (e < <usize>D4) {
+      const oa = o0 + (e << 2);
+      let a0 = v128.load(oa), b0 = v128.load(oa + oStride);
+      let c0 = v128.load(oa + 2 * oStride), d0 = v128.load(oa + 3 * oStride);
+      for (let jb: usize = 0; jb < nEnd; jb += 4) {
+        const x0 = load4<T>(load<usize>(vRows + jb), e);
+        const pp = p0 + jb;
+        a0 = f32x4.add(a0, f32x4.mul(v128.load32_splat(pp), x0));
+        b0 = f32x4.add(b0, f32x4.mul(v128.load32_splat(pp, BC * 4), x0));
+        c0 = f32x4.add(c0, f32x4.mul(v128.load32_splat(pp, BC * 8), x0));
+        d0 = f32x4.add(d0, f32x4.mul(v128.load32_splat(pp, BC * 12), x0));
+      }
+      v128.store(oa, a0);
+      v128.store(oa + oStride, b0);
+      v128.store(oa + 2 * oStride, c0);
+      v128.store(oa + 3 * oStride, d0);
+    }
+  }
+  for (; r < R; r++) {
+    const oa0 = os + <usize>r * oStride;
+    const p0 = p + <usize>r * pStride;
+    let e: usize = 0;
+    for (; e + 16 <= <usize>D4; e += 16) {
+      const oa = oa0 + (e << 2);
+      let a0 = v128.load(oa), a1 = v128.load(oa, 16), a2 = v128.load(oa, 32), a3 = v128.load(oa, 48);
+      for (let jb: usize = 0; jb < nEnd; jb += 4) {
+        const vp = load<usize>(vRows + jb);
+        const w = v128.load32_splat(p0 + jb);
+        a0 = f32x4.add(a0, f32x4.mul(w, load4<T>(vp, e)));
+        a1 = f32x4.add(a1, f32x4.mul(w, load4<T>(vp, e + 4)));
+        a2 = f32x4.add(a2, f32x4.mul(w, load4<T>(vp, e + 8)));
+        a3 = f32x4.add(a3, f32x4.mul(w, load4<T>(vp, e + 12)));
+      }
+      v128.store(oa, a0); v128.store(oa, a1, 16); v128.store(oa, a2, 32); v128.store(oa, a3, 48);
+    }
+    for (; e < <usize>D4; e += 4) {
+      const oa = oa0 + (e << 2);
+      let a0 = v128.load(oa);
+      for (let jb: usize = 0; jb < nEnd; jb += 4) {
+        a0 = f32x4.add(a0, f32x4.mul(v128.load32_splat(p0 + jb), load4<T>(load<usize>(vRows + jb), e)));
+      }
+      v128.store(oa, a0);
+    }
+  }
+}
+
+/**
+ * S[r, j] = Q[r] · K[j] for few rows (R ≤ 8: decode, where the G heads of a
+ * KV head are the rows), reading each K row once: keys outer in pairs, blocks
+ * of 4 rows × 2 keys inner (8 accumulators; per 4 dims 6 loads, 16 FLOP ops),
+ * other row blocks reread the pair from L1. K rows may be the cache in place
+ * (T = f32, or u16 for bf16, widened as loaded).
+ *   qs f32 [R, D4]; kRows [roundUp2(n)] rows of T; s f32 [R, BC] (lanes [n, roundUp2(n)) are padding)
+ */
+export function qkStream<T>(qs: usize, R: i32, D4: i32, kRows: usize, n: i32, s: usize): void {
+  const qStride = <usize>D4 << 2;
+  const sStride = <usize>BC << 2;
+  for (let j = 0; j < n; j += 2) {
+    const k0 = load<usize>(kRows + (<usize>j << 2));
+    const k1 = load<usize>(kRows + (<usize>j << 2), 4);
+    const sc = s + (<usize>j << 2);
+    let r = 0;
+    for (; r + 4 <= R; r += 4) {
+      const q0 = qs + <usize>r * qStride;
+      let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+      let b0 = f32x4.splat(0), b1 = f32x4.splat(0), b2 = f32x4.splat(0), b3 = f32x4.splat(0);
+      for (let e: usize = 0; e < <usize>D4; e += 4) {
+        const x = load4<T>(k0, e), y = load4<T>(k1, e);
+        const qa = q0 + (e << 2);
+        const u0 = v128.load(qa);
+        a0 = f32x4.add(a0, f32x4.mul(u0, x));
+        b0 = f32x4.add(b0, f32x4.mul(u0, y));
+        const u1 = v128.load(qa + qStride);
+        a1 = f32x4.add(a1, f32x4.mul(u1, x));
+        b1 = f32x4.add(b1, f32x4.mul(u1, y));
+        const u2 = v128.load(qa + 2 * qStride);
+        a2 = f32x4.add(a2, f32x4.mul(u2, x));
+        b2 = f32x4.add(b2, f32x4.mul(u2, y));
+        const u3 = v128.load(qa + 3 * qStride);
+        a3 = f32x4.add(a3, f32x4.mul(u3, x));
+        b3 = f32x4.add(b3, f32x4.mul(u3, y));
+      }
+      const ca = hsum4(a0, a1, a2, a3); // S[r..r+3, j]
+      const cb = hsum4(b0, b1, b2, b3); // S[r..r+3, j+1]
+      const so = sc + <usize>r * sStride;
+      store<f32>(so, f32x4.extract_lane(ca, 0));
+      store<f32>(so, f32x4.extract_lane(cb, 0), 4);
+      store<f32>(so + sStride, f32x4.extract_lane(ca, 1));
+      store<f32>(so + sStride, f32x4.extract_lane(cb, 1), 4);
+      store<f32>(so + 2 * sStride, f32x4.extract_lane(ca, 2));
+      store<f32>(so + 2 * sStride, f32x4.extract_lane(cb, 2), 4);
+      store<f32>(so + 3 * sStride, f32x4.extract_lane(ca, 3));
+      store<f32>(so + 3 * sStride, f32x4.extract_lane(cb, 3), 4);
+    }
+    for (; r < R; r++) {
+      const q0 = qs + <usize>r * qStride;
+      let a0 = f32x4.splat(0), b0 = f32x4.splat(0), a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+      let e: usize = 0;
+      for (; e + 8 <= <usize>D4; e += 8) {
+        const u0 = v128.load(q0 + (e << 2)), u1 = v128.load(q0 + (e << 2), 16);
+        a0 = f32x4.add(a0, f32x4.mul(u0, load4<T>(k0, e)));
+        b0 = f32x4.add(b0, f32x4.mul(u0, load4<T>(k1, e)));
+        a1 = f32x4.add(a1, f32x4.mul(u1, load4<T>(k0, e + 4)));
+        b1 = f32x4.add(b1, f32x4.mul(u1, load4<T>(k1, e + 4)));
+      }
+      if (e < <usize>D4) {
+        const u0 = v128.load(q0 + (e << 2));
+        a0 = f32x4.add(a0, f32x4.mul(u0, load4<T>(k0, e)));
+        b0 = f32x4.add(b0, f32x4.mul(u0, load4<T>(k1, e)));
+      }
+      const c = hsum4(f32x4.add(a0, a1), f32x4.add(b0, b1), a0, a0);
+      const so = sc + <usize>r * sStride;
+      store<f32>(so, f32x4.extract_lane(c, 0));
+      store<f32>(so, f32x4.extract_lane(c, 1), 4);
+    }
+  }
+}
+

@@ -1,0 +1,169 @@
+/**
+ * increFlashAttention: decode attention over a padded KV cache (the seeds'
+ * IncreFlashAttention), with FlashDecoding split-KV when the plan says so.
+ * Check → plan (given, or built for this call) → parallelFor `attention_task`
+ * over the plan's (b, KV head, chunk) units → parallelFor
+ * `attention_combine_task` when any sequence was split.
+ */
+import { ArgumentError, show } from "../errors.js";
+import type { Runtime } from "../runtime/runtime.js";
+import type { Tensor } from "../tensor/tensor.js";
+import { attentionScratch, writeAttnArgs } from "./kernel-args.js";
+import { AttentionPlan, MAX_DECODE_QLEN } from "./plan.js";
+import {
+  type AttentionProblem,
+  checkHeads,
+  checkLayout,
+  checkLengths,
+  checkTensor,
+  readLayout,
+  resolveOutputs,
+  resolveScoreOptions,
+} from "./problem.js";
+import type { AttentionOptions, AttentionResult } from "./types.js";
+
+export interface IncreFlashAttentionOptions extends AttentionOptions {
+  /** f32 queries: BNSD [B, H, Sq, D] or BSND [B, Sq, H, D], Sq in 1..16 (the last Sq tokens of each sequence). */
+  q: Tensor;
+  /** f32 | f16 | bf16 key cache: BNSD [B, Hkv, Smax, D] or BSND [B, Smax, Hkv, D]; rows past a sequence's length are padding. */
+  k: Tensor;
+  /** Value cache, k's dtype and shape. */
+  v: Tensor;
+  /** Default "BNSD". */
+  layout?: "BNSD" | "BSND";
+  /**
+   * int32 [B]: keys in each sequence's cache, 0..Smax (Sk of the semantics for
+   * that sequence). Default: the plan's lengths, else Smax for every sequence.
+   */
+  actualSeqLengths?: ArrayLike<number>;
+  /** A plan built for this step's lengths and shapes (reuse it across layers). Default: one built for this call. */
+  plan?: AttentionPlan;
+  /** Without a plan: force this many KV chunks per sequence (see AttentionPlanOptions.splitKv). */
+  splitKv?: number;
+}
+
+interface DecodeProblem extends AttentionProblem {
+  Sq: number;
+  lengths: Int32Array;
+}
+
+function decodeProblem(rt: Runtime, options: IncreFlashAttentionOptions): DecodeProblem {
+  if (typeof options !== "object" || options === null) throw new ArgumentError("options", `must be an object, got ${show(options)}`);
+  const layout = options.layout === undefined ? "BNSD" : checkLayout("layout", options.layout, ["BNSD", "BSND"]);
+  const q = checkTensor("q", options.q, rt);
+  const k = checkTensor("k", options.k, rt);
+  const v = checkTensor("v", options.v, rt);
+  const qd = readLayout("q", q, layout);
+  const kd = readLayout("k", k, layout);
+  const vd = readLayout("v", v, layout);
+  const { H, Hkv, G, D, kvDtype } = checkHeads(options, qd, kd, vd, q, k, v);
+  const B = qd.B!;
+  const Sq = qd.S;
+  if (Sq < 1 || Sq > MAX_DECODE_QLEN) throw new ArgumentError("q.shape", `query length Sq must be in [1, ${MAX_DECODE_QLEN}] for decode, got ${Sq} (use flashAttention for prefill)`);
+  if (kd.B !== B) throw new ArgumentError("k.shape", `batch must equal q's ${B}, got ${kd.B}`);
+  if (vd.B !== B) throw new ArgumentError("v.shape", `batch must equal q's ${B}, got ${vd.B}`);
+  const Smax = kd.S;
+  if (vd.S !== Smax) throw new ArgumentError("v.shape", `cache capacity must equal k's ${Smax}, got ${vd.S}`);
+
+  let lengths: Int32Array;
+  const plan = options.plan;
+  if (plan !== undefined) {
+    if (!(plan instanceof AttentionPlan)) throw new ArgumentError("plan", `must be an AttentionPlan, got ${show(plan)}`);
+    if (plan.disposed) throw new ArgumentError("plan", "was disposed");
+    if (plan.buffers().runtime !== rt) throw new ArgumentError("plan", "was built for another runtime");
+    const want: [string, number, number][] = [
+      ["batch", plan.batch, B],
+      ["numHeads", plan.numHeads, H],
+      ["numKvHeads", plan.numKvHeads, Hkv],
+      ["headDim", plan.headDim, D],
+      ["qLen", plan.qLen, Sq],
+    ];
+    for (const [name, got, need] of want) {
+      if (got !== need) throw new ArgumentError(`plan.${name}`, `must match the tensors' ${need}, got ${got}`);
+    }
+    if (options.splitKv !== undefined) throw new ArgumentError("splitKv", `is a plan option; got ${show(options.splitKv)} together with a plan`);
+    lengths = plan.lengths;
+    lengths.forEach((n, b) => {
+      if (n > Smax) throw new ArgumentError(`plan.lengths[${b}]`, `must be ≤ ${Smax} (the cache capacity), got ${n}`);
+    });
+    if (options.actualSeqLengths !== undefined) {
+      const given = checkLengths("actualSeqLengths", options.actualSeqLengths, B, Smax, "the cache capacity");
+      given.forEach((n, b) => {
+        if (n !== lengths[b]) throw new ArgumentError(`actualSeqLengths[${b}]`, `must equal the plan's length ${lengths[b]}, got ${n}`);
+      });
+    }
+  } else {
+    lengths = options.actualSeqLengths === undefined ? new Int32Array(B).fill(Smax) : checkLengths("actualSeqLengths", options.actualSeqLengths, B, Smax, "the cache capacity");
+    if (options.splitKv !== undefined && (!Number.isInteger(options.splitKv) || options.splitKv < 1)) {
+      throw new ArgumentError("splitKv", `must be an integer ≥ 1, got ${show(options.splitKv)}`);
+    }
+  }
+  const seqs = Array.from(lengths, (sk) => ({ q0: 0, sq: Sq, k0: 0, sk }));
+  const score = resolveScoreOptions(rt, options, D, [B, H, Sq, Smax]);
+  const allocated: Tensor[] = [];
+  const outs = resolveOutputs(rt, options, q, layout, B, H, Sq, allocated);
+  return { layout, B, H, Hkv, G, D, q: qd.op, k: kd.op, v: vd.op, kvDtype, seqs, score, ...outs, allocated, Sq, lengths };
+}
+
+/**
+ * Decode attention: each of the B sequences has Sq (1..16) new query tokens,
+ * the last Sq of its actualSeqLengths[b] cached keys. One work unit computes
+ * all G query heads of a KV head against each K/V row it loads, so the cache
+ * is read once per KV head, not once per query head. With a split plan, KV
+ * chunks run as separate units and merge by log-sum-exp (FlashDecoding).
+ *
+ *   const plan = AttentionPlan.create(rt, { actualSeqLengths, numHeads: 32, numKvHeads: 8, headDim: 128 });
+ *   for (const layer of layers) increFlashAttention(rt, { q, k: layer.k, v: layer.v, plan, out });
+ *   plan.dispose();
+ *
+ * Bias and mask broadcast to [B, H, Sq, Smax] (Smax = the cache capacity).
+ * @returns out f32 (q's shape) and, with returnLse / lse, lse f32 (out's shape without D).
+ */
+export function increFlashAttention(rt: Runtime, options: IncreFlashAttentionOptions): AttentionResult {
+  const p = decodeProblem(rt, options);
+  let plan = options.plan;
+  const ownPlan = plan === undefined;
+  try {
+    if (!plan) {
+      plan = AttentionPlan.create(rt, {
+        actualSeqLengths: p.lengths,
+        numHeads: p.H,
+        numKvHeads: p.Hkv,
+        headDim: p.D,
+        qLen: p.Sq,
+        ...(options.splitKv === undefined ? {} : { splitKv: options.splitKv }),
+      });
+    }
+    const buf = plan.buffers();
+    const scratch = attentionScratch(rt, p.D);
+    const partials = { oPtr: buf.partO, lsePtr: buf.partLse, sq: p.Sq };
+    rt.parallelFor("attention_task", plan.numItems, writeAttnArgs(rt, p, buf.seqs, buf.items, partials, scratch));
+    if (plan.split) {
+      const args = rt
+        .args()
+        .ptr(buf.partO)
+        .ptr(buf.partLse)
+        .i32(p.H)
+        .i32(p.Sq)
+        .i32(p.D)
+        .ptr(buf.chunks)
+        .ptr(buf.seqs)
+        .ptr(p.outOp.ptr)
+        .i32(p.outOp.sB)
+        .i32(p.outOp.sH)
+        .i32(p.outOp.sS)
+        .ptr(p.lseOp.ptr)
+        .i32(p.lseOp.sB)
+        .i32(p.lseOp.sH)
+        .i32(p.lseOp.sS)
+        .end();
+      rt.parallelFor("attention_combine_task", p.B * p.H, args);
+    }
+  } catch (e) {
+    for (const t of p.allocated) rt.free(t);
+    throw e;
+  } finally {
+    if (ownPlan && plan) plan.dispose();
+  }
+  return p.lse ? { out: p.out, lse: p.lse } : { out: p.out };
+}
