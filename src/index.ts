@@ -45,7 +45,6 @@ export {
   type Architecture,
   type ModelConfig,
   type ParseConfigOptions,
-  type RopeScaling,
   SUPPORTED_ARCHITECTURES,
   parseModelConfig,
 } from "./model/config.js";
@@ -94,3 +93,29 @@ export type { LoadProgressInfo, LoadedModel, ModelLoadOptions, ModelLoader, Mode
 export { KvflashServer, type KvflashServerOptions } from "./server/server.js";
 export { DEFAULT_LOADER, type RunningServer, type ServeOptions, serve } from "./server/serve.js";
 export * from "./attention/index.js";
+export {
+  type CreateWeightOptions,
+  type DequantizeWeightOptions,
+  type WeightFormat,
+  WEIGHT_BLOCK,
+  WEIGHT_FORMATS,
+  WEIGHT_ROW_GROUP,
+  WEIGHT_TILE_BYTES,
+  Weight,
+  createWeight,
+  dequantizeWeight,
+  weightBytes,
+} from "./ops/weight.js";
+export { type LinearOptions, linear } from "./ops/linear.js";
+export { type EmbeddingOptions, embedding } from "./ops/embedding.js";
+export { type AddRmsNormOptions, type RmsNormOptions, addRmsNorm, rmsNorm } from "./ops/rmsnorm.js";
+export {
+  type ApplyRopeOptions,
+  type RopeOptions,
+  type RopeScaling,
+  Rope,
+  RopeTable,
+  ropeInvFreq,
+} from "./ops/rope.js";
+export { type SwigluOptions, swiglu } from "./ops/swiglu.js";
+export { type AddOptions, add } from "./ops/add.js";

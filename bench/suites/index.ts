@@ -1,8 +1,9 @@
 // Every benchmark suite, by the name `npm run bench -- <suite>` takes.
 import type { Suite } from "../harness.js";
 import { attention } from "./attention.js";
+import { linalg } from "./linalg.js";
 import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
 import { serve } from "./serve.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, sampler, serve];
+export const SUITES: readonly Suite[] = [roofline, attention, linalg, sampler, serve];

@@ -13,6 +13,7 @@
  * num_attention_heads, vocab_size), which are required.
  */
 import { ArgumentError, show } from "../errors.js";
+import type { RopeScaling } from "../ops/rope.js";
 
 export const SUPPORTED_ARCHITECTURES = [
   "LlamaForCausalLM",
@@ -39,18 +40,6 @@ const DEFAULTS: Readonly<Record<Architecture, { maxPositionEmbeddings: number; s
 };
 
 /** Rotary embedding frequency scaling (`rope_scaling` / `rope_parameters`). */
-export type RopeScaling =
-  | { type: "default" }
-  /** Position interpolation: every frequency divided by `factor`. */
-  | { type: "linear"; factor: number }
-  /** Llama 3.1: low frequencies divided by `factor`, high ones kept, a smooth ramp between. */
-  | {
-      type: "llama3";
-      factor: number;
-      lowFreqFactor: number;
-      highFreqFactor: number;
-      originalMaxPositionEmbeddings: number;
-    };
 
 export interface ModelConfig {
   architecture: Architecture;

@@ -1,0 +1,75 @@
+// Activation preparation for the linear kernels, once per call (not per row):
+//   q8 / q4 weights: x quantized per block of 32 like GGUF Q8_0 —
+//     d = max|x| / 127, q = round(x / d) ∈ [−127, 127] (nearest, ties to even),
+//     stored widened to int16 so the kernels feed i32x4.dot_i16x8_s directly:
+//     xq [T][nb · 32] i16 and xs [T][nb] f32.
+//   f32 / bf16 weights: x copied to [T][nb · 32] f32 with zero padding, only when
+//     cols is not a multiple of 32 or the rows are not packed.
+
+import { BLOCK } from "./layout";
+
+@unmanaged class ActArgs {
+  /** f32 [T, cols], row stride xStride bytes, contiguous within a row. */
+  x: usize;
+  xStride: i32;
+  cols: i32;
+  nb: i32;
+  /** Output rows: dst [T][nb · 32] (i16 for q8, f32 for pad), dstStride bytes apart. */
+  dst: usize;
+  dstStride: i32;
+  /** f32 [T][nb] block scales (q8 only). */
+  scales: usize;
+}
+
+/** Item t quantizes token t's row: 32 values → 32 int16 codes and one scale. */
+export function task_act_quantize_q8(item: i32, tid: i32, args: usize): void {
+  const a = changetype<ActArgs>(args);
+  const x = a.x + <usize>item * <usize>a.xStride;
+  const xq = a.dst + <usize>item * <usize>a.dstStride;
+  const xs = a.scales + <usize>item * <usize>a.nb * 4;
+  const full = a.cols / BLOCK;
+  for (let b = 0; b < full; b++) {
+    const p = x + (<usize>b << 7);
+    const v0 = v128.load(p), v1 = v128.load(p, 16), v2 = v128.load(p, 32), v3 = v128.load(p, 48);
+    const v4 = v128.load(p, 64), v5 = v128.load(p, 80), v6 = v128.load(p, 96), v7 = v128.load(p, 112);
+    let m = f32x4.max(f32x4.max(f32x4.max(f32x4.abs(v0), f32x4.abs(v1)), f32x4.max(f32x4.abs(v2), f32x4.abs(v3))),
+                      f32x4.max(f32x4.max(f32x4.abs(v4), f32x4.abs(v5)), f32x4.max(f32x4.abs(v6), f32x4.abs(v7))));
+    const amax = max(max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
+    const d: f32 = amax / 127;
+    const id = f32x4.splat(d != 0 ? 1 / d : 0);
+    const q = xq + (<usize>b << 6);
+    v128.store(q, i16x8.narrow_i32x4_s(
+      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v0, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v1, id)))));
+    v128.store(q, i16x8.narrow_i32x4_s(
+      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v2, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v3, id)))), 16);
+    v128.store(q, i16x8.narrow_i32x4_s(
+      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v4, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v5, id)))), 32);
+    v128.store(q, i16x8.narrow_i32x4_s(
+      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v6, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v7, id)))), 48);
+    store<f32>(xs + (<usize>b << 2), d);
+  }
+  if (full < a.nb) {
+    // The last, partial block: zero past cols.
+    const c0 = full * BLOCK;
+    const n = a.cols - c0;
+    let amax: f32 = 0;
+    for (let i = 0; i < n; i++) amax = max(amax, abs(load<f32>(x + (<usize>(c0 + i) << 2))));
+    const d: f32 = amax / 127;
+    const id: f32 = d != 0 ? 1 / d : 0;
+    const q = xq + (<usize>full << 6);
+    for (let i = 0; i < BLOCK; i++) {
+      const v: f32 = i < n ? nearest<f32>(load<f32>(x + (<usize>(c0 + i) << 2)) * id) : 0;
+      store<i16>(q + (<usize>i << 1), <i16>(<i32>v));
+    }
+    store<f32>(xs + (<usize>full << 2), d);
+  }
+}
+
+/** Item t copies token t's row to a zero-padded row of nb · 32 f32. */
+export function task_act_pad(item: i32, tid: i32, args: usize): void {
+  const a = changetype<ActArgs>(args);
+  const x = a.x + <usize>item * <usize>a.xStride;
+  const dst = a.dst + <usize>item * <usize>a.dstStride;
+  memory.copy(dst, x, <usize>a.cols << 2);
+  memory.fill(dst + (<usize>a.cols << 2), 0, <usize>(a.nb * BLOCK - a.cols) << 2);
+}

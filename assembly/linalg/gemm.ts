@@ -1,0 +1,124 @@
+// GEMM micro-kernels: one half of a row group (4 rows; w = the group's tile
+// stream + h·halfOffset, layout.ts) × 4 tokens. Each weight vector is loaded
+// (and decoded) once and used for four tokens (q8, q4) or two (f32, bf16: see
+// gemmFloat2) from registers — the register blocking that makes batching pay. Per (row, token) the arithmetic is
+// exactly that of the GEMV kernels in gemv.ts, in the same order, so a token's
+// output is bit-identical to running it alone.
+//
+// x_t = x0 + t·xStride is token t's prepared activation row; results land in
+// res[0..16) f32 as [token][row]; the caller adds bias and stores.
+
+import { TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
+import { bf16Even, bf16Odd, q4Plane, q4Scale, q8Hi, q8Lo, q8Scale } from "./gemv";
+
+/**
+ * f32 / bf16: two tokens per pass (x_t = x0 + t·xStride), each weight vector
+ * decoded once for both. Two passes make the 4-token tile: with more tokens
+ * V8 keeps too many loaded vectors live and spills, and the f32 add chains
+ * (two per row and token, as in GEMV) are what bounds these kernels.
+ */
+@inline function gemmFloat2(bf16: bool, w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
+  let x1 = x0 + xStride;
+  let a00 = f32x4.splat(0), a01 = f32x4.splat(0), a10 = f32x4.splat(0), a11 = f32x4.splat(0);
+  if (!bf16) {
+    // Column k of this half at 32k (layout.ts).
+    const end = w + <usize>nb * TILE_F32;
+    for (; w < end; w += 64, x0 += 8, x1 += 8) {
+      const e = v128.load(w, 0), d = v128.load(w, 32);
+      a00 = f32x4.add(a00, f32x4.mul(e, v128.load32_splat(x0, 0)));
+      a10 = f32x4.add(a10, f32x4.mul(e, v128.load32_splat(x1, 0)));
+      a01 = f32x4.add(a01, f32x4.mul(d, v128.load32_splat(x0, 4)));
+      a11 = f32x4.add(a11, f32x4.mul(d, v128.load32_splat(x1, 4)));
+    }
+  } else {
+    // Column pair j of this half at 32j.
+    const end = w + <usize>nb * TILE_BF16;
+    for (; w < end; w += 32, x0 += 8, x1 += 8) {
+      const v = v128.load(w);
+      const e = bf16Even(v), d = bf16Odd(v);
+      a00 = f32x4.add(a00, f32x4.mul(e, v128.load32_splat(x0, 0)));
+      a10 = f32x4.add(a10, f32x4.mul(e, v128.load32_splat(x1, 0)));
+      a01 = f32x4.add(a01, f32x4.mul(d, v128.load32_splat(x0, 4)));
+      a11 = f32x4.add(a11, f32x4.mul(d, v128.load32_splat(x1, 4)));
+    }
+  }
+  v128.store(res, f32x4.add(a00, a01), 0);
+  v128.store(res, f32x4.add(a10, a11), 16);
+}
+
+export function gemmF32(w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
+  gemmFloat2(false, w, x0, xStride, nb, res);
+  gemmFloat2(false, w, x0 + 2 * xStride, xStride, nb, res + 32);
+}
+
+export function gemmBf16(w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
+  gemmFloat2(true, w, x0, xStride, nb, res);
+  gemmFloat2(true, w, x0 + 2 * xStride, xStride, nb, res + 32);
+}
+
+/** q8 with activation scales s_t = s0 + t·sStride (f32 [nb]). */
+export function gemmQ8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  let x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  for (let b = 0, so: usize = 0; b < nb; b++, so += 4) {
+    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
+    const end = w + 128;
+    for (let p = w; p < end; p += 16, x0 += 8, x1 += 8, x2 += 8, x3 += 8) {
+      const v = v128.load(p);
+      const lo = q8Lo(v), hi = q8Hi(v);
+      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(lo, v128.load32_splat(x0, 0)));
+      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(lo, v128.load32_splat(x1, 0)));
+      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(lo, v128.load32_splat(x2, 0)));
+      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(lo, v128.load32_splat(x3, 0)));
+      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(hi, v128.load32_splat(x0, 4)));
+      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(hi, v128.load32_splat(x1, 4)));
+      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(hi, v128.load32_splat(x2, 4)));
+      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(hi, v128.load32_splat(x3, 4)));
+    }
+    a0 = f32x4.add(a0, f32x4.mul(f32x4.convert_i32x4_s(i0), q8Scale(w, s0 + so)));
+    a1 = f32x4.add(a1, f32x4.mul(f32x4.convert_i32x4_s(i1), q8Scale(w, s1 + so)));
+    a2 = f32x4.add(a2, f32x4.mul(f32x4.convert_i32x4_s(i2), q8Scale(w, s2 + so)));
+    a3 = f32x4.add(a3, f32x4.mul(f32x4.convert_i32x4_s(i3), q8Scale(w, s3 + so)));
+    w += TILE_Q8;
+  }
+  v128.store(res, a0, 0);
+  v128.store(res, a1, 16);
+  v128.store(res, a2, 32);
+  v128.store(res, a3, 48);
+}
+
+/**
+ * q4: each 16-byte chunk of the tile is visited twice, once per pair of nibble
+ * planes (the chunk shifted right by 0 or 8 bits puts planes 0,1 or 2,3 in the
+ * low byte), so one pass keeps 8 activation splats live, not 16.
+ */
+export function gemmQ4(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  let x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  for (let b = 0, so: usize = 0; b < nb; b++, so += 4) {
+    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
+    for (let h: u32 = 0; h < 8; h++, x0 += 8, x1 += 8, x2 += 8, x3 += 8) {
+      const v = i16x8.shr_u(v128.load(w + (<usize>(h >> 1) << 4)), (h & 1) << 3);
+      const lo = q4Plane(v, 0), hi = q4Plane(v, 1);
+      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(lo, v128.load32_splat(x0, 0)));
+      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(lo, v128.load32_splat(x1, 0)));
+      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(lo, v128.load32_splat(x2, 0)));
+      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(lo, v128.load32_splat(x3, 0)));
+      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(hi, v128.load32_splat(x0, 4)));
+      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(hi, v128.load32_splat(x1, 4)));
+      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(hi, v128.load32_splat(x2, 4)));
+      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(hi, v128.load32_splat(x3, 4)));
+    }
+    a0 = f32x4.add(a0, f32x4.mul(f32x4.convert_i32x4_s(i0), q4Scale(w, s0 + so)));
+    a1 = f32x4.add(a1, f32x4.mul(f32x4.convert_i32x4_s(i1), q4Scale(w, s1 + so)));
+    a2 = f32x4.add(a2, f32x4.mul(f32x4.convert_i32x4_s(i2), q4Scale(w, s2 + so)));
+    a3 = f32x4.add(a3, f32x4.mul(f32x4.convert_i32x4_s(i3), q4Scale(w, s3 + so)));
+    w += TILE_Q4;
+  }
+  v128.store(res, a0, 0);
+  v128.store(res, a1, 16);
+  v128.store(res, a2, 32);
+  v128.store(res, a3, 48);
+}

@@ -1,0 +1,233 @@
+// GEMV micro-kernels (one token) over the tiles of one row group (layout.ts).
+//
+//   gemv<F>x2(w, …): both halves of the group (8 rows) → res[0..8) f32; the
+//                    decode path. The halves are read together as one
+//                    sequential stream and share every activation load.
+//   gemv<F>(w, …):   one half (4 rows; w = the group's stream + h·halfOffset) → f32x4,
+//                    lanes = rows; what gemm.ts uses for leftover tokens.
+//
+// Each format accumulates in a fixed order that both variants and the 4-token
+// kernels of gemm.ts repeat exactly, so a token's output does not depend on the
+// batch it is in:
+//   f32 / bf16: two f32x4 accumulators per half (even / odd columns), added at
+//               the end; bf16 decodes in the loop (bits << 16).
+//   q8 / q4:    per block an exact int32 sum of i32x4.dot_i16x8_s products of
+//               the weight codes with the int16 activation codes (a splat of one
+//               column pair), then acc += f32(sum) · (w_scale · x_scale).
+//
+// Speed notes (V8 on x64, measured): two halves at once give twice the
+// independent f32 add chains (one chain per accumulator is latency-bound) and
+// read the weights as one sequential stream.
+// Inner loops step a few columns at a time: V8 issues loads in program order
+// but sinks the arithmetic, so a fully unrolled block keeps every loaded vector
+// live and spills. q8 codes are widened with a byte interleave against zero
+// (one punpck per 8 codes from one 16-byte load), which yields code · 256; the
+// 1/256 is folded into the activation scale (exact: a power of two).
+
+import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
+
+// ---- f32 ----------------------------------------------------------------------
+// A row group's tiles are one stream of 32-byte column records (half 0's four
+// rows, then half 1's): nb · 32 columns, 32 · nb · 32 bytes.
+
+/** One half (w = the group's stream + 16·h) · x (f32 [nb · 32]) → f32x4, lanes = rows. */
+@inline export function gemvF32(w: usize, x: usize, nb: i32): v128 {
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0);
+  const end = w + <usize>nb * TILE_F32;
+  for (; w < end; w += 128, x += 16) {
+    a0 = f32x4.add(a0, f32x4.mul(v128.load(w, 0), v128.load32_splat(x, 0)));
+    a1 = f32x4.add(a1, f32x4.mul(v128.load(w, 32), v128.load32_splat(x, 4)));
+    a0 = f32x4.add(a0, f32x4.mul(v128.load(w, 64), v128.load32_splat(x, 8)));
+    a1 = f32x4.add(a1, f32x4.mul(v128.load(w, 96), v128.load32_splat(x, 12)));
+  }
+  return f32x4.add(a0, a1);
+}
+
+/** Both halves of a row group's stream w · x → res[0..8) f32. */
+@inline export function gemvF32x2(w: usize, x: usize, nb: i32, res: usize): void {
+  // Two columns an iteration: each accumulator takes one add, none spills.
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), c0 = f32x4.splat(0), c1 = f32x4.splat(0);
+  const end = w + <usize>nb * TILE_F32;
+  for (; w < end; w += 64, x += 8) {
+    const x0 = v128.load32_splat(x, 0), x1 = v128.load32_splat(x, 4);
+    a0 = f32x4.add(a0, f32x4.mul(v128.load(w, 0), x0));
+    c0 = f32x4.add(c0, f32x4.mul(v128.load(w, 16), x0));
+    a1 = f32x4.add(a1, f32x4.mul(v128.load(w, 32), x1));
+    c1 = f32x4.add(c1, f32x4.mul(v128.load(w, 48), x1));
+  }
+  v128.store(res, f32x4.add(a0, a1));
+  v128.store(res, f32x4.add(c0, c1), 16);
+}
+
+// ---- bf16 ---------------------------------------------------------------------
+// A row group's tiles are one stream of 32-byte column-pair records.
+
+/** Columns 2j of the four rows: the low halves of the u32 lanes, as f32. */
+@inline export function bf16Even(v: v128): v128 {
+  return i32x4.shl(v, 16);
+}
+
+/** Columns 2j + 1: the high halves. */
+@inline export function bf16Odd(v: v128): v128 {
+  return v128.and(v, i32x4.splat(0xffff0000));
+}
+
+/** One half (w = the group's stream + 16·h) · x → f32x4, lanes = rows. */
+@inline export function gemvBf16(w: usize, x: usize, nb: i32): v128 {
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0);
+  const end = w + <usize>nb * TILE_BF16;
+  for (; w < end; w += 64, x += 16) {
+    const p = v128.load(w, 0), q = v128.load(w, 32);
+    a0 = f32x4.add(a0, f32x4.mul(bf16Even(p), v128.load32_splat(x, 0)));
+    a1 = f32x4.add(a1, f32x4.mul(bf16Odd(p), v128.load32_splat(x, 4)));
+    a0 = f32x4.add(a0, f32x4.mul(bf16Even(q), v128.load32_splat(x, 8)));
+    a1 = f32x4.add(a1, f32x4.mul(bf16Odd(q), v128.load32_splat(x, 12)));
+  }
+  return f32x4.add(a0, a1);
+}
+
+@inline export function gemvBf16x2(w: usize, x: usize, nb: i32, res: usize): void {
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), c0 = f32x4.splat(0), c1 = f32x4.splat(0);
+  const end = w + <usize>nb * TILE_BF16;
+  for (; w < end; w += 32, x += 8) {
+    const p = v128.load(w, 0), q = v128.load(w, 16);
+    const x0 = v128.load32_splat(x, 0), x1 = v128.load32_splat(x, 4);
+    a0 = f32x4.add(a0, f32x4.mul(bf16Even(p), x0));
+    c0 = f32x4.add(c0, f32x4.mul(bf16Even(q), x0));
+    a1 = f32x4.add(a1, f32x4.mul(bf16Odd(p), x1));
+    c1 = f32x4.add(c1, f32x4.mul(bf16Odd(q), x1));
+  }
+  v128.store(res, f32x4.add(a0, a1));
+  v128.store(res, f32x4.add(c0, c1), 16);
+}
+
+// ---- q8 -----------------------------------------------------------------------
+
+/** The first column pair of a 16-byte load (bytes 0..7: 4 rows × 2 columns) as int16 code · 256. */
+@inline export function q8Lo(v: v128): v128 {
+  return i8x16.shuffle(i32x4.splat(0), v, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+}
+
+/** The second column pair (bytes 8..15) as int16 code · 256. */
+@inline export function q8Hi(v: v128): v128 {
+  return i8x16.shuffle(i32x4.splat(0), v, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+}
+
+/** A half tile's combined block scale: w_scale · (x_scale / 256), the 256 undoing q8Lo/q8Hi. */
+@inline export function q8Scale(w: usize, xs: usize): v128 {
+  return f32x4.mul(v128.load(w, 128), f32x4.mul(v128.load32_splat(xs), f32x4.splat(1.0 / 256)));
+}
+
+/** One q8 half tile · one block of int16 activation codes → 256 · exact int32 sums, lanes = rows. */
+@inline export function q8TileSum(w: usize, xq: usize): v128 {
+  let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
+  for (let j: usize = 0; j < 128; j += 32) {
+    const p = w + j, x = xq + (j >> 1);
+    const a = v128.load(p, 0), b = v128.load(p, 16);
+    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(a), v128.load32_splat(x, 0)));
+    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(a), v128.load32_splat(x, 4)));
+    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(b), v128.load32_splat(x, 8)));
+    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(b), v128.load32_splat(x, 12)));
+  }
+  return i32x4.add(s0, s1);
+}
+
+/** One half's blocks (stride TILE_Q8) · activation codes xq [nb · 32] i16 with scales xs [nb] f32. */
+@inline export function gemvQ8(w: usize, xq: usize, xs: usize, nb: i32): v128 {
+  let acc = f32x4.splat(0);
+  for (let b = 0; b < nb; b++, w += TILE_Q8, xq += 64, xs += 4) {
+    const sum = q8TileSum(w, xq);
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(sum), q8Scale(w, xs)));
+  }
+  return acc;
+}
+
+/** Both halves of a row group's tile stream w · the activation → res[0..8) f32. */
+@inline export function gemvQ8x2(w: usize, xq: usize, xs: usize, nb: i32, res: usize): void {
+  let acc = f32x4.splat(0), acd = f32x4.splat(0);
+  for (let b = 0; b < nb; b++, w += TILE_Q8, xq += 64, xs += 4) {
+    const v = w + HALF_Q8;
+    let s0 = i32x4.splat(0), s1 = i32x4.splat(0), t0 = i32x4.splat(0), t1 = i32x4.splat(0);
+    for (let j: usize = 0; j < 128; j += 32) {
+      const p = w + j, q = v + j, x = xq + (j >> 1);
+      let x0 = v128.load32_splat(x, 0), x1 = v128.load32_splat(x, 4);
+      let a = v128.load(p, 0), c = v128.load(q, 0);
+      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(a), x0));
+      t0 = i32x4.add(t0, i32x4.dot_i16x8_s(q8Lo(c), x0));
+      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(a), x1));
+      t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q8Hi(c), x1));
+      x0 = v128.load32_splat(x, 8);
+      x1 = v128.load32_splat(x, 12);
+      a = v128.load(p, 16);
+      c = v128.load(q, 16);
+      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(a), x0));
+      t0 = i32x4.add(t0, i32x4.dot_i16x8_s(q8Lo(c), x0));
+      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(a), x1));
+      t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q8Hi(c), x1));
+    }
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i32x4.add(s0, s1)), q8Scale(w, xs)));
+    acd = f32x4.add(acd, f32x4.mul(f32x4.convert_i32x4_s(i32x4.add(t0, t1)), q8Scale(v, xs)));
+  }
+  v128.store(res, acc);
+  v128.store(res, acd, 16);
+}
+
+// ---- q4 -----------------------------------------------------------------------
+
+/** Nibble plane k of 8 u16 words, sign-extended to i16x8 (4-bit two's complement). */
+@inline export function q4Plane(v: v128, k: i32): v128 {
+  return k == 3 ? i16x8.shr_s(v, 12) : i16x8.shr_s(i16x8.shl(v, 12 - 4 * k), 12);
+}
+
+/** w_scale · x_scale for a q4 half tile. */
+@inline export function q4Scale(w: usize, xs: usize): v128 {
+  return f32x4.mul(v128.load(w, 64), v128.load32_splat(xs));
+}
+
+/** One q4 half tile · one block of int16 activation codes: exact int32 sums, lanes = rows. */
+@inline export function q4TileSum(w: usize, xq: usize): v128 {
+  let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
+  for (let m: usize = 0; m < 64; m += 16) {
+    const v = v128.load(w + m), x = xq + m;
+    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q4Plane(v, 0), v128.load32_splat(x, 0)));
+    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q4Plane(v, 1), v128.load32_splat(x, 4)));
+    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q4Plane(v, 2), v128.load32_splat(x, 8)));
+    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q4Plane(v, 3), v128.load32_splat(x, 12)));
+  }
+  return i32x4.add(s0, s1);
+}
+
+@inline export function gemvQ4(w: usize, xq: usize, xs: usize, nb: i32): v128 {
+  let acc = f32x4.splat(0);
+  for (let b = 0; b < nb; b++, w += TILE_Q4, xq += 64, xs += 4) {
+    const sum = q4TileSum(w, xq);
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(sum), q4Scale(w, xs)));
+  }
+  return acc;
+}
+
+@inline export function gemvQ4x2(w: usize, xq: usize, xs: usize, nb: i32, res: usize): void {
+  let acc = f32x4.splat(0), acd = f32x4.splat(0);
+  for (let b = 0; b < nb; b++, w += TILE_Q4, xq += 64, xs += 4) {
+    const v = w + HALF_Q4;
+    let s0 = i32x4.splat(0), s1 = i32x4.splat(0), t0 = i32x4.splat(0), t1 = i32x4.splat(0);
+    for (let m: usize = 0; m < 64; m += 16) {
+      const a = v128.load(w + m), c = v128.load(v + m), x = xq + m;
+      let x0 = v128.load32_splat(x, 0), x1 = v128.load32_splat(x, 4);
+      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q4Plane(a, 0), x0));
+      t0 = i32x4.add(t0, i32x4.dot_i16x8_s(q4Plane(c, 0), x0));
+      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q4Plane(a, 1), x1));
+      t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q4Plane(c, 1), x1));
+      x0 = v128.load32_splat(x, 8);
+      x1 = v128.load32_splat(x, 12);
+      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q4Plane(a, 2), x0));
+      t0 = i32x4.add(t0, i32x4.dot_i16x8_s(q4Plane(c, 2), x0));
+      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q4Plane(a, 3), x1));
+      t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q4Plane(c, 3), x1));
+    }
+    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i32x4.add(s0, s1)), q4Scale(w, xs)));
+    acd = f32x4.add(acd, f32x4.mul(f32x4.convert_i32x4_s(i32x4.add(t0, t1)), q4Scale(v, xs)));
+  }
+  v128.store(res, acc);
+  v128.store(res, acd, 16);
+}

@@ -1,0 +1,123 @@
+// out[T, rows] = x[T, cols] · Wᵀ (+ bias), W packed as in layout.ts.
+//
+// Work item = a run of `groupsPerItem` row groups (8 rows each), all tokens.
+// T = 1 (decode): GEMV over each group's tile stream, both halves at once.
+// T > 1 (prefill, batched decode): for each half of each group, tokens four at
+// a time with the register-blocked kernels of gemm.ts (the group's tiles stay
+// in L1/L2 across the token tiles), leftover tokens with the one-half GEMV
+// kernel. All paths do the same arithmetic in the same order per output, so
+// outputs are independent of T, of the batch composition and of the thread
+// count.
+
+import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q8, GROUP, HALF, halfOffset, tileBytes } from "./layout";
+import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
+import { gemmBf16, gemmF32, gemmQ4, gemmQ8 } from "./gemm";
+
+@unmanaged class LinearArgs {
+  /** Packed weight: [groups][nb] tiles of 8 rows × 32 columns. */
+  w: usize;
+  nb: i32;
+  groups: i32;
+  rows: i32;
+  /** Prepared activation rows, xStride bytes apart: f32 [nb · 32] (f32, bf16) or i16 codes (q8, q4). */
+  x: usize;
+  xStride: i32;
+  /** f32 [T][nb] activation block scales (q8, q4). */
+  xs: usize;
+  tokens: i32;
+  /** f32 [T, rows], row stride outStride bytes. */
+  out: usize;
+  outStride: i32;
+  /** f32 [rows], or 0. */
+  bias: usize;
+  groupsPerItem: i32;
+  /** Per-thread scratch (≥ 64 bytes each). */
+  scratch: usize;
+  scratchStride: i32;
+}
+
+/** Stores the four lanes of res (rows row0 …) into out, adding bias, never past `rows`. */
+@inline function storeRows(out: usize, row0: i32, rows: i32, res: v128, bias: usize): void {
+  const p = out + (<usize>row0 << 2);
+  const b = bias + (<usize>row0 << 2);
+  if (row0 + HALF <= rows) {
+    v128.store(p, bias ? f32x4.add(res, v128.load(b)) : res);
+  } else if (row0 < rows) {
+    // The last, partial half: only rows − row0 lanes exist in out and bias.
+    const n = rows - row0;
+    const r0 = f32x4.extract_lane(res, 0), r1 = f32x4.extract_lane(res, 1), r2 = f32x4.extract_lane(res, 2);
+    store<f32>(p, bias ? r0 + load<f32>(b) : r0);
+    if (n > 1) store<f32>(p, bias ? r1 + load<f32>(b, 4) : r1, 4);
+    if (n > 2) store<f32>(p, bias ? r2 + load<f32>(b, 8) : r2, 8);
+  }
+}
+
+@inline function linear(format: i32, item: i32, tid: i32, args: usize): void {
+  const a = changetype<LinearArgs>(args);
+  const g0 = item * a.groupsPerItem;
+  const g1 = min(a.groups, g0 + a.groupsPerItem);
+  const groupBytes = <usize>a.nb * <usize>tileBytes(format);
+  const hb = <usize>halfOffset(format);
+  const res = a.scratch + <usize>tid * <usize>a.scratchStride;
+  const xStride = <usize>a.xStride;
+  const sStride = <usize>a.nb << 2;
+  const outStride = <usize>a.outStride;
+  if (a.tokens == 1) {
+    for (let g = g0; g < g1; g++) {
+      const w = a.w + <usize>g * groupBytes;
+      if (format == FMT_F32) gemvF32x2(w, a.x, a.nb, res);
+      else if (format == FMT_BF16) gemvBf16x2(w, a.x, a.nb, res);
+      else if (format == FMT_Q8) gemvQ8x2(w, a.x, a.xs, a.nb, res);
+      else gemvQ4x2(w, a.x, a.xs, a.nb, res);
+      storeRows(a.out, g * GROUP, a.rows, v128.load(res), a.bias);
+      storeRows(a.out, g * GROUP + HALF, a.rows, v128.load(res, 16), a.bias);
+    }
+    return;
+  }
+  for (let g = g0; g < g1; g++) {
+    for (let h = 0; h < 2; h++) {
+      const row0 = g * GROUP + h * HALF;
+      if (row0 >= a.rows) break;
+      const w = a.w + <usize>g * groupBytes + <usize>h * hb;
+      let t = 0;
+      for (; t + 4 <= a.tokens; t += 4) {
+        const x = a.x + <usize>t * xStride;
+        const xs = a.xs + <usize>t * sStride;
+        if (format == FMT_F32) gemmF32(w, x, xStride, a.nb, res);
+        else if (format == FMT_BF16) gemmBf16(w, x, xStride, a.nb, res);
+        else if (format == FMT_Q8) gemmQ8(w, x, xStride, xs, sStride, a.nb, res);
+        else gemmQ4(w, x, xStride, xs, sStride, a.nb, res);
+        const out = a.out + <usize>t * outStride;
+        storeRows(out, row0, a.rows, v128.load(res), a.bias);
+        storeRows(out + outStride, row0, a.rows, v128.load(res, 16), a.bias);
+        storeRows(out + 2 * outStride, row0, a.rows, v128.load(res, 32), a.bias);
+        storeRows(out + 3 * outStride, row0, a.rows, v128.load(res, 48), a.bias);
+      }
+      for (; t < a.tokens; t++) {
+        const x = a.x + <usize>t * xStride;
+        const xs = a.xs + <usize>t * sStride;
+        const r = format == FMT_F32 ? gemvF32(w, x, a.nb)
+          : format == FMT_BF16 ? gemvBf16(w, x, a.nb)
+          : format == FMT_Q8 ? gemvQ8(w, x, xs, a.nb)
+          : gemvQ4(w, x, xs, a.nb);
+        storeRows(a.out + <usize>t * outStride, row0, a.rows, r, a.bias);
+      }
+    }
+  }
+}
+
+export function task_linear_f32(item: i32, tid: i32, args: usize): void {
+  linear(FMT_F32, item, tid, args);
+}
+
+export function task_linear_bf16(item: i32, tid: i32, args: usize): void {
+  linear(FMT_BF16, item, tid, args);
+}
+
+export function task_linear_q8(item: i32, tid: i32, args: usize): void {
+  linear(FMT_Q8, item, tid, args);
+}
+
+export function task_linear_q4(item: i32, tid: i32, args: usize): void {
+  linear(FMT_Q4, item, tid, args);
+}

@@ -1,0 +1,236 @@
+/**
+ * Weights of a linear layer, packed for the SIMD kernels.
+ *
+ * A `Weight` is a matrix W [rows (out features), cols (in features)] — the
+ * PyTorch `nn.Linear.weight` / safetensors layout — stored in one of four
+ * formats, chosen at load time:
+ *
+ *   format  bytes/weight  element value                      round trip of x
+ *   f32     4             x                                  exact
+ *   bf16    2             bf16(x), round to nearest even     |e| ≤ 2⁻⁹·|x|
+ *   q8      1.125         q·d, q ∈ [−127, 127] (GGUF Q8_0)   |e| ≤ d/2, d = max|x|/127 of its block
+ *   q4      0.625         q·d, q ∈ [−8, 7]     (GGUF Q4_0)   |e| ≤ d/2, d = |m|/8 (m: the block's
+ *                                                            largest-magnitude value, which maps to −8);
+ *                                                            a value near −m clamps to 7: |e| ≤ d
+ *
+ * One scale d (f32) per row and block of 32 consecutive columns. Rounding is to
+ * nearest, ties to even, of x · f32(1/d) computed in f32 — which can add up to
+ * 2⁻¹⁶·d to the bounds above. q8/q4 are GGUF's Q8_0/Q4_0 with f32 instead of f16
+ * scales (+2 bytes a block: no decode in the hot loop, no f16 range limit).
+ *
+ * Layout (assembly/linalg/layout.ts): rows are zero-padded to a multiple of 8
+ * and columns to a multiple of 32; tile (g, b) holds rows [8g, 8g + 8) ×
+ * columns [32b, 32b + 32), tiles stored [groups][blocks], so a run of row
+ * groups is one sequential stream — the decode GEMV's whole access pattern, the
+ * one the hardware prefetcher keeps up with (interleaving two streams halved
+ * the speed from DRAM). The 8 rows are two halves of 4; inside a half the four
+ * rows are interleaved so a SIMD vector holds the same column(s) of the four
+ * rows and a dot product leaves row r's sum in lane r (no horizontal
+ * reductions). Offsets in a tile, half h, lane r:
+ *
+ *   f32   1024 B  column k at 32k + 16h + 4r
+ *   bf16   512 B  column pair j at 32j + 16h + 4r: u32 = bf16(2j) | bf16(2j + 1) << 16
+ *   q8     288 B  at 144h: [16 column pairs][4 rows][2] int8, then f32 scale[4 rows]
+ *   q4     160 B  at 80h: [4 chunks][4 rows][2 halves] u16 of 4-bit codes, then
+ *                 f32 scale[4 rows]; nibble k of (chunk m, half s) is column
+ *                 2·(4m + k) + s, a 4-bit two's-complement q (GGUF stores q + 8:
+ *                 the same code with its top bit flipped)
+ *
+ * Columns not a multiple of 32: padded, as zero weights with a zero-padded
+ * activation, which changes no result (llama.cpp instead refuses Q8_0/Q4_0
+ * for such tensors and falls back to another type; padding keeps the format the
+ * user chose and costs at most 31 columns). The hidden and intermediate sizes
+ * of Llama, Mistral and Qwen checkpoints are multiples of 32 anyway.
+ */
+import { ArgumentError, show } from "../errors.js";
+import type { Allocator } from "../runtime/allocator.js";
+import type { Runtime } from "../runtime/runtime.js";
+import { checkDims, checkOneOf } from "../tensor/check.js";
+import { DTYPE_CODE } from "../tensor/dtype.js";
+import { Tensor } from "../tensor/tensor.js";
+
+export type WeightFormat = "f32" | "bf16" | "q8" | "q4";
+export const WEIGHT_FORMATS: readonly WeightFormat[] = ["f32", "bf16", "q8", "q4"];
+
+/** Columns per block (one scale per row and block in q8/q4). */
+export const WEIGHT_BLOCK = 32;
+/** Rows per row group: a tile is 8 rows (two halves of 4, the f32x4 lanes) × 32 columns. */
+export const WEIGHT_ROW_GROUP = 8;
+
+/** Format codes shared with assembly/linalg/layout.ts. */
+export const WEIGHT_FORMAT_CODE: Readonly<Record<WeightFormat, number>> = { f32: 0, bf16: 1, q8: 2, q4: 3 };
+/** Bytes of one tile (8 rows × 32 columns) of each format. */
+export const WEIGHT_TILE_BYTES: Readonly<Record<WeightFormat, number>> = { f32: 1024, bf16: 512, q8: 288, q4: 160 };
+
+/** Source dtypes a Weight can be made from (what safetensors files hold). */
+const SOURCE_DTYPES = ["f32", "f16", "bf16"] as const;
+
+export class Weight {
+  readonly memory: WebAssembly.Memory;
+  /** Byte address of the packed tiles (64-byte aligned). */
+  readonly ptr: number;
+  readonly format: WeightFormat;
+  /** Output features. */
+  readonly rows: number;
+  /** Input features. */
+  readonly cols: number;
+  /** Column blocks of 32: ceil(cols / 32). */
+  readonly blocks: number;
+  /** Row groups of 8: ceil(rows / 8). */
+  readonly groups: number;
+  readonly #heap: Allocator;
+  #freed = false;
+
+  /** @internal use createWeight() */
+  constructor(heap: Allocator, memory: WebAssembly.Memory, ptr: number, format: WeightFormat, rows: number, cols: number) {
+    this.#heap = heap;
+    this.memory = memory;
+    this.ptr = ptr;
+    this.format = format;
+    this.rows = rows;
+    this.cols = cols;
+    this.blocks = Math.ceil(cols / WEIGHT_BLOCK);
+    this.groups = Math.ceil(rows / WEIGHT_ROW_GROUP);
+  }
+
+  /** Bytes of the packed tiles: what one pass over the weight reads. */
+  get byteLength(): number {
+    return weightBytes(this.format, this.rows, this.cols);
+  }
+
+  /** Bytes of one row group's tiles. */
+  get groupBytes(): number {
+    return this.blocks * WEIGHT_TILE_BYTES[this.format];
+  }
+
+  get freed(): boolean {
+    return this.#freed;
+  }
+
+  /** Returns the memory to the runtime's heap. The Weight cannot be used afterwards. */
+  free(): void {
+    if (this.#freed) throw new ArgumentError("weight", "was already freed");
+    this.#freed = true;
+    this.#heap.free(this.ptr);
+  }
+
+  toString(): string {
+    return `Weight(${this.format}, [${this.rows}, ${this.cols}] @ ${this.ptr})`;
+  }
+}
+
+/** Bytes a [rows, cols] weight takes in `format` (padding included). */
+export function weightBytes(format: WeightFormat, rows: number, cols: number): number {
+  return Math.ceil(rows / WEIGHT_ROW_GROUP) * Math.ceil(cols / WEIGHT_BLOCK) * WEIGHT_TILE_BYTES[format];
+}
+
+/** Throws unless `weight` is a live Weight. */
+export function checkWeight(argument: string, weight: unknown): Weight {
+  if (!(weight instanceof Weight)) throw new ArgumentError(argument, `must be a Weight (see createWeight), got ${show(weight)}`);
+  if (weight.freed) throw new ArgumentError(argument, `was freed: ${weight.toString()}`);
+  return weight;
+}
+
+export interface CreateWeightOptions {
+  /**
+   * The matrix [rows, cols] in f32, f16 or bf16, contiguous (as loaded from
+   * safetensors), or several such matrices with equal cols, concatenated along
+   * rows (a fused QKV or gate/up projection, as vLLM's QKVParallelLinear).
+   */
+  source: Tensor | readonly Tensor[];
+  format: WeightFormat;
+  /** Names the allocation in out-of-memory errors. */
+  label?: string;
+}
+
+/**
+ * Packs (and for q8/q4 quantizes) a matrix into a new Weight, in the kernels,
+ * on all threads. The sources are left untouched and may be freed afterwards.
+ */
+export function createWeight(rt: Runtime, options: CreateWeightOptions): Weight {
+  const format = checkOneOf("format", options.format, WEIGHT_FORMATS);
+  const sources = options.source instanceof Tensor ? [options.source] : options.source;
+  if (!Array.isArray(sources) || sources.length === 0) {
+    throw new ArgumentError("source", `must be a Tensor or a non-empty array of Tensors, got ${show(options.source)}`);
+  }
+  let rows = 0;
+  const cols = (sources[0] as Tensor | undefined)?.shape?.[1];
+  sources.forEach((t: unknown, i) => {
+    const name = sources.length === 1 ? "source" : `source[${i}]`;
+    if (!(t instanceof Tensor)) throw new ArgumentError(name, `must be a Tensor, got ${show(t)}`);
+    if (!(SOURCE_DTYPES as readonly string[]).includes(t.dtype)) {
+      throw new ArgumentError(`${name}.dtype`, `must be one of ${SOURCE_DTYPES.join(" | ")}, got ${show(t.dtype)}`);
+    }
+    checkDims(name, t.shape, [null, i === 0 ? null : cols!], ["rows", "cols"]);
+    if (t.shape[0]! < 1) throw new ArgumentError(`${name}.shape[0]`, `must be ≥ 1 (rows), got ${t.shape[0]}`);
+    if (t.shape[1]! < 1) throw new ArgumentError(`${name}.shape[1]`, `must be ≥ 1 (cols), got ${t.shape[1]}`);
+    if (!t.isContiguous()) throw new ArgumentError(name, `must be contiguous, got strides ${show(t.strides)}`);
+    if (t.memory !== rt.memory) throw new ArgumentError(name, "must live in this runtime's memory");
+    rows += t.shape[0]!;
+  });
+  const bytes = weightBytes(format, rows, cols!);
+  const ptr = rt.heap.alloc(bytes, options.label ?? `weight ${format} [${rows}, ${cols}]`);
+  const weight = new Weight(rt.heap, rt.memory, ptr, format, rows, cols!);
+  if (rows % WEIGHT_ROW_GROUP !== 0) {
+    // Lanes of the padding rows are never written by the packer: zero them.
+    const last = ptr + (weight.groups - 1) * weight.groupBytes;
+    new Uint8Array(rt.memory.buffer, last, weight.groupBytes).fill(0);
+  }
+  const scratch = rt.threadScratch(256);
+  let rowOffset = 0;
+  for (const t of sources as readonly Tensor[]) {
+    const srcRows = t.shape[0]!;
+    const firstGroup = Math.floor(rowOffset / WEIGHT_ROW_GROUP);
+    const lastGroup = Math.floor((rowOffset + srcRows - 1) / WEIGHT_ROW_GROUP);
+    const args = rt
+      .args()
+      .ptr(t.ptr)
+      .i32(DTYPE_CODE[t.dtype])
+      .i32(srcRows)
+      .i32(cols!)
+      .i32(rowOffset)
+      .ptr(ptr)
+      .i32(WEIGHT_FORMAT_CODE[format])
+      .i32(weight.blocks)
+      .ptr(scratch.ptr)
+      .i32(scratch.stride)
+      .end();
+    rt.parallelFor("task_weight_pack", lastGroup - firstGroup + 1, args);
+    rowOffset += srcRows;
+  }
+  return weight;
+}
+
+export interface DequantizeWeightOptions {
+  weight: Weight;
+  /** f32 [rows, cols]; allocated on the heap when omitted (free it with rt.free). */
+  out?: Tensor;
+}
+
+/** Decodes a Weight back to f32 [rows, cols]: the values the kernels multiply by. */
+export function dequantizeWeight(rt: Runtime, options: DequantizeWeightOptions): Tensor {
+  const weight = checkWeight("weight", options.weight);
+  const out = options.out ?? rt.tensor("f32", [weight.rows, weight.cols], "dequantized weight");
+  if (options.out) {
+    if (out.dtype !== "f32") throw new ArgumentError("out.dtype", `must be f32, got ${show(out.dtype)}`);
+    checkDims("out", out.shape, [weight.rows, weight.cols], ["rows", "cols"]);
+    if (!out.isContiguous()) throw new ArgumentError("out", `must be contiguous, got strides ${show(out.strides)}`);
+  }
+  gatherRows(rt, weight, 0, weight.rows, out.ptr, weight.cols * 4);
+  return out;
+}
+
+/** out row i = decoded row ids[i] (ids = 0: row i), for `count` rows. Validated by the caller. */
+export function gatherRows(rt: Runtime, weight: Weight, ids: number, count: number, out: number, outStrideBytes: number): void {
+  const args = rt
+    .args()
+    .ptr(weight.ptr)
+    .i32(WEIGHT_FORMAT_CODE[weight.format])
+    .i32(weight.blocks)
+    .i32(weight.cols)
+    .ptr(ids)
+    .ptr(out)
+    .i32(outStrideBytes)
+    .end();
+  rt.parallelFor("task_embedding", count, args);
+}
