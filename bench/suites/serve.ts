@@ -4,11 +4,17 @@
  * TTFT and inter-token latency percentiles per level, and the speed-up of
  * each level over concurrency 1 (target: ≥ 2.5× at 16).
  *
+ * `gemm_over_gemv` bounds that speed-up: one decoder layer's projections in
+ * the served weight format as a GEMM over c tokens vs c GEMVs
+ * (batch-efficiency.ts), measured in this run before the server starts.
+ *
  * The server runs in its own process (the engine in its worker, with all the
  * threads), so the load generator's JavaScript does not share a thread with it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { WeightFormat } from "../../src/index.js";
+import { layerBatchEfficiency } from "../batch-efficiency.js";
 import type { Row, Suite, SuiteContext } from "../harness.js";
 import { quantile, runLoad } from "../serve-load.js";
 
@@ -18,6 +24,8 @@ const LEVELS = [1, 4, 16, 64];
 /** Serve arguments of the benchmarked model. */
 export interface ServeTarget {
   label: string;
+  /** The weight format the server computes with (for the GEMM-over-GEMV measurement). */
+  weights: WeightFormat;
   args: string[];
   model: string;
   /** Token ids for random prompts: [low, high). */
@@ -45,6 +53,8 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
   const promptTokens = quick ? 16 : 32;
   const maxTokens = quick ? 8 : 32;
   const levels = quick ? [1, 4, 16] : LEVELS;
+  log(`measuring one layer's ${target.weights} projections as GEMV and GEMM…`);
+  const efficiency = layerBatchEfficiency(ctx.rt, target.weights, levels, quick);
   const { url, proc } = await startServer(target, ctx.rt.threads, log);
   const rows: Row[] = [];
   try {
@@ -65,6 +75,7 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
         output_tokens: maxTokens,
         tok_s: r.tokS,
         speedup_vs_c1: r.tokS / base,
+        gemm_over_gemv: efficiency.get(c)!.efficiency,
         ttft_p50_ms: quantile(ttft, 0.5),
         ttft_p99_ms: quantile(ttft, 0.99),
         itl_p50_ms: quantile(itl, 0.5),
@@ -88,5 +99,5 @@ export const serve: Suite = {
 
 /** The model the suite serves. */
 function defaultTarget(): ServeTarget {
-  return { label: "default", args: [], model: "kvflash-default", lowToken: 1000, highToken: 30000 };
+  return { label: "default", weights: "bf16", args: [], model: "kvflash-default", lowToken: 1000, highToken: 30000 };
 }
