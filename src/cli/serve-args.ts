@@ -18,6 +18,7 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --kv-cache-gib N             memory for the paged KV cache, GiB
   --kv-dtype DTYPE             KV cache storage: f32 | f16 | bf16 | int8 | fp8_e4m3 | fp8_e5m2
   --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4
+  --num-gpu-blocks-override N  exactly N KV blocks (vLLM's name; wins over --kv-cache-gib)
   --block-size N               tokens per KV block
   --max-model-len N            cap on prompt + output tokens
   --max-num-seqs N             most requests running at once (default 64)
@@ -95,6 +96,9 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         break;
       case "--weights":
         args.weights = value();
+        break;
+      case "--num-gpu-blocks-override":
+        args.numBlocks = int(1);
         break;
       case "--block-size":
         args.blockSize = int(1);

@@ -12,7 +12,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
-import { Engine } from "./engine.js";
+import { DEFAULT_MAX_NUM_SEQS, Engine, defaultMaxNumBatchedTokens } from "./engine.js";
 import type { LoadProgressInfo, LoadedModel, ModelLoaderModule } from "./model-loader.js";
 import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
 
@@ -104,7 +104,9 @@ async function load(): Promise<void> {
     lastPost = now;
     post({ type: "progress", progress: { done: p.done, total: p.total } });
   };
-  model = await loader.loadEngineModel(rt, config.load, onProgress);
+  const maxNumSeqs = config.engine.maxNumSeqs ?? DEFAULT_MAX_NUM_SEQS;
+  const maxNumBatchedTokens = config.engine.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(maxNumSeqs);
+  model = await loader.loadEngineModel(rt, { maxNumSeqs, maxNumBatchedTokens, ...config.load }, onProgress);
   engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, ...config.engine });
   const { numBlocks, blockSize } = model.runner.kvCache;
   post({

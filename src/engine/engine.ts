@@ -33,6 +33,14 @@ import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { type RequestOutput, Scheduler, type StopDecision } from "./scheduler.js";
 import { StopChecker, type StopUpdate } from "./stop.js";
 
+/** Default most requests running at once. */
+export const DEFAULT_MAX_NUM_SEQS = 64;
+
+/** Default token budget of a step for a given maxNumSeqs: room for a 512-token prefill chunk, and for every sequence's decode token. */
+export function defaultMaxNumBatchedTokens(maxNumSeqs: number): number {
+  return Math.max(512, maxNumSeqs);
+}
+
 export interface EngineOptions {
   runner: ModelRunner;
   tokenizer: Tokenizer;
@@ -136,13 +144,13 @@ export class Engine {
     this.#now = options.now ?? (() => performance.timeOrigin + performance.now());
     const { numBlocks, blockSize } = runner.kvCache;
     this.kvCacheManager = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: options.enablePrefixCaching ?? true });
-    const maxNumSeqs = checkInt("maxNumSeqs", options.maxNumSeqs ?? 64, { min: 1 });
+    const maxNumSeqs = checkInt("maxNumSeqs", options.maxNumSeqs ?? DEFAULT_MAX_NUM_SEQS, { min: 1 });
     const cap = options.maxModelLen === undefined ? Infinity : checkInt("maxModelLen", options.maxModelLen, { min: 2 });
     this.maxModelLen = Math.min(runner.maxModelLen, numBlocks * blockSize, cap);
     this.scheduler = new Scheduler<RequestState>({
       kvCacheManager: this.kvCacheManager,
       maxNumSeqs,
-      maxNumBatchedTokens: checkInt("maxNumBatchedTokens", options.maxNumBatchedTokens ?? Math.max(512, maxNumSeqs), { min: 1 }),
+      maxNumBatchedTokens: checkInt("maxNumBatchedTokens", options.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(maxNumSeqs), { min: 1 }),
       maxModelLen: this.maxModelLen,
       ...(options.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: options.maxWaitingRequests }),
       stopChecker: (request, token) => this.#stopCheck(request.samplingParams!, token),

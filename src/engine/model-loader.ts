@@ -19,10 +19,16 @@ export interface ModelLoadOptions {
   kvDtype?: string;
   /** Bytes for the paged KV cache (all layers, K and V). */
   kvCacheBytes?: number;
+  /** Blocks in the paged KV cache (vLLM's --num-gpu-blocks-override); wins over kvCacheBytes. */
+  numBlocks?: number;
   /** Tokens per KV block. */
   blockSize?: number;
   /** Cap on the context length (prompt + output), below the model's own. */
   maxModelLen?: number;
+  /** The engine's settings, so the runner can size its step buffers: most sequences (logit rows) a step. */
+  maxNumSeqs?: number;
+  /** The engine's token budget: most tokens a step. */
+  maxNumBatchedTokens?: number;
   /** Loader-specific extras (test loaders use them). */
   extra?: Record<string, unknown>;
 }

@@ -5,7 +5,11 @@
  * model is ready. The CLI, the tests and the serve benchmark all start
  * servers through here.
  */
-import { readModelDirInfo } from "../model/model-dir.js";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ArgumentError } from "../errors.js";
+import { type ModelConfig, parseModelConfig } from "../model/config.js";
+import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig } from "../model/generation-config.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { EngineClient } from "../engine/engine-client.js";
 import type { EngineInfo, EngineSettings } from "../engine/protocol.js";
@@ -29,6 +33,8 @@ export interface ServeOptions extends EngineSettings {
   corsOrigin?: string | null;
   /** Bytes of the paged KV cache. */
   kvCacheBytes?: number;
+  /** Blocks of the paged KV cache (wins over kvCacheBytes). */
+  numBlocks?: number;
   kvDtype?: string;
   weights?: string;
   blockSize?: number;
@@ -54,8 +60,7 @@ export interface RunningServer {
 
 export async function serve(options: ServeOptions = {}): Promise<RunningServer> {
   const modelDir = options.modelDir ?? defaultModelDir();
-  const info = readModelDirInfo(modelDir);
-  const tokenizer = Tokenizer.fromDir(modelDir);
+  const { config, generation, tokenizer } = readServedModel(modelDir);
   const engine = EngineClient.start({
     loader: options.loader ?? DEFAULT_LOADER,
     load: {
@@ -63,6 +68,7 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
       ...(options.weights === undefined ? {} : { weights: options.weights }),
       ...(options.kvDtype === undefined ? {} : { kvDtype: options.kvDtype }),
       ...(options.kvCacheBytes === undefined ? {} : { kvCacheBytes: options.kvCacheBytes }),
+      ...(options.numBlocks === undefined ? {} : { numBlocks: options.numBlocks }),
       ...(options.blockSize === undefined ? {} : { blockSize: options.blockSize }),
       ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
       ...(options.loaderExtra === undefined ? {} : { extra: options.loaderExtra }),
@@ -81,8 +87,8 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
     tokenizer,
     modelNames: options.servedModelNames ?? [options.modelDir ?? "kvflash-default"],
     modelDir,
-    vocabSize: info.config.vocabSize,
-    generationDefaults: samplingDefaults(info.generation),
+    vocabSize: config.vocabSize,
+    generationDefaults: samplingDefaults(generation),
     apiKey: options.apiKey ?? null,
     corsOrigin: options.corsOrigin ?? null,
   });
@@ -101,4 +107,24 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
     ready: engine.ready,
     close: (drainMs = 0) => server.close(drainMs),
   };
+}
+
+/**
+ * What the HTTP thread needs of the model: config.json (the vocabulary),
+ * generation_config.json (request defaults) and the tokenizer. The weights
+ * are the engine worker's business (its loader checks them).
+ */
+function readServedModel(dir: string): { config: ModelConfig; generation: GenerationConfig; tokenizer: Tokenizer } {
+  const json = (file: string): unknown => {
+    try {
+      return JSON.parse(readFileSync(join(dir, file), "utf8"));
+    } catch (e) {
+      throw new ArgumentError(join(dir, file), `cannot be read as JSON: ${(e as Error).message}`);
+    }
+  };
+  if (!existsSync(join(dir, "config.json"))) throw new ArgumentError("modelDir", `${JSON.stringify(dir)} has no config.json (is it a Hugging Face model directory?)`);
+  const config = parseModelConfig(json("config.json"), { source: join(dir, "config.json") });
+  const genPath = join(dir, "generation_config.json");
+  const generation = existsSync(genPath) ? parseGenerationConfig(json("generation_config.json"), genPath) : { ...EMPTY_GENERATION_CONFIG, eosTokenIds: [] };
+  return { config, generation, tokenizer: Tokenizer.fromDir(dir) };
 }

@@ -1,8 +1,9 @@
 // An engine-worker loader module (model-loader.ts) that builds a ToyRunner
 // with the default model's config and tokenizer: the worker, the client and
 // the engine's failure handling are tested without a decoder. Options come in
-// ModelLoadOptions.extra: numBlocks, blockSize, maxModelLen, failToken,
-// nanToken, failLoad (throw instead of loading), progressSteps.
+// ModelLoadOptions (numBlocks, blockSize, maxModelLen) or its extra:
+// numBlocks, blockSize, failToken, nanToken, failLoad (throw instead of
+// loading), progressSteps.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LoadProgressInfo, LoadedModel, ModelLoadOptions } from "../../src/engine/model-loader.js";
@@ -19,9 +20,9 @@ export function loadEngineModel(_rt: Runtime, options: ModelLoadOptions, onProgr
   const tokenizer = Tokenizer.fromDir(options.modelDir);
   const runner = new ToyRunner({
     config,
-    numBlocks: Number(extra["numBlocks"] ?? 64),
-    blockSize: Number(extra["blockSize"] ?? 16),
-    ...(extra["maxModelLen"] === undefined ? {} : { maxModelLen: Number(extra["maxModelLen"]) }),
+    numBlocks: options.numBlocks ?? Number(extra["numBlocks"] ?? 64),
+    blockSize: options.blockSize ?? Number(extra["blockSize"] ?? 16),
+    ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
     ...(extra["failToken"] === undefined ? {} : { failToken: Number(extra["failToken"]) }),
     ...(extra["nanToken"] === undefined ? {} : { nanToken: Number(extra["nanToken"]) }),
   });

@@ -18,14 +18,13 @@ export interface KvGeometry {
 }
 
 /** The serve arguments that pick the model and its KV pool size. */
-export function modelArgs(kv: KvGeometry = {}, extra: Record<string, unknown> = {}): string[] {
-  return ["--loader", TOY_LOADER, "--loader-options", JSON.stringify({ numBlocks: kv.numBlocks ?? 512, blockSize: kv.blockSize ?? 16, ...extra })];
+export function modelArgs(kv: KvGeometry = {}): string[] {
+  return ["--loader", TOY_LOADER, "--num-gpu-blocks-override", String(kv.numBlocks ?? 512), "--block-size", String(kv.blockSize ?? 16)];
 }
 
 /** modelArgs, with forward made to throw on any batch that contains `failToken` (faulty-loader.ts). */
 export function faultyModelArgs(failToken: number, kv: KvGeometry = {}): string[] {
-  const [, base, , options] = modelArgs(kv);
-  return ["--loader", FAULTY_LOADER, "--loader-options", JSON.stringify({ ...JSON.parse(options!), base: pathToFileURL(base!).href, failToken })];
+  return ["--loader", FAULTY_LOADER, "--loader-options", JSON.stringify({ base: pathToFileURL(TOY_LOADER).href, failToken }), ...modelArgs(kv).slice(2)];
 }
 
 export interface ServerProcess {
