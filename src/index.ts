@@ -40,6 +40,23 @@ export { buildForwardBatch } from "./engine/forward-batch-builder.js";
 export { PagedKvCache, type KvLayer, type PagedKvCacheOptions } from "./kv/paged-kv-cache.js";
 export { type Fp8Scales, type Int8PerChannel, type Int8PerToken, type Int8Scaling, type KvCacheDType, type KvQuantMode } from "./kv/kv-quant.js";
 export { appendKv, type AppendKvOptions } from "./kv/append-kv.js";
+export {
+  INT8_PATHS,
+  type Int8Path,
+  type PagedAttentionOptions,
+  type PagedBatch,
+  type PlanPagedAttentionOptions,
+  pagedAttention,
+  planPagedAttention,
+} from "./kv/paged-attention.js";
+export {
+  CascadePlan,
+  type CascadeAttentionOptions,
+  type PlanCascadeAttentionOptions,
+  cascadeAttention,
+  planCascadeAttention,
+} from "./kv/cascade-attention.js";
+export { referencePagedAttention } from "./kv/reference-attention.js";
 export { Prng, randomSeed } from "./tensor/prng.js";
 export {
   type Architecture,

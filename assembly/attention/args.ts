@@ -5,7 +5,10 @@
 // Every tensor is addressed as base + Σ index·stride (strides in elements of
 // the tensor's dtype), with the head dim contiguous. BNSD, BSND and TND are
 // only different strides (TND: batch stride 0, each sequence's first token
-// from the `seqs` table), so one kernel serves all layouts.
+// from the `seqs` table), so one kernel serves all layouts. A paged cache
+// (blockTable ≠ 0) keeps K/V as [numBlocks, blockSize, Hkv, D]: key k0 + j of
+// sequence b is slot blockTable[b, (k0 + j) / blockSize] · blockSize +
+// (k0 + j) % blockSize, at base + slot·ksS + kvh·ksH (see kv-tile.ts).
 
 /** Rows (query positions × heads of one KV group) in one Q block. */
 export const RMAX: i32 = 64;
@@ -24,6 +27,10 @@ export const ITEM_KV0: i32 = 4;
 export const ITEM_KV1: i32 = 5;
 /** −1: write the final out/lse; s ≥ 0: write the partial (o, lse) of split slot s. */
 export const ITEM_SLOT: i32 = 6;
+/** KV heads of the item: 0 or 1 = the one head ITEM_KVH; n > 1 = heads ITEM_KVH … + n − 1, ITEM_ROWS rows each, one block. */
+export const ITEM_NKV: i32 = 7;
+/** Most KV heads one work item takes (the per-head row-address and scale arrays in scratch). */
+export const NKV_MAX: i32 = 8;
 
 /** int32 fields per sequence in the `seqs` table. */
 export const SEQ_FIELDS: i32 = 4;
@@ -73,7 +80,29 @@ export const SEQ_SK: i32 = 3;
   /** Per-thread scratch: thread tid owns [scratch + tid·scratchStride, +attention_scratch_bytes(D)). */
   scratch: usize;
   scratchStride: i32;
+  /** Paged K/V: int32 block ids [B, btStride]; 0 = a padded cache (rows at base + b·sB + kvh·sH + s·sS). */
+  blockTable: usize;
+  btStride: i32;
+  blockSize: i32;
+  /** How stored K/V decode (src/kv/kv-quant.ts codes): QUANT_NONE … QUANT_PER_TOKEN. */
+  quant: i32;
+  /** Per-tensor (fp8) scales. */
+  kScalar: f32;
+  vScalar: f32;
+  /** int8 per-channel: f32 [Hkv, D] scales and offsets; per-token: f32 [numSlots, Hkv] scales (offsets 0). */
+  kScale: usize;
+  vScale: usize;
+  kOffset: usize;
+  vOffset: usize;
+  /** int8 K/V: 0 = dequantize tiles to f32; 2 or 3 = the integer path with that many int8 rows per query/probability row. */
+  intRows: i32;
 }
+
+/** Dequantization modes (src/kv/kv-quant.ts KV_QUANT_CODE). */
+export const QUANT_NONE: i32 = 0;
+export const QUANT_PER_TENSOR: i32 = 1;
+export const QUANT_PER_CHANNEL: i32 = 2;
+export const QUANT_PER_TOKEN: i32 = 3;
 
 /** D rounded up to a multiple of 4: rows in scratch are zero-padded to it. */
 @inline export function padD(D: i32): i32 {
@@ -88,8 +117,13 @@ export const SEQ_SK: i32 = 3;
 //   info i32 [RMAX, 4]    per row: query index, head, first and last kept key
 //   kt   f32 [BC, D4]     decoded K tile (when K is not f32 with D % 4 == 0)
 //   vt   f32 [BC, D4]     decoded V tile
-//   kRows, vRows usize [BC]  address of each K/V row of the tile
+//   kRows, vRows usize [NKV_MAX, BC]  address of each K/V row of the tile, per KV head of the item
 //   sink i32              where the touch pass's loads end up (keeps them alive)
+//   kSc, vSc f32 [NKV_MAX, BC]  per-token scales of the tile's K and V rows (int8 per-token)
+//   q16  i16 [2, RMAX, D4]  integer path: each query row as int8 rows packed in i16 (int-microkernel.ts)
+//   p16  i16 [2, RMAX, BC]  integer path: the tile's probabilities, likewise
+//   qInfo f32 [2, RMAX]   integer path: per query row, the scale of q16 and the offset term
+//   pInfo f32 [2, RMAX]   integer path: per row, the scale of p16 and Σ p of the tile
 export const ROW_I: i32 = 0;
 export const ROW_H: i32 = 1;
 export const ROW_LO: i32 = 2;
@@ -104,6 +138,12 @@ export const ROW_HI: i32 = 3;
 @inline export function offKt(D4: i32): usize { return offInfo(D4) + (<usize>(RMAX * 4) << 2); }
 @inline export function offVt(D4: i32): usize { return offKt(D4) + (<usize>(BC * D4) << 2); }
 @inline export function offKRows(D4: i32): usize { return offVt(D4) + (<usize>(BC * D4) << 2); }
-@inline export function offVRows(D4: i32): usize { return offKRows(D4) + (<usize>BC << 2); }
-@inline export function offSink(D4: i32): usize { return offVRows(D4) + (<usize>BC << 2); }
-@inline export function scratchBytes(D4: i32): usize { return offSink(D4) + 64; }
+@inline export function offVRows(D4: i32): usize { return offKRows(D4) + (<usize>(NKV_MAX * BC) << 2); }
+@inline export function offSink(D4: i32): usize { return offVRows(D4) + (<usize>(NKV_MAX * BC) << 2); }
+@inline export function offKSc(D4: i32): usize { return offSink(D4) + 64; }
+@inline export function offVSc(D4: i32): usize { return offKSc(D4) + (<usize>(NKV_MAX * BC) << 2); }
+@inline export function offQ16(D4: i32): usize { return offVSc(D4) + (<usize>(NKV_MAX * BC) << 2); }
+@inline export function offP16(D4: i32): usize { return offQ16(D4) + (<usize>(2 * RMAX * D4) << 1); }
+@inline export function offQInfo(D4: i32): usize { return offP16(D4) + (<usize>(2 * RMAX * BC) << 1); }
+@inline export function offPInfo(D4: i32): usize { return offQInfo(D4) + (<usize>(2 * RMAX) << 2); }
+@inline export function scratchBytes(D4: i32): usize { return offPInfo(D4) + (<usize>(2 * RMAX) << 2); }

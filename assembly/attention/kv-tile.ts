@@ -3,103 +3,143 @@
 //
 // The microkernels read K/V through an array of row addresses (kRows/vRows),
 // so the two questions stay separate:
-//   - rowAddress: the padded/strided caches here (base + b·sB + h·sH + j·sS);
-//     a paged cache answers it with a block-table lookup instead.
-//   - fillTile: rows are decoded (f32 copy; f16, bf16 via the loaders of
-//     assembly/tensor/dtype.ts) into the thread's tile scratch, zero-padded to
-//     D4. The dtype switch is taken once per tile, outside the row and element
-//     loops; a new storage format adds one decodeRows variant.
-// Tile rows [n, roundUp4(n)) point at row 0 so the 4-key microkernel can read
+//   - tileRows: the addresses of a tile's rows. A padded/strided cache has
+//     row j at base + b·sB + kvh·sH + (k0 + j)·sS; a paged cache (vLLM's
+//     PagedAttention, the IFA design's PageAttention with block_table) at
+//     base + slot·sS + kvh·sH with slot = blockTable[b, p / blockSize] ·
+//     blockSize + p % blockSize, p = k0 + j, looked up once per run of rows
+//     inside one block. int8 per-token scales ([numSlots, Hkv]) are gathered
+//     beside the addresses.
+//   - fillTile: rows are decoded into the thread's tile scratch, zero-padded
+//     to D4, dequantized as they load (ARCHITECTURE.md: x = (q + offset) ·
+//     scale for int8, x = fp8(q) · scale for fp8). The dtype and mode switch
+//     is taken once per tile, outside the row and element loops.
+// Tile rows [n, roundUp4(n)) point at row 0 so the 4-key microkernels can read
 // them; their scores are masked to −Infinity and never reach P·V.
 
-import { DT_F16, DT_F32, decodeBf16, decodeF16, dtypeBytes, loadBf16x4, loadF16x4 } from "../tensor/dtype";
+import { AttnArgs, QUANT_PER_CHANNEL, QUANT_PER_TENSOR, QUANT_PER_TOKEN } from "./args";
+import {
+  DT_BF16, DT_F16, DT_F32, DT_FP8E4M3, DT_FP8E5M2, DT_INT8, dtypeBytes, loadAsF32, loadBf16x4, loadF16x4, loadFp8E4M3x4, loadFp8E5M2x4, loadInt8x4,
+} from "../tensor/dtype";
 
-/** Byte address of row j (0-based within the sequence, k0 = the sequence's first row index) of (b, kvh). */
-@inline export function rowAddress(base: usize, dtype: i32, sB: i32, sH: i32, sS: i32, b: i32, kvh: i32, k0: i32, j: i32): usize {
-  const elem = <usize>b * <usize>sB + <usize>kvh * <usize>sH + <usize>(k0 + j) * <usize>sS;
-  return base + elem * <usize>dtypeBytes(dtype);
-}
-
-@inline function decodeRowsF32(src: usize, srcStride: usize, n: i32, D: i32, dst: usize, dstStride: usize): void {
-  for (let t = 0; t < n; t++) {
-    const s = src + <usize>t * srcStride;
-    const d = dst + <usize>t * dstStride;
-    let e = 0;
-    for (; e + 4 <= D; e += 4) v128.store(d + (<usize>e << 2), v128.load(s + (<usize>e << 2)));
-    for (; e < D; e++) store<f32>(d + (<usize>e << 2), load<f32>(s + (<usize>e << 2)));
+/**
+ * Writes the addresses of rows [t0, t0 + n) of (b, kvh) to rows[0, n) and
+ * points rows[n, roundUp4(n)) at the first row. `base` and the element strides
+ * describe the K or V operand (paged: sS = slot stride, sB unused). With
+ * tokScale ≠ 0 (int8 per-token, f32 [numSlots, Hkv]), the rows' scales go to
+ * sc[0, n) and the pad lanes of sc get 0.
+ */
+export function tileRows(a: AttnArgs, base: usize, sB: i32, sH: i32, sS: i32, b: i32, kvh: i32, k0: i32, t0: i32, n: i32, rows: usize, tokScale: usize, sc: usize): void {
+  const eb = <usize>dtypeBytes(a.kvDtype);
+  const step = <usize>sS * eb;
+  if (a.blockTable == 0) {
+    const first = base + (<usize>b * <usize>sB + <usize>kvh * <usize>sH + <usize>(k0 + t0) * <usize>sS) * eb;
+    for (let t = 0; t < n; t++) store<usize>(rows + (<usize>t << 2), first + <usize>t * step);
+  } else {
+    const bs = a.blockSize;
+    const hkv = a.H / a.G;
+    const table = a.blockTable + (<usize>b * <usize>a.btStride << 2);
+    const head = base + <usize>kvh * <usize>sH * eb;
+    let p = k0 + t0;
+    let t = 0;
+    while (t < n) {
+      const blk = p / bs;
+      const off = p - blk * bs;
+      const run = min(n - t, bs - off);
+      const slot0 = load<i32>(table + (<usize>blk << 2)) * bs + off;
+      const first = head + <usize>slot0 * step;
+      for (let r = 0; r < run; r++) store<usize>(rows + (<usize>(t + r) << 2), first + <usize>r * step);
+      if (tokScale != 0) {
+        const s0 = tokScale + ((<usize>slot0 * <usize>hkv + <usize>kvh) << 2);
+        for (let r = 0; r < run; r++) store<f32>(sc + (<usize>(t + r) << 2), load<f32>(s0 + ((<usize>r * <usize>hkv) << 2)));
+      }
+      t += run;
+      p += run;
+    }
   }
+  const n4 = (n + 3) & ~3;
+  const row0 = load<usize>(rows);
+  for (let t = n; t < n4; t++) store<usize>(rows + (<usize>t << 2), row0);
+  if (tokScale != 0) for (let t = n; t < n4; t++) store<f32>(sc + (<usize>t << 2), 0);
 }
 
-@inline function decodeRowsF16(src: usize, srcStride: usize, n: i32, D: i32, dst: usize, dstStride: usize): void {
+/**
+ * Decodes n rows (addresses in `rows`) of dtype DT and mode MODE into `tile`
+ * (rows of dstStride bytes). Per-tensor: × scalar; per-channel: (x + off[e]) ·
+ * sc[e] with chScale/chOffset the KV head's f32 [D] rows; per-token: × the
+ * row's scale from tokSc. DT and MODE are compile-time constants at each call.
+ */
+@inline function decodeRows(DT: i32, MODE: i32, rows: usize, n: i32, D: i32, tile: usize, dstStride: usize, scalar: f32, chScale: usize, chOffset: usize, tokSc: usize): void {
+  const sv = f32x4.splat(scalar);
   for (let t = 0; t < n; t++) {
-    const s = src + <usize>t * srcStride;
-    const d = dst + <usize>t * dstStride;
+    const s = load<usize>(rows + (<usize>t << 2));
+    const d = tile + <usize>t * dstStride;
+    const rowScale: f32 = MODE == QUANT_PER_TOKEN ? load<f32>(tokSc + (<usize>t << 2)) : 1;
+    const rv = f32x4.splat(rowScale);
     let e = 0;
-    for (; e + 4 <= D; e += 4) v128.store(d + (<usize>e << 2), loadF16x4(s + (<usize>e << 1)));
-    for (; e < D; e++) store<f32>(d + (<usize>e << 2), decodeF16(<u32>load<u16>(s + (<usize>e << 1))));
-  }
-}
-
-@inline function decodeRowsBf16(src: usize, srcStride: usize, n: i32, D: i32, dst: usize, dstStride: usize): void {
-  for (let t = 0; t < n; t++) {
-    const s = src + <usize>t * srcStride;
-    const d = dst + <usize>t * dstStride;
-    let e = 0;
-    for (; e + 4 <= D; e += 4) v128.store(d + (<usize>e << 2), loadBf16x4(s + (<usize>e << 1)));
-    for (; e < D; e++) store<f32>(d + (<usize>e << 2), decodeBf16(<u32>load<u16>(s + (<usize>e << 1))));
+    for (; e + 4 <= D; e += 4) {
+      let x = DT == DT_F32 ? v128.load(s + (<usize>e << 2)) : DT == DT_F16 ? loadF16x4(s + (<usize>e << 1)) : DT == DT_BF16 ? loadBf16x4(s + (<usize>e << 1)) : DT == DT_INT8 ? loadInt8x4(s + <usize>e) : DT == DT_FP8E4M3 ? loadFp8E4M3x4(s + <usize>e) : loadFp8E5M2x4(s + <usize>e);
+      if (MODE == QUANT_PER_TENSOR) x = f32x4.mul(x, sv);
+      else if (MODE == QUANT_PER_CHANNEL) x = f32x4.mul(f32x4.add(x, v128.load(chOffset + (<usize>e << 2))), v128.load(chScale + (<usize>e << 2)));
+      else if (MODE == QUANT_PER_TOKEN) x = f32x4.mul(x, rv);
+      v128.store(d + (<usize>e << 2), x);
+    }
+    for (; e < D; e++) {
+      let x = loadAsF32(DT, s, <usize>e);
+      if (MODE == QUANT_PER_TENSOR) x *= scalar;
+      else if (MODE == QUANT_PER_CHANNEL) x = (x + load<f32>(chOffset + (<usize>e << 2))) * load<f32>(chScale + (<usize>e << 2));
+      else if (MODE == QUANT_PER_TOKEN) x *= rowScale;
+      store<f32>(d + (<usize>e << 2), x);
+    }
   }
 }
 
 /**
- * Makes rows [j0, j0 + n) of one (b, kvh) readable as f32 rows: streams them,
- * decoded, into `tile` (BC rows of D4 floats, zero-padded) and writes their
- * addresses to rows[0, roundUp4(n)). `first` is the address of row j0 and
- * `stride` the bytes between consecutive rows (a contiguous run of the cache).
- * f32 rows are copied too: one sequential pass that the hardware prefetcher
- * follows, after which the microkernels' strided reads hit L1/L2 (reading the
- * cache in place made P·V's column-block order miss on every row).
+ * Makes rows [j0, j0 + n) of one (b, kvh) readable as f32 rows: decodes the
+ * rows at the addresses in rows[0, n) (from tileRows) into `tile` (BC rows of
+ * D4 floats, zero-padded), dequantizing as they load, and overwrites
+ * rows[0, roundUp4(n)) with the tile rows' addresses. f32 rows are copied too:
+ * one sequential pass that the hardware prefetcher follows, after which the
+ * microkernels' strided reads hit L1/L2 (reading the cache in place made P·V's
+ * column-block order miss on every row).
+ *   quant: QUANT_* of args.ts; scalar: the per-tensor scale; chScale/chOffset:
+ *   the KV head's per-channel f32 [D] rows; tokSc: per-token scales f32 [n].
  */
-export function fillTile(dtype: i32, first: usize, stride: usize, n: i32, D: i32, D4: i32, tile: usize, rows: usize): void {
+export function fillTile(dtype: i32, quant: i32, rows: usize, n: i32, D: i32, D4: i32, tile: usize, scalar: f32, chScale: usize, chOffset: usize, tokSc: usize): void {
   const n4 = (n + 3) & ~3;
-  const dstStride = <usize>D4 << 2;
-  if (dtype == DT_F32) decodeRowsF32(first, stride, n, D, tile, dstStride);
-  else if (dtype == DT_F16) decodeRowsF16(first, stride, n, D, tile, dstStride);
-  else decodeRowsBf16(first, stride, n, D, tile, dstStride);
+  const dst = <usize>D4 << 2;
+  if (dtype == DT_F32) decodeRows(DT_F32, 0, rows, n, D, tile, dst, scalar, chScale, chOffset, tokSc);
+  else if (dtype == DT_F16) decodeRows(DT_F16, 0, rows, n, D, tile, dst, scalar, chScale, chOffset, tokSc);
+  else if (dtype == DT_BF16) decodeRows(DT_BF16, 0, rows, n, D, tile, dst, scalar, chScale, chOffset, tokSc);
+  else if (dtype == DT_INT8 && quant == QUANT_PER_CHANNEL) decodeRows(DT_INT8, QUANT_PER_CHANNEL, rows, n, D, tile, dst, scalar, chScale, chOffset, tokSc);
+  else if (dtype == DT_INT8) decodeRows(DT_INT8, QUANT_PER_TOKEN, rows, n, D, tile, dst, scalar, chScale, chOffset, tokSc);
+  else if (dtype == DT_FP8E4M3) decodeRows(DT_FP8E4M3, QUANT_PER_TENSOR, rows, n, D, tile, dst, scalar, chScale, chOffset, tokSc);
+  else decodeRows(DT_FP8E5M2, QUANT_PER_TENSOR, rows, n, D, tile, dst, scalar, chScale, chOffset, tokSc);
   if (D != D4) {
     // Zero the pad lanes so padded dot products and P·V add exact zeros.
     for (let t = 0; t < n; t++) {
-      const d = tile + <usize>t * dstStride;
+      const d = tile + <usize>t * dst;
       for (let e = D; e < D4; e++) store<f32>(d + (<usize>e << 2), 0);
     }
   }
-  for (let t = 0; t < n; t++) store<usize>(rows + (<usize>t << 2), tile + <usize>t * dstStride);
+  for (let t = 0; t < n; t++) store<usize>(rows + (<usize>t << 2), tile + <usize>t * dst);
   for (let t = n; t < n4; t++) store<usize>(rows + (<usize>t << 2), tile);
 }
 
 /**
- * Points rows[0, roundUp4(n)) at rows [j0, j0 + n) of the cache in place
- * (f32 or bf16 rows with D % 4 == 0, read by the microkernels directly).
+ * Reads one word per 64-byte line of the n rows at rows[0, n), `rowBytes`
+ * bytes each: a software prefetch. wasm has no prefetch instruction, and on
+ * the target VM (4 KiB pages under nested paging) the hardware prefetcher does
+ * not keep a compute-paced stream fed (a Q·Kᵀ loop streaming K from DRAM
+ * measured ≈ 5 GB/s), while a dense loop of independent loads keeps ~100 lines
+ * in flight and reaches the core's read bandwidth (≈ 30 GB/s). Decode
+ * therefore touches each tile first and then computes on it from cache.
+ * Returns the xor of the words (store it so the loads stay).
  */
-export function rowsInPlace(first: usize, stride: usize, n: i32, rows: usize): void {
-  for (let t = 0; t < n; t++) store<usize>(rows + (<usize>t << 2), first + <usize>t * stride);
-  const n4 = (n + 3) & ~3;
-  for (let t = n; t < n4; t++) store<usize>(rows + (<usize>t << 2), first);
-}
-
-/**
- * Reads one word per 64-byte line of n rows of `rowBytes` bytes: a software
- * prefetch. wasm has no prefetch instruction, and on the target VM (4 KiB
- * pages under nested paging) the hardware prefetcher does not keep a
- * compute-paced stream fed (a Q·Kᵀ loop streaming K from DRAM measured
- * ≈ 5 GB/s), while a dense loop of independent loads keeps ~100 lines in
- * flight and reaches the core's read bandwidth (≈ 30 GB/s). Decode therefore
- * touches each tile first and then computes on it from cache. Returns the
- * xor of the words (store it so the loads stay).
- */
-export function touchRows(first: usize, stride: usize, n: i32, rowBytes: usize): i32 {
+export function touchRows(rows: usize, n: i32, rowBytes: usize): i32 {
   let sink = 0;
   for (let t = 0; t < n; t++) {
-    const row = first + <usize>t * stride;
+    const row = load<usize>(rows + (<usize>t << 2));
     for (let o: usize = 0; o < rowBytes; o += 64) sink ^= load<i32>(row + o);
   }
   return sink;

@@ -7,7 +7,7 @@
 //   o = (w_a·o_a + w_b·o_b) / (w_a + w_b), lse = m + ln(w_a + w_b);
 // an empty segment has lse = −Infinity and weight 0.
 
-import { SEQ_FIELDS, SEQ_SQ } from "./args";
+import { SEQ_FIELDS, SEQ_Q0, SEQ_SQ } from "./args";
 import { expNeg } from "./exp";
 
 @unmanaged class CombineArgs {
@@ -19,7 +19,7 @@ import { expNeg } from "./exp";
   D: i32;
   /** int32 [B, 2]: first slot and slot count of each sequence (count ≤ 1: nothing to combine). */
   chunks: usize;
-  /** int32 [B, SEQ_FIELDS] (Sq of each sequence). */
+  /** int32 [B, SEQ_FIELDS] (first query token q0 and Sq of each sequence). */
   seqs: usize;
   out: usize; osB: i32; osH: i32; osS: i32;
   /** 0 when lse is not requested. */
@@ -39,14 +39,15 @@ export function attention_combine_task(item: i32, tid: i32, args: usize): void {
   const count = load<i32>(a.chunks + (<usize>(2 * b + 1) << 2));
   if (count <= 1) return;
   const Sq = load<i32>(a.seqs + (<usize>(b * SEQ_FIELDS + SEQ_SQ) << 2));
+  const q0 = load<i32>(a.seqs + (<usize>(b * SEQ_FIELDS + SEQ_Q0) << 2));
   const D = a.D;
   const slotStride = <usize>a.H * <usize>a.partSq; // rows between consecutive slots
   for (let i = 0; i < Sq; i++) {
     const row0 = (<usize>first * <usize>a.H + <usize>h) * <usize>a.partSq + <usize>i;
     let mx: f32 = -Infinity;
     for (let c = 0; c < count; c++) mx = max(mx, load<f32>(a.partLse + ((row0 + <usize>c * slotStride) << 2)));
-    const oDst = a.out + ((<usize>b * <usize>a.osB + <usize>h * <usize>a.osH + <usize>i * <usize>a.osS) << 2);
-    const lseDst: usize = a.lse == 0 ? 0 : a.lse + ((<usize>b * <usize>a.lsB + <usize>h * <usize>a.lsH + <usize>i * <usize>a.lsS) << 2);
+    const oDst = a.out + ((<usize>b * <usize>a.osB + <usize>h * <usize>a.osH + <usize>(q0 + i) * <usize>a.osS) << 2);
+    const lseDst: usize = a.lse == 0 ? 0 : a.lse + ((<usize>b * <usize>a.lsB + <usize>h * <usize>a.lsH + <usize>(q0 + i) * <usize>a.lsS) << 2);
     if (mx == -Infinity) {
       memory.fill(oDst, 0, <usize>D << 2);
       if (lseDst != 0) store<f32>(lseDst, -Infinity);

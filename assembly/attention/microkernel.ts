@@ -6,16 +6,19 @@
 // the operands, fits the 16 xmm registers V8 allocates on x64.
 
 import { BC } from "./args";
-import { loadBf16x4 } from "../tensor/dtype";
+import { loadBf16x4, loadF16x4, loadFp8E4M3x4, loadFp8E5M2x4 } from "../tensor/dtype";
 
 /**
- * 4 elements of a K/V row as f32x4: T = f32 reads f32 rows (the cache in place,
- * or decoded tiles), T = u16 reads bf16 rows in place (widened by a shift).
- * `e` is the element index; the branch folds at compile time.
+ * 4 elements of a K/V row as f32x4, widened as loaded. The type parameter
+ * names the stored format (folds at compile time): f32 = f32 rows (the cache
+ * in place, or decoded tiles); u16 = bf16 (a shift); i16 = f16; u8 = fp8
+ * e4m3; i8 = fp8 e5m2 (fp8 scales are applied outside: to q and to o).
+ * `e` is the element index.
  */
 @inline function load4<T>(row: usize, e: usize): v128 {
   if (sizeof<T>() == 4) return v128.load(row + (e << 2));
-  return loadBf16x4(row + (e << 1));
+  if (sizeof<T>() == 2) return isSigned<T>() ? loadF16x4(row + (e << 1)) : loadBf16x4(row + (e << 1));
+  return isSigned<T>() ? loadFp8E5M2x4(row + e) : loadFp8E4M3x4(row + e);
 }
 
 /** [Σa, Σb, Σc, Σd]: the horizontal sums of four vectors in one vector. */
@@ -85,7 +88,7 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
 /**
  * O[r] += Σ_{j<n} P[r, j] · V[j] for r < R.
  *   p     f32 [R, BC]   probabilities of the tile
- *   vRows usize [n]     V row addresses, D4 elements of T each (f32, or bf16 as u16)
+ *   vRows usize [n]     V row addresses, D4 elements of T each (see load4)
  *   os    f32 [R, D4]   accumulators
  * Blocks of 4 rows × 8 dims: 8 accumulators; per key 2 V loads, 4 P splats, 16 FLOP ops.
  */
@@ -177,7 +180,7 @@ export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: u
  * KV head are the rows), reading each K row once: keys outer in pairs, blocks
  * of 4 rows × 2 keys inner (8 accumulators; per 4 dims 6 loads, 16 FLOP ops),
  * other row blocks reread the pair from L1. K rows may be the cache in place
- * (T = f32, or u16 for bf16, widened as loaded).
+ * (T: see load4).
  *   qs f32 [R, D4]; kRows [roundUp2(n)] rows of T; s f32 [R, BC] (lanes [n, roundUp2(n)) are padding)
  */
 export function qkStream<T>(qs: usize, R: i32, D4: i32, kRows: usize, n: i32, s: usize): void {

@@ -62,22 +62,27 @@ export function loadAsF32(dt: i32, p: usize, i: usize): f32 {
 
 // ---- SIMD decode: 4 stored elements → f32x4 -----------------------------------
 
-@inline function rebias(bits: v128, scale: u32): v128 {
-  return f32x4.mul(bits, f32x4.splat(reinterpret<f32>(scale)));
-}
+// The SIMD decoders rebias with integer adds and renormalize subnormals by one
+// f32 subtraction of normal numbers (F. Giesen's half_to_float): a multiply of
+// the shifted bits by 2^k would take f32 subnormal operands for subnormal
+// codes, which x86 handles in microcode (measured: fp8 decode 35% slower with
+// 3% subnormal codes).
 
+/** f16 codes, sign-extended to 32-bit lanes → f32x4, exact, NaN payloads kept. */
 @inline export function decodeF16x4(h: v128): v128 {
   const em = v128.and(h, i32x4.splat(0x7fff));
-  const bits = i32x4.shl(em, 13);
-  const sign = i32x4.shl(v128.and(h, i32x4.splat(0x8000)), 16);
-  const special = i32x4.gt_s(em, i32x4.splat(0x7bff));
-  const finite = rebias(bits, 0x77800000);
-  const value = v128.bitselect(v128.or(bits, i32x4.splat(0x7f800000)), finite, special);
+  const sign = v128.and(h, i32x4.splat(0x80000000));
+  const normal = i32x4.add(i32x4.shl(em, 13), i32x4.splat((127 - 15) << 23));
+  // Subnormals and zero: 2^-14·(1 + m/1024) − 2^-14 = m·2^-24.
+  const sub = f32x4.sub(i32x4.add(normal, i32x4.splat(1 << 23)), f32x4.splat(reinterpret<f32>(<u32>(127 - 14) << 23)));
+  // Inf and NaN: exponent 31 → 255.
+  const special = v128.and(i32x4.gt_s(em, i32x4.splat(0x7bff)), i32x4.splat((128 - 16) << 23));
+  const value = v128.bitselect(sub, i32x4.add(normal, special), i32x4.lt_s(em, i32x4.splat(0x0400)));
   return v128.or(value, sign);
 }
 
 @inline export function loadF16x4(p: usize): v128 {
-  return decodeF16x4(v128.load16x4_u(p));
+  return decodeF16x4(v128.load16x4_s(p));
 }
 
 @inline export function loadBf16x4(p: usize): v128 {
@@ -93,13 +98,18 @@ export function loadAsF32(dt: i32, p: usize, i: usize): f32 {
   const em = v128.and(b, i32x4.splat(0x7f));
   const bits = i32x4.shl(em, 20);
   const sign = i32x4.shl(v128.and(b, i32x4.splat(0x80)), 24);
-  const nan = i32x4.eq(em, i32x4.splat(0x7f));
-  const value = v128.bitselect(v128.or(bits, i32x4.splat(0x7f800000)), rebias(bits, 0x7b800000), nan);
+  const normal = i32x4.add(bits, i32x4.splat((127 - 7) << 23));
+  // Subnormals and zero: 2^-6·(1 + m/8) − 2^-6 = m·2^-9.
+  const sub = f32x4.sub(i32x4.add(normal, i32x4.splat(1 << 23)), f32x4.splat(reinterpret<f32>(<u32>(127 - 6) << 23)));
+  const finite = v128.bitselect(sub, normal, i32x4.lt_s(em, i32x4.splat(0x08)));
+  // E4M3FN has no Inf: only S.1111.111 is NaN.
+  const value = v128.bitselect(v128.or(bits, i32x4.splat(0x7f800000)), finite, i32x4.eq(em, i32x4.splat(0x7f)));
   return v128.or(value, sign);
 }
 
 @inline export function loadFp8E5M2x4(p: usize): v128 {
-  return decodeF16x4(i32x4.shl(loadU8x4(p), 8));
+  // e5m2 is the top byte of an f16: sign-extended, shifted into place.
+  return decodeF16x4(i32x4.shl(i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(p))), 8));
 }
 
 @inline export function loadInt8x4(p: usize): v128 {

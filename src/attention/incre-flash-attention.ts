@@ -8,8 +8,8 @@
 import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
-import { attentionScratch, writeAttnArgs } from "./kernel-args.js";
 import { AttentionPlan, MAX_DECODE_QLEN } from "./plan.js";
+import { runPlan } from "./run-plan.js";
 import {
   type AttentionProblem,
   checkHeads,
@@ -71,6 +71,8 @@ function decodeProblem(rt: Runtime, options: IncreFlashAttentionOptions): Decode
     if (!(plan instanceof AttentionPlan)) throw new ArgumentError("plan", `must be an AttentionPlan, got ${show(plan)}`);
     if (plan.disposed) throw new ArgumentError("plan", "was disposed");
     if (plan.buffers().runtime !== rt) throw new ArgumentError("plan", "was built for another runtime");
+    if (plan.paged !== null) throw new ArgumentError("plan", "was built for a paged cache (blockTable): use pagedAttention");
+    if (plan.qLen === null) throw new ArgumentError("plan", "was built for a ragged batch (cuSeqlensQ): use pagedAttention or flashAttention");
     const want: [string, number, number][] = [
       ["batch", plan.batch, B],
       ["numHeads", plan.numHeads, H],
@@ -134,31 +136,7 @@ export function increFlashAttention(rt: Runtime, options: IncreFlashAttentionOpt
         ...(options.splitKv === undefined ? {} : { splitKv: options.splitKv }),
       });
     }
-    const buf = plan.buffers();
-    const scratch = attentionScratch(rt, p.D);
-    const partials = { oPtr: buf.partO, lsePtr: buf.partLse, sq: p.Sq };
-    rt.parallelFor("attention_task", plan.numItems, writeAttnArgs(rt, p, buf.seqs, buf.items, partials, scratch));
-    if (plan.split) {
-      const args = rt
-        .args()
-        .ptr(buf.partO)
-        .ptr(buf.partLse)
-        .i32(p.H)
-        .i32(p.Sq)
-        .i32(p.D)
-        .ptr(buf.chunks)
-        .ptr(buf.seqs)
-        .ptr(p.outOp.ptr)
-        .i32(p.outOp.sB)
-        .i32(p.outOp.sH)
-        .i32(p.outOp.sS)
-        .ptr(p.lseOp.ptr)
-        .i32(p.lseOp.sB)
-        .i32(p.lseOp.sH)
-        .i32(p.lseOp.sS)
-        .end();
-      rt.parallelFor("attention_combine_task", p.B * p.H, args);
-    }
+    runPlan(rt, p, plan);
   } catch (e) {
     for (const t of p.allocated) rt.free(t);
     throw e;

@@ -10,8 +10,12 @@ import type { AttentionProblem } from "./problem.js";
 /** Rows per Q block and keys per K/V tile (assembly/attention/args.ts RMAX, BC). */
 export const RMAX = 64;
 export const BC = 64;
-/** int32 fields per work item: b, kvh, row0, rows, kv0, kv1, slot, pad. */
+/** int32 fields per work item: b, kvh, row0, rows, kv0, kv1, slot, nkv. */
 export const ITEM_FIELDS = 8;
+/** Most KV heads one work item takes (assembly/attention/args.ts NKV_MAX). */
+export const NKV_MAX = 8;
+/** Rows per KV head up to which a block takes the streaming (decode) path (flash.ts STREAM_ROWS). */
+export const STREAM_ROWS = 8;
 
 export interface WorkItem {
   b: number;
@@ -22,11 +26,13 @@ export interface WorkItem {
   kv1: number;
   /** −1: final output; s ≥ 0: split slot s. */
   slot: number;
+  /** KV heads kvh … kvh + nkv − 1 with `rows` rows each, in one block (nkv·rows ≤ RMAX). Default 1. */
+  nkv?: number;
 }
 
 export function packItems(items: readonly WorkItem[]): Int32Array {
   const t = new Int32Array(items.length * ITEM_FIELDS);
-  items.forEach((it, i) => t.set([it.b, it.kvh, it.row0, it.rows, it.kv0, it.kv1, it.slot, 0], i * ITEM_FIELDS));
+  items.forEach((it, i) => t.set([it.b, it.kvh, it.row0, it.rows, it.kv0, it.kv1, it.slot, it.nkv ?? 1], i * ITEM_FIELDS));
   return t;
 }
 
@@ -67,5 +73,11 @@ export function writeAttnArgs(rt: Runtime, p: AttentionProblem, seqsPtr: number,
   w.ptr(seqsPtr).ptr(itemsPtr);
   w.ptr(partials?.oPtr ?? 0).ptr(partials?.lsePtr ?? 0).i32(partials?.sq ?? 0);
   w.ptr(scratch.ptr).i32(scratch.stride);
+  const pg = p.paged;
+  w.ptr(pg?.blockTable ?? 0).i32(pg?.maxBlocksPerSeq ?? 0).i32(pg?.blockSize ?? 0);
+  const dq = p.dequant;
+  w.i32(dq?.quant ?? 0).f32(dq?.kScalar ?? 1).f32(dq?.vScalar ?? 1);
+  w.ptr(dq?.kScale ?? 0).ptr(dq?.vScale ?? 0).ptr(dq?.kOffset ?? 0).ptr(dq?.vOffset ?? 0);
+  w.i32(dq?.intRows ?? 0);
   return w.end();
 }

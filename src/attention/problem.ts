@@ -52,6 +52,29 @@ export interface SeqExtent {
   sk: number;
 }
 
+/** A paged cache's addressing (k/v operands then hold sS = the slot stride, sH = D). */
+export interface PagedOperands {
+  /** Address of the int32 block table [B, maxBlocksPerSeq]. */
+  blockTable: number;
+  maxBlocksPerSeq: number;
+  blockSize: number;
+}
+
+/** How stored K/V decode (assembly/attention/args.ts AttnArgs.quant …). */
+export interface KvDequant {
+  /** KV_QUANT_CODE of src/kv/kv-quant.ts. */
+  quant: number;
+  kScalar: number;
+  vScalar: number;
+  /** Addresses of the f32 scale/offset arrays (0 when absent). */
+  kScale: number;
+  vScale: number;
+  kOffset: number;
+  vOffset: number;
+  /** int8: 0 = dequantize tiles; 2 | 3 = the integer path with that many int8 rows. */
+  intRows: number;
+}
+
 export interface AttentionProblem {
   layout: AttentionLayout;
   B: number;
@@ -71,6 +94,10 @@ export interface AttentionProblem {
   lseOp: Operand;
   /** Tensors this call allocated (freed again if a later step throws). */
   allocated: Tensor[];
+  /** Paged K/V (pagedAttention). */
+  paged?: PagedOperands;
+  /** Quantized K/V (pagedAttention). */
+  dequant?: KvDequant;
 }
 
 /** Shape of one q/k/v/out tensor read through a layout. */

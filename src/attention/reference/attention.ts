@@ -45,7 +45,7 @@ export function attendRow(D: number, sk: number, score: (j: number) => number | 
 }
 
 /** Every element of t, decoded, in row-major order of its shape. */
-function values(t: Tensor): Float32Array {
+export function values(t: Tensor): Float32Array {
   if (!t.isContiguous()) return t.toFloat32();
   const out = new Float32Array(t.numel);
   decodeInto(t.dtype, storageArray(t.dtype, t.memory.buffer, t.ptr, t.numel), out);
@@ -53,14 +53,14 @@ function values(t: Tensor): Float32Array {
 }
 
 /** Element index of logical (b, n, s, d) in a row-major tensor of `layout`; `t0` is the sequence's first token (TND). */
-function layoutIndex(layout: AttentionLayout, shape: readonly number[], b: number, n: number, s: number, d: number, t0: number): number {
+export function layoutIndex(layout: AttentionLayout, shape: readonly number[], b: number, n: number, s: number, d: number, t0: number): number {
   if (layout === "BNSD") return ((b * shape[1]! + n) * shape[2]! + s) * shape[3]! + d;
   if (layout === "BSND") return ((b * shape[1]! + s) * shape[2]! + n) * shape[3]! + d;
   return ((t0 + s) * shape[1]! + n) * shape[2]! + d;
 }
 
 /** Reads t (broadcast to [B, H, Sq, Sk] by NumPy rules) at (b, h, i, j). */
-function broadcastReader(t: Tensor): (b: number, h: number, i: number, j: number) => number {
+export function broadcastReader(t: Tensor): (b: number, h: number, i: number, j: number) => number {
   const data = values(t);
   const shape = t.shape;
   const strides = new Array<number>(shape.length);
