@@ -37,23 +37,7 @@ export function measureCeilings(rt: Runtime, quick = false): Ceilings {
   const simdAll = (FLOPS_PER_ITERATION * iterations * itemsAll) / (tAll * 1e6);
 
   // --- read bandwidth --------------------------------------------------------
-  const bytes = (quick ? 256 : 512) << 20; // ≫ a 32 MiB L3
-  const chunk = 1 << 20;
-  const items = bytes / chunk;
-  const buf = rt.heap.alloc(bytes, "bandwidth probe");
-  const readSink = rt.heap.alloc(items * 4, "bench sink");
-  const readArgs = () => rt.args().ptr(buf).i32(chunk).ptr(readSink).end();
-  rt.parallelFor("bench_fill", items, readArgs()); // touch every page for real
-  const r1 = timeMedian(
-    () => {
-      const a = readArgs();
-      for (let i = 0; i < items; i++) k["bench_read"]!(i, 0, a);
-    },
-    { minReps: quick ? 3 : 5, minTimeMs: quick ? 200 : 1000 },
-  );
-  const rAll = timeMedian(() => rt.parallelFor("bench_read", items, readArgs()), { minReps: quick ? 3 : 5, minTimeMs: quick ? 200 : 1000 });
-  rt.free(buf);
-  rt.free(readSink);
+  const { oneThread: read1, allThreads: readAll } = measureReadBandwidth(rt, quick);
   rt.free(sink);
 
   // --- fork–join overhead ----------------------------------------------------
@@ -78,9 +62,43 @@ export function measureCeilings(rt: Runtime, quick = false): Ceilings {
     threads,
     simd_gflops_1t: simd1,
     simd_gflops_all: simdAll,
-    read_gbps_1t: bytes / (r1 * 1e6),
-    read_gbps_all: bytes / (rAll * 1e6),
+    read_gbps_1t: read1,
+    read_gbps_all: readAll,
     forkjoin_us: median(batches),
     forkjoin_cold_us: median(cold),
   };
+}
+
+/**
+ * Streaming read bandwidth (GB/s) on one thread and on all threads: v128 reads
+ * of a buffer far larger than the last-level cache, its pages written first so
+ * the reads hit real memory. Suites whose rows run long also call it next to
+ * the rows it normalizes (the machine's bandwidth drifts within a run);
+ * `oneThread` false skips the one-thread measurement (NaN).
+ */
+export function measureReadBandwidth(rt: Runtime, quick = false, oneThread = true): { oneThread: number; allThreads: number } {
+  const k = rt.kernels;
+  const bytes = (quick ? 256 : 512) << 20; // ≫ a 32 MiB L3
+  const chunk = 1 << 20;
+  const items = bytes / chunk;
+  const buf = rt.heap.alloc(bytes, "bandwidth probe");
+  const readSink = rt.heap.alloc(items * 4, "bench sink");
+  try {
+    const readArgs = () => rt.args().ptr(buf).i32(chunk).ptr(readSink).end();
+    rt.parallelFor("bench_fill", items, readArgs()); // touch every page for real
+    const r1 = oneThread
+      ? timeMedian(
+          () => {
+            const a = readArgs();
+            for (let i = 0; i < items; i++) k["bench_read"]!(i, 0, a);
+          },
+          { minReps: quick ? 3 : 5, minTimeMs: quick ? 200 : 1000 },
+        )
+      : NaN;
+    const rAll = timeMedian(() => rt.parallelFor("bench_read", items, readArgs()), { minReps: quick ? 3 : 5, minTimeMs: quick ? 200 : 1000 });
+    return { oneThread: bytes / (r1 * 1e6), allThreads: bytes / (rAll * 1e6) };
+  } finally {
+    rt.free(buf);
+    rt.free(readSink);
+  }
 }

@@ -83,8 +83,10 @@ export {
   type LoadModelDirOptions,
   type ModelDir,
   type ModelDirInfo,
+  type OpenModelDir,
   type WeightLocation,
   loadModelDir,
+  openModelDir,
   readModelDirInfo,
 } from "./model/model-dir.js";
 export { TINY_ARCHS, type TinyArch, type TinyModel, type TinyModelOptions, type TinyTokenizerOptions, writeTinyModel } from "./model/tiny-model.js";
@@ -136,3 +138,30 @@ export {
 } from "./ops/rope.js";
 export { type SwigluOptions, swiglu } from "./ops/swiglu.js";
 export { type AddOptions, add } from "./ops/add.js";
+export { type BuildWeightsOptions, DecoderWeights, type LayerWeights, type TensorSource, buildDecoderWeights, weightGroups } from "./model/decoder-weights.js";
+export { Decoder, type DecoderOptions } from "./model/decoder.js";
+export {
+  type LoadModelOptions,
+  type LoadedModel,
+  type RunnerOptions,
+  createDecoder,
+  kvBytesPerBlock,
+  loadModel,
+  resolveKvDtype,
+  resolveWeightFormat,
+} from "./model/loader.js";
+export { QWEN25_05B_CONFIG_JSON, type SyntheticModelOptions, createSyntheticModel, qwen25HalfBConfig } from "./model/synthetic-model.js";
+export { type ReferenceWeights, referenceForward } from "./model/reference-decoder.js";
+export { type ForwardBatch } from "./model/forward-batch.js";
+export { type KvCacheGeometry, type ModelRunner } from "./model/model-runner.js";
+export {
+  type GenerateOptions,
+  type GenerateResult,
+  type PhaseTiming,
+  type RunRequestOptions,
+  type StepInfo,
+  type StepLoopOptions,
+  generate,
+  promptLogits,
+  runRequest,
+} from "./engine/generate.js";

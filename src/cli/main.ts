@@ -3,9 +3,13 @@
  * The kvflash command line. Argument parsing only: each command calls the library.
  *
  *   kvflash serve [--model DIR] [--port 8000] [--host 127.0.0.1] …
+ *   kvflash generate --prompt TEXT [--model DIR] [--chat] [--max-tokens N] [sampling flags] [--json]
+ *   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
  *   kvflash bench <suite> [--quick] [--threads N] [--out FILE]
  */
 import { parseBenchArgs, runBench } from "../../bench/run.js";
+import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
+import { generateCommand, logitsCommand } from "./generate.js";
 import { serveCommand } from "./serve.js";
 import { SERVE_USAGE } from "./serve-args.js";
 
@@ -15,19 +19,28 @@ usage:
   kvflash serve [--model DIR] [--port 8000] [--host 127.0.0.1] [--kv-cache-gib N] [--kv-dtype DTYPE]
                 [--max-num-seqs N] [--weights FORMAT] [--api-key KEY] [--cors-origin ORIGIN] …
                                                                 OpenAI-compatible server (serve --help for all options)
+  kvflash generate --prompt TEXT [--model DIR] [--chat] [--max-tokens N] [--temperature T] [--top-p P] …
+                   [--seed N] [--stop TEXT] [--weights FORMAT] [--kv-dtype DTYPE] [--json]
+                                                                stream a completion (generate --help for all options)
+  kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
+                                                                the last position's logits
   kvflash bench <suite> [--quick] [--threads N] [--out FILE]   run a benchmark suite
   kvflash help                                                  this text
 `;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  const help = rest.includes("--help") || rest.includes("-h");
   switch (command) {
     case "serve":
-      if (rest.includes("--help") || rest.includes("-h")) {
-        process.stdout.write(SERVE_USAGE);
-        return 0;
-      }
+      if (help) return usage(SERVE_USAGE);
       return serveCommand(rest);
+    case "generate":
+      if (help) return usage(GENERATE_USAGE);
+      return generateCommand(rest);
+    case "logits":
+      if (help) return usage(LOGITS_USAGE);
+      return logitsCommand(rest);
     case "bench":
       await runBench(parseBenchArgs(rest, false));
       return 0;
@@ -41,6 +54,11 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`unknown command ${JSON.stringify(command)}\n${USAGE}`);
       return 1;
   }
+}
+
+function usage(text: string): number {
+  process.stdout.write(text);
+  return 0;
 }
 
 main(process.argv.slice(2)).then(

@@ -140,11 +140,15 @@ export function readModelDirInfo(dir: string): ModelDirInfo {
   return { dir, config, generation, weightFiles: files, weights, weightBytes: weights.reduce((s, w) => s + (w.end - w.begin), 0) };
 }
 
-/**
- * Loads a model directory: config, tokenizer, generation defaults and every
- * weight the decoder reads (streamed into `rt`'s memory, progress on stderr).
- */
-export function loadModelDir(rt: Runtime, dir: string, options: LoadModelDirOptions = {}): ModelDir {
+/** A model directory with its tokenizer and stop ids: everything but the weights (which stay on disk). */
+export interface OpenModelDir extends ModelDirInfo {
+  tokenizer: Tokenizer;
+  /** generation_config's eos_token_id list ∪ config.json's ∪ the tokenizer's eos token. */
+  eosTokenIds: number[];
+}
+
+/** Reads everything of a model directory but the weights (readModelDirInfo, the tokenizer, the stop ids). */
+export function openModelDir(dir: string): OpenModelDir {
   const info = readModelDirInfo(dir);
   const tokenizer = Tokenizer.fromDir(dir);
   if (tokenizer.vocabSize > info.config.vocabSize) {
@@ -154,6 +158,15 @@ export function loadModelDir(rt: Runtime, dir: string, options: LoadModelDirOpti
     );
   }
   const eosTokenIds = [...new Set([...info.generation.eosTokenIds, ...info.config.eosTokenIds, ...(tokenizer.eosTokenId !== null ? [tokenizer.eosTokenId] : [])])];
+  return { ...info, tokenizer, eosTokenIds };
+}
+
+/**
+ * Loads a model directory: config, tokenizer, generation defaults and every
+ * weight the decoder reads (streamed into `rt`'s memory, progress on stderr).
+ */
+export function loadModelDir(rt: Runtime, dir: string, options: LoadModelDirOptions = {}): ModelDir {
+  const { tokenizer, eosTokenIds, ...info } = openModelDir(dir);
   const p = options.progress;
   const progress = new LoadProgress(info.weightBytes, typeof p === "object" ? p : p === undefined ? {} : { enabled: p });
   const tensors = new Map<string, Tensor>();

@@ -1,0 +1,212 @@
+/**
+ * `kvflash generate` and `kvflash logits` arguments. `--flag value` and
+ * `--flag=value` both work; sampling flags have vLLM's names. Parsing only:
+ * cli/generate.ts hands the result to the library.
+ */
+import { ArgumentError } from "../errors.js";
+import type { SamplingParams } from "../engine/sampling-params.js";
+
+const MODEL_FLAGS = `  --model DIR                  Hugging Face model directory (default: the embedded default model)
+  --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4 | auto (default auto: the checkpoint's)
+  --kv-dtype DTYPE             KV cache: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default auto)
+  --max-model-len N            cap on prompt + output tokens (default: the model's, as far as the KV cache holds)
+  --threads N                  kernel threads (default: $KVFLASH_THREADS or all cores)`;
+
+export const GENERATE_USAGE = `usage: kvflash generate --prompt TEXT [options]
+
+  Streams the completion of TEXT to stdout; prefill and decode speed go to stderr.
+
+  --prompt TEXT                the prompt (required)
+  --chat                       wrap the prompt in the model's chat template as a user message
+  --system TEXT                with --chat: a system message first
+  --max-tokens N               most tokens to generate (default: generation_config's max_new_tokens, else 128)
+  --temperature T              0 = greedy (default: generation_config's, else 1)
+  --top-p P  --top-k K  --min-p P
+  --repetition-penalty R  --presence-penalty P  --frequency-penalty F
+  --seed N                     seed of the sampler's random stream (same seed, same output)
+  --stop TEXT                  stop string (repeatable); cut from the output
+  --ignore-eos                 keep going past the model's end-of-sequence tokens
+  --json                       print { "ids", "text", "logprobs", "finish_reason" } instead of streaming
+${MODEL_FLAGS}
+`;
+
+export const LOGITS_USAGE = `usage: kvflash logits (--ids 1,2,3 | --prompt TEXT) [options]
+
+  Runs the prompt through the model and prints the logits of its last position.
+
+  --ids LIST                   comma-separated token ids
+  --prompt TEXT                or text, tokenized as the model's tokenizer does (special tokens added)
+  --json                       print { "ids", "logits" } (every logit) instead of the top tokens
+  --top N                      without --json: how many of the highest logits to list (default 10)
+${MODEL_FLAGS}
+`;
+
+export interface ModelArgs {
+  model?: string;
+  weights?: string;
+  kvDtype?: string;
+  maxModelLen?: number;
+  threads?: number;
+}
+
+export interface GenerateArgs extends ModelArgs {
+  prompt: string;
+  chat: boolean;
+  system?: string;
+  json: boolean;
+  /** Only the flags given; the model's generation_config fills the rest. */
+  sampling: SamplingParams;
+}
+
+export interface LogitsArgs extends ModelArgs {
+  ids?: number[];
+  prompt?: string;
+  json: boolean;
+  top: number;
+}
+
+/** Walks `argv` as flags; `handle` returns false for a flag it does not know. */
+function walk(argv: readonly string[], usage: string, handle: (flag: string, value: () => string) => boolean): void {
+  for (let i = 0; i < argv.length; i++) {
+    let flag = argv[i]!;
+    let inline: string | undefined;
+    const eq = flag.indexOf("=");
+    if (flag.startsWith("--") && eq > 0) {
+      inline = flag.slice(eq + 1);
+      flag = flag.slice(0, eq);
+    }
+    const value = (): string => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new ArgumentError(flag, "needs a value");
+      return v;
+    };
+    if (!flag.startsWith("--")) throw new ArgumentError(flag, `is not an option (options start with --)\n${usage}`);
+    if (!handle(flag, value)) throw new ArgumentError(flag, `is not an option of this command\n${usage}`);
+    if (inline !== undefined && ["--chat", "--json", "--ignore-eos"].includes(flag)) throw new ArgumentError(flag, "takes no value");
+  }
+}
+
+function number(flag: string, v: string): number {
+  const n = Number(v);
+  if (v.trim() === "" || !Number.isFinite(n)) throw new ArgumentError(flag, `must be a number, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+function integer(flag: string, v: string, min: number): number {
+  const n = number(flag, v);
+  if (!Number.isSafeInteger(n) || n < min) throw new ArgumentError(flag, `must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+function modelFlag(args: ModelArgs, flag: string, value: () => string): boolean {
+  switch (flag) {
+    case "--model":
+      args.model = value();
+      return true;
+    case "--weights":
+      args.weights = value();
+      return true;
+    case "--kv-dtype":
+      args.kvDtype = value();
+      return true;
+    case "--max-model-len":
+      args.maxModelLen = integer(flag, value(), 2);
+      return true;
+    case "--threads":
+      args.threads = integer(flag, value(), 1);
+      return true;
+    default:
+      return false;
+  }
+}
+
+export function parseGenerateArgs(argv: readonly string[]): GenerateArgs {
+  const args: Partial<GenerateArgs> & { sampling: SamplingParams } = { chat: false, json: false, sampling: {} };
+  const s = args.sampling;
+  const stops: string[] = [];
+  walk(argv, GENERATE_USAGE, (flag, value) => {
+    switch (flag) {
+      case "--prompt":
+        args.prompt = value();
+        return true;
+      case "--chat":
+        args.chat = true;
+        return true;
+      case "--system":
+        args.system = value();
+        return true;
+      case "--json":
+        args.json = true;
+        return true;
+      case "--max-tokens":
+        s.maxTokens = integer(flag, value(), 1);
+        return true;
+      case "--temperature":
+        s.temperature = number(flag, value());
+        return true;
+      case "--top-p":
+        s.topP = number(flag, value());
+        return true;
+      case "--top-k":
+        s.topK = integer(flag, value(), -1);
+        return true;
+      case "--min-p":
+        s.minP = number(flag, value());
+        return true;
+      case "--repetition-penalty":
+        s.repetitionPenalty = number(flag, value());
+        return true;
+      case "--presence-penalty":
+        s.presencePenalty = number(flag, value());
+        return true;
+      case "--frequency-penalty":
+        s.frequencyPenalty = number(flag, value());
+        return true;
+      case "--seed":
+        s.seed = integer(flag, value(), 0);
+        return true;
+      case "--stop":
+        stops.push(value());
+        return true;
+      case "--ignore-eos":
+        s.ignoreEos = true;
+        return true;
+      default:
+        return modelFlag(args, flag, value);
+    }
+  });
+  if (stops.length > 0) s.stop = stops;
+  if (args.prompt === undefined) throw new ArgumentError("--prompt", `is required\n${GENERATE_USAGE}`);
+  if (args.system !== undefined && !args.chat) throw new ArgumentError("--system", "needs --chat (it is a chat message)");
+  return args as GenerateArgs;
+}
+
+export function parseLogitsArgs(argv: readonly string[]): LogitsArgs {
+  const args: LogitsArgs = { json: false, top: 10 };
+  walk(argv, LOGITS_USAGE, (flag, value) => {
+    switch (flag) {
+      case "--ids": {
+        const v = value();
+        args.ids = v.split(",").map((part, i) => {
+          const t = part.trim();
+          if (!/^\d+$/.test(t)) throw new ArgumentError(`--ids[${i}]`, `must be a token id (an integer ≥ 0), got ${JSON.stringify(part)}`);
+          return Number(t);
+        });
+        return true;
+      }
+      case "--prompt":
+        args.prompt = value();
+        return true;
+      case "--json":
+        args.json = true;
+        return true;
+      case "--top":
+        args.top = integer(flag, value(), 1);
+        return true;
+      default:
+        return modelFlag(args, flag, value);
+    }
+  });
+  if ((args.ids === undefined) === (args.prompt === undefined)) throw new ArgumentError("--ids", `or --prompt is required (one of them)\n${LOGITS_USAGE}`);
+  return args;
+}

@@ -1,0 +1,88 @@
+/**
+ * `kvflash generate` and `kvflash logits`: load the model (loadModel), run
+ * the library (generate / promptLogits), print. Text goes to stdout, progress
+ * and speed to stderr.
+ */
+import { generate, promptLogits } from "../engine/generate.js";
+import { resolveSamplingParams, samplingDefaults } from "../engine/sampling-params.js";
+import { topN } from "../engine/sampler.js";
+import { defaultModelDir } from "../model/default-model.js";
+import { type LoadedModel, loadModel } from "../model/loader.js";
+import { type Runtime, createRuntime } from "../runtime/runtime.js";
+import { type ModelArgs, parseGenerateArgs, parseLogitsArgs } from "./generate-args.js";
+
+/** Default --max-tokens when generation_config.json has no max_new_tokens. */
+const DEFAULT_MAX_TOKENS = 128;
+
+const say = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+
+async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runtime) => T): Promise<T> {
+  const rt = await createRuntime(args.threads === undefined ? {} : { threads: args.threads });
+  try {
+    const t0 = performance.now();
+    const dir = args.model ?? defaultModelDir();
+    const model = loadModel(rt, dir, {
+      ...(args.weights === undefined ? {} : { weights: args.weights }),
+      ...(args.kvDtype === undefined ? {} : { kvDtype: args.kvDtype }),
+      ...(args.maxModelLen === undefined ? {} : { maxModelLen: args.maxModelLen }),
+    });
+    try {
+      const r = model.runner;
+      say(`loaded ${dir}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype}, max ${r.maxModelLen} tokens, ${rt.threads} threads (${((performance.now() - t0) / 1000).toFixed(2)} s)`);
+      return run(model, rt);
+    } finally {
+      model.runner.dispose();
+    }
+  } finally {
+    await rt.dispose();
+  }
+}
+
+export async function generateCommand(argv: readonly string[]): Promise<number> {
+  const args = parseGenerateArgs(argv);
+  return withModel(args, (model) => {
+    const { tokenizer } = model;
+    const promptIds = args.chat
+      ? tokenizer.encodeChat([...(args.system === undefined ? [] : [{ role: "system", content: args.system }]), { role: "user", content: args.prompt }])
+      : tokenizer.encode(args.prompt);
+    const defaults = { maxTokens: DEFAULT_MAX_TOKENS, ...samplingDefaults(model.generation) };
+    const params = resolveSamplingParams({ ...args.sampling, ...(args.json ? { logprobs: 0 } : {}) }, model.config.vocabSize, defaults);
+    const result = generate({
+      runner: model.runner,
+      tokenizer,
+      promptIds,
+      params,
+      eosTokenIds: model.eosTokenIds,
+      ...(args.json ? {} : { onText: (delta: string) => process.stdout.write(delta) }),
+    });
+    if (args.json) {
+      process.stdout.write(`${JSON.stringify({ ids: result.ids, text: result.text, logprobs: result.logprobs, finish_reason: result.finishReason })}\n`);
+    } else {
+      process.stdout.write("\n");
+    }
+    const { prefill, decode } = result;
+    say(
+      `prefill: ${prefill.tokens} tokens in ${prefill.ms.toFixed(1)} ms (${prefill.tokPerS.toFixed(1)} tok/s) · ` +
+        `decode: ${decode.tokens} tokens in ${decode.ms.toFixed(1)} ms (${decode.tokPerS.toFixed(1)} tok/s) · finish: ${result.finishReason}`,
+    );
+    return 0;
+  });
+}
+
+export async function logitsCommand(argv: readonly string[]): Promise<number> {
+  const args = parseLogitsArgs(argv);
+  return withModel(args, (model) => {
+    const ids = args.ids ?? model.tokenizer.encode(args.prompt!);
+    const logits = promptLogits(model.runner, ids);
+    if (args.json) {
+      process.stdout.write(`${JSON.stringify({ ids, logits: Array.from(logits) })}\n`);
+    } else {
+      for (const id of topN(logits, args.top)) {
+        process.stdout.write(`${String(id).padStart(8)}  ${logits[id]!.toFixed(4).padStart(10)}  ${JSON.stringify(model.tokenizer.idToToken(id) ?? "")}\n`);
+      }
+    }
+    return 0;
+  });
+}

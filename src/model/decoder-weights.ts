@@ -1,0 +1,213 @@
+/**
+ * A decoder's weights in their compute format, converted once at load:
+ * every matrix becomes a packed `Weight` (f32 | bf16 | q8 | q4, see
+ * ops/weight.ts), with q/k/v fused into one QKV matrix and gate/up into one
+ * gate_up matrix (vLLM's QKVParallelLinear and MergedColumnParallelLinear:
+ * one GEMV reads both, one activation quantization serves both); norm
+ * weights and biases become f32 tensors.
+ *
+ * The checkpoint's tensors (file dtype) come from a `TensorSource` one group
+ * at a time — the embedding, then each layer, then the final norm and LM
+ * head — and each group is freed as soon as it is converted, so loading
+ * needs the converted model plus one layer of the checkpoint, never both
+ * whole models (a bf16 checkpoint converted to q8 peaks at ≈ 0.56 + 1 layer,
+ * not 1.56 × the q8 size).
+ */
+import { ArgumentError } from "../errors.js";
+import { type Weight, type WeightFormat, WEIGHT_FORMATS, createWeight } from "../ops/weight.js";
+import type { Runtime } from "../runtime/runtime.js";
+import { checkOneOf } from "../tensor/check.js";
+import { convert } from "../tensor/convert.js";
+import { Tensor } from "../tensor/tensor.js";
+import type { ModelConfig } from "./config.js";
+import { expectedWeights } from "./weight-names.js";
+
+/** One decoder layer. Shapes: hidden = h, H query heads, Hkv KV heads, head dim D, MLP width I. */
+export interface LayerWeights {
+  /** f32 [h]: input_layernorm. */
+  inputNorm: Tensor;
+  /** [(H + 2·Hkv)·D, h]: q_proj, k_proj, v_proj stacked along rows. */
+  qkv: Weight;
+  /** f32 [(H + 2·Hkv)·D], or null (Qwen2 and Llama with attention_bias have it). */
+  qkvBias: Tensor | null;
+  /** f32 [D]: Qwen3's per-head RMSNorm of q and of k, or null. */
+  qNorm: Tensor | null;
+  kNorm: Tensor | null;
+  /** [h, H·D]: o_proj. */
+  o: Weight;
+  /** f32 [h], or null. */
+  oBias: Tensor | null;
+  /** f32 [h]: post_attention_layernorm. */
+  postNorm: Tensor;
+  /** [2·I, h]: gate_proj, up_proj stacked along rows. */
+  gateUp: Weight;
+  /** f32 [2·I], or null (Llama mlp_bias). */
+  gateUpBias: Tensor | null;
+  /** [h, I]: down_proj. */
+  down: Weight;
+  downBias: Tensor | null;
+}
+
+/**
+ * Hands out checkpoint tensors (f32, f16 or bf16, contiguous, in the
+ * runtime's memory) by name, one group at a time. The decoder weights free
+ * them after conversion.
+ */
+export type TensorSource = (names: readonly string[]) => Map<string, Tensor>;
+
+export interface BuildWeightsOptions {
+  config: ModelConfig;
+  /** Compute format of every matrix (the embedding and LM head included). */
+  format: WeightFormat;
+  source: TensorSource;
+  /** Called after each group (embedding, layer 0 … L − 1, final) is converted. */
+  onGroup?: (done: number, total: number) => void;
+}
+
+export class DecoderWeights {
+  readonly format: WeightFormat;
+  /** [V, h]: embed_tokens, read one row per token. */
+  readonly embedding: Weight;
+  readonly layers: readonly LayerWeights[];
+  /** f32 [h]: model.norm. */
+  readonly finalNorm: Tensor;
+  /** [V, h]: lm_head, or the embedding itself when tied. */
+  readonly lmHead: Weight;
+  readonly #rt: Runtime;
+  #freed = false;
+
+  /** @internal use buildDecoderWeights() */
+  constructor(rt: Runtime, format: WeightFormat, embedding: Weight, layers: LayerWeights[], finalNorm: Tensor, lmHead: Weight) {
+    this.#rt = rt;
+    this.format = format;
+    this.embedding = embedding;
+    this.layers = layers;
+    this.finalNorm = finalNorm;
+    this.lmHead = lmHead;
+  }
+
+  /**
+   * Bytes one decode step reads from the weights: every layer's four
+   * matrices and the LM head (the embedding row, norms and biases are noise).
+   * Decode is bound by this over the memory bandwidth.
+   */
+  get bytesPerToken(): number {
+    let n = this.lmHead.byteLength;
+    for (const w of this.layers) n += w.qkv.byteLength + w.o.byteLength + w.gateUp.byteLength + w.down.byteLength;
+    return n;
+  }
+
+  /** Bytes of every matrix held (the tied embedding once). */
+  get bytes(): number {
+    const tied = this.lmHead === this.embedding;
+    return this.bytesPerToken + (tied ? 0 : this.embedding.byteLength);
+  }
+
+  get freed(): boolean {
+    return this.#freed;
+  }
+
+  free(): void {
+    if (this.#freed) return;
+    this.#freed = true;
+    const rt = this.#rt;
+    this.embedding.free();
+    if (this.lmHead !== this.embedding) this.lmHead.free();
+    rt.free(this.finalNorm);
+    for (const w of this.layers) {
+      for (const m of [w.qkv, w.o, w.gateUp, w.down]) m.free();
+      for (const t of [w.inputNorm, w.postNorm, w.qkvBias, w.qNorm, w.kNorm, w.oBias, w.gateUpBias, w.downBias]) if (t) rt.free(t);
+    }
+  }
+}
+
+/** The checkpoint names of each load group, in load order: the embedding, every layer, then the final norm and LM head. */
+export function weightGroups(config: ModelConfig): string[][] {
+  const names = expectedWeights(config).map((s) => s.name);
+  const groups: string[][] = [["model.embed_tokens.weight"]];
+  for (let l = 0; l < config.numLayers; l++) groups.push(names.filter((n) => n.startsWith(`model.layers.${l}.`)));
+  groups.push(names.filter((n) => n === "model.norm.weight" || n === "lm_head.weight"));
+  return groups;
+}
+
+/** One f32 tensor holding `parts` end to end (fused biases; a norm weight when given one part). */
+function f32Concat(rt: Runtime, parts: readonly Tensor[], label: string): Tensor {
+  const n = parts.reduce((s, t) => s + t.numel, 0);
+  const out = rt.tensor("f32", [n], label);
+  let offset = 0;
+  for (const t of parts) {
+    convert(rt, t, new Tensor(rt.memory, out.ptr + offset * 4, "f32", [t.numel]));
+    offset += t.numel;
+  }
+  return out;
+}
+
+/**
+ * Converts a checkpoint into DecoderWeights, group by group (see weightGroups).
+ * On failure everything converted so far is freed.
+ */
+export function buildDecoderWeights(rt: Runtime, options: BuildWeightsOptions): DecoderWeights {
+  const { config } = options;
+  const format = checkOneOf("format", options.format, WEIGHT_FORMATS);
+  const groups = weightGroups(config);
+  const made: { free(): void }[] = []; // for cleanup on failure
+  const keep = <T extends Weight | Tensor>(x: T): T => {
+    made.push(x instanceof Tensor ? { free: () => rt.free(x) } : x);
+    return x;
+  };
+  const weight = (source: Tensor | Tensor[], label: string): Weight => keep(createWeight(rt, { source, format, label: `${label} ${format}` }));
+  const f32 = (parts: Tensor[], label: string): Tensor => keep(f32Concat(rt, parts, label));
+
+  /** Takes group g from the source, checks it has every name, runs `build`, frees the group. */
+  const withGroup = <T>(g: number, build: (get: (name: string) => Tensor) => T): T => {
+    const tensors = options.source(groups[g]!);
+    try {
+      const get = (name: string): Tensor => {
+        const t = tensors.get(name);
+        if (!t) throw new ArgumentError("source", `did not provide tensor ${name}`);
+        return t;
+      };
+      const out = build(get);
+      options.onGroup?.(g + 1, groups.length);
+      return out;
+    } finally {
+      for (const t of tensors.values()) rt.free(t);
+    }
+  };
+
+  try {
+    const embedding = withGroup(0, (get) => weight(get("model.embed_tokens.weight"), "embed_tokens"));
+    const layers: LayerWeights[] = [];
+    for (let l = 0; l < config.numLayers; l++) {
+      layers.push(
+        withGroup(1 + l, (get) => {
+          const p = `model.layers.${l}`;
+          const attn = (m: string, s: string) => get(`${p}.self_attn.${m}.${s}`);
+          const mlp = (m: string, s: string) => get(`${p}.mlp.${m}.${s}`);
+          return {
+            inputNorm: f32([get(`${p}.input_layernorm.weight`)], `layer ${l} input_layernorm`),
+            qkv: weight([attn("q_proj", "weight"), attn("k_proj", "weight"), attn("v_proj", "weight")], `layer ${l} qkv_proj`),
+            qkvBias: config.qkvBias ? f32([attn("q_proj", "bias"), attn("k_proj", "bias"), attn("v_proj", "bias")], `layer ${l} qkv bias`) : null,
+            qNorm: config.qkNorm ? f32([attn("q_norm", "weight")], `layer ${l} q_norm`) : null,
+            kNorm: config.qkNorm ? f32([attn("k_norm", "weight")], `layer ${l} k_norm`) : null,
+            o: weight(attn("o_proj", "weight"), `layer ${l} o_proj`),
+            oBias: config.oProjBias ? f32([attn("o_proj", "bias")], `layer ${l} o_proj bias`) : null,
+            postNorm: f32([get(`${p}.post_attention_layernorm.weight`)], `layer ${l} post_attention_layernorm`),
+            gateUp: weight([mlp("gate_proj", "weight"), mlp("up_proj", "weight")], `layer ${l} gate_up_proj`),
+            gateUpBias: config.mlpBias ? f32([mlp("gate_proj", "bias"), mlp("up_proj", "bias")], `layer ${l} gate_up bias`) : null,
+            down: weight(mlp("down_proj", "weight"), `layer ${l} down_proj`),
+            downBias: config.mlpBias ? f32([mlp("down_proj", "bias")], `layer ${l} down_proj bias`) : null,
+          };
+        }),
+      );
+    }
+    const { finalNorm, lmHead } = withGroup(config.numLayers + 1, (get) => ({
+      finalNorm: f32([get("model.norm.weight")], "model.norm"),
+      lmHead: config.tieWordEmbeddings ? embedding : weight(get("lm_head.weight"), "lm_head"),
+    }));
+    return new DecoderWeights(rt, format, embedding, layers, finalNorm, lmHead);
+  } catch (e) {
+    for (const m of made) m.free();
+    throw e;
+  }
+}

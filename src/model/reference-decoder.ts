@@ -1,0 +1,97 @@
+/**
+ * The decoder forward in float64, written to be read: one sequence, every
+ * position at once, plain arrays, no cache, no batching, no kernels — the
+ * oracle the wasm Decoder is tested against (llm.c keeps its naive matmul for
+ * the same reason). Small models only: it does O(T² + T·params) float64 work
+ * in JavaScript.
+ *
+ * Weights are the checkpoint's tensors by their Hugging Face names (decoded
+ * to numbers), so the same oracle checks f32 checkpoints, and quantized
+ * formats through their dequantized values.
+ */
+import { ArgumentError } from "../errors.js";
+import { linearReference } from "../ops/reference/linear.js";
+import { rmsNormReference } from "../ops/reference/rmsnorm.js";
+import { ropeReference } from "../ops/reference/rope.js";
+import { swigluReference } from "../ops/reference/swiglu.js";
+import { ropeInvFreq } from "../ops/rope.js";
+import type { ModelConfig } from "./config.js";
+
+/** name → values (row-major, the checkpoint's shape). */
+export type ReferenceWeights = ReadonlyMap<string, ArrayLike<number>>;
+
+/**
+ * Logits of every position of one sequence: float64 [T, V] (row t predicts
+ * token t + 1), for tokens at positions 0 … T − 1.
+ */
+export function referenceForward(config: ModelConfig, weights: ReferenceWeights, tokens: readonly number[]): Float64Array {
+  const { hiddenSize: h, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I, vocabSize: V, rmsNormEps: eps } = config;
+  const G = H / Hkv; // query heads per KV head
+  const T = tokens.length;
+  const w = (name: string): ArrayLike<number> => {
+    const v = weights.get(name);
+    if (!v) throw new ArgumentError("weights", `lack ${name}`);
+    return v;
+  };
+  const linear = (x: ArrayLike<number>, name: string, rows: number, cols: number, bias: boolean): Float64Array =>
+    linearReference(x, w(`${name}.weight`), { tokens: T, rows, cols }, bias ? w(`${name}.bias`) : undefined);
+  const positions = Array.from({ length: T }, (_, t) => t);
+  const invFreq = ropeInvFreq({ headDim: D, theta: config.ropeTheta, scaling: config.ropeScaling });
+  const rope = (x: Float64Array, heads: number) => ropeReference(x, positions, Float32Array.from(invFreq), { tokens: T, heads, headDim: D, rotaryDim: D });
+
+  // x [T, h]: the embedding rows.
+  const embed = w("model.embed_tokens.weight");
+  const x = new Float64Array(T * h);
+  tokens.forEach((id, t) => {
+    for (let i = 0; i < h; i++) x[t * h + i] = embed[id * h + i]!;
+  });
+
+  for (let l = 0; l < config.numLayers; l++) {
+    const p = `model.layers.${l}`;
+    // Attention block.
+    const xb = rmsNormReference(x, w(`${p}.input_layernorm.weight`), T, h, eps); //       [T, h]
+    let q = linear(xb, `${p}.self_attn.q_proj`, H * D, h, config.qkvBias); //                   [T, H·D]
+    let k = linear(xb, `${p}.self_attn.k_proj`, Hkv * D, h, config.qkvBias); //                 [T, Hkv·D]
+    const v = linear(xb, `${p}.self_attn.v_proj`, Hkv * D, h, config.qkvBias); //               [T, Hkv·D]
+    if (config.qkNorm) {
+      q = rmsNormReference(q, w(`${p}.self_attn.q_norm.weight`), T * H, D, eps); //           per head
+      k = rmsNormReference(k, w(`${p}.self_attn.k_norm.weight`), T * Hkv, D, eps);
+    }
+    q = rope(q, H);
+    k = rope(k, Hkv);
+    const window = config.layerWindows[l] ?? Infinity; // token t sees keys j with t − window < j ≤ t
+    const att = new Float64Array(T * H * D); //                                                  [T, H·D]
+    for (let t = 0; t < T; t++) {
+      for (let head = 0; head < H; head++) {
+        const kvh = Math.floor(head / G);
+        const first = Math.max(0, t - window + 1);
+        const scores: number[] = [];
+        for (let j = first; j <= t; j++) {
+          let s = 0;
+          for (let d = 0; d < D; d++) s += q[(t * H + head) * D + d]! * k[(j * Hkv + kvh) * D + d]!;
+          scores.push(s / Math.sqrt(D));
+        }
+        const max = Math.max(...scores);
+        const e = scores.map((s) => Math.exp(s - max));
+        const sum = e.reduce((a, b) => a + b, 0);
+        for (let j = first; j <= t; j++) {
+          const pj = e[j - first]! / sum;
+          for (let d = 0; d < D; d++) att[(t * H + head) * D + d]! += pj * v[(j * Hkv + kvh) * D + d]!;
+        }
+      }
+    }
+    const o = linear(att, `${p}.self_attn.o_proj`, h, H * D, config.oProjBias); //               [T, h]
+    for (let i = 0; i < T * h; i++) x[i]! += o[i]!;
+
+    // MLP block.
+    const xb2 = rmsNormReference(x, w(`${p}.post_attention_layernorm.weight`), T, h, eps);
+    const gate = linear(xb2, `${p}.mlp.gate_proj`, I, h, config.mlpBias); //                     [T, I]
+    const up = linear(xb2, `${p}.mlp.up_proj`, I, h, config.mlpBias); //                         [T, I]
+    const down = linear(swigluReference(gate, up), `${p}.mlp.down_proj`, h, I, config.mlpBias); // [T, h]
+    for (let i = 0; i < T * h; i++) x[i]! += down[i]!;
+  }
+
+  const xf = rmsNormReference(x, w("model.norm.weight"), T, h, eps);
+  const head = config.tieWordEmbeddings ? embed : w("lm_head.weight");
+  return linearReference(xf, head, { tokens: T, rows: V, cols: h }); //                            [T, V]
+}

@@ -1,0 +1,131 @@
+// The real `kvflash generate` and `kvflash logits` processes on a tiny model
+// directory, against the library in this process: the same tokens, text,
+// logprobs and logits; streaming to stdout, speed to stderr; clear errors.
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { after, before, test } from "node:test";
+import {
+  type LoadedModel,
+  type Runtime,
+  createRuntime,
+  generate,
+  loadModel,
+  promptLogits,
+  resolveSamplingParams,
+  samplingDefaults,
+  writeTinyModel,
+} from "../../src/index.js";
+
+const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+const run = promisify(execFile);
+
+interface Output {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function kvflash(...args: string[]): Promise<Output> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [MAIN, ...args], { env: { ...process.env, KVFLASH_THREADS: "2" } });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: err.code ?? -1, stdout: err.stdout ?? "", stderr: err.stderr ?? "" };
+  }
+}
+
+let rt: Runtime;
+let root: string;
+let dir: string;
+let model: LoadedModel;
+
+before(async () => {
+  rt = await createRuntime({ threads: 2 });
+  root = mkdtempSync(join(tmpdir(), "kvflash-cli-"));
+  dir = writeTinyModel(join(root, "qwen2"), { arch: "qwen2", seed: 9, embeddingStd: 0.05, generation: { temperature: 0.7, top_p: 0.9 } }).dir;
+  model = loadModel(rt, dir, { progress: false });
+});
+after(async () => {
+  model.runner.dispose();
+  rmSync(root, { recursive: true, force: true });
+  await rt.dispose();
+});
+
+test("generate --json: the library's ids, text and logprobs; --temperature 0 is greedy", async () => {
+  const out = await kvflash("generate", "--model", dir, "--prompt", "Hello there", "--max-tokens", "10", "--temperature", "0", "--ignore-eos", "--json");
+  assert.equal(out.code, 0, out.stderr);
+  const json = JSON.parse(out.stdout) as { ids: number[]; text: string; logprobs: number[]; finish_reason: string };
+  const params = resolveSamplingParams({ temperature: 0, maxTokens: 10, ignoreEos: true, logprobs: 0 }, model.config.vocabSize, samplingDefaults(model.generation));
+  const want = generate({ runner: model.runner, tokenizer: model.tokenizer, promptIds: model.tokenizer.encode("Hello there"), params, eosTokenIds: model.eosTokenIds });
+  assert.deepEqual(json.ids, want.ids);
+  assert.equal(json.text, want.text);
+  assert.deepEqual(json.logprobs, want.logprobs);
+  assert.equal(json.finish_reason, "length");
+  assert.match(out.stderr, /prefill: \d+ tokens in [\d.]+ ms \([\d.]+ tok\/s\) · decode: 9 tokens in [\d.]+ ms \([\d.]+ tok\/s\)/);
+});
+
+test("generate streams the same text to stdout; --seed reproduces across processes; --stop cuts the text", async () => {
+  const args = ["generate", "--model", dir, "--prompt", "Once upon a time", "--chat", "--max-tokens", "12", "--seed", "7", "--ignore-eos"];
+  const a = await kvflash(...args);
+  const b = await kvflash(...args);
+  const j = await kvflash(...args, "--json");
+  assert.equal(a.code, 0, a.stderr);
+  assert.equal(a.stdout, b.stdout);
+  const text = (JSON.parse(j.stdout) as { text: string }).text;
+  assert.equal(a.stdout, `${text}\n`);
+  // The same request in the library, with the model's generation_config defaults (temperature 0.7, top_p 0.9).
+  const params = resolveSamplingParams({ maxTokens: 12, seed: 7, ignoreEos: true }, model.config.vocabSize, samplingDefaults(model.generation));
+  const promptIds = model.tokenizer.encodeChat([{ role: "user", content: "Once upon a time" }]);
+  assert.equal(generate({ runner: model.runner, tokenizer: model.tokenizer, promptIds, params }).text, text);
+  const stop = text.slice(2, 5);
+  const cut = await kvflash(...args, "--stop", stop, "--json");
+  const cj = JSON.parse(cut.stdout) as { text: string; finish_reason: string };
+  assert.equal(cj.text, text.slice(0, text.indexOf(stop)));
+  assert.equal(cj.finish_reason, "stop");
+});
+
+test("logits --json prints the last position's logits, bit for bit the library's", async () => {
+  const out = await kvflash("logits", "--model", dir, "--ids", "1,2,3,40", "--json", "--weights", "q8", "--kv-dtype", "int8");
+  assert.equal(out.code, 0, out.stderr);
+  const json = JSON.parse(out.stdout) as { ids: number[]; logits: number[] };
+  assert.deepEqual(json.ids, [1, 2, 3, 40]);
+  const q8 = loadModel(rt, dir, { weights: "q8", kvDtype: "int8", progress: false });
+  const want = promptLogits(q8.runner, [1, 2, 3, 40]);
+  q8.runner.dispose();
+  assert.deepEqual(Float32Array.from(json.logits), want);
+  const top = await kvflash("logits", "--model", dir, "--prompt", "hi", "--top", "3");
+  assert.equal(top.stdout.trim().split("\n").length, 3);
+});
+
+test("without --model the embedded default model runs", async () => {
+  const out = await kvflash("generate", "--prompt", "Hi", "--max-tokens", "3");
+  assert.equal(out.code, 0, out.stderr);
+  assert.match(out.stderr, /models[/\\]default: LlamaForCausalLM/);
+});
+
+test("bad arguments exit 1 with a message naming the flag and the value", async () => {
+  const cases: [string[], RegExp][] = [
+    [["generate", "--model", dir], /--prompt is required/],
+    [["generate", "--prompt", "x", "--max-tokens", "0"], /--max-tokens must be an integer ≥ 1, got "0"/],
+    [["generate", "--prompt", "x", "--temperatur", "1"], /--temperatur is not an option of this command/],
+    [["generate", "--model", dir, "--prompt", "x", "--weights", "q3"], /weights must be one of .* got "q3"/],
+    [["generate", "--model", dir, "--prompt", "x", "--top-p", "1.5"], /topP must be ≤ 1, got 1\.5/],
+    [["logits", "--model", dir, "--ids", "1,x"], /--ids\[1\] must be a token id/],
+    [["logits", "--model", dir, "--ids", "1", "--prompt", "y"], /--ids or --prompt is required \(one of them\)/],
+    [["generate", "--model", join(root, "nowhere"), "--prompt", "x"], /dir does not exist/],
+  ];
+  for (const [args, message] of cases) {
+    const out = await kvflash(...args);
+    assert.equal(out.code, 1, args.join(" "));
+    assert.match(out.stderr, message, args.join(" "));
+  }
+  const help = await kvflash("generate", "--help");
+  assert.equal(help.code, 0);
+  assert.match(help.stdout, /--repetition-penalty/);
+});
