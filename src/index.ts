@@ -108,7 +108,7 @@ export { Engine, type EngineOptions, type EngineOutput, type EngineRequest, type
 export { EngineMetrics, type EngineFinishReason, type EngineMetricsSnapshot, Histogram, type HistogramSnapshot } from "./engine/metrics.js";
 export { EngineClient, EngineRejectedError, type EngineState, OutputStream } from "./engine/engine-client.js";
 export type { EngineInfo, EngineSettings, EngineWorkerConfig } from "./engine/protocol.js";
-export type { LoadProgressInfo, LoadedModel, ModelLoadOptions, ModelLoader, ModelLoaderModule } from "./engine/model-loader.js";
+export type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoader, ModelLoaderModule } from "./engine/model-loader.js";
 export { KvflashServer, type KvflashServerOptions } from "./server/server.js";
 export { DEFAULT_LOADER, type RunningServer, type ServeOptions, serve } from "./server/serve.js";
 export * from "./attention/index.js";

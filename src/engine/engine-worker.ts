@@ -13,7 +13,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
 import { DEFAULT_MAX_NUM_SEQS, Engine, defaultMaxNumBatchedTokens } from "./engine.js";
-import type { LoadProgressInfo, LoadedModel, ModelLoaderModule } from "./model-loader.js";
+import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./model-loader.js";
 import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
 
 const port = parentPort;
@@ -22,7 +22,7 @@ const config = workerData as EngineWorkerConfig;
 const post = (m: FromWorker): void => port.postMessage(m);
 
 let rt: Runtime | null = null;
-let model: LoadedModel | null = null;
+let model: EngineModel | null = null;
 let engine: Engine | null = null;
 let stepScheduled = false;
 let stopped = false;

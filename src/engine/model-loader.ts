@@ -39,14 +39,14 @@ export interface LoadProgressInfo {
   total: number;
 }
 
-export interface LoadedModel {
+export interface EngineModel {
   runner: ModelRunner;
   tokenizer: Tokenizer;
   /** Token ids that end a sequence (ModelDir.eosTokenIds). */
   eosTokenIds: number[];
 }
 
-export type ModelLoader = (rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void) => LoadedModel | Promise<LoadedModel>;
+export type ModelLoader = (rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void) => EngineModel | Promise<EngineModel>;
 
 /** The module shape the worker imports. */
 export interface ModelLoaderModule {

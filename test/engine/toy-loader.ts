@@ -6,12 +6,12 @@
 // loading), progressSteps.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { LoadProgressInfo, LoadedModel, ModelLoadOptions } from "../../src/engine/model-loader.js";
+import type { LoadProgressInfo, EngineModel, ModelLoadOptions } from "../../src/engine/model-loader.js";
 import { Tokenizer, parseModelConfig } from "../../src/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { ToyRunner } from "./toy-runner.js";
 
-export function loadEngineModel(_rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): LoadedModel {
+export function loadEngineModel(_rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
   const extra = options.extra ?? {};
   if (extra["failLoad"] === true) throw new Error("toy loader: asked to fail");
   const steps = Number(extra["progressSteps"] ?? 1);

@@ -2,11 +2,11 @@
 // the runner's forward throw whenever a batch contains extra.failToken: the
 // server must contain a failed forward (fail the running requests, keep
 // serving). Everything else is the base loader's model.
-import type { LoadProgressInfo, LoadedModel, ModelLoadOptions, ModelLoaderModule } from "../../src/engine/model-loader.js";
+import type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoaderModule } from "../../src/engine/model-loader.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 
-export async function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): Promise<LoadedModel> {
+export async function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): Promise<EngineModel> {
   const extra = options.extra ?? {};
   const base = (await import(String(extra["base"]))) as ModelLoaderModule;
   const failToken = Number(extra["failToken"]);
