@@ -2,12 +2,16 @@
 // loopback port, waited on until GET /health is 200; its stderr is kept for
 // failure messages. The official openai client talks to it.
 import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { parseMetrics } from "../../src/server/metrics.js";
+import { DEFAULT_LOADER } from "../../src/server/serve.js";
+import { defaultModelDir, writeTinyModel } from "../../src/index.js";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
-const TOY_LOADER = fileURLToPath(new URL("../engine/toy-loader.js", import.meta.url));
 const FAULTY_LOADER = fileURLToPath(new URL("./faulty-loader.js", import.meta.url));
 
 export interface KvGeometry {
@@ -17,14 +21,49 @@ export interface KvGeometry {
   blockSize?: number;
 }
 
-/** The serve arguments that pick the model and its KV pool size. */
-export function modelArgs(kv: KvGeometry = {}): string[] {
-  return ["--loader", TOY_LOADER, "--num-gpu-blocks-override", String(kv.numBlocks ?? 512), "--block-size", String(kv.blockSize ?? 16)];
+/** The name the test server serves its model under. */
+export const MODEL = "kvflash-test";
+
+let modelDir: string | null = null;
+
+/**
+ * A tiny Llama written once per test process (writeTinyModel): 2 layers,
+ * hidden 64, GQA 4/2, untied embeddings, the default model's real 32k
+ * tokenizer and chat template. Untied, its greedy text varies with the whole
+ * context, so comparing outputs checks the KV cache (the embedded default
+ * model, tied, mostly repeats its input's last token).
+ */
+export function testModelDir(): string {
+  if (modelDir === null) {
+    const dir = mkdtempSync(join(tmpdir(), "kvflash-e2e-model-"));
+    writeTinyModel(dir, {
+      arch: "llama",
+      seed: 3,
+      hiddenSize: 64,
+      intermediateSize: 192,
+      numLayers: 2,
+      numHeads: 4,
+      numKvHeads: 2,
+      maxPositionEmbeddings: 2048,
+      tieWordEmbeddings: false,
+      embeddingStd: 0.3,
+      dtype: "bf16",
+      tokenizer: { kind: "copy", dir: defaultModelDir() },
+    });
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+    modelDir = dir;
+  }
+  return modelDir;
 }
 
-/** modelArgs, with forward made to throw on any batch that contains `failToken` (faulty-loader.ts). */
+/** The serve arguments for the test model (through the decoder, the server's default loader) and its KV pool. */
+export function modelArgs(kv: KvGeometry = {}): string[] {
+  return ["--model", testModelDir(), "--served-model-name", MODEL, "--num-gpu-blocks-override", String(kv.numBlocks ?? 512), "--block-size", String(kv.blockSize ?? 16)];
+}
+
+/** modelArgs, with the decoder's forward made to throw on any batch that contains `failToken` (faulty-loader.ts). */
 export function faultyModelArgs(failToken: number, kv: KvGeometry = {}): string[] {
-  return ["--loader", FAULTY_LOADER, "--loader-options", JSON.stringify({ base: pathToFileURL(TOY_LOADER).href, failToken }), ...modelArgs(kv).slice(2)];
+  return ["--loader", FAULTY_LOADER, "--loader-options", JSON.stringify({ base: DEFAULT_LOADER, failToken }), ...modelArgs(kv)];
 }
 
 export interface ServerProcess {
@@ -98,7 +137,7 @@ export async function waitMetrics(server: ServerProcess, done: (m: Map<string, n
 }
 
 /** A metric's value for the served model (the default model's name unless given). */
-export function metric(m: Map<string, number>, name: string, labels: Record<string, string> = {}, model = "kvflash-default"): number {
+export function metric(m: Map<string, number>, name: string, labels: Record<string, string> = {}, model = MODEL): number {
   const all = { model_name: model, ...labels };
   const key = `${name}{${Object.entries(all).map(([k, v]) => `${k}="${v}"`).join(",")}}`;
   const v = m.get(key);

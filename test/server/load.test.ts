@@ -6,9 +6,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type OpenAI from "openai";
 import type { ChatCompletionCreateParamsStreaming } from "openai/resources/chat/completions";
-import { type ServerProcess, metric, modelArgs, startServer, waitMetrics } from "./harness.js";
+import { MODEL, type ServerProcess, metric, modelArgs, startServer, waitMetrics } from "./harness.js";
 
-const MODEL = "kvflash-default";
 const prompts = Array.from({ length: 32 }, (_, i) => `Request ${i}: tell me about ${["cats", "rivers", "stars", "bread"][i % 4]} number ${i * 7}.`);
 
 async function streamText(openai: OpenAI, content: string, maxTokens: number): Promise<{ text: string; finish: string | null }> {

@@ -4,9 +4,8 @@
 // models list, /tokenize and /detokenize, and the metrics they leave behind.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { type ServerProcess, metric, modelArgs, post, startServer } from "./harness.js";
+import { MODEL, type ServerProcess, metric, modelArgs, post, startServer } from "./harness.js";
 
-const MODEL = "kvflash-default";
 let server: ServerProcess;
 before(async () => {
   server = await startServer(modelArgs());
@@ -122,7 +121,7 @@ test("stop strings are trimmed and reported as stop_reason; a seeded sample repe
 
 test("models, tokenize / detokenize, and the metrics these requests left", async () => {
   const list = await server.openai.models.list();
-  assert.deepEqual(list.data.map((m) => [m.id, m.object, m.owned_by]), [["kvflash-default", "model", "kvflash"]]);
+  assert.deepEqual(list.data.map((m) => [m.id, m.object, m.owned_by]), [[MODEL, "model", "kvflash"]]);
   const tok = await post<{ tokens: number[]; count: number; max_model_len: number }>(`${server.url}/tokenize`, { prompt: "Hello world", add_special_tokens: false });
   assert.equal(tok.status, 200);
   assert.equal(tok.body.count, tok.body.tokens.length);

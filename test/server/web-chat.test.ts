@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { type BrowserContext, type Page, chromium } from "playwright-core";
-import { type ServerProcess, metric, modelArgs, startServer, waitMetrics } from "./harness.js";
+import { MODEL, type ServerProcess, metric, modelArgs, startServer, waitMetrics } from "./harness.js";
 
 const CHROMIUM = process.env["KVFLASH_CHROMIUM"] ?? "/usr/bin/chromium";
 const FLAGS = [
@@ -42,7 +42,7 @@ after(async () => {
 });
 
 async function apiReply(messages: { role: "user" | "assistant"; content: string }[], maxTokens: number): Promise<string> {
-  const r = await server.openai.chat.completions.create({ model: "kvflash-default", messages, max_tokens: maxTokens, temperature: 0 });
+  const r = await server.openai.chat.completions.create({ model: MODEL, messages, max_tokens: maxTokens, temperature: 0 });
   return r.choices[0]!.message.content ?? "";
 }
 
@@ -65,7 +65,7 @@ test("the page streams greedy replies equal to the API's, over a two-turn conver
   page.on("pageerror", (e) => errors.push(e.message));
   await page.goto(server.url);
   await page.locator("#status", { hasText: "ready" }).waitFor({ timeout: 30_000 });
-  assert.equal(await page.textContent("#model"), "kvflash-default");
+  assert.equal(await page.textContent("#model"), MODEL);
   await page.locator("#settings summary").click();
   await page.fill("#temperature", "0");
   await page.fill("#max-tokens", "12");
