@@ -1,5 +1,6 @@
 /**
- * Suite `serve`: a `kvflash serve` process on loopback under closed-loop load
+ * Suite `serve`: a `kvflash serve` process serving the synthetic Qwen2.5-0.5B
+ * (q8 weights, bench/synthetic-loader.ts) on loopback under closed-loop load
  * (serve-load.ts) at concurrency 1, 4, 16 and 64; aggregate output tok/s,
  * TTFT and inter-token latency percentiles per level, and the speed-up of
  * each level over concurrency 1 (target: ≥ 2.5× at 16).
@@ -12,13 +13,18 @@
  * threads), so the load generator's JavaScript does not share a thread with it.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { WeightFormat } from "../../src/index.js";
 import { layerBatchEfficiency } from "../batch-efficiency.js";
 import type { Row, Suite, SuiteContext } from "../harness.js";
 import { quantile, runLoad } from "../serve-load.js";
+import { writeSyntheticServeDir } from "../synthetic-loader.js";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+const SYNTHETIC_LOADER = new URL("../synthetic-loader.js", import.meta.url).href;
 const LEVELS = [1, 4, 16, 64];
 
 /** Serve arguments of the benchmarked model. */
@@ -93,11 +99,31 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
 
 export const serve: Suite = {
   name: "serve",
-  description: "kvflash serve under closed-loop streaming load at concurrency 1, 4, 16, 64: tok/s, TTFT, ITL",
-  run: (ctx) => serveRows(ctx, defaultTarget()),
+  description: "kvflash serve of the synthetic Qwen2.5-0.5B (q8 weights) under closed-loop streaming load at concurrency 1, 4, 16, 64: tok/s, TTFT, ITL",
+  async run(ctx) {
+    const dir = mkdtempSync(join(tmpdir(), "kvflash-serve-bench-"));
+    try {
+      writeSyntheticServeDir(dir);
+      return await serveRows(ctx, syntheticQwenTarget(dir));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
 };
 
-/** The model the suite serves. */
-function defaultTarget(): ServeTarget {
-  return { label: "default", weights: "bf16", args: [], model: "kvflash-default", lowToken: 1000, highToken: 30000 };
+/**
+ * The synthetic Qwen2.5-0.5B (bench/synthetic-loader.ts) with q8 weights and
+ * a bf16 KV cache of 1024 blocks (16 384 tokens: every level's sequences fit,
+ * so no level measures preemption).
+ */
+function syntheticQwenTarget(dir: string): ServeTarget {
+  const model = "qwen2.5-0.5b-synthetic";
+  return {
+    label: "qwen2.5-0.5b-synthetic",
+    weights: "q8",
+    args: ["--model", dir, "--served-model-name", model, "--loader", SYNTHETIC_LOADER, "--weights", "q8", "--kv-dtype", "bf16", "--num-gpu-blocks-override", "1024"],
+    model,
+    lowToken: 1000,
+    highToken: 30000,
+  };
 }

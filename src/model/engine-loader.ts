@@ -7,17 +7,24 @@
  */
 import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../engine/model-loader.js";
 import type { Runtime } from "../runtime/runtime.js";
-import { loadModel } from "./loader.js";
+import { type RunnerOptions, loadModel } from "./loader.js";
 
-export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
-  const model = loadModel(rt, options.modelDir, {
-    ...(options.weights === undefined ? {} : { weights: options.weights }),
+/** The decoder's KV cache and step-buffer options for the engine's load options (undefined fields left to the decoder's defaults). */
+export function runnerOptionsFor(options: ModelLoadOptions): RunnerOptions {
+  return {
     ...(options.kvDtype === undefined ? {} : { kvDtype: options.kvDtype }),
     ...(options.numBlocks !== undefined ? { numBlocks: options.numBlocks } : options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
     ...(options.blockSize === undefined ? {} : { blockSize: options.blockSize }),
     ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
     ...(options.maxNumBatchedTokens === undefined ? {} : { maxBatchTokens: options.maxNumBatchedTokens }),
     ...(options.maxNumSeqs === undefined ? {} : { maxLogitRows: options.maxNumSeqs }),
+  };
+}
+
+export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
+  const model = loadModel(rt, options.modelDir, {
+    ...(options.weights === undefined ? {} : { weights: options.weights }),
+    ...runnerOptionsFor(options),
     progress: false,
     onProgress: (done, total) => onProgress({ done, total }),
   });
