@@ -1,6 +1,6 @@
 /**
  * Suite `serve`: a `kvflash serve` process serving the synthetic Qwen2.5-0.5B
- * (q8 weights, bench/synthetic-loader.ts) on loopback under closed-loop load
+ * (q8 weights, then f32 for comparison; bench/synthetic-loader.ts) on loopback under closed-loop load
  * (serve-load.ts) at concurrency 1, 4, 16 and 64; aggregate output tok/s,
  * TTFT and inter-token latency percentiles per level, and the speed-up of
  * each level over concurrency 1 (target: ≥ 2.5× at 16).
@@ -75,6 +75,7 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
       if (c === 1) base = r.tokS;
       const row: Row = {
         model: target.label,
+        weights: target.weights,
         concurrency: c,
         requests,
         prompt_tokens: promptTokens,
@@ -99,12 +100,17 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
 
 export const serve: Suite = {
   name: "serve",
-  description: "kvflash serve of the synthetic Qwen2.5-0.5B (q8 weights) under closed-loop streaming load at concurrency 1, 4, 16, 64: tok/s, TTFT, ITL",
+  description: "kvflash serve of the synthetic Qwen2.5-0.5B (q8 weights, then f32) under closed-loop streaming load at concurrency 1, 4, 16, 64: tok/s, TTFT, ITL",
   async run(ctx) {
     const dir = mkdtempSync(join(tmpdir(), "kvflash-serve-bench-"));
     try {
       writeSyntheticServeDir(dir);
-      return await serveRows(ctx, syntheticQwenTarget(dir));
+      const rows = await serveRows(ctx, syntheticQwenTarget(dir, "q8"));
+      // f32 weights too (not in --quick): their GEMV is bandwidth-bound and their GEMM
+      // reuses each load ~3×, so they show what the engine's batching gives when the
+      // kernels' batching bound (gemm_over_gemv) is high.
+      if (!ctx.quick) rows.push(...(await serveRows(ctx, syntheticQwenTarget(dir, "f32"))));
+      return rows;
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -112,16 +118,16 @@ export const serve: Suite = {
 };
 
 /**
- * The synthetic Qwen2.5-0.5B (bench/synthetic-loader.ts) with q8 weights and
+ * The synthetic Qwen2.5-0.5B (bench/synthetic-loader.ts) with `weights` and
  * a bf16 KV cache of 1024 blocks (16 384 tokens: every level's sequences fit,
  * so no level measures preemption).
  */
-function syntheticQwenTarget(dir: string): ServeTarget {
+function syntheticQwenTarget(dir: string, weights: WeightFormat): ServeTarget {
   const model = "qwen2.5-0.5b-synthetic";
   return {
-    label: "qwen2.5-0.5b-synthetic",
-    weights: "q8",
-    args: ["--model", dir, "--served-model-name", model, "--loader", SYNTHETIC_LOADER, "--weights", "q8", "--kv-dtype", "bf16", "--num-gpu-blocks-override", "1024"],
+    label: model,
+    weights,
+    args: ["--model", dir, "--served-model-name", model, "--loader", SYNTHETIC_LOADER, "--weights", weights, "--kv-dtype", "bf16", "--num-gpu-blocks-override", "1024"],
     model,
     lowToken: 1000,
     highToken: 30000,

@@ -129,6 +129,8 @@ export class Engine {
   readonly metrics = new EngineMetrics();
   readonly #eos: readonly number[];
   readonly #sampler: Sampler;
+  /** Rows past the tokenizer (checkpoints pad vocab_size) have no text and are never sampled, as in generate(). */
+  readonly #textVocab: number;
   readonly #now: () => number;
   /** Outputs produced between steps (aborts), returned by the next step(). */
   #pending: EngineOutput[] = [];
@@ -156,6 +158,7 @@ export class Engine {
       stopChecker: (request, token) => this.#stopCheck(request.samplingParams!, token),
     });
     this.#sampler = new Sampler(runner.vocabSize);
+    this.#textVocab = Math.min(options.tokenizer.vocabSize, runner.vocabSize);
   }
 
   get hasUnfinishedRequests(): boolean {
@@ -240,7 +243,9 @@ export class Engine {
       const request = s.request;
       const st = request.samplingParams!;
       try {
-        const result = this.#sampler.sample(st.sampling, logits.subarray(r * V, (r + 1) * V));
+        const rowLogits = logits.subarray(r * V, (r + 1) * V);
+        if (this.#textVocab < V) rowLogits.fill(-Infinity, this.#textVocab);
+        const result = this.#sampler.sample(st.sampling, rowLogits);
         if (result.logprob !== null) (st.logprobs ??= []).push({ token: result.token, logprob: result.logprob, top: result.topLogprobs ?? [] });
         sampled.set(request.requestId, [result.token]);
       } catch (e) {

@@ -214,3 +214,19 @@ test("metrics: TTFT per request, ITL per later token, e2e per finish, token coun
   assert.ok(s.timeToFirstToken.sum > 0 && s.interTokenLatency.sum > 0);
   assert.equal(s.interTokenLatency.counts.reduce((a, b) => a + b, 0), 5);
 });
+
+test("rows past the tokenizer (a padded vocab_size) are never sampled, greedy or seeded", () => {
+  // Half the vocabulary is padding: the toy's peak lands there about every other step.
+  const padded = { ...config, vocabSize: 2 * V };
+  const { engine } = setup({ config: padded, numBlocks: 128 });
+  const p = (x: SamplingParams) => resolveSamplingParams({ maxTokens: 64, ignoreEos: true, ...x }, 2 * V);
+  const prompts: Record<string, number[]> = { greedy: [5, 6, 7], seeded: [8, 9] };
+  engine.addRequest({ requestId: "greedy", promptTokenIds: prompts["greedy"]!, params: p({ temperature: 0 }) });
+  engine.addRequest({ requestId: "seeded", promptTokenIds: prompts["seeded"]!, params: p({ temperature: 1, seed: 3 }) });
+  for (const [id, outs] of runAll(engine)) {
+    const tokens = tokensOf(outs);
+    assert.equal(tokens.length, 64, id);
+    assert.ok(tokens.every((t) => t < V), `${id}: ${tokens.filter((t) => t >= V)}`);
+    assert.equal(textOf(outs), continuation(prompts[id]!, tokens), id);
+  }
+});

@@ -1,7 +1,9 @@
 // A loader module that wraps another one (extra.base, a module URL) and makes
 // the runner's forward throw whenever a batch contains extra.failToken: the
 // server must contain a failed forward (fail the running requests, keep
-// serving). Everything else is the base loader's model.
+// serving). With extra.loadDelayMs it first reports 1 of 4 bytes loaded and
+// waits that long (the server's loading state). Everything else is the base
+// loader's model.
 import type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoaderModule } from "../../src/engine/model-loader.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
@@ -10,6 +12,11 @@ export async function loadEngineModel(rt: Runtime, options: ModelLoadOptions, on
   const extra = options.extra ?? {};
   const base = (await import(String(extra["base"]))) as ModelLoaderModule;
   const failToken = Number(extra["failToken"]);
+  const delayMs = Number(extra["loadDelayMs"] ?? 0);
+  if (delayMs > 0) {
+    onProgress({ done: 1, total: 4 });
+    await new Promise((r) => setTimeout(r, delayMs));
+  }
   const model = await base.loadEngineModel(rt, options, onProgress);
   const runner = model.runner;
   const forward = runner.forward.bind(runner);

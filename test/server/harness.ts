@@ -62,8 +62,8 @@ export function modelArgs(kv: KvGeometry = {}): string[] {
 }
 
 /** modelArgs, with the decoder's forward made to throw on any batch that contains `failToken` (faulty-loader.ts). */
-export function faultyModelArgs(failToken: number, kv: KvGeometry = {}): string[] {
-  return ["--loader", FAULTY_LOADER, "--loader-options", JSON.stringify({ base: DEFAULT_LOADER, failToken }), ...modelArgs(kv)];
+export function faultyModelArgs(failToken: number, kv: KvGeometry = {}, loadDelayMs = 0): string[] {
+  return ["--loader", FAULTY_LOADER, "--loader-options", JSON.stringify({ base: DEFAULT_LOADER, failToken, loadDelayMs }), ...modelArgs(kv)];
 }
 
 export interface ServerProcess {
