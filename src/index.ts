@@ -104,6 +104,13 @@ export {
 } from "./engine/sampling-params.js";
 export { type SampleResult, Sampler, SamplingState, type TokenLogprob } from "./engine/sampler.js";
 export { type StopFinishReason, type StopOptions, StopChecker, StopStringMatcher, type StopUpdate } from "./engine/stop.js";
+export { Engine, type EngineOptions, type EngineOutput, type EngineRequest, type TokenLogprobs } from "./engine/engine.js";
+export { EngineMetrics, type EngineFinishReason, type EngineMetricsSnapshot, Histogram, type HistogramSnapshot } from "./engine/metrics.js";
+export { EngineClient, EngineRejectedError, type EngineState, OutputStream } from "./engine/engine-client.js";
+export type { EngineInfo, EngineSettings, EngineWorkerConfig } from "./engine/protocol.js";
+export type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoader, ModelLoaderModule } from "./engine/model-loader.js";
+export { KvflashServer, type KvflashServerOptions } from "./server/server.js";
+export { DEFAULT_LOADER, type RunningServer, type ServeOptions, serve } from "./server/serve.js";
 export * from "./attention/index.js";
 export {
   type CreateWeightOptions,

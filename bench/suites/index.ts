@@ -6,5 +6,6 @@ import { model } from "./model.js";
 import { paged } from "./paged.js";
 import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
+import { serve } from "./serve.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve];

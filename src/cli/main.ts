@@ -2,6 +2,7 @@
 /**
  * The kvflash command line. Argument parsing only: each command calls the library.
  *
+ *   kvflash serve [--model DIR] [--port 8000] [--host 127.0.0.1] …
  *   kvflash generate --prompt TEXT [--model DIR] [--chat] [--max-tokens N] [sampling flags] [--json]
  *   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
  *   kvflash bench <suite> [--quick] [--threads N] [--out FILE]
@@ -9,10 +10,15 @@
 import { parseBenchArgs, runBench } from "../../bench/run.js";
 import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
 import { generateCommand, logitsCommand } from "./generate.js";
+import { serveCommand } from "./serve.js";
+import { SERVE_USAGE } from "./serve-args.js";
 
 const USAGE = `kvflash — LLM inference on WebAssembly SIMD
 
 usage:
+  kvflash serve [--model DIR] [--port 8000] [--host 127.0.0.1] [--kv-cache-gib N] [--kv-dtype DTYPE]
+                [--max-num-seqs N] [--weights FORMAT] [--api-key KEY] [--cors-origin ORIGIN] …
+                                                                OpenAI-compatible server (serve --help for all options)
   kvflash generate --prompt TEXT [--model DIR] [--chat] [--max-tokens N] [--temperature T] [--top-p P] …
                    [--seed N] [--stop TEXT] [--weights FORMAT] [--kv-dtype DTYPE] [--json]
                                                                 stream a completion (generate --help for all options)
@@ -26,6 +32,9 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   const help = rest.includes("--help") || rest.includes("-h");
   switch (command) {
+    case "serve":
+      if (help) return usage(SERVE_USAGE);
+      return serveCommand(rest);
     case "generate":
       if (help) return usage(GENERATE_USAGE);
       return generateCommand(rest);

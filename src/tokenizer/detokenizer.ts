@@ -86,7 +86,13 @@ export class IncrementalDetokenizer {
     return delta;
   }
 
+  /**
+   * Ids at or past the tokenizer's size — the padding rows of a model's
+   * vocabulary (Qwen2.5: vocab_size 151 936, tokenizer 151 665), which an
+   * untrained or sampled model can emit — have no text and decode to "".
+   */
   #decode(from: number, to: number): string {
-    return this.#tokenizer.decode(this.#ids.slice(from, to), { skipSpecialTokens: this.#skip });
+    const size = this.#tokenizer.vocabSize;
+    return this.#tokenizer.decode(this.#ids.slice(from, to).filter((id) => id < size), { skipSpecialTokens: this.#skip });
   }
 }

@@ -91,3 +91,17 @@ test("flush releases an unfinished character as U+FFFD, as a full decode would",
   assert.ok(rest.includes("\uFFFD"));
   assert.equal(detok.flush(), "", "a second flush has nothing left");
 });
+
+test("ids past the tokenizer (a model's padded vocabulary rows) add no text and break nothing", () => {
+  const t = tokenizers.qwen3;
+  const ids = t.encode("Hello world, again", { addSpecialTokens: false });
+  const pad = t.vocabSize + 7;
+  const detok = new IncrementalDetokenizer(t, { promptIds: [pad, ...t.encode("Say:", { addSpecialTokens: false })] });
+  const deltas = [ids[0]!, pad, ...ids.slice(1), pad].map((id) => detok.push(id));
+  deltas.push(detok.flush());
+  assert.equal(deltas.join(""), t.decode(ids));
+  assert.equal(deltas[1], "");
+  assert.deepEqual(detok.ids, [ids[0], pad, ...ids.slice(1), pad]);
+  // The tokenizer itself still refuses such an id, naming it.
+  assert.throws(() => t.decode([pad]), new RegExp(`ids\\[0\\] must be a token id in \\[0, ${t.vocabSize}\\), got ${pad}`));
+});

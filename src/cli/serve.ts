@@ -1,0 +1,71 @@
+/**
+ * `kvflash serve`: start the server, report load progress and readiness on
+ * stderr, and shut down cleanly on SIGTERM / SIGINT (in-flight requests get
+ * --shutdown-timeout seconds to finish; a second signal exits at once).
+ */
+import { formatBytes } from "../runtime/allocator.js";
+import { serve } from "../server/serve.js";
+import { parseServeArgs } from "./serve-args.js";
+
+export async function serveCommand(argv: readonly string[]): Promise<number> {
+  const args = parseServeArgs(argv);
+  const log = (line: string): void => void process.stderr.write(`kvflash: ${line}\n`);
+  log(`loading ${args.modelDir ?? "the embedded default model"}…`);
+  const running = await serve(args);
+  const names = running.server.context.modelNames;
+  log(`listening on ${running.url} (model ${names.map((n) => JSON.stringify(n)).join(", ")}; GET /health is 503 until loaded)`);
+
+  let lastDecile = -1;
+  const progress = setInterval(() => {
+    const s = running.engine.state;
+    if (s.state !== "loading" || s.progress === null || s.progress.total === 0) return;
+    const decile = Math.floor((10 * s.progress.done) / s.progress.total);
+    if (decile > lastDecile && decile < 10) {
+      lastDecile = decile;
+      log(`loading weights ${decile * 10}% (${formatBytes(s.progress.done)} of ${formatBytes(s.progress.total)})`);
+    }
+  }, 200);
+
+  let stopping = false;
+  const stopped = new Promise<number>((resolveStopped) => {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (stopping) {
+        log(`${signal} again: exiting now`);
+        process.exit(1);
+      }
+      stopping = true;
+      const inFlight = running.engine.numInFlight;
+      log(`${signal}: ${inFlight > 0 ? `draining ${inFlight} request(s) for up to ${args.shutdownTimeoutS} s, then ` : ""}shutting down`);
+      running.close(args.shutdownTimeoutS * 1000).then(
+        () => resolveStopped(0),
+        (e: Error) => {
+          log(`shutdown failed: ${e.message}`);
+          resolveStopped(1);
+        },
+      );
+    };
+    process.on("SIGTERM", onSignal);
+    process.on("SIGINT", onSignal);
+  });
+
+  try {
+    const info = await running.ready;
+    log(
+      `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
+        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s). Try:\n  curl ${running.url}/v1/chat/completions -H 'Content-Type: application/json' ` +
+        `-d '{"messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'\n  or open ${running.url}/ in a browser`,
+    );
+  } catch (e) {
+    if (!stopping) {
+      log((e as Error).message);
+      clearInterval(progress);
+      await running.close(0);
+      return 1;
+    }
+  } finally {
+    clearInterval(progress);
+  }
+  const code = await stopped;
+  log("stopped");
+  return code;
+}

@@ -1,0 +1,131 @@
+/**
+ * The engine loop, in its own worker thread so the HTTP thread answers while
+ * forwards run. The worker owns the runtime (which starts its kernel workers),
+ * the model and the Engine.
+ *
+ * Between two steps the event loop runs (each step is scheduled with
+ * setImmediate), so add / abort / stats messages are handled at step
+ * boundaries: an abort frees its blocks before the next schedule(). Each
+ * step's outputs go back in one message. Idle, the worker just waits for
+ * messages.
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import { ArgumentError } from "../errors.js";
+import { type Runtime, createRuntime } from "../runtime/runtime.js";
+import { DEFAULT_MAX_NUM_SEQS, Engine, defaultMaxNumBatchedTokens } from "./engine.js";
+import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./model-loader.js";
+import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
+
+const port = parentPort;
+if (port === null) throw new Error("engine-worker.js must run in a worker thread (EngineClient.start starts it)");
+const config = workerData as EngineWorkerConfig;
+const post = (m: FromWorker): void => port.postMessage(m);
+
+let rt: Runtime | null = null;
+let model: EngineModel | null = null;
+let engine: Engine | null = null;
+let stepScheduled = false;
+let stopped = false;
+
+function scheduleStep(): void {
+  if (stepScheduled || stopped || engine === null) return;
+  stepScheduled = true;
+  setImmediate(step);
+}
+
+function step(): void {
+  stepScheduled = false;
+  if (stopped || engine === null) return;
+  try {
+    const outputs = engine.step();
+    if (outputs.length > 0) post({ type: "outputs", outputs });
+  } catch (e) {
+    // A broken engine invariant (not a failed forward, which the engine contains): nothing can be trusted now.
+    post({ type: "fatal", message: `engine step failed: ${(e as Error).stack ?? String(e)}` });
+    stopped = true;
+    return;
+  }
+  if (engine.hasUnfinishedRequests) scheduleStep();
+}
+
+function handle(m: ToWorker): void {
+  switch (m.type) {
+    case "add": {
+      const id = m.request.requestId;
+      if (engine === null) {
+        post({ type: "rejected", requestId: id, reason: "invalid", message: "the model is not loaded yet", param: null });
+        return;
+      }
+      try {
+        if (engine.addRequest(m.request) === "queue_full") {
+          post({ type: "rejected", requestId: id, reason: "queue_full", message: `the waiting queue is full (${engine.scheduler.maxWaitingRequests} requests)`, param: null });
+          return;
+        }
+      } catch (e) {
+        const param = e instanceof ArgumentError ? e.argument : null;
+        post({ type: "rejected", requestId: id, reason: "invalid", message: (e as Error).message, param });
+        return;
+      }
+      post({ type: "accepted", requestId: id });
+      scheduleStep();
+      return;
+    }
+    case "abort":
+      if (engine?.abort(m.requestId)) scheduleStep();
+      return;
+    case "stats":
+      if (engine !== null) post({ type: "stats", seq: m.seq, stats: engine.stats() });
+      return;
+    case "shutdown":
+      void shutdown();
+      return;
+  }
+}
+
+async function shutdown(): Promise<void> {
+  stopped = true;
+  try {
+    model?.runner.dispose();
+  } finally {
+    await rt?.dispose();
+    port!.close();
+  }
+}
+
+async function load(): Promise<void> {
+  const start = performance.now();
+  rt = await createRuntime(config.threads === undefined ? {} : { threads: config.threads });
+  const loader = (await import(config.loader)) as Partial<ModelLoaderModule>;
+  if (typeof loader.loadEngineModel !== "function") throw new ArgumentError("loader", `module ${config.loader} does not export a loadEngineModel function`);
+  let lastPost = 0;
+  const onProgress = (p: LoadProgressInfo): void => {
+    const now = performance.now();
+    if (now - lastPost < 50 && p.done < p.total) return;
+    lastPost = now;
+    post({ type: "progress", progress: { done: p.done, total: p.total } });
+  };
+  const maxNumSeqs = config.engine.maxNumSeqs ?? DEFAULT_MAX_NUM_SEQS;
+  const maxNumBatchedTokens = config.engine.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(maxNumSeqs);
+  model = await loader.loadEngineModel(rt, { maxNumSeqs, maxNumBatchedTokens, ...config.load }, onProgress);
+  engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, ...config.engine });
+  const { numBlocks, blockSize } = model.runner.kvCache;
+  post({
+    type: "ready",
+    info: {
+      maxModelLen: engine.maxModelLen,
+      vocabSize: model.runner.vocabSize,
+      numBlocks,
+      blockSize,
+      maxNumSeqs: engine.scheduler.maxNumSeqs,
+      threads: rt.threads,
+      loadSeconds: (performance.now() - start) / 1000,
+    },
+  });
+}
+
+port.on("message", (m: ToWorker) => {
+  if (!stopped || m.type === "shutdown") handle(m);
+});
+load().catch((e: unknown) => {
+  post({ type: "load_failed", message: e instanceof Error ? e.message : String(e) });
+});

@@ -1,0 +1,383 @@
+/**
+ * The engine: requests in, streamed outputs out, one batched forward a step
+ * (vLLM v1's EngineCore.step plus its OutputProcessor):
+ *
+ *   scheduler.schedule()            which requests compute which tokens (continuous batching)
+ *   buildForwardBatch(…)            the ragged batch over the paged KV cache
+ *   runner.forward(batch)           f32 [S, V] logits, one row per sampling request
+ *   sampler.sample(state, row)      each request with its own SamplingState (seeded stream, penalties)
+ *   scheduler.updateFromOutput(…)   append tokens; each passes the request's StopChecker
+ *                                   (text delta, stop strings with holdback, stop ids / EOS, max tokens)
+ *   → EngineOutput per request      text delta, token ids, logprobs, finish reason, token counts
+ *
+ * Synchronous and single-threaded: the caller (engine-worker.ts, off the HTTP
+ * thread) calls step() in a loop and addRequest / abort between steps.
+ *
+ * Failure is contained. A request whose sampling or detokenizing throws
+ * finishes alone with finishReason "error". A forward that throws leaves the
+ * KV of its step undefined, and blocks it was filling are already registered
+ * in the prefix cache; so every running request (the only holders of blocks)
+ * finishes with "error", the prefix cache is reset (vLLM's reset_prefix_cache)
+ * and waiting requests go on as if nothing happened.
+ */
+import { ArgumentError, show } from "../errors.js";
+import type { ModelRunner } from "../model/model-runner.js";
+import { checkInt } from "../tensor/check.js";
+import type { Tokenizer } from "../tokenizer/tokenizer.js";
+import { buildForwardBatch } from "./forward-batch-builder.js";
+import { KvCacheManager } from "./kv-cache-manager.js";
+import { type EngineFinishReason, EngineMetrics, type EngineMetricsSnapshot } from "./metrics.js";
+import { Request } from "./request.js";
+import { Sampler, SamplingState, type TokenLogprob } from "./sampler.js";
+import type { ResolvedSamplingParams } from "./sampling-params.js";
+import { type RequestOutput, Scheduler, type StopDecision } from "./scheduler.js";
+import { StopChecker, type StopUpdate } from "./stop.js";
+
+/** Default most requests running at once. */
+export const DEFAULT_MAX_NUM_SEQS = 64;
+
+/** Default token budget of a step for a given maxNumSeqs: room for a 512-token prefill chunk, and for every sequence's decode token. */
+export function defaultMaxNumBatchedTokens(maxNumSeqs: number): number {
+  return Math.max(512, maxNumSeqs);
+}
+
+export interface EngineOptions {
+  runner: ModelRunner;
+  tokenizer: Tokenizer;
+  /** The model's EOS ids (ModelDir.eosTokenIds): they stop a request unless it sets ignoreEos. */
+  eosTokenIds: readonly number[];
+  /** Most requests running at once (vLLM's max_num_seqs). Default 64. */
+  maxNumSeqs?: number;
+  /** Token budget of one step (vLLM's max_num_batched_tokens): bounds a prefill chunk. Default max(512, maxNumSeqs). */
+  maxNumBatchedTokens?: number;
+  /** Most requests waiting at once; addRequest answers "queue_full" beyond it. Default unbounded. */
+  maxWaitingRequests?: number;
+  /** Automatic prefix caching. Default true. */
+  enablePrefixCaching?: boolean;
+  /** Cap on prompt + output tokens, below the runner's and the KV pool's. */
+  maxModelLen?: number;
+  /** Clock in milliseconds, shared with the callers' arrival times. Default performance.timeOrigin + performance.now(). */
+  now?: () => number;
+}
+
+export interface EngineRequest {
+  /** Unique among live requests. */
+  requestId: string;
+  /** ≥ 1 token ids, each < runner.vocabSize; fewer than maxModelLen of them. */
+  promptTokenIds: readonly number[];
+  params: ResolvedSamplingParams;
+  /** When the request arrived (the engine clock, ms): latencies count from here. Default: now. */
+  arrivalTime?: number;
+  /** Requests with different salts never share cached KV (vLLM's cache_salt). */
+  cacheSalt?: string;
+  /** Drop special tokens from the text. Default true. */
+  skipSpecialTokens?: boolean;
+}
+
+/** A generated token's raw log-probability and the request's top-n alternatives (best first). */
+export interface TokenLogprobs {
+  token: number;
+  logprob: number;
+  top: TokenLogprob[];
+}
+
+/** What one step did for one request. */
+export interface EngineOutput {
+  requestId: string;
+  /** New text, possibly "" (held back while it may become a stop string, or an incomplete character). */
+  text: string;
+  /** Tokens generated this step; a stop token is included, its text is not. */
+  tokenIds: number[];
+  /** One entry per tokenIds entry when the request asked for logprobs, else null. */
+  logprobs: TokenLogprobs[] | null;
+  /** Set on the request's last output. */
+  finishReason: EngineFinishReason | null;
+  /** The stop string or stop token id that ended it (null for EOS, length, abort). */
+  stopReason: string | number | null;
+  /** Why it failed (finishReason "error"), else null. */
+  error: string | null;
+  numPromptTokens: number;
+  /** Output tokens so far. */
+  numOutputTokens: number;
+  /** Prompt tokens found in the prefix cache when first scheduled (0 before). */
+  numCachedTokens: number;
+}
+
+/** Per-request state the scheduler carries for the engine (Request.samplingParams). */
+interface RequestState {
+  readonly sampling: SamplingState;
+  readonly stop: StopChecker;
+  readonly arrivalTime: number;
+  /** Output tokens pushed through `stop` so far. */
+  pushed: number;
+  /** Text and logprobs produced in the current step, not yet output. */
+  text: string;
+  logprobs: TokenLogprobs[] | null;
+  finish: StopUpdate | null;
+  error: string | null;
+  firstTokenTime: number | null;
+  lastTokenTime: number;
+}
+
+export class Engine {
+  readonly runner: ModelRunner;
+  readonly tokenizer: Tokenizer;
+  readonly kvCacheManager: KvCacheManager;
+  readonly scheduler: Scheduler<RequestState>;
+  /** Longest prompt + output: the runner's, bounded by what the KV pool holds. */
+  readonly maxModelLen: number;
+  readonly metrics = new EngineMetrics();
+  readonly #eos: readonly number[];
+  readonly #sampler: Sampler;
+  /** Rows past the tokenizer (checkpoints pad vocab_size) have no text and are never sampled, as in generate(). */
+  readonly #textVocab: number;
+  readonly #now: () => number;
+  /** Outputs produced between steps (aborts), returned by the next step(). */
+  #pending: EngineOutput[] = [];
+
+  constructor(options: EngineOptions) {
+    const runner = options.runner;
+    if (runner === null || typeof runner !== "object" || typeof runner.forward !== "function") {
+      throw new ArgumentError("runner", `must be a ModelRunner, got ${show(runner)}`);
+    }
+    this.runner = runner;
+    this.tokenizer = options.tokenizer;
+    this.#eos = [...options.eosTokenIds];
+    this.#now = options.now ?? (() => performance.timeOrigin + performance.now());
+    const { numBlocks, blockSize } = runner.kvCache;
+    this.kvCacheManager = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: options.enablePrefixCaching ?? true });
+    const maxNumSeqs = checkInt("maxNumSeqs", options.maxNumSeqs ?? DEFAULT_MAX_NUM_SEQS, { min: 1 });
+    const cap = options.maxModelLen === undefined ? Infinity : checkInt("maxModelLen", options.maxModelLen, { min: 2 });
+    this.maxModelLen = Math.min(runner.maxModelLen, numBlocks * blockSize, cap);
+    this.scheduler = new Scheduler<RequestState>({
+      kvCacheManager: this.kvCacheManager,
+      maxNumSeqs,
+      maxNumBatchedTokens: checkInt("maxNumBatchedTokens", options.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(maxNumSeqs), { min: 1 }),
+      maxModelLen: this.maxModelLen,
+      ...(options.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: options.maxWaitingRequests }),
+      stopChecker: (request, token) => this.#stopCheck(request.samplingParams!, token),
+    });
+    this.#sampler = new Sampler(runner.vocabSize);
+    this.#textVocab = Math.min(options.tokenizer.vocabSize, runner.vocabSize);
+  }
+
+  get hasUnfinishedRequests(): boolean {
+    return this.scheduler.hasUnfinishedRequests || this.#pending.length > 0;
+  }
+
+  /**
+   * Queues a request. "queue_full" when the waiting queue is at its bound
+   * (nothing queued: HTTP 429). Throws an ArgumentError naming the field for a
+   * request that can never run (a token id outside the vocabulary, a prompt
+   * that leaves no room for an output token, a live id).
+   */
+  addRequest(init: EngineRequest): "accepted" | "queue_full" {
+    const prompt = init.promptTokenIds;
+    if (!Array.isArray(prompt)) throw new ArgumentError("promptTokenIds", `must be an array of token ids, got ${show(prompt)}`);
+    prompt.forEach((t, i) => checkInt(`promptTokenIds[${i}]`, t, { min: 0, max: this.runner.vocabSize - 1 }));
+    const maxTokens = Math.min(init.params.maxTokens, Math.max(1, this.maxModelLen - prompt.length));
+    const state: RequestState = {
+      sampling: new SamplingState(init.params, prompt),
+      stop: new StopChecker(this.tokenizer, {
+        maxTokens,
+        stop: init.params.stop,
+        stopTokenIds: init.params.stopTokenIds,
+        eosTokenIds: this.#eos,
+        ignoreEos: init.params.ignoreEos,
+        includeStopStrInOutput: init.params.includeStopStrInOutput,
+        promptIds: prompt,
+        skipSpecialTokens: init.skipSpecialTokens ?? true,
+      }),
+      arrivalTime: init.arrivalTime ?? this.#now(),
+      pushed: 0,
+      text: "",
+      logprobs: null,
+      finish: null,
+      error: null,
+      firstTokenTime: null,
+      lastTokenTime: 0,
+    };
+    const request = new Request<RequestState>({
+      requestId: init.requestId,
+      promptTokenIds: prompt,
+      maxTokens,
+      samplingParams: state,
+      ...(init.cacheSalt === undefined ? {} : { cacheSalt: init.cacheSalt }),
+    });
+    return this.scheduler.addRequest(request) ? "accepted" : "queue_full";
+  }
+
+  /** Cancels a live request and frees its blocks now; its last output (finishReason "abort") comes with the next step(). */
+  abort(requestId: string): boolean {
+    const request = this.scheduler.getRequest(requestId);
+    if (request === undefined || !this.scheduler.abort(requestId)) return false;
+    this.#pending.push(this.#finishOutput(request, "abort", null));
+    return true;
+  }
+
+  /** Runs one step (if anything is schedulable) and returns every output it produced, aborts since the last step first. */
+  step(): EngineOutput[] {
+    const outputs = this.#pending;
+    this.#pending = [];
+    const step = this.scheduler.schedule();
+    if (step.scheduled.length === 0) return outputs;
+    const batch = buildForwardBatch(step, this.kvCacheManager.blockSize);
+    let logits: Float32Array;
+    try {
+      logits = this.runner.forward(batch);
+      const want = batch.logitIndices.length * this.runner.vocabSize;
+      if (!(logits instanceof Float32Array) || logits.length !== want) {
+        throw new Error(`runner.forward returned ${show(logits)}, expected a Float32Array of ${batch.logitIndices.length} × ${this.runner.vocabSize}`);
+      }
+    } catch (e) {
+      this.#failForward(e, outputs);
+      return outputs;
+    }
+
+    const V = this.runner.vocabSize;
+    const sampled = new Map<string, number[]>();
+    let row = 0;
+    for (const s of step.scheduled) {
+      if (!s.sampling) continue;
+      const r = row++;
+      const request = s.request;
+      const st = request.samplingParams!;
+      try {
+        const rowLogits = logits.subarray(r * V, (r + 1) * V);
+        if (this.#textVocab < V) rowLogits.fill(-Infinity, this.#textVocab);
+        const result = this.#sampler.sample(st.sampling, rowLogits);
+        if (result.logprob !== null) (st.logprobs ??= []).push({ token: result.token, logprob: result.logprob, top: result.topLogprobs ?? [] });
+        sampled.set(request.requestId, [result.token]);
+      } catch (e) {
+        this.scheduler.finishRequest(request.requestId, "abort");
+        outputs.push(this.#finishOutput(request, "error", `sampling failed: ${(e as Error).message}`));
+      }
+    }
+    const now = this.#now();
+    for (const result of this.scheduler.updateFromOutput(sampled)) outputs.push(this.#output(result, now));
+    return outputs;
+  }
+
+  /** Counters, gauges and histograms for the metrics endpoint. */
+  stats(): EngineMetricsSnapshot {
+    const s = this.scheduler.stats();
+    const pool = this.kvCacheManager.pool;
+    const m = this.metrics;
+    return {
+      numRequestsRunning: s.numRunning,
+      numRequestsWaiting: s.numWaiting,
+      kvCacheUsage: s.kvCacheUsage,
+      numBlocks: pool.numBlocks,
+      numFreeBlocks: pool.numFreeBlocks,
+      prefixCacheQueries: s.prefixCache.queries,
+      prefixCacheHits: s.prefixCache.hits,
+      numPreemptions: s.numPreemptions,
+      promptTokens: m.promptTokens,
+      generationTokens: m.generationTokens,
+      requestSuccess: { ...m.requestSuccess },
+      numFailedForwards: m.numFailedForwards,
+      timeToFirstToken: m.timeToFirstToken.snapshot(),
+      interTokenLatency: m.interTokenLatency.snapshot(),
+      e2eRequestLatency: m.e2eRequestLatency.snapshot(),
+    };
+  }
+
+  /** The scheduler's stop callback: the token goes through the request's StopChecker. Never throws. */
+  #stopCheck(st: RequestState, token: number): StopDecision | null {
+    const u = this.#pushStop(st, token);
+    if (u === null) return null;
+    return u.stopReason === null ? { reason: u.finishReason! } : { reason: u.finishReason!, stopReason: u.stopReason };
+  }
+
+  /** Feeds one output token to the StopChecker; returns its update when it finished the request. */
+  #pushStop(st: RequestState, token: number): StopUpdate | null {
+    st.pushed++;
+    try {
+      const u = st.stop.push(token);
+      st.text += u.delta;
+      if (!u.finished) return null;
+      st.finish = u;
+      return u;
+    } catch (e) {
+      st.error = `detokenizing token ${token} failed: ${(e as Error).message}`;
+      return { delta: "", finished: true, finishReason: "stop", stopReason: null };
+    }
+  }
+
+  #output(result: RequestOutput<RequestState>, now: number): EngineOutput {
+    const request = result.request;
+    const st = request.samplingParams!;
+    // The scheduler's own length check (maxTokens, maxModelLen) finishes a request
+    // without asking the StopChecker: feed it the tokens it has not seen.
+    while (st.pushed < request.numOutputTokens && st.finish === null && st.error === null) {
+      this.#pushStop(st, request.outputTokenIds[st.pushed]!);
+    }
+    const n = result.newTokenIds.length;
+    const m = this.metrics;
+    m.generationTokens += n;
+    if (n > 0) {
+      if (st.firstTokenTime === null) {
+        st.firstTokenTime = now;
+        m.promptTokens += request.numPromptTokens;
+        m.timeToFirstToken.observe((now - st.arrivalTime) / 1000);
+      } else {
+        m.interTokenLatency.observe((now - st.lastTokenTime) / 1000 / n);
+      }
+      st.lastTokenTime = now;
+    }
+    let reason: EngineFinishReason | null = null;
+    if (result.finishReason !== null) reason = st.error !== null ? "error" : (st.finish?.finishReason ?? result.finishReason);
+    const out: EngineOutput = {
+      requestId: request.requestId,
+      text: st.text,
+      tokenIds: [...result.newTokenIds],
+      logprobs: st.logprobs,
+      finishReason: reason,
+      stopReason: reason === null || reason === "error" ? null : (st.finish?.stopReason ?? request.stopReason),
+      error: reason === "error" ? st.error : null,
+      numPromptTokens: request.numPromptTokens,
+      numOutputTokens: request.numOutputTokens,
+      numCachedTokens: Math.max(0, request.numCachedTokens),
+    };
+    st.text = "";
+    st.logprobs = null;
+    if (reason !== null) this.#recordFinish(st, reason, now);
+    return out;
+  }
+
+  /** The last output of a request finished outside a normal step (abort, error). */
+  #finishOutput(request: Request<RequestState>, reason: "abort" | "error", error: string | null): EngineOutput {
+    const st = request.samplingParams!;
+    this.#recordFinish(st, reason, this.#now());
+    return {
+      requestId: request.requestId,
+      text: "",
+      tokenIds: [],
+      logprobs: null,
+      finishReason: reason,
+      stopReason: null,
+      error,
+      numPromptTokens: request.numPromptTokens,
+      numOutputTokens: request.numOutputTokens,
+      numCachedTokens: Math.max(0, request.numCachedTokens),
+    };
+  }
+
+  #recordFinish(st: RequestState, reason: EngineFinishReason, now: number): void {
+    this.metrics.requestSuccess[reason]++;
+    this.metrics.e2eRequestLatency.observe((now - st.arrivalTime) / 1000);
+  }
+
+  /** A forward threw: every request holding blocks fails, the prefix cache is reset, waiting requests go on. */
+  #failForward(e: unknown, outputs: EngineOutput[]): void {
+    this.metrics.numFailedForwards++;
+    const message = `forward failed: ${e instanceof Error ? e.message : String(e)}`;
+    for (const id of this.scheduler.runningRequestIds()) {
+      const request = this.scheduler.getRequest(id)!;
+      this.scheduler.finishRequest(id, "abort");
+      outputs.push(this.#finishOutput(request, "error", message));
+    }
+    this.scheduler.updateFromOutput(new Map());
+    this.kvCacheManager.resetPrefixCache();
+  }
+}

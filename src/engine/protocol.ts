@@ -1,0 +1,58 @@
+/**
+ * Messages between the HTTP thread (EngineClient) and the engine worker
+ * (engine-worker.ts). Everything here is structured-clone data.
+ *
+ *   client → worker   add, abort, stats, shutdown
+ *   worker → client   progress* → ready | load_failed; then accepted | rejected per add,
+ *                     outputs (one message per engine step), stats, fatal
+ */
+import type { EngineOutput, EngineRequest } from "./engine.js";
+import type { EngineMetricsSnapshot } from "./metrics.js";
+import type { LoadProgressInfo, ModelLoadOptions } from "./model-loader.js";
+
+/** Engine settings (vLLM's names in camelCase). */
+export interface EngineSettings {
+  maxNumSeqs?: number;
+  maxNumBatchedTokens?: number;
+  maxWaitingRequests?: number;
+  enablePrefixCaching?: boolean;
+  /** Cap on prompt + output tokens. */
+  maxModelLen?: number;
+}
+
+export interface EngineWorkerConfig {
+  /** URL of a module exporting `loadEngineModel` (model-loader.ts). */
+  loader: string;
+  load: ModelLoadOptions;
+  engine: EngineSettings;
+  /** Runtime threads (the worker's own included). Default: $KVFLASH_THREADS or all cores. */
+  threads?: number;
+}
+
+/** What the loaded engine is, for the server. */
+export interface EngineInfo {
+  maxModelLen: number;
+  vocabSize: number;
+  numBlocks: number;
+  blockSize: number;
+  maxNumSeqs: number;
+  threads: number;
+  /** Seconds from the worker's start to ready. */
+  loadSeconds: number;
+}
+
+export type ToWorker =
+  | { type: "add"; request: EngineRequest }
+  | { type: "abort"; requestId: string }
+  | { type: "stats"; seq: number }
+  | { type: "shutdown" };
+
+export type FromWorker =
+  | { type: "progress"; progress: LoadProgressInfo }
+  | { type: "ready"; info: EngineInfo }
+  | { type: "load_failed"; message: string }
+  | { type: "accepted"; requestId: string }
+  | { type: "rejected"; requestId: string; reason: "queue_full" | "invalid"; message: string; param: string | null }
+  | { type: "outputs"; outputs: EngineOutput[] }
+  | { type: "stats"; seq: number; stats: EngineMetricsSnapshot }
+  | { type: "fatal"; message: string };

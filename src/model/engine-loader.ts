@@ -1,0 +1,32 @@
+/**
+ * The server's default model loader (engine/model-loader.ts): a Hugging Face
+ * directory through loadModel — weights converted to `weights` as they
+ * stream from disk, a paged KV cache of `numBlocks` or `kvCacheBytes`, step
+ * buffers sized for the engine's most tokens and sequences a step. The
+ * engine worker imports it by URL (serve.ts DEFAULT_LOADER).
+ */
+import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../engine/model-loader.js";
+import type { Runtime } from "../runtime/runtime.js";
+import { type RunnerOptions, loadModel } from "./loader.js";
+
+/** The decoder's KV cache and step-buffer options for the engine's load options (undefined fields left to the decoder's defaults). */
+export function runnerOptionsFor(options: ModelLoadOptions): RunnerOptions {
+  return {
+    ...(options.kvDtype === undefined ? {} : { kvDtype: options.kvDtype }),
+    ...(options.numBlocks !== undefined ? { numBlocks: options.numBlocks } : options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
+    ...(options.blockSize === undefined ? {} : { blockSize: options.blockSize }),
+    ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
+    ...(options.maxNumBatchedTokens === undefined ? {} : { maxBatchTokens: options.maxNumBatchedTokens }),
+    ...(options.maxNumSeqs === undefined ? {} : { maxLogitRows: options.maxNumSeqs }),
+  };
+}
+
+export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
+  const model = loadModel(rt, options.modelDir, {
+    ...(options.weights === undefined ? {} : { weights: options.weights }),
+    ...runnerOptionsFor(options),
+    progress: false,
+    onProgress: (done, total) => onProgress({ done, total }),
+  });
+  return { runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds };
+}

@@ -1,0 +1,38 @@
+/**
+ * What every route handler sees: the engine client, the tokenizer (the HTTP
+ * thread has its own copy, for chat templates, validation and /tokenize),
+ * the served model's names and limits, and the server's settings.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { EngineClient } from "../engine/engine-client.js";
+import type { SamplingParams } from "../engine/sampling-params.js";
+import type { Tokenizer } from "../tokenizer/tokenizer.js";
+
+export interface ServerContext {
+  engine: EngineClient;
+  tokenizer: Tokenizer;
+  /** Names clients may use for the model; the first is the one responses report. */
+  modelNames: readonly string[];
+  /** The model directory (reported as the model's root). */
+  modelDir: string;
+  /** The model's vocabulary (logits per row): bounds logit_bias and stop_token_ids. */
+  vocabSize: number;
+  /** Request defaults from generation_config.json (vLLM's --generation-config auto). */
+  generationDefaults: SamplingParams;
+  /** Bearer token required on /v1 and the tokenizer routes, or null. */
+  apiKey: string | null;
+  /** Value of Access-Control-Allow-Origin, or null for no CORS. */
+  corsOrigin: string | null;
+  /** Unix seconds the server started (the model's `created`). */
+  created: number;
+  /** Set by close(): new generation requests get 503. */
+  shuttingDown: boolean;
+}
+
+export type Handler = (req: IncomingMessage, res: ServerResponse, ctx: ServerContext) => Promise<void> | void;
+
+/** The engine's context length, once loaded. */
+export function maxModelLen(ctx: ServerContext): number | null {
+  const s = ctx.engine.state;
+  return s.state === "ready" ? s.info.maxModelLen : null;
+}

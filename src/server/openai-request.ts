@@ -1,0 +1,256 @@
+/**
+ * OpenAI request bodies → what the engine runs. `POST /v1/chat/completions`
+ * and `POST /v1/completions` share the sampling fields (OpenAI's plus vLLM's
+ * extras: top_k, min_p, repetition_penalty, stop_token_ids, ignore_eos,
+ * include_stop_str_in_output, skip_special_tokens, cache_salt); chat renders
+ * its messages with the model's chat template, completions take a prompt as
+ * text or token ids (or a list of them: one choice each). Every field is
+ * type-checked and a bad one is a 400 naming it; n > 1, tools and structured
+ * output are a clear 400; a prompt that does not fit the context is a 400.
+ */
+import { randomUUID } from "node:crypto";
+import { ArgumentError, show } from "../errors.js";
+import { MAX_LOGPROBS, type ResolvedSamplingParams, type SamplingParams, resolveSamplingParams } from "../engine/sampling-params.js";
+import type { ChatMessage } from "../tokenizer/chat-template.js";
+import { type ServerContext, maxModelLen } from "./context.js";
+import { HttpError, badRequest } from "./errors.js";
+import { Fields, isObject } from "./fields.js";
+
+export interface PromptInput {
+  tokenIds: number[];
+  /** The prompt as text (for echo). */
+  text: string;
+  params: ResolvedSamplingParams;
+}
+
+export interface GenerationPlan {
+  kind: "chat" | "completion";
+  /** chatcmpl-… or cmpl-…; choice i runs as engine request `${id}-${i}`. */
+  id: string;
+  /** The model name responses report. */
+  model: string;
+  created: number;
+  /** One per choice. */
+  prompts: PromptInput[];
+  skipSpecialTokens: boolean;
+  cacheSalt: string | undefined;
+  stream: boolean;
+  /** stream_options.include_usage: a last chunk with the usage. */
+  includeUsage: boolean;
+  /** stream_options.continuous_usage_stats (vLLM): usage on every chunk. */
+  continuousUsage: boolean;
+  /** Top-n alternatives per token (0: the chosen token's logprob only), or null for no logprobs. */
+  logprobs: number | null;
+  /** Completions: the prompt text leads the output. */
+  echo: boolean;
+}
+
+/** Sampling parameter → the request field it came from (for error messages). */
+const FIELD_OF: Record<string, string> = {
+  temperature: "temperature",
+  topK: "top_k",
+  topP: "top_p",
+  minP: "min_p",
+  repetitionPenalty: "repetition_penalty",
+  presencePenalty: "presence_penalty",
+  frequencyPenalty: "frequency_penalty",
+  logitBias: "logit_bias",
+  seed: "seed",
+  maxTokens: "max_tokens",
+  stop: "stop",
+  stopTokenIds: "stop_token_ids",
+  ignoreEos: "ignore_eos",
+  includeStopStrInOutput: "include_stop_str_in_output",
+  logprobs: "logprobs",
+};
+
+function resolveModel(f: Fields, ctx: ServerContext): string {
+  const model = f.string("model");
+  if (model === undefined) return ctx.modelNames[0]!;
+  if (!ctx.modelNames.includes(model)) {
+    throw new HttpError(404, `The model \`${model}\` does not exist. This server serves ${ctx.modelNames.map((n) => `\`${n}\``).join(", ")}.`, {
+      type: "invalid_request_error",
+      param: "model",
+      code: "model_not_found",
+    });
+  }
+  return ctx.modelNames[0]!;
+}
+
+/** Fields OpenAI defines that kvflash does not implement: a 400 rather than silently ignoring them. */
+function refuseUnsupported(f: Fields): void {
+  const n = f.integer("n", { min: 1 });
+  if (n !== undefined && n > 1) throw badRequest("n", `n must be 1: kvflash generates one choice per request (got ${n}); send ${n} requests instead`);
+  const bestOf = f.integer("best_of", { min: 1 });
+  if (bestOf !== undefined && bestOf > 1) throw badRequest("best_of", `best_of must be 1, got ${bestOf}`);
+  const tools = f.raw("tools");
+  if (Array.isArray(tools) ? tools.length > 0 : tools !== undefined) {
+    throw badRequest("tools", "tools (function calling) are not supported by this server");
+  }
+  const format = f.object("response_format");
+  if (format !== undefined && format["type"] !== "text") {
+    throw badRequest("response_format", `response_format ${show(format["type"])} is not supported: only { "type": "text" }`);
+  }
+  const suffix = f.string("suffix");
+  if (suffix !== undefined && suffix !== "") throw badRequest("suffix", "suffix is not supported");
+}
+
+function streamOptions(f: Fields, stream: boolean): { includeUsage: boolean; continuousUsage: boolean } {
+  const o = f.object("stream_options");
+  if (o === undefined) return { includeUsage: false, continuousUsage: false };
+  if (!stream) throw badRequest("stream_options", "stream_options is only allowed when stream is true");
+  const sf = new Fields(o);
+  const read = (name: string): boolean => {
+    try {
+      return sf.boolean(name) ?? false;
+    } catch {
+      throw badRequest(`stream_options.${name}`, `stream_options.${name} must be true or false, got ${show(o[name])}`);
+    }
+  };
+  return { includeUsage: read("include_usage"), continuousUsage: read("continuous_usage_stats") };
+}
+
+/** The sampling fields, type-checked; maxTokens and logprobs are filled per prompt. */
+function samplingFields(f: Fields): SamplingParams {
+  const logitBias = f.object("logit_bias");
+  if (logitBias !== undefined) {
+    for (const [k, v] of Object.entries(logitBias)) {
+      if (typeof v !== "number" || !Number.isFinite(v)) throw badRequest("logit_bias", `logit_bias[${JSON.stringify(k)}] must be a number, got ${show(v)}`);
+    }
+  }
+  return {
+    temperature: f.number("temperature"),
+    topP: f.number("top_p"),
+    topK: f.integer("top_k"),
+    minP: f.number("min_p"),
+    repetitionPenalty: f.number("repetition_penalty"),
+    presencePenalty: f.number("presence_penalty"),
+    frequencyPenalty: f.number("frequency_penalty"),
+    logitBias: logitBias as Record<string, number> | undefined,
+    seed: f.integer("seed"),
+    stop: f.strings("stop"),
+    stopTokenIds: f.integers("stop_token_ids"),
+    ignoreEos: f.boolean("ignore_eos"),
+    includeStopStrInOutput: f.boolean("include_stop_str_in_output"),
+  } as SamplingParams;
+}
+
+/** resolveSamplingParams with its errors renamed to the request's fields. */
+function resolveParams(params: SamplingParams, ctx: ServerContext): ResolvedSamplingParams {
+  try {
+    return resolveSamplingParams(params, ctx.vocabSize, ctx.generationDefaults);
+  } catch (e) {
+    if (!(e instanceof ArgumentError)) throw e;
+    const head = e.argument.match(/^[A-Za-z]+/)?.[0] ?? "";
+    const field = FIELD_OF[head] ?? e.argument;
+    throw badRequest(field, `${field}${e.argument.slice(head.length)}${e.message.slice(e.argument.length)}`);
+  }
+}
+
+/** Checks a tokenized prompt against the context and settles its max_tokens (vLLM's rules). */
+function fitPrompt(tokenIds: number[], text: string, explicitMax: number | undefined, kind: GenerationPlan["kind"], base: SamplingParams, ctx: ServerContext, param: string): PromptInput {
+  const limit = maxModelLen(ctx);
+  if (limit === null) throw new HttpError(503, "the model is still loading");
+  if (tokenIds.length === 0) throw badRequest(param, `${param} must not be empty`);
+  if (tokenIds.length >= limit) {
+    throw badRequest(param, `This model's maximum context length is ${limit} tokens. However, your ${kind === "chat" ? "messages resulted in" : "prompt has"} ${tokenIds.length} tokens, which leaves no room for a completion.`, "context_length_exceeded");
+  }
+  const room = limit - tokenIds.length;
+  if (explicitMax !== undefined && explicitMax > room) {
+    throw badRequest(
+      "max_tokens",
+      `max_tokens is too large: ${explicitMax}. This model's maximum context length is ${limit} tokens and your request has ${tokenIds.length} input tokens (${explicitMax} > ${limit} - ${tokenIds.length}).`,
+      "context_length_exceeded",
+    );
+  }
+  let maxTokens = explicitMax ?? (kind === "completion" ? 16 : room);
+  if (explicitMax === undefined && ctx.generationDefaults.maxTokens !== undefined) maxTokens = Math.min(maxTokens, ctx.generationDefaults.maxTokens);
+  return { tokenIds, text, params: resolveParams({ ...base, maxTokens: Math.min(maxTokens, room) }, ctx) };
+}
+
+function commonPlan(f: Fields, ctx: ServerContext, kind: GenerationPlan["kind"]) {
+  const model = resolveModel(f, ctx);
+  refuseUnsupported(f);
+  const stream = f.boolean("stream") ?? false;
+  const cacheSalt = f.string("cache_salt");
+  return {
+    model,
+    stream,
+    ...streamOptions(f, stream),
+    skipSpecialTokens: f.boolean("skip_special_tokens") ?? true,
+    cacheSalt: cacheSalt === "" ? undefined : cacheSalt,
+    explicitMax: f.integer("max_completion_tokens", { min: 1 }) ?? f.integer("max_tokens", { min: 1 }),
+    id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`,
+    created: Math.floor(Date.now() / 1000),
+  };
+}
+
+export function parseChatRequest(body: unknown, ctx: ServerContext): GenerationPlan {
+  const f = new Fields(body);
+  const c = commonPlan(f, ctx, "chat");
+  const messages = f.raw("messages");
+  if (!Array.isArray(messages) || messages.length === 0) throw badRequest("messages", `messages must be a non-empty array of { role, content }, got ${show(messages)}`);
+  messages.forEach((m, i) => {
+    if (!isObject(m) || typeof m["role"] !== "string") throw badRequest(`messages[${i}]`, `messages[${i}] must be an object with a string role, got ${show(m)}`);
+    const content = m["content"];
+    if (content !== undefined && content !== null && typeof content !== "string" && !Array.isArray(content)) {
+      throw badRequest(`messages[${i}].content`, `messages[${i}].content must be a string or an array of content parts, got ${show(content)}`);
+    }
+  });
+  const logprobsOn = f.boolean("logprobs") ?? false;
+  const top = f.integer("top_logprobs", { min: 0, max: MAX_LOGPROBS });
+  if (top !== undefined && !logprobsOn) throw badRequest("top_logprobs", "top_logprobs requires logprobs to be true");
+  const continueFinal = f.boolean("continue_final_message") ?? false;
+  const addGenerationPrompt = f.boolean("add_generation_prompt") ?? !continueFinal;
+  if (continueFinal && addGenerationPrompt) throw badRequest("continue_final_message", "continue_final_message and add_generation_prompt cannot both be true");
+  const variables = f.object("chat_template_kwargs") ?? {};
+  let text: string;
+  try {
+    text = ctx.tokenizer.applyChatTemplate(messages as ChatMessage[], { addGenerationPrompt, variables });
+    if (continueFinal) text = cutAfterFinalMessage(text, messages.at(-1) as ChatMessage);
+  } catch (e) {
+    if (e instanceof HttpError) throw e;
+    throw badRequest("messages", `the chat template cannot render these messages: ${(e as Error).message}`);
+  }
+  const tokenIds = ctx.tokenizer.encode(text, { addSpecialTokens: f.boolean("add_special_tokens") ?? false });
+  const base = { ...samplingFields(f), logprobs: logprobsOn ? (top ?? 0) : null };
+  const prompt = fitPrompt(tokenIds, text, c.explicitMax, "chat", base, ctx, "messages");
+  return { kind: "chat", ...c, prompts: [prompt], logprobs: base.logprobs, echo: false };
+}
+
+/** continue_final_message: the rendered text ends where the final message's content ends (transformers' rule). */
+function cutAfterFinalMessage(text: string, final: ChatMessage): string {
+  const content = typeof final.content === "string" ? final.content : (final.content ?? []).map((p) => p.text ?? "").join("\n");
+  const at = text.lastIndexOf(content.trim());
+  if (content.trim() === "" || at < 0) throw badRequest("continue_final_message", "the final message's content cannot be found in the rendered chat template");
+  return text.slice(0, at + content.trim().length);
+}
+
+export function parseCompletionRequest(body: unknown, ctx: ServerContext): GenerationPlan {
+  const f = new Fields(body);
+  const c = commonPlan(f, ctx, "completion");
+  const logprobs = f.integer("logprobs", { min: 0, max: MAX_LOGPROBS }) ?? null;
+  const echo = f.boolean("echo") ?? false;
+  const addSpecial = f.boolean("add_special_tokens") ?? true;
+  const raw = f.raw("prompt");
+  const isIds = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0 && v.every((x) => typeof x === "number");
+  let items: (string | number[])[];
+  if (typeof raw === "string" || isIds(raw)) items = [raw];
+  else if (Array.isArray(raw) && raw.length > 0 && raw.every((p) => typeof p === "string" || isIds(p))) items = raw as (string | number[])[];
+  else throw badRequest("prompt", `prompt must be a string, an array of token ids, or a non-empty array of either, got ${show(raw)}`);
+  const base = { ...samplingFields(f), logprobs };
+  const prompts = items.map((p, i) => {
+    const param = items.length === 1 ? "prompt" : `prompt[${i}]`;
+    if (typeof p === "string") return fitPrompt(ctx.tokenizer.encode(p, { addSpecialTokens: addSpecial }), p, c.explicitMax, "completion", base, ctx, param);
+    p.forEach((t, j) => {
+      if (!Number.isInteger(t) || t < 0 || t >= ctx.vocabSize) throw badRequest(param, `${param}[${j}] must be a token id in [0, ${ctx.vocabSize}), got ${show(t)}`);
+    });
+    return fitPrompt(p, echo ? decodeForEcho(ctx, p) : "", c.explicitMax, "completion", base, ctx, param);
+  });
+  return { kind: "completion", ...c, prompts, logprobs, echo };
+}
+
+/** Token-id prompts echo as their text; ids beyond the tokenizer (padded vocabularies) decode to nothing. */
+function decodeForEcho(ctx: ServerContext, ids: number[]): string {
+  return ctx.tokenizer.decode(ids.filter((t) => t < ctx.tokenizer.vocabSize));
+}

@@ -1,0 +1,128 @@
+/**
+ * Runs a GenerationPlan on the engine and answers: an SSE stream of chunks
+ * ending in `data: [DONE]` (stream: true), or one JSON response. Every choice
+ * is its own engine request. A client that disconnects — before the engine
+ * accepted the request or while it runs — has all of its requests aborted,
+ * which frees their KV blocks at the next step boundary.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { OutputStream } from "../../engine/engine-client.js";
+import type { EngineOutput } from "../../engine/engine.js";
+import type { ServerContext } from "../context.js";
+import { HttpError, sendJson } from "../errors.js";
+import type { GenerationPlan } from "../openai-request.js";
+import { type ChoiceState, chunk, fullResponse, usageChunk, usageOf } from "../openai-response.js";
+import { SseStream } from "../sse.js";
+
+export async function runGeneration(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext, plan: GenerationPlan): Promise<void> {
+  if (ctx.shuttingDown) throw new HttpError(503, "the server is shutting down");
+  const ids = plan.prompts.map((_, i) => `${plan.id}-${i}`);
+  let gone = false;
+  res.on("close", () => {
+    if (res.writableEnded) return;
+    gone = true;
+    for (const id of ids) ctx.engine.abort(id);
+  });
+  const arrivalTime = performance.timeOrigin + performance.now();
+  const settled = await Promise.allSettled(
+    plan.prompts.map((p, i) =>
+      ctx.engine.submit({
+        requestId: ids[i]!,
+        promptTokenIds: p.tokenIds,
+        params: p.params,
+        arrivalTime,
+        skipSpecialTokens: plan.skipSpecialTokens,
+        ...(plan.cacheSalt === undefined ? {} : { cacheSalt: plan.cacheSalt }),
+      }),
+    ),
+  );
+  const rejected = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (rejected !== undefined || gone) {
+    settled.forEach((s, i) => s.status === "fulfilled" && ctx.engine.abort(ids[i]!));
+    if (rejected !== undefined) throw rejected.reason;
+    return;
+  }
+  const streams = settled.map((s) => (s as PromiseFulfilledResult<OutputStream>).value);
+  const states: ChoiceState[] = plan.prompts.map((p) => ({
+    text: plan.echo ? p.text : "",
+    numPromptTokens: p.tokenIds.length,
+    numOutputTokens: 0,
+    numCachedTokens: 0,
+    finishReason: null,
+    stopReason: null,
+    logprobs: [],
+  }));
+  const abortAll = (): void => ids.forEach((id) => ctx.engine.abort(id));
+  if (plan.stream) await streamChoices(res, ctx, plan, streams, states, abortAll);
+  else await collectChoices(res, ctx, plan, streams, states, abortAll, () => gone);
+}
+
+function apply(state: ChoiceState, out: EngineOutput): void {
+  state.text += out.text;
+  state.numOutputTokens = out.numOutputTokens;
+  state.numCachedTokens = out.numCachedTokens;
+  if (out.numPromptTokens > 0) state.numPromptTokens = out.numPromptTokens;
+  if (out.logprobs !== null) state.logprobs.push(...out.logprobs);
+  state.finishReason = out.finishReason;
+  state.stopReason = out.stopReason;
+}
+
+async function streamChoices(res: ServerResponse, ctx: ServerContext, plan: GenerationPlan, streams: OutputStream[], states: ChoiceState[], abortAll: () => void): Promise<void> {
+  const sse = new SseStream(res);
+  const tok = ctx.tokenizer;
+  const first = (i: number) => (plan.kind === "chat" || plan.echo ? states[i]!.text : null);
+  states.forEach((s, i) => {
+    const text = first(i);
+    if (text === null) return;
+    sse.send(chunk(plan, tok, i, { text, role: plan.kind === "chat", logprobs: [], offset: 0, finishReason: null, stopReason: null }, plan.continuousUsage ? usageOf([s]) : null));
+  });
+  let error: string | null = null;
+  await Promise.all(
+    streams.map(async (stream, i) => {
+      const state = states[i]!;
+      for await (const out of stream) {
+        const offset = state.text.length;
+        apply(state, out);
+        if (out.finishReason === "error") {
+          error ??= out.error ?? "generation failed";
+          abortAll();
+          continue;
+        }
+        if (out.text === "" && out.finishReason === null && out.logprobs === null) continue;
+        const finishReason = out.finishReason;
+        sse.send(
+          chunk(plan, tok, i, { text: out.text, logprobs: out.logprobs ?? [], offset, finishReason, stopReason: out.stopReason }, plan.continuousUsage ? usageOf([state]) : null),
+        );
+      }
+    }),
+  );
+  if (error !== null) sse.send(new HttpError(500, error).toJSON());
+  else if (plan.includeUsage) sse.send(usageChunk(plan, usageOf(states)));
+  sse.end();
+}
+
+async function collectChoices(
+  res: ServerResponse,
+  ctx: ServerContext,
+  plan: GenerationPlan,
+  streams: OutputStream[],
+  states: ChoiceState[],
+  abortAll: () => void,
+  gone: () => boolean,
+): Promise<void> {
+  let error: string | null = null;
+  await Promise.all(
+    streams.map(async (stream, i) => {
+      for await (const out of stream) {
+        apply(states[i]!, out);
+        if (out.finishReason === "error") {
+          error ??= out.error ?? "generation failed";
+          abortAll();
+        }
+      }
+    }),
+  );
+  if (gone()) return;
+  if (error !== null) throw new HttpError(500, error);
+  sendJson(res, 200, fullResponse(plan, ctx.tokenizer, states));
+}

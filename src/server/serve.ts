@@ -1,0 +1,130 @@
+/**
+ * `kvflash serve` as a function: starts the engine worker (the model loads in
+ * it), reads the tokenizer and the model's metadata on this thread, and
+ * listens at once, so /health answers 503 with the load progress until the
+ * model is ready. The CLI, the tests and the serve benchmark all start
+ * servers through here.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { ArgumentError } from "../errors.js";
+import { type ModelConfig, parseModelConfig } from "../model/config.js";
+import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig } from "../model/generation-config.js";
+import { defaultModelDir } from "../model/default-model.js";
+import { EngineClient } from "../engine/engine-client.js";
+import type { EngineInfo, EngineSettings } from "../engine/protocol.js";
+import { samplingDefaults } from "../engine/sampling-params.js";
+import { Tokenizer } from "../tokenizer/tokenizer.js";
+import { KvflashServer } from "./server.js";
+
+/** The model loader the server uses unless told otherwise: the decoder over a Hugging Face directory. */
+export const DEFAULT_LOADER = new URL("../model/engine-loader.js", import.meta.url).href;
+
+export interface ServeOptions extends EngineSettings {
+  /** A Hugging Face model directory. Default: the embedded default model (models/default). */
+  modelDir?: string;
+  /** Default 127.0.0.1 (loopback only). */
+  host?: string;
+  /** Default 8000; 0 picks a free port. */
+  port?: number;
+  /** Names clients may use (vLLM's --served-model-name). Default: the --model argument, or "kvflash-default". */
+  servedModelNames?: readonly string[];
+  apiKey?: string | null;
+  corsOrigin?: string | null;
+  /** Bytes of the paged KV cache. */
+  kvCacheBytes?: number;
+  /** Blocks of the paged KV cache (wins over kvCacheBytes). */
+  numBlocks?: number;
+  kvDtype?: string;
+  weights?: string;
+  blockSize?: number;
+  maxModelLen?: number;
+  /** Runtime threads in the engine worker. Default: $KVFLASH_THREADS or all cores. */
+  threads?: number;
+  /** URL of the model loader module (engine/model-loader.ts). Default DEFAULT_LOADER. */
+  loader?: string;
+  /** Loader-specific options. */
+  loaderExtra?: Record<string, unknown>;
+}
+
+export interface RunningServer {
+  server: KvflashServer;
+  engine: EngineClient;
+  /** http://host:port */
+  url: string;
+  /** The engine is loaded and takes requests. */
+  ready: Promise<EngineInfo>;
+  /** Drains for up to drainMs, then stops everything. */
+  close(drainMs?: number): Promise<void>;
+}
+
+export async function serve(options: ServeOptions = {}): Promise<RunningServer> {
+  const modelDir = options.modelDir ?? defaultModelDir();
+  const { config, generation, tokenizer } = readServedModel(modelDir);
+  const engine = EngineClient.start({
+    loader: options.loader ?? DEFAULT_LOADER,
+    load: {
+      modelDir,
+      ...(options.weights === undefined ? {} : { weights: options.weights }),
+      ...(options.kvDtype === undefined ? {} : { kvDtype: options.kvDtype }),
+      ...(options.kvCacheBytes === undefined ? {} : { kvCacheBytes: options.kvCacheBytes }),
+      ...(options.numBlocks === undefined ? {} : { numBlocks: options.numBlocks }),
+      ...(options.blockSize === undefined ? {} : { blockSize: options.blockSize }),
+      ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
+      ...(options.loaderExtra === undefined ? {} : { extra: options.loaderExtra }),
+    },
+    engine: {
+      ...(options.maxNumSeqs === undefined ? {} : { maxNumSeqs: options.maxNumSeqs }),
+      ...(options.maxNumBatchedTokens === undefined ? {} : { maxNumBatchedTokens: options.maxNumBatchedTokens }),
+      ...(options.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: options.maxWaitingRequests }),
+      ...(options.enablePrefixCaching === undefined ? {} : { enablePrefixCaching: options.enablePrefixCaching }),
+      ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
+    },
+    ...(options.threads === undefined ? {} : { threads: options.threads }),
+  });
+  const server = new KvflashServer({
+    engine,
+    tokenizer,
+    modelNames: options.servedModelNames ?? [options.modelDir ?? "kvflash-default"],
+    modelDir,
+    vocabSize: config.vocabSize,
+    generationDefaults: samplingDefaults(generation),
+    apiKey: options.apiKey ?? null,
+    corsOrigin: options.corsOrigin ?? null,
+  });
+  let address;
+  try {
+    address = await server.listen(options.port ?? 8000, options.host ?? "127.0.0.1");
+  } catch (e) {
+    await engine.shutdown();
+    throw e;
+  }
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    server,
+    engine,
+    url: `http://${host}:${address.port}`,
+    ready: engine.ready,
+    close: (drainMs = 0) => server.close(drainMs),
+  };
+}
+
+/**
+ * What the HTTP thread needs of the model: config.json (the vocabulary),
+ * generation_config.json (request defaults) and the tokenizer. The weights
+ * are the engine worker's business (its loader checks them).
+ */
+function readServedModel(dir: string): { config: ModelConfig; generation: GenerationConfig; tokenizer: Tokenizer } {
+  const json = (file: string): unknown => {
+    try {
+      return JSON.parse(readFileSync(join(dir, file), "utf8"));
+    } catch (e) {
+      throw new ArgumentError(join(dir, file), `cannot be read as JSON: ${(e as Error).message}`);
+    }
+  };
+  if (!existsSync(join(dir, "config.json"))) throw new ArgumentError("modelDir", `${JSON.stringify(dir)} has no config.json (is it a Hugging Face model directory?)`);
+  const config = parseModelConfig(json("config.json"), { source: join(dir, "config.json") });
+  const genPath = join(dir, "generation_config.json");
+  const generation = existsSync(genPath) ? parseGenerationConfig(json("generation_config.json"), genPath) : { ...EMPTY_GENERATION_CONFIG, eosTokenIds: [] };
+  return { config, generation, tokenizer: Tokenizer.fromDir(dir) };
+}

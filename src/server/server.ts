@@ -1,0 +1,156 @@
+/**
+ * The OpenAI-compatible HTTP server on Node's `http`: a route table, API-key
+ * and CORS checks, and the one place that turns a thrown error into an
+ * OpenAI-shaped answer. The engine runs in its worker (EngineClient); this
+ * thread only parses, tokenizes, streams and keeps count.
+ *
+ *   GET  /                       the web chat page (public/)
+ *   GET  /health                 200 ok | 503 loading (with progress) | 503 failed / shutting down
+ *   GET  /metrics                Prometheus text, vLLM's names
+ *   GET  /v1/models
+ *   POST /v1/chat/completions    stream: SSE chunks ending in data: [DONE]
+ *   POST /v1/completions
+ *   POST /tokenize, /detokenize
+ */
+import { timingSafeEqual } from "node:crypto";
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { EngineClient } from "../engine/engine-client.js";
+import type { SamplingParams } from "../engine/sampling-params.js";
+import type { Tokenizer } from "../tokenizer/tokenizer.js";
+import type { Handler, ServerContext } from "./context.js";
+import { HttpError, sendError, toHttpError } from "./errors.js";
+import { chatCompletions, completions, models } from "./routes/openai.js";
+import { PUBLIC_FILES, staticFile } from "./routes/static.js";
+import { health, metrics } from "./routes/status.js";
+import { detokenize, tokenize } from "./routes/tokenize.js";
+
+interface Route {
+  method: "GET" | "POST";
+  handler: Handler;
+  /** Needs the API key when one is set (vLLM guards /v1). */
+  auth: boolean;
+}
+
+const ROUTES: Readonly<Record<string, Route>> = {
+  ...Object.fromEntries(Object.keys(PUBLIC_FILES).map((path) => [path, { method: "GET", handler: staticFile, auth: false } satisfies Route])),
+  "/health": { method: "GET", handler: health, auth: false },
+  "/metrics": { method: "GET", handler: metrics, auth: false },
+  "/v1/models": { method: "GET", handler: models, auth: true },
+  "/v1/chat/completions": { method: "POST", handler: chatCompletions, auth: true },
+  "/v1/completions": { method: "POST", handler: completions, auth: true },
+  "/tokenize": { method: "POST", handler: tokenize, auth: true },
+  "/detokenize": { method: "POST", handler: detokenize, auth: true },
+};
+
+export interface KvflashServerOptions {
+  engine: EngineClient;
+  tokenizer: Tokenizer;
+  modelNames: readonly string[];
+  modelDir: string;
+  vocabSize: number;
+  generationDefaults?: SamplingParams;
+  apiKey?: string | null;
+  corsOrigin?: string | null;
+}
+
+export class KvflashServer {
+  readonly http: Server;
+  readonly context: ServerContext;
+  /** Responses not yet finished. */
+  readonly #active = new Set<ServerResponse>();
+
+  constructor(options: KvflashServerOptions) {
+    if (options.modelNames.length === 0) throw new Error("modelNames must name the model at least once");
+    this.context = {
+      engine: options.engine,
+      tokenizer: options.tokenizer,
+      modelNames: options.modelNames,
+      modelDir: options.modelDir,
+      vocabSize: options.vocabSize,
+      generationDefaults: options.generationDefaults ?? {},
+      apiKey: options.apiKey ?? null,
+      corsOrigin: options.corsOrigin ?? null,
+      created: Math.floor(Date.now() / 1000),
+      shuttingDown: false,
+    };
+    this.http = createServer((req, res) => {
+      this.#active.add(res);
+      res.once("close", () => this.#active.delete(res));
+      void this.#dispatch(req, res);
+    });
+    this.http.keepAliveTimeout = 5000;
+  }
+
+  /** Listens on host:port (port 0: any free port); resolves with the bound address. */
+  listen(port: number, host: string): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      this.http.once("error", reject);
+      this.http.listen(port, host, () => {
+        this.http.off("error", reject);
+        resolve(this.http.address() as AddressInfo);
+      });
+    });
+  }
+
+  /**
+   * Stops taking connections and requests (503), lets in-flight generations
+   * finish for up to `drainMs`, then stops the engine — which ends whatever is
+   * left with an error — and closes every connection.
+   */
+  async close(drainMs = 0): Promise<void> {
+    this.context.shuttingDown = true;
+    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
+    this.http.closeIdleConnections();
+    const deadline = Date.now() + drainMs;
+    while (this.context.engine.numInFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await this.context.engine.shutdown();
+    // The handlers now write their last bytes (an error event, [DONE]); give them a moment.
+    const flushDeadline = Date.now() + 2000;
+    while (this.#active.size > 0 && Date.now() < flushDeadline) await new Promise((r) => setTimeout(r, 10));
+    this.http.closeAllConnections();
+    await closed;
+  }
+
+  async #dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      const ctx = this.context;
+      if (ctx.corsOrigin !== null) {
+        res.setHeader("access-control-allow-origin", ctx.corsOrigin);
+        if (ctx.corsOrigin !== "*") res.setHeader("vary", "Origin");
+      }
+      const path = new URL(req.url ?? "/", "http://localhost").pathname;
+      const route = ROUTES[path];
+      if (req.method === "OPTIONS" && ctx.corsOrigin !== null && route !== undefined) {
+        res.writeHead(204, {
+          "access-control-allow-methods": `${route.method}, OPTIONS`,
+          "access-control-allow-headers": "authorization, content-type",
+          "access-control-max-age": "600",
+        });
+        res.end();
+        return;
+      }
+      if (route === undefined) throw new HttpError(404, `no route for ${req.method} ${path}`);
+      if (req.method !== route.method && !(route.method === "GET" && req.method === "HEAD")) {
+        res.setHeader("allow", route.method);
+        throw new HttpError(405, `${path} takes ${route.method}, got ${req.method}`);
+      }
+      if (route.auth && ctx.apiKey !== null) this.#checkApiKey(req, ctx.apiKey);
+      await route.handler(req, res, ctx);
+    } catch (e) {
+      const error = toHttpError(e);
+      if (error.status >= 500 && !(e instanceof HttpError)) process.stderr.write(`kvflash: ${req.method} ${req.url}: ${(e as Error).stack ?? String(e)}\n`);
+      if (!res.headersSent) sendError(res, error);
+      else res.end();
+    }
+  }
+
+  #checkApiKey(req: IncomingMessage, key: string): void {
+    const header = req.headers.authorization ?? "";
+    const given = Buffer.from(header.startsWith("Bearer ") ? header.slice(7) : "");
+    const want = Buffer.from(key);
+    if (given.length !== want.length || !timingSafeEqual(given, want)) {
+      throw new HttpError(401, "Incorrect API key provided: send Authorization: Bearer <key>.", { code: "invalid_api_key" });
+    }
+  }
+}

@@ -1,0 +1,43 @@
+// `kvflash serve` flags: vLLM's names, both --flag value and --flag=value,
+// several served names, and errors that name the flag and the value.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { pathToFileURL } from "node:url";
+import { resolve } from "node:path";
+import { parseServeArgs } from "../../src/cli/serve-args.js";
+
+test("flags map to serve options", () => {
+  const a = parseServeArgs(
+    ["--model", "/m", "--port=9000", "--host", "0.0.0.0", "--kv-cache-gib", "0.5", "--kv-dtype", "int8", "--max-num-seqs", "8", "--weights", "q8",
+      "--served-model-name", "a", "b", "--api-key", "k", "--cors-origin", "*", "--no-enable-prefix-caching", "--loader", "x/y.js", "--loader-options", '{"n":1}'],
+    {},
+  );
+  assert.deepEqual(a, {
+    shutdownTimeoutS: 10,
+    maxWaitingRequests: 1024,
+    modelDir: "/m",
+    port: 9000,
+    host: "0.0.0.0",
+    kvCacheBytes: 2 ** 29,
+    kvDtype: "int8",
+    maxNumSeqs: 8,
+    weights: "q8",
+    servedModelNames: ["a", "b"],
+    apiKey: "k",
+    corsOrigin: "*",
+    enablePrefixCaching: false,
+    loader: pathToFileURL(resolve("x/y.js")).href,
+    loaderExtra: { n: 1 },
+  });
+  assert.equal(parseServeArgs([], { KVFLASH_API_KEY: "env-key" }).apiKey, "env-key");
+});
+
+test("bad flags name themselves and the value", () => {
+  assert.throws(() => parseServeArgs(["--port", "http"], {}), /--port must be an integer ≥ 0, got "http"/);
+  assert.throws(() => parseServeArgs(["--port", "70000"], {}), /--port must be ≤ 65535, got 70000/);
+  assert.throws(() => parseServeArgs(["--max-num-seqs", "0"], {}), /--max-num-seqs must be an integer ≥ 1, got "0"/);
+  assert.throws(() => parseServeArgs(["--kv-cache-gib", "-1"], {}), /--kv-cache-gib must be a number > 0, got "-1"/);
+  assert.throws(() => parseServeArgs(["--model"], {}), /--model needs a value/);
+  assert.throws(() => parseServeArgs(["--model", "--port"], {}), /--model needs a value/);
+  assert.throws(() => parseServeArgs(["--frobnicate"], {}), /--frobnicate is not a serve option/);
+});

@@ -1,0 +1,31 @@
+// An engine-worker loader module (model-loader.ts) that builds a ToyRunner
+// with the default model's config and tokenizer: the worker, the client and
+// the engine's failure handling are tested without a decoder. Options come in
+// ModelLoadOptions (numBlocks, blockSize, maxModelLen) or its extra:
+// numBlocks, blockSize, failToken, nanToken, failLoad (throw instead of
+// loading), progressSteps.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { LoadProgressInfo, EngineModel, ModelLoadOptions } from "../../src/engine/model-loader.js";
+import { Tokenizer, parseModelConfig } from "../../src/index.js";
+import type { Runtime } from "../../src/runtime/runtime.js";
+import { ToyRunner } from "./toy-runner.js";
+
+export function loadEngineModel(_rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
+  const extra = options.extra ?? {};
+  if (extra["failLoad"] === true) throw new Error("toy loader: asked to fail");
+  const steps = Number(extra["progressSteps"] ?? 1);
+  for (let i = 1; i <= steps; i++) onProgress({ done: i, total: steps });
+  const config = parseModelConfig(JSON.parse(readFileSync(join(options.modelDir, "config.json"), "utf8")));
+  const tokenizer = Tokenizer.fromDir(options.modelDir);
+  const runner = new ToyRunner({
+    config,
+    numBlocks: options.numBlocks ?? Number(extra["numBlocks"] ?? 64),
+    blockSize: options.blockSize ?? Number(extra["blockSize"] ?? 16),
+    ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
+    ...(extra["failToken"] === undefined ? {} : { failToken: Number(extra["failToken"]) }),
+    ...(extra["nanToken"] === undefined ? {} : { nanToken: Number(extra["nanToken"]) }),
+  });
+  const eos = tokenizer.eosTokenId;
+  return { runner, tokenizer, eosTokenIds: eos === null ? [] : [eos] };
+}
