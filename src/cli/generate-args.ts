@@ -4,6 +4,7 @@
  * cli/generate.ts hands the result to the library.
  */
 import { ArgumentError } from "../errors.js";
+import { type FlagReader, walkFlags } from "./flags.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
 
 const MODEL_FLAGS = `  --model DIR                  Hugging Face model directory (default: the embedded default model)
@@ -65,55 +66,22 @@ export interface LogitsArgs extends ModelArgs {
   top: number;
 }
 
-/** Walks `argv` as flags; `handle` returns false for a flag it does not know. */
-function walk(argv: readonly string[], usage: string, handle: (flag: string, value: () => string) => boolean): void {
-  for (let i = 0; i < argv.length; i++) {
-    let flag = argv[i]!;
-    let inline: string | undefined;
-    const eq = flag.indexOf("=");
-    if (flag.startsWith("--") && eq > 0) {
-      inline = flag.slice(eq + 1);
-      flag = flag.slice(0, eq);
-    }
-    const value = (): string => {
-      const v = inline ?? argv[++i];
-      if (v === undefined) throw new ArgumentError(flag, "needs a value");
-      return v;
-    };
-    if (!flag.startsWith("--")) throw new ArgumentError(flag, `is not an option (options start with --)\n${usage}`);
-    if (!handle(flag, value)) throw new ArgumentError(flag, `is not an option of this command\n${usage}`);
-    if (inline !== undefined && ["--chat", "--json", "--ignore-eos"].includes(flag)) throw new ArgumentError(flag, "takes no value");
-  }
-}
-
-function number(flag: string, v: string): number {
-  const n = Number(v);
-  if (v.trim() === "" || !Number.isFinite(n)) throw new ArgumentError(flag, `must be a number, got ${JSON.stringify(v)}`);
-  return n;
-}
-
-function integer(flag: string, v: string, min: number): number {
-  const n = number(flag, v);
-  if (!Number.isSafeInteger(n) || n < min) throw new ArgumentError(flag, `must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
-  return n;
-}
-
-function modelFlag(args: ModelArgs, flag: string, value: () => string): boolean {
+function modelFlag(args: ModelArgs, flag: string, read: FlagReader): boolean {
   switch (flag) {
     case "--model":
-      args.model = value();
+      args.model = read.string();
       return true;
     case "--weights":
-      args.weights = value();
+      args.weights = read.string();
       return true;
     case "--kv-dtype":
-      args.kvDtype = value();
+      args.kvDtype = read.string();
       return true;
     case "--max-model-len":
-      args.maxModelLen = integer(flag, value(), 2);
+      args.maxModelLen = read.integer(2);
       return true;
     case "--threads":
-      args.threads = integer(flag, value(), 1);
+      args.threads = read.integer(1);
       return true;
     default:
       return false;
@@ -124,55 +92,55 @@ export function parseGenerateArgs(argv: readonly string[]): GenerateArgs {
   const args: Partial<GenerateArgs> & { sampling: SamplingParams } = { chat: false, json: false, sampling: {} };
   const s = args.sampling;
   const stops: string[] = [];
-  walk(argv, GENERATE_USAGE, (flag, value) => {
+  walkFlags(argv, { usage: GENERATE_USAGE, what: "an option of this command", switches: ["--chat", "--json", "--ignore-eos"] }, (flag, read) => {
     switch (flag) {
       case "--prompt":
-        args.prompt = value();
+        args.prompt = read.string();
         return true;
       case "--chat":
         args.chat = true;
         return true;
       case "--system":
-        args.system = value();
+        args.system = read.string();
         return true;
       case "--json":
         args.json = true;
         return true;
       case "--max-tokens":
-        s.maxTokens = integer(flag, value(), 1);
+        s.maxTokens = read.integer(1);
         return true;
       case "--temperature":
-        s.temperature = number(flag, value());
+        s.temperature = read.number();
         return true;
       case "--top-p":
-        s.topP = number(flag, value());
+        s.topP = read.number();
         return true;
       case "--top-k":
-        s.topK = integer(flag, value(), -1);
+        s.topK = read.integer(-1);
         return true;
       case "--min-p":
-        s.minP = number(flag, value());
+        s.minP = read.number();
         return true;
       case "--repetition-penalty":
-        s.repetitionPenalty = number(flag, value());
+        s.repetitionPenalty = read.number();
         return true;
       case "--presence-penalty":
-        s.presencePenalty = number(flag, value());
+        s.presencePenalty = read.number();
         return true;
       case "--frequency-penalty":
-        s.frequencyPenalty = number(flag, value());
+        s.frequencyPenalty = read.number();
         return true;
       case "--seed":
-        s.seed = integer(flag, value(), 0);
+        s.seed = read.integer(0);
         return true;
       case "--stop":
-        stops.push(value());
+        stops.push(read.string());
         return true;
       case "--ignore-eos":
         s.ignoreEos = true;
         return true;
       default:
-        return modelFlag(args, flag, value);
+        return modelFlag(args, flag, read);
     }
   });
   if (stops.length > 0) s.stop = stops;
@@ -183,10 +151,10 @@ export function parseGenerateArgs(argv: readonly string[]): GenerateArgs {
 
 export function parseLogitsArgs(argv: readonly string[]): LogitsArgs {
   const args: LogitsArgs = { json: false, top: 10 };
-  walk(argv, LOGITS_USAGE, (flag, value) => {
+  walkFlags(argv, { usage: LOGITS_USAGE, what: "an option of this command", switches: ["--json"] }, (flag, read) => {
     switch (flag) {
       case "--ids": {
-        const v = value();
+        const v = read.string();
         args.ids = v.split(",").map((part, i) => {
           const t = part.trim();
           if (!/^\d+$/.test(t)) throw new ArgumentError(`--ids[${i}]`, `must be a token id (an integer ≥ 0), got ${JSON.stringify(part)}`);
@@ -195,16 +163,16 @@ export function parseLogitsArgs(argv: readonly string[]): LogitsArgs {
         return true;
       }
       case "--prompt":
-        args.prompt = value();
+        args.prompt = read.string();
         return true;
       case "--json":
         args.json = true;
         return true;
       case "--top":
-        args.top = integer(flag, value(), 1);
+        args.top = read.integer(1);
         return true;
       default:
-        return modelFlag(args, flag, value);
+        return modelFlag(args, flag, read);
     }
   });
   if ((args.ids === undefined) === (args.prompt === undefined)) throw new ArgumentError("--ids", `or --prompt is required (one of them)\n${LOGITS_USAGE}`);

@@ -5,6 +5,7 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { ArgumentError } from "../errors.js";
+import { walkFlags } from "./flags.js";
 import type { ServeOptions } from "../server/serve.js";
 
 export const SERVE_USAGE = `usage: kvflash serve [options]
@@ -40,80 +41,54 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   const args: ServeArgs = { shutdownTimeoutS: 10, maxWaitingRequests: 1024 };
   const key = env["KVFLASH_API_KEY"];
   if (key !== undefined && key !== "") args.apiKey = key;
-  for (let i = 0; i < argv.length; i++) {
-    let flag = argv[i]!;
-    let inline: string | undefined;
-    const eq = flag.indexOf("=");
-    if (flag.startsWith("--") && eq > 0) {
-      inline = flag.slice(eq + 1);
-      flag = flag.slice(0, eq);
-    }
-    const value = (): string => {
-      const v = inline ?? argv[++i];
-      if (v === undefined || (inline === undefined && v.startsWith("--"))) throw new ArgumentError(flag, "needs a value");
-      return v;
-    };
-    const int = (min: number): number => {
-      const v = value();
-      const n = Number(v);
-      if (!Number.isSafeInteger(n) || n < min) throw new ArgumentError(flag, `must be an integer ≥ ${min}, got ${JSON.stringify(v)}`);
-      return n;
-    };
-    const positive = (): number => {
-      const v = value();
-      const n = Number(v);
-      if (!Number.isFinite(n) || n <= 0) throw new ArgumentError(flag, `must be a number > 0, got ${JSON.stringify(v)}`);
-      return n;
-    };
+  walkFlags(argv, { usage: SERVE_USAGE, what: "a serve option", switches: ["--enable-prefix-caching", "--no-enable-prefix-caching"] }, (flag, read) => {
     switch (flag) {
       case "--model":
-        args.modelDir = value();
+        args.modelDir = read.string();
         break;
       case "--host":
-        args.host = value();
+        args.host = read.string();
         break;
       case "--port":
-        args.port = int(0);
+        args.port = read.integer(0);
         if (args.port > 65535) throw new ArgumentError(flag, `must be ≤ 65535, got ${args.port}`);
         break;
       case "--served-model-name": {
-        const names = [value()];
-        while (inline === undefined && i + 1 < argv.length && !argv[i + 1]!.startsWith("--")) names.push(argv[++i]!);
-        args.servedModelNames = names;
+        args.servedModelNames = [read.string(), ...read.more()];
         break;
       }
       case "--api-key":
-        args.apiKey = value();
+        args.apiKey = read.string();
         break;
       case "--cors-origin":
-        args.corsOrigin = value();
+        args.corsOrigin = read.string();
         break;
       case "--kv-cache-gib":
-        args.kvCacheBytes = Math.floor(positive() * 2 ** 30);
+        args.kvCacheBytes = Math.floor(read.positive() * 2 ** 30);
         break;
       case "--kv-dtype":
-        args.kvDtype = value();
+        args.kvDtype = read.string();
         break;
       case "--weights":
-        args.weights = value();
+        args.weights = read.string();
         break;
       case "--num-gpu-blocks-override":
-        args.numBlocks = int(1);
+        args.numBlocks = read.integer(1);
         break;
       case "--block-size":
-        args.blockSize = int(1);
+        args.blockSize = read.integer(1);
         break;
       case "--max-model-len":
-        args.maxModelLen = int(2);
+        args.maxModelLen = read.integer(2);
         break;
       case "--max-num-seqs":
-        args.maxNumSeqs = int(1);
+        args.maxNumSeqs = read.integer(1);
         break;
       case "--max-num-batched-tokens":
-        args.maxNumBatchedTokens = int(1);
+        args.maxNumBatchedTokens = read.integer(1);
         break;
       case "--max-waiting-requests":
-        args.maxWaitingRequests = int(0);
+        args.maxWaitingRequests = read.integer(0);
         break;
       case "--enable-prefix-caching":
         args.enablePrefixCaching = true;
@@ -122,12 +97,12 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         args.enablePrefixCaching = false;
         break;
       case "--loader": {
-        const v = value();
+        const v = read.string();
         args.loader = /^[a-z]+:/i.test(v) ? v : pathToFileURL(resolve(v)).href;
         break;
       }
       case "--loader-options": {
-        const v = value();
+        const v = read.string();
         try {
           args.loaderExtra = JSON.parse(v) as Record<string, unknown>;
         } catch (e) {
@@ -136,15 +111,16 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         break;
       }
       case "--threads":
-        args.threads = int(1);
+        args.threads = read.integer(1);
         break;
       case "--shutdown-timeout":
-        args.shutdownTimeoutS = Number(value());
-        if (!(args.shutdownTimeoutS >= 0)) throw new ArgumentError(flag, `must be a number ≥ 0, got ${argv[i]}`);
+        args.shutdownTimeoutS = read.number();
+        if (args.shutdownTimeoutS < 0) throw new ArgumentError(flag, `must be a number ≥ 0, got ${args.shutdownTimeoutS}`);
         break;
       default:
-        throw new ArgumentError(flag, `is not a serve option\n${SERVE_USAGE}`);
+        return false;
     }
-  }
+    return true;
+  });
   return args;
 }
