@@ -12,7 +12,7 @@ export const VOCAB = 1000;
 const SEED = 2166136261;
 const UNWRITTEN = -1;
 
-const mix = (prev: number, token: number): number => Math.imul((prev ^ (token + 1)) >>> 0, 16777619) >>> 0;
+export const mix = (prev: number, token: number): number => Math.imul((prev ^ (token + 1)) >>> 0, 16777619) >>> 0;
 
 export class ToyModel {
   readonly blockSize: number;
@@ -25,6 +25,17 @@ export class ToyModel {
 
   /** Writes every new token's entry and returns the next token of each logit row. */
   forward(batch: ForwardBatch): number[] {
+    this.write(batch);
+    return Array.from(batch.logitIndices, (t) => this.entry(batch, t) % VOCAB);
+  }
+
+  /** The entry (prefix hash) of batch token t, once written. */
+  entry(batch: ForwardBatch, t: number): number {
+    return this.slots[batch.slotMapping[t]!]!;
+  }
+
+  /** Writes every new token's entry, all before any is read for logits (the ForwardBatch ordering contract). */
+  write(batch: ForwardBatch): void {
     const bs = this.blockSize;
     const B = batch.seqLens.length;
     const written = new Set<number>();
@@ -41,17 +52,16 @@ export class ToyModel {
         this.slots[slot] = mix(prev, batch.tokens[t]!);
       }
     }
-    return Array.from(batch.logitIndices, (t) => this.slots[batch.slotMapping[t]!]! % VOCAB);
   }
 }
 
-/** What the toy model generates for `prompt` run alone, without any cache: `count` tokens. */
-export function toyGenerate(prompt: readonly number[], count: number): number[] {
+/** What the toy model (or, greedily, a ToyRunner of `vocab`) generates for `prompt` run alone, without any cache: `count` tokens. */
+export function toyGenerate(prompt: readonly number[], count: number, vocab = VOCAB): number[] {
   let h = SEED;
   for (const t of prompt) h = mix(h, t);
   const out: number[] = [];
   while (out.length < count) {
-    const next = h % VOCAB;
+    const next = h % vocab;
     out.push(next);
     h = mix(h, next);
   }
