@@ -12,10 +12,8 @@ import {
   LAYOUTS,
   type SeqExtent,
   checkCuSeqlens,
-  checkHeads,
   checkLayout,
-  checkTensor,
-  readLayout,
+  readQkv,
   resolveOutputs,
   resolveScoreOptions,
   seqTable,
@@ -47,13 +45,7 @@ export interface FlashAttentionOptions extends AttentionOptions {
 export function prefillProblem(rt: Runtime, options: FlashAttentionOptions): AttentionProblem {
   if (typeof options !== "object" || options === null) throw new ArgumentError("options", `must be an object, got ${show(options)}`);
   const layout = options.layout === undefined ? "BNSD" : checkLayout("layout", options.layout, LAYOUTS);
-  const q = checkTensor("q", options.q, rt);
-  const k = checkTensor("k", options.k, rt);
-  const v = checkTensor("v", options.v, rt);
-  const qd = readLayout("q", q, layout);
-  const kd = readLayout("k", k, layout);
-  const vd = readLayout("v", v, layout);
-  const { H, Hkv, G, D, kvDtype } = checkHeads(options, qd, kd, vd, q, k, v);
+  const { q, qd, kd, vd, H, Hkv, G, D, kvDtype } = readQkv(rt, options, layout);
   if (kd.S !== vd.S) throw new ArgumentError("v.shape", `must have k's ${kd.S} tokens, got ${vd.S}`);
   let B: number;
   let seqs: SeqExtent[];

@@ -12,11 +12,9 @@ import { AttentionPlan, MAX_DECODE_QLEN } from "./plan.js";
 import { runPlan } from "./run-plan.js";
 import {
   type AttentionProblem,
-  checkHeads,
   checkLayout,
   checkLengths,
-  checkTensor,
-  readLayout,
+  readQkv,
   resolveOutputs,
   resolveScoreOptions,
 } from "./problem.js";
@@ -50,13 +48,7 @@ interface DecodeProblem extends AttentionProblem {
 function decodeProblem(rt: Runtime, options: IncreFlashAttentionOptions): DecodeProblem {
   if (typeof options !== "object" || options === null) throw new ArgumentError("options", `must be an object, got ${show(options)}`);
   const layout = options.layout === undefined ? "BNSD" : checkLayout("layout", options.layout, ["BNSD", "BSND"]);
-  const q = checkTensor("q", options.q, rt);
-  const k = checkTensor("k", options.k, rt);
-  const v = checkTensor("v", options.v, rt);
-  const qd = readLayout("q", q, layout);
-  const kd = readLayout("k", k, layout);
-  const vd = readLayout("v", v, layout);
-  const { H, Hkv, G, D, kvDtype } = checkHeads(options, qd, kd, vd, q, k, v);
+  const { q, qd, kd, vd, H, Hkv, G, D, kvDtype } = readQkv(rt, options, layout);
   const B = qd.B!;
   const Sq = qd.S;
   if (Sq < 1 || Sq > MAX_DECODE_QLEN) throw new ArgumentError("q.shape", `query length Sq must be in [1, ${MAX_DECODE_QLEN}] for decode, got ${Sq} (use flashAttention for prefill)`);

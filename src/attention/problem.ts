@@ -9,7 +9,7 @@ import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { broadcastStrides, checkBoolean, checkInt, checkNumber } from "../tensor/check.js";
 import type { DType } from "../tensor/dtype.js";
-import { Tensor } from "../tensor/tensor.js";
+import { Tensor, checkTensor } from "../tensor/tensor.js";
 import type { AttentionLayout, AttentionOptions } from "./types.js";
 
 export const MAX_HEAD_DIM = 256;
@@ -111,11 +111,8 @@ export interface LayoutDims {
   op: Operand;
 }
 
-export function checkTensor(argument: string, value: unknown, rt: Runtime): Tensor {
-  if (!(value instanceof Tensor)) throw new ArgumentError(argument, `must be a Tensor, got ${show(value)}`);
-  if (value.memory !== rt.memory) throw new ArgumentError(argument, `must live in this runtime's memory, got ${value.toString()} from another memory`);
-  return value;
-}
+/** Re-exported for the ops that import their checks from here. */
+export { checkTensor };
 
 export function checkLayout(argument: string, value: unknown, allowed: readonly AttentionLayout[]): AttentionLayout {
   if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
@@ -155,8 +152,19 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
+/** q, k and v of a dense attention call, read through `layout`, with their dtypes and head counts checked. */
+export function readQkv(rt: Runtime, options: AttentionOptions & { q: unknown; k: unknown; v: unknown }, layout: AttentionLayout) {
+  const q = checkTensor("q", options.q, rt);
+  const k = checkTensor("k", options.k, rt);
+  const v = checkTensor("v", options.v, rt);
+  const qd = readLayout("q", q, layout);
+  const kd = readLayout("k", k, layout);
+  const vd = readLayout("v", v, layout);
+  return { q, qd, kd, vd, ...checkHeads(options, qd, kd, vd, q, k, v) };
+}
+
 /** Checks q/k/v dtypes and head counts shared by every layout; returns (H, Hkv, G, D). */
-export function checkHeads(
+function checkHeads(
   options: AttentionOptions,
   qd: LayoutDims,
   kd: LayoutDims,

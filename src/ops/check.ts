@@ -4,9 +4,8 @@
  * whose elements within a row are contiguous, and output/input overlap.
  */
 import { ArgumentError, show } from "../errors.js";
-import type { Runtime } from "../runtime/runtime.js";
 import type { DType } from "../tensor/dtype.js";
-import { Tensor } from "../tensor/tensor.js";
+import { Tensor, checkTensor } from "../tensor/tensor.js";
 
 /** A [rows, cols] view: rows `rowStride` elements apart, columns contiguous. */
 export interface MatrixView {
@@ -17,11 +16,8 @@ export interface MatrixView {
   rowStride: number;
 }
 
-export function checkTensor(argument: string, value: unknown, rt: Runtime): Tensor {
-  if (!(value instanceof Tensor)) throw new ArgumentError(argument, `must be a Tensor, got ${show(value)}`);
-  if (value.memory !== rt.memory) throw new ArgumentError(argument, "must live in this runtime's memory");
-  return value;
-}
+/** Re-exported for the ops that import their checks from here. */
+export { checkTensor };
 
 export function checkTensorDType(argument: string, t: Tensor, allowed: readonly DType[]): void {
   if (!allowed.includes(t.dtype)) throw new ArgumentError(`${argument}.dtype`, `must be ${allowed.join(" | ")}, got ${show(t.dtype)}`);

@@ -135,3 +135,10 @@ export class Tensor {
     return last + 1;
   }
 }
+
+/** `value` as a Tensor in `rt`'s memory (an op's tensor argument), or an Error naming the argument and the value. */
+export function checkTensor(argument: string, value: unknown, rt: { readonly memory: WebAssembly.Memory }): Tensor {
+  if (!(value instanceof Tensor)) throw new ArgumentError(argument, `must be a Tensor, got ${show(value)}`);
+  if (value.memory !== rt.memory) throw new ArgumentError(argument, `must live in this runtime's memory, got ${value.toString()} from another memory`);
+  return value;
+}
