@@ -24,7 +24,7 @@ const FLOPS_PER_ITERATION = 96; // 12 chains × 4 lanes × (mul + add)
 
 export function measureCeilings(rt: Runtime, quick = false): Ceilings {
   const threads = rt.threads;
-  const k = rt.kernels;
+  const k = rt.exports;
 
   // --- SIMD throughput -------------------------------------------------------
   const iterations = quick ? 200_000 : 1_000_000;
@@ -77,7 +77,7 @@ export function measureCeilings(rt: Runtime, quick = false): Ceilings {
  * `oneThread` false skips the one-thread measurement (NaN).
  */
 export function measureReadBandwidth(rt: Runtime, quick = false, oneThread = true): { oneThread: number; allThreads: number } {
-  const k = rt.kernels;
+  const k = rt.exports;
   const bytes = (quick ? 256 : 512) << 20; // ≫ a 32 MiB L3
   const chunk = 1 << 20;
   const items = bytes / chunk;

@@ -208,7 +208,7 @@ function runPrefill(rt: Runtime, cases: Case[], ctx: SuiteContext, reference: bo
     if (rt.threads > 1 && c.kv_dtype === "f32" && S >= 2048) {
       const base = rt.heap.inUse;
       const peak = peakHeap(rt, run);
-      const scratch = rt.kernels["attention_scratch_bytes"]!(D) * rt.threads;
+      const scratch = rt.exports["attention_scratch_bytes"]!(D) * rt.threads;
       const scores = H * S * S * 4;
       ctx.log(
         `  prefill S=${S} memory: inputs+out ${formatBytes(inputs)}, op transient peak ${formatBytes(peak - base)}, ` +

@@ -45,7 +45,7 @@ export function uploadInt32(rt: Runtime, data: Int32Array, label: string): numbe
 
 /** Per-thread scratch for head dim D, as the kernels compute it. */
 export function attentionScratch(rt: Runtime, D: number): { ptr: number; stride: number } {
-  return rt.threadScratch(rt.kernels["attention_scratch_bytes"]!(D));
+  return rt.threadScratch(rt.exports["attention_scratch_bytes"]!(D));
 }
 
 export interface Partials {

@@ -51,7 +51,7 @@ export function resolveThreads(threads?: number): number {
 export class Runtime {
   readonly memory: WebAssembly.Memory;
   /** The calling thread's instance: call exported functions directly for serial work. */
-  readonly kernels: KernelExports;
+  readonly exports: KernelExports;
   /** Long-lived allocations: weights, KV pool, workspaces. */
   readonly heap: Allocator;
   /** Per-step scratch, reset by the caller at the start of each step. */
@@ -63,7 +63,7 @@ export class Runtime {
   /** @internal use createRuntime() */
   constructor(memory: WebAssembly.Memory, kernels: KernelExports, heap: Allocator, pool: WorkerPool, argsPtr: number) {
     this.memory = memory;
-    this.kernels = kernels;
+    this.exports = kernels;
     this.heap = heap;
     this.arena = new StepArena(heap);
     this.#pool = pool;

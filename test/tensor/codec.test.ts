@@ -108,14 +108,14 @@ describe("kernel codecs match the TypeScript codecs bit for bit", () => {
       const dst = rt.heap.alloc(f.codes * 4);
       const codes = bytes === 2 ? new Uint16Array(rt.memory.buffer, src, f.codes) : new Uint8Array(rt.memory.buffer, src, f.codes);
       for (let c = 0; c < f.codes; c++) codes[c] = c;
-      rt.kernels["decode_to_f32"]!(DTYPE_CODE[f.dtype], src, dst, f.codes);
+      rt.exports["decode_to_f32"]!(DTYPE_CODE[f.dtype], src, dst, f.codes);
       const got = new Uint32Array(rt.memory.buffer, dst, f.codes);
       for (let c = 0; c < f.codes; c++) {
         const want = decodeToF32Bits(f.dtype, c);
         if (got[c] !== want) assert.fail(`code 0x${c.toString(16)}: kernel 0x${got[c]!.toString(16)}, codec 0x${want.toString(16)}`);
       }
       // The scalar tail path too: an odd count ends with 3 scalar decodes.
-      rt.kernels["decode_to_f32"]!(DTYPE_CODE[f.dtype], src + 5 * bytes, dst, 7);
+      rt.exports["decode_to_f32"]!(DTYPE_CODE[f.dtype], src + 5 * bytes, dst, 7);
       for (let i = 0; i < 7; i++) assert.equal(got[i], decodeToF32Bits(f.dtype, 5 + i));
       rt.free(src);
       rt.free(dst);
@@ -140,7 +140,7 @@ describe("kernel codecs match the TypeScript codecs bit for bit", () => {
         const src = rt.heap.alloc(n * 4);
         const dst = rt.heap.alloc(n * bytes);
         new Float32Array(rt.memory.buffer, src, n).set(values);
-        rt.kernels["encode_from_f32"]!(DTYPE_CODE[f.dtype], src, dst, n, saturate ? 1 : 0);
+        rt.exports["encode_from_f32"]!(DTYPE_CODE[f.dtype], src, dst, n, saturate ? 1 : 0);
         const got = bytes === 2 ? new Uint16Array(rt.memory.buffer, dst, n) : new Uint8Array(rt.memory.buffer, dst, n);
         const stored = new Float32Array(rt.memory.buffer, src, n);
         for (let i = 0; i < n; i++) {
@@ -160,9 +160,9 @@ describe("kernel codecs match the TypeScript codecs bit for bit", () => {
     const src = rt.heap.alloc(n * 4);
     const dst = rt.heap.alloc(n);
     new Float32Array(rt.memory.buffer, src, n).set(values);
-    rt.kernels["encode_from_f32"]!(DTYPE_CODE.int8, src, dst, n, 0);
+    rt.exports["encode_from_f32"]!(DTYPE_CODE.int8, src, dst, n, 0);
     assert.deepEqual([...new Int8Array(rt.memory.buffer, dst, n)], values.map((x) => encodeValue("int8", x)));
-    rt.kernels["decode_to_f32"]!(DTYPE_CODE.int8, dst, src, n);
+    rt.exports["decode_to_f32"]!(DTYPE_CODE.int8, dst, src, n);
     assert.deepEqual([...new Float32Array(rt.memory.buffer, src, n)], values.map((x) => encodeValue("int8", x) + 0));
   });
 });
