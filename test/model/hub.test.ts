@@ -4,9 +4,10 @@
 // the cache, revisions pin commits, gated repos need HF_TOKEN, offline uses
 // the cache only, and a GGUF quant is picked by name (or the ones there are listed).
 import assert from "node:assert/strict";
-import { existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, before, beforeEach, test } from "node:test";
 import { writeTinyModel } from "../../src/index.js";
 import { HubError } from "../../src/model/hub/hub-client.js";
@@ -100,6 +101,17 @@ test("a cut connection resumes with a Range request from the bytes on disk (in t
   assert.equal(resumed.from, "hub");
   assert.ok(readFileSync(join(resumed.source.path, shard)).equals(tiny.get(shard)!));
   assert.deepEqual(hub.requests.filter((q) => q.path === `/cdn/${etag}`).map((q) => q.range), ["bytes=2800-", "bytes=3500-"]);
+});
+
+test("a blob another live process is downloading is refused with its pid; a stale lock is taken over", async () => {
+  const shard = [...tiny.keys()].find((f) => f.endsWith(".safetensors"))!;
+  const lock = join(cacheDir, ".locks", "models--org--tiny", `${hub.etag("org/tiny", tinyCommit, shard)}.kvflash.lock`);
+  mkdirSync(dirname(lock), { recursive: true });
+  writeFileSync(lock, String(process.pid));
+  await assert.rejects(resolve("org/tiny"), (e: Error) => e instanceof HubError && e.kind === "busy" && e.message.startsWith(`another process (pid ${process.pid}) is downloading ${shard} of org/tiny`));
+  writeFileSync(lock, String(spawnSync(process.execPath, ["-e", ""]).pid)); // a process that has exited
+  assert.equal((await resolve("org/tiny")).from, "hub");
+  assert.ok(!existsSync(lock), "the lock is released");
 });
 
 test("a wrong checksum is refused and leaves nothing half-written in the cache", async () => {

@@ -8,6 +8,8 @@
  *     blobs/<etag>                    file contents, named by ETag: sha256 (LFS) or git blob sha1
  *     blobs/<etag>.incomplete         a download in progress (resumed with an HTTP Range request)
  *     snapshots/<commit>/<path>       relative symlink → ../../blobs/<etag> (one more ../ per folder)
+ *   <cacheDir>/.locks/models--<org>--<name>/<etag>.kvflash.lock
+ *                                     the pid of the kvflash process downloading that blob
  *
  * A blob is renamed into place only once its checksum is verified, and a
  * snapshot link is made only to a verified blob, so a reader never sees a
@@ -56,6 +58,11 @@ export class HubCache {
 
   incompletePath(repo: string, etag: string): string {
     return `${this.blobPath(repo, etag)}.incomplete`;
+  }
+
+  /** The lock file of a blob's download (beside huggingface_hub's own .locks, under another name). */
+  lockPath(repo: string, etag: string): string {
+    return join(this.dir, ".locks", `models--${repo.split("/").join("--")}`, `${etag}.kvflash.lock`);
   }
 
   /** The blob is there, whole (a verified download renamed into place). */

@@ -15,7 +15,7 @@ import { ArgumentError } from "../../errors.js";
 import type { HubSettings } from "./hub-settings.js";
 
 /** Why a hub request failed. */
-export type HubErrorKind = "auth" | "not-found" | "network" | "http" | "checksum" | "protocol";
+export type HubErrorKind = "auth" | "not-found" | "network" | "http" | "checksum" | "protocol" | "busy";
 
 export class HubError extends Error {
   readonly kind: HubErrorKind;

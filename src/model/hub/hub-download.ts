@@ -12,7 +12,7 @@
  * half-written stays in the cache. The snapshot link is made last.
  */
 import { createHash, type Hash } from "node:crypto";
-import { closeSync, createReadStream, existsSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { type FileMeta, type HubClient, HubError } from "./hub-client.js";
 import type { HubCache } from "./hub-cache.js";
@@ -52,6 +52,55 @@ export async function downloadFile(options: DownloadFileOptions): Promise<Downlo
   }
   const partial = cache.incompletePath(repo, meta.etag);
   mkdirSync(dirname(partial), { recursive: true });
+  const unlock = lockBlob(cache.lockPath(repo, meta.etag), `${meta.path} of ${repo}`);
+  try {
+    return await downloadLocked(options, partial, progress);
+  } finally {
+    unlock();
+  }
+}
+
+/**
+ * Takes the blob's lock: a file created exclusively, holding our pid. A lock
+ * whose process is gone is stale and taken over; a live one is a HubError.
+ * Returns the release function.
+ */
+function lockBlob(path: string, what: string): () => void {
+  mkdirSync(dirname(path), { recursive: true });
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(path, "wx");
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(path, { force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    }
+    const pid = Number(readFileSync(path, "utf8").trim());
+    if (Number.isSafeInteger(pid) && pid > 0 && isAlive(pid)) {
+      throw new HubError("busy", `another process (pid ${pid}) is downloading ${what}; wait for it to finish, or delete ${path} if that process is not kvflash`);
+    }
+    rmSync(path, { force: true });
+  }
+  throw new HubError("busy", `cannot take the download lock ${path}`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+async function downloadLocked(options: DownloadFileOptions, partial: string, progress: ByteProgress): Promise<DownloadedFile> {
+  const { cache, repo, commit, meta } = options;
+  if (cache.blobComplete(repo, meta.etag, meta.size)) {
+    // Another process finished it between the check above and taking the lock.
+    progress.add(meta.size);
+    return { path: cache.link(repo, commit, meta.path, meta.etag), fetched: 0 };
+  }
   let have = existsSync(partial) ? statSync(partial).size : 0;
   if (have > meta.size) {
     rmSync(partial);
