@@ -41,7 +41,8 @@ const err = (line: string): void => void process.stderr.write(`kvflash: ${line}\
  * is, a hub spec from the cache or downloaded with a progress bar.
  */
 export async function resolveModelArg(model: string, revision: string | undefined, log: (line: string) => void = err): Promise<ResolvedModel> {
-  const resolved = await resolveModelSource(model, { ...(revision === undefined ? {} : { revision }), log });
+  // The bar on a TTY, a line per 10 % in a log: a download can take minutes either way.
+  const resolved = await resolveModelSource(model, { ...(revision === undefined ? {} : { revision }), progress: true, log });
   if (resolved.from === "local" && revision !== undefined) throw new ArgumentError("--revision", `applies to hub repositories, but --model ${JSON.stringify(model)} is a local path`);
   if (resolved.hub !== undefined) log(`${model} → ${resolved.source.path} (${resolved.from === "cache" ? "from the cache" : "from the hub"}, commit ${resolved.hub.commit.slice(0, 10)})`);
   return resolved;

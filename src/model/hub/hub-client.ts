@@ -146,6 +146,10 @@ export class HubClient {
     const message = res.headers.get("x-error-message");
     const detail = `HTTP ${res.status}${code === null ? "" : ` ${code}`}${message === null ? "" : `: ${message}`}`;
     const repo = what.repo ?? "the repository";
+    if (!url.startsWith(this.endpoint)) {
+      // The CDN a large file redirects to: its signed URL may have expired.
+      return new HubError("http", `downloading ${what.path ?? url} from ${new URL(url).origin} failed (${detail}); run the command again (it resumes)`, res.status);
+    }
     if (res.status === 401 || res.status === 403) {
       const fix =
         this.#settings.token === null

@@ -111,9 +111,11 @@ async function downloadLocked(options: DownloadFileOptions, partial: string, pro
   progress.add(have);
 
   const retries = options.retries ?? 3;
+  let url = meta.url;
   for (let attempt = 0; state.have < meta.size; attempt++) {
     try {
-      await fetchInto(options, partial, state, progress);
+      if (attempt > 0) url = await freshUrl(options, url);
+      await fetchInto(options, { ...meta, url }, partial, state, progress);
     } catch (e) {
       if (e instanceof HubError && e.kind === "checksum") rmSync(partial, { force: true });
       // A cut connection surfaces as fetch's TypeError ("terminated") or an abort; disk errors and HubErrors of other kinds are final.
@@ -159,8 +161,18 @@ interface DownloadState {
 }
 
 /** One GET from `state.have` on, appended to `partial`. Throws on a cut connection, with `state` matching the bytes on disk. */
-async function fetchInto(options: DownloadFileOptions, partial: string, state: DownloadState, progress: ByteProgress): Promise<void> {
-  const { client, meta } = options;
+/** The download URL asked again (a CDN's signed URL expires); the old one if the hub cannot be asked right now. */
+async function freshUrl(options: DownloadFileOptions, url: string): Promise<string> {
+  try {
+    const meta = await options.client.fileMeta(options.repo, options.commit, options.meta.path);
+    return meta.etag === options.meta.etag ? meta.url : url;
+  } catch {
+    return url;
+  }
+}
+
+async function fetchInto(options: DownloadFileOptions, meta: FileMeta, partial: string, state: DownloadState, progress: ByteProgress): Promise<void> {
+  const { client } = options;
   const stallMs = options.stallMs ?? 60_000;
   const abort = new AbortController();
   const stalled = (): void => abort.abort(new HubError("network", `no data for ${stallMs / 1000} s`));

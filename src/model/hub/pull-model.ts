@@ -78,7 +78,8 @@ export async function pullModel(options: PullModelOptions): Promise<PulledModel>
   const weightMetas = await metas(weights);
   const total = weightMetas.reduce((s, m) => s + m.size, 0);
   const cached = weightMetas.filter((m) => cache.blobComplete(repo, m.etag, m.size)).reduce((s, m) => s + m.size, 0);
-  log(`${repo} @ ${revision} (commit ${info.commit.slice(0, 10)}): ${weights.join(", ")} — ${formatBytes(total)}${cached > 0 ? `, ${formatBytes(cached)} already in the cache` : ""}`);
+  const names = weights.length <= 3 ? weights.join(", ") : `${weights.length} files, ${weights[0]} … ${weights[weights.length - 1]}`;
+  log(`${repo} @ ${revision} (commit ${info.commit.slice(0, 10)}): ${names} — ${formatBytes(total)}${cached > 0 ? `, ${formatBytes(cached)} already in the cache` : ""}`);
   const p = options.progress;
   const progress = new LoadProgress(total, { label: `downloading ${repo}`, ...(typeof p === "object" ? p : p === undefined ? {} : { enabled: p }) });
   try {
