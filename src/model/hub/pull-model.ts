@@ -14,7 +14,7 @@ import { type FileMeta, type HubClient, HubError } from "./hub-client.js";
 import type { HubCache } from "./hub-cache.js";
 import { downloadFile } from "./hub-download.js";
 import type { HubModelSpec } from "./model-spec.js";
-import { WEIGHTS_INDEX, chooseGguf, describeQuants, hasSafetensorsModel, safetensorsFirstFiles, shardsOfIndex } from "./repo-files.js";
+import { SINGLE_WEIGHTS, WEIGHTS_INDEX, chooseGguf, describeQuants, hasSafetensorsModel, safetensorsFirstFiles, shardsOfIndex } from "./repo-files.js";
 
 export interface PullModelOptions {
   client: HubClient;
@@ -55,8 +55,8 @@ export async function pullModel(options: PullModelOptions): Promise<PulledModel>
   } else if (spec.quant === undefined && hasSafetensorsModel(info.files)) {
     kind = "dir";
     const first = safetensorsFirstFiles(info.files);
-    small = first.filter((f) => f !== "model.safetensors");
-    weights = first.includes("model.safetensors") ? ["model.safetensors"] : [];
+    small = first.filter((f) => f !== SINGLE_WEIGHTS);
+    weights = first.includes(SINGLE_WEIGHTS) ? [SINGLE_WEIGHTS] : []; // sharded: the index names them below
   } else {
     weights = chooseGguf(repo, info.files, spec.quant ?? null);
   }
