@@ -12,6 +12,7 @@ import { promisify } from "node:util";
 import { after, before, test } from "node:test";
 import { writeTinyModel } from "../../src/index.js";
 import { MockHub, readTree } from "../helpers/mock-hub.js";
+import { startServer } from "../server/harness.js";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const run = promisify(execFile);
@@ -95,4 +96,21 @@ test("pull errors: a quant that is not there lists the ones that are; HF_HUB_OFF
   assert.match(none.stderr, /SPEC is required/);
   const revision = await kvflash({ HF_HUB_CACHE: cache }, "generate", "--prompt", "x", "--revision", "v1");
   assert.match(revision.stderr, /--revision needs a hub --model/);
+});
+
+test("serve --model org/name downloads, then serves it under that name", { timeout: 90_000 }, async () => {
+  for (const k of Object.keys(process.env)) if (k.startsWith("HF_") || k.startsWith("HUGGING")) delete process.env[k];
+  Object.assign(process.env, { HF_ENDPOINT: hub.url, HF_HUB_CACHE: join(root, "cache-serve"), HF_HOME: join(root, "home") });
+  const server = await startServer(["--model", "org/tiny", "--num-gpu-blocks-override", "64"]);
+  try {
+    assert.match(server.stderr(), /org\/tiny → .*models--org--tiny[/\\]snapshots[/\\][0-9a-f]{40} \(from the hub/);
+    const models = await server.openai.models.list();
+    assert.deepEqual(models.data.map((m) => m.id), ["org/tiny"]);
+    const r = await server.openai.completions.create({ model: "org/tiny", prompt: "Hello hub", max_tokens: 4, temperature: 0 });
+    assert.equal(r.model, "org/tiny");
+    const n = r.usage?.completion_tokens ?? 0;
+    assert.ok(n >= 1 && n <= 4, `completion_tokens ${n}`);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
 });
