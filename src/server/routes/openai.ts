@@ -20,13 +20,13 @@ function requireReady(ctx: ServerContext): void {
 export const chatCompletions: Handler = async (req, res, ctx) => {
   const body = await readJsonBody(req);
   requireReady(ctx);
-  await runGeneration(req, res, ctx, parseChatRequest(body, ctx));
+  await runGeneration(req, res, ctx, await parseChatRequest(body, ctx));
 };
 
 export const completions: Handler = async (req, res, ctx) => {
   const body = await readJsonBody(req);
   requireReady(ctx);
-  await runGeneration(req, res, ctx, parseCompletionRequest(body, ctx));
+  await runGeneration(req, res, ctx, await parseCompletionRequest(body, ctx));
 };
 
 export const models: Handler = (_req, res, ctx) => {
