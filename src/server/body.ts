@@ -1,12 +1,16 @@
 /**
- * Reading a request body as JSON: a size limit (413), a nesting limit (400:
- * 100k nested arrays would overflow the stack of whatever walks the value
- * next), and a 400 that says where the JSON broke. A client that goes away
+ * Reading a request body as JSON: a size limit (413), a nesting limit and a
+ * 400 that says where the JSON broke (json-bytes.ts). A body of more than
+ * OFF_THREAD_BYTES is decoded and parsed off the HTTP thread (in a tokenizer
+ * worker: megabytes of UTF-8 cost hundreds of ms on a loaded machine, which
+ * /health and every stream would wait out). A client that goes away
  * mid-upload is a ClientGoneError, not a server error. The content type is
  * not checked: `curl -d '{…}'` sends application/x-www-form-urlencoded, and
  * the body is JSON all the same.
  */
 import type { IncomingMessage } from "node:http";
+import { JsonBytesError, parseJsonBytes } from "../json-bytes.js";
+import type { ServerContext } from "./context.js";
 import { ClientGoneError, HttpError, badRequest } from "./errors.js";
 
 /** Default largest body: 16 MiB (long prompts as token ids fit many times over). */
@@ -15,7 +19,17 @@ export const MAX_BODY_BYTES = 16 * 2 ** 20;
 /** Deepest nesting of arrays and objects a body may have (OpenAI bodies need < 10; JSON schemas a few dozen). */
 export const MAX_JSON_DEPTH = 256;
 
-export async function readJsonBody(req: IncomingMessage, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
+/** Bodies larger than this are parsed by `parseOffThread` when one is given. */
+export const OFF_THREAD_BYTES = 256 * 1024;
+
+export interface ReadJsonOptions {
+  maxBytes?: number;
+  /** Runs parseJsonBytes elsewhere (TokenizerPool.parseJson), for bodies over OFF_THREAD_BYTES. */
+  parseOffThread?: (bytes: Uint8Array, maxDepth: number) => Promise<unknown>;
+}
+
+export async function readJsonBody(req: IncomingMessage, options: ReadJsonOptions = {}): Promise<unknown> {
+  const maxBytes = options.maxBytes ?? MAX_BODY_BYTES;
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > maxBytes) throw new HttpError(413, `the request body is ${declared} bytes, more than the limit of ${maxBytes}`);
   const chunks: Buffer[] = [];
@@ -31,39 +45,16 @@ export async function readJsonBody(req: IncomingMessage, maxBytes = MAX_BODY_BYT
     throw new ClientGoneError(`the client went away during the upload (${size} bytes read): ${(e as Error).message}`);
   }
   const bytes = Buffer.concat(chunks);
-  if (jsonDepth(bytes, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) throw badRequest(null, `the request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`, "invalid_json");
-  const text = bytes.toString("utf8");
-  if (text.trim() === "") throw badRequest(null, "the request body is empty: expected a JSON object");
   try {
-    return JSON.parse(text);
+    if (options.parseOffThread !== undefined && bytes.length > OFF_THREAD_BYTES) return await options.parseOffThread(bytes, MAX_JSON_DEPTH);
+    return parseJsonBytes(bytes, MAX_JSON_DEPTH);
   } catch (e) {
-    throw badRequest(null, `the request body is not valid JSON: ${(e as Error).message}`, "invalid_json");
+    if (!(e instanceof JsonBytesError)) throw e;
+    throw badRequest(null, `the request body ${e.message}`, e.message.startsWith("is empty") ? null : "invalid_json");
   }
 }
 
-/**
- * The deepest nesting of [ and { in UTF-8 JSON (outside strings), counted up
- * to limit + 1. Scans bytes, not a string: '"', '\\', brackets are ASCII and
- * never part of a multi-byte character.
- */
-export function jsonDepth(bytes: Uint8Array, limit: number): number {
-  let depth = 0;
-  let deepest = 0;
-  for (let i = 0; i < bytes.length; i++) {
-    const c = bytes[i]!;
-    if (c === 0x22) {
-      // Skip the string (natively: a prompt is mostly one long string) to the next quote that an even run of backslashes precedes.
-      for (;;) {
-        const quote = bytes.indexOf(0x22, i + 1);
-        if (quote < 0) return deepest; // unterminated: JSON.parse says so
-        let b = quote - 1;
-        while (bytes[b] === 0x5c) b--;
-        i = quote;
-        if ((quote - 1 - b) % 2 === 0) break;
-      }
-    } else if (c === 0x5b || c === 0x7b) {
-      if (++depth > deepest && (deepest = depth) > limit) return deepest;
-    } else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return deepest;
+/** The server's way to read bodies: big ones are parsed in its tokenizer pool. */
+export function bodyOptions(ctx: ServerContext): ReadJsonOptions {
+  return { parseOffThread: (bytes, maxDepth) => ctx.tokenizerPool.parseJson(bytes, maxDepth) };
 }

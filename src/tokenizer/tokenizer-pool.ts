@@ -1,7 +1,7 @@
 /**
  * Tokenization off the calling thread: a few worker threads, each owning a
- * Tokenizer built from the same tokenizer.json (tokenizer-worker.ts). The
- * server encodes every prompt through here, so one long prompt occupies one
+ * Tokenizer built from the same tokenizer.json (tokenizer-worker.ts); they
+ * also parse big JSON bodies. The server encodes every prompt through here, so one long prompt occupies one
  * worker for a while and the HTTP thread keeps answering /health and feeding
  * other streams. A job goes to the worker with the fewest jobs queued (as a
  * least-connections balancer would); a worker that dies fails its jobs and
@@ -14,7 +14,8 @@
 import { Worker } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
 import type { EncodeOptions } from "./tokenizer.js";
-import type { EncodeJob, EncodeResult } from "./tokenizer-worker.js";
+import { JsonBytesError } from "../json-bytes.js";
+import type { WorkerJob, WorkerResult } from "./tokenizer-worker.js";
 
 export interface TokenizerPoolOptions {
   /** The model directory holding tokenizer.json (and tokenizer_config.json). */
@@ -25,7 +26,7 @@ export interface TokenizerPoolOptions {
 
 interface Slot {
   worker: Worker | null;
-  pending: Map<number, { resolve: (ids: number[]) => void; reject: (e: Error) => void }>;
+  pending: Map<number, { resolve: (result: WorkerResult) => void; reject: (e: Error) => void }>;
 }
 
 export class TokenizerPool {
@@ -43,12 +44,25 @@ export class TokenizerPool {
   }
 
   /** Text → token ids, in a worker (Tokenizer.encode's semantics, stopAfter included). */
-  encode(text: string, options: EncodeOptions = {}): Promise<number[]> {
+  async encode(text: string, options: EncodeOptions = {}): Promise<number[]> {
+    if (typeof text !== "string") throw new ArgumentError("text", `must be a string, got ${typeof text}`);
+    const r = await this.#run({ id: 0, kind: "encode", text, addSpecialTokens: options.addSpecialTokens ?? true, stopAfter: options.stopAfter ?? null });
+    if ("error" in r) throw new ArgumentError("text", r.error);
+    return Array.from((r as { ids: Int32Array }).ids);
+  }
+
+  /** UTF-8 JSON bytes → a value, in a worker (json-bytes.ts parseJsonBytes; throws its JsonBytesError). */
+  async parseJson(bytes: Uint8Array, maxDepth: number): Promise<unknown> {
+    const r = await this.#run({ id: 0, kind: "json", bytes, maxDepth });
+    if ("error" in r) throw r.json ? new JsonBytesError(r.error) : new Error(r.error);
+    return (r as { value: unknown }).value;
+  }
+
+  #run(job: WorkerJob): Promise<WorkerResult> {
     if (this.#closed) return Promise.reject(new Error("the tokenizer pool is closed"));
-    if (typeof text !== "string") return Promise.reject(new ArgumentError("text", `must be a string, got ${typeof text}`));
     const slot = this.#slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
     const worker = slot.worker ?? this.#start(slot);
-    const job: EncodeJob = { id: this.#nextId++, text, addSpecialTokens: options.addSpecialTokens ?? true, stopAfter: options.stopAfter ?? null };
+    job.id = this.#nextId++;
     return new Promise((resolve, reject) => {
       slot.pending.set(job.id, { resolve, reject });
       worker.ref();
@@ -66,13 +80,11 @@ export class TokenizerPool {
     const worker = new Worker(new URL("./tokenizer-worker.js", import.meta.url), { workerData: { dir: this.dir } });
     slot.worker = worker;
     worker.unref(); // an idle pool never keeps the process alive
-    worker.on("message", (m: EncodeResult) => {
+    worker.on("message", (m: WorkerResult) => {
       const job = slot.pending.get(m.id);
       slot.pending.delete(m.id);
       if (slot.pending.size === 0) worker.unref();
-      if (job === undefined) return;
-      if ("error" in m) job.reject(new ArgumentError("text", m.error));
-      else job.resolve(Array.from(m.ids));
+      job?.resolve(m);
     });
     const fail = (message: string): void => {
       if (slot.worker !== worker) return;

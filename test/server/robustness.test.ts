@@ -131,6 +131,7 @@ test("a full waiting queue answers 429; --api-key guards /v1 and the tokenizer r
     const full = await post(`${s.url}/v1/chat/completions`, { ...body, stream: false, max_tokens: 2 }, { authorization: "Bearer sekret" });
     assertError(full, 429, null, /The server is busy: the waiting queue is full \(1 requests\)/);
     assert.equal(full.body.error.code, "rate_limit_exceeded");
+    assert.equal(full.headers.get("retry-after"), "1", "a 429 says when to retry");
     running.controller.abort();
     assert.equal((await waiting).usage!.completion_tokens, 3, "the queued request runs once the first is gone");
   } finally {

@@ -8,14 +8,14 @@
  */
 import { clip, show } from "../../errors.js";
 import type { ChatMessage } from "../../tokenizer/chat-template.js";
-import { readJsonBody } from "../body.js";
+import { bodyOptions, readJsonBody } from "../body.js";
 import { type Handler, maxModelLen } from "../context.js";
 import { HttpError, badRequest, sendJson } from "../errors.js";
 import { Fields } from "../fields.js";
 import { contentChars, encodePrompt, refuseLongText } from "../prompt-length.js";
 
 export const tokenize: Handler = async (req, res, ctx) => {
-  const f = new Fields(await readJsonBody(req));
+  const f = new Fields(await readJsonBody(req, bodyOptions(ctx)));
   checkModel(f, ctx.modelNames);
   const tok = ctx.tokenizer;
   let tokens: number[];
@@ -45,7 +45,7 @@ export const tokenize: Handler = async (req, res, ctx) => {
 };
 
 export const detokenize: Handler = async (req, res, ctx) => {
-  const f = new Fields(await readJsonBody(req));
+  const f = new Fields(await readJsonBody(req, bodyOptions(ctx)));
   checkModel(f, ctx.modelNames);
   const tokens = f.integers("tokens");
   if (tokens === undefined) throw badRequest("tokens", "tokens (an array of token ids) is required");
