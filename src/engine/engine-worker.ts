@@ -59,13 +59,12 @@ function handle(m: ToWorker): void {
       // The queue counts engine requests: a client request of k prompts needs k free places.
       const max = engine.scheduler.maxWaitingRequests;
       if (ids.length > 1 && ids.length > max) return rejectAll("invalid", `this request's ${ids.length} prompts are more than the waiting queue holds (${max} requests)`, "prompt");
-      if (engine.scheduler.numWaiting + ids.length > max) {
-        return rejectAll("queue_full", `the waiting queue is full (${max} requests${ids.length > 1 ? `; this request needs ${ids.length} places` : ""})`, null);
-      }
+      const full = (): void => rejectAll("queue_full", `the waiting queue is full (${max} requests${ids.length > 1 ? `; this request needs ${ids.length} places` : ""})`, null);
+      if (ids.length > 1 && engine.scheduler.numWaiting + ids.length > max) return full();
       const added: string[] = [];
       for (const request of m.requests) {
         try {
-          engine.addRequest(request);
+          if (engine.addRequest(request) === "queue_full") return full(); // only a single request gets here: a group was checked above
           added.push(request.requestId);
         } catch (e) {
           for (const id of added) engine.abort(id);
