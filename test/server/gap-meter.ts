@@ -4,6 +4,8 @@
 // and between two stream chunks as JSON. Its own process, so nothing the
 // test process does (building and sending a 4 MiB body) shows up as a gap.
 //   node gap-meter.js URL MODEL
+// `node --test dist/test/` also runs this file, with no arguments: then it has nothing to watch.
+if (process.argv.length < 4) process.exit(0);
 const [url, model] = process.argv.slice(2) as [string, string];
 let stop = false;
 const ready: Promise<void>[] = [];
