@@ -62,8 +62,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     const info = await running.ready;
     log(
       `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
-        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s). Try:\n  curl ${running.url}/v1/chat/completions -H 'Content-Type: application/json' ` +
-        `-d '{"messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'\n  or open ${running.url}/ in a browser`,
+        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s). Try:\n${tryHint(running.url, args.apiKey ?? null)}`,
     );
   } catch (e) {
     if (!stopping) {
@@ -78,4 +77,20 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   const code = await stopped;
   log("stopped");
   return code;
+}
+
+/**
+ * The startup hint: a curl that works against this server. With an API key it
+ * sends the Authorization header, reading the key from $KVFLASH_API_KEY so the
+ * key itself never lands in the log.
+ */
+function tryHint(url: string, apiKey: string | null): string {
+  const auth = apiKey === null ? "" : ` -H "Authorization: Bearer $KVFLASH_API_KEY"`;
+  const fromFlag = apiKey !== null && process.env["KVFLASH_API_KEY"] !== apiKey;
+  return (
+    `  curl ${url}/v1/chat/completions -H 'Content-Type: application/json'${auth} ` +
+    `-d '{"messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'` +
+    (fromFlag ? "\n  (with KVFLASH_API_KEY set to the --api-key value)" : "") +
+    `\n  or open ${url}/ in a browser`
+  );
 }
