@@ -3,7 +3,8 @@ export { ArgumentError, KernelError, OutOfMemoryError } from "./errors.js";
 export { createRuntime, Runtime, type RuntimeOptions, resolveThreads } from "./runtime/runtime.js";
 export { Allocator, StepArena, formatBytes } from "./runtime/allocator.js";
 export { ArgsWriter } from "./runtime/args.js";
-export { Tensor } from "./tensor/tensor.js";
+export { Tensor, memoryName } from "./tensor/tensor.js";
+export { copyTensor } from "./tensor/copy.js";
 export { type DType, type FloatDType, DTYPES, DTYPE_BYTES, DTYPE_CODE, checkDType, isDType } from "./tensor/dtype.js";
 export {
   type CodedFloatDType,
