@@ -121,6 +121,13 @@ export class Runtime {
     return this.#shared.views[index]!;
   }
 
+  /** The view of `memory`, one of this runtime's memories. */
+  of(memory: WebAssembly.Memory): Runtime {
+    const view = this.#shared.views.find((v) => v.memory === memory);
+    if (!view) throw new ArgumentError("memory", "must be one of this runtime's memories, got a memory it did not create");
+    return view;
+  }
+
   /** Bytes in use and held, per memory. */
   memoryUsage(): { memory: number; inUse: number; capacity: number }[] {
     return this.#shared.views.map((v) => ({ memory: v.index, inUse: v.heap.inUse, capacity: v.heap.capacity }));
