@@ -28,6 +28,7 @@ async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runti
       ...(args.weights === undefined ? {} : { weights: args.weights }),
       ...(args.kvDtype === undefined ? {} : { kvDtype: args.kvDtype }),
       ...(args.maxModelLen === undefined ? {} : { maxModelLen: args.maxModelLen }),
+      ...(args.kvCacheBytes === undefined ? {} : { kvCacheBytes: args.kvCacheBytes }),
     });
     try {
       const r = model.runner;
