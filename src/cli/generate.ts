@@ -8,6 +8,7 @@ import { resolveSamplingParams, samplingDefaults } from "../engine/sampling-para
 import { topN } from "../engine/sampler.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { type LoadedModel, loadModel } from "../model/loader.js";
+import { describePlacement } from "../model/placement.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
 import { ArgumentError } from "../errors.js";
 import { type ModelArgs, parseGenerateArgs, parseLogitsArgs } from "./generate-args.js";
@@ -31,10 +32,11 @@ async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runti
       ...(args.weights === undefined ? {} : { weights: args.weights }),
       ...(args.kvDtype === undefined ? {} : { kvDtype: args.kvDtype }),
       ...(args.maxModelLen === undefined ? {} : { maxModelLen: args.maxModelLen }),
+      ...(args.kvCacheBytes === undefined ? {} : { kvCacheBytes: args.kvCacheBytes }),
     });
     try {
       const r = model.runner;
-      say(`loaded ${dir}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype}, max ${r.maxModelLen} tokens, ${rt.threads} threads (${((performance.now() - t0) / 1000).toFixed(2)} s)`);
+      say(`loaded ${dir}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads (${((performance.now() - t0) / 1000).toFixed(2)} s); ${describePlacement(model.plan.placement)}`);
       return run(model, rt);
     } finally {
       model.runner.dispose();

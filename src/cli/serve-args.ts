@@ -19,7 +19,8 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --served-model-name NAME…    names clients use in "model" (default: the --model argument)
   --api-key KEY                require "Authorization: Bearer KEY" on /v1 and /tokenize (or $KVFLASH_API_KEY)
   --cors-origin ORIGIN         send Access-Control-Allow-Origin: ORIGIN (default: no CORS)
-  --kv-cache-gib N             memory for the paged KV cache, GiB
+  --kv-cache-gib N             KV cache budget, GiB (default 4, at most half the memory left after the weights;
+                               never more than max-num-seqs sequences of max-model-len need)
   --kv-dtype DTYPE             KV cache storage: f32 | f16 | bf16 | int8 | fp8_e4m3 | fp8_e5m2
   --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4
   --num-gpu-blocks-override N  exactly N KV blocks (vLLM's name; wins over --kv-cache-gib)

@@ -123,6 +123,7 @@ async function load(): Promise<void> {
       blockSize,
       maxNumSeqs: engine.scheduler.maxNumSeqs,
       threads: rt.threads,
+      ...(model.placement === undefined ? {} : { placement: model.placement }),
       loadSeconds: (performance.now() - start) / 1000,
     },
   });

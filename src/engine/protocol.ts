@@ -37,6 +37,8 @@ export interface EngineInfo {
   blockSize: number;
   maxNumSeqs: number;
   threads: number;
+  /** Where the model lives, one line ("memory 0: embedding, layers 0–3, head, 70.1 MiB"), if the loader says. */
+  placement?: string;
   /** Seconds from the worker's start to ready. */
   loadSeconds: number;
 }
