@@ -106,6 +106,31 @@ test("dtypes and scale shapes", () => {
   int8.dispose();
 });
 
+test("a bad int8 or fp8 scale is refused before the cache allocates: the heap is as it was", () => {
+  const geometry = { numLayers: 2, numBlocks: 64, blockSize: 16, numKvHeads: HKV, headDim: D };
+  const channels = HKV * D;
+  const ones = (n: number): Float32Array => new Float32Array(n).fill(1);
+  const withBad = (n: number, at: number, x: number): Float32Array => {
+    const a = ones(n);
+    a[at] = x;
+    return a;
+  };
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "int8", int8: { mode: "per-channel", kScale: ones(channels), vScale: withBad(channels, 5, 0) } }), "int8.vScale[5]", /must be a finite positive number, got 0/);
+  // The second layer's scale is bad: the first layer's must not have been written into a live allocation.
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "int8", int8: { mode: "per-channel", kScale: withBad(2 * channels, channels + 1, Number.NaN), vScale: ones(channels) } }), `int8.kScale[${channels + 1}]`, /got NaN/);
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "int8", int8: { mode: "per-channel", kScale: ones(channels), vScale: ones(channels), vOffset: withBad(channels, 0, Infinity) } }), "int8.vOffset[0]", /must be a finite number, got Infinity/);
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "int8", int8: { mode: "per-channel", kScale: ones(3), vScale: ones(channels) } }), "int8.kScale", /must have Hkv·D = 32 or numLayers·Hkv·D = 64 values, got 3/);
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "fp8e4m3", fp8: { kScale: 0.5, vScale: -1 } }), "fp8.vScale", /must be > 0, got -1/);
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "fp8e5m2", fp8: { kScale: [0.5, 0] } }), "fp8.kScale[1]", /got 0/);
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "fp8e5m2", fp8: { kScale: [0.5] } }), "fp8.kScale", /must be a number or one number per layer \(2\)/);
+  // Good scales still make a cache, and disposing it gives every byte back.
+  const inUse = rt.heap.inUse;
+  const cache = new PagedKvCache(rt, { ...geometry, dtype: "int8", int8: { mode: "per-channel", kScale: ones(2 * channels), vScale: ones(channels) } });
+  assert.ok(rt.heap.inUse >= inUse + cache.bytes);
+  cache.dispose();
+  assert.equal(rt.heap.inUse, inUse);
+});
+
 test("plans: built for this cache, these tensors, this kind of call", () => {
   const cache = new PagedKvCache(rt, { numLayers: 1, numBlocks: 8, blockSize: 16, numKvHeads: HKV, headDim: D });
   const q = rt.tensor("f32", [2, H, D]).fill(0.5);
