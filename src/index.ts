@@ -38,7 +38,7 @@ export {
 } from "./engine/scheduler.js";
 export { buildForwardBatch } from "./engine/forward-batch-builder.js";
 export { PagedKvCache, type KvLayer, type PagedKvCacheOptions } from "./kv/paged-kv-cache.js";
-export { type Fp8Scales, type Int8PerChannel, type Int8PerToken, type Int8Scaling, type KvCacheDType, type KvQuantMode } from "./kv/kv-quant.js";
+export { type Fp8Scales, type Int8PerChannel, type Int8PerToken, type Int8Scaling, type KvCacheDType, type KvDtypeSetting, type KvQuantMode } from "./kv/kv-quant.js";
 export { appendKv, type AppendKvOptions } from "./kv/append-kv.js";
 export {
   INT8_PATHS,
@@ -108,6 +108,7 @@ export { Engine, type EngineOptions, type EngineOutput, type EngineRequest, type
 export { EngineMetrics, type EngineFinishReason, type EngineMetricsSnapshot, Histogram, type HistogramSnapshot } from "./engine/metrics.js";
 export { EngineClient, EngineRejectedError, type EngineState, OutputStream } from "./engine/engine-client.js";
 export type { EngineInfo, EngineSettings, EngineWorkerConfig } from "./engine/protocol.js";
+export { DEFAULT_MAX_NUM_SEQS, type EngineConfig, defaultMaxNumBatchedTokens, resolveEngineConfig } from "./engine/engine-config.js";
 export type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoader, ModelLoaderModule } from "./engine/model-loader.js";
 export { KvflashServer, type KvflashServerOptions } from "./server/server.js";
 export { DEFAULT_LOADER, type RunningServer, type ServeOptions, serve } from "./server/serve.js";
@@ -116,6 +117,7 @@ export {
   type CreateWeightOptions,
   type DequantizeWeightOptions,
   type WeightFormat,
+  type WeightsSetting,
   WEIGHT_BLOCK,
   WEIGHT_FORMATS,
   WEIGHT_ROW_GROUP,

@@ -5,7 +5,10 @@
  */
 import { ArgumentError } from "../errors.js";
 import { type FlagReader, walkFlags } from "./flags.js";
-import type { SamplingParams } from "../engine/sampling-params.js";
+import { type SamplingParams, resolveSamplingParams } from "../engine/sampling-params.js";
+import { KV_DTYPE_SETTINGS, type KvDtypeSetting } from "../kv/kv-quant.js";
+import { WEIGHTS_SETTINGS, type WeightsSetting } from "../ops/weight.js";
+import { checkOneOf } from "../tensor/check.js";
 
 const MODEL_FLAGS = `  --model DIR                  Hugging Face model directory (default: the embedded default model)
   --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4 | auto (default auto: the checkpoint's)
@@ -44,8 +47,8 @@ ${MODEL_FLAGS}
 
 export interface ModelArgs {
   model?: string;
-  weights?: string;
-  kvDtype?: string;
+  weights?: WeightsSetting;
+  kvDtype?: KvDtypeSetting;
   maxModelLen?: number;
   threads?: number;
 }
@@ -72,10 +75,10 @@ function modelFlag(args: ModelArgs, flag: string, read: FlagReader): boolean {
       args.model = read.string();
       return true;
     case "--weights":
-      args.weights = read.string();
+      args.weights = checkOneOf(flag, read.string(), WEIGHTS_SETTINGS);
       return true;
     case "--kv-dtype":
-      args.kvDtype = read.string();
+      args.kvDtype = checkOneOf(flag, read.string(), KV_DTYPE_SETTINGS);
       return true;
     case "--max-model-len":
       args.maxModelLen = read.integer(2);
@@ -85,6 +88,34 @@ function modelFlag(args: ModelArgs, flag: string, read: FlagReader): boolean {
       return true;
     default:
       return false;
+  }
+}
+
+/** The flag each sampling field comes from, so an error names what the user typed. */
+const SAMPLING_FLAGS: Readonly<Partial<Record<keyof SamplingParams, string>>> = {
+  maxTokens: "--max-tokens",
+  temperature: "--temperature",
+  topP: "--top-p",
+  topK: "--top-k",
+  minP: "--min-p",
+  repetitionPenalty: "--repetition-penalty",
+  presencePenalty: "--presence-penalty",
+  frequencyPenalty: "--frequency-penalty",
+  seed: "--seed",
+};
+
+/**
+ * Checks the sampling flags' ranges before any model loads (resolveSamplingParams'
+ * rules; the flags set no token ids, so no vocabulary is needed), naming the flag:
+ * `--top-p must be ≤ 1, got 2`.
+ */
+function checkSamplingFlags(sampling: SamplingParams): void {
+  try {
+    resolveSamplingParams(sampling, 1);
+  } catch (e) {
+    const flag = e instanceof ArgumentError ? SAMPLING_FLAGS[e.argument as keyof SamplingParams] : undefined;
+    if (flag === undefined) throw e;
+    throw new ArgumentError(flag, (e as ArgumentError).message.slice((e as ArgumentError).argument.length + 1));
   }
 }
 
@@ -146,6 +177,7 @@ export function parseGenerateArgs(argv: readonly string[]): GenerateArgs {
   if (stops.length > 0) s.stop = stops;
   if (args.prompt === undefined) throw new ArgumentError("--prompt", `is required\n${GENERATE_USAGE}`);
   if (args.system !== undefined && !args.chat) throw new ArgumentError("--system", "needs --chat (it is a chat message)");
+  checkSamplingFlags(s);
   return args as GenerateArgs;
 }
 

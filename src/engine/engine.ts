@@ -32,14 +32,10 @@ import { Sampler, SamplingState, type TokenLogprob } from "./sampler.js";
 import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { type RequestOutput, Scheduler, type StopDecision } from "./scheduler.js";
 import { StopChecker, type StopUpdate } from "./stop.js";
+import { resolveEngineConfig } from "./engine-config.js";
 
-/** Default most requests running at once. */
-export const DEFAULT_MAX_NUM_SEQS = 64;
-
-/** Default token budget of a step for a given maxNumSeqs: room for a 512-token prefill chunk, and for every sequence's decode token. */
-export function defaultMaxNumBatchedTokens(maxNumSeqs: number): number {
-  return Math.max(512, maxNumSeqs);
-}
+/** The defaults live in engine-config.ts; re-exported for existing imports. */
+export { DEFAULT_MAX_NUM_SEQS, defaultMaxNumBatchedTokens } from "./engine-config.js";
 
 export interface EngineOptions {
   runner: ModelRunner;
@@ -145,16 +141,15 @@ export class Engine {
     this.#eos = [...options.eosTokenIds];
     this.#now = options.now ?? (() => performance.timeOrigin + performance.now());
     const { numBlocks, blockSize } = runner.kvCache;
-    this.kvCacheManager = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: options.enablePrefixCaching ?? true });
-    const maxNumSeqs = checkInt("maxNumSeqs", options.maxNumSeqs ?? DEFAULT_MAX_NUM_SEQS, { min: 1 });
-    const cap = options.maxModelLen === undefined ? Infinity : checkInt("maxModelLen", options.maxModelLen, { min: 2 });
-    this.maxModelLen = Math.min(runner.maxModelLen, numBlocks * blockSize, cap);
+    const config = resolveEngineConfig(options);
+    this.kvCacheManager = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: config.enablePrefixCaching });
+    this.maxModelLen = Math.min(runner.maxModelLen, numBlocks * blockSize, config.maxModelLen ?? Infinity);
     this.scheduler = new Scheduler<RequestState>({
       kvCacheManager: this.kvCacheManager,
-      maxNumSeqs,
-      maxNumBatchedTokens: checkInt("maxNumBatchedTokens", options.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(maxNumSeqs), { min: 1 }),
+      maxNumSeqs: config.maxNumSeqs,
+      maxNumBatchedTokens: config.maxNumBatchedTokens,
       maxModelLen: this.maxModelLen,
-      ...(options.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: options.maxWaitingRequests }),
+      ...(config.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: config.maxWaitingRequests }),
       stopChecker: (request, token) => this.#stopCheck(request.samplingParams!, token),
     });
     this.#sampler = new Sampler(runner.vocabSize);

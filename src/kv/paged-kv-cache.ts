@@ -22,7 +22,7 @@ import { type Fp8Scales, type Int8Scaling, KV_CACHE_DTYPES, type KvCacheDType, t
 export interface PagedKvCacheOptions {
   numLayers: number;
   numBlocks: number;
-  /** Tokens per block, 1..256. */
+  /** Tokens per block, 1..MAX_BLOCK_SIZE (256). */
   blockSize: number;
   numKvHeads: number;
   /** Head dim D, 1..256. */
@@ -49,6 +49,9 @@ export interface KvLayer {
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 
+/** Most tokens a block holds (the kernels' limit). */
+export const MAX_BLOCK_SIZE = 256;
+
 export class PagedKvCache {
   readonly numLayers: number;
   readonly numBlocks: number;
@@ -69,7 +72,7 @@ export class PagedKvCache {
   constructor(rt: Runtime, options: PagedKvCacheOptions) {
     const numLayers = checkInt("numLayers", options.numLayers, { min: 1 });
     const numBlocks = checkInt("numBlocks", options.numBlocks, { min: 1 });
-    const blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: 256 });
+    const blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: MAX_BLOCK_SIZE });
     const hkv = checkInt("numKvHeads", options.numKvHeads, { min: 1 });
     const d = checkInt("headDim", options.headDim, { min: 1, max: 256 });
     const dtype = checkOneOf("dtype", options.dtype ?? "f32", KV_CACHE_DTYPES);

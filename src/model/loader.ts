@@ -13,9 +13,9 @@
  * 1 GiB of what the 4 GiB wasm32 memory has left).
  */
 import { ArgumentError, OutOfMemoryError, show } from "../errors.js";
-import { KV_CACHE_DTYPES, type KvCacheDType } from "../kv/kv-quant.js";
+import { KV_CACHE_DTYPES, type KvCacheDType, type KvDtypeSetting } from "../kv/kv-quant.js";
 import { PagedKvCache } from "../kv/paged-kv-cache.js";
-import { WEIGHT_FORMATS, type WeightFormat } from "../ops/weight.js";
+import { WEIGHT_FORMATS, type WeightFormat, type WeightsSetting } from "../ops/weight.js";
 import { formatBytes } from "../runtime/allocator.js";
 import { MAX_MEMORY_BYTES } from "../runtime/module.js";
 import type { Runtime } from "../runtime/runtime.js";
@@ -38,7 +38,7 @@ export interface RunnerOptions {
    * or vLLM's spellings "auto" (the checkpoint's dtype: bf16 for bf16/f16 checkpoints, else f32),
    * "fp8" / "fp8_e4m3", "fp8_e5m2". Default "auto".
    */
-  kvDtype?: string;
+  kvDtype?: KvDtypeSetting;
   /** Tokens per KV block, 1..256. Default 16 (vLLM's). */
   blockSize?: number;
   /** Blocks in the KV cache. Default: from kvCacheBytes. */
@@ -55,7 +55,7 @@ export interface RunnerOptions {
 
 export interface LoadModelOptions extends RunnerOptions {
   /** Compute format of the weights: f32 | bf16 | q8 | q4, or "auto" (the checkpoint's: bf16 stays bf16, f32 and f16 become f32). Default "auto". */
-  weights?: string;
+  weights?: WeightsSetting;
   /** Progress bar on stderr: true / false, or options. Default: only when stderr is a TTY. */
   progress?: boolean | ProgressOptions;
   /** Called as the weights load: bytes read so far and in all. */
@@ -81,7 +81,7 @@ function checkpointIsHalf(config: ModelConfig): boolean {
 }
 
 /** Resolves --weights (f32 | bf16 | q8 | q4 | auto). */
-export function resolveWeightFormat(value: string | undefined, config: ModelConfig): WeightFormat {
+export function resolveWeightFormat(value: WeightsSetting | undefined, config: ModelConfig): WeightFormat {
   const v = value ?? "auto";
   if (v === "auto") return config.torchDtype === "bfloat16" ? "bf16" : "f32";
   if (!(WEIGHT_FORMATS as readonly string[]).includes(v)) {
@@ -91,7 +91,7 @@ export function resolveWeightFormat(value: string | undefined, config: ModelConf
 }
 
 /** Resolves --kv-dtype (the cache dtypes, "auto", and vLLM's fp8 spellings). */
-export function resolveKvDtype(value: string | undefined, config: ModelConfig): KvCacheDType {
+export function resolveKvDtype(value: KvDtypeSetting | undefined, config: ModelConfig): KvCacheDType {
   const v = value ?? "auto";
   if (v === "auto") return checkpointIsHalf(config) ? "bf16" : "f32";
   const dtype = KV_ALIASES[v] ?? v;
@@ -176,7 +176,7 @@ export function loadModel(rt: Runtime, dir: string, options: LoadModelOptions = 
   const info = openModelDir(dir);
   const { config } = info;
   const format = resolveWeightFormat(options.weights, config);
-  resolveKvDtype(options.kvDtype, config); // fail before loading anything
+  const kvDtype = resolveKvDtype(options.kvDtype, config); // once, and before loading anything
   const located = new Map(info.weights.map((w) => [w.name, w]));
   const p = options.progress;
   const progress = new LoadProgress(info.weightBytes, typeof p === "object" ? p : p === undefined ? {} : { enabled: p });
@@ -203,6 +203,6 @@ export function loadModel(rt: Runtime, dir: string, options: LoadModelOptions = 
   } finally {
     progress.finish();
   }
-  const runner = createDecoder(rt, config, weights, options);
+  const runner = createDecoder(rt, config, weights, { ...options, kvDtype });
   return { runner, tokenizer: info.tokenizer, generation: info.generation, eosTokenIds: info.eosTokenIds, config, dir };
 }

@@ -13,6 +13,8 @@ import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig }
 import { defaultModelDir } from "../model/default-model.js";
 import { EngineClient } from "../engine/engine-client.js";
 import type { EngineInfo, EngineSettings } from "../engine/protocol.js";
+import type { KvDtypeSetting } from "../kv/kv-quant.js";
+import type { WeightsSetting } from "../ops/weight.js";
 import { samplingDefaults } from "../engine/sampling-params.js";
 import { Tokenizer } from "../tokenizer/tokenizer.js";
 import { KvflashServer } from "./server.js";
@@ -35,8 +37,8 @@ export interface ServeOptions extends EngineSettings {
   kvCacheBytes?: number;
   /** Blocks of the paged KV cache (wins over kvCacheBytes). */
   numBlocks?: number;
-  kvDtype?: string;
-  weights?: string;
+  kvDtype?: KvDtypeSetting;
+  weights?: WeightsSetting;
   blockSize?: number;
   maxModelLen?: number;
   /** Runtime threads in the engine worker. Default: $KVFLASH_THREADS or all cores. */
