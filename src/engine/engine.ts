@@ -99,7 +99,7 @@ export interface EngineOutput {
   numCachedTokens: number;
 }
 
-/** Per-request state the scheduler carries for the engine (Request.samplingParams). */
+/** Per-request state the scheduler carries for the engine (Request.state). */
 interface RequestState {
   readonly sampling: SamplingState;
   readonly stop: StopChecker;
@@ -150,7 +150,7 @@ export class Engine {
       maxNumBatchedTokens: config.maxNumBatchedTokens,
       maxModelLen: this.maxModelLen,
       ...(config.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: config.maxWaitingRequests }),
-      stopChecker: (request, token) => this.#stopCheck(request.samplingParams!, token),
+      stopChecker: (request, token) => this.#stopCheck(request.state!, token),
     });
     this.#sampler = new Sampler(runner.vocabSize);
     this.#textVocab = Math.min(options.tokenizer.vocabSize, runner.vocabSize);
@@ -196,7 +196,7 @@ export class Engine {
       requestId: init.requestId,
       promptTokenIds: prompt,
       maxTokens,
-      samplingParams: state,
+      state,
       ...(init.cacheSalt === undefined ? {} : { cacheSalt: init.cacheSalt }),
     });
     return this.scheduler.addRequest(request) ? "accepted" : "queue_full";
@@ -236,7 +236,7 @@ export class Engine {
       if (!s.sampling) continue;
       const r = row++;
       const request = s.request;
-      const st = request.samplingParams!;
+      const st = request.state!;
       try {
         const rowLogits = logits.subarray(r * V, (r + 1) * V);
         if (this.#textVocab < V) rowLogits.fill(-Infinity, this.#textVocab);
@@ -301,7 +301,7 @@ export class Engine {
 
   #output(result: RequestOutput<RequestState>, now: number): EngineOutput {
     const request = result.request;
-    const st = request.samplingParams!;
+    const st = request.state!;
     // The scheduler's own length check (maxTokens, maxModelLen) finishes a request
     // without asking the StopChecker: feed it the tokens it has not seen.
     while (st.pushed < request.numOutputTokens && st.finish === null && st.error === null) {
@@ -342,7 +342,7 @@ export class Engine {
 
   /** The last output of a request finished outside a normal step (abort, error). */
   #finishOutput(request: Request<RequestState>, reason: "abort" | "error", error: string | null): EngineOutput {
-    const st = request.samplingParams!;
+    const st = request.state!;
     this.#recordFinish(st, reason, this.#now());
     return {
       requestId: request.requestId,
