@@ -9,7 +9,7 @@
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { TinyModelOptions } from "./tiny-model.js";
+import type { TinyModelOptions } from "../testing/tiny-model.js";
 
 /** Llama 2 Chat's template, as in meta-llama/Llama-2-7b-chat-hf's tokenizer_config.json. */
 export const LLAMA2_CHAT_TEMPLATE =
