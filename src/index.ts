@@ -89,8 +89,7 @@ export {
   openModelDir,
   readModelDirInfo,
 } from "./model/model-dir.js";
-export { TINY_ARCHS, type TinyArch, type TinyModel, type TinyModelOptions, type TinyTokenizerOptions, writeTinyModel } from "./testing/tiny-model.js";
-export { LLAMA2_CHAT_TEMPLATE, defaultModelDir, defaultModelOptions, defaultModelTokenizerDir } from "./model/default-model.js";
+export { LLAMA2_CHAT_TEMPLATE, defaultModelDir } from "./model/default-model.js";
 export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, Tokenizer, type TokenizerSource } from "./tokenizer/tokenizer.js";
 export { type ChatContentPart, type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./tokenizer/chat-template.js";
 export { type DetokenizerOptions, IncrementalDetokenizer } from "./tokenizer/detokenizer.js";

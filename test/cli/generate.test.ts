@@ -18,8 +18,8 @@ import {
   promptLogits,
   resolveSamplingParams,
   samplingDefaults,
-  writeTinyModel,
 } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const run = promisify(execFile);
