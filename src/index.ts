@@ -108,7 +108,7 @@ export { EngineMetrics, type EngineFinishReason, type EngineMetricsSnapshot, His
 export { EngineClient, EngineRejectedError, type EngineState, OutputStream } from "./engine/engine-client.js";
 export type { EngineInfo, EngineSettings, EngineWorkerConfig } from "./engine/protocol.js";
 export { DEFAULT_MAX_NUM_SEQS, type EngineConfig, defaultMaxNumBatchedTokens, resolveEngineConfig } from "./engine/engine-config.js";
-export type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoader, ModelLoaderModule } from "./engine/model-loader.js";
+export type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoader, ModelLoaderModule } from "./engine/loader-module.js";
 export { KvflashServer, type KvflashServerOptions } from "./server/server.js";
 export { DEFAULT_LOADER, type RunningServer, type ServeOptions, serve } from "./server/serve.js";
 export * from "./attention/index.js";
@@ -165,4 +165,4 @@ export {
   generate,
   promptLogits,
   runRequest,
-} from "./engine/generate.js";
+} from "./engine/offline-generate.js";

@@ -1,7 +1,7 @@
 /**
  * `kvflash generate` and `kvflash logits` arguments. `--flag value` and
  * `--flag=value` both work; sampling flags have vLLM's names. Parsing only:
- * cli/generate.ts hands the result to the library.
+ * cli/generate-command.ts hands the result to the library.
  */
 import { ArgumentError } from "../errors.js";
 import { type FlagReader, walkFlags } from "./flags.js";

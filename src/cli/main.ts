@@ -9,7 +9,7 @@
  */
 import { parseBenchArgs, runBench } from "../../bench/run.js";
 import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
-import { generateCommand, logitsCommand } from "./generate.js";
+import { generateCommand, logitsCommand } from "./generate-command.js";
 import { serveCommand } from "./serve.js";
 import { SERVE_USAGE } from "./serve-args.js";
 

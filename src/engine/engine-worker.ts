@@ -14,7 +14,7 @@ import { ArgumentError } from "../errors.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
 import { Engine } from "./engine.js";
 import { resolveEngineConfig } from "./engine-config.js";
-import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./model-loader.js";
+import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./loader-module.js";
 import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
 
 const port = parentPort;

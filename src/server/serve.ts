@@ -20,7 +20,7 @@ import { Tokenizer } from "../tokenizer/tokenizer.js";
 import { KvflashServer } from "./server.js";
 
 /** The model loader the server uses unless told otherwise: the decoder over a Hugging Face directory. */
-export const DEFAULT_LOADER = new URL("../model/engine-loader.js", import.meta.url).href;
+export const DEFAULT_LOADER = new URL("../model/default-loader.js", import.meta.url).href;
 
 export interface ServeOptions extends EngineSettings {
   /** A Hugging Face model directory. Default: the embedded default model (models/default). */
@@ -43,7 +43,7 @@ export interface ServeOptions extends EngineSettings {
   maxModelLen?: number;
   /** Runtime threads in the engine worker. Default: $KVFLASH_THREADS or all cores. */
   threads?: number;
-  /** URL of the model loader module (engine/model-loader.ts). Default DEFAULT_LOADER. */
+  /** URL of the model loader module (engine/loader-module.ts). Default DEFAULT_LOADER. */
   loader?: string;
   /** Loader-specific options. */
   loaderExtra?: Record<string, unknown>;
