@@ -113,7 +113,7 @@ function checkSamplingFlags(sampling: SamplingParams): void {
   try {
     resolveSamplingParams(sampling, 1);
   } catch (e) {
-    const flag = e instanceof ArgumentError ? SAMPLING_FLAGS[e.argument as keyof SamplingParams] : undefined;
+    const flag = !(e instanceof ArgumentError) ? undefined : e.argument.startsWith("stop[") ? "--stop" : SAMPLING_FLAGS[e.argument as keyof SamplingParams];
     if (flag === undefined) throw e;
     throw new ArgumentError(flag, (e as ArgumentError).message.slice((e as ArgumentError).argument.length + 1));
   }

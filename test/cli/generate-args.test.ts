@@ -14,6 +14,7 @@ test("sampling flags out of range name the flag", () => {
   assert.throws(bad("--repetition-penalty", "0"), /^ArgumentError: --repetition-penalty must be > 0, got 0$/);
   assert.throws(bad("--presence-penalty", "3"), /^ArgumentError: --presence-penalty must be ≤ 2, got 3$/);
   assert.throws(bad("--frequency-penalty", "-2.5"), /^ArgumentError: --frequency-penalty must be ≥ -2, got -2.5$/);
+  assert.throws(() => parseGenerateArgs(["--prompt", "x", "--stop", "a", "--stop="]), /^ArgumentError: --stop must be a non-empty string, got ""$/);
   assert.deepEqual(parseGenerateArgs(["--prompt", "x", "--top-p", "0.9", "--temperature", "0"]).sampling, { topP: 0.9, temperature: 0 });
 });
 
