@@ -1,5 +1,5 @@
 /**
- * A model loader (engine/model-loader.ts) for the serve benchmark: the
+ * A model loader (engine/loader-module.ts) for the serve benchmark: the
  * synthetic Qwen2.5-0.5B (createSyntheticModel: its exact shapes, random
  * weights built in memory in the served format), with the KV cache and step
  * buffers the default loader would give it. Its model directory holds only
@@ -8,8 +8,8 @@
  */
 import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../src/engine/model-loader.js";
-import { runnerOptionsFor } from "../src/model/engine-loader.js";
+import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../src/engine/loader-module.js";
+import { runnerOptionsFor } from "../src/model/default-loader.js";
 import { QWEN25_05B_CONFIG_JSON, type Runtime, Tokenizer, createSyntheticModel, defaultModelDir } from "../src/index.js";
 
 export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {

@@ -39,7 +39,7 @@ export {
 } from "./engine/scheduler.js";
 export { buildForwardBatch } from "./engine/forward-batch-builder.js";
 export { PagedKvCache, type KvLayer, type PagedKvCacheOptions } from "./kv/paged-kv-cache.js";
-export { type Fp8Scales, type Int8PerChannel, type Int8PerToken, type Int8Scaling, type KvCacheDType, type KvQuantMode } from "./kv/kv-quant.js";
+export { type Fp8Scales, type Int8PerChannel, type Int8PerToken, type Int8Scaling, type KvCacheDType, type KvDtypeSetting, type KvQuantMode } from "./kv/kv-quant.js";
 export { appendKv, type AppendKvOptions } from "./kv/append-kv.js";
 export {
   INT8_PATHS,
@@ -90,8 +90,7 @@ export {
   openModelDir,
   readModelDirInfo,
 } from "./model/model-dir.js";
-export { TINY_ARCHS, type TinyArch, type TinyModel, type TinyModelOptions, type TinyTokenizerOptions, writeTinyModel } from "./model/tiny-model.js";
-export { LLAMA2_CHAT_TEMPLATE, defaultModelDir, defaultModelOptions, defaultModelTokenizerDir } from "./model/default-model.js";
+export { LLAMA2_CHAT_TEMPLATE, defaultModelDir } from "./model/default-model.js";
 export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, Tokenizer, type TokenizerSource } from "./tokenizer/tokenizer.js";
 export { type ChatContentPart, type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./tokenizer/chat-template.js";
 export { type DetokenizerOptions, IncrementalDetokenizer } from "./tokenizer/detokenizer.js";
@@ -109,7 +108,8 @@ export { Engine, type EngineOptions, type EngineOutput, type EngineRequest, type
 export { EngineMetrics, type EngineFinishReason, type EngineMetricsSnapshot, Histogram, type HistogramSnapshot } from "./engine/metrics.js";
 export { EngineClient, EngineRejectedError, type EngineState, OutputStream } from "./engine/engine-client.js";
 export type { EngineInfo, EngineSettings, EngineWorkerConfig } from "./engine/protocol.js";
-export type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoader, ModelLoaderModule } from "./engine/model-loader.js";
+export { DEFAULT_MAX_NUM_SEQS, type EngineConfig, defaultMaxNumBatchedTokens, resolveEngineConfig } from "./engine/engine-config.js";
+export type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoader, ModelLoaderModule } from "./engine/loader-module.js";
 export { KvflashServer, type KvflashServerOptions } from "./server/server.js";
 export { DEFAULT_LOADER, type RunningServer, type ServeOptions, serve } from "./server/serve.js";
 export * from "./attention/index.js";
@@ -117,6 +117,7 @@ export {
   type CreateWeightOptions,
   type DequantizeWeightOptions,
   type WeightFormat,
+  type WeightsSetting,
   WEIGHT_BLOCK,
   WEIGHT_FORMATS,
   WEIGHT_ROW_GROUP,
@@ -168,7 +169,7 @@ export {
   generate,
   promptLogits,
   runRequest,
-} from "./engine/generate.js";
+} from "./engine/offline-generate.js";
 export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localModelSource, resolveModelSource } from "./model/source.js";
 export { type CachedRepo, type CachedSnapshot, HubCache } from "./model/hub/hub-cache.js";
 export { type HubSettings, hubSettings } from "./model/hub/hub-settings.js";

@@ -1,12 +1,13 @@
 /**
- * Checks of a step's batch tables, shared by the plans of pagedAttention and
- * cascadeAttention: a ragged batch's query offsets, and a block table against
- * the sequences it serves. Each throws an ArgumentError naming the entry and
- * the value.
+ * Checks of a step's batch tables, shared by every plan (AttentionPlan.create,
+ * and through it planPagedAttention and planCascadeAttention): the sequences'
+ * key counts, a ragged batch's query offsets, and a block table against the
+ * sequences it serves. Each throws an ArgumentError naming the entry and the
+ * value.
  */
 import { ArgumentError, show } from "../errors.js";
 import { checkInt } from "../tensor/check.js";
-import type { SeqExtent } from "./problem.js";
+import { type SeqExtent, checkLengths } from "./problem.js";
 
 /** A checked block table. */
 export interface PagedTable {
@@ -17,6 +18,16 @@ export interface PagedTable {
   /** The largest block id a sequence uses (−1: none), and where it is, for the check against a cache. */
   maxBlockId: number;
   maxBlockAt: string;
+}
+
+/** Longest sequence (and largest offset) a plan takes, in keys or tokens. */
+export const MAX_SEQ_LENGTH = 0x3fffffff;
+
+/** Keys per sequence of a batch (seqLens, actualSeqLengths): at least one sequence, each 0..2^30 − 1. Their count is B. */
+export function checkSeqLengths(argument: string, value: unknown): Int32Array {
+  const isArray = Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView));
+  if (!isArray || (value as ArrayLike<unknown>).length < 1) throw new ArgumentError(argument, `must list at least one sequence's length, got ${show(value)}`);
+  return checkLengths(argument, value, (value as ArrayLike<unknown>).length, MAX_SEQ_LENGTH, "2^30 − 1");
 }
 
 /** Query offsets of a ragged batch: B + 1 non-decreasing integers from 0. */
@@ -31,7 +42,7 @@ export function checkOffsets(argument: string, value: unknown, B: number): Int32
     if (typeof n !== "number" || !Number.isInteger(n)) throw new ArgumentError(`${argument}[${b}]`, `must be an integer, got ${show(n)}`);
     if (b === 0 && n !== 0) throw new ArgumentError(`${argument}[0]`, `must be 0, got ${n}`);
     if (b > 0 && n < out[b - 1]!) throw new ArgumentError(`${argument}[${b}]`, `must be ≥ ${argument}[${b - 1}] = ${out[b - 1]} (offsets are non-decreasing), got ${n}`);
-    if (n > 0x3fffffff) throw new ArgumentError(`${argument}[${b}]`, `must be ≤ 2^30 − 1, got ${n}`);
+    if (n > MAX_SEQ_LENGTH) throw new ArgumentError(`${argument}[${b}]`, `must be ≤ 2^30 − 1, got ${n}`);
     out[b] = n;
   }
   return out;

@@ -30,7 +30,7 @@ import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
 import { NKV_MAX, RMAX, STREAM_ROWS, type WorkItem, packItems, uploadInt32 } from "./kernel-args.js";
-import { type PagedTable, checkBlockTable, checkOffsets } from "./batch-tables.js";
+import { MAX_SEQ_LENGTH, type PagedTable, checkBlockTable, checkOffsets, checkSeqLengths } from "./batch-tables.js";
 import { MAX_HEAD_DIM, type SeqExtent, checkLengths, seqTable } from "./problem.js";
 
 /** Longest multi-token decode (speculative / MTP) the decode path takes. */
@@ -73,14 +73,25 @@ export interface AttentionPlanOptions {
   maxBlocksPerSeq?: number;
   /** Tokens per block (1..256); required with blockTable. */
   blockSize?: number;
+  /**
+   * Paged plans: int32 [B], the first key of each sequence in its cache
+   * (default 0); sequence b attends to keys [keyOffsets[b], keyOffsets[b] +
+   * actualSeqLengths[b]). A cascade's suffix plan starts after the shared prefix.
+   */
+  keyOffsets?: ArrayLike<number>;
+  /**
+   * The name error messages give actualSeqLengths, as the caller spelled it
+   * (planPagedAttention: "seqLens"). Default "actualSeqLengths".
+   */
+  lengthsName?: string;
   /** Threads to balance for. Default: the runtime's. */
   threads?: number;
   /** Force each sequence into this many KV chunks (at most one per key; 1 = never split). For tests and tuning. */
   splitKv?: number;
 }
 
-/** @internal What a plan is built from, once the public options are checked. */
-export interface PlanSpec {
+/** What a plan is built from, once the public options are checked. */
+interface PlanSpec {
   seqs: SeqExtent[];
   H: number;
   Hkv: number;
@@ -259,10 +270,9 @@ export class AttentionPlan {
     if (H % Hkv !== 0) throw new ArgumentError("numHeads", `must be a multiple of numKvHeads ${Hkv} (GQA), got ${H}`);
     const D = checkInt("headDim", options.headDim, { min: 1, max: MAX_HEAD_DIM });
     const threads = options.threads === undefined ? rt.threads : checkInt("threads", options.threads, { min: 1 });
-    const raw = options.actualSeqLengths as unknown;
-    const B = raw !== null && typeof raw === "object" && "length" in raw ? (raw as ArrayLike<unknown>).length : -1;
-    const lengths = checkLengths("actualSeqLengths", raw, Math.max(B, 0), 0x3fffffff, "2^30 − 1");
-    if (B < 1) throw new ArgumentError("actualSeqLengths", `must list at least one sequence, got ${show(raw)}`);
+    const lengthsName = options.lengthsName ?? "actualSeqLengths";
+    const lengths = checkSeqLengths(lengthsName, options.actualSeqLengths);
+    const B = lengths.length;
     let qLen: number | null = null;
     let cuSeqlensQ: Int32Array | null = null;
     let seqs: SeqExtent[];
@@ -278,18 +288,26 @@ export class AttentionPlan {
     if (options.blockTable !== undefined) {
       if (options.blockSize === undefined) throw new ArgumentError("blockSize", "is required with blockTable, got undefined");
       const blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: 256 });
-      pages = checkBlockTable(options.blockTable, options.maxBlocksPerSeq, blockSize, seqs, "actualSeqLengths");
+      if (options.keyOffsets !== undefined) {
+        const k0 = checkLengths("keyOffsets", options.keyOffsets, B, MAX_SEQ_LENGTH, "2^30 − 1");
+        seqs.forEach((s, b) => {
+          if (k0[b]! + s.sk > MAX_SEQ_LENGTH) throw new ArgumentError(`keyOffsets[${b}]`, `+ ${lengthsName}[${b}] must be ≤ 2^30 − 1, got ${k0[b]! + s.sk}`);
+          s.k0 = k0[b]!;
+        });
+      }
+      pages = checkBlockTable(options.blockTable, options.maxBlocksPerSeq, blockSize, seqs, lengthsName);
     } else {
-      if (options.blockSize !== undefined) throw new ArgumentError("blockSize", `is for paged plans; got ${show(options.blockSize)} without a blockTable`);
-      if (options.maxBlocksPerSeq !== undefined) throw new ArgumentError("maxBlocksPerSeq", `is for paged plans; got ${show(options.maxBlocksPerSeq)} without a blockTable`);
+      for (const name of ["blockSize", "maxBlocksPerSeq", "keyOffsets"] as const) {
+        if (options[name] !== undefined) throw new ArgumentError(name, `is for paged plans; got ${show(options[name])} without a blockTable`);
+      }
     }
     let splitKv: number | undefined;
     if (options.splitKv !== undefined) splitKv = checkInt("splitKv", options.splitKv, { min: 1 });
-    return AttentionPlan.build(rt, { seqs, H, Hkv, D, qLen, cuSeqlensQ, pages, threads, ...(splitKv === undefined ? {} : { splitKv }) });
+    return AttentionPlan.#build(rt, { seqs, H, Hkv, D, qLen, cuSeqlensQ, pages, threads, ...(splitKv === undefined ? {} : { splitKv }) });
   }
 
-  /** @internal Builds a plan from checked sequences (pagedAttention's cascade builds its two plans here). */
-  static build(rt: Runtime, spec: PlanSpec): AttentionPlan {
+  /** Builds a plan from checked sequences: the work units, the split decision, the tables in shared memory. */
+  static #build(rt: Runtime, spec: PlanSpec): AttentionPlan {
     const { seqs, H, Hkv, D, threads } = spec;
     const B = seqs.length;
     const G = H / Hkv;

@@ -1,11 +1,14 @@
 /**
  * `kvflash generate` and `kvflash logits` arguments. `--flag value` and
  * `--flag=value` both work; sampling flags have vLLM's names. Parsing only:
- * cli/generate.ts hands the result to the library.
+ * cli/generate-command.ts hands the result to the library.
  */
 import { ArgumentError } from "../errors.js";
 import { type FlagReader, walkFlags } from "./flags.js";
-import type { SamplingParams } from "../engine/sampling-params.js";
+import { type SamplingParams, resolveSamplingParams } from "../engine/sampling-params.js";
+import { KV_DTYPE_SETTINGS, type KvDtypeSetting } from "../kv/kv-quant.js";
+import { WEIGHTS_SETTINGS, type WeightsSetting } from "../ops/weight.js";
+import { checkOneOf } from "../tensor/check.js";
 
 const MODEL_FLAGS = `  --model MODEL                a model directory, a .gguf file, or a Hugging Face repo: org/name, org/name:Q4_K_M,
                                org/name/file.gguf (from the HF cache, else downloaded into it; default: the embedded model)
@@ -48,8 +51,8 @@ ${MODEL_FLAGS}
 export interface ModelArgs {
   model?: string;
   revision?: string;
-  weights?: string;
-  kvDtype?: string;
+  weights?: WeightsSetting;
+  kvDtype?: KvDtypeSetting;
   maxModelLen?: number;
   /** --kv-cache-gib in bytes. */
   kvCacheBytes?: number;
@@ -81,10 +84,10 @@ function modelFlag(args: ModelArgs, flag: string, read: FlagReader): boolean {
       args.revision = read.string();
       return true;
     case "--weights":
-      args.weights = read.string();
+      args.weights = checkOneOf(flag, read.string(), WEIGHTS_SETTINGS);
       return true;
     case "--kv-dtype":
-      args.kvDtype = read.string();
+      args.kvDtype = checkOneOf(flag, read.string(), KV_DTYPE_SETTINGS);
       return true;
     case "--max-model-len":
       args.maxModelLen = read.integer(2);
@@ -97,6 +100,34 @@ function modelFlag(args: ModelArgs, flag: string, read: FlagReader): boolean {
       return true;
     default:
       return false;
+  }
+}
+
+/** The flag each sampling field comes from, so an error names what the user typed. */
+const SAMPLING_FLAGS: Readonly<Partial<Record<keyof SamplingParams, string>>> = {
+  maxTokens: "--max-tokens",
+  temperature: "--temperature",
+  topP: "--top-p",
+  topK: "--top-k",
+  minP: "--min-p",
+  repetitionPenalty: "--repetition-penalty",
+  presencePenalty: "--presence-penalty",
+  frequencyPenalty: "--frequency-penalty",
+  seed: "--seed",
+};
+
+/**
+ * Checks the sampling flags' ranges before any model loads (resolveSamplingParams'
+ * rules; the flags set no token ids, so no vocabulary is needed), naming the flag:
+ * `--top-p must be ≤ 1, got 2`.
+ */
+function checkSamplingFlags(sampling: SamplingParams): void {
+  try {
+    resolveSamplingParams(sampling, 1);
+  } catch (e) {
+    const flag = !(e instanceof ArgumentError) ? undefined : e.argument.startsWith("stop[") ? "--stop" : SAMPLING_FLAGS[e.argument as keyof SamplingParams];
+    if (flag === undefined) throw e;
+    throw new ArgumentError(flag, (e as ArgumentError).message.slice((e as ArgumentError).argument.length + 1));
   }
 }
 
@@ -158,6 +189,7 @@ export function parseGenerateArgs(argv: readonly string[]): GenerateArgs {
   if (stops.length > 0) s.stop = stops;
   if (args.prompt === undefined) throw new ArgumentError("--prompt", `is required\n${GENERATE_USAGE}`);
   if (args.system !== undefined && !args.chat) throw new ArgumentError("--system", "needs --chat (it is a chat message)");
+  checkSamplingFlags(s);
   return args as GenerateArgs;
 }
 

@@ -11,7 +11,7 @@
  */
 import { parseBenchArgs, runBench } from "../../bench/run.js";
 import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
-import { generateCommand, logitsCommand } from "./generate.js";
+import { generateCommand, logitsCommand } from "./generate-command.js";
 import { LS_USAGE, PULL_USAGE, lsCommand, pullCommand } from "./hub.js";
 import { serveCommand } from "./serve.js";
 import { SERVE_USAGE } from "./serve-args.js";

@@ -7,6 +7,11 @@ import { pathToFileURL } from "node:url";
 import { ArgumentError } from "../errors.js";
 import { walkFlags } from "./flags.js";
 import type { ServeOptions } from "../server/serve.js";
+import { DEFAULT_MAX_NUM_SEQS, MIN_DEFAULT_BATCHED_TOKENS } from "../engine/engine-config.js";
+import { KV_DTYPE_SETTINGS } from "../kv/kv-quant.js";
+import { MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
+import { WEIGHTS_SETTINGS } from "../ops/weight.js";
+import { checkOneOf } from "../tensor/check.js";
 
 export const SERVE_USAGE = `usage: kvflash serve [options]
 
@@ -21,13 +26,13 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --cors-origin ORIGIN         send Access-Control-Allow-Origin: ORIGIN (default: no CORS)
   --kv-cache-gib N             KV cache budget, GiB (default 4, at most half the memory left after the weights;
                                never more than max-num-seqs sequences of max-model-len need)
-  --kv-dtype DTYPE             KV cache storage: f32 | f16 | bf16 | int8 | fp8_e4m3 | fp8_e5m2
-  --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4
+  --kv-dtype DTYPE             KV cache storage: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default auto)
+  --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4 | auto (default auto: the checkpoint's)
   --num-gpu-blocks-override N  exactly N KV blocks (vLLM's name; wins over --kv-cache-gib)
-  --block-size N               tokens per KV block
+  --block-size N               tokens per KV block, 1..${MAX_BLOCK_SIZE} (default 16)
   --max-model-len N            cap on prompt + output tokens
-  --max-num-seqs N             most requests running at once (default 64)
-  --max-num-batched-tokens N   token budget of one engine step (default 512)
+  --max-num-seqs N             most requests running at once (default ${DEFAULT_MAX_NUM_SEQS})
+  --max-num-batched-tokens N   token budget of one engine step (default max(${MIN_DEFAULT_BATCHED_TOKENS}, --max-num-seqs))
   --max-waiting-requests N     waiting queue bound; beyond it requests get 429 (default 1024)
   --no-enable-prefix-caching   turn automatic prefix caching off
   --threads N                  kernel threads (default: $KVFLASH_THREADS or all cores)
@@ -76,16 +81,17 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         args.kvCacheBytes = Math.floor(read.positive() * 2 ** 30);
         break;
       case "--kv-dtype":
-        args.kvDtype = read.string();
+        args.kvDtype = checkOneOf(flag, read.string(), KV_DTYPE_SETTINGS);
         break;
       case "--weights":
-        args.weights = read.string();
+        args.weights = checkOneOf(flag, read.string(), WEIGHTS_SETTINGS);
         break;
       case "--num-gpu-blocks-override":
         args.numBlocks = read.integer(1);
         break;
       case "--block-size":
         args.blockSize = read.integer(1);
+        if (args.blockSize > MAX_BLOCK_SIZE) throw new ArgumentError(flag, `must be ≤ ${MAX_BLOCK_SIZE}, got ${args.blockSize}`);
         break;
       case "--max-model-len":
         args.maxModelLen = read.integer(2);

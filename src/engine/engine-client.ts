@@ -14,7 +14,7 @@
 import { Worker } from "node:worker_threads";
 import type { EngineOutput, EngineRequest } from "./engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
-import type { LoadProgressInfo } from "./model-loader.js";
+import type { LoadProgressInfo } from "./loader-module.js";
 import type { EngineInfo, EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
 
 export type EngineState =

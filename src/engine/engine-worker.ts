@@ -12,8 +12,9 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
-import { DEFAULT_MAX_NUM_SEQS, Engine, defaultMaxNumBatchedTokens } from "./engine.js";
-import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./model-loader.js";
+import { Engine } from "./engine.js";
+import { resolveEngineConfig } from "./engine-config.js";
+import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./loader-module.js";
 import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
 
 const port = parentPort;
@@ -109,10 +110,10 @@ async function load(): Promise<void> {
     lastPost = now;
     post({ type: "progress", progress: { done: p.done, total: p.total } });
   };
-  const maxNumSeqs = config.engine.maxNumSeqs ?? DEFAULT_MAX_NUM_SEQS;
-  const maxNumBatchedTokens = config.engine.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(maxNumSeqs);
+  const settings = resolveEngineConfig(config.engine); // once, before the runner sizes its step buffers from it
+  const { maxNumSeqs, maxNumBatchedTokens } = settings;
   model = await loader.loadEngineModel(rt, { maxNumSeqs, maxNumBatchedTokens, ...config.load }, onProgress);
-  engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, ...config.engine });
+  engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, ...settings });
   const { numBlocks, blockSize } = model.runner.kvCache;
   post({
     type: "ready",

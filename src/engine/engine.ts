@@ -32,14 +32,10 @@ import { Sampler, SamplingState, type TokenLogprob } from "./sampler.js";
 import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { type RequestOutput, Scheduler, type StopDecision } from "./scheduler.js";
 import { StopChecker, type StopUpdate } from "./stop.js";
+import { resolveEngineConfig } from "./engine-config.js";
 
-/** Default most requests running at once. */
-export const DEFAULT_MAX_NUM_SEQS = 64;
-
-/** Default token budget of a step for a given maxNumSeqs: room for a 512-token prefill chunk, and for every sequence's decode token. */
-export function defaultMaxNumBatchedTokens(maxNumSeqs: number): number {
-  return Math.max(512, maxNumSeqs);
-}
+/** The defaults live in engine-config.ts; re-exported for existing imports. */
+export { DEFAULT_MAX_NUM_SEQS, defaultMaxNumBatchedTokens } from "./engine-config.js";
 
 export interface EngineOptions {
   runner: ModelRunner;
@@ -103,7 +99,7 @@ export interface EngineOutput {
   numCachedTokens: number;
 }
 
-/** Per-request state the scheduler carries for the engine (Request.samplingParams). */
+/** Per-request state the scheduler carries for the engine (Request.state). */
 interface RequestState {
   readonly sampling: SamplingState;
   readonly stop: StopChecker;
@@ -145,17 +141,16 @@ export class Engine {
     this.#eos = [...options.eosTokenIds];
     this.#now = options.now ?? (() => performance.timeOrigin + performance.now());
     const { numBlocks, blockSize } = runner.kvCache;
-    this.kvCacheManager = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: options.enablePrefixCaching ?? true });
-    const maxNumSeqs = checkInt("maxNumSeqs", options.maxNumSeqs ?? DEFAULT_MAX_NUM_SEQS, { min: 1 });
-    const cap = options.maxModelLen === undefined ? Infinity : checkInt("maxModelLen", options.maxModelLen, { min: 2 });
-    this.maxModelLen = Math.min(runner.maxModelLen, numBlocks * blockSize, cap);
+    const config = resolveEngineConfig(options);
+    this.kvCacheManager = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: config.enablePrefixCaching });
+    this.maxModelLen = Math.min(runner.maxModelLen, numBlocks * blockSize, config.maxModelLen ?? Infinity);
     this.scheduler = new Scheduler<RequestState>({
       kvCacheManager: this.kvCacheManager,
-      maxNumSeqs,
-      maxNumBatchedTokens: checkInt("maxNumBatchedTokens", options.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(maxNumSeqs), { min: 1 }),
+      maxNumSeqs: config.maxNumSeqs,
+      maxNumBatchedTokens: config.maxNumBatchedTokens,
       maxModelLen: this.maxModelLen,
-      ...(options.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: options.maxWaitingRequests }),
-      stopChecker: (request, token) => this.#stopCheck(request.samplingParams!, token),
+      ...(config.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: config.maxWaitingRequests }),
+      stopChecker: (request, token) => this.#stopCheck(request.state!, token),
     });
     this.#sampler = new Sampler(runner.vocabSize);
     this.#textVocab = Math.min(options.tokenizer.vocabSize, runner.vocabSize);
@@ -201,7 +196,7 @@ export class Engine {
       requestId: init.requestId,
       promptTokenIds: prompt,
       maxTokens,
-      samplingParams: state,
+      state,
       ...(init.cacheSalt === undefined ? {} : { cacheSalt: init.cacheSalt }),
     });
     return this.scheduler.addRequest(request) ? "accepted" : "queue_full";
@@ -241,7 +236,7 @@ export class Engine {
       if (!s.sampling) continue;
       const r = row++;
       const request = s.request;
-      const st = request.samplingParams!;
+      const st = request.state!;
       try {
         const rowLogits = logits.subarray(r * V, (r + 1) * V);
         if (this.#textVocab < V) rowLogits.fill(-Infinity, this.#textVocab);
@@ -306,7 +301,7 @@ export class Engine {
 
   #output(result: RequestOutput<RequestState>, now: number): EngineOutput {
     const request = result.request;
-    const st = request.samplingParams!;
+    const st = request.state!;
     // The scheduler's own length check (maxTokens, maxModelLen) finishes a request
     // without asking the StopChecker: feed it the tokens it has not seen.
     while (st.pushed < request.numOutputTokens && st.finish === null && st.error === null) {
@@ -347,7 +342,7 @@ export class Engine {
 
   /** The last output of a request finished outside a normal step (abort, error). */
   #finishOutput(request: Request<RequestState>, reason: "abort" | "error", error: string | null): EngineOutput {
-    const st = request.samplingParams!;
+    const st = request.state!;
     this.#recordFinish(st, reason, this.#now());
     return {
       requestId: request.requestId,

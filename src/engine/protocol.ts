@@ -8,7 +8,7 @@
  */
 import type { EngineOutput, EngineRequest } from "./engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
-import type { LoadProgressInfo, ModelLoadOptions } from "./model-loader.js";
+import type { LoadProgressInfo, ModelLoadOptions } from "./loader-module.js";
 
 /** Engine settings (vLLM's names in camelCase). */
 export interface EngineSettings {
@@ -21,7 +21,7 @@ export interface EngineSettings {
 }
 
 export interface EngineWorkerConfig {
-  /** URL of a module exporting `loadEngineModel` (model-loader.ts). */
+  /** URL of a module exporting `loadEngineModel` (loader-module.ts). */
   loader: string;
   load: ModelLoadOptions;
   engine: EngineSettings;

@@ -25,8 +25,8 @@ export interface RequestInit<P = unknown> {
   promptTokenIds: ArrayLike<number>;
   /** Most output tokens to generate (finish reason "length"); unbounded (up to maxModelLen) if omitted. */
   maxTokens?: number;
-  /** Whatever the sampler needs; the engine core only carries it. */
-  samplingParams?: P;
+  /** What the engine keeps per request (its RequestState: sampling, stop strings, …); the core only carries it. */
+  state?: P;
   /** Mixed into the first block's hash: requests with different salts never share cached KV (vLLM's `cache_salt`). */
   cacheSalt?: string;
 }
@@ -39,7 +39,8 @@ export class Request<P = unknown> {
   readonly outputTokenIds: number[] = [];
   /** Infinity when only maxModelLen bounds the output. */
   readonly maxTokens: number;
-  readonly samplingParams: P | undefined;
+  /** RequestInit.state. */
+  readonly state: P | undefined;
   readonly cacheSalt: string | undefined;
   /** Chained hashes of the full blocks of allTokenIds, filled lazily by the KvCacheManager. */
   readonly blockHashes: string[] = [];
@@ -69,7 +70,7 @@ export class Request<P = unknown> {
     this.requestId = init.requestId;
     this.numPromptTokens = prompt.length;
     this.maxTokens = init.maxTokens === undefined ? Infinity : checkInt("maxTokens", init.maxTokens, { min: 1 });
-    this.samplingParams = init.samplingParams;
+    this.state = init.state;
     if (init.cacheSalt !== undefined && typeof init.cacheSalt !== "string") {
       throw new ArgumentError("cacheSalt", `must be a string, got ${show(init.cacheSalt)}`);
     }

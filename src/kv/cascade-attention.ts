@@ -19,9 +19,9 @@
  * not have: use pagedAttention for those.
  */
 import { mergeStates } from "../attention/merge-states.js";
-import { type PagedTable, checkBlockTable, checkOffsets } from "../attention/batch-tables.js";
+import { checkBlockTable, checkOffsets, checkSeqLengths } from "../attention/batch-tables.js";
 import { AttentionPlan } from "../attention/plan.js";
-import { checkLengths, checkTensor } from "../attention/problem.js";
+import { checkTensor } from "../attention/problem.js";
 import { runPlan } from "../attention/run-plan.js";
 import type { AttentionResult } from "../attention/types.js";
 import { ArgumentError, show } from "../errors.js";
@@ -79,10 +79,8 @@ export function planCascadeAttention(rt: Runtime, options: PlanCascadeAttentionO
   const H = checkInt("numHeads", options.numHeads, { min: 1 });
   const Hkv = cache.numKvHeads;
   if (H % Hkv !== 0) throw new ArgumentError("numHeads", `must be a multiple of the cache's numKvHeads ${Hkv} (GQA), got ${H}`);
-  const raw = options.seqLens as unknown;
-  const B = raw !== null && typeof raw === "object" && "length" in raw ? (raw as ArrayLike<unknown>).length : -1;
-  const seqLens = checkLengths("seqLens", raw, Math.max(B, 0), 0x3fffffff, "2^30 − 1");
-  if (B < 1) throw new ArgumentError("seqLens", `must list at least one sequence, got ${show(raw)}`);
+  const seqLens = checkSeqLengths("seqLens", options.seqLens);
+  const B = seqLens.length;
   const cu = checkOffsets("cuSeqlensQ", options.cuSeqlensQ, B);
   const Lp = checkInt("sharedPrefixLength", options.sharedPrefixLength, { min: 0 });
   const threads = options.threads === undefined ? rt.threads : checkInt("threads", options.threads, { min: 1 });
@@ -102,14 +100,14 @@ export function planCascadeAttention(rt: Runtime, options: PlanCascadeAttentionO
       if (id !== first) throw new ArgumentError(`blockTable[${b}][${i}]`, `must be the shared prefix's block ${first} (blockTable[0][${i}]), got ${id}`);
     }
   }
+  // Both plans come from AttentionPlan.create over the tables checked above.
   const T = cu[B]!;
-  const D = cache.headDim;
-  const base = { H, Hkv, D, threads, qLen: null };
-  const sharedTable: PagedTable = { ...pages, table: pages.table.slice(0, cols) };
-  const shared = AttentionPlan.build(rt, { ...base, seqs: [{ q0: 0, sq: T, k0: 0, sk: Lp }], cuSeqlensQ: Int32Array.of(0, T), pages: sharedTable });
+  const base = { numHeads: H, numKvHeads: Hkv, headDim: cache.headDim, blockSize: cache.blockSize, maxBlocksPerSeq: cols, threads, lengthsName: "seqLens" };
+  // The shared pass: all T queries as one sequence over the prefix keys [0, Lp), through row 0 of the table.
+  const shared = AttentionPlan.create(rt, { ...base, actualSeqLengths: [Lp], cuSeqlensQ: [0, T], blockTable: pages.table.subarray(0, cols) });
   try {
-    const suffixSeqs = full.map((s) => ({ ...s, k0: Lp, sk: s.sk - Lp }));
-    const suffix = AttentionPlan.build(rt, { ...base, seqs: suffixSeqs, cuSeqlensQ: cu, pages });
+    // The suffixes: sequence b over its own keys [Lp, seqLens[b]).
+    const suffix = AttentionPlan.create(rt, { ...base, actualSeqLengths: seqLens.map((n) => n - Lp), keyOffsets: new Int32Array(B).fill(Lp), cuSeqlensQ: cu, blockTable: pages.table });
     return new CascadePlan(shared, suffix, Lp, T);
   } catch (e) {
     shared.dispose();

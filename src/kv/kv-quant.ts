@@ -13,6 +13,12 @@
  */
 export type KvCacheDType = "f32" | "f16" | "bf16" | "int8" | "fp8e4m3" | "fp8e5m2";
 export const KV_CACHE_DTYPES: readonly KvCacheDType[] = ["f32", "f16", "bf16", "int8", "fp8e4m3", "fp8e5m2"];
+/**
+ * What a user may ask for (--kv-dtype, loadModel's kvDtype): a cache dtype, "auto"
+ * (the checkpoint's), or vLLM's spellings "fp8" (= "fp8_e4m3") and "fp8_e5m2".
+ */
+export type KvDtypeSetting = KvCacheDType | "auto" | "fp8" | "fp8_e4m3" | "fp8_e5m2";
+export const KV_DTYPE_SETTINGS: readonly KvDtypeSetting[] = [...KV_CACHE_DTYPES, "auto", "fp8", "fp8_e4m3", "fp8_e5m2"];
 
 export type KvQuantMode = "none" | "per-tensor" | "per-channel" | "per-token";
 

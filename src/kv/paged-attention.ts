@@ -12,14 +12,12 @@
  * caches can instead take the IFA design's integer path (int8Path).
  */
 import { runPlan } from "../attention/run-plan.js";
-import { checkBlockTable, checkOffsets } from "../attention/batch-tables.js";
-import { AttentionPlan } from "../attention/plan.js";
+import { AttentionPlan, MAX_DECODE_QLEN } from "../attention/plan.js";
 import {
   type AttentionProblem,
   type KvDequant,
   type LayoutDims,
   checkLayout,
-  checkLengths,
   checkTensor,
   readLayout,
   resolveOutputs,
@@ -84,6 +82,7 @@ export function planPagedAttention(rt: Runtime, options: PlanPagedAttentionOptio
   const cache = checkCache(options.cache, rt);
   return AttentionPlan.create(rt, {
     actualSeqLengths: options.seqLens,
+    lengthsName: "seqLens",
     numHeads: options.numHeads,
     numKvHeads: cache.numKvHeads,
     headDim: cache.headDim,
@@ -188,43 +187,36 @@ function checkPlan(rt: Runtime, plan: unknown, cache: PagedKvCache, layout: Atte
   return plan;
 }
 
-/** Builds this call's plan from the batch fields of the options. */
+/**
+ * A plan for one call without a plan (planPagedAttention over the batch fields
+ * of the options), then checked against q as a given plan is.
+ */
 function planFromOptions(rt: Runtime, options: PagedAttentionOptions, cache: PagedKvCache, layout: AttentionLayout, qd: LayoutDims): AttentionPlan {
   if (options.seqLens === undefined) throw new ArgumentError("seqLens", "is required without a plan, got undefined");
   if (options.blockTable === undefined) throw new ArgumentError("blockTable", "is required without a plan, got undefined");
-  const raw = options.seqLens as unknown;
-  const B = layout === "TND" ? (raw !== null && typeof raw === "object" && "length" in raw ? (raw as ArrayLike<unknown>).length : -1) : qd.B!;
-  const seqLens = checkLengths("seqLens", raw, Math.max(B, 0), 0x3fffffff, "2^30 − 1");
-  if (B < 1) throw new ArgumentError("seqLens", `must list at least one sequence, got ${show(raw)}`);
-  let seqs;
-  let cuSeqlensQ: Int32Array | null = null;
-  if (layout === "TND") {
-    if (options.cuSeqlensQ === undefined) throw new ArgumentError("cuSeqlensQ", "is required for layout TND without a plan, got undefined");
-    const cq = checkOffsets("cuSeqlensQ", options.cuSeqlensQ, B);
-    if (cq[B] !== qd.S) throw new ArgumentError(`cuSeqlensQ[${B}]`, `must equal q's ${qd.S} tokens, got ${cq[B]}`);
-    cuSeqlensQ = cq;
-    seqs = Array.from(seqLens, (sk, b) => ({ q0: cq[b]!, sq: cq[b + 1]! - cq[b]!, k0: 0, sk }));
-  } else {
-    if (options.cuSeqlensQ !== undefined) throw new ArgumentError("cuSeqlensQ", `is only for layout TND, got it with ${layout}`);
-    seqs = Array.from(seqLens, (sk) => ({ q0: 0, sq: qd.S, k0: 0, sk }));
-  }
-  const pages = checkBlockTable(options.blockTable, options.maxBlocksPerSeq, cache.blockSize, seqs, "seqLens");
-  if (pages.maxBlockId >= cache.numBlocks) throw new ArgumentError(pages.maxBlockAt, `must be a block id < numBlocks ${cache.numBlocks}, got ${pages.maxBlockId}`);
-  const Hkv = cache.numKvHeads;
-  if (qd.N % Hkv !== 0) throw new ArgumentError("q.shape", `heads must be a multiple of the cache's numKvHeads ${Hkv} (GQA), got ${qd.N}`);
-  let splitKv: number | undefined;
-  if (options.splitKv !== undefined) splitKv = checkInt("splitKv", options.splitKv, { min: 1 });
-  return AttentionPlan.build(rt, {
-    seqs,
-    H: qd.N,
-    Hkv,
-    D: cache.headDim,
-    qLen: layout === "TND" ? null : qd.S,
-    cuSeqlensQ,
-    pages,
-    threads: rt.threads,
-    ...(splitKv === undefined ? {} : { splitKv }),
+  if (layout === "TND" && options.cuSeqlensQ === undefined) throw new ArgumentError("cuSeqlensQ", "is required for layout TND without a plan, got undefined");
+  if (layout !== "TND" && options.cuSeqlensQ !== undefined) throw new ArgumentError("cuSeqlensQ", `is only for layout TND, got it with ${layout}`);
+  if (layout !== "TND" && qd.S > MAX_DECODE_QLEN) throw new ArgumentError("q.shape", `query length must be ≤ ${MAX_DECODE_QLEN} for layout ${layout} (longer queries: a TND batch), got ${qd.S}`);
+  if (qd.N % cache.numKvHeads !== 0) throw new ArgumentError("q.shape", `heads must be a multiple of the cache's numKvHeads ${cache.numKvHeads} (GQA), got ${qd.N}`);
+  const plan = planPagedAttention(rt, {
+    cache,
+    numHeads: qd.N,
+    seqLens: options.seqLens,
+    blockTable: options.blockTable,
+    ...(options.maxBlocksPerSeq === undefined ? {} : { maxBlocksPerSeq: options.maxBlocksPerSeq }),
+    ...(layout === "TND" ? { cuSeqlensQ: options.cuSeqlensQ! } : { qLen: qd.S }),
+    ...(options.splitKv === undefined ? {} : { splitKv: options.splitKv }),
   });
+  try {
+    // What q fixes is named as the options spell it; checkPlan then checks the rest (block ids against the cache).
+    const B = plan.batch;
+    if (layout === "TND" && plan.cuSeqlensQ![B] !== qd.S) throw new ArgumentError(`cuSeqlensQ[${B}]`, `must equal q's ${qd.S} tokens, got ${plan.cuSeqlensQ![B]}`);
+    if (layout !== "TND" && B !== qd.B) throw new ArgumentError("seqLens", `must have q's batch ${qd.B} entries (one per sequence), got ${B}`);
+    return checkPlan(rt, plan, cache, layout, qd);
+  } catch (e) {
+    plan.dispose();
+    throw e;
+  }
 }
 
 /**

@@ -22,7 +22,7 @@ import { type Fp8Scales, type Int8Scaling, KV_CACHE_DTYPES, type KvCacheDType, t
 export interface PagedKvCacheOptions {
   numLayers: number;
   numBlocks: number;
-  /** Tokens per block, 1..256. */
+  /** Tokens per block, 1..MAX_BLOCK_SIZE (256). */
   blockSize: number;
   numKvHeads: number;
   /** Head dim D, 1..256. */
@@ -49,6 +49,9 @@ export interface KvLayer {
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 
+/** Most tokens a block holds (the kernels' limit). */
+export const MAX_BLOCK_SIZE = 256;
+
 export class PagedKvCache {
   readonly numLayers: number;
   readonly numBlocks: number;
@@ -71,7 +74,7 @@ export class PagedKvCache {
   constructor(rt: Runtime, options: PagedKvCacheOptions) {
     const numLayers = checkInt("numLayers", options.numLayers, { min: 1 });
     const numBlocks = checkInt("numBlocks", options.numBlocks, { min: 1 });
-    const blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: 256 });
+    const blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: MAX_BLOCK_SIZE });
     const hkv = checkInt("numKvHeads", options.numKvHeads, { min: 1 });
     const d = checkInt("headDim", options.headDim, { min: 1, max: 256 });
     const dtype = checkOneOf("dtype", options.dtype ?? "f32", KV_CACHE_DTYPES);
@@ -106,6 +109,16 @@ export class PagedKvCache {
       return checkNumber(`fp8.${name}[${layer}]`, s[layer], { minExclusive: 0 });
     };
 
+    // Every scale is checked before the allocation, so a bad one leaves the heap as it was.
+    const params = Array.from({ length: numLayers }, (_, l) => ({
+      kScale: int8?.mode === "per-channel" ? channelParam("kScale", int8.kScale, l, 1) : null,
+      vScale: int8?.mode === "per-channel" ? channelParam("vScale", int8.vScale, l, 1) : null,
+      kOffset: int8?.mode === "per-channel" ? channelParam("kOffset", int8.kOffset, l, 0) : null,
+      vOffset: int8?.mode === "per-channel" ? channelParam("vOffset", int8.vOffset, l, 0) : null,
+      kScalar: quant === "per-tensor" ? perLayerScalar("kScale", l) : 1,
+      vScalar: quant === "per-tensor" ? perLayerScalar("vScale", l) : 1,
+    }));
+
     // Lay out every layer inside one allocation.
     const dataBytes = align64(numBlocks * blockSize * channels * DTYPE_BYTES[dtype]);
     const scaleElems = quant === "per-token" ? numBlocks * blockSize * hkv : quant === "per-channel" ? channels : 0;
@@ -115,8 +128,7 @@ export class PagedKvCache {
     this.bytes = layerBytes * numLayers;
     this.#ptr = rt.heap.alloc(this.bytes, "paged KV cache");
     const mem = rt.memory;
-    this.#layers = [];
-    for (let l = 0; l < numLayers; l++) {
+    this.#layers = params.map((param, l) => {
       let p = this.#ptr + l * layerBytes;
       const take = (bytes: number): number => {
         const at = p;
@@ -133,24 +145,14 @@ export class PagedKvCache {
       if (quant === "per-token") {
         kScale = new Tensor(mem, take(scaleBytes), "f32", [numBlocks, blockSize, hkv]).fill(0);
         vScale = new Tensor(mem, take(scaleBytes), "f32", [numBlocks, blockSize, hkv]).fill(0);
-      } else if (quant === "per-channel" && int8?.mode === "per-channel") {
-        kScale = new Tensor(mem, take(scaleBytes), "f32", [hkv, d]).set(channelParam("kScale", int8.kScale, l, 1));
-        vScale = new Tensor(mem, take(scaleBytes), "f32", [hkv, d]).set(channelParam("vScale", int8.vScale, l, 1));
-        kOffset = new Tensor(mem, take(offsetBytes), "f32", [hkv, d]).set(channelParam("kOffset", int8.kOffset, l, 0));
-        vOffset = new Tensor(mem, take(offsetBytes), "f32", [hkv, d]).set(channelParam("vOffset", int8.vOffset, l, 0));
+      } else if (quant === "per-channel") {
+        kScale = new Tensor(mem, take(scaleBytes), "f32", [hkv, d]).set(param.kScale!);
+        vScale = new Tensor(mem, take(scaleBytes), "f32", [hkv, d]).set(param.vScale!);
+        kOffset = new Tensor(mem, take(offsetBytes), "f32", [hkv, d]).set(param.kOffset!);
+        vOffset = new Tensor(mem, take(offsetBytes), "f32", [hkv, d]).set(param.vOffset!);
       }
-      const fp8 = quant === "per-tensor";
-      this.#layers.push({
-        k,
-        v,
-        kScale,
-        vScale,
-        kOffset,
-        vOffset,
-        kScalar: fp8 ? perLayerScalar("kScale", l) : 1,
-        vScalar: fp8 ? perLayerScalar("vScale", l) : 1,
-      });
-    }
+      return { k, v, kScale, vScale, kOffset, vOffset, kScalar: param.kScalar, vScalar: param.vScalar };
+    });
     this.#rt = rt;
     this.memory = rt.memory;
     this.numLayers = numLayers;

@@ -17,9 +17,9 @@
  * each memory's KV pool holds its own layers' blocks.
  */
 import { ArgumentError, OutOfMemoryError, show } from "../errors.js";
-import { KV_CACHE_DTYPES, type KvCacheDType } from "../kv/kv-quant.js";
+import { KV_CACHE_DTYPES, type KvCacheDType, type KvDtypeSetting } from "../kv/kv-quant.js";
 import { PagedKvCache } from "../kv/paged-kv-cache.js";
-import { WEIGHT_FORMATS, type WeightFormat } from "../ops/weight.js";
+import { WEIGHT_FORMATS, type WeightFormat, type WeightsSetting } from "../ops/weight.js";
 import { formatBytes } from "../runtime/allocator.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
@@ -42,7 +42,7 @@ export interface RunnerOptions {
    * or vLLM's spellings "auto" (the checkpoint's dtype: bf16 for bf16/f16 checkpoints, else f32),
    * "fp8" / "fp8_e4m3", "fp8_e5m2". Default "auto".
    */
-  kvDtype?: string;
+  kvDtype?: KvDtypeSetting;
   /** Tokens per KV block, 1..256. Default 16 (vLLM's). */
   blockSize?: number;
   /** Blocks in the KV cache. Default: from kvCacheBytes. */
@@ -70,7 +70,7 @@ export interface RunnerOptions {
 
 export interface LoadModelOptions extends RunnerOptions {
   /** Compute format of the weights: f32 | bf16 | q8 | q4, or "auto" (the checkpoint's: bf16 stays bf16, f32 and f16 become f32). Default "auto". */
-  weights?: string;
+  weights?: WeightsSetting;
   /** Progress bar on stderr: true / false, or options. Default: only when stderr is a TTY. */
   progress?: boolean | ProgressOptions;
   /** Called as the weights load: bytes read so far and in all. */
@@ -97,7 +97,7 @@ function checkpointIsHalf(config: ModelConfig): boolean {
 }
 
 /** Resolves --weights (f32 | bf16 | q8 | q4 | auto). */
-export function resolveWeightFormat(value: string | undefined, config: ModelConfig): WeightFormat {
+export function resolveWeightFormat(value: WeightsSetting | undefined, config: ModelConfig): WeightFormat {
   const v = value ?? "auto";
   if (v === "auto") return config.torchDtype === "bfloat16" ? "bf16" : "f32";
   if (!(WEIGHT_FORMATS as readonly string[]).includes(v)) {
@@ -107,7 +107,7 @@ export function resolveWeightFormat(value: string | undefined, config: ModelConf
 }
 
 /** Resolves --kv-dtype (the cache dtypes, "auto", and vLLM's fp8 spellings). */
-export function resolveKvDtype(value: string | undefined, config: ModelConfig): KvCacheDType {
+export function resolveKvDtype(value: KvDtypeSetting | undefined, config: ModelConfig): KvCacheDType {
   const v = value ?? "auto";
   if (v === "auto") return checkpointIsHalf(config) ? "bf16" : "f32";
   const dtype = KV_ALIASES[v] ?? v;

@@ -19,6 +19,7 @@ import { type ModelConfig, parseModelConfig } from "./config.js";
 import { buildDecoderWeights } from "./decoder-weights.js";
 import type { Decoder } from "./decoder.js";
 import { type RunnerOptions, createDecoder, planRunner, resolveWeightFormat } from "./loader.js";
+import type { WeightsSetting } from "../ops/weight.js";
 import { expectedWeights } from "./weight-names.js";
 
 /** Qwen/Qwen2.5-0.5B's config.json, as published. */
@@ -82,7 +83,7 @@ export interface SyntheticModelOptions extends RunnerOptions {
   /** Default: Qwen2.5-0.5B's (qwen25HalfBConfig()). */
   config?: ModelConfig;
   /** Compute format of the weights: f32 | bf16 | q8 | q4. Default bf16 (the checkpoint's). */
-  weights?: string;
+  weights?: WeightsSetting;
   /** Mixed into every tensor's stream. Default 0. */
   seed?: number;
 }

@@ -51,6 +51,9 @@ import { Tensor, checkSameMemory, memoryName } from "../tensor/tensor.js";
 
 export type WeightFormat = "f32" | "bf16" | "q8" | "q4";
 export const WEIGHT_FORMATS: readonly WeightFormat[] = ["f32", "bf16", "q8", "q4"];
+/** What a user may ask for (--weights, loadModel's weights): a format, or "auto" (the checkpoint's). */
+export type WeightsSetting = WeightFormat | "auto";
+export const WEIGHTS_SETTINGS: readonly WeightsSetting[] = [...WEIGHT_FORMATS, "auto"];
 
 /** Columns per block (one scale per row and block in q8/q4). */
 export const WEIGHT_BLOCK = 32;

@@ -13,12 +13,14 @@ import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig }
 import { defaultModelDir } from "../model/default-model.js";
 import { EngineClient } from "../engine/engine-client.js";
 import type { EngineInfo, EngineSettings } from "../engine/protocol.js";
+import type { KvDtypeSetting } from "../kv/kv-quant.js";
+import type { WeightsSetting } from "../ops/weight.js";
 import { samplingDefaults } from "../engine/sampling-params.js";
 import { Tokenizer } from "../tokenizer/tokenizer.js";
 import { KvflashServer } from "./server.js";
 
 /** The model loader the server uses unless told otherwise: the decoder over a Hugging Face directory. */
-export const DEFAULT_LOADER = new URL("../model/engine-loader.js", import.meta.url).href;
+export const DEFAULT_LOADER = new URL("../model/default-loader.js", import.meta.url).href;
 
 export interface ServeOptions extends EngineSettings {
   /** A Hugging Face model directory. Default: the embedded default model (models/default). */
@@ -35,13 +37,13 @@ export interface ServeOptions extends EngineSettings {
   kvCacheBytes?: number;
   /** Blocks of the paged KV cache (wins over kvCacheBytes). */
   numBlocks?: number;
-  kvDtype?: string;
-  weights?: string;
+  kvDtype?: KvDtypeSetting;
+  weights?: WeightsSetting;
   blockSize?: number;
   maxModelLen?: number;
   /** Runtime threads in the engine worker. Default: $KVFLASH_THREADS or all cores. */
   threads?: number;
-  /** URL of the model loader module (engine/model-loader.ts). Default DEFAULT_LOADER. */
+  /** URL of the model loader module (engine/loader-module.ts). Default DEFAULT_LOADER. */
   loader?: string;
   /** Loader-specific options. */
   loaderExtra?: Record<string, unknown>;

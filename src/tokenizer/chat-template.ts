@@ -4,7 +4,9 @@
  * @huggingface/jinja under transformers' apply_chat_template semantics: the
  * template sees `messages`, `add_generation_prompt`, `tools`, `documents`,
  * the special tokens (`bos_token`, `eos_token`, …) and any extra variables
- * (e.g. Qwen3's `enable_thinking`), and may call `raise_exception(msg)`.
+ * (e.g. Qwen3's `enable_thinking`), and may call `raise_exception(msg)`. A
+ * tokenizer compiles its templates once, at load (ChatTemplate), so one that
+ * does not parse fails the load rather than every chat request.
  */
 import { Template } from "@huggingface/jinja";
 import { ArgumentError, show } from "../errors.js";
@@ -37,16 +39,52 @@ export interface ChatTemplateOptions {
   variables?: Readonly<Record<string, unknown>>;
 }
 
-const compiled = new Map<string, Template>();
+/**
+ * A chat template compiled once, when the tokenizer loads, so a template that
+ * does not parse fails the load (naming `origin`, e.g. the file it came from)
+ * rather than every chat request later.
+ */
+export class ChatTemplate {
+  readonly source: string;
+  readonly #program: Template;
 
-function compile(template: string): Template {
+  constructor(source: string, origin = "chat_template") {
+    try {
+      this.#program = new Template(source);
+    } catch (e) {
+      throw new ArgumentError(origin, `does not parse as Jinja: ${(e as Error).message}`);
+    }
+    this.source = source;
+  }
+
+  /**
+   * Renders the template for `messages`. `specialTokens` holds the tokenizer's
+   * special_tokens_map (bos_token, eos_token, …). Errors raised by the template
+   * (raise_exception) come back as an ArgumentError on `messages`.
+   */
+  render(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}, specialTokens: Readonly<Record<string, unknown>> = {}): string {
+    const context: Record<string, unknown> = {
+      ...specialTokens,
+      ...(options.variables ?? {}),
+      messages: normalizeMessages(messages),
+      add_generation_prompt: options.addGenerationPrompt ?? true,
+    };
+    if (options.tools !== undefined) context["tools"] = options.tools;
+    if (options.documents !== undefined) context["documents"] = options.documents;
+    try {
+      return this.#program.render(context);
+    } catch (e) {
+      throw new ArgumentError("messages", `were rejected by the chat template: ${(e as Error).message}`);
+    }
+  }
+}
+
+const compiled = new Map<string, ChatTemplate>();
+
+function compile(template: string): ChatTemplate {
   let t = compiled.get(template);
   if (!t) {
-    try {
-      t = new Template(template);
-    } catch (e) {
-      throw new ArgumentError("chat_template", `does not parse as Jinja: ${(e as Error).message}`);
-    }
+    t = new ChatTemplate(template);
     if (compiled.size > 64) compiled.clear();
     compiled.set(template, t);
   }
@@ -72,29 +110,12 @@ function normalizeMessages(messages: readonly ChatMessage[]): Record<string, unk
   });
 }
 
-/**
- * Renders `template` for `messages`. `specialTokens` holds the tokenizer's
- * special_tokens_map (bos_token, eos_token, …). Errors raised by the template
- * (raise_exception) come back as an ArgumentError on `messages`.
- */
+/** Renders template source `template` for `messages` (ChatTemplate.render, with the compiled template cached). */
 export function renderChatTemplate(
   template: string,
   messages: readonly ChatMessage[],
   options: ChatTemplateOptions = {},
   specialTokens: Readonly<Record<string, unknown>> = {},
 ): string {
-  const t = compile(template);
-  const context: Record<string, unknown> = {
-    ...specialTokens,
-    ...(options.variables ?? {}),
-    messages: normalizeMessages(messages),
-    add_generation_prompt: options.addGenerationPrompt ?? true,
-  };
-  if (options.tools !== undefined) context["tools"] = options.tools;
-  if (options.documents !== undefined) context["documents"] = options.documents;
-  try {
-    return t.render(context);
-  } catch (e) {
-    throw new ArgumentError("messages", `were rejected by the chat template: ${(e as Error).message}`);
-  }
+  return compile(template).render(messages, options, specialTokens);
 }

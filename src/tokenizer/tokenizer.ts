@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
 import { ArgumentError, show } from "../errors.js";
-import { type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./chat-template.js";
+import { type ChatMessage, ChatTemplate, type ChatTemplateOptions } from "./chat-template.js";
 import { CHUNK_CHARS, chunkCuts, chunkableSentencePiece } from "./chunked-encoding.js";
 import { readJsonFile } from "../json-file.js";
 
@@ -77,6 +77,8 @@ export class Tokenizer {
    * it without bound. A text longer than n × maxTokenChars has more than n tokens.
    */
   readonly maxTokenChars: number;
+  /** chatTemplates compiled at load, so a template that does not parse fails here, naming where it came from. */
+  readonly #compiledTemplates: ReadonlyMap<string, ChatTemplate>;
   readonly #tokens: Map<number, string>;
   /** Legacy SentencePiece: encode in pieces (chunked-encoding.ts), with these special ids around them. */
   readonly #chunks: { prefix: number[]; suffix: number[]; added: string[] } | null;
@@ -118,7 +120,9 @@ export class Tokenizer {
     this.eosToken = tokenContent(config["eos_token"]);
     this.bosTokenId = this.bosToken === null ? null : (this.tokenToId(this.bosToken) ?? null);
     this.eosTokenId = this.eosToken === null ? null : (this.tokenToId(this.eosToken) ?? null);
-    this.chatTemplates = chatTemplatesOf(config, source.chatTemplate, where);
+    const templates = chatTemplatesOf(config, source.chatTemplate, where);
+    this.chatTemplates = Object.fromEntries(Object.entries(templates).map(([name, t]) => [name, t.source]));
+    this.#compiledTemplates = new Map(Object.entries(templates));
   }
 
   /** Reads tokenizer.json, tokenizer_config.json (if present) and chat_template.jinja (if present) from a model directory. */
@@ -191,7 +195,7 @@ export class Tokenizer {
    */
   applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
     const name = options.templateName ?? (options.tools && this.chatTemplates["tool_use"] ? "tool_use" : "default");
-    const template = this.chatTemplates[name];
+    const template = this.#compiledTemplates.get(name);
     if (template === undefined) {
       const names = Object.keys(this.chatTemplates);
       throw new ArgumentError(
@@ -201,7 +205,7 @@ export class Tokenizer {
           : `must be one of ${names.map((n) => JSON.stringify(n)).join(" | ")}, got ${show(name)}`,
       );
     }
-    return renderChatTemplate(template, messages, options, this.#specialTokensMap());
+    return template.render(messages, options, this.#specialTokensMap());
   }
 
   /**
@@ -266,22 +270,28 @@ function normalizerShrink(n: unknown): number {
   }
 }
 
-/** `chat_template` is a string or a list of `{ name, template }`; chat_template.jinja overrides the default. */
-function chatTemplatesOf(config: Json, override: string | undefined, where: string): Record<string, string> {
-  const out: Record<string, string> = {};
+/**
+ * `chat_template` is a string or a list of `{ name, template }`; chat_template.jinja
+ * overrides the default. Each template in use is compiled here, so one that does
+ * not parse fails the load with an error naming where it came from.
+ */
+function chatTemplatesOf(config: Json, override: string | undefined, where: string): Record<string, ChatTemplate> {
+  const found: Record<string, { source: string; origin: string }> = {};
   const raw = config["chat_template"];
-  if (typeof raw === "string") out["default"] = raw;
+  if (typeof raw === "string") found["default"] = { source: raw, origin: `${where} tokenizer_config.json chat_template` };
   else if (Array.isArray(raw)) {
     raw.forEach((entry, i) => {
       if (!isObject(entry) || typeof entry["name"] !== "string" || typeof entry["template"] !== "string") {
         throw new ArgumentError(`${where} tokenizer_config.json chat_template[${i}]`, `must be { name, template } strings, got ${show(entry)}`);
       }
-      out[entry["name"]] = entry["template"];
+      found[entry["name"]] = { source: entry["template"], origin: `${where} tokenizer_config.json chat_template[${i}] (${JSON.stringify(entry["name"])})` };
     });
   } else if (raw !== undefined && raw !== null) {
     throw new ArgumentError(`${where} tokenizer_config.json chat_template`, `must be a string or a list of { name, template }, got ${show(raw)}`);
   }
-  if (override !== undefined) out["default"] = override;
+  if (override !== undefined) found["default"] = { source: override, origin: `${where} chat_template.jinja` };
+  const out: Record<string, ChatTemplate> = {};
+  for (const [name, { source, origin }] of Object.entries(found)) out[name] = new ChatTemplate(source, origin);
   const names = Object.keys(out);
   if (out["default"] === undefined && names.length === 1) out["default"] = out[names[0]!]!;
   return out;

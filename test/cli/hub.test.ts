@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, test } from "node:test";
-import { writeTinyModel } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 import { MockHub, readTree } from "../helpers/mock-hub.js";
 import { startServer } from "../server/harness.js";
 

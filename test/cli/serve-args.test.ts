@@ -4,7 +4,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { pathToFileURL } from "node:url";
 import { resolve } from "node:path";
-import { parseServeArgs } from "../../src/cli/serve-args.js";
+import { SERVE_USAGE, parseServeArgs } from "../../src/cli/serve-args.js";
+import { resolveEngineConfig } from "../../src/engine/engine-config.js";
 
 test("flags map to serve options", () => {
   const a = parseServeArgs(
@@ -40,4 +41,16 @@ test("bad flags name themselves and the value", () => {
   assert.throws(() => parseServeArgs(["--model"], {}), /--model needs a value/);
   assert.throws(() => parseServeArgs(["--model", "--port"], {}), /--model needs a value/);
   assert.throws(() => parseServeArgs(["--frobnicate"], {}), /--frobnicate is not a serve option/);
+  // Settings are checked here, with their flag's name, before anything loads.
+  assert.throws(() => parseServeArgs(["--kv-dtype", "q5"], {}), /^ArgumentError: --kv-dtype must be one of "f32" \| .*"fp8_e5m2", got "q5"$/);
+  assert.throws(() => parseServeArgs(["--weights", "q5"], {}), /^ArgumentError: --weights must be one of "f32" \| "bf16" \| "q8" \| "q4" \| "auto", got "q5"$/);
+  assert.throws(() => parseServeArgs(["--block-size", "512"], {}), /--block-size must be ≤ 256, got 512/);
+});
+
+test("the usage text states the engine's own defaults", () => {
+  assert.match(SERVE_USAGE, /--max-num-seqs N .*\(default 64\)/);
+  assert.match(SERVE_USAGE, /--max-num-batched-tokens N .*\(default max\(512, --max-num-seqs\)\)/);
+  assert.equal(resolveEngineConfig({}).maxNumSeqs, 64);
+  assert.equal(resolveEngineConfig({}).maxNumBatchedTokens, 512);
+  assert.equal(resolveEngineConfig({ maxNumSeqs: 600 }).maxNumBatchedTokens, 600);
 });

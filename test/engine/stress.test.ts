@@ -93,7 +93,7 @@ function run(cfg: Config) {
     maxNumSeqs: cfg.maxNumSeqs,
     maxModelLen: cfg.maxModelLen,
     maxWaitingRequests: 10,
-    stopChecker: (r, t) => (r.samplingParams === "stops" && isStop(t) ? { reason: "stop", stopReason: t } : null),
+    stopChecker: (r, t) => (r.state === "stops" && isStop(t) ? { reason: "stop", stopReason: t } : null),
   });
   const model = new ToyModel(cfg.numBlocks, cfg.blockSize);
   const prefixes = [0, 1, 2].map(() => Array.from({ length: int(3, 14) }, () => int(0, 30)));
@@ -112,7 +112,7 @@ function run(cfg: Config) {
       const prefix = prefixes[int(0, 2)]!;
       const suffix = Array.from({ length: int(1, 12) }, () => int(0, 30));
       const prompt = [...prefix, ...suffix].slice(0, cfg.maxModelLen - 1 - int(0, 3));
-      const r = new Request({ requestId: `r${all.length}`, promptTokenIds: prompt, maxTokens: int(1, 14), samplingParams: rand() < 0.5 ? "stops" : "free" });
+      const r = new Request({ requestId: `r${all.length}`, promptTokenIds: prompt, maxTokens: int(1, 14), state: rand() < 0.5 ? "stops" : "free" });
       if (scheduler.addRequest(r)) all.push(r);
       else rejected++;
     }
@@ -133,7 +133,7 @@ function run(cfg: Config) {
     const cap = Math.min(r.maxTokens, cfg.maxModelLen - r.numPromptTokens);
     const alone = toyGenerate(r.promptTokenIds, cap);
     // A length limit wins over a stop token on the same token, as in vLLM.
-    const stop = r.samplingParams === "stops" ? alone.findIndex(isStop) : -1;
+    const stop = r.state === "stops" ? alone.findIndex(isStop) : -1;
     const stops = stop >= 0 && stop < cap - 1;
     assert.deepEqual(r.outputTokenIds, stops ? alone.slice(0, stop + 1) : alone, `seed ${cfg.seed}: ${r.requestId} (${r.finishReason}, ${r.numPreemptions} preemptions)`);
     assert.equal(r.finishReason, stops ? "stop" : "length", `seed ${cfg.seed}: ${r.requestId}`);

@@ -1,4 +1,4 @@
-// An engine-worker loader module (model-loader.ts) that builds a ToyRunner
+// An engine-worker loader module (loader-module.ts) that builds a ToyRunner
 // with the default model's config and tokenizer: the worker, the client and
 // the engine's failure handling are tested without a decoder. Options come in
 // ModelLoadOptions (numBlocks, blockSize, maxModelLen) or its extra:
@@ -6,7 +6,7 @@
 // loading), progressSteps.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { LoadProgressInfo, EngineModel, ModelLoadOptions } from "../../src/engine/model-loader.js";
+import type { LoadProgressInfo, EngineModel, ModelLoadOptions } from "../../src/engine/loader-module.js";
 import { Tokenizer, parseModelConfig } from "../../src/index.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { ToyRunner } from "./toy-runner.js";

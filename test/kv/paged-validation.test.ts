@@ -75,6 +75,35 @@ test("lengths and query offsets", () => {
   cache.dispose();
 });
 
+test("one plan path: a call without a plan plans as planPagedAttention does, with its limits and the caller's names", () => {
+  const cache = new PagedKvCache(rt, { numLayers: 1, numBlocks: 12, blockSize: 16, numKvHeads: HKV, headDim: D });
+  const blockTable = Int32Array.of(0, 1, 2, 3, 4, 5, 6, 7);
+  // BNSD q: the uniform query length is capped at MAX_DECODE_QLEN = 16, as AttentionPlan.create caps qLen.
+  const q17 = rt.tensor("f32", [2, H, 17, D]).fill(0.5);
+  rejects(() => pagedAttention(rt, { q: q17, layout: "BNSD", cache, layer: 0, seqLens: [40, 30], blockTable }), "q.shape", /query length must be ≤ 16 for layout BNSD .*got 17/);
+  rejects(() => planPagedAttention(rt, { cache, numHeads: H, seqLens: [40, 30], blockTable, qLen: 17 }), "qLen", /must be ≤ 16, got 17/);
+  const q2 = rt.tensor("f32", [2, H, 2, D]).fill(0.5);
+  rejects(() => pagedAttention(rt, { q: q2, layout: "BNSD", cache, layer: 0, seqLens: [4, 3, 9], blockTable: Int32Array.of(0, 1, 2, 3, 4, 5) }), "seqLens", /must have q's batch 2 entries \(one per sequence\), got 3/);
+  // planPagedAttention names seqLens as its caller spells them (not AttentionPlan.create's actualSeqLengths).
+  rejects(() => planPagedAttention(rt, { cache, numHeads: H, seqLens: [40, -1], blockTable }), "seqLens[1]", /must be ≥ 0, got -1/);
+  rejects(() => planPagedAttention(rt, { cache, numHeads: H, seqLens: [], blockTable }), "seqLens", /must list at least one sequence's length, got \[\]/);
+  rejects(() => planPagedAttention(rt, { cache, numHeads: H, seqLens: [40, 90], blockTable }), "blockTable[1]", /is too short: seqLens\[1\] = 90 keys need 6 blocks of 16/);
+  rejects(() => AttentionPlan.create(rt, { actualSeqLengths: [4], numHeads: H, numKvHeads: HKV, headDim: D, keyOffsets: [2] }), "keyOffsets", /is for paged plans; got \[2\] without a blockTable/);
+  rejects(() => AttentionPlan.create(rt, { actualSeqLengths: [4], numHeads: H, numKvHeads: HKV, headDim: D, blockTable: [0], blockSize: 16, keyOffsets: [13] }), "blockTable[0]", /is too short: actualSeqLengths\[0\] = 17 keys need 2 blocks of 16, but maxBlocksPerSeq is 1/);
+  // The same batch planned either way gives the same result, bit for bit.
+  cache.layer(0).k.fill(0.3);
+  cache.layer(0).v.fill(-0.2);
+  const batch = { seqLens: [40, 30], blockTable, splitKv: 2 };
+  const viaPlan = planPagedAttention(rt, { cache, numHeads: H, qLen: 2, ...batch });
+  const a = pagedAttention(rt, { q: q2, layout: "BNSD", cache, layer: 0, plan: viaPlan });
+  const b = pagedAttention(rt, { q: q2, layout: "BNSD", cache, layer: 0, ...batch });
+  assert.deepEqual(b.out.toFloat32(), a.out.toFloat32());
+  assert.equal(viaPlan.numSlots, 4, "splitKv 2 over two sequences");
+  viaPlan.dispose();
+  for (const t of [q17, q2, a.out, b.out]) rt.free(t);
+  cache.dispose();
+});
+
 test("dtypes and scale shapes", () => {
   const f16 = new PagedKvCache(rt, { numLayers: 1, numBlocks: 4, blockSize: 8, numKvHeads: HKV, headDim: 12, dtype: "f16" });
   const batch = { cuSeqlensQ: [0, 1], seqLens: [5], blockTable: [2] };
@@ -104,6 +133,31 @@ test("dtypes and scale shapes", () => {
   for (const t of [q, qh, q16, q3]) rt.free(t);
   f16.dispose();
   int8.dispose();
+});
+
+test("a bad int8 or fp8 scale is refused before the cache allocates: the heap is as it was", () => {
+  const geometry = { numLayers: 2, numBlocks: 64, blockSize: 16, numKvHeads: HKV, headDim: D };
+  const channels = HKV * D;
+  const ones = (n: number): Float32Array => new Float32Array(n).fill(1);
+  const withBad = (n: number, at: number, x: number): Float32Array => {
+    const a = ones(n);
+    a[at] = x;
+    return a;
+  };
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "int8", int8: { mode: "per-channel", kScale: ones(channels), vScale: withBad(channels, 5, 0) } }), "int8.vScale[5]", /must be a finite positive number, got 0/);
+  // The second layer's scale is bad: the first layer's must not have been written into a live allocation.
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "int8", int8: { mode: "per-channel", kScale: withBad(2 * channels, channels + 1, Number.NaN), vScale: ones(channels) } }), `int8.kScale[${channels + 1}]`, /got NaN/);
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "int8", int8: { mode: "per-channel", kScale: ones(channels), vScale: ones(channels), vOffset: withBad(channels, 0, Infinity) } }), "int8.vOffset[0]", /must be a finite number, got Infinity/);
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "int8", int8: { mode: "per-channel", kScale: ones(3), vScale: ones(channels) } }), "int8.kScale", /must have Hkv·D = 32 or numLayers·Hkv·D = 64 values, got 3/);
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "fp8e4m3", fp8: { kScale: 0.5, vScale: -1 } }), "fp8.vScale", /must be > 0, got -1/);
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "fp8e5m2", fp8: { kScale: [0.5, 0] } }), "fp8.kScale[1]", /got 0/);
+  rejects(() => new PagedKvCache(rt, { ...geometry, dtype: "fp8e5m2", fp8: { kScale: [0.5] } }), "fp8.kScale", /must be a number or one number per layer \(2\)/);
+  // Good scales still make a cache, and disposing it gives every byte back.
+  const inUse = rt.heap.inUse;
+  const cache = new PagedKvCache(rt, { ...geometry, dtype: "int8", int8: { mode: "per-channel", kScale: ones(2 * channels), vScale: ones(channels) } });
+  assert.ok(rt.heap.inUse >= inUse + cache.bytes);
+  cache.dispose();
+  assert.equal(rt.heap.inUse, inUse);
 });
 
 test("plans: built for this cache, these tensors, this kind of call", () => {

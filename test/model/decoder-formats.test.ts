@@ -13,7 +13,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { type Runtime, TINY_ARCHS, type TinyArch, createRuntime, loadModel, referenceForward, writeTinyModel } from "../../src/index.js";
+import { type KvDtypeSetting, type Runtime, type WeightsSetting, createRuntime, loadModel, referenceForward } from "../../src/index.js";
+import { TINY_ARCHS, type TinyArch, writeTinyModel } from "../../src/testing/index.js";
 import { Blocks, dequantizedWeights, makeBatch, relErr, row } from "./decoder-support.js";
 
 let rt: Runtime;
@@ -37,7 +38,7 @@ function prompt(n: number, vocab: number): number[] {
 }
 
 /** Logits of every prompt position [N, V] and, with `reference`, the float64 forward on the loaded weights' values. */
-function run(arch: TinyArch, weights: string, kvDtype: string, reference = false): { logits: Float32Array; V: number; ref?: Float64Array } {
+function run(arch: TinyArch, weights: WeightsSetting, kvDtype: KvDtypeSetting, reference = false): { logits: Float32Array; V: number; ref?: Float64Array } {
   const m = loadModel(rt, dirs.get(arch)!, { weights, kvDtype, blockSize: BLOCK, numBlocks: 16, progress: false });
   try {
     const V = m.config.vocabSize;
@@ -64,7 +65,7 @@ for (const arch of TINY_ARCHS) {
   test(`${arch}: bf16, q8, q4 weights stay within their bounds of f32; each matches the float64 forward on its own values`, () => {
     const base = run(arch, "f32", "f32", true);
     assert.ok(worst(base.logits, base.ref!, base.V) <= KERNEL_BOUND["f32"]!);
-    for (const format of ["bf16", "q8", "q4"]) {
+    for (const format of ["bf16", "q8", "q4"] as const) {
       const r = run(arch, format, "f32", true);
       const vsF32 = worst(r.logits, base.logits, r.V);
       const vsRef = worst(r.logits, r.ref!, r.V);
@@ -76,7 +77,7 @@ for (const arch of TINY_ARCHS) {
 
   test(`${arch}: KV caches in f16, bf16, int8, fp8 stay within their bounds of f32 KV`, () => {
     const base = run(arch, "f32", "f32");
-    for (const [dtype, bound] of Object.entries(KV_BOUND)) {
+    for (const [dtype, bound] of Object.entries(KV_BOUND) as [KvDtypeSetting, number][]) {
       const r = run(arch, "f32", dtype);
       const e = worst(r.logits, base.logits, r.V);
       assert.ok(e <= bound && e > 0, `${arch} KV ${dtype}: relErr ${e.toExponential(2)} (bound ${bound})`);
@@ -85,7 +86,7 @@ for (const arch of TINY_ARCHS) {
 }
 
 test("quantized KV: one prefill equals token-by-token decode (the prefill reads its K/V back from the cache)", () => {
-  for (const kvDtype of ["bf16", "int8", "fp8e4m3"]) {
+  for (const kvDtype of ["bf16", "int8", "fp8e4m3"] as const) {
     const m = loadModel(rt, dirs.get("qwen3")!, { weights: "q8", kvDtype, blockSize: BLOCK, numBlocks: 16, progress: false });
     const V = m.config.vocabSize;
     const ids = prompt(20, V);

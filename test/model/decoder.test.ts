@@ -15,8 +15,6 @@ import {
   type LoadedModel,
   type ReferenceWeights,
   type Runtime,
-  TINY_ARCHS,
-  type TinyArch,
   type TensorToWrite,
   createRuntime,
   freeTensors,
@@ -24,8 +22,8 @@ import {
   loadSafetensors,
   referenceForward,
   writeSafetensors,
-  writeTinyModel,
 } from "../../src/index.js";
+import { TINY_ARCHS, type TinyArch, writeTinyModel } from "../../src/testing/index.js";
 import { Blocks, makeBatch, referenceWeights, relErr, row } from "./decoder-support.js";
 
 let rt: Runtime;

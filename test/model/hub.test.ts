@@ -9,7 +9,7 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSyn
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, beforeEach, test } from "node:test";
-import { writeTinyModel } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 import { HubError } from "../../src/model/hub/hub-client.js";
 import type { HubSettings } from "../../src/model/hub/hub-settings.js";
 import { parseHubSpec } from "../../src/model/hub/model-spec.js";

@@ -18,8 +18,8 @@ import {
   parseModelConfig,
   qwen25HalfBConfig,
   weightBytes,
-  writeTinyModel,
 } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import { Blocks, makeBatch, relErr } from "./decoder-support.js";
 

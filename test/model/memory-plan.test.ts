@@ -9,8 +9,9 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { loadEngineModel } from "../../src/model/engine-loader.js";
-import { ArgumentError, type Runtime, createRuntime, defaultModelDir, describePlacement, kvBytesPerBlock, loadModel, parseModelConfig, planRunner, writeTinyModel } from "../../src/index.js";
+import { loadEngineModel } from "../../src/model/default-loader.js";
+import { ArgumentError, type Runtime, createRuntime, defaultModelDir, describePlacement, kvBytesPerBlock, loadModel, parseModelConfig, planRunner } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 
 const GIB = 2 ** 30;
 let rt: Runtime;

@@ -15,8 +15,8 @@ import {
   readModelDirInfo,
   readSafetensorsHeader,
   writeSafetensors,
-  writeTinyModel,
 } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 
 let rt: Runtime;
 let root: string;

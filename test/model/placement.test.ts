@@ -19,8 +19,8 @@ import {
   loadModel,
   planRunner,
   resolveSamplingParams,
-  writeTinyModel,
 } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import { makeBatch } from "./decoder-support.js";
 

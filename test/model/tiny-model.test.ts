@@ -8,17 +8,14 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import {
   type Runtime,
-  TINY_ARCHS,
   Tokenizer,
   createRuntime,
   defaultModelDir,
-  defaultModelOptions,
-  defaultModelTokenizerDir,
   expectedWeights,
   loadModelDir,
   roundTo,
-  writeTinyModel,
 } from "../../src/index.js";
+import { TINY_ARCHS, defaultModelOptions, defaultModelTokenizerDir, writeTinyModel } from "../../src/testing/index.js";
 
 let rt: Runtime;
 let root: string;
@@ -130,4 +127,14 @@ test("writeTinyModel reproduces models/default byte for byte", () => {
   assert.deepEqual([...written.keys()], [...committed.keys()]);
   for (const [name, bytes] of committed) assert.ok(bytes.equals(written.get(name)!), `${name} differs: run npm run models:default`);
   assert.equal(Tokenizer.fromDir(out.dir).vocabSize, 32000);
+});
+
+test("the fixtures are reachable from kvflash/testing, not from the main entry point", async () => {
+  const main = (await import("kvflash")) as Record<string, unknown>;
+  const testing = (await import("kvflash/testing")) as Record<string, unknown>;
+  for (const name of ["writeTinyModel", "TINY_ARCHS", "defaultModelOptions", "defaultModelTokenizerDir"]) {
+    assert.equal(main[name], undefined, `kvflash exports ${name}`);
+    assert.equal(typeof testing[name], name === "TINY_ARCHS" ? "object" : "function", `kvflash/testing lacks ${name}`);
+  }
+  assert.equal(typeof main["defaultModelDir"], "function", "the default model's location stays public");
 });

@@ -4,7 +4,7 @@
 // serving). With extra.loadDelayMs it first reports 1 of 4 bytes loaded and
 // waits that long (the server's loading state). Everything else is the base
 // loader's model.
-import type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoaderModule } from "../../src/engine/model-loader.js";
+import type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoaderModule } from "../../src/engine/loader-module.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 

@@ -9,7 +9,8 @@ import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { parseMetrics } from "../../src/server/metrics.js";
 import { DEFAULT_LOADER } from "../../src/server/serve.js";
-import { defaultModelDir, writeTinyModel } from "../../src/index.js";
+import { defaultModelDir } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const FAULTY_LOADER = fileURLToPath(new URL("./faulty-loader.js", import.meta.url));

@@ -13,7 +13,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { defaultModelDir, writeTinyModel } from "../../src/index.js";
+import { defaultModelDir } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 import { type ErrorBody, MODEL, type ServerProcess, post, startServer } from "./harness.js";
 
 /** Longest pause the test accepts between two /health answers or two stream chunks (today's: tens of seconds). */

@@ -8,7 +8,8 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { LLAMA2_CHAT_TEMPLATE, Tokenizer, renderChatTemplate } from "../../src/index.js";
+import { ArgumentError, LLAMA2_CHAT_TEMPLATE, Tokenizer, renderChatTemplate, serve } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 import { realTokenizerDir } from "./real-tokenizers.js";
 
 const llama3 = Tokenizer.fromDir(realTokenizerDir("llama3"));
@@ -112,6 +113,47 @@ test("named templates in tokenizer_config and a chat_template.jinja file beside 
     assert.equal(named.applyChatTemplate([{ role: "user", content: "x" }], { tools: [1, 2] }), "T:2", "tools pick the tool_use template");
     writeFileSync(join(dir, "chat_template.jinja"), "J:{{ messages | length }}{{ eos_token }}");
     assert.equal(Tokenizer.fromDir(dir).applyChatTemplate([{ role: "user", content: "x" }]), "J:1<|im_end|>");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a chat template that does not parse fails the tokenizer's load, naming the file and the parser's message", () => {
+  const dir = mkdtempSync(join(tmpdir(), "kvflash-tpl-"));
+  try {
+    writeFileSync(join(dir, "tokenizer.json"), JSON.stringify(MINIMAL_BPE));
+    writeFileSync(join(dir, "tokenizer_config.json"), JSON.stringify({ chat_template: "{% for m in messages %}{{ m.content }}" }));
+    assert.throws(
+      () => Tokenizer.fromDir(dir),
+      (e: Error) => e instanceof ArgumentError && e.argument === `${dir} tokenizer_config.json chat_template` && /does not parse as Jinja: \S/.test(e.message),
+    );
+    writeFileSync(
+      join(dir, "tokenizer_config.json"),
+      JSON.stringify({ chat_template: [{ name: "default", template: "ok" }, { name: "tool_use", template: "{% if %}" }] }),
+    );
+    assert.throws(() => Tokenizer.fromDir(dir), /tokenizer_config\.json chat_template\[1\] \("tool_use"\) does not parse as Jinja: Unexpected token/);
+    // chat_template.jinja overrides the config's default, so only the file's text is compiled.
+    writeFileSync(join(dir, "tokenizer_config.json"), JSON.stringify({ chat_template: "{% if %}" }));
+    writeFileSync(join(dir, "chat_template.jinja"), "J:{{ messages | length }}");
+    assert.equal(Tokenizer.fromDir(dir).applyChatTemplate([{ role: "user", content: "x" }]), "J:1");
+    writeFileSync(join(dir, "chat_template.jinja"), "{{ messages[0] ");
+    assert.throws(() => Tokenizer.fromDir(dir), new RegExp(`^ArgumentError: ${dir.replace(/[\\^$.*+?()[\]{}|]/g, "\\$&")} chat_template\.jinja does not parse as Jinja: Unexpected end of input`));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("serve refuses a model whose chat template does not parse, before listening", { timeout: 30_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kvflash-tpl-serve-"));
+  try {
+    writeTinyModel(dir, { arch: "qwen3", hiddenSize: 32, intermediateSize: 64, numLayers: 1, numHeads: 2, numKvHeads: 1 });
+    writeFileSync(join(dir, "chat_template.jinja"), "{% for m in messages %}{{ m.content }}");
+    // A server that starts anyway is stopped at once, so the assertion below fails rather than hangs.
+    const outcome = await serve({ modelDir: dir, port: 0 }).then(
+      async (s) => (await s.close(), "the server started"),
+      (e: Error) => e.message,
+    );
+    assert.match(outcome, /chat_template\.jinja does not parse as Jinja: /);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -5,7 +5,7 @@ import { bodyOptions, readJsonBody } from "../body.js";
 import { type Handler, type ServerContext, maxModelLen } from "../context.js";
 import { HttpError, sendJson } from "../errors.js";
 import { parseChatRequest, parseCompletionRequest } from "../openai-request.js";
-import { runGeneration } from "./generate.js";
+import { runGeneration } from "./run-generation.js";
 
 function requireReady(ctx: ServerContext): void {
   if (ctx.shuttingDown) throw new HttpError(503, "the server is shutting down");

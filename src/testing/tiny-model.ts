@@ -19,12 +19,12 @@ import { checkInt, checkOneOf, numel } from "../tensor/check.js";
 import { allocStorage, encodeInto } from "../tensor/codec.js";
 import { Prng } from "../tensor/prng.js";
 import { Tokenizer } from "../tokenizer/tokenizer.js";
-import { type Architecture, type ModelConfig, parseModelConfig } from "./config.js";
-import { WEIGHTS_INDEX_FILE, SINGLE_WEIGHTS_FILE } from "./model-dir.js";
-import { type WeightDType } from "./safetensors.js";
-import { type TensorToWrite, writeSafetensors } from "./safetensors-writer.js";
+import { type Architecture, type ModelConfig, parseModelConfig } from "../model/config.js";
+import { WEIGHTS_INDEX_FILE, SINGLE_WEIGHTS_FILE } from "../model/model-dir.js";
+import { type WeightDType } from "../model/safetensors.js";
+import { type TensorToWrite, writeSafetensors } from "../model/safetensors-writer.js";
 import { type TinyTokenizerFamily, buildTinyTokenizer } from "./tiny-tokenizer.js";
-import { expectedWeights } from "./weight-names.js";
+import { expectedWeights } from "../model/weight-names.js";
 
 export type TinyArch = "llama" | "mistral" | "qwen2" | "qwen3";
 export const TINY_ARCHS: readonly TinyArch[] = ["llama", "mistral", "qwen2", "qwen3"];

@@ -2,10 +2,11 @@
 /**
  * Writes tiny model directories for tests, or regenerates the embedded default model.
  *
- *   node dist/src/model/tiny-model-cli.js --arch qwen3 --out /tmp/tiny-qwen3 [--seed 1] [--dtype bf16] [--shards 2] …
- *   node dist/src/model/tiny-model-cli.js --default [--out models/default]    (npm run models:default)
+ *   node dist/src/testing/tiny-model-cli.js --arch qwen3 --out /tmp/tiny-qwen3 [--seed 1] [--dtype bf16] [--shards 2] …
+ *   node dist/src/testing/tiny-model-cli.js --default [--out models/default]    (npm run models:default)
  */
-import { defaultModelDir, defaultModelOptions, defaultModelTokenizerDir } from "./default-model.js";
+import { defaultModelDir } from "../model/default-model.js";
+import { defaultModelOptions, defaultModelTokenizerDir } from "./default-model-options.js";
 import { TINY_ARCHS, type TinyArch, type TinyModelOptions, writeTinyModel } from "./tiny-model.js";
 
 const USAGE = `usage:

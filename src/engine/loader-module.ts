@@ -5,7 +5,9 @@
  * default loader builds the decoder from a Hugging Face directory; tests and
  * embedders may name another module (a different runner, fault injection).
  */
+import type { KvDtypeSetting } from "../kv/kv-quant.js";
 import type { ModelRunner } from "../model/model-runner.js";
+import type { WeightsSetting } from "../ops/weight.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 
@@ -13,10 +15,10 @@ import type { Tokenizer } from "../tokenizer/tokenizer.js";
 export interface ModelLoadOptions {
   /** A Hugging Face model directory. */
   modelDir: string;
-  /** Compute format of the weights ("f32" | "bf16" | "q8" | "q4"); the loader's default if omitted. */
-  weights?: string;
+  /** Compute format of the weights ("f32" | "bf16" | "q8" | "q4" | "auto"); the loader's default if omitted. */
+  weights?: WeightsSetting;
   /** Storage dtype of the KV cache ("f32" | "f16" | "bf16" | "int8" | "fp8_e4m3" …); the loader's default if omitted. */
-  kvDtype?: string;
+  kvDtype?: KvDtypeSetting;
   /** Bytes for the paged KV cache (all layers, K and V). */
   kvCacheBytes?: number;
   /** Blocks in the paged KV cache (vLLM's --num-gpu-blocks-override); wins over kvCacheBytes. */

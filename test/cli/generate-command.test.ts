@@ -18,8 +18,8 @@ import {
   promptLogits,
   resolveSamplingParams,
   samplingDefaults,
-  writeTinyModel,
 } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const run = promisify(execFile);
@@ -117,7 +117,9 @@ test("bad arguments exit 1 with a message naming the flag and the value", async 
     [["generate", "--prompt", "x", "--max-tokens", "0"], /--max-tokens must be an integer ≥ 1, got "0"/],
     [["generate", "--prompt", "x", "--temperatur", "1"], /--temperatur is not an option of this command/],
     [["generate", "--model", dir, "--prompt", "x", "--weights", "q3"], /weights must be one of .* got "q3"/],
-    [["generate", "--model", dir, "--prompt", "x", "--top-p", "1.5"], /topP must be ≤ 1, got 1\.5/],
+    [["generate", "--model", dir, "--prompt", "x", "--top-p", "1.5"], /--top-p must be ≤ 1, got 1\.5/],
+    // Checked before the model loads: the missing directory is never reached.
+    [["generate", "--model", join(root, "nowhere"), "--prompt", "x", "--temperature", "-1"], /--temperature must be ≥ 0, got -1/],
     [["logits", "--model", dir, "--ids", "1,x"], /--ids\[1\] must be a token id/],
     [["logits", "--model", dir, "--ids", "1", "--prompt", "y"], /--ids or --prompt is required \(one of them\)/],
     [["generate", "--model", join(root, "nowhere"), "--prompt", "x"], /--model ".*nowhere": no such file or directory/],

@@ -3,7 +3,7 @@
  * the library (generate / promptLogits), print. Text goes to stdout, progress
  * and speed to stderr.
  */
-import { generate, promptLogits } from "../engine/generate.js";
+import { generate, promptLogits } from "../engine/offline-generate.js";
 import { resolveSamplingParams, samplingDefaults } from "../engine/sampling-params.js";
 import { topN } from "../engine/sampler.js";
 import { defaultModelDir } from "../model/default-model.js";

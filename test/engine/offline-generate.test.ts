@@ -19,8 +19,8 @@ import {
   loadModel,
   promptLogits,
   resolveSamplingParams,
-  writeTinyModel,
 } from "../../src/index.js";
+import { writeTinyModel } from "../../src/testing/index.js";
 import { Blocks, argmaxOf, makeBatch, relErr } from "../model/decoder-support.js";
 
 let rt: Runtime;

@@ -1,12 +1,12 @@
 /**
- * The server's default model loader (engine/model-loader.ts): a Hugging Face
+ * The server's default model loader (engine/loader-module.ts): a Hugging Face
  * directory through loadModel — weights converted to `weights` as they
  * stream from disk, a paged KV cache of `numBlocks` or `kvCacheBytes` (never
  * more than the engine's max_num_seqs sequences of max_model_len need), step
  * buffers sized for the engine's most tokens and sequences a step. The
  * engine worker imports it by URL (serve.ts DEFAULT_LOADER).
  */
-import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../engine/model-loader.js";
+import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../engine/loader-module.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { type RunnerOptions, loadModel } from "./loader.js";
 import { describePlacement } from "./placement.js";
