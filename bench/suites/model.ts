@@ -33,6 +33,7 @@ const PROMPT = 512;
 
 export const model: Suite = {
   name: "model",
+  bothKernels: true,
   description: "decoder forward on a synthetic Qwen2.5-0.5B: prefill (512 tokens) and decode tok/s per weight format, decode against the bandwidth roofline",
   run({ rt, quick, ceilings, log }): Row[] {
     const rows: Row[] = [];

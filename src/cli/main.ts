@@ -5,7 +5,7 @@
  *   kvflash serve [--model DIR] [--port 8000] [--host 127.0.0.1] …
  *   kvflash generate --prompt TEXT [--model DIR] [--chat] [--max-tokens N] [sampling flags] [--json]
  *   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
- *   kvflash bench <suite> [--quick] [--threads N] [--out FILE]
+ *   kvflash bench <suite> [--quick] [--threads N] [--kernels baseline|relaxed] [--out FILE]
  */
 import { parseBenchArgs, runBench } from "../../bench/run.js";
 import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
@@ -24,7 +24,7 @@ usage:
                                                                 stream a completion (generate --help for all options)
   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
                                                                 the last position's logits
-  kvflash bench <suite> [--quick] [--threads N] [--out FILE]   run a benchmark suite
+  kvflash bench <suite> [--quick] [--threads N] [--kernels baseline|relaxed] [--out FILE]   run a benchmark suite
   kvflash help                                                  this text
 `;
 

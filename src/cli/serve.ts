@@ -52,7 +52,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     const info = await running.ready;
     log(
       `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
-        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s). Try:\n  curl ${running.url}/v1/chat/completions -H 'Content-Type: application/json' ` +
+        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${info.kernels} kernels. Try:\n  curl ${running.url}/v1/chat/completions -H 'Content-Type: application/json' ` +
         `-d '{"messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'\n  or open ${running.url}/ in a browser`,
     );
   } catch (e) {

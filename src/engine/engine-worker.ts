@@ -118,6 +118,7 @@ async function load(): Promise<void> {
       blockSize,
       maxNumSeqs: engine.scheduler.maxNumSeqs,
       threads: rt.threads,
+      kernels: rt.kernels,
       loadSeconds: (performance.now() - start) / 1000,
     },
   });

@@ -9,6 +9,7 @@
 import type { EngineOutput, EngineRequest } from "./engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
 import type { LoadProgressInfo, ModelLoadOptions } from "./model-loader.js";
+import type { KernelFlavor } from "../runtime/module.js";
 
 /** Engine settings (vLLM's names in camelCase). */
 export interface EngineSettings {
@@ -37,6 +38,8 @@ export interface EngineInfo {
   blockSize: number;
   maxNumSeqs: number;
   threads: number;
+  /** The kernel flavor the engine's runtime runs (Runtime.kernels). */
+  kernels: KernelFlavor;
   /** Seconds from the worker's start to ready. */
   loadSeconds: number;
 }

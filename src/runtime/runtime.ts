@@ -17,7 +17,7 @@ import { Tensor } from "../tensor/tensor.js";
 import { Allocator, StepArena } from "./allocator.js";
 import { ArgsWriter } from "./args.js";
 import { CONTROL_BYTES } from "./control.js";
-import { type KernelExports, MAX_PAGES, WASM_PAGE, instantiate, kernelModule } from "./module.js";
+import { type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, instantiate, kernelModule, resolveKernelFlavor } from "./module.js";
 import { WorkerPool } from "./pool.js";
 
 export interface RuntimeOptions {
@@ -25,6 +25,8 @@ export interface RuntimeOptions {
   threads?: number;
   /** Initial memory size in bytes (it grows on demand). Default 16 MiB. */
   initialMemoryBytes?: number;
+  /** Kernel flavor (module.ts). Default: $KVFLASH_KERNELS, else relaxed where the engine supports it, else baseline. */
+  kernels?: KernelFlavor;
 }
 
 export const MAX_THREADS = 256;
@@ -52,6 +54,8 @@ export class Runtime {
   readonly memory: WebAssembly.Memory;
   /** The calling thread's instance: call exported functions directly for serial work. */
   readonly exports: KernelExports;
+  /** The kernel flavor every thread runs: "baseline" (SIMD128) or "relaxed" (relaxed SIMD). */
+  readonly kernels: KernelFlavor;
   /** Long-lived allocations: weights, KV pool, workspaces. */
   readonly heap: Allocator;
   /** Per-step scratch, reset by the caller at the start of each step. */
@@ -61,9 +65,10 @@ export class Runtime {
   #scratch = { ptr: 0, stride: 0 };
 
   /** @internal use createRuntime() */
-  constructor(memory: WebAssembly.Memory, kernels: KernelExports, heap: Allocator, pool: WorkerPool, argsPtr: number) {
+  constructor(memory: WebAssembly.Memory, kernels: KernelExports, heap: Allocator, pool: WorkerPool, argsPtr: number, flavor: KernelFlavor = "baseline") {
     this.memory = memory;
     this.exports = kernels;
+    this.kernels = flavor;
     this.heap = heap;
     this.arena = new StepArena(heap);
     this.#pool = pool;
@@ -139,12 +144,13 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   if (!Number.isInteger(initialBytes) || initialBytes < WASM_PAGE || initialBytes > MAX_PAGES * WASM_PAGE) {
     throw new ArgumentError("initialMemoryBytes", `must be an integer in [64 KiB, 4 GiB], got ${show(initialBytes)}`);
   }
-  const module = kernelModule();
+  const flavor = resolveKernelFlavor(options.kernels);
+  const module = kernelModule(flavor);
   const memory = new WebAssembly.Memory({ initial: Math.ceil(initialBytes / WASM_PAGE), maximum: MAX_PAGES, shared: true });
   const kernels = instantiate(module, memory);
   const heap = new Allocator(memory, kernels["heap_base"]!() >>> 0);
   const control = heap.alloc(CONTROL_BYTES, "fork-join control");
   const argsPtr = heap.alloc(ArgsWriter.CAPACITY, "kernel arguments");
   const pool = await WorkerPool.start(module, memory, kernels, control, threads);
-  return new Runtime(memory, kernels, heap, pool, argsPtr);
+  return new Runtime(memory, kernels, heap, pool, argsPtr, flavor);
 }
