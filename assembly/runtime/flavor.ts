@@ -21,8 +21,11 @@ export const RELAXED: bool = ASC_FEATURE_RELAXED_SIMD;
 /**
  * acc + the int8 dot products of a (i8x16, any sign) with b (i8x16 whose bytes
  * are all in [0, 127]): lane i += Σ_k a[4i + k] · b[4i + k]. With b's top bits
- * clear, i32x4.relaxed_dot_i8x16_i7x16_add_s is exact on every CPU (x86's
- * pmaddubsw sums two products of at most 127 · 128 in int16 without saturating).
+ * clear, the relaxed int8 dot is exact on every CPU (x86's pmaddubsw sums two
+ * products of at most 127 · 128 in int16 without saturating). V8 emits one
+ * vpdpbusd for it on CPUs with AVX-VNNI. V8 11.3 (Node 20 with
+ * --experimental-wasm-relaxed-simd) miscompiles it (2·dot, accumulator
+ * dropped), so src/runtime/module.ts offers this flavor only on V8 ≥ 11.4.
  */
 @inline export function dotI8U7(a: v128, b: v128, acc: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_dot_i8x16_i7x16_add_s(a, b, acc);

@@ -5,7 +5,10 @@
  * Two flavors are built from the same sources (assembly/runtime/flavor.ts):
  *   baseline  build/kernels.wasm          SIMD128 + threads (any engine, Node 20 unflagged)
  *   relaxed   build/kernels-relaxed.wasm  adds relaxed SIMD: FMA and the int8 dot product
- *             (Node ≥ 22 by default; Node 20 with --experimental-wasm-relaxed-simd)
+ *             (Node ≥ 22). Node 20's V8 11.3 validates it under
+ *             --experimental-wasm-relaxed-simd but computes
+ *             i32x4.relaxed_dot_i8x16_i7x16_add_s wrong (2·dot, accumulator
+ *             dropped; V8 ≥ 11.4 is right), so it is not offered there.
  * The default is relaxed when this engine validates it, else baseline; the
  * option `kernels` or $KVFLASH_KERNELS overrides.
  */
@@ -42,8 +45,17 @@ function kernelBytes(flavor: KernelFlavor): Buffer {
   return bytes;
 }
 
-/** Whether this engine can run the flavor's module (relaxed: Node ≥ 22, or Node 20 with --experimental-wasm-relaxed-simd). */
+/** The first V8 whose relaxed int8 dot product is right (relaxed SIMD shipped in 11.4). */
+const RELAXED_MIN_V8: readonly [number, number] = [11, 4];
+
+function v8AtLeast([major, minor]: readonly [number, number]): boolean {
+  const [a = 0, b = 0] = process.versions.v8.split(".").map(Number);
+  return a > major || (a === major && b >= minor);
+}
+
+/** Whether this engine can run the flavor's module (relaxed: V8 ≥ 11.4, i.e. Node ≥ 22). */
 export function kernelFlavorAvailable(flavor: KernelFlavor): boolean {
+  if (flavor === "relaxed" && !v8AtLeast(RELAXED_MIN_V8)) return false;
   return WebAssembly.validate(kernelBytes(flavor));
 }
 
@@ -64,7 +76,8 @@ export function resolveKernelFlavor(requested?: string): KernelFlavor {
   if (!kernelFlavorAvailable(flavor)) {
     throw new ArgumentError(
       name,
-      `is ${show(value)}, but this engine (Node ${process.version}) cannot run relaxed-SIMD WebAssembly: use Node ≥ 22, or Node 20 with --experimental-wasm-relaxed-simd`,
+      `is ${show(value)}, but this engine (Node ${process.version}, V8 ${process.versions.v8}) cannot run the relaxed-SIMD kernels: use Node ≥ 22 ` +
+        `(Node 20's V8 11.3 computes the relaxed int8 dot product wrong, even under --experimental-wasm-relaxed-simd)`,
     );
   }
   return flavor;
