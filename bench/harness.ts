@@ -26,6 +26,8 @@ export interface Suite {
   name: string;
   description: string;
   run(ctx: SuiteContext): Promise<Row[]> | Row[];
+  /** Without --kernels, run once per kernel flavor (baseline, relaxed) in one process. */
+  bothKernels?: boolean;
 }
 
 export interface MachineInfo {
@@ -37,6 +39,8 @@ export interface MachineInfo {
   platform: string;
   threads: number;
   date: string;
+  /** The kernel flavor(s) the rows ran on: "baseline", "relaxed" or "baseline+relaxed" (rows name theirs). */
+  kernels?: string;
 }
 
 export function machineInfo(threads: number): MachineInfo {
@@ -100,9 +104,11 @@ export function formatTable(rows: readonly Row[]): string {
   return [line(cols), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map((r) => line(cols.map((c) => cell(r[c]))))].join("\n");
 }
 
-export function writeResults(path: string, result: { machine: MachineInfo; ceilings: Ceilings; rows: Row[] }): void {
+export function writeResults(path: string, result: { machine: MachineInfo; ceilings: Ceilings; ceilings_by_kernels?: Partial<Record<string, Ceilings>>; rows: Row[] }): void {
   mkdirSync(dirname(path), { recursive: true });
   const rows = result.rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === "number" ? round4(v) : v])));
   const ceilings = Object.fromEntries(Object.entries(result.ceilings).map(([k, v]) => [k, round4(v)]));
-  writeFileSync(path, `${JSON.stringify({ machine: result.machine, ceilings, rows }, null, 2)}\n`);
+  const byKernels = result.ceilings_by_kernels &&
+    Object.fromEntries(Object.entries(result.ceilings_by_kernels).map(([f, c]) => [f, Object.fromEntries(Object.entries(c!).map(([k, v]) => [k, round4(v)]))]));
+  writeFileSync(path, `${JSON.stringify({ machine: result.machine, ceilings, ...(byKernels ? { ceilings_by_kernels: byKernels } : {}), rows }, null, 2)}\n`);
 }

@@ -12,11 +12,17 @@
  *     exactly as many tests as it did there: CI runs the suite on Node 20,
  *     then on Node 24 with --expect, so the suite cannot shrink on either.
  *
+ * Two kernel flavors (src/runtime/module.ts): a full run goes on with the
+ * kernel conformance suites (OTHER_FLAVOR_SUITES) on the flavor the runtime
+ * did not pick by default, where this Node can run it: on Node ≥ 22 the
+ * default is relaxed SIMD, so the suites run again on baseline; Node 20 runs
+ * only baseline (its V8 computes the relaxed int8 dot product wrong).
+ *
  * Usage: node scripts/run-tests.mjs [--summary FILE] [--expect FILE]
  *                                   [--kernels baseline|relaxed] [PATH_PREFIX…]
  *   PATH_PREFIX  run only the test files under these source paths (test/attention, test/ops/rope.test.ts)
- *   --kernels    sets $KVFLASH_KERNELS for the tests; "relaxed" on Node 20 adds
- *                --experimental-wasm-relaxed-simd (Node ≥ 22 has it on by default)
+ *   --kernels    run on this flavor only (sets $KVFLASH_KERNELS for the tests)
+ *   --summary / --expect  concern the default-flavor run
  *
  * Prints node's spec report, then one closing line: `tests: N passed, N failed, N skipped`.
  */
@@ -24,11 +30,20 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 const REPORTER = fileURLToPath(new URL("./test-count-reporter.mjs", import.meta.url));
 const KERNELS = ["baseline", "relaxed"];
+/** The kernel conformance suites and a decoder-vs-reference test, run on both flavors. */
+const OTHER_FLAVOR_SUITES = [
+  "test/attention",
+  "test/kv",
+  "test/ops",
+  "test/runtime/kernel-flavor.test.ts",
+  "test/model/decoder.test.ts",
+  "test/model/decoder-formats.test.ts",
+];
 
 function fail(message) {
   console.error(`run-tests: ${message}`);
@@ -74,13 +89,10 @@ function selected(files, prefixes) {
 const compiled = (src) => `dist/${src.replace(/\.ts$/, ".js")}`;
 
 function runNode(files, kernels, countsFile) {
-  const major = Number(process.versions.node.split(".")[0]);
-  const flags = kernels === "relaxed" && major < 22 ? ["--experimental-wasm-relaxed-simd"] : [];
   const env = kernels === undefined ? process.env : { ...process.env, KVFLASH_KERNELS: kernels };
   const result = spawnSync(
     process.execPath,
     [
-      ...flags,
       "--test",
       "--test-reporter=spec",
       "--test-reporter-destination=stdout",
@@ -113,23 +125,43 @@ function countByFile(files, countsFile) {
   return counts;
 }
 
-function main() {
+/** Runs `files` on `kernels` (undefined: the runtime's default) and counts their tests file by file. */
+function runPass(files, kernels) {
+  const work = mkdtempSync(join(tmpdir(), "kvflash-tests-"));
+  const countsFile = join(work, "counts.jsonl");
+  try {
+    const status = runNode(files, kernels, countsFile);
+    return { status, counts: countByFile(files, countsFile) };
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+function totals(counts) {
+  const total = { tests: 0, passed: 0, failed: 0, skipped: 0 };
+  for (const c of Object.values(counts)) for (const k of Object.keys(total)) total[k] += c[k];
+  return total;
+}
+
+/** The flavor a runtime picks by default here, and whether the other one runs on this Node (from the built runtime). */
+async function flavors() {
+  const { kernelFlavorAvailable } = await import(pathToFileURL(join(ROOT, "dist/src/runtime/module.js")).href);
+  const byDefault = kernelFlavorAvailable("relaxed") ? "relaxed" : "baseline";
+  const other = byDefault === "relaxed" ? "baseline" : "relaxed";
+  return { byDefault, other, otherRuns: kernelFlavorAvailable(other), available: kernelFlavorAvailable };
+}
+
+async function main() {
   const args = parseArgs(process.argv.slice(2));
   const files = selected(sourceTestFiles(), args.prefixes);
   const missing = files.filter((f) => !existsSync(join(ROOT, compiled(f))));
   if (missing.length > 0) fail(`not compiled (run \`npm run build\`): ${missing.map(compiled).join(", ")}`);
-
-  const work = mkdtempSync(join(tmpdir(), "kvflash-tests-"));
-  const countsFile = join(work, "counts.jsonl");
-  let status;
-  let counts;
-  try {
-    status = runNode(files, args.kernels, countsFile);
-    counts = countByFile(files, countsFile);
-  } finally {
-    rmSync(work, { recursive: true, force: true });
+  const flavor = await flavors();
+  if (args.kernels !== undefined && !flavor.available(args.kernels)) {
+    fail(`--kernels ${args.kernels}: Node ${process.version} (V8 ${process.versions.v8}) cannot run these kernels; use Node ≥ 22`);
   }
 
+  const { status, counts } = runPass(files, args.kernels);
   const problems = [];
   for (const [file, c] of Object.entries(counts)) if (c.tests === 0) problems.push(`${file} reported no tests`);
   if (args.expect !== undefined) {
@@ -140,18 +172,30 @@ function main() {
     }
     for (const file of Object.keys(counts)) if (!(file in expected.files)) problems.push(`${file} ran here but not with ${expected.node}`);
   }
-
-  const total = { tests: 0, passed: 0, failed: 0, skipped: 0 };
-  for (const c of Object.values(counts)) for (const k of Object.keys(total)) total[k] += c[k];
-  const kernels = args.kernels ?? process.env["KVFLASH_KERNELS"] ?? "default";
+  const kernels = args.kernels ?? process.env["KVFLASH_KERNELS"] ?? flavor.byDefault;
+  const total = totals(counts);
   if (args.summary !== undefined) {
     writeFileSync(args.summary, `${JSON.stringify({ node: process.version, kernels, total, files: counts }, null, 1)}\n`);
   }
+  console.log(`\nnode ${process.version}, ${kernels} kernels: ${files.length} test files, ${total.tests} tests, ${total.passed} passed, ${total.failed} failed`);
 
-  console.log(`\nnode ${process.version}, kernels ${kernels}: ${files.length} test files, ${total.tests} tests`);
+  // The other flavor: the conformance suites again, on a full default run only.
+  let otherStatus = 0;
+  const all = { ...total };
+  const fullDefaultRun = args.prefixes.length === 0 && args.kernels === undefined && !process.env["KVFLASH_KERNELS"];
+  if (fullDefaultRun && flavor.otherRuns) {
+    const other = runPass(selected(files, OTHER_FLAVOR_SUITES), flavor.other);
+    otherStatus = other.status;
+    const t = totals(other.counts);
+    for (const k of Object.keys(all)) all[k] += t[k];
+    console.log(`\nnode ${process.version}, ${flavor.other} kernels (conformance suites): ${t.tests} tests, ${t.passed} passed, ${t.failed} failed`);
+  } else if (fullDefaultRun) {
+    console.log(`the ${flavor.other} kernels need Node ≥ 22 (V8 ≥ 11.4): not run on Node ${process.version}; CI runs them on Node 24`);
+  }
+
   for (const p of problems) console.log(`count check failed: ${p}`);
-  console.log(`tests: ${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped`);
-  process.exit(status !== 0 || total.failed > 0 || problems.length > 0 ? 1 : 0);
+  console.log(`tests: ${all.passed} passed, ${all.failed} failed, ${all.skipped} skipped`);
+  process.exit(status !== 0 || otherStatus !== 0 || all.failed > 0 || problems.length > 0 ? 1 : 0);
 }
 
-main();
+await main();

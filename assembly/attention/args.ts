@@ -124,6 +124,7 @@ export const QUANT_PER_TOKEN: i32 = 3;
 //   p16  i16 [2, RMAX, BC]  integer path: the tile's probabilities, likewise
 //   qInfo f32 [2, RMAX]   integer path: per query row, the scale of q16 and the offset term
 //   pInfo f32 [2, RMAX]   integer path: per row, the scale of p16 and Σ p of the tile
+//   block BLOCK_BYTES     the block being processed (block.ts Block)
 export const ROW_I: i32 = 0;
 export const ROW_H: i32 = 1;
 export const ROW_LO: i32 = 2;
@@ -146,4 +147,8 @@ export const ROW_HI: i32 = 3;
 @inline export function offP16(D4: i32): usize { return offQ16(D4) + (<usize>(2 * RMAX * D4) << 1); }
 @inline export function offQInfo(D4: i32): usize { return offP16(D4) + (<usize>(2 * RMAX * BC) << 1); }
 @inline export function offPInfo(D4: i32): usize { return offQInfo(D4) + (<usize>(2 * RMAX) << 2); }
-@inline export function scratchBytes(D4: i32): usize { return offPInfo(D4) + (<usize>(2 * RMAX) << 2); }
+@inline export function offBlock(D4: i32): usize { return offPInfo(D4) + (<usize>(2 * RMAX) << 2); }
+@inline export function scratchBytes(D4: i32): usize { return offBlock(D4) + BLOCK_BYTES; }
+
+/** Bytes reserved for the block descriptor (block.ts Block: 18 four-byte fields, rounded up). */
+export const BLOCK_BYTES: usize = 128;

@@ -1,12 +1,13 @@
 // Register-blocked f32x4 microkernels of FlashAttention-2's two products on one
 // (Q block × K/V tile): S = Q·Kᵀ and O += P·V. Rows of Q, O, S/P live in the
 // thread's scratch; K/V rows are reached through row-address arrays (kv-tile.ts).
-// D4 (the padded head dim) is a multiple of 4; wasm SIMD128 has no FMA, so each
-// step is a mul and an add. Accumulators stay in v128 locals: 8 per block, plus
+// D4 (the padded head dim) is a multiple of 4. Each step is flavor.ts fmadd: a
+// mul and an add (SIMD128), one relaxed_madd (relaxed flavor). Accumulators stay in v128 locals: 8 per block, plus
 // the operands, fits the 16 xmm registers V8 allocates on x64.
 
 import { BC } from "./args";
 import { loadBf16x4, loadF16x4, loadFp8E4M3x4, loadFp8E5M2x4 } from "../tensor/dtype";
+import { fmadd } from "../runtime/flavor";
 
 /**
  * 4 elements of a K/V row as f32x4, widened as loaded. The type parameter
@@ -52,15 +53,15 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
       for (let d: usize = 0; d < dEnd; d += 16) {
         const x0 = v128.load(k0 + d), x1 = v128.load(k1 + d), x2 = v128.load(k2 + d), x3 = v128.load(k3 + d);
         const y = v128.load(q0 + d);
-        a0 = f32x4.add(a0, f32x4.mul(y, x0));
-        a1 = f32x4.add(a1, f32x4.mul(y, x1));
-        a2 = f32x4.add(a2, f32x4.mul(y, x2));
-        a3 = f32x4.add(a3, f32x4.mul(y, x3));
+        a0 = fmadd(y, x0, a0);
+        a1 = fmadd(y, x1, a1);
+        a2 = fmadd(y, x2, a2);
+        a3 = fmadd(y, x3, a3);
         const z = v128.load(q1 + d);
-        b0 = f32x4.add(b0, f32x4.mul(z, x0));
-        b1 = f32x4.add(b1, f32x4.mul(z, x1));
-        b2 = f32x4.add(b2, f32x4.mul(z, x2));
-        b3 = f32x4.add(b3, f32x4.mul(z, x3));
+        b0 = fmadd(z, x0, b0);
+        b1 = fmadd(z, x1, b1);
+        b2 = fmadd(z, x2, b2);
+        b3 = fmadd(z, x3, b3);
       }
       v128.store(s0 + (<usize>j << 2), hsum4(a0, a1, a2, a3));
       v128.store(s0 + sStride + (<usize>j << 2), hsum4(b0, b1, b2, b3));
@@ -75,10 +76,10 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
       let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
       for (let d: usize = 0; d < dEnd; d += 16) {
         const y = v128.load(q0 + d);
-        a0 = f32x4.add(a0, f32x4.mul(y, v128.load(k0 + d)));
-        a1 = f32x4.add(a1, f32x4.mul(y, v128.load(k1 + d)));
-        a2 = f32x4.add(a2, f32x4.mul(y, v128.load(k2 + d)));
-        a3 = f32x4.add(a3, f32x4.mul(y, v128.load(k3 + d)));
+        a0 = fmadd(y, v128.load(k0 + d), a0);
+        a1 = fmadd(y, v128.load(k1 + d), a1);
+        a2 = fmadd(y, v128.load(k2 + d), a2);
+        a3 = fmadd(y, v128.load(k3 + d), a3);
       }
       v128.store(s0 + (<usize>j << 2), hsum4(a0, a1, a2, a3));
     }
@@ -112,17 +113,17 @@ export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: u
         const x0 = load4<T>(vp, e), x1 = load4<T>(vp, e + 4);
         const pp = p0 + jb;
         const w0 = v128.load32_splat(pp);
-        a0 = f32x4.add(a0, f32x4.mul(w0, x0));
-        a1 = f32x4.add(a1, f32x4.mul(w0, x1));
+        a0 = fmadd(w0, x0, a0);
+        a1 = fmadd(w0, x1, a1);
         const w1 = v128.load32_splat(pp, BC * 4);
-        b0 = f32x4.add(b0, f32x4.mul(w1, x0));
-        b1 = f32x4.add(b1, f32x4.mul(w1, x1));
+        b0 = fmadd(w1, x0, b0);
+        b1 = fmadd(w1, x1, b1);
         const w2 = v128.load32_splat(pp, BC * 8);
-        c0 = f32x4.add(c0, f32x4.mul(w2, x0));
-        c1 = f32x4.add(c1, f32x4.mul(w2, x1));
+        c0 = fmadd(w2, x0, c0);
+        c1 = fmadd(w2, x1, c1);
         const w3 = v128.load32_splat(pp, BC * 12);
-        d0 = f32x4.add(d0, f32x4.mul(w3, x0));
-        d1 = f32x4.add(d1, f32x4.mul(w3, x1));
+        d0 = fmadd(w3, x0, d0);
+        d1 = fmadd(w3, x1, d1);
       }
       v128.store(oa, a0); v128.store(oa, a1, 16);
       v128.store(oa + oStride, b0); v128.store(oa + oStride, b1, 16);
@@ -136,10 +137,10 @@ export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: u
       for (let jb: usize = 0; jb < nEnd; jb += 4) {
         const x0 = load4<T>(load<usize>(vRows + jb), e);
         const pp = p0 + jb;
-        a0 = f32x4.add(a0, f32x4.mul(v128.load32_splat(pp), x0));
-        b0 = f32x4.add(b0, f32x4.mul(v128.load32_splat(pp, BC * 4), x0));
-        c0 = f32x4.add(c0, f32x4.mul(v128.load32_splat(pp, BC * 8), x0));
-        d0 = f32x4.add(d0, f32x4.mul(v128.load32_splat(pp, BC * 12), x0));
+        a0 = fmadd(v128.load32_splat(pp), x0, a0);
+        b0 = fmadd(v128.load32_splat(pp, BC * 4), x0, b0);
+        c0 = fmadd(v128.load32_splat(pp, BC * 8), x0, c0);
+        d0 = fmadd(v128.load32_splat(pp, BC * 12), x0, d0);
       }
       v128.store(oa, a0);
       v128.store(oa + oStride, b0);
@@ -157,10 +158,10 @@ export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: u
       for (let jb: usize = 0; jb < nEnd; jb += 4) {
         const vp = load<usize>(vRows + jb);
         const w = v128.load32_splat(p0 + jb);
-        a0 = f32x4.add(a0, f32x4.mul(w, load4<T>(vp, e)));
-        a1 = f32x4.add(a1, f32x4.mul(w, load4<T>(vp, e + 4)));
-        a2 = f32x4.add(a2, f32x4.mul(w, load4<T>(vp, e + 8)));
-        a3 = f32x4.add(a3, f32x4.mul(w, load4<T>(vp, e + 12)));
+        a0 = fmadd(w, load4<T>(vp, e), a0);
+        a1 = fmadd(w, load4<T>(vp, e + 4), a1);
+        a2 = fmadd(w, load4<T>(vp, e + 8), a2);
+        a3 = fmadd(w, load4<T>(vp, e + 12), a3);
       }
       v128.store(oa, a0); v128.store(oa, a1, 16); v128.store(oa, a2, 32); v128.store(oa, a3, 48);
     }
@@ -168,7 +169,7 @@ export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: u
       const oa = oa0 + (e << 2);
       let a0 = v128.load(oa);
       for (let jb: usize = 0; jb < nEnd; jb += 4) {
-        a0 = f32x4.add(a0, f32x4.mul(v128.load32_splat(p0 + jb), load4<T>(load<usize>(vRows + jb), e)));
+        a0 = fmadd(v128.load32_splat(p0 + jb), load4<T>(load<usize>(vRows + jb), e), a0);
       }
       v128.store(oa, a0);
     }
@@ -199,17 +200,17 @@ export function qkStream<T>(qs: usize, R: i32, D4: i32, kRows: usize, n: i32, s:
         const x = load4<T>(k0, e), y = load4<T>(k1, e);
         const qa = q0 + (e << 2);
         const u0 = v128.load(qa);
-        a0 = f32x4.add(a0, f32x4.mul(u0, x));
-        b0 = f32x4.add(b0, f32x4.mul(u0, y));
+        a0 = fmadd(u0, x, a0);
+        b0 = fmadd(u0, y, b0);
         const u1 = v128.load(qa + qStride);
-        a1 = f32x4.add(a1, f32x4.mul(u1, x));
-        b1 = f32x4.add(b1, f32x4.mul(u1, y));
+        a1 = fmadd(u1, x, a1);
+        b1 = fmadd(u1, y, b1);
         const u2 = v128.load(qa + 2 * qStride);
-        a2 = f32x4.add(a2, f32x4.mul(u2, x));
-        b2 = f32x4.add(b2, f32x4.mul(u2, y));
+        a2 = fmadd(u2, x, a2);
+        b2 = fmadd(u2, y, b2);
         const u3 = v128.load(qa + 3 * qStride);
-        a3 = f32x4.add(a3, f32x4.mul(u3, x));
-        b3 = f32x4.add(b3, f32x4.mul(u3, y));
+        a3 = fmadd(u3, x, a3);
+        b3 = fmadd(u3, y, b3);
       }
       const ca = hsum4(a0, a1, a2, a3); // S[r..r+3, j]
       const cb = hsum4(b0, b1, b2, b3); // S[r..r+3, j+1]
@@ -229,15 +230,15 @@ export function qkStream<T>(qs: usize, R: i32, D4: i32, kRows: usize, n: i32, s:
       let e: usize = 0;
       for (; e + 8 <= <usize>D4; e += 8) {
         const u0 = v128.load(q0 + (e << 2)), u1 = v128.load(q0 + (e << 2), 16);
-        a0 = f32x4.add(a0, f32x4.mul(u0, load4<T>(k0, e)));
-        b0 = f32x4.add(b0, f32x4.mul(u0, load4<T>(k1, e)));
-        a1 = f32x4.add(a1, f32x4.mul(u1, load4<T>(k0, e + 4)));
-        b1 = f32x4.add(b1, f32x4.mul(u1, load4<T>(k1, e + 4)));
+        a0 = fmadd(u0, load4<T>(k0, e), a0);
+        b0 = fmadd(u0, load4<T>(k1, e), b0);
+        a1 = fmadd(u1, load4<T>(k0, e + 4), a1);
+        b1 = fmadd(u1, load4<T>(k1, e + 4), b1);
       }
       if (e < <usize>D4) {
         const u0 = v128.load(q0 + (e << 2));
-        a0 = f32x4.add(a0, f32x4.mul(u0, load4<T>(k0, e)));
-        b0 = f32x4.add(b0, f32x4.mul(u0, load4<T>(k1, e)));
+        a0 = fmadd(u0, load4<T>(k0, e), a0);
+        b0 = fmadd(u0, load4<T>(k1, e), b0);
       }
       const c = hsum4(f32x4.add(a0, a1), f32x4.add(b0, b1), a0, a0);
       const so = sc + <usize>r * sStride;

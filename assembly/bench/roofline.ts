@@ -1,6 +1,8 @@
 // Roofline probes: peak wasm SIMD f32 arithmetic and memory read bandwidth,
 // per work item, so bench/ can run them on one thread or on all.
 
+import { fmadd } from "../runtime/flavor";
+
 @unmanaged class FlopsArgs {
   iterations: i32;
   /** f32[items]: one result per item so nothing is optimized away. */
@@ -9,7 +11,9 @@
 
 /**
  * 12 independent chains of x = x·m + c on f32x4: 12 × 4 lanes × 2 FLOPs = 96
- * FLOPs per iteration, enough chains to cover mul and add latency.
+ * FLOPs per iteration, enough chains to cover mul and add latency. Each step
+ * is flavor.ts fmadd: mul + add (baseline), one FMA (relaxed), so each flavor
+ * is measured against its own arithmetic peak.
  */
 export function bench_simd_flops(item: i32, tid: i32, args: usize): void {
   const a = changetype<FlopsArgs>(args);
@@ -19,12 +23,12 @@ export function bench_simd_flops(item: i32, tid: i32, args: usize): void {
   let x4 = f32x4.splat(4), x5 = f32x4.splat(5), x6 = f32x4.splat(6), x7 = f32x4.splat(7);
   let x8 = f32x4.splat(8), x9 = f32x4.splat(9), x10 = f32x4.splat(10), x11 = f32x4.splat(11);
   for (let i = 0; i < a.iterations; i++) {
-    x0 = f32x4.add(f32x4.mul(x0, m), c); x1 = f32x4.add(f32x4.mul(x1, m), c);
-    x2 = f32x4.add(f32x4.mul(x2, m), c); x3 = f32x4.add(f32x4.mul(x3, m), c);
-    x4 = f32x4.add(f32x4.mul(x4, m), c); x5 = f32x4.add(f32x4.mul(x5, m), c);
-    x6 = f32x4.add(f32x4.mul(x6, m), c); x7 = f32x4.add(f32x4.mul(x7, m), c);
-    x8 = f32x4.add(f32x4.mul(x8, m), c); x9 = f32x4.add(f32x4.mul(x9, m), c);
-    x10 = f32x4.add(f32x4.mul(x10, m), c); x11 = f32x4.add(f32x4.mul(x11, m), c);
+    x0 = fmadd(x0, m, c); x1 = fmadd(x1, m, c);
+    x2 = fmadd(x2, m, c); x3 = fmadd(x3, m, c);
+    x4 = fmadd(x4, m, c); x5 = fmadd(x5, m, c);
+    x6 = fmadd(x6, m, c); x7 = fmadd(x7, m, c);
+    x8 = fmadd(x8, m, c); x9 = fmadd(x9, m, c);
+    x10 = fmadd(x10, m, c); x11 = fmadd(x11, m, c);
   }
   const s = f32x4.add(f32x4.add(f32x4.add(x0, x1), f32x4.add(x2, x3)), f32x4.add(f32x4.add(x4, x5), f32x4.add(x6, x7)));
   const t = f32x4.add(s, f32x4.add(f32x4.add(x8, x9), f32x4.add(x10, x11)));

@@ -1,12 +1,26 @@
 // Activation preparation for the linear kernels, once per call (not per row):
 //   q8 / q4 weights: x quantized per block of 32 like GGUF Q8_0 —
 //     d = max|x| / 127, q = round(x / d) ∈ [−127, 127] (nearest, ties to even),
-//     stored widened to int16 so the kernels feed i32x4.dot_i16x8_s directly:
-//     xq [T][nb · 32] i16 and xs [T][nb] f32.
+//     xq [T][nb] blocks of 64 bytes and xs [T][nb] f32. The baseline flavor
+//     stores the codes widened to int16 (the block's 64 bytes), so the kernels
+//     feed i32x4.dot_i16x8_s directly; the relaxed flavor stores them as int8
+//     in the block's first 32 bytes, what relaxed_dot_i8x16_i7x16 takes (the
+//     q4 kernels widen them as loaded: xPair in gemv.ts).
 //   f32 / bf16 weights: x copied to [T][nb · 32] f32 with zero padding, only when
 //     cols is not a multiple of 32 or the rows are not packed.
 
 import { BLOCK } from "./layout";
+import { RELAXED } from "../runtime/flavor";
+
+/** Stores 16 int32 codes (in [−127, 127]) as int16 (baseline) or int8 (relaxed) at q + 16·i codes. */
+@inline function storeCodes(q: usize, i: usize, a: v128, b: v128, c: v128, d: v128): void {
+  const ab = i16x8.narrow_i32x4_s(a, b), cd = i16x8.narrow_i32x4_s(c, d);
+  if (RELAXED) v128.store(q + (i << 4), i8x16.narrow_i16x8_s(ab, cd));
+  else {
+    v128.store(q + (i << 5), ab);
+    v128.store(q + (i << 5), cd, 16);
+  }
+}
 
 @unmanaged class ActArgs {
   /** f32 [T, cols], row stride xStride bytes, contiguous within a row. */
@@ -38,14 +52,12 @@ export function task_act_quantize_q8(item: i32, tid: i32, args: usize): void {
     const d: f32 = amax / 127;
     const id = f32x4.splat(d != 0 ? 1 / d : 0);
     const q = xq + (<usize>b << 6);
-    v128.store(q, i16x8.narrow_i32x4_s(
-      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v0, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v1, id)))));
-    v128.store(q, i16x8.narrow_i32x4_s(
-      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v2, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v3, id)))), 16);
-    v128.store(q, i16x8.narrow_i32x4_s(
-      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v4, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v5, id)))), 32);
-    v128.store(q, i16x8.narrow_i32x4_s(
-      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v6, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v7, id)))), 48);
+    storeCodes(q, 0,
+      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v0, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v1, id))),
+      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v2, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v3, id))));
+    storeCodes(q, 1,
+      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v4, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v5, id))),
+      i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v6, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v7, id))));
     store<f32>(xs + (<usize>b << 2), d);
   }
   if (full < a.nb) {
@@ -59,7 +71,8 @@ export function task_act_quantize_q8(item: i32, tid: i32, args: usize): void {
     const q = xq + (<usize>full << 6);
     for (let i = 0; i < BLOCK; i++) {
       const v: f32 = i < n ? nearest<f32>(load<f32>(x + (<usize>(c0 + i) << 2)) * id) : 0;
-      store<i16>(q + (<usize>i << 1), <i16>(<i32>v));
+      if (RELAXED) store<i8>(q + <usize>i, <i8>(<i32>v));
+      else store<i16>(q + (<usize>i << 1), <i16>(<i32>v));
     }
     store<f32>(xs + (<usize>full << 2), d);
   }

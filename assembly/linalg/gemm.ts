@@ -9,7 +9,9 @@
 // res[0..16) f32 as [token][row]; the caller adds bias and stores.
 
 import { TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
-import { bf16Even, bf16Odd, q4Plane, q4Scale, q8Hi, q8Lo, q8Scale } from "./gemv";
+import { bf16Even, bf16Odd, q4Plane, q4Scale, q8Dot4, q8Hi, q8Lo, q8Rows, q8Scale, xPair } from "./gemv";
+import { RELAXED } from "../runtime/flavor";
+import { fmadd } from "../runtime/flavor";
 
 /**
  * f32 / bf16: two tokens per pass (x_t = x0 + t·xStride), each weight vector
@@ -25,10 +27,10 @@ import { bf16Even, bf16Odd, q4Plane, q4Scale, q8Hi, q8Lo, q8Scale } from "./gemv
     const end = w + <usize>nb * TILE_F32;
     for (; w < end; w += 64, x0 += 8, x1 += 8) {
       const e = v128.load(w, 0), d = v128.load(w, 32);
-      a00 = f32x4.add(a00, f32x4.mul(e, v128.load32_splat(x0, 0)));
-      a10 = f32x4.add(a10, f32x4.mul(e, v128.load32_splat(x1, 0)));
-      a01 = f32x4.add(a01, f32x4.mul(d, v128.load32_splat(x0, 4)));
-      a11 = f32x4.add(a11, f32x4.mul(d, v128.load32_splat(x1, 4)));
+      a00 = fmadd(e, v128.load32_splat(x0, 0), a00);
+      a10 = fmadd(e, v128.load32_splat(x1, 0), a10);
+      a01 = fmadd(d, v128.load32_splat(x0, 4), a01);
+      a11 = fmadd(d, v128.load32_splat(x1, 4), a11);
     }
   } else {
     // Column pair j of this half at 32j.
@@ -36,10 +38,10 @@ import { bf16Even, bf16Odd, q4Plane, q4Scale, q8Hi, q8Lo, q8Scale } from "./gemv
     for (; w < end; w += 32, x0 += 8, x1 += 8) {
       const v = v128.load(w);
       const e = bf16Even(v), d = bf16Odd(v);
-      a00 = f32x4.add(a00, f32x4.mul(e, v128.load32_splat(x0, 0)));
-      a10 = f32x4.add(a10, f32x4.mul(e, v128.load32_splat(x1, 0)));
-      a01 = f32x4.add(a01, f32x4.mul(d, v128.load32_splat(x0, 4)));
-      a11 = f32x4.add(a11, f32x4.mul(d, v128.load32_splat(x1, 4)));
+      a00 = fmadd(e, v128.load32_splat(x0, 0), a00);
+      a10 = fmadd(e, v128.load32_splat(x1, 0), a10);
+      a01 = fmadd(d, v128.load32_splat(x0, 4), a01);
+      a11 = fmadd(d, v128.load32_splat(x1, 4), a11);
     }
   }
   v128.store(res, f32x4.add(a00, a01), 0);
@@ -58,6 +60,10 @@ export function gemmBf16(w: usize, x0: usize, xStride: usize, nb: i32, res: usiz
 
 /** q8 with activation scales s_t = s0 + t·sStride (f32 [nb]). */
 export function gemmQ8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  if (RELAXED) {
+    gemmQ8Relaxed(w, x0, xStride, s0, sStride, nb, res);
+    return;
+  }
   let x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
@@ -76,10 +82,42 @@ export function gemmQ8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: 
       i2 = i32x4.add(i2, i32x4.dot_i16x8_s(hi, v128.load32_splat(x2, 4)));
       i3 = i32x4.add(i3, i32x4.dot_i16x8_s(hi, v128.load32_splat(x3, 4)));
     }
-    a0 = f32x4.add(a0, f32x4.mul(f32x4.convert_i32x4_s(i0), q8Scale(w, s0 + so)));
-    a1 = f32x4.add(a1, f32x4.mul(f32x4.convert_i32x4_s(i1), q8Scale(w, s1 + so)));
-    a2 = f32x4.add(a2, f32x4.mul(f32x4.convert_i32x4_s(i2), q8Scale(w, s2 + so)));
-    a3 = f32x4.add(a3, f32x4.mul(f32x4.convert_i32x4_s(i3), q8Scale(w, s3 + so)));
+    a0 = fmadd(f32x4.convert_i32x4_s(i0), q8Scale(w, s0 + so), a0);
+    a1 = fmadd(f32x4.convert_i32x4_s(i1), q8Scale(w, s1 + so), a1);
+    a2 = fmadd(f32x4.convert_i32x4_s(i2), q8Scale(w, s2 + so), a2);
+    a3 = fmadd(f32x4.convert_i32x4_s(i3), q8Scale(w, s3 + so), a3);
+    w += TILE_Q8;
+  }
+  v128.store(res, a0, 0);
+  v128.store(res, a1, 16);
+  v128.store(res, a2, 32);
+  v128.store(res, a3, 48);
+}
+
+/**
+ * q8, relaxed flavor: each weight vector reordered (q8Rows) once and dotted
+ * with four tokens' int8 codes (q8Dot4: sign onto the activation, |w| as the
+ * 7-bit operand); per block the same float steps as gemvQ8.
+ */
+function gemmQ8Relaxed(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
+    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
+    for (let j: usize = 0; j < 128; j += 16) {
+      const v = q8Rows(v128.load(w + j));
+      const aw = i8x16.abs(v), neg = i8x16.lt_s(v, i8x16.splat(0));
+      const c = xo + (j >> 2);
+      i0 = q8Dot4(aw, neg, x0 + c, i0);
+      i1 = q8Dot4(aw, neg, x1 + c, i1);
+      i2 = q8Dot4(aw, neg, x2 + c, i2);
+      i3 = q8Dot4(aw, neg, x3 + c, i3);
+    }
+    a0 = fmadd(f32x4.convert_i32x4_s(i0), q8Scale(w, s0 + so), a0);
+    a1 = fmadd(f32x4.convert_i32x4_s(i1), q8Scale(w, s1 + so), a1);
+    a2 = fmadd(f32x4.convert_i32x4_s(i2), q8Scale(w, s2 + so), a2);
+    a3 = fmadd(f32x4.convert_i32x4_s(i3), q8Scale(w, s3 + so), a3);
     w += TILE_Q8;
   }
   v128.store(res, a0, 0);
@@ -99,22 +137,27 @@ export function gemmQ4(w: usize, x0: usize, xStride: usize, s0: usize, sStride: 
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let b = 0, so: usize = 0; b < nb; b++, so += 4) {
     let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
-    for (let h: u32 = 0; h < 8; h++, x0 += 8, x1 += 8, x2 += 8, x3 += 8) {
+    for (let h: u32 = 0; h < 8; h++) {
       const v = i16x8.shr_u(v128.load(w + (<usize>(h >> 1) << 4)), (h & 1) << 3);
       const lo = q4Plane(v, 0), hi = q4Plane(v, 1);
-      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(lo, v128.load32_splat(x0, 0)));
-      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(lo, v128.load32_splat(x1, 0)));
-      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(lo, v128.load32_splat(x2, 0)));
-      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(lo, v128.load32_splat(x3, 0)));
-      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(hi, v128.load32_splat(x0, 4)));
-      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(hi, v128.load32_splat(x1, 4)));
-      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(hi, v128.load32_splat(x2, 4)));
-      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(hi, v128.load32_splat(x3, 4)));
+      const o = <usize>h << 3;
+      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(lo, xPair(x0, o)));
+      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(lo, xPair(x1, o)));
+      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(lo, xPair(x2, o)));
+      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(lo, xPair(x3, o)));
+      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(hi, xPair(x0, o + 4)));
+      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(hi, xPair(x1, o + 4)));
+      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(hi, xPair(x2, o + 4)));
+      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(hi, xPair(x3, o + 4)));
     }
-    a0 = f32x4.add(a0, f32x4.mul(f32x4.convert_i32x4_s(i0), q4Scale(w, s0 + so)));
-    a1 = f32x4.add(a1, f32x4.mul(f32x4.convert_i32x4_s(i1), q4Scale(w, s1 + so)));
-    a2 = f32x4.add(a2, f32x4.mul(f32x4.convert_i32x4_s(i2), q4Scale(w, s2 + so)));
-    a3 = f32x4.add(a3, f32x4.mul(f32x4.convert_i32x4_s(i3), q4Scale(w, s3 + so)));
+    x0 += 64;
+    x1 += 64;
+    x2 += 64;
+    x3 += 64;
+    a0 = fmadd(f32x4.convert_i32x4_s(i0), q4Scale(w, s0 + so), a0);
+    a1 = fmadd(f32x4.convert_i32x4_s(i1), q4Scale(w, s1 + so), a1);
+    a2 = fmadd(f32x4.convert_i32x4_s(i2), q4Scale(w, s2 + so), a2);
+    a3 = fmadd(f32x4.convert_i32x4_s(i3), q4Scale(w, s3 + so), a3);
     w += TILE_Q4;
   }
   v128.store(res, a0, 0);

@@ -25,6 +25,7 @@
 // 1/256 is folded into the activation scale (exact: a power of two).
 
 import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
+import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
 
 // ---- f32 ----------------------------------------------------------------------
 // A row group's tiles are one stream of 32-byte column records (half 0's four
@@ -35,10 +36,10 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0);
   const end = w + <usize>nb * TILE_F32;
   for (; w < end; w += 128, x += 16) {
-    a0 = f32x4.add(a0, f32x4.mul(v128.load(w, 0), v128.load32_splat(x, 0)));
-    a1 = f32x4.add(a1, f32x4.mul(v128.load(w, 32), v128.load32_splat(x, 4)));
-    a0 = f32x4.add(a0, f32x4.mul(v128.load(w, 64), v128.load32_splat(x, 8)));
-    a1 = f32x4.add(a1, f32x4.mul(v128.load(w, 96), v128.load32_splat(x, 12)));
+    a0 = fmadd(v128.load(w, 0), v128.load32_splat(x, 0), a0);
+    a1 = fmadd(v128.load(w, 32), v128.load32_splat(x, 4), a1);
+    a0 = fmadd(v128.load(w, 64), v128.load32_splat(x, 8), a0);
+    a1 = fmadd(v128.load(w, 96), v128.load32_splat(x, 12), a1);
   }
   return f32x4.add(a0, a1);
 }
@@ -50,10 +51,10 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
   const end = w + <usize>nb * TILE_F32;
   for (; w < end; w += 64, x += 8) {
     const x0 = v128.load32_splat(x, 0), x1 = v128.load32_splat(x, 4);
-    a0 = f32x4.add(a0, f32x4.mul(v128.load(w, 0), x0));
-    c0 = f32x4.add(c0, f32x4.mul(v128.load(w, 16), x0));
-    a1 = f32x4.add(a1, f32x4.mul(v128.load(w, 32), x1));
-    c1 = f32x4.add(c1, f32x4.mul(v128.load(w, 48), x1));
+    a0 = fmadd(v128.load(w, 0), x0, a0);
+    c0 = fmadd(v128.load(w, 16), x0, c0);
+    a1 = fmadd(v128.load(w, 32), x1, a1);
+    c1 = fmadd(v128.load(w, 48), x1, c1);
   }
   v128.store(res, f32x4.add(a0, a1));
   v128.store(res, f32x4.add(c0, c1), 16);
@@ -78,10 +79,10 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
   const end = w + <usize>nb * TILE_BF16;
   for (; w < end; w += 64, x += 16) {
     const p = v128.load(w, 0), q = v128.load(w, 32);
-    a0 = f32x4.add(a0, f32x4.mul(bf16Even(p), v128.load32_splat(x, 0)));
-    a1 = f32x4.add(a1, f32x4.mul(bf16Odd(p), v128.load32_splat(x, 4)));
-    a0 = f32x4.add(a0, f32x4.mul(bf16Even(q), v128.load32_splat(x, 8)));
-    a1 = f32x4.add(a1, f32x4.mul(bf16Odd(q), v128.load32_splat(x, 12)));
+    a0 = fmadd(bf16Even(p), v128.load32_splat(x, 0), a0);
+    a1 = fmadd(bf16Odd(p), v128.load32_splat(x, 4), a1);
+    a0 = fmadd(bf16Even(q), v128.load32_splat(x, 8), a0);
+    a1 = fmadd(bf16Odd(q), v128.load32_splat(x, 12), a1);
   }
   return f32x4.add(a0, a1);
 }
@@ -92,10 +93,10 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
   for (; w < end; w += 32, x += 8) {
     const p = v128.load(w, 0), q = v128.load(w, 16);
     const x0 = v128.load32_splat(x, 0), x1 = v128.load32_splat(x, 4);
-    a0 = f32x4.add(a0, f32x4.mul(bf16Even(p), x0));
-    c0 = f32x4.add(c0, f32x4.mul(bf16Even(q), x0));
-    a1 = f32x4.add(a1, f32x4.mul(bf16Odd(p), x1));
-    c1 = f32x4.add(c1, f32x4.mul(bf16Odd(q), x1));
+    a0 = fmadd(bf16Even(p), x0, a0);
+    c0 = fmadd(bf16Even(q), x0, c0);
+    a1 = fmadd(bf16Odd(p), x1, a1);
+    c1 = fmadd(bf16Odd(q), x1, c1);
   }
   v128.store(res, f32x4.add(a0, a1));
   v128.store(res, f32x4.add(c0, c1), 16);
@@ -113,13 +114,51 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
   return i8x16.shuffle(i32x4.splat(0), v, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
 }
 
-/** A half tile's combined block scale: w_scale · (x_scale / 256), the 256 undoing q8Lo/q8Hi. */
+/**
+ * A half tile's combined block scale: w_scale · (x_scale / 256), the 256 undoing
+ * q8Lo/q8Hi (baseline); w_scale · x_scale (relaxed: the codes are not scaled).
+ */
 @inline export function q8Scale(w: usize, xs: usize): v128 {
+  if (RELAXED) return f32x4.mul(v128.load(w, 128), v128.load32_splat(xs));
   return f32x4.mul(v128.load(w, 128), f32x4.mul(v128.load32_splat(xs), f32x4.splat(1.0 / 256)));
 }
 
-/** One q8 half tile · one block of int16 activation codes → 256 · exact int32 sums, lanes = rows. */
+// Relaxed flavor: relaxed_dot_i8x16_i7x16 on int8 activation codes. Its second
+// operand must have its top bits clear to be exact on every CPU (flavor.ts
+// dotI8U7), so it gets |w| ∈ [0, 127] (q8 codes are in [−127, 127]) and the
+// weight's sign moves onto the activation code: x·w = (x·sign w)·|w|, exactly.
+
+/** A q8 16-byte load (column pairs 2i, 2i + 1 of 4 rows) reordered so lane r holds row r's 4 columns 4i..4i + 3. */
+@inline export function q8Rows(v: v128): v128 {
+  return i8x16.shuffle(v, v, 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+}
+
+/** x with each byte negated where `neg` (the mask of the negative weight bytes) is set. */
+@inline export function signedBy(x: v128, neg: v128): v128 {
+  return i8x16.sub(v128.xor(x, neg), neg);
+}
+
+/** Relaxed: acc + row sums of w (q8Rows order; |w| = aw, neg = w < 0) · the 4 int8 codes at x (splat over the rows). */
+@inline export function q8Dot4(aw: v128, neg: v128, x: usize, acc: v128): v128 {
+  return dotI8U7(signedBy(v128.load32_splat(x), neg), aw, acc);
+}
+
+/** Relaxed: acc + one q8 16-byte load at w (q8Rows order after the shuffle) · the 4 int8 codes at x. */
+@inline export function q8Dot4At(w: usize, x: usize, acc: v128): v128 {
+  const wr = q8Rows(v128.load(w));
+  return q8Dot4(i8x16.abs(wr), i8x16.lt_s(wr, i8x16.splat(0)), x, acc);
+}
+
+/** One q8 half tile · one block of activation codes → exact int32 sums (· 256 on baseline), lanes = rows. */
 @inline export function q8TileSum(w: usize, xq: usize): v128 {
+  if (RELAXED) {
+    let r0 = i32x4.splat(0), r1 = i32x4.splat(0);
+    for (let j: usize = 0; j < 128; j += 32) {
+      r0 = q8Dot4At(w + j, xq + (j >> 2), r0);
+      r1 = q8Dot4At(w + j + 16, xq + (j >> 2) + 4, r1);
+    }
+    return i32x4.add(r0, r1);
+  }
   let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
   for (let j: usize = 0; j < 128; j += 32) {
     const p = w + j, x = xq + (j >> 1);
@@ -137,7 +176,7 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
   let acc = f32x4.splat(0);
   for (let b = 0; b < nb; b++, w += TILE_Q8, xq += 64, xs += 4) {
     const sum = q8TileSum(w, xq);
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(sum), q8Scale(w, xs)));
+    acc = fmadd(f32x4.convert_i32x4_s(sum), q8Scale(w, xs), acc);
   }
   return acc;
 }
@@ -147,6 +186,11 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
   let acc = f32x4.splat(0), acd = f32x4.splat(0);
   for (let b = 0; b < nb; b++, w += TILE_Q8, xq += 64, xs += 4) {
     const v = w + HALF_Q8;
+    if (RELAXED) {
+      acc = fmadd(f32x4.convert_i32x4_s(q8TileSum(w, xq)), q8Scale(w, xs), acc);
+      acd = fmadd(f32x4.convert_i32x4_s(q8TileSum(v, xq)), q8Scale(v, xs), acd);
+      continue;
+    }
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0), t0 = i32x4.splat(0), t1 = i32x4.splat(0);
     for (let j: usize = 0; j < 128; j += 32) {
       const p = w + j, q = v + j, x = xq + (j >> 1);
@@ -165,8 +209,8 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
       s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(a), x1));
       t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q8Hi(c), x1));
     }
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i32x4.add(s0, s1)), q8Scale(w, xs)));
-    acd = f32x4.add(acd, f32x4.mul(f32x4.convert_i32x4_s(i32x4.add(t0, t1)), q8Scale(v, xs)));
+    acc = fmadd(f32x4.convert_i32x4_s(i32x4.add(s0, s1)), q8Scale(w, xs), acc);
+    acd = fmadd(f32x4.convert_i32x4_s(i32x4.add(t0, t1)), q8Scale(v, xs), acd);
   }
   v128.store(res, acc);
   v128.store(res, acd, 16);
@@ -179,6 +223,16 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
   return k == 3 ? i16x8.shr_s(v, 12) : i16x8.shr_s(i16x8.shl(v, 12 - 4 * k), 12);
 }
 
+/**
+ * Activation codes of one column pair, at byte offset o of the baseline's int16
+ * layout, as an int16 pair splat over the four lanes: a 32-bit splat (baseline),
+ * or the int8 pair widened as loaded (relaxed: activation.ts stores int8).
+ */
+@inline export function xPair(xq: usize, o: usize): v128 {
+  if (RELAXED) return i16x8.extend_low_i8x16_s(v128.load16_splat(xq + (o >> 1)));
+  return v128.load32_splat(xq + o);
+}
+
 /** w_scale · x_scale for a q4 half tile. */
 @inline export function q4Scale(w: usize, xs: usize): v128 {
   return f32x4.mul(v128.load(w, 64), v128.load32_splat(xs));
@@ -188,11 +242,11 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
 @inline export function q4TileSum(w: usize, xq: usize): v128 {
   let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
   for (let m: usize = 0; m < 64; m += 16) {
-    const v = v128.load(w + m), x = xq + m;
-    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q4Plane(v, 0), v128.load32_splat(x, 0)));
-    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q4Plane(v, 1), v128.load32_splat(x, 4)));
-    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q4Plane(v, 2), v128.load32_splat(x, 8)));
-    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q4Plane(v, 3), v128.load32_splat(x, 12)));
+    const v = v128.load(w + m);
+    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q4Plane(v, 0), xPair(xq, m)));
+    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q4Plane(v, 1), xPair(xq, m + 4)));
+    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q4Plane(v, 2), xPair(xq, m + 8)));
+    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q4Plane(v, 3), xPair(xq, m + 12)));
   }
   return i32x4.add(s0, s1);
 }
@@ -201,7 +255,7 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
   let acc = f32x4.splat(0);
   for (let b = 0; b < nb; b++, w += TILE_Q4, xq += 64, xs += 4) {
     const sum = q4TileSum(w, xq);
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(sum), q4Scale(w, xs)));
+    acc = fmadd(f32x4.convert_i32x4_s(sum), q4Scale(w, xs), acc);
   }
   return acc;
 }
@@ -212,21 +266,21 @@ import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layou
     const v = w + HALF_Q4;
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0), t0 = i32x4.splat(0), t1 = i32x4.splat(0);
     for (let m: usize = 0; m < 64; m += 16) {
-      const a = v128.load(w + m), c = v128.load(v + m), x = xq + m;
-      let x0 = v128.load32_splat(x, 0), x1 = v128.load32_splat(x, 4);
+      const a = v128.load(w + m), c = v128.load(v + m);
+      let x0 = xPair(xq, m), x1 = xPair(xq, m + 4);
       s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q4Plane(a, 0), x0));
       t0 = i32x4.add(t0, i32x4.dot_i16x8_s(q4Plane(c, 0), x0));
       s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q4Plane(a, 1), x1));
       t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q4Plane(c, 1), x1));
-      x0 = v128.load32_splat(x, 8);
-      x1 = v128.load32_splat(x, 12);
+      x0 = xPair(xq, m + 8);
+      x1 = xPair(xq, m + 12);
       s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q4Plane(a, 2), x0));
       t0 = i32x4.add(t0, i32x4.dot_i16x8_s(q4Plane(c, 2), x0));
       s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q4Plane(a, 3), x1));
       t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q4Plane(c, 3), x1));
     }
-    acc = f32x4.add(acc, f32x4.mul(f32x4.convert_i32x4_s(i32x4.add(s0, s1)), q4Scale(w, xs)));
-    acd = f32x4.add(acd, f32x4.mul(f32x4.convert_i32x4_s(i32x4.add(t0, t1)), q4Scale(v, xs)));
+    acc = fmadd(f32x4.convert_i32x4_s(i32x4.add(s0, s1)), q4Scale(w, xs), acc);
+    acd = fmadd(f32x4.convert_i32x4_s(i32x4.add(t0, t1)), q4Scale(v, xs), acd);
   }
   v128.store(res, acc);
   v128.store(res, acd, 16);

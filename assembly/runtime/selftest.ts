@@ -1,10 +1,17 @@
-// Kernels that exercise the runtime itself: the allocator's base address, a
-// no-op for fork–join overhead, and an item counter that can trap or abort on
+// Kernels that exercise the runtime itself: the allocator's base address, the
+// module's flavor, a no-op for fork–join overhead, and an item counter that can trap or abort on
 // request (the pool tests use it to check exactly-once and error surfacing).
+
+import { RELAXED } from "./flavor";
 
 /** First byte above the module's static data: the allocator starts here. */
 export function heap_base(): usize {
   return __heap_base;
+}
+
+/** i32 out[item] = 1 in build/kernels-relaxed.wasm, 0 in build/kernels.wasm (flavor.ts): which module each thread runs. */
+export function task_kernels_relaxed(item: i32, tid: i32, out: usize): void {
+  store<i32>(out + (<usize>item << 2), RELAXED ? 1 : 0);
 }
 
 export function task_noop(item: i32, tid: i32, args: usize): void {}

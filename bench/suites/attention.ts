@@ -224,6 +224,7 @@ function runPrefill(rt: Runtime, cases: Case[], ctx: SuiteContext, reference: bo
 
 export const attention: Suite = {
   name: "attention",
+  bothKernels: true,
   description: "decode (increFlashAttention + AttentionPlan) and causal prefill (flashAttention), H=32 Hkv=8 D=128, all threads and one",
   async run(ctx: SuiteContext): Promise<Row[]> {
     const rows: Row[] = [];

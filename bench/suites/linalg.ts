@@ -80,6 +80,7 @@ function activation(rt: Runtime, tokens: number, cols: number): Tensor {
 
 export const linalg: Suite = {
   name: "linalg",
+  bothKernels: true,
   description: "linear GEMV/GEMM per weight format on Qwen2.5-0.5B projection shapes: bandwidth roofline, GFLOP/s, batch efficiency",
   run({ rt, quick, ceilings, log }): Row[] {
     const rows: Row[] = [];

@@ -52,6 +52,7 @@ interface BenchModel {
 
 export const model: Suite = {
   name: "model",
+  bothKernels: true,
   description: "decoder forward on synthetic Qwen2.5-0.5B (every format) and Llama-3.1-8B (q8, q4; placed across wasm memories): prefill and decode tok/s, decode against the bandwidth roofline",
   run({ rt, quick, ceilings, log }): Row[] {
     const rows: Row[] = [];

@@ -356,6 +356,7 @@ function cascadeRows(rt: Runtime, ctx: SuiteContext): Row[] {
 
 export const paged: Suite = {
   name: "paged",
+  bothKernels: true,
   description: "pagedAttention decode: paged vs padded, KV dtypes and the int8 integer path, cascade; H=32 Hkv=8 D=128, block size 16",
   async run(ctx: SuiteContext): Promise<Row[]> {
     const { rt } = ctx;

@@ -40,7 +40,7 @@ export interface ServeTarget {
 }
 
 async function startServer(target: ServeTarget, threads: number, log: (line: string) => void): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [CLI, "serve", "--port", "0", "--threads", String(threads), "--max-num-seqs", "64", ...target.args], { stdio: ["ignore", "ignore", "pipe"] });
+  const proc = spawn(process.execPath, [...process.execArgv, CLI, "serve", "--port", "0", "--threads", String(threads), "--max-num-seqs", "64", ...target.args], { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   proc.stderr!.setEncoding("utf8");
   return new Promise((resolve, reject) => {
@@ -100,6 +100,7 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
 
 export const serve: Suite = {
   name: "serve",
+  bothKernels: true,
   description: "kvflash serve of the synthetic Qwen2.5-0.5B (q8 weights, then f32) under closed-loop streaming load at concurrency 1, 4, 16, 64: tok/s, TTFT, ITL",
   async run(ctx) {
     const dir = mkdtempSync(join(tmpdir(), "kvflash-serve-bench-"));

@@ -36,7 +36,7 @@ async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runti
     });
     try {
       const r = model.runner;
-      say(`loaded ${dir}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads (${((performance.now() - t0) / 1000).toFixed(2)} s); ${describePlacement(model.plan.placement)}`);
+      say(`loaded ${dir}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads, ${rt.kernels} kernels (${((performance.now() - t0) / 1000).toFixed(2)} s); ${describePlacement(model.plan.placement)}`);
       return run(model, rt);
     } finally {
       model.runner.dispose();

@@ -5,7 +5,7 @@
  *   kvflash serve [--model DIR] [--port 8000] [--host 127.0.0.1] …
  *   kvflash generate --prompt TEXT [--model DIR] [--chat] [--max-tokens N] [sampling flags] [--json]
  *   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
- *   kvflash bench <suite> [--quick] [--threads N] [--out FILE]
+ *   kvflash bench <suite> [--quick] [--threads N] [--kernels baseline|relaxed] [--out FILE]
  *   kvflash pull org/name[:QUANT] [--revision REV]
  *   kvflash ls [--json]
  */
@@ -27,7 +27,7 @@ usage:
                                                                 stream a completion (generate --help for all options)
   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
                                                                 the last position's logits
-  kvflash bench <suite> [--quick] [--threads N] [--out FILE]   run a benchmark suite
+  kvflash bench <suite> [--quick] [--threads N] [--kernels baseline|relaxed] [--out FILE]   run a benchmark suite
   kvflash pull org/name[:QUANT] [--revision REV]                download a model into the Hugging Face cache
   kvflash ls [--json]                                           list the models in the Hugging Face cache
   kvflash help                                                  this text

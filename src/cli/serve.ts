@@ -62,7 +62,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     const info = await running.ready;
     log(
       `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
-        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s)${info.placement === undefined ? "" : `; ${info.placement}`}. Try:\n${tryHint(running.url, args.apiKey ?? null)}`,
+        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${info.kernels} kernels${info.placement === undefined ? "" : `; ${info.placement}`}. Try:\n${tryHint(running.url, args.apiKey ?? null)}`,
     );
   } catch (e) {
     if (!stopping) {

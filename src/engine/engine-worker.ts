@@ -124,6 +124,7 @@ async function load(): Promise<void> {
       blockSize,
       maxNumSeqs: engine.scheduler.maxNumSeqs,
       threads: rt.threads,
+      kernels: rt.kernels,
       ...(model.placement === undefined ? {} : { placement: model.placement }),
       loadSeconds: (performance.now() - start) / 1000,
     },

@@ -9,6 +9,7 @@
 import type { EngineOutput, EngineRequest } from "./engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
 import type { LoadProgressInfo, ModelLoadOptions } from "./loader-module.js";
+import type { KernelFlavor } from "../runtime/module.js";
 
 /** Engine settings (vLLM's names in camelCase). */
 export interface EngineSettings {
@@ -39,6 +40,8 @@ export interface EngineInfo {
   threads: number;
   /** Where the model lives, one line ("memory 0: embedding, layers 0–3, head, 70.1 MiB"), if the loader says. */
   placement?: string;
+  /** The kernel flavor the engine's runtime runs (Runtime.kernels). */
+  kernels: KernelFlavor;
   /** Seconds from the worker's start to ready. */
   loadSeconds: number;
 }

@@ -1,31 +1,96 @@
 /**
- * Loads build/kernels.wasm (AssemblyScript → WebAssembly SIMD128 + threads) and
- * builds the imports every instance gets: the one shared memory, and `abort`,
- * which AssemblyScript calls on a failed assertion.
+ * Loads a kernel module and builds the imports every instance gets: the one
+ * shared memory, and `abort`, which AssemblyScript calls on a failed assertion.
+ *
+ * Two flavors are built from the same sources (assembly/runtime/flavor.ts):
+ *   baseline  build/kernels.wasm          SIMD128 + threads (any engine, Node 20 unflagged)
+ *   relaxed   build/kernels-relaxed.wasm  adds relaxed SIMD: FMA and the int8 dot product
+ *             (Node ≥ 22). Node 20's V8 11.3 validates it under
+ *             --experimental-wasm-relaxed-simd but computes
+ *             i32x4.relaxed_dot_i8x16_i7x16_add_s wrong (2·dot, accumulator
+ *             dropped; V8 ≥ 11.4 is right), so it is not offered there.
+ * The default is relaxed when this engine validates it, else baseline; the
+ * option `kernels` or $KVFLASH_KERNELS overrides.
  */
 import { readFileSync } from "node:fs";
+import { ArgumentError, show } from "../errors.js";
 
 export const WASM_PAGE = 65536;
 /** wasm32 addresses one memory of at most 65536 pages = 4 GiB. */
 export const MAX_PAGES = 65536;
 export const MAX_MEMORY_BYTES = MAX_PAGES * WASM_PAGE;
 
-const WASM_URL = new URL("../../../build/kernels.wasm", import.meta.url);
+export const KERNEL_FLAVORS = ["baseline", "relaxed"] as const;
+export type KernelFlavor = (typeof KERNEL_FLAVORS)[number];
 
-let compiled: WebAssembly.Module | undefined;
+const WASM_URLS: Record<KernelFlavor, URL> = {
+  baseline: new URL("../../../build/kernels.wasm", import.meta.url),
+  relaxed: new URL("../../../build/kernels-relaxed.wasm", import.meta.url),
+};
 
-/** Compiles the kernel module once per process (or per worker). */
-export function kernelModule(): WebAssembly.Module {
-  if (!compiled) {
-    let bytes: Buffer;
+const bytesCache = new Map<KernelFlavor, Buffer>();
+const compiled = new Map<KernelFlavor, WebAssembly.Module>();
+
+function kernelBytes(flavor: KernelFlavor): Buffer {
+  let bytes = bytesCache.get(flavor);
+  if (!bytes) {
+    const url = WASM_URLS[flavor];
     try {
-      bytes = readFileSync(WASM_URL);
+      bytes = readFileSync(url);
     } catch (e) {
-      throw new Error(`cannot read the kernel module ${WASM_URL.pathname}: run \`npm run build\` first (${(e as Error).message})`);
+      throw new Error(`cannot read the kernel module ${url.pathname}: run \`npm run build\` first (${(e as Error).message})`);
     }
-    compiled = new WebAssembly.Module(bytes);
+    bytesCache.set(flavor, bytes);
   }
-  return compiled;
+  return bytes;
+}
+
+/** The first V8 whose relaxed int8 dot product is right (relaxed SIMD shipped in 11.4). */
+const RELAXED_MIN_V8: readonly [number, number] = [11, 4];
+
+function v8AtLeast([major, minor]: readonly [number, number]): boolean {
+  const [a = 0, b = 0] = process.versions.v8.split(".").map(Number);
+  return a > major || (a === major && b >= minor);
+}
+
+/** Whether this engine can run the flavor's module (relaxed: V8 ≥ 11.4, i.e. Node ≥ 22). */
+export function kernelFlavorAvailable(flavor: KernelFlavor): boolean {
+  if (flavor === "relaxed" && !v8AtLeast(RELAXED_MIN_V8)) return false;
+  return WebAssembly.validate(kernelBytes(flavor));
+}
+
+/**
+ * The kernel flavor to run: `requested` (the `kernels` option), else
+ * $KVFLASH_KERNELS, else relaxed where this engine validates it, else
+ * baseline. A named flavor that is unknown or that this engine cannot run is
+ * an ArgumentError naming where it came from and the value.
+ */
+export function resolveKernelFlavor(requested?: string): KernelFlavor {
+  const env = process.env["KVFLASH_KERNELS"];
+  const [name, value] = requested !== undefined ? ["kernels", requested] : env !== undefined && env !== "" ? ["KVFLASH_KERNELS", env] : [undefined, undefined];
+  if (name === undefined || value === undefined) return kernelFlavorAvailable("relaxed") ? "relaxed" : "baseline";
+  if (!(KERNEL_FLAVORS as readonly string[]).includes(value)) {
+    throw new ArgumentError(name, `must be one of ${KERNEL_FLAVORS.map((f) => JSON.stringify(f)).join(", ")}, got ${show(value)}`);
+  }
+  const flavor = value as KernelFlavor;
+  if (!kernelFlavorAvailable(flavor)) {
+    throw new ArgumentError(
+      name,
+      `is ${show(value)}, but this engine (Node ${process.version}, V8 ${process.versions.v8}) cannot run the relaxed-SIMD kernels: use Node ≥ 22 ` +
+        `(Node 20's V8 11.3 computes the relaxed int8 dot product wrong, even under --experimental-wasm-relaxed-simd)`,
+    );
+  }
+  return flavor;
+}
+
+/** Compiles the flavor's kernel module once per process; workers get the compiled module. */
+export function kernelModule(flavor: KernelFlavor = "baseline"): WebAssembly.Module {
+  let module = compiled.get(flavor);
+  if (!module) {
+    module = new WebAssembly.Module(kernelBytes(flavor));
+    compiled.set(flavor, module);
+  }
+  return module;
 }
 
 /** Reads an AssemblyScript string (UTF-16, byte length at ptr − 4) from memory. */

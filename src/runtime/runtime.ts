@@ -30,7 +30,7 @@ import { Allocator, StepArena } from "./allocator.js";
 import { ArgsWriter } from "./args.js";
 import { CONTROL_BYTES } from "./control.js";
 import { nameMemory } from "../tensor/tensor.js";
-import { type KernelExports, MAX_PAGES, WASM_PAGE, instantiate, kernelModule } from "./module.js";
+import { type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, instantiate, kernelModule, resolveKernelFlavor } from "./module.js";
 import { WorkerPool } from "./pool.js";
 
 export interface RuntimeOptions {
@@ -38,6 +38,8 @@ export interface RuntimeOptions {
   threads?: number;
   /** Initial memory size in bytes (it grows on demand). Default 16 MiB. */
   initialMemoryBytes?: number;
+  /** Kernel flavor (module.ts). Default: $KVFLASH_KERNELS, else relaxed where the engine supports it, else baseline. */
+  kernels?: KernelFlavor;
 }
 
 export const MAX_THREADS = 256;
@@ -64,6 +66,7 @@ export function resolveThreads(threads?: number): number {
 /** What every memory's view shares: the module, the threads, the list of views. */
 interface RuntimeShared {
   module: WebAssembly.Module;
+  flavor: KernelFlavor;
   pool: WorkerPool;
   views: Runtime[];
   initialBytes: number;
@@ -75,6 +78,8 @@ export class Runtime {
   readonly index: number;
   /** The calling thread's instance over this memory: call exported functions directly for serial work. */
   readonly exports: KernelExports;
+  /** The kernel flavor every thread runs: "baseline" (SIMD128) or "relaxed" (relaxed SIMD). */
+  readonly kernels: KernelFlavor;
   /** Long-lived allocations: weights, KV pool, workspaces. */
   readonly heap: Allocator;
   /** Per-step scratch, reset by the caller at the start of each step. */
@@ -89,6 +94,7 @@ export class Runtime {
     this.memory = memory;
     this.index = index;
     this.exports = kernels;
+    this.kernels = shared.flavor;
     this.heap = heap;
     this.arena = new StepArena(heap);
     this.#shared = shared;
@@ -202,13 +208,14 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   if (!Number.isInteger(initialBytes) || initialBytes < WASM_PAGE || initialBytes > MAX_PAGES * WASM_PAGE) {
     throw new ArgumentError("initialMemoryBytes", `must be an integer in [64 KiB, 4 GiB], got ${show(initialBytes)}`);
   }
-  const module = kernelModule();
+  const flavor = resolveKernelFlavor(options.kernels);
+  const module = kernelModule(flavor);
   const memory = new WebAssembly.Memory({ initial: Math.ceil(initialBytes / WASM_PAGE), maximum: MAX_PAGES, shared: true });
   const kernels = instantiate(module, memory);
   const heap = new Allocator(memory, kernels["heap_base"]!() >>> 0);
   const control = heap.alloc(CONTROL_BYTES, "fork-join control");
   const pool = await WorkerPool.start(module, memory, kernels, control, threads);
-  const shared: RuntimeShared = { module, pool, views: [], initialBytes };
+  const shared: RuntimeShared = { module, flavor, pool, views: [], initialBytes };
   return addView(shared, 0, memory, kernels, heap);
 }
 

@@ -1,0 +1,36 @@
+// The kernel flavor, chosen at compile time: build/kernels.wasm (SIMD128) and
+// build/kernels-relaxed.wasm (asconfig.json target "relaxed": relaxed SIMD
+// enabled) compile the same sources; ASC_FEATURE_RELAXED_SIMD picks each
+// helper's body and the other is never compiled. Kernels that differ by flavor
+// call these helpers (or test RELAXED for a different loop), so every flavor
+// difference is listed here or next to a `RELAXED` test.
+//
+// Determinism: each helper does the same arithmetic wherever it is called, so
+// within one flavor a token's output does not depend on its batch or thread
+// count. Across flavors results differ by rounding (FMA rounds once).
+
+/** True in build/kernels-relaxed.wasm. */
+export const RELAXED: bool = ASC_FEATURE_RELAXED_SIMD;
+
+/** acc + a·b on f32x4: one fused multiply-add (relaxed_madd, single rounding where the CPU has FMA), else mul then add. */
+@inline export function fmadd(a: v128, b: v128, acc: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(a, b, acc);
+  return f32x4.add(acc, f32x4.mul(a, b));
+}
+
+/**
+ * acc + the int8 dot products of a (i8x16, any sign) with b (i8x16 whose bytes
+ * are all in [0, 127]): lane i += Σ_k a[4i + k] · b[4i + k]. With b's top bits
+ * clear, the relaxed int8 dot is exact on every CPU (x86's pmaddubsw sums two
+ * products of at most 127 · 128 in int16 without saturating). V8 emits one
+ * vpdpbusd for it on CPUs with AVX-VNNI. V8 11.3 (Node 20 with
+ * --experimental-wasm-relaxed-simd) miscompiles it (2·dot, accumulator
+ * dropped), so src/runtime/module.ts offers this flavor only on V8 ≥ 11.4.
+ */
+@inline export function dotI8U7(a: v128, b: v128, acc: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_dot_i8x16_i7x16_add_s(a, b, acc);
+  // Exact by widening: pairs (2i, 2i + 1) of lo and hi, then adjacent pairs summed.
+  const lo = i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(a), i16x8.extend_low_i8x16_u(b));
+  const hi = i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(a), i16x8.extend_high_i8x16_u(b));
+  return i32x4.add(acc, i32x4.add(i32x4.shuffle(lo, hi, 0, 2, 4, 6), i32x4.shuffle(lo, hi, 1, 3, 5, 7)));
+}

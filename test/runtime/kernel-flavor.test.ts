@@ -1,0 +1,72 @@
+// Kernel flavors (src/runtime/module.ts): the default follows what the engine
+// validates, $KVFLASH_KERNELS and the `kernels` option override it, bad or
+// unavailable values are errors naming the source and the value, and every
+// thread of a runtime runs the module its rt.kernels names.
+import assert from "node:assert/strict";
+import { afterEach, test } from "node:test";
+import { ArgumentError, type KernelFlavor, createRuntime, kernelFlavorAvailable, resolveKernelFlavor } from "../../src/index.js";
+
+const savedEnv = process.env["KVFLASH_KERNELS"];
+afterEach(() => {
+  if (savedEnv === undefined) delete process.env["KVFLASH_KERNELS"];
+  else process.env["KVFLASH_KERNELS"] = savedEnv;
+});
+
+const relaxedHere = kernelFlavorAvailable("relaxed");
+
+test("the baseline module validates everywhere", () => {
+  assert.equal(kernelFlavorAvailable("baseline"), true);
+});
+
+test("the default is relaxed exactly when the engine validates it", () => {
+  delete process.env["KVFLASH_KERNELS"];
+  assert.equal(resolveKernelFlavor(), relaxedHere ? "relaxed" : "baseline");
+});
+
+test("the option wins over $KVFLASH_KERNELS, which wins over the default", () => {
+  process.env["KVFLASH_KERNELS"] = "baseline";
+  assert.equal(resolveKernelFlavor(), "baseline");
+  assert.equal(resolveKernelFlavor("baseline"), "baseline");
+  if (relaxedHere) {
+    process.env["KVFLASH_KERNELS"] = "relaxed";
+    assert.equal(resolveKernelFlavor(), "relaxed");
+    assert.equal(resolveKernelFlavor("baseline"), "baseline");
+  }
+});
+
+test("an unknown flavor is an ArgumentError naming where it came from and the value", () => {
+  assert.throws(() => resolveKernelFlavor("fast"), (e: Error) => e instanceof ArgumentError && e.argument === "kernels" && /"fast"/.test(e.message));
+  process.env["KVFLASH_KERNELS"] = "avx512";
+  assert.throws(() => resolveKernelFlavor(), (e: Error) => e instanceof ArgumentError && e.argument === "KVFLASH_KERNELS" && /"avx512"/.test(e.message));
+});
+
+test("relaxed where the engine cannot run it is an error that says how to get it", { skip: relaxedHere && "this engine runs relaxed SIMD" }, () => {
+  assert.throws(() => resolveKernelFlavor("relaxed"), (e: Error) => e instanceof ArgumentError && /"relaxed"/.test(e.message) && /Node ≥ 22/.test(e.message));
+});
+
+async function threadFlavors(kernels: KernelFlavor): Promise<{ reported: KernelFlavor; perItem: number[] }> {
+  const rt = await createRuntime({ threads: 3, kernels });
+  try {
+    const items = 64;
+    const out = rt.heap.alloc(items * 4, "flavor probe");
+    new Int32Array(rt.memory.buffer, out, items).fill(-1);
+    rt.parallelFor("task_kernels_relaxed", items, out);
+    const perItem = [...new Int32Array(rt.memory.buffer, out, items)];
+    rt.free(out);
+    return { reported: rt.kernels, perItem };
+  } finally {
+    await rt.dispose();
+  }
+}
+
+test("a baseline runtime runs build/kernels.wasm on every thread", async () => {
+  const { reported, perItem } = await threadFlavors("baseline");
+  assert.equal(reported, "baseline");
+  assert.deepEqual(new Set(perItem), new Set([0]));
+});
+
+test("a relaxed runtime runs build/kernels-relaxed.wasm on every thread", { skip: !relaxedHere && "needs Node ≥ 22" }, async () => {
+  const { reported, perItem } = await threadFlavors("relaxed");
+  assert.equal(reported, "relaxed");
+  assert.deepEqual(new Set(perItem), new Set([1]));
+});
