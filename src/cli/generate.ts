@@ -10,6 +10,7 @@ import { defaultModelDir } from "../model/default-model.js";
 import { type LoadedModel, loadModel } from "../model/loader.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
 import { type ModelArgs, parseGenerateArgs, parseLogitsArgs } from "./generate-args.js";
+import { checkModelDirArg } from "./model-dir-arg.js";
 
 /** Default --max-tokens when generation_config.json has no max_new_tokens. */
 const DEFAULT_MAX_TOKENS = 128;
@@ -19,11 +20,14 @@ const say = (line: string): void => {
 };
 
 async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runtime) => T): Promise<T> {
+  const dir = args.model ?? defaultModelDir();
+  checkModelDirArg(dir);
   const rt = await createRuntime(args.threads === undefined ? {} : { threads: args.threads });
   try {
     const t0 = performance.now();
-    const dir = args.model ?? defaultModelDir();
+    // A bar on a terminal; on a pipe or a log file, a line per 10 % (as serve prints).
     const model = loadModel(rt, dir, {
+      progress: true,
       ...(args.weights === undefined ? {} : { weights: args.weights }),
       ...(args.kvDtype === undefined ? {} : { kvDtype: args.kvDtype }),
       ...(args.maxModelLen === undefined ? {} : { maxModelLen: args.maxModelLen }),

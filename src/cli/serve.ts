@@ -5,10 +5,13 @@
  */
 import { formatBytes } from "../runtime/allocator.js";
 import { serve } from "../server/serve.js";
+import { defaultModelDir } from "../model/default-model.js";
+import { checkModelDirArg } from "./model-dir-arg.js";
 import { parseServeArgs } from "./serve-args.js";
 
 export async function serveCommand(argv: readonly string[]): Promise<number> {
   const args = parseServeArgs(argv);
+  checkModelDirArg(args.modelDir ?? defaultModelDir());
   const log = (line: string): void => void process.stderr.write(`kvflash: ${line}\n`);
   log(`loading ${args.modelDir ?? "the embedded default model"}…`);
   const running = await serve(args);
