@@ -52,8 +52,9 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   });
 
   try {
-    const info = await running.ready;
-    log(
+    // A signal during the load stops the wait: the engine is shut down and `ready` may never settle.
+    const info = await Promise.race([running.ready, stopped.then(() => null)]);
+    if (info !== null) log(
       `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
         `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s). Try:\n  curl ${running.url}/v1/chat/completions -H 'Content-Type: application/json' ` +
         `-d '{"messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'\n  or open ${running.url}/ in a browser`,

@@ -1,7 +1,8 @@
 // The kvflash command itself, as a child process: --version, bench --help
 // (the benchmarks are not in the package), "did you mean" for a mistyped
 // command, one error for a missing model directory in serve and generate, and
-// coarse load progress from generate when stderr is not a terminal.
+// coarse load progress from generate when stderr is not a terminal, and a
+// serve that exits on SIGTERM while its model is still loading.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -11,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, test } from "node:test";
 import { closest, editDistance } from "../../src/cli/suggest.js";
+import { faultyModelArgs, startServer } from "../server/harness.js";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const PACKAGE = fileURLToPath(new URL("../../../package.json", import.meta.url));
@@ -95,4 +97,18 @@ test("generate off a terminal logs the load in coarse lines, as serve does", asy
   for (const line of lines) assert.match(line, /^loading weights \d+% \([\d.]+ \w+ of [\d.]+ MiB, [\d.]+ \S+\/s\)$/);
   assert.match(lines.at(-1)!, /^loading weights 100% /);
   assert.ok(!out.stderr.includes("\r") && !out.stderr.includes("\x1b"));
+});
+
+test("serve exits on SIGTERM while the model is still loading", { timeout: 60_000 }, async () => {
+  // The loader waits 60 s before loading: the signal arrives in the loading state.
+  const server = await startServer(faultyModelArgs(-1, {}, 60_000), { waitReady: false });
+  const health = await fetch(`${server.url}/health`);
+  assert.equal(health.status, 503);
+  assert.equal(((await health.json()) as { status: string }).status, "loading");
+  const stopped = server.stop("SIGTERM");
+  const kill = setTimeout(() => server.proc.kill("SIGKILL"), 30_000); // a hang fails the test (exit code null) rather than the run
+  const code = await stopped;
+  clearTimeout(kill);
+  assert.equal(code, 0, server.stderr());
+  assert.match(server.stderr(), /SIGTERM: shutting down\nkvflash: stopped\n$/);
 });
