@@ -165,3 +165,7 @@ export {
   promptLogits,
   runRequest,
 } from "./engine/generate.js";
+export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localModelSource, resolveModelSource } from "./model/source.js";
+export { type CachedRepo, type CachedSnapshot, HubCache } from "./model/hub/hub-cache.js";
+export { type HubSettings, hubSettings } from "./model/hub/hub-settings.js";
+export { HubError, type HubErrorKind } from "./model/hub/hub-client.js";

@@ -9,7 +9,9 @@ import { topN } from "../engine/sampler.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { type LoadedModel, loadModel } from "../model/loader.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
+import { ArgumentError } from "../errors.js";
 import { type ModelArgs, parseGenerateArgs, parseLogitsArgs } from "./generate-args.js";
+import { resolveModelArg } from "./hub.js";
 import { checkModelDirArg } from "./model-dir-arg.js";
 
 /** Default --max-tokens when generation_config.json has no max_new_tokens. */
@@ -20,7 +22,9 @@ const say = (line: string): void => {
 };
 
 async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runtime) => T): Promise<T> {
-  const dir = args.model ?? defaultModelDir();
+  if (args.model === undefined && args.revision !== undefined) throw new ArgumentError("--revision", "needs a hub --model (org/name)");
+  // A hub spec or .gguf path becomes a path before the runtime starts (downloading if need be).
+  const dir = args.model === undefined ? defaultModelDir() : (await resolveModelArg(args.model, args.revision, say)).source.path;
   checkModelDirArg(dir);
   const rt = await createRuntime(args.threads === undefined ? {} : { threads: args.threads });
   try {

@@ -5,6 +5,8 @@
  *   kvflash serve [--model DIR] [--port 8000] [--host 127.0.0.1] …
  *   kvflash generate --prompt TEXT [--model DIR] [--chat] [--max-tokens N] [sampling flags] [--json]
  *   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
+ *   kvflash pull org/name[:QUANT] [--revision REV]
+ *   kvflash ls [--json]
  *   kvflash --version
  *
  * The benchmarks are not part of the package: `kvflash bench` says to run
@@ -13,6 +15,7 @@
 import { readFileSync } from "node:fs";
 import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
 import { generateCommand, logitsCommand } from "./generate.js";
+import { LS_USAGE, PULL_USAGE, lsCommand, pullCommand } from "./hub.js";
 import { serveCommand } from "./serve.js";
 import { SERVE_USAGE } from "./serve-args.js";
 import { closest } from "./suggest.js";
@@ -28,6 +31,8 @@ usage:
                                                                 stream a completion (generate --help for all options)
   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
                                                                 the last position's logits
+  kvflash pull org/name[:QUANT] [--revision REV]                download a model into the Hugging Face cache
+  kvflash ls [--json]                                           list the models in the Hugging Face cache
   kvflash bench --help                                          where the benchmarks are (a checkout: npm run bench)
   kvflash --version                                             the package's version
   kvflash help                                                  this text
@@ -42,7 +47,7 @@ const BENCH_USAGE = `usage, from a checkout of the kvflash repository:
 `;
 
 /** The commands, for "did you mean". */
-const COMMANDS = ["serve", "generate", "logits", "bench", "help"];
+const COMMANDS = ["serve", "generate", "logits", "pull", "ls", "bench", "help"];
 
 /** The version in the package's package.json (dist/src/cli/ → the package root). */
 function version(): string {
@@ -63,6 +68,12 @@ async function main(argv: string[]): Promise<number> {
     case "logits":
       if (help) return usage(LOGITS_USAGE);
       return logitsCommand(rest);
+    case "pull":
+      if (help) return usage(PULL_USAGE);
+      return pullCommand(rest);
+    case "ls":
+      if (help) return usage(LS_USAGE);
+      return lsCommand(rest);
     case "bench":
       if (help) return usage(BENCH_USAGE);
       process.stderr.write(`kvflash bench: the benchmarks are not installed with kvflash.\n${BENCH_USAGE}`);

@@ -3,16 +3,26 @@
  * stderr, and shut down cleanly on SIGTERM / SIGINT (in-flight requests get
  * --shutdown-timeout seconds to finish; a second signal exits at once).
  */
+import { ArgumentError } from "../errors.js";
 import { formatBytes } from "../runtime/allocator.js";
-import { serve } from "../server/serve.js";
 import { defaultModelDir } from "../model/default-model.js";
+import { serve } from "../server/serve.js";
+import { resolveModelArg } from "./hub.js";
 import { checkModelDirArg } from "./model-dir-arg.js";
 import { parseServeArgs } from "./serve-args.js";
 
 export async function serveCommand(argv: readonly string[]): Promise<number> {
   const args = parseServeArgs(argv);
-  checkModelDirArg(args.modelDir ?? defaultModelDir());
   const log = (line: string): void => void process.stderr.write(`kvflash: ${line}\n`);
+  if (args.modelDir !== undefined) {
+    // A hub spec or .gguf path becomes a path here, before the engine worker starts (downloading if need be).
+    const spec = args.modelDir;
+    args.modelDir = (await resolveModelArg(spec, args.revision, log)).source.path;
+    args.servedModelNames ??= [spec];
+  } else if (args.revision !== undefined) {
+    throw new ArgumentError("--revision", "needs a hub --model (org/name)");
+  }
+  checkModelDirArg(args.modelDir ?? defaultModelDir());
   log(`loading ${args.modelDir ?? "the embedded default model"}…`);
   const running = await serve(args);
   const names = running.server.context.modelNames;

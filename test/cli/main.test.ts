@@ -75,8 +75,8 @@ test("serve and generate give the same error for a missing or non-model director
   const file = join(root, "file.txt");
   writeFileSync(file, "not a directory");
   const cases: [string, RegExp][] = [
-    [missing, /^kvflash: --model ".*nowhere" does not exist\n$/],
-    [file, /^kvflash: --model ".*file\.txt" is not a directory\n$/],
+    [missing, /^kvflash: --model ".*nowhere": no such file or directory/],
+    [file, /^kvflash: --model ".*file\.txt" is a file but not a GGUF file/],
     [root, /^kvflash: --model ".*kvflash-main-\w+" has no config\.json \(is it a Hugging Face model directory\?\)\n$/],
   ];
   for (const [dir, message] of cases) {
