@@ -2,7 +2,6 @@
  * Benchmark entry point.
  *
  *   npm run bench -- <suite> [--quick] [--threads N] [--kernels baseline|relaxed] [--out FILE]
- *   kvflash bench <suite> [--quick] [--threads N] [--kernels baseline|relaxed] [--out FILE]
  *
  * Prints the suite's table and writes `{ machine, ceilings, rows }` to
  * bench/results/<suite>.json (a full run from the repository), to --out, or

@@ -13,6 +13,7 @@ import { type Runtime, createRuntime } from "../runtime/runtime.js";
 import { ArgumentError } from "../errors.js";
 import { type ModelArgs, parseGenerateArgs, parseLogitsArgs } from "./generate-args.js";
 import { resolveModelArg } from "./hub.js";
+import { checkModelDirArg } from "./model-dir-arg.js";
 
 /** Default --max-tokens when generation_config.json has no max_new_tokens. */
 const DEFAULT_MAX_TOKENS = 128;
@@ -25,10 +26,13 @@ async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runti
   if (args.model === undefined && args.revision !== undefined) throw new ArgumentError("--revision", "needs a hub --model (org/name)");
   // A hub spec or .gguf path becomes a path before the runtime starts (downloading if need be).
   const dir = args.model === undefined ? defaultModelDir() : (await resolveModelArg(args.model, args.revision, say)).source.path;
+  checkModelDirArg(dir);
   const rt = await createRuntime(args.threads === undefined ? {} : { threads: args.threads });
   try {
     const t0 = performance.now();
+    // A bar on a terminal; on a pipe or a log file, a line per 10 % (as serve prints).
     const model = loadModel(rt, dir, {
+      progress: true,
       ...(args.weights === undefined ? {} : { weights: args.weights }),
       ...(args.kvDtype === undefined ? {} : { kvDtype: args.kvDtype }),
       ...(args.maxModelLen === undefined ? {} : { maxModelLen: args.maxModelLen }),

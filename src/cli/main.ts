@@ -5,16 +5,20 @@
  *   kvflash serve [--model DIR] [--port 8000] [--host 127.0.0.1] …
  *   kvflash generate --prompt TEXT [--model DIR] [--chat] [--max-tokens N] [sampling flags] [--json]
  *   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
- *   kvflash bench <suite> [--quick] [--threads N] [--kernels baseline|relaxed] [--out FILE]
  *   kvflash pull org/name[:QUANT] [--revision REV]
  *   kvflash ls [--json]
+ *   kvflash --version
+ *
+ * The benchmarks are not part of the package: `kvflash bench` says to run
+ * `npm run bench` from a checkout.
  */
-import { parseBenchArgs, runBench } from "../../bench/run.js";
+import { readFileSync } from "node:fs";
 import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
 import { generateCommand, logitsCommand } from "./generate-command.js";
 import { LS_USAGE, PULL_USAGE, lsCommand, pullCommand } from "./hub.js";
 import { serveCommand } from "./serve.js";
 import { SERVE_USAGE } from "./serve-args.js";
+import { closest } from "./suggest.js";
 
 const USAGE = `kvflash — LLM inference on WebAssembly SIMD
 
@@ -27,11 +31,29 @@ usage:
                                                                 stream a completion (generate --help for all options)
   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
                                                                 the last position's logits
-  kvflash bench <suite> [--quick] [--threads N] [--kernels baseline|relaxed] [--out FILE]   run a benchmark suite
   kvflash pull org/name[:QUANT] [--revision REV]                download a model into the Hugging Face cache
   kvflash ls [--json]                                           list the models in the Hugging Face cache
+  kvflash bench --help                                          where the benchmarks are (a checkout: npm run bench)
+  kvflash --version                                             the package's version
   kvflash help                                                  this text
 `;
+
+const BENCH_USAGE = `usage, from a checkout of the kvflash repository:
+  npm run bench -- <suite> [--quick] [--threads N] [--kernels baseline|relaxed] [--out FILE]
+
+  The benchmarks are not part of the installed package: they live in the repository's
+  bench/ directory, next to the code they measure, and write bench/results/<suite>.json.
+  In a checkout: npm ci && npm run build && npm run bench (with no suite it lists them).
+`;
+
+/** The commands, for "did you mean". */
+const COMMANDS = ["serve", "generate", "logits", "pull", "ls", "bench", "help"];
+
+/** The version in the package's package.json (dist/src/cli/ → the package root). */
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -53,17 +75,23 @@ async function main(argv: string[]): Promise<number> {
       if (help) return usage(LS_USAGE);
       return lsCommand(rest);
     case "bench":
-      await runBench(parseBenchArgs(rest, false));
-      return 0;
+      if (help) return usage(BENCH_USAGE);
+      process.stderr.write(`kvflash bench: the benchmarks are not installed with kvflash.\n${BENCH_USAGE}`);
+      return 1;
+    case "--version":
+    case "-v":
+      return usage(`kvflash ${version()}\n`);
     case undefined:
     case "help":
     case "--help":
     case "-h":
       process.stdout.write(USAGE);
       return command === undefined ? 1 : 0;
-    default:
-      process.stderr.write(`unknown command ${JSON.stringify(command)}\n${USAGE}`);
+    default: {
+      const guess = closest(command, COMMANDS);
+      process.stderr.write(`unknown command ${JSON.stringify(command)}${guess === null ? "" : ` (did you mean ${JSON.stringify(guess)}?)`}\n${USAGE}`);
       return 1;
+    }
   }
 }
 

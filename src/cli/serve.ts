@@ -5,8 +5,10 @@
  */
 import { ArgumentError } from "../errors.js";
 import { formatBytes } from "../runtime/allocator.js";
+import { defaultModelDir } from "../model/default-model.js";
 import { serve } from "../server/serve.js";
 import { resolveModelArg } from "./hub.js";
+import { checkModelDirArg } from "./model-dir-arg.js";
 import { parseServeArgs } from "./serve-args.js";
 
 export async function serveCommand(argv: readonly string[]): Promise<number> {
@@ -20,6 +22,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   } else if (args.revision !== undefined) {
     throw new ArgumentError("--revision", "needs a hub --model (org/name)");
   }
+  checkModelDirArg(args.modelDir ?? defaultModelDir());
   log(`loading ${args.modelDir ?? "the embedded default model"}…`);
   const running = await serve(args);
   const names = running.server.context.modelNames;
@@ -59,8 +62,9 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   });
 
   try {
-    const info = await running.ready;
-    log(
+    // A signal during the load stops the wait: the engine is shut down and `ready` may never settle.
+    const info = await Promise.race([running.ready, stopped.then(() => null)]);
+    if (info !== null) log(
       `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
         `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${info.kernels} kernels${info.placement === undefined ? "" : `; ${info.placement}`}. Try:\n${tryHint(running.url, args.apiKey ?? null)}`,
     );

@@ -3,8 +3,12 @@
  *
  *   loading weights [##########··········]  52%  1.21 GiB / 2.33 GiB  612.4 MiB/s
  *
- * On a TTY it redraws one line (at most every `intervalMs`); when asked for on
- * a stream that is not a TTY (a log file, CI) it writes a line per 10 % instead.
+ * On a TTY it redraws one line (at most every `intervalMs`), clearing to the
+ * end of the line (ANSI EL, `ESC [ K`) so a shorter line leaves nothing of the
+ * longer one behind. When asked for on a stream that is not a TTY (a log file,
+ * CI) it writes a plain line per 10 % instead, as `kvflash serve` logs:
+ *
+ *   loading weights 50% (1.16 GiB of 2.33 GiB, 612.4 MiB/s)
  */
 import { formatBytes } from "../runtime/allocator.js";
 
@@ -24,6 +28,8 @@ export interface ProgressOptions {
 }
 
 const BAR = 20;
+/** Carriage return, then the line, then ANSI "erase to end of line". */
+const redraw = (line: string): string => `\r${line}\x1b[K`;
 
 export class LoadProgress {
   readonly total: number;
@@ -60,13 +66,13 @@ export class LoadProgress {
       const now = performance.now();
       if (now - this.#lastDraw >= this.#intervalMs) {
         this.#lastDraw = now;
-        this.#stream.write(`\r${this.line()}`);
+        this.#stream.write(redraw(this.line()));
       }
     } else {
       const decile = Math.floor((this.#fraction() * 100) / 10);
       if (decile > this.#lastDecile && decile < 10) {
         this.#lastDecile = decile;
-        this.#stream.write(`${this.line()}\n`);
+        this.#stream.write(`${this.logLine()}\n`);
       }
     }
   }
@@ -76,16 +82,24 @@ export class LoadProgress {
     if (this.#finished) return;
     this.#finished = true;
     if (!this.#enabled) return;
-    this.#stream.write(this.#tty ? `\r${this.line()}\n` : `${this.line()}\n`);
+    this.#stream.write(this.#tty ? `${redraw(this.line())}\n` : `${this.logLine()}\n`);
   }
 
   /** The bar as text (no carriage return or newline). */
   line(): string {
     const f = this.#fraction();
     const filled = Math.round(f * BAR);
+    return `${this.#label} [${"#".repeat(filled)}${"·".repeat(BAR - filled)}] ${String(Math.floor(f * 100)).padStart(3)}%  ${formatBytes(this.#done)} / ${formatBytes(this.total)}  ${this.#rate()}`;
+  }
+
+  /** The progress as one line of a log (no bar). */
+  logLine(): string {
+    return `${this.#label} ${Math.floor(this.#fraction() * 100)}% (${formatBytes(this.#done)} of ${formatBytes(this.total)}, ${this.#rate()})`;
+  }
+
+  #rate(): string {
     const seconds = Math.max((performance.now() - this.#start) / 1000, 1e-6);
-    const rate = `${formatBytes(Math.round(this.#done / seconds))}/s`;
-    return `${this.#label} [${"#".repeat(filled)}${"·".repeat(BAR - filled)}] ${String(Math.floor(f * 100)).padStart(3)}%  ${formatBytes(this.#done)} / ${formatBytes(this.total)}  ${rate}`;
+    return `${formatBytes(Math.round(this.#done / seconds))}/s`;
   }
 
   #fraction(): number {

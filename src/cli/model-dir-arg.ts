@@ -1,0 +1,15 @@
+/**
+ * The resolved --model as serve and generate both check it before loading
+ * anything, so they fail alike on a directory that is not a Hugging Face
+ * model directory. (A path that does not exist, or a file that is not GGUF,
+ * is already refused the same way for both by resolveModelArg in hub.ts.)
+ */
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { ArgumentError, show } from "../errors.js";
+
+/** Throws an ArgumentError naming --model and the directory when `path` is a directory without a config.json. */
+export function checkModelDirArg(path: string): void {
+  if (statSync(path, { throwIfNoEntry: false })?.isDirectory() !== true) return;
+  if (!existsSync(join(path, "config.json"))) throw new ArgumentError("--model", `${show(path)} has no config.json (is it a Hugging Face model directory?)`);
+}

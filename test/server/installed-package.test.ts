@@ -1,0 +1,125 @@
+// The package as users get it: `npm pack` of this checkout, installed with
+// npm into a temporary directory, and `kvflash serve` run from that copy
+// serves the chat page and every file the page loads (its markdown parser and
+// sanitizer come from the installed dependencies). A file missing from the
+// installation gives a 500 that names it relative to the package, never by
+// its absolute path. Offline: the runtime dependencies are linked from this
+// checkout's node_modules (file: dependencies, which npm links), npm's cache
+// is a fresh temporary directory, and --offline makes any fetch an error.
+// Needs `npm` on PATH.
+import assert from "node:assert/strict";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { after, before, test } from "node:test";
+import { waitHealthy } from "./harness.js";
+
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+const run = promisify(execFile);
+
+interface PackedFile {
+  path: string;
+}
+
+let tmp: string;
+let app: string;
+let packed: string[];
+let server: ChildProcess | null = null;
+let url: string;
+let stderr = "";
+
+/** npm with none of the npm_* settings of an enclosing `npm test`, its own cache, and no network. */
+async function npm(args: string[], cwd: string): Promise<string> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith("npm_")));
+  const { stdout } = await run("npm", [...args, "--cache", join(tmp, "npm-cache"), "--offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd, env, maxBuffer: 64 << 20 });
+  return stdout;
+}
+
+before(async () => {
+  tmp = mkdtempSync(join(tmpdir(), "kvflash-installed-"));
+  const [pack] = JSON.parse(await npm(["pack", "--ignore-scripts", "--json", "--pack-destination", tmp], ROOT)) as { filename: string; files: PackedFile[] }[];
+  packed = pack!.files.map((f) => f.path);
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+  const links = Object.fromEntries(Object.keys(pkg.dependencies).map((name) => [name, `file:${realpathSync(join(ROOT, "node_modules", name))}`]));
+  app = join(tmp, "app");
+  mkdirSync(app);
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "kvflash-install-test", private: true, dependencies: { kvflash: `file:${join(tmp, pack!.filename)}`, ...links } }));
+  await npm(["install", "--ignore-scripts", "--no-package-lock"], app);
+
+  server = spawn(join(app, "node_modules", ".bin", "kvflash"), ["serve", "--port", "0", "--threads", "1"], { cwd: app, stdio: ["ignore", "ignore", "pipe"] });
+  server.stderr!.setEncoding("utf8");
+  url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the server did not start in 30 s:\n${stderr}`)), 30_000);
+    server!.stderr!.on("data", (chunk: string) => {
+      stderr += chunk;
+      const m = /listening on (http:\/\/\S+)/.exec(stderr);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    server!.once("exit", (code) => reject(new Error(`the server exited with code ${code}:\n${stderr}`)));
+  });
+  await waitHealthy(url, () => stderr);
+});
+
+after(async () => {
+  if (server !== null && server.exitCode === null) {
+    const exited = new Promise((resolve) => server!.once("exit", resolve));
+    server.kill("SIGTERM");
+    const killer = setTimeout(() => server!.kill("SIGKILL"), 15_000);
+    await exited;
+    clearTimeout(killer);
+  }
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+test("the tarball holds the page and the kernels, and neither benchmarks nor tests", () => {
+  for (const file of ["package.json", "dist/src/cli/main.js", "build/kernels.wasm", "models/default/config.json", "src/server/public/index.html", "src/server/public/chat.js"]) {
+    assert.ok(packed.includes(file), `${file} is not in the package`);
+  }
+  assert.deepEqual(packed.filter((f) => /^dist\/(bench|test)\//.test(f)), []);
+});
+
+test("the installed kvflash command runs", async () => {
+  const { stdout } = await run(join(app, "node_modules", ".bin", "kvflash"), ["--version"]);
+  assert.match(stdout, /^kvflash \d+\.\d+\.\d+/);
+});
+
+test("a file missing from the installation is a 500 that names it without an absolute path", async () => {
+  // Files are read on first request: remove one the server has not served yet, then put it back.
+  const installed = join(app, "node_modules", "kvflash", "src", "server", "public", "favicon.svg");
+  unlinkSync(installed);
+  const res = await fetch(`${url}/favicon.svg`);
+  copyFileSync(join(ROOT, "src", "server", "public", "favicon.svg"), installed);
+  assert.equal(res.status, 500);
+  const text = await res.text();
+  const body = JSON.parse(text) as { error: { message: string } };
+  assert.match(body.error.message, /src\/server\/public\/favicon\.svg is missing from this kvflash installation/);
+  assert.ok(!text.includes(tmp) && !text.includes(realpathSync(tmp)) && !text.includes(ROOT), text);
+  assert.equal((await fetch(`${url}/health`)).status, 200, "the server goes on");
+});
+
+test("kvflash serve from the installed copy serves the page and everything it loads", async () => {
+  const page = await fetch(`${url}/`);
+  assert.equal(page.status, 200, stderr);
+  assert.equal(page.headers.get("content-type"), "text/html; charset=utf-8");
+  const html = await page.text();
+  assert.match(html, /<title>kvflash chat<\/title>/);
+  // Every local file the page names, and every module its script imports.
+  const assets = [...html.matchAll(/(?:src|href)="(\/[^"]*)"/g)].map((m) => m[1]!);
+  const script = await (await fetch(`${url}/chat.js`)).text();
+  assets.push(...[...script.matchAll(/from "(\/[^"]+)"/g)].map((m) => m[1]!));
+  for (const want of ["/chat.js", "/chat.css", "/favicon.svg", "/vendor/marked.esm.js", "/vendor/purify.es.mjs"]) assert.ok(assets.includes(want), `the page does not load ${want}`);
+  for (const asset of assets) {
+    const res = await fetch(`${url}${asset}`);
+    const body = await res.text();
+    assert.equal(res.status, 200, `GET ${asset}: ${body}`);
+    assert.ok(body.length > 0, asset);
+  }
+  assert.match(await (await fetch(`${url}/vendor/marked.esm.js`)).text(), /export\s*\{[^}]*\bmarked\b/);
+  assert.match(await (await fetch(`${url}/vendor/purify.es.mjs`)).text(), /export \{ purify_default as default \}/);
+});
