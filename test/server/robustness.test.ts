@@ -166,7 +166,7 @@ test("a failed forward fails its requests with a 500 and the server goes on serv
 
 test("SIGTERM lets an in-flight stream finish, refuses new requests, and exits 0", { timeout: 60_000 }, async () => {
   const s = await startServer(modelArgs());
-  const stream = await s.openai.completions.create({ model: MODEL, prompt: "drain", max_tokens: 40, temperature: 0, stream: true });
+  const stream = await s.openai.completions.create({ model: MODEL, prompt: "drain", max_tokens: 400, temperature: 0, stream: true });
   const it = stream[Symbol.asyncIterator]();
   let text = (await it.next()).value!.choices[0]!.text;
   const code = s.stop("SIGTERM");
