@@ -8,11 +8,17 @@
  * boundaries: an abort frees its blocks before the next schedule(). Each
  * step's outputs go back in one message. Idle, the worker just waits for
  * messages.
+ *
+ * A constrained request's grammar is compiled (GrammarBackend.prepare) before
+ * it is added: asynchronously, between steps, and cached by its text, so a
+ * grammar seen before adds nothing; its matcher then lives here, beside the
+ * sampler.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
-import { DEFAULT_MAX_NUM_SEQS, Engine, defaultMaxNumBatchedTokens } from "./engine.js";
+import { GrammarBackend } from "../structured/grammar-backend.js";
+import { DEFAULT_MAX_NUM_SEQS, Engine, type EngineRequest, defaultMaxNumBatchedTokens } from "./engine.js";
 import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./model-loader.js";
 import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
 
@@ -24,6 +30,9 @@ const post = (m: FromWorker): void => port.postMessage(m);
 let rt: Runtime | null = null;
 let model: EngineModel | null = null;
 let engine: Engine | null = null;
+let grammar: GrammarBackend | null = null;
+/** Why there is no grammar backend (XGrammar failed to load for this tokenizer), for the requests that need one. */
+let grammarUnavailable: string | null = null;
 let stepScheduled = false;
 let stopped = false;
 
@@ -51,23 +60,23 @@ function step(): void {
 function handle(m: ToWorker): void {
   switch (m.type) {
     case "add": {
-      const id = m.request.requestId;
+      const request = m.request;
+      const id = request.requestId;
       if (engine === null) {
         post({ type: "rejected", requestId: id, reason: "invalid", message: "the model is not loaded yet", param: null });
         return;
       }
-      try {
-        if (engine.addRequest(m.request) === "queue_full") {
-          post({ type: "rejected", requestId: id, reason: "queue_full", message: `the waiting queue is full (${engine.scheduler.maxWaitingRequests} requests)`, param: null });
-          return;
-        }
-      } catch (e) {
-        const param = e instanceof ArgumentError ? e.argument : null;
-        post({ type: "rejected", requestId: id, reason: "invalid", message: (e as Error).message, param });
+      if (request.grammar === undefined) return add(engine, request);
+      if (grammar === null) {
+        post({ type: "rejected", requestId: id, reason: "invalid", message: `structured output is unavailable: ${grammarUnavailable ?? "no grammar backend"}`, param: "grammar" });
         return;
       }
-      post({ type: "accepted", requestId: id });
-      scheduleStep();
+      grammar.prepare(request.grammar).then(
+        () => {
+          if (!stopped && engine !== null) add(engine, request);
+        },
+        (e: unknown) => post({ type: "rejected", requestId: id, reason: "invalid", message: `the grammar does not compile: ${(e as Error).message}`, param: "grammar" }),
+      );
       return;
     }
     case "abort":
@@ -80,6 +89,22 @@ function handle(m: ToWorker): void {
       void shutdown();
       return;
   }
+}
+
+function add(engine: Engine, request: EngineRequest): void {
+  const id = request.requestId;
+  try {
+    if (engine.addRequest(request) === "queue_full") {
+      post({ type: "rejected", requestId: id, reason: "queue_full", message: `the waiting queue is full (${engine.scheduler.maxWaitingRequests} requests)`, param: null });
+      return;
+    }
+  } catch (e) {
+    const param = e instanceof ArgumentError ? e.argument : null;
+    post({ type: "rejected", requestId: id, reason: "invalid", message: (e as Error).message, param });
+    return;
+  }
+  post({ type: "accepted", requestId: id });
+  scheduleStep();
 }
 
 async function shutdown(): Promise<void> {
@@ -107,7 +132,12 @@ async function load(): Promise<void> {
   const maxNumSeqs = config.engine.maxNumSeqs ?? DEFAULT_MAX_NUM_SEQS;
   const maxNumBatchedTokens = config.engine.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(maxNumSeqs);
   model = await loader.loadEngineModel(rt, { maxNumSeqs, maxNumBatchedTokens, ...config.load }, onProgress);
-  engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, ...config.engine });
+  try {
+    grammar = await GrammarBackend.create({ tokenizer: model.tokenizer, vocabSize: model.runner.vocabSize, stopTokenIds: model.eosTokenIds });
+  } catch (e) {
+    grammarUnavailable = `XGrammar cannot load this tokenizer: ${(e as Error).message}`;
+  }
+  engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, ...config.engine, ...(grammar === null ? {} : { grammar }) });
   const { numBlocks, blockSize } = model.runner.kvCache;
   post({
     type: "ready",

@@ -5,8 +5,9 @@
  * include_stop_str_in_output, skip_special_tokens, cache_salt); chat renders
  * its messages with the model's chat template, completions take a prompt as
  * text or token ids (or a list of them: one choice each). Every field is
- * type-checked and a bad one is a 400 naming it; n > 1, tools and structured
- * output are a clear 400; a prompt that does not fit the context is a 400.
+ * type-checked and a bad one is a 400 naming it; tools are a clear 400; a
+ * prompt that does not fit the context is a 400. Structured output
+ * (response_format, structured_outputs, guided_*) is structured-request.ts.
  */
 import { randomUUID } from "node:crypto";
 import { ArgumentError, show } from "../errors.js";
@@ -15,6 +16,7 @@ import type { ChatMessage } from "../tokenizer/chat-template.js";
 import { type ServerContext, maxModelLen } from "./context.js";
 import { HttpError, badRequest } from "./errors.js";
 import { Fields, isObject } from "./fields.js";
+import { type GrammarRequest, parseGrammarFields } from "./structured-request.js";
 
 export interface PromptInput {
   tokenIds: number[];
@@ -43,6 +45,8 @@ export interface GenerationPlan {
   logprobs: number | null;
   /** Completions: the prompt text leads the output. */
   echo: boolean;
+  /** The output's grammar (every choice's), or null for free text. */
+  grammar: GrammarRequest | null;
 }
 
 /** Sampling parameter → the request field it came from (for error messages). */
@@ -86,10 +90,6 @@ function refuseUnsupported(f: Fields): void {
   const tools = f.raw("tools");
   if (Array.isArray(tools) ? tools.length > 0 : tools !== undefined) {
     throw badRequest("tools", "tools (function calling) are not supported by this server");
-  }
-  const format = f.object("response_format");
-  if (format !== undefined && format["type"] !== "text") {
-    throw badRequest("response_format", `response_format ${show(format["type"])} is not supported: only { "type": "text" }`);
   }
   const suffix = f.string("suffix");
   if (suffix !== undefined && suffix !== "") throw badRequest("suffix", "suffix is not supported");
@@ -181,6 +181,7 @@ function commonPlan(f: Fields, ctx: ServerContext, kind: GenerationPlan["kind"])
     cacheSalt: cacheSalt === "" ? undefined : cacheSalt,
     explicitMax: f.integer("max_completion_tokens", { min: 1 }) ?? f.integer("max_tokens", { min: 1 }),
     id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`,
+    grammar: parseGrammarFields(f),
     created: Math.floor(Date.now() / 1000),
   };
 }

@@ -66,7 +66,8 @@ test("wrong types and values: 400 naming the field and the value", async () => {
     [{ messages: [{ role: "assistant", content: "a" }] }, "messages", /chat template cannot render these messages: .*alternate/],
     [{ n: 2 }, "n", /n must be 1: kvflash generates one choice per request \(got 2\)/],
     [{ tools: [{ type: "function", function: { name: "f" } }] }, "tools", /not supported/],
-    [{ response_format: { type: "json_object" } }, "response_format", /"json_object" is not supported/],
+    [{ response_format: { type: "xml" } }, "response_format.type", /must be "text", "json_object" or "json_schema", got "xml"/],
+    [{ guided_regex: "a", guided_choice: ["b"] }, "guided_choice", /only one structured-output constraint per request, got guided_regex and guided_choice/],
   ];
   for (const [extra, param, message] of cases) assertError(await post(url, chat(extra)), 400, param, message);
   const comp = `${server.url}/v1/completions`;

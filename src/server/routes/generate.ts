@@ -33,6 +33,7 @@ export async function runGeneration(_req: IncomingMessage, res: ServerResponse, 
         arrivalTime,
         skipSpecialTokens: plan.skipSpecialTokens,
         ...(plan.cacheSalt === undefined ? {} : { cacheSalt: plan.cacheSalt }),
+        ...(plan.grammar === null ? {} : { grammar: plan.grammar.spec }),
       }),
     ),
   );

@@ -5,6 +5,7 @@ import { readJsonBody } from "../body.js";
 import { type Handler, type ServerContext, maxModelLen } from "../context.js";
 import { HttpError, sendJson } from "../errors.js";
 import { parseChatRequest, parseCompletionRequest } from "../openai-request.js";
+import { checkRequestGrammar } from "../structured-request.js";
 import { runGeneration } from "./generate.js";
 
 function requireReady(ctx: ServerContext): void {
@@ -20,13 +21,17 @@ function requireReady(ctx: ServerContext): void {
 export const chatCompletions: Handler = async (req, res, ctx) => {
   const body = await readJsonBody(req);
   requireReady(ctx);
-  await runGeneration(req, res, ctx, parseChatRequest(body, ctx));
+  const plan = parseChatRequest(body, ctx);
+  await checkRequestGrammar(plan.grammar);
+  await runGeneration(req, res, ctx, plan);
 };
 
 export const completions: Handler = async (req, res, ctx) => {
   const body = await readJsonBody(req);
   requireReady(ctx);
-  await runGeneration(req, res, ctx, parseCompletionRequest(body, ctx));
+  const plan = parseCompletionRequest(body, ctx);
+  await checkRequestGrammar(plan.grammar);
+  await runGeneration(req, res, ctx, plan);
 };
 
 export const models: Handler = (_req, res, ctx) => {
