@@ -21,6 +21,11 @@
  * keeps a request's output tokens (they are recomputed, not resampled), so its
  * matcher stays where it is. Unconstrained requests never touch a matcher.
  *
+ * Parallel samples (OpenAI's n): a request with `prefillAfter` names a sibling
+ * with the same prompt. While that sibling's prompt is still being prefilled,
+ * the request is parked outside the scheduler; it is queued once the prompt's
+ * KV is computed, and finds those blocks in the prefix cache (prefill once).
+ *
  * Failure is contained. A request whose sampling or detokenizing throws
  * finishes alone with finishReason "error". A forward that throws leaves the
  * KV of its step undefined, and blocks it was filling are already registered
@@ -86,6 +91,8 @@ export interface EngineRequest {
   skipSpecialTokens?: boolean;
   /** Constrain the output to this grammar (prepared with the engine's grammar backend first). */
   grammar?: GrammarSpec;
+  /** A live request with the same prompt (and salt): wait for its prefill, then reuse its KV through the prefix cache. */
+  prefillAfter?: string;
 }
 
 /** A generated token's raw log-probability and the request's top-n alternatives (best first). */
@@ -153,6 +160,8 @@ export class Engine {
   readonly #mask: Int32Array;
   /** Outputs produced between steps (aborts), returned by the next step(). */
   #pending: EngineOutput[] = [];
+  /** Requests waiting for a sibling's prefill (EngineRequest.prefillAfter), in arrival order. */
+  #parked: { request: Request<RequestState>; after: string }[] = [];
 
   constructor(options: EngineOptions) {
     const runner = options.runner;
@@ -186,7 +195,7 @@ export class Engine {
   }
 
   get hasUnfinishedRequests(): boolean {
-    return this.scheduler.hasUnfinishedRequests || this.#pending.length > 0;
+    return this.scheduler.hasUnfinishedRequests || this.#pending.length > 0 || this.#parked.length > 0;
   }
 
   /**
@@ -231,6 +240,18 @@ export class Engine {
       samplingParams: state,
       ...(init.cacheSalt === undefined ? {} : { cacheSalt: init.cacheSalt }),
     });
+    if (init.prefillAfter !== undefined && this.#prefilling(init.prefillAfter)) {
+      if (this.scheduler.getRequest(init.requestId) !== undefined || this.#parked.some((p) => p.request.requestId === init.requestId)) {
+        matcher?.dispose();
+        throw new ArgumentError("requestId", `${show(init.requestId)} is already live`);
+      }
+      if (this.scheduler.numWaiting + this.#parked.length >= this.scheduler.maxWaitingRequests) {
+        matcher?.dispose();
+        return "queue_full";
+      }
+      this.#parked.push({ request, after: init.prefillAfter });
+      return "accepted";
+    }
     if (this.scheduler.addRequest(request)) return "accepted";
     matcher?.dispose();
     return "queue_full";
@@ -238,6 +259,12 @@ export class Engine {
 
   /** Cancels a live request and frees its blocks now; its last output (finishReason "abort") comes with the next step(). */
   abort(requestId: string): boolean {
+    const parked = this.#parked.findIndex((p) => p.request.requestId === requestId);
+    if (parked >= 0) {
+      const request = this.#parked.splice(parked, 1)[0]!.request;
+      this.#pending.push(this.#finishOutput(request, "abort", null));
+      return true;
+    }
     const request = this.scheduler.getRequest(requestId);
     if (request === undefined || !this.scheduler.abort(requestId)) return false;
     this.#pending.push(this.#finishOutput(request, "abort", null));
@@ -246,6 +273,7 @@ export class Engine {
 
   /** Runs one step (if anything is schedulable) and returns every output it produced, aborts since the last step first. */
   step(): EngineOutput[] {
+    this.#unpark();
     const outputs = this.#pending;
     this.#pending = [];
     const step = this.scheduler.schedule();
@@ -289,6 +317,25 @@ export class Engine {
     return outputs;
   }
 
+  /** Whether `requestId` is live with prompt tokens still to compute. */
+  #prefilling(requestId: string): boolean {
+    const r = this.scheduler.getRequest(requestId);
+    return r !== undefined && !r.isFinished && r.numComputedTokens < r.numPromptTokens;
+  }
+
+  /** Queues the parked requests whose sibling's prompt KV is computed (or that no longer has one to wait for). */
+  #unpark(): void {
+    if (this.#parked.length === 0) return;
+    const still: { request: Request<RequestState>; after: string }[] = [];
+    for (const p of this.#parked) {
+      if (this.#prefilling(p.after)) still.push(p);
+      else if (!this.scheduler.addRequest(p.request)) {
+        this.#pending.push(this.#finishOutput(p.request, "error", `the waiting queue is full (${this.scheduler.maxWaitingRequests} requests)`));
+      }
+    }
+    this.#parked = still;
+  }
+
   /** Counters, gauges and histograms for the metrics endpoint. */
   stats(): EngineMetricsSnapshot {
     const s = this.scheduler.stats();
@@ -296,7 +343,7 @@ export class Engine {
     const m = this.metrics;
     return {
       numRequestsRunning: s.numRunning,
-      numRequestsWaiting: s.numWaiting,
+      numRequestsWaiting: s.numWaiting + this.#parked.length,
       kvCacheUsage: s.kvCacheUsage,
       numBlocks: pool.numBlocks,
       numFreeBlocks: pool.numFreeBlocks,

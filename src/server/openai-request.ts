@@ -4,7 +4,9 @@
  * extras: top_k, min_p, repetition_penalty, stop_token_ids, ignore_eos,
  * include_stop_str_in_output, skip_special_tokens, cache_salt); chat renders
  * its messages with the model's chat template, completions take a prompt as
- * text or token ids (or a list of them: one choice each). Every field is
+ * text or token ids (or a list of them: n choices each). n > 1 samples each
+ * prompt n times, choice i with seed + i; the samples after the first wait
+ * for its prefill and share its KV (EngineRequest.prefillAfter). Every field is
  * type-checked and a bad one is a 400 naming it; tools are a clear 400; a
  * prompt that does not fit the context is a 400. Structured output
  * (response_format, structured_outputs, guided_*) is structured-request.ts.
@@ -23,6 +25,10 @@ export interface PromptInput {
   /** The prompt as text (for echo). */
   text: string;
   params: ResolvedSamplingParams;
+  /** Which prompt of the request this choice samples (usage counts each prompt once). */
+  group: number;
+  /** The choice whose prefill this one waits for and shares (n > 1), or null. */
+  prefillAfter: number | null;
 }
 
 export interface GenerationPlan {
@@ -32,7 +38,7 @@ export interface GenerationPlan {
   /** The model name responses report. */
   model: string;
   created: number;
-  /** One per choice. */
+  /** One per choice: each prompt n times, in order (choice index = prompt index · n + sample). */
   prompts: PromptInput[];
   skipSpecialTokens: boolean;
   cacheSalt: string | undefined;
@@ -83,16 +89,30 @@ function resolveModel(f: Fields, ctx: ServerContext): string {
 
 /** Fields OpenAI defines that kvflash does not implement: a 400 rather than silently ignoring them. */
 function refuseUnsupported(f: Fields): void {
-  const n = f.integer("n", { min: 1 });
-  if (n !== undefined && n > 1) throw badRequest("n", `n must be 1: kvflash generates one choice per request (got ${n}); send ${n} requests instead`);
+  const n = f.integer("n", { min: 1, max: MAX_N }) ?? 1;
   const bestOf = f.integer("best_of", { min: 1 });
-  if (bestOf !== undefined && bestOf > 1) throw badRequest("best_of", `best_of must be 1, got ${bestOf}`);
+  if (bestOf !== undefined && bestOf !== n) throw badRequest("best_of", `best_of must equal n (${n}): kvflash returns every sample, got ${bestOf}`);
   const tools = f.raw("tools");
   if (Array.isArray(tools) ? tools.length > 0 : tools !== undefined) {
     throw badRequest("tools", "tools (function calling) are not supported by this server");
   }
   const suffix = f.string("suffix");
   if (suffix !== undefined && suffix !== "") throw badRequest("suffix", "suffix is not supported");
+}
+
+/** The most samples per prompt (n). */
+export const MAX_N = 128;
+
+/** Each prompt n times: sample i with seed + i (when seeded), waiting for sample 0's prefill. */
+function sampleEach(prompts: PromptInput[], n: number): PromptInput[] {
+  return prompts.flatMap((p, g) =>
+    Array.from({ length: n }, (_, i) => ({
+      ...p,
+      params: i === 0 || p.params.seed === null ? p.params : { ...p.params, seed: p.params.seed + i },
+      group: g,
+      prefillAfter: i === 0 ? null : g * n,
+    })),
+  );
 }
 
 function streamOptions(f: Fields, stream: boolean): { includeUsage: boolean; continuousUsage: boolean } {
@@ -165,7 +185,7 @@ function fitPrompt(tokenIds: number[], text: string, explicitMax: number | undef
   }
   let maxTokens = explicitMax ?? (kind === "completion" ? 16 : room);
   if (explicitMax === undefined && ctx.generationDefaults.maxTokens !== undefined) maxTokens = Math.min(maxTokens, ctx.generationDefaults.maxTokens);
-  return { tokenIds, text, params: resolveParams({ ...base, maxTokens: Math.min(maxTokens, room) }, ctx) };
+  return { tokenIds, text, params: resolveParams({ ...base, maxTokens: Math.min(maxTokens, room) }, ctx), group: 0, prefillAfter: null };
 }
 
 function commonPlan(f: Fields, ctx: ServerContext, kind: GenerationPlan["kind"]) {
@@ -182,6 +202,7 @@ function commonPlan(f: Fields, ctx: ServerContext, kind: GenerationPlan["kind"])
     explicitMax: f.integer("max_completion_tokens", { min: 1 }) ?? f.integer("max_tokens", { min: 1 }),
     id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`,
     grammar: parseGrammarFields(f),
+    n: f.integer("n", { min: 1, max: MAX_N }) ?? 1,
     created: Math.floor(Date.now() / 1000),
   };
 }
@@ -216,7 +237,7 @@ export function parseChatRequest(body: unknown, ctx: ServerContext): GenerationP
   const tokenIds = ctx.tokenizer.encode(text, { addSpecialTokens: f.boolean("add_special_tokens") ?? false });
   const base = { ...samplingFields(f), logprobs: logprobsOn ? (top ?? 0) : null };
   const prompt = fitPrompt(tokenIds, text, c.explicitMax, "chat", base, ctx, "messages");
-  return { kind: "chat", ...c, prompts: [prompt], logprobs: base.logprobs, echo: false };
+  return { kind: "chat", ...c, prompts: sampleEach([prompt], c.n), logprobs: base.logprobs, echo: false };
 }
 
 /** continue_final_message: the rendered text ends where the final message's content ends (transformers' rule). */
@@ -248,7 +269,7 @@ export function parseCompletionRequest(body: unknown, ctx: ServerContext): Gener
     });
     return fitPrompt(p, echo ? decodeForEcho(ctx, p) : "", c.explicitMax, "completion", base, ctx, param);
   });
-  return { kind: "completion", ...c, prompts, logprobs, echo };
+  return { kind: "completion", ...c, prompts: sampleEach(prompts, c.n), logprobs, echo };
 }
 
 /** Token-id prompts echo as their text; ids beyond the tokenizer (padded vocabularies) decode to nothing. */

@@ -25,12 +25,22 @@ export interface ChoiceState {
   finishReason: string | null;
   stopReason: string | number | null;
   logprobs: TokenLogprobs[];
+  /** The request's prompt this choice samples: n choices of one prompt count its tokens once. */
+  group: number;
 }
 
+/** Usage of a request: each prompt once (its first choice's count), every choice's output. */
 export function usageOf(choices: readonly ChoiceState[]): Usage {
-  const prompt = choices.reduce((s, c) => s + c.numPromptTokens, 0);
+  const seen = new Set<number>();
+  let prompt = 0;
+  let cached = 0;
+  for (const c of choices) {
+    if (seen.has(c.group)) continue;
+    seen.add(c.group);
+    prompt += c.numPromptTokens;
+    cached += c.numCachedTokens;
+  }
   const completion = choices.reduce((s, c) => s + c.numOutputTokens, 0);
-  const cached = choices.reduce((s, c) => s + c.numCachedTokens, 0);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } };
 }
 

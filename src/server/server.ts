@@ -8,6 +8,7 @@
  *   GET  /health                 200 ok | 503 loading (with progress) | 503 failed / shutting down
  *   GET  /metrics                Prometheus text, vLLM's names
  *   GET  /v1/models
+ *   GET  /v1/models/{id}
  *   POST /v1/chat/completions    stream: SSE chunks ending in data: [DONE]
  *   POST /v1/completions
  *   POST /tokenize, /detokenize
@@ -20,7 +21,7 @@ import type { SamplingParams } from "../engine/sampling-params.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { Handler, ServerContext } from "./context.js";
 import { HttpError, sendError, toHttpError } from "./errors.js";
-import { chatCompletions, completions, models } from "./routes/openai.js";
+import { chatCompletions, completions, model, models } from "./routes/openai.js";
 import { PUBLIC_FILES, staticFile } from "./routes/static.js";
 import { health, metrics } from "./routes/status.js";
 import { detokenize, tokenize } from "./routes/tokenize.js";
@@ -42,6 +43,9 @@ const ROUTES: Readonly<Record<string, Route>> = {
   "/tokenize": { method: "POST", handler: tokenize, auth: true },
   "/detokenize": { method: "POST", handler: detokenize, auth: true },
 };
+
+/** GET /v1/models/{id} (the id may hold slashes, as "org/name" does). */
+const MODEL_ROUTE: Route = { method: "GET", handler: model, auth: true };
 
 export interface KvflashServerOptions {
   engine: EngineClient;
@@ -120,7 +124,7 @@ export class KvflashServer {
         if (ctx.corsOrigin !== "*") res.setHeader("vary", "Origin");
       }
       const path = new URL(req.url ?? "/", "http://localhost").pathname;
-      const route = ROUTES[path];
+      const route = ROUTES[path] ?? (path.startsWith("/v1/models/") ? MODEL_ROUTE : undefined);
       if (req.method === "OPTIONS" && ctx.corsOrigin !== null && route !== undefined) {
         res.writeHead(204, {
           "access-control-allow-methods": `${route.method}, OPTIONS`,

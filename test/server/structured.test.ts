@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Ajv } from "ajv";
-import { type ErrorBody, MODEL, type ServerProcess, modelArgs, post, startServer } from "./harness.js";
+import { type ErrorBody, MODEL, type ServerProcess, metric, modelArgs, post, startServer } from "./harness.js";
 
 let server: ServerProcess;
 before(async () => {
@@ -104,4 +104,59 @@ test("invalid schemas, regexes and grammars: a 400 naming the field and quoting 
   }
   const ok = await server.openai.completions.create({ model: MODEL, prompt: "x", max_tokens: 5, seed: 1, guided_choice: ["fine"] } as never);
   assert.equal(ok.choices[0]!.text, "fine", "the server goes on after the compiler aborted");
+});
+
+test("n=4: four distinct seeded choices (seed + index), the prompt prefilled once and counted once", async () => {
+  const prompt = "The quick brown fox jumps over the lazy dog. ".repeat(6);
+  const hits = async () => metric(await server.metrics(), "vllm:prefix_cache_hits_total");
+  const before = await hits();
+  const r = await server.openai.completions.create({ model: MODEL, prompt, max_tokens: 12, n: 4, seed: 40, temperature: 1 });
+  const promptTokens = (await post<{ count: number }>(`${server.url}/tokenize`, { prompt })).body.count;
+  // A prompt new to the cache: samples 1..3 waited for sample 0's prefill and reused every full 16-token block of it.
+  assert.equal((await hits()) - before, 3 * Math.floor(promptTokens / 16) * 16, "prefix cache hits of the n=4 request");
+  assert.deepEqual(r.choices.map((c) => c.index), [0, 1, 2, 3]);
+  assert.equal(new Set(r.choices.map((c) => c.text)).size, 4, "four different samples");
+  assert.equal(r.usage!.prompt_tokens, promptTokens, "usage counts the prompt once");
+  assert.equal(r.usage!.completion_tokens, r.choices.length * 12);
+  for (const [i, c] of r.choices.entries()) {
+    const alone = await server.openai.completions.create({ model: MODEL, prompt, max_tokens: 12, seed: 40 + i, temperature: 1 });
+    assert.equal(c.text, alone.choices[0]!.text, `choice ${i} is the seed ${40 + i} sample`);
+  }
+
+  const stream = await server.openai.chat.completions.create({ model: MODEL, messages, max_tokens: 8, n: 3, seed: 5, stream: true, stream_options: { include_usage: true } });
+  const texts = ["", "", ""];
+  let usage = null;
+  for await (const chunk of stream) {
+    if (chunk.usage) usage = chunk.usage;
+    for (const c of chunk.choices) texts[c.index] += c.delta.content ?? "";
+  }
+  const full = await server.openai.chat.completions.create({ model: MODEL, messages, max_tokens: 8, n: 3, seed: 5 });
+  assert.deepEqual(texts, full.choices.map((c) => c.message.content), "streamed choices carry their index");
+  assert.equal(usage!.prompt_tokens, full.usage!.prompt_tokens);
+});
+
+test("a mixed batch (constrained, free, n > 1) gives each request its run-alone output", async () => {
+  const schema = { type: "object", properties: { ok: { type: "boolean" }, n: { type: "integer", minimum: 0, maximum: 9 } }, required: ["ok", "n"] };
+  const requests = [
+    () => server.openai.chat.completions.create({ model: MODEL, messages, max_tokens: 60, seed: 11, response_format: { type: "json_schema", json_schema: { name: "s", schema } } }).then((r) => r.choices.map((c) => c.message.content)),
+    () => server.openai.completions.create({ model: MODEL, prompt: "Once upon a time", max_tokens: 20, seed: 12 }).then((r) => r.choices.map((c) => c.text)),
+    () => server.openai.completions.create({ model: MODEL, prompt: "Colours:", max_tokens: 10, seed: 13, n: 3 }).then((r) => r.choices.map((c) => c.text)),
+    () => server.openai.completions.create({ model: MODEL, prompt: "Code:", max_tokens: 20, seed: 14, guided_regex: "[A-Z]{3}-[0-9]{4}" } as never).then((r) => r.choices.map((c) => c.text)),
+    () => server.openai.chat.completions.create({ model: MODEL, messages, max_tokens: 16, temperature: 0 }).then((r) => r.choices.map((c) => c.message.content)),
+  ];
+  const alone: (string | null)[][] = [];
+  for (const run of requests) alone.push(await run());
+  const together = await Promise.all(requests.map((run) => run()));
+  assert.deepEqual(together, alone);
+  JSON.parse(alone[0]![0]!);
+  assert.match(alone[3]![0]!, /^[A-Z]{3}-[0-9]{4}$/);
+});
+
+test("GET /v1/models/{id}: the openai client's models.retrieve; an unknown id is a 404", async () => {
+  const m = await server.openai.models.retrieve(MODEL);
+  assert.equal(m.id, MODEL);
+  assert.equal(m.object, "model");
+  const r = await fetch(`${server.url}/v1/models/nope`);
+  assert.equal(r.status, 404);
+  assert.equal(((await r.json()) as ErrorBody).error.code, "model_not_found");
 });

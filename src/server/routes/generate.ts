@@ -34,6 +34,7 @@ export async function runGeneration(_req: IncomingMessage, res: ServerResponse, 
         skipSpecialTokens: plan.skipSpecialTokens,
         ...(plan.cacheSalt === undefined ? {} : { cacheSalt: plan.cacheSalt }),
         ...(plan.grammar === null ? {} : { grammar: plan.grammar.spec }),
+        ...(p.prefillAfter === null ? {} : { prefillAfter: ids[p.prefillAfter]! }),
       }),
     ),
   );
@@ -52,6 +53,7 @@ export async function runGeneration(_req: IncomingMessage, res: ServerResponse, 
     finishReason: null,
     stopReason: null,
     logprobs: [],
+    group: p.group,
   }));
   const abortAll = (): void => ids.forEach((id) => ctx.engine.abort(id));
   if (plan.stream) await streamChoices(res, ctx, plan, streams, states, abortAll);

@@ -1,5 +1,6 @@
 /**
- * The OpenAI routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models.
+ * The OpenAI routes: POST /v1/chat/completions, POST /v1/completions,
+ * GET /v1/models and GET /v1/models/{id} (the openai client's models.retrieve).
  */
 import { readJsonBody } from "../body.js";
 import { type Handler, type ServerContext, maxModelLen } from "../context.js";
@@ -34,17 +35,28 @@ export const completions: Handler = async (req, res, ctx) => {
   await runGeneration(req, res, ctx, plan);
 };
 
+function modelCard(ctx: ServerContext, id: string) {
+  return { id, object: "model", created: ctx.created, owned_by: "kvflash", root: ctx.modelDir, parent: null, max_model_len: maxModelLen(ctx) };
+}
+
 export const models: Handler = (_req, res, ctx) => {
-  sendJson(res, 200, {
-    object: "list",
-    data: ctx.modelNames.map((id) => ({
-      id,
-      object: "model",
-      created: ctx.created,
-      owned_by: "kvflash",
-      root: ctx.modelDir,
-      parent: null,
-      max_model_len: maxModelLen(ctx),
-    })),
-  });
+  sendJson(res, 200, { object: "list", data: ctx.modelNames.map((id) => modelCard(ctx, id)) });
+};
+
+export const model: Handler = (req, res, ctx) => {
+  const raw = new URL(req.url ?? "/", "http://localhost").pathname.slice("/v1/models/".length);
+  let id: string;
+  try {
+    id = decodeURIComponent(raw);
+  } catch {
+    id = raw;
+  }
+  if (!ctx.modelNames.includes(id)) {
+    throw new HttpError(404, `The model \`${id}\` does not exist. This server serves ${ctx.modelNames.map((n) => `\`${n}\``).join(", ")}.`, {
+      type: "invalid_request_error",
+      param: "model",
+      code: "model_not_found",
+    });
+  }
+  sendJson(res, 200, modelCard(ctx, id));
 };
