@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { EngineClient } from "../engine/engine-client.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
+import type { ToolParserName } from "./tool-parsers.js";
 
 export interface ServerContext {
   engine: EngineClient;
@@ -23,6 +24,8 @@ export interface ServerContext {
   apiKey: string | null;
   /** Value of Access-Control-Allow-Origin, or null for no CORS. */
   corsOrigin: string | null;
+  /** Tool-call parser (vLLM's --tool-call-parser), or null to pick one from the chat template. */
+  toolCallParser: ToolParserName | null;
   /** Unix seconds the server started (the model's `created`). */
   created: number;
   /** Set by close(): new generation requests get 503. */

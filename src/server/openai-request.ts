@@ -7,8 +7,8 @@
  * text or token ids (or a list of them: n choices each). n > 1 samples each
  * prompt n times, choice i with seed + i; the samples after the first wait
  * for its prefill and share its KV (EngineRequest.prefillAfter). Every field is
- * type-checked and a bad one is a 400 naming it; tools are a clear 400; a
- * prompt that does not fit the context is a 400. Structured output
+ * type-checked and a bad one is a 400 naming it; a prompt that does not fit
+ * the context is a 400. Tools (chat only) are tool-calls.ts. Structured output
  * (response_format, structured_outputs, guided_*) is structured-request.ts.
  */
 import { randomUUID } from "node:crypto";
@@ -19,6 +19,7 @@ import { type ServerContext, maxModelLen } from "./context.js";
 import { HttpError, badRequest } from "./errors.js";
 import { Fields, isObject } from "./fields.js";
 import { type GrammarRequest, parseGrammarFields } from "./structured-request.js";
+import { type ToolPlan, parseToolFields, templateMessages } from "./tool-calls.js";
 
 export interface PromptInput {
   tokenIds: number[];
@@ -53,6 +54,8 @@ export interface GenerationPlan {
   echo: boolean;
   /** The output's grammar (every choice's), or null for free text. */
   grammar: GrammarRequest | null;
+  /** Chat with tools (tool_choice other than "none"): the reply is parsed into tool calls. */
+  tools: ToolPlan | null;
 }
 
 /** Sampling parameter → the request field it came from (for error messages). */
@@ -92,10 +95,6 @@ function refuseUnsupported(f: Fields): void {
   const n = f.integer("n", { min: 1, max: MAX_N }) ?? 1;
   const bestOf = f.integer("best_of", { min: 1 });
   if (bestOf !== undefined && bestOf !== n) throw badRequest("best_of", `best_of must equal n (${n}): kvflash returns every sample, got ${bestOf}`);
-  const tools = f.raw("tools");
-  if (Array.isArray(tools) ? tools.length > 0 : tools !== undefined) {
-    throw badRequest("tools", "tools (function calling) are not supported by this server");
-  }
   const suffix = f.string("suffix");
   if (suffix !== undefined && suffix !== "") throw badRequest("suffix", "suffix is not supported");
 }
@@ -226,9 +225,14 @@ export function parseChatRequest(body: unknown, ctx: ServerContext): GenerationP
   const addGenerationPrompt = f.boolean("add_generation_prompt") ?? !continueFinal;
   if (continueFinal && addGenerationPrompt) throw badRequest("continue_final_message", "continue_final_message and add_generation_prompt cannot both be true");
   const variables = f.object("chat_template_kwargs") ?? {};
+  const tok = ctx.tokenizer;
+  const tools = parseToolFields(f, (f.has("tools") ? tok.chatTemplates["tool_use"] : undefined) ?? tok.chatTemplate, ctx.toolCallParser);
+  if (tools.grammar !== null && c.grammar !== null) {
+    throw badRequest(c.grammar.param, `${c.grammar.param} cannot be combined with tools (tool_choice ${show(f.raw("tool_choice") ?? "auto")}); send tool_choice "none" for structured output`);
+  }
   let text: string;
   try {
-    text = ctx.tokenizer.applyChatTemplate(messages as ChatMessage[], { addGenerationPrompt, variables });
+    text = tok.applyChatTemplate(templateMessages(messages) as ChatMessage[], { addGenerationPrompt, variables, ...(tools.templateTools === undefined ? {} : { tools: tools.templateTools }) });
     if (continueFinal) text = cutAfterFinalMessage(text, messages.at(-1) as ChatMessage);
   } catch (e) {
     if (e instanceof HttpError) throw e;
@@ -237,7 +241,7 @@ export function parseChatRequest(body: unknown, ctx: ServerContext): GenerationP
   const tokenIds = ctx.tokenizer.encode(text, { addSpecialTokens: f.boolean("add_special_tokens") ?? false });
   const base = { ...samplingFields(f), logprobs: logprobsOn ? (top ?? 0) : null };
   const prompt = fitPrompt(tokenIds, text, c.explicitMax, "chat", base, ctx, "messages");
-  return { kind: "chat", ...c, prompts: sampleEach([prompt], c.n), logprobs: base.logprobs, echo: false };
+  return { kind: "chat", ...c, grammar: c.grammar ?? tools.grammar, prompts: sampleEach([prompt], c.n), logprobs: base.logprobs, echo: false, tools: tools.plan };
 }
 
 /** continue_final_message: the rendered text ends where the final message's content ends (transformers' rule). */
@@ -251,6 +255,7 @@ function cutAfterFinalMessage(text: string, final: ChatMessage): string {
 export function parseCompletionRequest(body: unknown, ctx: ServerContext): GenerationPlan {
   const f = new Fields(body);
   const c = commonPlan(f, ctx, "completion");
+  if (f.has("tools")) throw badRequest("tools", "tools are for /v1/chat/completions");
   const logprobs = f.integer("logprobs", { min: 0, max: MAX_LOGPROBS }) ?? null;
   const echo = f.boolean("echo") ?? false;
   const addSpecial = f.boolean("add_special_tokens") ?? true;
@@ -269,7 +274,7 @@ export function parseCompletionRequest(body: unknown, ctx: ServerContext): Gener
     });
     return fitPrompt(p, echo ? decodeForEcho(ctx, p) : "", c.explicitMax, "completion", base, ctx, param);
   });
-  return { kind: "completion", ...c, prompts: sampleEach(prompts, c.n), logprobs, echo };
+  return { kind: "completion", ...c, prompts: sampleEach(prompts, c.n), logprobs, echo, tools: null };
 }
 
 /** Token-id prompts echo as their text; ids beyond the tokenizer (padded vocabularies) decode to nothing. */

@@ -8,6 +8,7 @@
 import type { TokenLogprobs } from "../engine/engine.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { GenerationPlan } from "./openai-request.js";
+import { type ChatDelta, toolCallMessage } from "./tool-call-output.js";
 
 export interface Usage {
   prompt_tokens: number;
@@ -128,6 +129,18 @@ export function chunk(
   };
 }
 
+/** A chat chunk with a tool-calling delta (content or tool_calls), or the finishing one with an empty delta. */
+export function deltaChunk(plan: GenerationPlan, index: number, delta: ChatDelta | Record<string, never>, finishReason: string | null, stopReason: string | number | null, usage: Usage | null) {
+  return {
+    id: plan.id,
+    object: "chat.completion.chunk",
+    created: plan.created,
+    model: plan.model,
+    choices: [{ index, delta, logprobs: null, finish_reason: finishReason, ...(finishReason !== null ? { stop_reason: stopReason } : {}) }],
+    ...(plan.includeUsage || plan.continuousUsage ? { usage } : {}),
+  };
+}
+
 /** The last chunk of a stream with stream_options.include_usage: no choices, the usage. */
 export function usageChunk(plan: GenerationPlan, usage: Usage) {
   return {
@@ -150,6 +163,10 @@ export function fullResponse(plan: GenerationPlan, tokenizer: Tokenizer, choices
     choices: choices.map((c, index) => {
       const logprobs = logprobsOf(plan, tokenizer, c.logprobs, plan.echo ? plan.prompts[index]!.text.length : 0);
       const finish = { finish_reason: c.finishReason, stop_reason: c.stopReason };
+      if (plan.kind === "chat" && plan.tools !== null) {
+        const t = toolCallMessage(plan.tools, c.text, c.finishReason);
+        return { index, message: t.message, logprobs, ...finish, finish_reason: t.finishReason };
+      }
       return plan.kind === "chat"
         ? { index, message: { role: "assistant", content: c.text }, logprobs, ...finish }
         : { index, text: c.text, logprobs, ...finish };

@@ -23,6 +23,7 @@ import type { Handler, ServerContext } from "./context.js";
 import { HttpError, sendError, toHttpError } from "./errors.js";
 import { chatCompletions, completions, model, models } from "./routes/openai.js";
 import { PUBLIC_FILES, staticFile } from "./routes/static.js";
+import type { ToolParserName } from "./tool-parsers.js";
 import { health, metrics } from "./routes/status.js";
 import { detokenize, tokenize } from "./routes/tokenize.js";
 
@@ -56,6 +57,7 @@ export interface KvflashServerOptions {
   generationDefaults?: SamplingParams;
   apiKey?: string | null;
   corsOrigin?: string | null;
+  toolCallParser?: ToolParserName | null;
 }
 
 export class KvflashServer {
@@ -75,6 +77,7 @@ export class KvflashServer {
       generationDefaults: options.generationDefaults ?? {},
       apiKey: options.apiKey ?? null,
       corsOrigin: options.corsOrigin ?? null,
+      toolCallParser: options.toolCallParser ?? null,
       created: Math.floor(Date.now() / 1000),
       shuttingDown: false,
     };

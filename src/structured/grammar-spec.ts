@@ -17,7 +17,13 @@ export type GrammarSpec =
   /** XGrammar EBNF (GBNF-like), root rule `root`. */
   | { type: "ebnf"; grammar: string }
   /** An XGrammar structural tag, as JSON text (tool calling's triggered tags). */
-  | { type: "structural_tag"; tag: string };
+  | { type: "structural_tag"; tag: string }
+  /**
+   * Tool calls only (tool_choice "required" or a named function): `schema` is
+   * one call's JSON schema ({name, arguments | parameters}); hermes wraps each
+   * call in <tool_call> tags, one or (parallel) several; llama3_json is one bare call.
+   */
+  | { type: "tool_calls"; format: "hermes" | "llama3_json"; schema: string; parallel: boolean };
 
 /**
  * JSON output: any whitespace between elements (vLLM's default), bounded per gap
@@ -48,7 +54,21 @@ export function grammarKey(spec: GrammarSpec): string {
       return `ebnf:${spec.grammar}`;
     case "structural_tag":
       return `structural_tag:${canonicalJson(JSON.parse(spec.tag))}`;
+    case "tool_calls":
+      return `tool_calls:${spec.format}:${spec.parallel}:${canonicalJson(JSON.parse(spec.schema))}`;
   }
+}
+
+/** The root rule of toolCallsEbnf's grammar. */
+const TOOL_CALLS_ROOT = "kvflash_tool_calls";
+
+/** Tool calls as EBNF: the call schema's grammar (root `root`) inside the format's markup, root TOOL_CALLS_ROOT. */
+async function toolCallsEbnf(xg: XGrammar, spec: Extract<GrammarSpec, { type: "tool_calls" }>): Promise<string> {
+  const call = await jsonSchemaEbnf(xg, spec.schema);
+  if (spec.format === "llama3_json") return [call, `${TOOL_CALLS_ROOT} ::= root`].join("\n");
+  const one = String.raw`"<tool_call>\n" root "\n</tool_call>"`;
+  const more = spec.parallel ? String.raw` ("\n" ${one})*` : "";
+  return [call, `${TOOL_CALLS_ROOT} ::= ${one}${more}`].join("\n");
 }
 
 /** choice → `root ::= "a" | "b"`; JSON string escapes are XGrammar EBNF escapes too. */
@@ -87,6 +107,8 @@ export async function parseGrammar(xg: XGrammar, spec: GrammarSpec): Promise<XGr
       return G.fromEBNF(spec.grammar);
     case "structural_tag":
       return G.fromStructuralTag(spec.tag);
+    case "tool_calls":
+      return G.fromEBNF(await toolCallsEbnf(xg, spec), TOOL_CALLS_ROOT);
   }
 }
 
@@ -103,5 +125,7 @@ export async function compileGrammar(xg: XGrammar, compiler: XGrammarCompiler, s
       return compiler.compileGrammar(spec.grammar);
     case "structural_tag":
       return compiler.compileStructuralTag(spec.tag);
+    case "tool_calls":
+      return compiler.compileGrammar(await toolCallsEbnf(xg, spec), TOOL_CALLS_ROOT);
   }
 }
