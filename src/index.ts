@@ -165,3 +165,4 @@ export {
   promptLogits,
   runRequest,
 } from "./engine/generate.js";
+export { GrammarBackend, type ConstraintMatcher, type GrammarBackendLike } from "./structured/grammar-backend.js"; export { type GrammarSpec, grammarKey } from "./structured/grammar-spec.js"; export { applyTokenMask } from "./engine/sampler.js";
