@@ -69,7 +69,12 @@ export class GrammarBackend implements GrammarBackendLike {
   }
 
   prepare(spec: GrammarSpec): Promise<void> {
-    const key = grammarKey(spec);
+    let key: string;
+    try {
+      key = grammarKey(spec);
+    } catch (e) {
+      return Promise.reject(new Error(`the grammar's JSON does not parse: ${(e as Error).message}`));
+    }
     const hit = this.#cache.get(key);
     if (hit !== undefined) {
       this.#cache.delete(key);

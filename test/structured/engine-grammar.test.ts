@@ -65,7 +65,9 @@ test("constrained and free requests batched through preemptions equal each run a
   assert.equal(small.stats().numFreeBlocks, 14);
 });
 
-test("a grammar the backend has not compiled, or an engine without a backend, refuse the request by name", () => {
+test("a grammar the backend has not compiled, or an engine without a backend, refuse the request by name", async () => {
+  await assert.rejects(backend.prepare({ type: "json", schema: "{not json" }), /the grammar's JSON does not parse/);
+  await assert.rejects(backend.prepare({ type: "regex", pattern: "(a" }), /Regex parsing error/);
   const engine = engineWith(16);
   assert.throws(() => engine.addRequest(request("x", 1, { type: "regex", pattern: "[0-9]+" })), /grammar was not prepared/);
   const plain = new Engine({ runner: new ToyRunner({ config, numBlocks: 16, blockSize: 4 }), tokenizer, eosTokenIds: [2] });
