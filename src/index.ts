@@ -165,4 +165,8 @@ export {
   promptLogits,
   runRequest,
 } from "./engine/generate.js";
+export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localModelSource, resolveModelSource } from "./model/source.js";
+export { type CachedRepo, type CachedSnapshot, HubCache } from "./model/hub/hub-cache.js";
+export { type HubSettings, hubSettings } from "./model/hub/hub-settings.js";
+export { HubError, type HubErrorKind } from "./model/hub/hub-client.js";
 export { GrammarBackend, type ConstraintMatcher, type GrammarBackendLike } from "./structured/grammar-backend.js"; export { type GrammarSpec, grammarKey } from "./structured/grammar-spec.js"; export { applyTokenMask } from "./engine/sampler.js";

@@ -7,7 +7,9 @@ import { ArgumentError } from "../errors.js";
 import { type FlagReader, walkFlags } from "./flags.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
 
-const MODEL_FLAGS = `  --model DIR                  Hugging Face model directory (default: the embedded default model)
+const MODEL_FLAGS = `  --model MODEL                a model directory, a .gguf file, or a Hugging Face repo: org/name, org/name:Q4_K_M,
+                               org/name/file.gguf (from the HF cache, else downloaded into it; default: the embedded model)
+  --revision REV               with a hub --model: branch, tag or commit hash (default main)
   --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4 | auto (default auto: the checkpoint's)
   --kv-dtype DTYPE             KV cache: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default auto)
   --max-model-len N            cap on prompt + output tokens (default: the model's, as far as the KV cache holds)
@@ -44,6 +46,7 @@ ${MODEL_FLAGS}
 
 export interface ModelArgs {
   model?: string;
+  revision?: string;
   weights?: string;
   kvDtype?: string;
   maxModelLen?: number;
@@ -70,6 +73,9 @@ function modelFlag(args: ModelArgs, flag: string, read: FlagReader): boolean {
   switch (flag) {
     case "--model":
       args.model = read.string();
+      return true;
+    case "--revision":
+      args.revision = read.string();
       return true;
     case "--weights":
       args.weights = read.string();

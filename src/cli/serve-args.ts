@@ -11,7 +11,10 @@ import { TOOL_PARSERS, type ToolParserName } from "../server/tool-parsers.js";
 
 export const SERVE_USAGE = `usage: kvflash serve [options]
 
-  --model DIR                  Hugging Face model directory (default: the embedded default model)
+  --model MODEL                a model directory, a .gguf file, or a Hugging Face repo: org/name, org/name:Q4_K_M,
+                               org/name/file.gguf (from the HF cache, else downloaded into it; see kvflash pull)
+                               (default: the embedded default model)
+  --revision REV               with a hub --model: branch, tag or commit hash (default main)
   --host HOST                  address to bind (default 127.0.0.1; 0.0.0.0 for every interface)
   --port N                     default 8000
   --served-model-name NAME…    names clients use in "model" (default: the --model argument)
@@ -37,6 +40,8 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
 export interface ServeArgs extends ServeOptions {
   /** Seconds SIGTERM waits for in-flight requests. */
   shutdownTimeoutS: number;
+  /** --revision of a hub --model (the CLI resolves --model to a path before serve()). */
+  revision?: string;
 }
 
 export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServeArgs {
@@ -47,6 +52,9 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     switch (flag) {
       case "--model":
         args.modelDir = read.string();
+        break;
+      case "--revision":
+        args.revision = read.string();
         break;
       case "--host":
         args.host = read.string();

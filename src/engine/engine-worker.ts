@@ -60,22 +60,18 @@ function step(): void {
 function handle(m: ToWorker): void {
   switch (m.type) {
     case "add": {
-      const request = m.request;
-      const id = request.requestId;
-      if (engine === null) {
-        post({ type: "rejected", requestId: id, reason: "invalid", message: "the model is not loaded yet", param: null });
-        return;
-      }
-      if (request.grammar === undefined) return add(engine, request);
-      if (grammar === null) {
-        post({ type: "rejected", requestId: id, reason: "invalid", message: `structured output is unavailable: ${grammarUnavailable ?? "no grammar backend"}`, param: "grammar" });
-        return;
-      }
-      grammar.prepare(request.grammar).then(
+      const requests = m.requests;
+      const specs = requests.flatMap((r) => (r.grammar === undefined ? [] : [r.grammar]));
+      if (specs.length === 0 || engine === null) return addGroup(requests);
+      const rejectAll = (message: string): void => {
+        for (const { requestId } of requests) post({ type: "rejected", requestId, reason: "invalid", message, param: "grammar" });
+      };
+      if (grammar === null) return rejectAll(`structured output is unavailable: ${grammarUnavailable ?? "no grammar backend"}`);
+      Promise.all(specs.map((spec) => grammar!.prepare(spec))).then(
         () => {
-          if (!stopped && engine !== null) add(engine, request);
+          if (!stopped) addGroup(requests);
         },
-        (e: unknown) => post({ type: "rejected", requestId: id, reason: "invalid", message: `the grammar does not compile: ${(e as Error).message}`, param: "grammar" }),
+        (e: unknown) => rejectAll(`the grammar does not compile: ${(e as Error).message}`),
       );
       return;
     }
@@ -91,19 +87,29 @@ function handle(m: ToWorker): void {
   }
 }
 
-function add(engine: Engine, request: EngineRequest): void {
-  const id = request.requestId;
-  try {
-    if (engine.addRequest(request) === "queue_full") {
-      post({ type: "rejected", requestId: id, reason: "queue_full", message: `the waiting queue is full (${engine.scheduler.maxWaitingRequests} requests)`, param: null });
-      return;
+/** Admits one client request's engine requests together, or none (main's group rule); grammars already prepared. */
+function addGroup(requests: EngineRequest[]): void {
+  const ids = requests.map((r) => r.requestId);
+  const rejectAll = (reason: "queue_full" | "invalid", message: string, param: string | null): void => {
+    for (const requestId of ids) post({ type: "rejected", requestId, reason, message, param });
+  };
+  if (engine === null) return rejectAll("invalid", "the model is not loaded yet", null);
+  // The queue counts engine requests: a client request of k prompts needs k free places.
+  const max = engine.scheduler.maxWaitingRequests;
+  if (ids.length > 1 && ids.length > max) return rejectAll("invalid", `this request's ${ids.length} prompts are more than the waiting queue holds (${max} requests)`, "prompt");
+  const full = (): void => rejectAll("queue_full", `the waiting queue is full (${max} requests${ids.length > 1 ? `; this request needs ${ids.length} places` : ""})`, null);
+  if (ids.length > 1 && engine.scheduler.numWaiting + ids.length > max) return full();
+  const added: string[] = [];
+  for (const request of requests) {
+    try {
+      if (engine.addRequest(request) === "queue_full") return full(); // only a single request gets here: a group was checked above
+      added.push(request.requestId);
+    } catch (e) {
+      for (const id of added) engine.abort(id);
+      return rejectAll("invalid", (e as Error).message, e instanceof ArgumentError ? e.argument : null);
     }
-  } catch (e) {
-    const param = e instanceof ArgumentError ? e.argument : null;
-    post({ type: "rejected", requestId: id, reason: "invalid", message: (e as Error).message, param });
-    return;
   }
-  post({ type: "accepted", requestId: id });
+  for (const requestId of ids) post({ type: "accepted", requestId });
   scheduleStep();
 }
 

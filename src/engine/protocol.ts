@@ -42,7 +42,8 @@ export interface EngineInfo {
 }
 
 export type ToWorker =
-  | { type: "add"; request: EngineRequest }
+  /** One client request's engine requests (a prompt list: one each), admitted to the waiting queue all together or not at all. */
+  | { type: "add"; requests: EngineRequest[] }
   | { type: "abort"; requestId: string }
   | { type: "stats"; seq: number }
   | { type: "shutdown" };

@@ -118,7 +118,7 @@ test("bad arguments exit 1 with a message naming the flag and the value", async 
     [["generate", "--model", dir, "--prompt", "x", "--top-p", "1.5"], /topP must be ≤ 1, got 1\.5/],
     [["logits", "--model", dir, "--ids", "1,x"], /--ids\[1\] must be a token id/],
     [["logits", "--model", dir, "--ids", "1", "--prompt", "y"], /--ids or --prompt is required \(one of them\)/],
-    [["generate", "--model", join(root, "nowhere"), "--prompt", "x"], /dir does not exist/],
+    [["generate", "--model", join(root, "nowhere"), "--prompt", "x"], /--model ".*nowhere": no such file or directory/],
   ];
   for (const [args, message] of cases) {
     const out = await kvflash(...args);

@@ -2,7 +2,7 @@
  * The OpenAI routes: POST /v1/chat/completions, POST /v1/completions,
  * GET /v1/models and GET /v1/models/{id} (the openai client's models.retrieve).
  */
-import { readJsonBody } from "../body.js";
+import { bodyOptions, readJsonBody } from "../body.js";
 import { type Handler, type ServerContext, maxModelLen } from "../context.js";
 import { HttpError, sendJson } from "../errors.js";
 import { parseChatRequest, parseCompletionRequest } from "../openai-request.js";
@@ -20,17 +20,17 @@ function requireReady(ctx: ServerContext): void {
 }
 
 export const chatCompletions: Handler = async (req, res, ctx) => {
-  const body = await readJsonBody(req);
+  const body = await readJsonBody(req, bodyOptions(ctx));
   requireReady(ctx);
-  const plan = parseChatRequest(body, ctx);
+  const plan = await parseChatRequest(body, ctx);
   await checkRequestGrammar(plan.grammar);
   await runGeneration(req, res, ctx, plan);
 };
 
 export const completions: Handler = async (req, res, ctx) => {
-  const body = await readJsonBody(req);
+  const body = await readJsonBody(req, bodyOptions(ctx));
   requireReady(ctx);
-  const plan = parseCompletionRequest(body, ctx);
+  const plan = await parseCompletionRequest(body, ctx);
   await checkRequestGrammar(plan.grammar);
   await runGeneration(req, res, ctx, plan);
 };
