@@ -26,6 +26,8 @@ export interface LoadOptions {
   highToken: number;
   seed?: number;
   apiKey?: string;
+  /** More request fields (e.g. response_format for constrained decoding). */
+  extraBody?: Record<string, unknown>;
 }
 
 export interface RequestTiming {
@@ -65,6 +67,7 @@ async function oneRequest(o: LoadOptions, prompt: number[]): Promise<RequestTimi
       ignore_eos: true,
       stream: true,
       stream_options: { include_usage: true, continuous_usage_stats: true },
+      ...o.extraBody,
     }),
   });
   if (!res.ok || res.body === null) throw new Error(`POST /v1/completions: ${res.status} ${await res.text()}`);

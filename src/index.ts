@@ -175,3 +175,4 @@ export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localMo
 export { type CachedRepo, type CachedSnapshot, HubCache } from "./model/hub/hub-cache.js";
 export { type HubSettings, hubSettings } from "./model/hub/hub-settings.js";
 export { HubError, type HubErrorKind } from "./model/hub/hub-client.js";
+export { GrammarBackend, type ConstraintMatcher, type GrammarBackendLike } from "./structured/grammar-backend.js"; export { type GrammarSpec, grammarKey } from "./structured/grammar-spec.js"; export { applyTokenMask } from "./engine/sampler.js";

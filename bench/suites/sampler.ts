@@ -5,8 +5,15 @@
  * `read_roofline` is the time to read the logits once at the single-thread
  * memory bandwidth measured in this run over the time taken: the sampler reads
  * them a few times (max, candidates, logprobs), so it stays well below 1.
+ *
+ * The `+json_schema` row samples under an XGrammar mask (the default model's
+ * 32k tokenizer padded to V, the matcher inside a JSON string, where most
+ * tokens are allowed); `mask_fill_us` is the matcher's next-token bitmask
+ * alone, the other per-token cost of a constrained request.
  */
-import { Prng, Sampler, type SamplingParams, SamplingState, resolveSamplingParams } from "../../src/index.js";
+import { Prng, Sampler, type SamplingParams, SamplingState, Tokenizer, defaultModelDir, resolveSamplingParams } from "../../src/index.js";
+import { GrammarBackend } from "../../src/structured/grammar-backend.js";
+import type { GrammarSpec } from "../../src/structured/grammar-spec.js";
 import { type Row, type Suite, timeMedian } from "../harness.js";
 
 const V = 151936;
@@ -29,7 +36,7 @@ function sortSample(logits: Float32Array, topP: number, temperature: number, u: 
 export const sampler: Suite = {
   name: "sampler",
   description: "µs per sampled token at V = 151936 for each sampling setting, vs a full-sort baseline",
-  run({ ceilings, quick, log }): Row[] {
+  async run({ ceilings, quick, log }): Promise<Row[]> {
     const rng = new Prng(1);
     const logits = Float32Array.from({ length: V }, () => 4 * (rng.nextFloat() + rng.nextFloat() + rng.nextFloat() - 1.5));
     const s = new Sampler(V);
@@ -47,7 +54,7 @@ export const sampler: Suite = {
       ["penalties+top_p", { temperature: 0.8, topP: 0.9, repetitionPenalty: 1.1, presencePenalty: 0.5, frequencyPenalty: 0.5 }],
       ["top_p+logprobs=5", { temperature: 0.8, topP: 0.9, logprobs: 5 }],
     ];
-    return settings.map(([name, params]) => {
+    const rows: Row[] = settings.map(([name, params]) => {
       const state = new SamplingState(resolveSamplingParams({ ...params, seed: 7 }, V), prompt);
       const ms = timeMedian(() => s.sample(state, logits), timing);
       log(`sampler ${name}: ${(ms * 1000).toFixed(0)} µs`);
@@ -59,5 +66,27 @@ export const sampler: Suite = {
         read_roofline: readMs / ms,
       };
     });
+    rows.push(await grammarRow(logits, timing, baselineMs, readMs, log));
+    return rows;
   },
 };
+
+async function grammarRow(logits: Float32Array, timing: { minTimeMs: number; minReps: number }, baselineMs: number, readMs: number, log: (line: string) => void): Promise<Row> {
+  const tokenizer = Tokenizer.fromDir(defaultModelDir());
+  const backend = await GrammarBackend.create({ tokenizer, vocabSize: V, stopTokenIds: [2] });
+  const spec: GrammarSpec = { type: "json", schema: JSON.stringify({ type: "object", properties: { name: { type: "string" }, n: { type: "integer" } }, required: ["name", "n"] }) };
+  await backend.prepare(spec);
+  const matcher = backend.matcher(spec);
+  for (const piece of ["{", '"', "name", '"', ":", ' "', "A"]) {
+    const id = tokenizer.tokenToId(piece) ?? tokenizer.tokenToId(piece.replace(" ", "▁"));
+    if (id === undefined || !matcher.accept(id)) throw new Error(`the bench grammar rejected ${JSON.stringify(piece)}`);
+  }
+  const mask = new Int32Array(Math.ceil(V / 32));
+  const fillMs = timeMedian(() => matcher.fillNextMask(mask), timing);
+  const state = new SamplingState(resolveSamplingParams({ temperature: 0.8, topP: 0.9, seed: 7 }, V));
+  const s = new Sampler(V);
+  const ms = timeMedian(() => s.sample(state, logits, mask), timing);
+  matcher.dispose();
+  log(`sampler top_p=0.9+json_schema: ${(ms * 1000).toFixed(0)} µs, mask fill ${(fillMs * 1000).toFixed(0)} µs`);
+  return { setting: "top_p=0.9+json_schema", vocab: V, us_per_token: ms * 1000, mask_fill_us: fillMs * 1000, vs_full_sort: baselineMs / ms, read_roofline: readMs / ms };
+}

@@ -5,6 +5,13 @@
  * TTFT and inter-token latency percentiles per level, and the speed-up of
  * each level over concurrency 1 (target: ≥ 2.5× at 16).
  *
+ * At concurrency 1 and 16 a `constrained: true` row repeats the level with
+ * every request under a JSON schema (response_format json_schema, XGrammar
+ * masks each step's logits); `constrained_over_free` is its tok/s over the
+ * free row's, measured in the same server (target ≥ 0.9). The schema needs
+ * more tokens than max_tokens to complete, so every request runs its full
+ * length under the mask; a warm-up request compiles the grammar first.
+ *
  * `gemm_over_gemv` bounds that speed-up: one decoder layer's projections in
  * the served weight format as a GEMM over c tokens vs c GEMVs
  * (batch-efficiency.ts), measured in this run before the server starts.
@@ -26,6 +33,19 @@ import { writeSyntheticServeDir } from "../synthetic-loader.js";
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const SYNTHETIC_LOADER = new URL("../synthetic-loader.js", import.meta.url).href;
 const LEVELS = [1, 4, 16, 64];
+/** Levels that get a constrained row too. */
+const CONSTRAINED_LEVELS = [1, 16];
+/** A JSON schema no request completes within max_tokens (≥ 48 array items): each runs all its tokens masked. */
+const BENCH_SCHEMA = {
+  type: "object",
+  properties: {
+    name: { type: "string" },
+    kind: { enum: ["alpha", "beta", "gamma"] },
+    values: { type: "array", items: { type: "integer" }, minItems: 48 },
+  },
+  required: ["name", "kind", "values"],
+};
+const CONSTRAINED_BODY = { response_format: { type: "json_schema", json_schema: { name: "bench", schema: BENCH_SCHEMA } } };
 
 /** Serve arguments of the benchmarked model. */
 export interface ServeTarget {
@@ -66,17 +86,26 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
   try {
     // Warm-up: one short request (first-call costs in the worker and the kernels).
     await runLoad({ url, model: target.model, concurrency: 1, requests: 1, promptTokens, maxTokens: 2, lowToken: target.lowToken, highToken: target.highToken, seed: 99 });
+    await runLoad({ url, model: target.model, concurrency: 1, requests: 1, promptTokens, maxTokens: 2, lowToken: target.lowToken, highToken: target.highToken, seed: 98, extraBody: CONSTRAINED_BODY });
     let base = NaN;
-    for (const c of levels) {
+    const free = new Map<number, number>();
+    const passes = levels.map((c) => ({ c, constrained: false })).concat(CONSTRAINED_LEVELS.filter((c) => levels.includes(c)).map((c) => ({ c, constrained: true })));
+    for (const { c, constrained } of passes) {
       const requests = Math.max(4, c);
-      const r = await runLoad({ url, model: target.model, concurrency: c, requests, promptTokens, maxTokens, lowToken: target.lowToken, highToken: target.highToken, seed: c });
+      const r = await runLoad({
+        url, model: target.model, concurrency: c, requests, promptTokens, maxTokens, lowToken: target.lowToken, highToken: target.highToken, seed: c,
+        ...(constrained ? { extraBody: CONSTRAINED_BODY } : {}),
+      });
       const ttft = r.requests.map((q) => q.ttftMs);
       const itl = r.requests.flatMap((q) => q.itlMs);
-      if (c === 1) base = r.tokS;
+      if (c === 1 && !constrained) base = r.tokS;
+      if (!constrained) free.set(c, r.tokS);
       const row: Row = {
         model: target.label,
         weights: target.weights,
         concurrency: c,
+        constrained,
+        ...(constrained ? { constrained_over_free: r.tokS / free.get(c)! } : {}),
         requests,
         prompt_tokens: promptTokens,
         output_tokens: maxTokens,
@@ -88,7 +117,7 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
         itl_p50_ms: quantile(itl, 0.5),
         itl_p99_ms: quantile(itl, 0.99),
       };
-      log(`serve c=${c}: ${r.tokS.toFixed(1)} tok/s (${(r.tokS / base).toFixed(2)}× c=1), TTFT p50 ${quantile(ttft, 0.5).toFixed(0)} ms, ITL p50 ${quantile(itl, 0.5).toFixed(0)} ms`);
+      log(`serve c=${c}${constrained ? " constrained" : ""}: ${r.tokS.toFixed(1)} tok/s${constrained ? ` (${(r.tokS / free.get(c)!).toFixed(2)}× free)` : ""} (${(r.tokS / base).toFixed(2)}× c=1), TTFT p50 ${quantile(ttft, 0.5).toFixed(0)} ms, ITL p50 ${quantile(itl, 0.5).toFixed(0)} ms`);
       rows.push(row);
     }
   } finally {

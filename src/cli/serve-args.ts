@@ -12,6 +12,7 @@ import { KV_DTYPE_SETTINGS } from "../kv/kv-quant.js";
 import { MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
 import { WEIGHTS_SETTINGS } from "../ops/weight.js";
 import { checkOneOf } from "../tensor/check.js";
+import { TOOL_PARSERS, type ToolParserName } from "../server/tool-parsers.js";
 
 export const SERVE_USAGE = `usage: kvflash serve [options]
 
@@ -24,6 +25,7 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --served-model-name NAME…    names clients use in "model" (default: the --model argument)
   --api-key KEY                require "Authorization: Bearer KEY" on /v1 and /tokenize (or $KVFLASH_API_KEY)
   --cors-origin ORIGIN         send Access-Control-Allow-Origin: ORIGIN (default: no CORS)
+  --tool-call-parser NAME      hermes | llama3_json (default: the one the chat template is written for)
   --kv-cache-gib N             KV cache budget, GiB (default 4, at most half the memory left after the weights;
                                never more than max-num-seqs sequences of max-model-len need)
   --kv-dtype DTYPE             KV cache storage: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default auto)
@@ -77,6 +79,12 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       case "--cors-origin":
         args.corsOrigin = read.string();
         break;
+      case "--tool-call-parser": {
+        const name = read.string();
+        if (!(TOOL_PARSERS as readonly string[]).includes(name)) throw new ArgumentError("--tool-call-parser", `must be one of ${TOOL_PARSERS.join(", ")}, got ${JSON.stringify(name)}`);
+        args.toolCallParser = name as ToolParserName;
+        break;
+      }
       case "--kv-cache-gib":
         args.kvCacheBytes = Math.floor(read.positive() * 2 ** 30);
         break;

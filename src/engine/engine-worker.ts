@@ -8,11 +8,17 @@
  * boundaries: an abort frees its blocks before the next schedule(). Each
  * step's outputs go back in one message. Idle, the worker just waits for
  * messages.
+ *
+ * A constrained request's grammar is compiled (GrammarBackend.prepare) before
+ * it is added: asynchronously, between steps, and cached by its text, so a
+ * grammar seen before adds nothing; its matcher then lives here, beside the
+ * sampler.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
-import { Engine } from "./engine.js";
+import { GrammarBackend } from "../structured/grammar-backend.js";
+import { Engine, type EngineRequest } from "./engine.js";
 import { resolveEngineConfig } from "./engine-config.js";
 import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./loader-module.js";
 import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
@@ -25,6 +31,9 @@ const post = (m: FromWorker): void => port.postMessage(m);
 let rt: Runtime | null = null;
 let model: EngineModel | null = null;
 let engine: Engine | null = null;
+let grammar: GrammarBackend | null = null;
+/** Why there is no grammar backend (XGrammar failed to load for this tokenizer), for the requests that need one. */
+let grammarUnavailable: string | null = null;
 let stepScheduled = false;
 let stopped = false;
 
@@ -52,28 +61,19 @@ function step(): void {
 function handle(m: ToWorker): void {
   switch (m.type) {
     case "add": {
-      const ids = m.requests.map((r) => r.requestId);
-      const rejectAll = (reason: "queue_full" | "invalid", message: string, param: string | null): void => {
-        for (const requestId of ids) post({ type: "rejected", requestId, reason, message, param });
+      const requests = m.requests;
+      const specs = requests.flatMap((r) => (r.grammar === undefined ? [] : [r.grammar]));
+      if (specs.length === 0 || engine === null) return addGroup(requests);
+      const rejectAll = (message: string): void => {
+        for (const { requestId } of requests) post({ type: "rejected", requestId, reason: "invalid", message, param: "grammar" });
       };
-      if (engine === null) return rejectAll("invalid", "the model is not loaded yet", null);
-      // The queue counts engine requests: a client request of k prompts needs k free places.
-      const max = engine.scheduler.maxWaitingRequests;
-      if (ids.length > 1 && ids.length > max) return rejectAll("invalid", `this request's ${ids.length} prompts are more than the waiting queue holds (${max} requests)`, "prompt");
-      const full = (): void => rejectAll("queue_full", `the waiting queue is full (${max} requests${ids.length > 1 ? `; this request needs ${ids.length} places` : ""})`, null);
-      if (ids.length > 1 && engine.scheduler.numWaiting + ids.length > max) return full();
-      const added: string[] = [];
-      for (const request of m.requests) {
-        try {
-          if (engine.addRequest(request) === "queue_full") return full(); // only a single request gets here: a group was checked above
-          added.push(request.requestId);
-        } catch (e) {
-          for (const id of added) engine.abort(id);
-          return rejectAll("invalid", (e as Error).message, e instanceof ArgumentError ? e.argument : null);
-        }
-      }
-      for (const requestId of ids) post({ type: "accepted", requestId });
-      scheduleStep();
+      if (grammar === null) return rejectAll(`structured output is unavailable: ${grammarUnavailable ?? "no grammar backend"}`);
+      Promise.all(specs.map((spec) => grammar!.prepare(spec))).then(
+        () => {
+          if (!stopped) addGroup(requests);
+        },
+        (e: unknown) => rejectAll(`the grammar does not compile: ${(e as Error).message}`),
+      );
       return;
     }
     case "abort":
@@ -86,6 +86,32 @@ function handle(m: ToWorker): void {
       void shutdown();
       return;
   }
+}
+
+/** Admits one client request's engine requests together, or none (main's group rule); grammars already prepared. */
+function addGroup(requests: EngineRequest[]): void {
+  const ids = requests.map((r) => r.requestId);
+  const rejectAll = (reason: "queue_full" | "invalid", message: string, param: string | null): void => {
+    for (const requestId of ids) post({ type: "rejected", requestId, reason, message, param });
+  };
+  if (engine === null) return rejectAll("invalid", "the model is not loaded yet", null);
+  // The queue counts engine requests: a client request of k prompts needs k free places.
+  const max = engine.scheduler.maxWaitingRequests;
+  if (ids.length > 1 && ids.length > max) return rejectAll("invalid", `this request's ${ids.length} prompts are more than the waiting queue holds (${max} requests)`, "prompt");
+  const full = (): void => rejectAll("queue_full", `the waiting queue is full (${max} requests${ids.length > 1 ? `; this request needs ${ids.length} places` : ""})`, null);
+  if (ids.length > 1 && engine.scheduler.numWaiting + ids.length > max) return full();
+  const added: string[] = [];
+  for (const request of requests) {
+    try {
+      if (engine.addRequest(request) === "queue_full") return full(); // only a single request gets here: a group was checked above
+      added.push(request.requestId);
+    } catch (e) {
+      for (const id of added) engine.abort(id);
+      return rejectAll("invalid", (e as Error).message, e instanceof ArgumentError ? e.argument : null);
+    }
+  }
+  for (const requestId of ids) post({ type: "accepted", requestId });
+  scheduleStep();
 }
 
 async function shutdown(): Promise<void> {
@@ -113,7 +139,12 @@ async function load(): Promise<void> {
   const settings = resolveEngineConfig(config.engine); // once, before the runner sizes its step buffers from it
   const { maxNumSeqs, maxNumBatchedTokens } = settings;
   model = await loader.loadEngineModel(rt, { maxNumSeqs, maxNumBatchedTokens, ...config.load }, onProgress);
-  engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, ...settings });
+  try {
+    grammar = await GrammarBackend.create({ tokenizer: model.tokenizer, vocabSize: model.runner.vocabSize, stopTokenIds: model.eosTokenIds });
+  } catch (e) {
+    grammarUnavailable = `XGrammar cannot load this tokenizer: ${(e as Error).message}`;
+  }
+  engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, ...settings, ...(grammar === null ? {} : { grammar }) });
   const { numBlocks, blockSize } = model.runner.kvCache;
   post({
     type: "ready",

@@ -5,13 +5,26 @@
  *   scheduler.schedule()            which requests compute which tokens (continuous batching)
  *   buildForwardBatch(…)            the ragged batch over the paged KV cache
  *   runner.forward(batch)           f32 [S, V] logits, one row per sampling request
- *   sampler.sample(state, row)      each request with its own SamplingState (seeded stream, penalties)
+ *   matcher.fillNextMask(mask)      constrained requests only: the grammar's allowed tokens (XGrammar)
+ *   sampler.sample(state, row, mask) each request with its own SamplingState (seeded stream, penalties);
+ *                                   the token advances the request's grammar matcher
  *   scheduler.updateFromOutput(…)   append tokens; each passes the request's StopChecker
  *                                   (text delta, stop strings with holdback, stop ids / EOS, max tokens)
  *   → EngineOutput per request      text delta, token ids, logprobs, finish reason, token counts
  *
  * Synchronous and single-threaded: the caller (engine-worker.ts, off the HTTP
  * thread) calls step() in a loop and addRequest / abort between steps.
+ *
+ * A constrained request (EngineRequest.grammar) gets its matcher from the
+ * grammar backend when added (the caller has prepared, i.e. compiled, its
+ * grammar); once the grammar is complete it finishes with "stop". Preemption
+ * keeps a request's output tokens (they are recomputed, not resampled), so its
+ * matcher stays where it is. Unconstrained requests never touch a matcher.
+ *
+ * Parallel samples (OpenAI's n): a request with `prefillAfter` names a sibling
+ * with the same prompt. While that sibling's prompt is still being prefilled,
+ * the request is parked outside the scheduler; it is queued once the prompt's
+ * KV is computed, and finds those blocks in the prefix cache (prefill once).
  *
  * Failure is contained. A request whose sampling or detokenizing throws
  * finishes alone with finishReason "error". A forward that throws leaves the
@@ -23,6 +36,8 @@
 import { ArgumentError, show } from "../errors.js";
 import type { ModelRunner } from "../model/model-runner.js";
 import { checkInt } from "../tensor/check.js";
+import type { ConstraintMatcher, GrammarBackendLike } from "../structured/grammar-backend.js";
+import type { GrammarSpec } from "../structured/grammar-spec.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { buildForwardBatch } from "./forward-batch-builder.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
@@ -54,6 +69,8 @@ export interface EngineOptions {
   maxModelLen?: number;
   /** Clock in milliseconds, shared with the callers' arrival times. Default performance.timeOrigin + performance.now(). */
   now?: () => number;
+  /** Grammars for constrained requests (structured/grammar-backend.ts). Without one, a request with a grammar is refused. */
+  grammar?: GrammarBackendLike;
 }
 
 export interface EngineRequest {
@@ -68,6 +85,10 @@ export interface EngineRequest {
   cacheSalt?: string;
   /** Drop special tokens from the text. Default true. */
   skipSpecialTokens?: boolean;
+  /** Constrain the output to this grammar (prepared with the engine's grammar backend first). */
+  grammar?: GrammarSpec;
+  /** A live request with the same prompt (and salt): wait for its prefill, then reuse its KV through the prefix cache. */
+  prefillAfter?: string;
 }
 
 /** A generated token's raw log-probability and the request's top-n alternatives (best first). */
@@ -103,6 +124,8 @@ export interface EngineOutput {
 interface RequestState {
   readonly sampling: SamplingState;
   readonly stop: StopChecker;
+  /** The request's place in its grammar, or null when unconstrained. */
+  readonly matcher: ConstraintMatcher | null;
   readonly arrivalTime: number;
   /** Output tokens pushed through `stop` so far. */
   pushed: number;
@@ -128,8 +151,13 @@ export class Engine {
   /** Rows past the tokenizer (checkpoints pad vocab_size) have no text and are never sampled, as in generate(). */
   readonly #textVocab: number;
   readonly #now: () => number;
+  readonly #grammar: GrammarBackendLike | null;
+  /** Scratch for one request's grammar bitmask: Int32Array [ceil(V / 32)]. */
+  readonly #mask: Int32Array;
   /** Outputs produced between steps (aborts), returned by the next step(). */
   #pending: EngineOutput[] = [];
+  /** Requests waiting for a sibling's prefill (EngineRequest.prefillAfter), in arrival order. */
+  #parked: { request: Request<RequestState>; after: string }[] = [];
 
   constructor(options: EngineOptions) {
     const runner = options.runner;
@@ -154,10 +182,15 @@ export class Engine {
     });
     this.#sampler = new Sampler(runner.vocabSize);
     this.#textVocab = Math.min(options.tokenizer.vocabSize, runner.vocabSize);
+    this.#grammar = options.grammar ?? null;
+    if (this.#grammar !== null && this.#grammar.vocabSize !== runner.vocabSize) {
+      throw new ArgumentError("grammar", `covers ${this.#grammar.vocabSize} tokens, the runner's vocabulary has ${runner.vocabSize}`);
+    }
+    this.#mask = new Int32Array(this.#grammar === null ? 0 : Math.ceil(runner.vocabSize / 32));
   }
 
   get hasUnfinishedRequests(): boolean {
-    return this.scheduler.hasUnfinishedRequests || this.#pending.length > 0;
+    return this.scheduler.hasUnfinishedRequests || this.#pending.length > 0 || this.#parked.length > 0;
   }
 
   /**
@@ -171,6 +204,8 @@ export class Engine {
     if (!Array.isArray(prompt)) throw new ArgumentError("promptTokenIds", `must be an array of token ids, got ${show(prompt)}`);
     prompt.forEach((t, i) => checkInt(`promptTokenIds[${i}]`, t, { min: 0, max: this.runner.vocabSize - 1 }));
     const maxTokens = Math.min(init.params.maxTokens, Math.max(1, this.maxModelLen - prompt.length));
+    if (init.grammar !== undefined && this.#grammar === null) throw new ArgumentError("grammar", "needs an engine with a grammar backend (EngineOptions.grammar)");
+    const matcher = init.grammar === undefined ? null : this.#grammar!.matcher(init.grammar);
     const state: RequestState = {
       sampling: new SamplingState(init.params, prompt),
       stop: new StopChecker(this.tokenizer, {
@@ -183,6 +218,7 @@ export class Engine {
         promptIds: prompt,
         skipSpecialTokens: init.skipSpecialTokens ?? true,
       }),
+      matcher,
       arrivalTime: init.arrivalTime ?? this.#now(),
       pushed: 0,
       text: "",
@@ -199,11 +235,31 @@ export class Engine {
       state,
       ...(init.cacheSalt === undefined ? {} : { cacheSalt: init.cacheSalt }),
     });
-    return this.scheduler.addRequest(request) ? "accepted" : "queue_full";
+    if (init.prefillAfter !== undefined && this.#prefilling(init.prefillAfter)) {
+      if (this.scheduler.getRequest(init.requestId) !== undefined || this.#parked.some((p) => p.request.requestId === init.requestId)) {
+        matcher?.dispose();
+        throw new ArgumentError("requestId", `${show(init.requestId)} is already live`);
+      }
+      if (this.scheduler.numWaiting + this.#parked.length >= this.scheduler.maxWaitingRequests) {
+        matcher?.dispose();
+        return "queue_full";
+      }
+      this.#parked.push({ request, after: init.prefillAfter });
+      return "accepted";
+    }
+    if (this.scheduler.addRequest(request)) return "accepted";
+    matcher?.dispose();
+    return "queue_full";
   }
 
   /** Cancels a live request and frees its blocks now; its last output (finishReason "abort") comes with the next step(). */
   abort(requestId: string): boolean {
+    const parked = this.#parked.findIndex((p) => p.request.requestId === requestId);
+    if (parked >= 0) {
+      const request = this.#parked.splice(parked, 1)[0]!.request;
+      this.#pending.push(this.#finishOutput(request, "abort", null));
+      return true;
+    }
     const request = this.scheduler.getRequest(requestId);
     if (request === undefined || !this.scheduler.abort(requestId)) return false;
     this.#pending.push(this.#finishOutput(request, "abort", null));
@@ -212,6 +268,7 @@ export class Engine {
 
   /** Runs one step (if anything is schedulable) and returns every output it produced, aborts since the last step first. */
   step(): EngineOutput[] {
+    this.#unpark();
     const outputs = this.#pending;
     this.#pending = [];
     const step = this.scheduler.schedule();
@@ -240,7 +297,9 @@ export class Engine {
       try {
         const rowLogits = logits.subarray(r * V, (r + 1) * V);
         if (this.#textVocab < V) rowLogits.fill(-Infinity, this.#textVocab);
-        const result = this.#sampler.sample(st.sampling, rowLogits);
+        if (st.matcher !== null) st.matcher.fillNextMask(this.#mask);
+        const result = this.#sampler.sample(st.sampling, rowLogits, st.matcher === null ? null : this.#mask);
+        if (st.matcher !== null && !st.matcher.accept(result.token)) throw new Error(`the grammar rejected token ${result.token}, which its own mask allowed`);
         if (result.logprob !== null) (st.logprobs ??= []).push({ token: result.token, logprob: result.logprob, top: result.topLogprobs ?? [] });
         sampled.set(request.requestId, [result.token]);
       } catch (e) {
@@ -253,6 +312,25 @@ export class Engine {
     return outputs;
   }
 
+  /** Whether `requestId` is live with prompt tokens still to compute. */
+  #prefilling(requestId: string): boolean {
+    const r = this.scheduler.getRequest(requestId);
+    return r !== undefined && !r.isFinished && r.numComputedTokens < r.numPromptTokens;
+  }
+
+  /** Queues the parked requests whose sibling's prompt KV is computed (or that no longer has one to wait for). */
+  #unpark(): void {
+    if (this.#parked.length === 0) return;
+    const still: { request: Request<RequestState>; after: string }[] = [];
+    for (const p of this.#parked) {
+      if (this.#prefilling(p.after)) still.push(p);
+      else if (!this.scheduler.addRequest(p.request)) {
+        this.#pending.push(this.#finishOutput(p.request, "error", `the waiting queue is full (${this.scheduler.maxWaitingRequests} requests)`));
+      }
+    }
+    this.#parked = still;
+  }
+
   /** Counters, gauges and histograms for the metrics endpoint. */
   stats(): EngineMetricsSnapshot {
     const s = this.scheduler.stats();
@@ -260,7 +338,7 @@ export class Engine {
     const m = this.metrics;
     return {
       numRequestsRunning: s.numRunning,
-      numRequestsWaiting: s.numWaiting,
+      numRequestsWaiting: s.numWaiting + this.#parked.length,
       kvCacheUsage: s.kvCacheUsage,
       numBlocks: pool.numBlocks,
       numFreeBlocks: pool.numFreeBlocks,
@@ -279,7 +357,8 @@ export class Engine {
 
   /** The scheduler's stop callback: the token goes through the request's StopChecker. Never throws. */
   #stopCheck(st: RequestState, token: number): StopDecision | null {
-    const u = this.#pushStop(st, token);
+    let u = this.#pushStop(st, token);
+    if (u === null && st.matcher?.isTerminated === true) u = st.finish = { delta: "", finished: true, finishReason: "stop", stopReason: null };
     if (u === null) return null;
     return u.stopReason === null ? { reason: u.finishReason! } : { reason: u.finishReason!, stopReason: u.stopReason };
   }
@@ -359,6 +438,7 @@ export class Engine {
   }
 
   #recordFinish(st: RequestState, reason: EngineFinishReason, now: number): void {
+    st.matcher?.dispose();
     this.metrics.requestSuccess[reason]++;
     this.metrics.e2eRequestLatency.observe((now - st.arrivalTime) / 1000);
   }

@@ -2,6 +2,7 @@
  * The sampler: one sequence's next token from its logits, in vLLM's order:
  *
  *   raw logprobs    log-softmax of the model's logits (before any processing), if asked for
+ *   grammar mask    a constrained request's allowed tokens (XGrammar bitmask): the rest → −∞
  *   logit bias      OpenAI logit_bias
  *   penalties       repetition (HF, prompt + output), frequency and presence (OpenAI, output only)
  *   greedy          temperature 0: argmax (ties → the lowest id)
@@ -100,11 +101,13 @@ export class Sampler {
   /**
    * Picks the next token of one sequence from its logits (f32 [V], read only:
    * a view of the decoder's output is fine) and records it in `state`.
+   * `allowed`: a grammar's bitmask (Int32Array [ceil(V / 32)], bit t % 32 of
+   * word t >> 5 set ⇔ token t allowed), or null for none.
    */
-  sample(state: SamplingState, logits: Float32Array): SampleResult {
+  sample(state: SamplingState, logits: Float32Array, allowed: Int32Array | null = null): SampleResult {
     this.#checkLogits(logits);
     const p = state.params;
-    const scores = this.processLogits(state, logits);
+    const scores = this.processLogits(state, logits, allowed);
     const token = p.temperature < GREEDY_EPSILON ? argmax(scores) : this.#draw(state, scores);
     state.accept(token);
     if (p.logprobs === null) return { token, logprob: null, topLogprobs: null };
@@ -127,9 +130,9 @@ export class Sampler {
    * (ascending) and their probabilities (summing to 1). Greedy: the argmax with 1.
    * The arrays are copies.
    */
-  distribution(state: SamplingState, logits: Float32Array): { ids: Int32Array; probs: Float64Array } {
+  distribution(state: SamplingState, logits: Float32Array, allowed: Int32Array | null = null): { ids: Int32Array; probs: Float64Array } {
     this.#checkLogits(logits);
-    const scores = this.processLogits(state, logits);
+    const scores = this.processLogits(state, logits, allowed);
     if (state.params.temperature < GREEDY_EPSILON) return { ids: Int32Array.of(argmax(scores)), probs: Float64Array.of(1) };
     const n = this.#candidates(state, scores);
     let mass = 0;
@@ -138,16 +141,17 @@ export class Sampler {
   }
 
   /**
-   * Logit bias, then the repetition, frequency and presence penalties. Returns
-   * `logits` itself when nothing changes it, else the sampler's scratch copy
-   * (valid until the next call).
+   * The grammar mask, logit bias, then the repetition, frequency and presence
+   * penalties. Returns `logits` itself when nothing changes it, else the
+   * sampler's scratch copy (valid until the next call).
    */
-  processLogits(state: SamplingState, logits: Float32Array): Float32Array {
+  processLogits(state: SamplingState, logits: Float32Array, allowed: Int32Array | null = null): Float32Array {
     const p = state.params;
     const penalize = p.repetitionPenalty !== 1 || p.presencePenalty !== 0 || p.frequencyPenalty !== 0;
-    if (p.logitBias.size === 0 && !penalize) return logits;
+    if (p.logitBias.size === 0 && !penalize && allowed === null) return logits;
     const s = this.#scores;
     s.set(logits);
+    if (allowed !== null) applyTokenMask(s, allowed);
     for (const [id, bias] of p.logitBias) s[id] = s[id]! + bias;
     if (p.repetitionPenalty !== 1) {
       const r = p.repetitionPenalty;
@@ -248,6 +252,28 @@ export class Sampler {
     for (let j = 0; j < n; j++) if (bucketOf[j] === b) work[m++] = w[j]!;
     return nucleusEdge(work, m, need);
   }
+}
+
+/**
+ * Sets the logits of disallowed tokens to −∞ in place. mask: Int32Array
+ * [ceil(V / 32)], bit t % 32 of word t >> 5 set ⇔ token t allowed (XGrammar's
+ * layout); tokens past the mask are disallowed. Whole words are skipped or filled.
+ */
+export function applyTokenMask(logits: Float32Array, mask: Int32Array): void {
+  const V = logits.length;
+  const words = Math.min(mask.length, Math.ceil(V / 32));
+  for (let w = 0; w < words; w++) {
+    const bits = mask[w]!;
+    if (bits === -1) continue;
+    const base = w << 5;
+    if (bits === 0) {
+      logits.fill(-Infinity, base, Math.min(base + 32, V));
+      continue;
+    }
+    const end = Math.min(32, V - base);
+    for (let b = 0; b < end; b++) if (((bits >>> b) & 1) === 0) logits[base + b] = -Infinity;
+  }
+  if (words * 32 < V) logits.fill(-Infinity, words * 32);
 }
 
 /** Index of the largest value (the lowest index among ties). Throws on NaN, or when every value is −∞. */

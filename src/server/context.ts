@@ -9,6 +9,7 @@ import type { EngineClient } from "../engine/engine-client.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { TokenizerPool } from "../tokenizer/tokenizer-pool.js";
+import type { ToolParserName } from "./tool-parsers.js";
 
 export interface ServerContext {
   engine: EngineClient;
@@ -27,6 +28,8 @@ export interface ServerContext {
   apiKey: string | null;
   /** Value of Access-Control-Allow-Origin, or null for no CORS. */
   corsOrigin: string | null;
+  /** Tool-call parser (vLLM's --tool-call-parser), or null to pick one from the chat template. */
+  toolCallParser: ToolParserName | null;
   /** Unix seconds the server started (the model's `created`). */
   created: number;
   /** Set by close(): new generation requests get 503. */

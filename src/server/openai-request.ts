@@ -4,9 +4,12 @@
  * extras: top_k, min_p, repetition_penalty, stop_token_ids, ignore_eos,
  * include_stop_str_in_output, skip_special_tokens, cache_salt); chat renders
  * its messages with the model's chat template, completions take a prompt as
- * text or token ids (or a list of them: one choice each). Every field is
- * type-checked and a bad one is a 400 naming it; n > 1, tools and structured
- * output are a clear 400; a prompt that does not fit the context is a 400.
+ * text or token ids (or a list of them: n choices each). n > 1 samples each
+ * prompt n times, choice i with seed + i; the samples after the first wait
+ * for its prefill and share its KV (EngineRequest.prefillAfter). Every field is
+ * type-checked and a bad one is a 400 naming it; a prompt that does not fit
+ * the context is a 400. Tools (chat only) are tool-calls.ts. Structured output
+ * (response_format, structured_outputs, guided_*) is structured-request.ts.
  */
 import { randomUUID } from "node:crypto";
 import { ArgumentError, clip, show } from "../errors.js";
@@ -15,6 +18,8 @@ import type { ChatMessage } from "../tokenizer/chat-template.js";
 import { type ServerContext, maxModelLen } from "./context.js";
 import { HttpError, badRequest } from "./errors.js";
 import { Fields, isObject } from "./fields.js";
+import { type GrammarRequest, parseGrammarFields } from "./structured-request.js";
+import { type ToolPlan, parseToolFields, templateMessages } from "./tool-calls.js";
 import { contentChars, encodePrompt, refuseLongText } from "./prompt-length.js";
 
 export interface PromptInput {
@@ -22,6 +27,10 @@ export interface PromptInput {
   /** The prompt as text (for echo). */
   text: string;
   params: ResolvedSamplingParams;
+  /** Which prompt of the request this choice samples (usage counts each prompt once). */
+  group: number;
+  /** The choice whose prefill this one waits for and shares (n > 1), or null. */
+  prefillAfter: number | null;
 }
 
 export interface GenerationPlan {
@@ -31,7 +40,7 @@ export interface GenerationPlan {
   /** The model name responses report. */
   model: string;
   created: number;
-  /** One per choice. */
+  /** One per choice: each prompt n times, in order (choice index = prompt index · n + sample). */
   prompts: PromptInput[];
   skipSpecialTokens: boolean;
   cacheSalt: string | undefined;
@@ -44,6 +53,10 @@ export interface GenerationPlan {
   logprobs: number | null;
   /** Completions: the prompt text leads the output. */
   echo: boolean;
+  /** The output's grammar (every choice's), or null for free text. */
+  grammar: GrammarRequest | null;
+  /** Chat with tools (tool_choice other than "none"): the reply is parsed into tool calls. */
+  tools: ToolPlan | null;
 }
 
 /**
@@ -88,20 +101,26 @@ function resolveModel(f: Fields, ctx: ServerContext): string {
 
 /** Fields OpenAI defines that kvflash does not implement: a 400 rather than silently ignoring them. */
 function refuseUnsupported(f: Fields): void {
-  const n = f.integer("n", { min: 1 });
-  if (n !== undefined && n > 1) throw badRequest("n", `n must be 1: kvflash generates one choice per request (got ${n}); send ${n} requests instead`);
+  const n = f.integer("n", { min: 1, max: MAX_N }) ?? 1;
   const bestOf = f.integer("best_of", { min: 1 });
-  if (bestOf !== undefined && bestOf > 1) throw badRequest("best_of", `best_of must be 1, got ${bestOf}`);
-  const tools = f.raw("tools");
-  if (Array.isArray(tools) ? tools.length > 0 : tools !== undefined) {
-    throw badRequest("tools", "tools (function calling) are not supported by this server");
-  }
-  const format = f.object("response_format");
-  if (format !== undefined && format["type"] !== "text") {
-    throw badRequest("response_format", `response_format ${show(format["type"])} is not supported: only { "type": "text" }`);
-  }
+  if (bestOf !== undefined && bestOf !== n) throw badRequest("best_of", `best_of must equal n (${n}): kvflash returns every sample, got ${bestOf}`);
   const suffix = f.string("suffix");
   if (suffix !== undefined && suffix !== "") throw badRequest("suffix", "suffix is not supported");
+}
+
+/** The most samples per prompt (n). */
+export const MAX_N = 128;
+
+/** Each prompt n times: sample i with seed + i (when seeded), waiting for sample 0's prefill. */
+function sampleEach(prompts: PromptInput[], n: number): PromptInput[] {
+  return prompts.flatMap((p, g) =>
+    Array.from({ length: n }, (_, i) => ({
+      ...p,
+      params: i === 0 || p.params.seed === null ? p.params : { ...p.params, seed: p.params.seed + i },
+      group: g,
+      prefillAfter: i === 0 ? null : g * n,
+    })),
+  );
 }
 
 function streamOptions(f: Fields, stream: boolean): { includeUsage: boolean; continuousUsage: boolean } {
@@ -174,7 +193,7 @@ function fitPrompt(tokenIds: number[], text: string, explicitMax: number | undef
   }
   let maxTokens = explicitMax ?? (kind === "completion" ? 16 : room);
   if (explicitMax === undefined && ctx.generationDefaults.maxTokens !== undefined) maxTokens = Math.min(maxTokens, ctx.generationDefaults.maxTokens);
-  return { tokenIds, text, params: resolveParams({ ...base, maxTokens: Math.min(maxTokens, room) }, ctx) };
+  return { tokenIds, text, params: resolveParams({ ...base, maxTokens: Math.min(maxTokens, room) }, ctx), group: 0, prefillAfter: null };
 }
 
 function commonPlan(f: Fields, ctx: ServerContext, kind: GenerationPlan["kind"]) {
@@ -190,6 +209,8 @@ function commonPlan(f: Fields, ctx: ServerContext, kind: GenerationPlan["kind"])
     cacheSalt: cacheSalt === "" ? undefined : cacheSalt,
     explicitMax: f.integer("max_completion_tokens", { min: 1 }) ?? f.integer("max_tokens", { min: 1 }),
     id: `${kind === "chat" ? "chatcmpl" : "cmpl"}-${randomUUID().replaceAll("-", "")}`,
+    grammar: parseGrammarFields(f),
+    n: f.integer("n", { min: 1, max: MAX_N }) ?? 1,
     created: Math.floor(Date.now() / 1000),
   };
 }
@@ -214,9 +235,14 @@ export async function parseChatRequest(body: unknown, ctx: ServerContext): Promi
   if (continueFinal && addGenerationPrompt) throw badRequest("continue_final_message", "continue_final_message and add_generation_prompt cannot both be true");
   const variables = f.object("chat_template_kwargs") ?? {};
   refuseLongText(ctx, contentChars(messages), "messages");
+  const tok = ctx.tokenizer;
+  const tools = parseToolFields(f, (f.has("tools") ? tok.chatTemplates["tool_use"] : undefined) ?? tok.chatTemplate, ctx.toolCallParser);
+  if (tools.grammar !== null && c.grammar !== null) {
+    throw badRequest(c.grammar.param, `${c.grammar.param} cannot be combined with tools (tool_choice ${show(f.raw("tool_choice") ?? "auto")}); send tool_choice "none" for structured output`);
+  }
   let text: string;
   try {
-    text = ctx.tokenizer.applyChatTemplate(messages as ChatMessage[], { addGenerationPrompt, variables });
+    text = tok.applyChatTemplate(templateMessages(messages) as ChatMessage[], { addGenerationPrompt, variables, ...(tools.templateTools === undefined ? {} : { tools: tools.templateTools }) });
     if (continueFinal) text = cutAfterFinalMessage(text, messages.at(-1) as ChatMessage);
   } catch (e) {
     if (e instanceof HttpError) throw e;
@@ -225,7 +251,7 @@ export async function parseChatRequest(body: unknown, ctx: ServerContext): Promi
   const tokenIds = await encodePrompt(ctx, text, f.boolean("add_special_tokens") ?? false, "messages");
   const base = { ...samplingFields(f), logprobs: logprobsOn ? (top ?? 0) : null };
   const prompt = fitPrompt(tokenIds, text, c.explicitMax, "chat", base, ctx, "messages");
-  return { kind: "chat", ...c, prompts: [prompt], logprobs: base.logprobs, echo: false };
+  return { kind: "chat", ...c, grammar: c.grammar ?? tools.grammar, prompts: sampleEach([prompt], c.n), logprobs: base.logprobs, echo: false, tools: tools.plan };
 }
 
 /** continue_final_message: the rendered text ends where the final message's content ends (transformers' rule). */
@@ -239,6 +265,7 @@ function cutAfterFinalMessage(text: string, final: ChatMessage): string {
 export async function parseCompletionRequest(body: unknown, ctx: ServerContext): Promise<GenerationPlan> {
   const f = new Fields(body);
   const c = commonPlan(f, ctx, "completion");
+  if (f.has("tools")) throw badRequest("tools", "tools are for /v1/chat/completions");
   const logprobs = f.integer("logprobs", { min: 0, max: MAX_LOGPROBS }) ?? null;
   const echo = f.boolean("echo") ?? false;
   const addSpecial = f.boolean("add_special_tokens") ?? true;
@@ -260,7 +287,7 @@ export async function parseCompletionRequest(body: unknown, ctx: ServerContext):
     });
     return fitPrompt(p, echo ? decodeForEcho(ctx, p) : "", c.explicitMax, "completion", base, ctx, param);
   }));
-  return { kind: "completion", ...c, prompts, logprobs, echo };
+  return { kind: "completion", ...c, prompts: sampleEach(prompts, c.n), logprobs, echo, tools: null };
 }
 
 /** Token-id prompts echo as their text; ids beyond the tokenizer (padded vocabularies) decode to nothing. */

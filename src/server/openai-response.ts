@@ -8,6 +8,7 @@
 import type { TokenLogprobs } from "../engine/engine.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { GenerationPlan } from "./openai-request.js";
+import { type ChatDelta, toolCallMessage } from "./tool-call-output.js";
 
 export interface Usage {
   prompt_tokens: number;
@@ -25,12 +26,22 @@ export interface ChoiceState {
   finishReason: string | null;
   stopReason: string | number | null;
   logprobs: TokenLogprobs[];
+  /** The request's prompt this choice samples: n choices of one prompt count its tokens once. */
+  group: number;
 }
 
+/** Usage of a request: each prompt once (its first choice's count), every choice's output. */
 export function usageOf(choices: readonly ChoiceState[]): Usage {
-  const prompt = choices.reduce((s, c) => s + c.numPromptTokens, 0);
+  const seen = new Set<number>();
+  let prompt = 0;
+  let cached = 0;
+  for (const c of choices) {
+    if (seen.has(c.group)) continue;
+    seen.add(c.group);
+    prompt += c.numPromptTokens;
+    cached += c.numCachedTokens;
+  }
   const completion = choices.reduce((s, c) => s + c.numOutputTokens, 0);
-  const cached = choices.reduce((s, c) => s + c.numCachedTokens, 0);
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } };
 }
 
@@ -118,6 +129,18 @@ export function chunk(
   };
 }
 
+/** A chat chunk with a tool-calling delta (content or tool_calls), or the finishing one with an empty delta. */
+export function deltaChunk(plan: GenerationPlan, index: number, delta: ChatDelta | Record<string, never>, finishReason: string | null, stopReason: string | number | null, usage: Usage | null) {
+  return {
+    id: plan.id,
+    object: "chat.completion.chunk",
+    created: plan.created,
+    model: plan.model,
+    choices: [{ index, delta, logprobs: null, finish_reason: finishReason, ...(finishReason !== null ? { stop_reason: stopReason } : {}) }],
+    ...(plan.includeUsage || plan.continuousUsage ? { usage } : {}),
+  };
+}
+
 /** The last chunk of a stream with stream_options.include_usage: no choices, the usage. */
 export function usageChunk(plan: GenerationPlan, usage: Usage) {
   return {
@@ -140,6 +163,10 @@ export function fullResponse(plan: GenerationPlan, tokenizer: Tokenizer, choices
     choices: choices.map((c, index) => {
       const logprobs = logprobsOf(plan, tokenizer, c.logprobs, plan.echo ? plan.prompts[index]!.text.length : 0);
       const finish = { finish_reason: c.finishReason, stop_reason: c.stopReason };
+      if (plan.kind === "chat" && plan.tools !== null) {
+        const t = toolCallMessage(plan.tools, c.text, c.finishReason);
+        return { index, message: t.message, logprobs, ...finish, finish_reason: t.finishReason };
+      }
       return plan.kind === "chat"
         ? { index, message: { role: "assistant", content: c.text }, logprobs, ...finish }
         : { index, text: c.text, logprobs, ...finish };

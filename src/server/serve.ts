@@ -5,6 +5,7 @@
  * model is ready. The CLI, the tests and the serve benchmark all start
  * servers through here.
  */
+import type { ToolParserName } from "./tool-parsers.js";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ArgumentError } from "../errors.js";
@@ -33,6 +34,8 @@ export interface ServeOptions extends EngineSettings {
   servedModelNames?: readonly string[];
   apiKey?: string | null;
   corsOrigin?: string | null;
+  /** Tool-call parser (vLLM's --tool-call-parser). Default: the one the chat template is written for. */
+  toolCallParser?: ToolParserName | null;
   /** Bytes of the paged KV cache. */
   kvCacheBytes?: number;
   /** Blocks of the paged KV cache (wins over kvCacheBytes). */
@@ -93,6 +96,7 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
     generationDefaults: samplingDefaults(generation),
     apiKey: options.apiKey ?? null,
     corsOrigin: options.corsOrigin ?? null,
+    toolCallParser: options.toolCallParser ?? null,
   });
   let address;
   try {

@@ -9,6 +9,7 @@
  *   GET  /health                 200 ok | 503 loading (with progress) | 503 failed / shutting down
  *   GET  /metrics                Prometheus text, vLLM's names
  *   GET  /v1/models
+ *   GET  /v1/models/{id}
  *   POST /v1/chat/completions    stream: SSE chunks ending in data: [DONE]
  *   POST /v1/completions
  *   POST /tokenize, /detokenize
@@ -24,8 +25,9 @@ import type { Handler, ServerContext } from "./context.js";
 import { clip } from "../errors.js";
 import { ClientGoneError, HttpError, sendError, toHttpError } from "./errors.js";
 import { LogLimiter } from "./log-limiter.js";
-import { chatCompletions, completions, models } from "./routes/openai.js";
+import { chatCompletions, completions, model, models } from "./routes/openai.js";
 import { PUBLIC_FILES, staticFile } from "./routes/static.js";
+import type { ToolParserName } from "./tool-parsers.js";
 import { health, metrics } from "./routes/status.js";
 import { detokenize, tokenize } from "./routes/tokenize.js";
 
@@ -47,6 +49,9 @@ const ROUTES: Readonly<Record<string, Route>> = {
   "/detokenize": { method: "POST", handler: detokenize, auth: true },
 };
 
+/** GET /v1/models/{id} (the id may hold slashes, as "org/name" does). */
+const MODEL_ROUTE: Route = { method: "GET", handler: model, auth: true };
+
 export interface KvflashServerOptions {
   engine: EngineClient;
   tokenizer: Tokenizer;
@@ -58,6 +63,7 @@ export interface KvflashServerOptions {
   generationDefaults?: SamplingParams;
   apiKey?: string | null;
   corsOrigin?: string | null;
+  toolCallParser?: ToolParserName | null;
 }
 
 export class KvflashServer {
@@ -79,6 +85,7 @@ export class KvflashServer {
       generationDefaults: options.generationDefaults ?? {},
       apiKey: options.apiKey ?? null,
       corsOrigin: options.corsOrigin ?? null,
+      toolCallParser: options.toolCallParser ?? null,
       created: Math.floor(Date.now() / 1000),
       shuttingDown: false,
     };
@@ -132,7 +139,7 @@ export class KvflashServer {
         if (ctx.corsOrigin !== "*") res.setHeader("vary", "Origin");
       }
       const path = requestPath(req.url ?? "/");
-      const route = Object.hasOwn(ROUTES, path) ? ROUTES[path] : undefined;
+      const route = Object.hasOwn(ROUTES, path) ? ROUTES[path] : /^\/v1\/models\/[^/]/.test(path) ? MODEL_ROUTE : undefined;
       if (req.method === "OPTIONS" && ctx.corsOrigin !== null && route !== undefined) {
         res.writeHead(204, {
           "access-control-allow-methods": `${route.method}, OPTIONS`,

@@ -64,9 +64,12 @@ test("wrong types and values: 400 naming the field and the value", async () => {
     [{ messages: [{ content: "no role" }] }, "messages[0]", /must be an object with a string role/],
     [{ messages: [{ role: "user", content: 7 }] }, "messages[0].content", /must be a string or an array of content parts, got 7/],
     [{ messages: [{ role: "assistant", content: "a" }] }, "messages", /chat template cannot render these messages: .*alternate/],
-    [{ n: 2 }, "n", /n must be 1: kvflash generates one choice per request \(got 2\)/],
-    [{ tools: [{ type: "function", function: { name: "f" } }] }, "tools", /not supported/],
-    [{ response_format: { type: "json_object" } }, "response_format", /"json_object" is not supported/],
+    [{ n: 0 }, "n", /n must be ≥ 1, got 0/],
+    [{ n: 2, best_of: 3 }, "best_of", /best_of must equal n \(2\)/],
+    [{ tools: [{ type: "function", function: { name: "f" } }] }, "tools", /chat template renders no tool calls kvflash can parse; start the server with --tool-call-parser/],
+    [{ tools: [{ type: "function", function: { name: "f" } }], tool_choice: { type: "function", function: { name: "g" } } }, "tool_choice", /names the function "g", which is not among the tools \(f\)/],
+    [{ response_format: { type: "xml" } }, "response_format.type", /must be "text", "json_object" or "json_schema", got "xml"/],
+    [{ guided_regex: "a", guided_choice: ["b"] }, "guided_choice", /only one structured-output constraint per request, got guided_regex and guided_choice/],
   ];
   for (const [extra, param, message] of cases) assertError(await post(url, chat(extra)), 400, param, message);
   const comp = `${server.url}/v1/completions`;

@@ -1,10 +1,12 @@
 /**
- * The OpenAI routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models.
+ * The OpenAI routes: POST /v1/chat/completions, POST /v1/completions,
+ * GET /v1/models and GET /v1/models/{id} (the openai client's models.retrieve).
  */
 import { bodyOptions, readJsonBody } from "../body.js";
 import { type Handler, type ServerContext, maxModelLen } from "../context.js";
 import { HttpError, sendJson } from "../errors.js";
 import { parseChatRequest, parseCompletionRequest } from "../openai-request.js";
+import { checkRequestGrammar } from "../structured-request.js";
 import { runGeneration } from "./run-generation.js";
 
 function requireReady(ctx: ServerContext): void {
@@ -20,26 +22,41 @@ function requireReady(ctx: ServerContext): void {
 export const chatCompletions: Handler = async (req, res, ctx) => {
   const body = await readJsonBody(req, bodyOptions(ctx));
   requireReady(ctx);
-  await runGeneration(req, res, ctx, await parseChatRequest(body, ctx));
+  const plan = await parseChatRequest(body, ctx);
+  await checkRequestGrammar(plan.grammar);
+  await runGeneration(req, res, ctx, plan);
 };
 
 export const completions: Handler = async (req, res, ctx) => {
   const body = await readJsonBody(req, bodyOptions(ctx));
   requireReady(ctx);
-  await runGeneration(req, res, ctx, await parseCompletionRequest(body, ctx));
+  const plan = await parseCompletionRequest(body, ctx);
+  await checkRequestGrammar(plan.grammar);
+  await runGeneration(req, res, ctx, plan);
 };
 
+function modelCard(ctx: ServerContext, id: string) {
+  return { id, object: "model", created: ctx.created, owned_by: "kvflash", root: ctx.modelDir, parent: null, max_model_len: maxModelLen(ctx) };
+}
+
 export const models: Handler = (_req, res, ctx) => {
-  sendJson(res, 200, {
-    object: "list",
-    data: ctx.modelNames.map((id) => ({
-      id,
-      object: "model",
-      created: ctx.created,
-      owned_by: "kvflash",
-      root: ctx.modelDir,
-      parent: null,
-      max_model_len: maxModelLen(ctx),
-    })),
-  });
+  sendJson(res, 200, { object: "list", data: ctx.modelNames.map((id) => modelCard(ctx, id)) });
+};
+
+export const model: Handler = (req, res, ctx) => {
+  const raw = new URL(req.url ?? "/", "http://localhost").pathname.slice("/v1/models/".length);
+  let id: string;
+  try {
+    id = decodeURIComponent(raw);
+  } catch {
+    id = raw;
+  }
+  if (!ctx.modelNames.includes(id)) {
+    throw new HttpError(404, `The model \`${id}\` does not exist. This server serves ${ctx.modelNames.map((n) => `\`${n}\``).join(", ")}.`, {
+      type: "invalid_request_error",
+      param: "model",
+      code: "model_not_found",
+    });
+  }
+  sendJson(res, 200, modelCard(ctx, id));
 };

@@ -11,7 +11,8 @@ import type { EngineOutput } from "../../engine/engine.js";
 import type { ServerContext } from "../context.js";
 import { HttpError, sendJson } from "../errors.js";
 import type { GenerationPlan } from "../openai-request.js";
-import { type ChoiceState, chunk, fullResponse, usageChunk, usageOf } from "../openai-response.js";
+import { type ChoiceState, chunk, deltaChunk, fullResponse, usageChunk, usageOf } from "../openai-response.js";
+import { ToolCallStream } from "../tool-call-output.js";
 import { SseStream } from "../sse.js";
 
 export async function runGeneration(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext, plan: GenerationPlan): Promise<void> {
@@ -35,6 +36,8 @@ export async function runGeneration(_req: IncomingMessage, res: ServerResponse, 
         arrivalTime,
         skipSpecialTokens: plan.skipSpecialTokens,
         ...(plan.cacheSalt === undefined ? {} : { cacheSalt: plan.cacheSalt }),
+        ...(plan.grammar === null ? {} : { grammar: plan.grammar.spec }),
+        ...(p.prefillAfter === null ? {} : { prefillAfter: ids[p.prefillAfter]! }),
       })),
     );
   } catch (e) {
@@ -53,6 +56,7 @@ export async function runGeneration(_req: IncomingMessage, res: ServerResponse, 
     finishReason: null,
     stopReason: null,
     logprobs: [],
+    group: p.group,
   }));
   const abortAll = (): void => ids.forEach((id) => ctx.engine.abort(id));
   if (plan.stream) await streamChoices(res, ctx, plan, streams, states, abortAll);
@@ -79,15 +83,23 @@ async function streamChoices(res: ServerResponse, ctx: ServerContext, plan: Gene
     sse.send(chunk(plan, tok, i, { text, role: plan.kind === "chat", logprobs: [], offset: 0, finishReason: null, stopReason: null }, plan.continuousUsage ? usageOf([s]) : null));
   });
   let error: string | null = null;
+  const tools = plan.tools;
   await Promise.all(
     streams.map(async (stream, i) => {
       const state = states[i]!;
+      const toolStream = tools === null ? null : new ToolCallStream(tools);
       for await (const out of stream) {
         const offset = state.text.length;
         apply(state, out);
         if (out.finishReason === "error") {
           error ??= out.error ?? "generation failed";
           abortAll();
+          continue;
+        }
+        if (toolStream !== null) {
+          const usage = () => (plan.continuousUsage ? usageOf([state]) : null);
+          for (const delta of toolStream.push(state.text, out.finishReason !== null)) sse.send(deltaChunk(plan, i, delta, null, null, usage()));
+          if (out.finishReason !== null) sse.send(deltaChunk(plan, i, {}, toolStream.finishReason(out.finishReason), out.stopReason, usage()));
           continue;
         }
         if (out.text === "" && out.finishReason === null && out.logprobs === null) continue;
