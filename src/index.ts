@@ -89,6 +89,7 @@ export {
   openModelDir,
   readModelDirInfo,
 } from "./model/model-dir.js";
+export { type GgufModel, isGgufPath, openGgufModel, readGgufHeader, type GgufHeader, type GgufTensorInfo, writeGguf, convertModelDirToGguf } from "./model/gguf/index.js";
 export { TINY_ARCHS, type TinyArch, type TinyModel, type TinyModelOptions, type TinyTokenizerOptions, writeTinyModel } from "./model/tiny-model.js";
 export { LLAMA2_CHAT_TEMPLATE, defaultModelDir, defaultModelOptions, defaultModelTokenizerDir } from "./model/default-model.js";
 export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, Tokenizer, type TokenizerSource } from "./tokenizer/tokenizer.js";
