@@ -49,8 +49,11 @@ function roundTrip(name: string, tj: Record<string, unknown>, tc: Record<string,
   return ggufTokenizer(new GgufMetadata(header.metadata, path));
 }
 
-function assertSameIds(hf: Tokenizer, mine: Tokenizer, addSpecialTokens: boolean): void {
-  for (const text of CORPUS) {
+/** Text where llama.cpp (and so the GGUF tokenizer) differs from HF on purpose: a NORMAL "</s>" piece in a byte-level vocabulary is forced to CONTROL. */
+const EOG_OVERRIDE = "<s>text with </s> special <unk> markers";
+
+function assertSameIds(hf: Tokenizer, mine: Tokenizer, addSpecialTokens: boolean, corpus = CORPUS): void {
+  for (const text of corpus) {
     assert.deepEqual(mine.encode(text, { addSpecialTokens }), hf.encode(text, { addSpecialTokens }), `ids of ${JSON.stringify(text)} (addSpecialTokens ${addSpecialTokens})`);
   }
 }
@@ -91,7 +94,11 @@ test("gpt2 metadata with pre qwen2 gives Qwen3's ids; <think> stays a plain adde
   const { tj, tc } = qwen3;
   const hf = new Tokenizer({ tokenizerJson: tj, tokenizerConfig: tc });
   const mine = roundTrip("qwen3", tj, tc, "qwen2");
-  assertSameIds(hf, mine, true);
+  assertSameIds(hf, mine, true, CORPUS.filter((t) => t !== EOG_OVERRIDE));
+  // llama.cpp: [" text", " with", " ", "</s>", …], where HF BPE-merges "</s>" as text.
+  const end = mine.tokenToId("</s>")!;
+  assert.deepEqual(mine.encode(" with </s> x").slice(-3), [hf.encode(" ").at(-1), end, hf.encode(" x").at(-1)]);
+  assert.equal(mine.isSpecial(end), true);
   assert.equal(mine.eosTokenId, hf.eosTokenId);
   const think = mine.tokenToId("<think>")!;
   assert.equal(mine.isSpecial(think), false);
@@ -108,7 +115,7 @@ test("gpt2 metadata with pre smollm splits every digit, as SmolLM's Digits + Byt
   };
   const hf = new Tokenizer({ tokenizerJson: smol, tokenizerConfig: tc });
   const mine = roundTrip("smollm", smol, tc, "smollm");
-  assertSameIds(hf, mine, false);
+  assertSameIds(hf, mine, false, CORPUS.filter((t) => t !== EOG_OVERRIDE));
   assert.deepEqual(mine.encode("12345", { addSpecialTokens: false }).length, 5);
 });
 

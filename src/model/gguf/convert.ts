@@ -114,7 +114,7 @@ export function convertModelDirToGguf(dir: string, out: string, options: Convert
   const arch = ARCH_NAME[config.architecture]!;
   const tokenizerJson = readJsonFile(join(dir, "tokenizer.json")) as Record<string, unknown>;
   const tokenizerConfig = readJsonFile(join(dir, "tokenizer_config.json")) as Record<string, unknown>;
-  const metadata = { ...ggufArchMetadata(config), ...hfTokenizerToGguf(tokenizerJson, tokenizerConfig, { pre: options.pre ?? (arch === "llama" ? "llama-bpe" : "qwen2") }) };
+  const metadata = { ...ggufArchMetadata(config), ...hfTokenizerToGguf(tokenizerJson, tokenizerConfig, { pre: options.pre ?? (arch === "llama" ? "llama-bpe" : "qwen2"), vocabSize: config.vocabSize }) };
   const headers = new Map(info.weightFiles.map((f) => [f, readSafetensorsHeader(f)]));
   const types = new Map<string, GgmlTypeName>();
   const tensors: GgufWriteTensor[] = info.weights.map((w) => {

@@ -31,7 +31,7 @@ import { dequantize } from "./dequantize.js";
 import { GgufMetadata } from "./metadata.js";
 import { type GgufHeader, type GgufTensorInfo, isGgufFile, readGgufHeader } from "./reader.js";
 import { hfTensorName, isIgnorableGgufTensor, permutedHeads, unpermuteRows } from "./tensor-names.js";
-import { ggufTokenizer } from "./tokenizer.js";
+import { LLAMA_CPP_EOG_TEXTS, ggufTokenizer } from "./tokenizer.js";
 
 export interface GgufModel {
   path: string;
@@ -101,7 +101,9 @@ export function openGgufModel(path: string): GgufModel {
     throw new ArgumentError(path, `token_embd.weight has ${config.vocabSize} rows, fewer than the tokenizer's ${tokenizer.vocabSize} tokens`);
   }
   const stops = ["tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"].map((k) => meta.optionalInt(k));
-  const eosTokenIds = [...new Set(stops.filter((x): x is number => x !== null))];
+  // llama.cpp also stops on every end-of-generation-looking token of the vocabulary (tokenizer.ts LLAMA_CPP_EOG_TEXTS).
+  const eog = [...LLAMA_CPP_EOG_TEXTS].map((t) => tokenizer.tokenToId(t)).filter((x): x is number => x !== undefined);
+  const eosTokenIds = [...new Set([...stops.filter((x): x is number => x !== null), ...eog])];
   const weightBytes = specs.reduce((s, spec) => s + (tensors.get(spec.name)!.end - tensors.get(spec.name)!.begin), 0);
   const generation = { ...EMPTY_GENERATION_CONFIG, bosTokenId: config.bosTokenId, eosTokenIds };
   return { path, header, config, tokenizer, generation, eosTokenIds, tensors, weightBytes };

@@ -31,6 +31,8 @@ function tokenContent(v: unknown): string | null {
 export interface HfToGgufOptions {
   /** tokenizer.ggml.pre for byte-level BPE ("llama-bpe", "qwen2", "smollm", "default"). */
   pre?: string;
+  /** Pad the token list with [PADi] to this many entries (config.json's vocab_size), as convert_hf_to_gguf does: llama.cpp wants one token per embedding row. */
+  vocabSize?: number;
 }
 
 export function hfTokenizerToGguf(tokenizerJson: Json, tokenizerConfig: Json, options: HfToGgufOptions = {}): Record<string, GgufTyped> {
@@ -40,7 +42,7 @@ export function hfTokenizerToGguf(tokenizerJson: Json, tokenizerConfig: Json, op
   const rawMerges = model["merges"] as (string | [string, string])[];
   const merges = rawMerges.map((m) => (typeof m === "string" ? m : `${m[0]} ${m[1]}`));
   const added = (tokenizerJson["added_tokens"] as Json[] | undefined) ?? [];
-  const size = [...Object.values(vocab), ...added.map((a) => a["id"] as number)].reduce((a, b) => Math.max(a, b), -1) + 1;
+  const size = [...Object.values(vocab), ...added.map((a) => a["id"] as number), (options.vocabSize ?? 0) - 1].reduce((a, b) => Math.max(a, b), -1) + 1;
   const tokens = Array.from({ length: size }, (_, i) => `[PAD${i}]`);
   const types = new Array<number>(size).fill(TOKEN_TYPE.UNUSED);
   for (const [t, id] of Object.entries(vocab)) {

@@ -43,6 +43,17 @@ export const GGUF_PRE_TOKENIZERS: Readonly<Record<string, readonly string[]>> = 
 
 type Json = Record<string, unknown>;
 
+/**
+ * End-of-generation texts that llama.cpp's vocabulary loader forces to CONTROL
+ * ("control-looking token … was not control-type … its type will be
+ * overridden"), so they split out of text as special tokens even where the
+ * file marks them NORMAL (Qwen's vocabulary holds "</s>" as an ordinary piece).
+ */
+export const LLAMA_CPP_EOG_TEXTS: ReadonlySet<string> = new Set([
+  "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
+  "<|end_of_text|>", "<end_of_utterance>", "</s>", "<|return|>", "<|call|>", "<｜end▁of▁sentence｜>",
+]);
+
 /** transformers' SentencePieceExtractor: every split (a, b) of a piece into two pieces, ordered by the piece's score (highest first), then by the ids of a and b. */
 export function mergesFromScores(tokens: readonly string[], scores: readonly number[], mergeable: (id: number) => boolean): [string, string][] {
   const ids = new Map<string, number>();
@@ -103,7 +114,7 @@ export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; to
     if (!(t in vocab)) vocab[t] = i;
   });
   const added = tokens.flatMap((content, i) => {
-    const type = types[i];
+    const type = LLAMA_CPP_EOG_TEXTS.has(content) ? TOKEN_TYPE.CONTROL : types[i];
     if (type !== TOKEN_TYPE.CONTROL && type !== TOKEN_TYPE.USER_DEFINED && type !== TOKEN_TYPE.UNKNOWN) return [];
     return [{ id: i, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: type !== TOKEN_TYPE.USER_DEFINED }];
   });
