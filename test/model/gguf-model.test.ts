@@ -9,7 +9,7 @@
  * chat template and stop ids. Llama files exercise the Q/K row permutation.
  */
 import assert from "node:assert/strict";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -20,6 +20,7 @@ import { GGML_TYPES } from "../../src/model/gguf/format.js";
 import { openGgufModel } from "../../src/model/gguf/gguf-model.js";
 import { quantize } from "../../src/model/gguf/quantize.js";
 import { writeSafetensors } from "../../src/model/safetensors-writer.js";
+import { gguf, writeGguf } from "../../src/model/gguf/writer.js";
 import { makeBatch, relErr } from "./decoder-support.js";
 
 let rt: Runtime;
@@ -121,4 +122,13 @@ test("the default model as Q8_0 GGUF: same config, tokenizer ids, chat template 
     hf.runner.dispose();
     m.runner.dispose();
   }
+});
+
+test("a .gguf path that is not GGUF, or a GGUF of another architecture, fails with the reader's error", () => {
+  const junk = join(root, "junk.gguf");
+  writeFileSync(junk, "not a gguf file at all, just text");
+  assert.throws(() => loadModel(rt, junk, { progress: false }), /junk\.gguf is not a GGUF file: magic 0x20746f6e/);
+  const bert = join(root, "bert.gguf");
+  writeGguf(bert, { metadata: { "general.architecture": gguf.str("bert") }, tensors: [] });
+  assert.throws(() => loadModel(rt, bert, { progress: false }), /bert\.gguf general\.architecture must be one of "llama", "qwen2", "qwen3", got "bert"/);
 });

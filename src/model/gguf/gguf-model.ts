@@ -48,10 +48,14 @@ export interface GgufModel {
   weightBytes: number;
 }
 
-/** True for a path to a file (not a directory) that starts with the GGUF magic. */
+/**
+ * True for a path to a file (not a directory) named *.gguf or starting with the
+ * GGUF magic (as source.ts decides): a .gguf file that is not GGUF then gets the
+ * reader's "is not a GGUF file" error rather than a model-directory one.
+ */
 export function isGgufPath(path: string): boolean {
   try {
-    return statSync(path).isFile() && isGgufFile(path);
+    return statSync(path).isFile() && (path.toLowerCase().endsWith(".gguf") || isGgufFile(path));
   } catch {
     return false;
   }
