@@ -33,13 +33,22 @@ export class KernelError extends Error {
   }
 }
 
-/** Renders a value for an error message: short, unambiguous, never huge. */
-export function show(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
+/** Longest echo of a value in an error message, in characters (a 1 MB field is not sent back whole). */
+export const MAX_SHOWN_CHARS = 100;
+
+/** Cuts a text for an error message: at most `max` characters, then "…" and its length. */
+export function clip(text: string, max = MAX_SHOWN_CHARS): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
+}
+
+/** Renders a value for an error message: short, unambiguous, never huge (nor deep). */
+export function show(value: unknown, depth = 0): string {
+  if (typeof value === "string") return value.length <= MAX_SHOWN_CHARS ? JSON.stringify(value) : `${JSON.stringify(value.slice(0, MAX_SHOWN_CHARS))}… (${value.length} characters)`;
   if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") return String(value);
   if (value === null || value === undefined) return String(value);
   if (Array.isArray(value)) {
-    const head = value.slice(0, 8).map(show).join(", ");
+    if (depth >= 2) return `[… (${value.length} items)]`;
+    const head = value.slice(0, 8).map((v) => show(v, depth + 1)).join(", ");
     return `[${head}${value.length > 8 ? `, … (${value.length} items)` : ""}]`;
   }
   if (ArrayBuffer.isView(value)) return `${value.constructor.name}(${(value as unknown as { length: number }).length})`;

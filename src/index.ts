@@ -3,7 +3,8 @@ export { ArgumentError, KernelError, OutOfMemoryError } from "./errors.js";
 export { createRuntime, Runtime, type RuntimeOptions, resolveThreads } from "./runtime/runtime.js";
 export { Allocator, StepArena, formatBytes } from "./runtime/allocator.js";
 export { ArgsWriter } from "./runtime/args.js";
-export { Tensor } from "./tensor/tensor.js";
+export { Tensor, memoryName } from "./tensor/tensor.js";
+export { copyTensor } from "./tensor/copy.js";
 export { type DType, type FloatDType, DTYPES, DTYPE_BYTES, DTYPE_CODE, checkDType, isDType } from "./tensor/dtype.js";
 export {
   type CodedFloatDType,
@@ -148,10 +149,13 @@ export {
   createDecoder,
   kvBytesPerBlock,
   loadModel,
+  planRunner,
   resolveKvDtype,
   resolveWeightFormat,
 } from "./model/loader.js";
-export { QWEN25_05B_CONFIG_JSON, type SyntheticModelOptions, createSyntheticModel, qwen25HalfBConfig } from "./model/synthetic-model.js";
+export { DEFAULT_KV_CACHE_BYTES, type MachineMemory, type MemoryPlan, type MemoryPlanOptions, kvBytesPerLayerBlock, layerWeightBytes, planModelMemory } from "./model/memory-plan.js";
+export { type MemoryShare, type PlacedPart, type Placement, type PlacementInput, describePlacement, placeAuto } from "./model/placement.js";
+export { LLAMA31_8B_CONFIG_JSON, QWEN25_05B_CONFIG_JSON, type SyntheticModelOptions, createSyntheticModel, llama31EightBConfig, qwen25HalfBConfig } from "./model/synthetic-model.js";
 export { type ReferenceWeights, referenceForward } from "./model/reference-decoder.js";
 export { type ForwardBatch } from "./model/forward-batch.js";
 export { type KvCacheGeometry, type ModelRunner } from "./model/model-runner.js";
@@ -166,3 +170,7 @@ export {
   promptLogits,
   runRequest,
 } from "./engine/generate.js";
+export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localModelSource, resolveModelSource } from "./model/source.js";
+export { type CachedRepo, type CachedSnapshot, HubCache } from "./model/hub/hub-cache.js";
+export { type HubSettings, hubSettings } from "./model/hub/hub-settings.js";
+export { HubError, type HubErrorKind } from "./model/hub/hub-client.js";

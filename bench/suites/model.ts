@@ -23,36 +23,68 @@
  * The first run of each format also warms the activations, the ops' scratch
  * and the KV blocks. KV cache bf16 (the checkpoint's dtype, as
  * `--kv-dtype auto` picks).
+ *
+ * Then Llama-3.1-8B's shapes (hidden 4096, 32 layers, 32/8 heads, MLP 14336,
+ * vocabulary 128256) at q8 and q4: too big for one wasm32 memory at q8, so
+ * placed across memories (`memories`), with a 32-token prompt and 16 decode
+ * steps (a 512-token 8B prefill takes minutes on 2 cores). Every row says
+ * `model`, `memories` and `load_s` (building the synthetic weights); the 8B
+ * rows add the process's `rss_gb` after the runs and `peak_rss_gb` (the
+ * process's high-water mark so far: wasm memories never shrink, so it
+ * includes the memory the 0.5B runs left grown). Skipped by --quick.
  */
-import { type Decoder, WEIGHT_FORMATS, createSyntheticModel, runRequest } from "../../src/index.js";
+import { type Decoder, type ModelConfig, type WeightFormat, WEIGHT_FORMATS, createSyntheticModel, llama31EightBConfig, qwen25HalfBConfig, runRequest } from "../../src/index.js";
 import { argmax } from "../../src/engine/sampler.js";
 import { measureReadBandwidth } from "../ceilings.js";
 import { type Row, type Suite, median } from "../harness.js";
 
 const PROMPT = 512;
 
+interface BenchModel {
+  name: string;
+  config: ModelConfig;
+  formats: readonly WeightFormat[];
+  prompt: number;
+  decodeSteps: number;
+  reps: number;
+  rss: boolean;
+}
+
 export const model: Suite = {
   name: "model",
-  description: "decoder forward on a synthetic Qwen2.5-0.5B: prefill (512 tokens) and decode tok/s per weight format, decode against the bandwidth roofline",
+  description: "decoder forward on synthetic Qwen2.5-0.5B (every format) and Llama-3.1-8B (q8, q4; placed across wasm memories): prefill and decode tok/s, decode against the bandwidth roofline",
   run({ rt, quick, ceilings, log }): Row[] {
     const rows: Row[] = [];
-    const prompt = quick ? 64 : PROMPT;
-    const decodeSteps = quick ? 8 : 64;
+    const models: BenchModel[] = [
+      { name: "qwen2.5-0.5b", config: qwen25HalfBConfig(), formats: WEIGHT_FORMATS, prompt: quick ? 64 : PROMPT, decodeSteps: quick ? 8 : 64, reps: quick ? 1 : 2, rss: false },
+      ...(quick ? [] : [{ name: "llama-3.1-8b", config: llama31EightBConfig(), formats: ["q4", "q8"] as const, prompt: 32, decodeSteps: 16, reps: 1, rss: true }]),
+    ];
+    for (const m of models) rows.push(...runModel(m, { rt, quick, ceilings, log }));
+    return rows;
+  },
+};
+
+function runModel(m: BenchModel, { rt, quick, ceilings, log }: Parameters<Suite["run"]>[0]): Row[] {
+  const rows: Row[] = [];
+  const { prompt, decodeSteps } = m;
+  {
     // Prompt ids drawn from the whole vocabulary, deterministic.
-    const ids = Array.from({ length: prompt }, (_, i) => (i * 2654435761) % 151936 >>> 0);
-    for (const format of WEIGHT_FORMATS) {
+    const ids = Array.from({ length: prompt }, (_, i) => (i * 2654435761) % m.config.vocabSize >>> 0);
+    for (const format of m.formats) {
       const t0 = performance.now();
       let runner: Decoder | undefined;
       try {
-        runner = createSyntheticModel(rt, { weights: format, kvDtype: "bf16", numBlocks: Math.ceil((prompt + decodeSteps + 1) / 16), maxBatchTokens: prompt });
+        runner = createSyntheticModel(rt, { config: m.config, weights: format, kvDtype: "bf16", numBlocks: Math.ceil((prompt + decodeSteps + 1) / 16), maxBatchTokens: prompt });
+        const loadS = (performance.now() - t0) / 1000;
         const bytes = runner.weights.bytesPerToken;
         const c = runner.config;
         const params = c.numLayers * ((c.numHeads + 2 * c.numKvHeads) * c.headDim * c.hiddenSize + c.numHeads * c.headDim * c.hiddenSize + 3 * c.intermediateSize * c.hiddenSize);
-        log(`${format}: weights ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (${(bytes / 1e6).toFixed(0)} MB read per decoded token; heap ${(rt.heap.inUse / 2 ** 30).toFixed(2)} GiB)`);
+        const inUse = rt.memoryUsage().reduce((n, u) => n + u.inUse, 0);
+        log(`${m.name} ${format}: weights ready in ${loadS.toFixed(1)} s in ${runner.memories} memories (${(bytes / 1e6).toFixed(0)} MB read per decoded token; heaps ${(inUse / 2 ** 30).toFixed(2)} GiB)`);
         const bandwidthBefore = measureReadBandwidth(rt, quick, false).allThreads;
         const prefills: number[] = [];
         const decodeMs: number[] = [];
-        for (let rep = 0; rep < (quick ? 1 : 2); rep++) {
+        for (let rep = 0; rep < m.reps; rep++) {
           const steps: number[] = [];
           runRequest(runner, ids, {
             maxTokens: 1 + decodeSteps,
@@ -69,7 +101,8 @@ export const model: Suite = {
         const prefillMs = Math.min(...prefills);
         const prefillTokS = (prompt * 1000) / prefillMs;
         const gflops = (2 * params * prompt) / (prefillMs * 1e6);
-        const common = { weights: format, kv_dtype: "bf16", weight_mb: bytes / 1e6 };
+        const rss: Row = m.rss ? { rss_gb: process.memoryUsage().rss / 1e9, peak_rss_gb: (process.resourceUsage().maxRSS * 1024) / 1e9 } : {};
+        const common: Row = { model: m.name, weights: format, memories: runner.memories, load_s: loadS, kv_dtype: "bf16", weight_mb: bytes / 1e6, ...rss };
         rows.push({ ...common, phase: "prefill", tokens: prompt, ms: prefillMs, tok_s: prefillTokS, gflops, simd_frac: gflops / ceilings.simd_gflops_all, gbps: null, read_gbps: null, roofline: null, roofline_run_start: null });
         const stepMs = median(decodeMs);
         const tokS = 1000 / stepMs;
@@ -79,6 +112,6 @@ export const model: Suite = {
         runner?.dispose();
       }
     }
-    return rows;
-  },
-};
+  }
+  return rows;
+}

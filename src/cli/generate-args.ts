@@ -7,10 +7,13 @@ import { ArgumentError } from "../errors.js";
 import { type FlagReader, walkFlags } from "./flags.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
 
-const MODEL_FLAGS = `  --model DIR                  Hugging Face model directory (default: the embedded default model)
+const MODEL_FLAGS = `  --model MODEL                a model directory, a .gguf file, or a Hugging Face repo: org/name, org/name:Q4_K_M,
+                               org/name/file.gguf (from the HF cache, else downloaded into it; default: the embedded model)
+  --revision REV               with a hub --model: branch, tag or commit hash (default main)
   --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4 | auto (default auto: the checkpoint's)
   --kv-dtype DTYPE             KV cache: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default auto)
   --max-model-len N            cap on prompt + output tokens (default: the model's, as far as the KV cache holds)
+  --kv-cache-gib N             KV cache budget, GiB (default: what one sequence of max-model-len needs, within 4 GiB)
   --threads N                  kernel threads (default: $KVFLASH_THREADS or all cores)`;
 
 export const GENERATE_USAGE = `usage: kvflash generate --prompt TEXT [options]
@@ -44,9 +47,12 @@ ${MODEL_FLAGS}
 
 export interface ModelArgs {
   model?: string;
+  revision?: string;
   weights?: string;
   kvDtype?: string;
   maxModelLen?: number;
+  /** --kv-cache-gib in bytes. */
+  kvCacheBytes?: number;
   threads?: number;
 }
 
@@ -71,6 +77,9 @@ function modelFlag(args: ModelArgs, flag: string, read: FlagReader): boolean {
     case "--model":
       args.model = read.string();
       return true;
+    case "--revision":
+      args.revision = read.string();
+      return true;
     case "--weights":
       args.weights = read.string();
       return true;
@@ -79,6 +88,9 @@ function modelFlag(args: ModelArgs, flag: string, read: FlagReader): boolean {
       return true;
     case "--max-model-len":
       args.maxModelLen = read.integer(2);
+      return true;
+    case "--kv-cache-gib":
+      args.kvCacheBytes = Math.floor(read.positive() * 2 ** 30);
       return true;
     case "--threads":
       args.threads = read.integer(1);

@@ -8,8 +8,11 @@ import { resolveSamplingParams, samplingDefaults } from "../engine/sampling-para
 import { topN } from "../engine/sampler.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { type LoadedModel, loadModel } from "../model/loader.js";
+import { describePlacement } from "../model/placement.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
+import { ArgumentError } from "../errors.js";
 import { type ModelArgs, parseGenerateArgs, parseLogitsArgs } from "./generate-args.js";
+import { resolveModelArg } from "./hub.js";
 
 /** Default --max-tokens when generation_config.json has no max_new_tokens. */
 const DEFAULT_MAX_TOKENS = 128;
@@ -19,18 +22,21 @@ const say = (line: string): void => {
 };
 
 async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runtime) => T): Promise<T> {
+  if (args.model === undefined && args.revision !== undefined) throw new ArgumentError("--revision", "needs a hub --model (org/name)");
+  // A hub spec or .gguf path becomes a path before the runtime starts (downloading if need be).
+  const dir = args.model === undefined ? defaultModelDir() : (await resolveModelArg(args.model, args.revision, say)).source.path;
   const rt = await createRuntime(args.threads === undefined ? {} : { threads: args.threads });
   try {
     const t0 = performance.now();
-    const dir = args.model ?? defaultModelDir();
     const model = loadModel(rt, dir, {
       ...(args.weights === undefined ? {} : { weights: args.weights }),
       ...(args.kvDtype === undefined ? {} : { kvDtype: args.kvDtype }),
       ...(args.maxModelLen === undefined ? {} : { maxModelLen: args.maxModelLen }),
+      ...(args.kvCacheBytes === undefined ? {} : { kvCacheBytes: args.kvCacheBytes }),
     });
     try {
       const r = model.runner;
-      say(`loaded ${dir}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype}, max ${r.maxModelLen} tokens, ${rt.threads} threads (${((performance.now() - t0) / 1000).toFixed(2)} s)`);
+      say(`loaded ${dir}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads (${((performance.now() - t0) / 1000).toFixed(2)} s); ${describePlacement(model.plan.placement)}`);
       return run(model, rt);
     } finally {
       model.runner.dispose();

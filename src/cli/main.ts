@@ -6,10 +6,13 @@
  *   kvflash generate --prompt TEXT [--model DIR] [--chat] [--max-tokens N] [sampling flags] [--json]
  *   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
  *   kvflash bench <suite> [--quick] [--threads N] [--out FILE]
+ *   kvflash pull org/name[:QUANT] [--revision REV]
+ *   kvflash ls [--json]
  */
 import { parseBenchArgs, runBench } from "../../bench/run.js";
 import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
 import { generateCommand, logitsCommand } from "./generate.js";
+import { LS_USAGE, PULL_USAGE, lsCommand, pullCommand } from "./hub.js";
 import { serveCommand } from "./serve.js";
 import { SERVE_USAGE } from "./serve-args.js";
 
@@ -25,6 +28,8 @@ usage:
   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
                                                                 the last position's logits
   kvflash bench <suite> [--quick] [--threads N] [--out FILE]   run a benchmark suite
+  kvflash pull org/name[:QUANT] [--revision REV]                download a model into the Hugging Face cache
+  kvflash ls [--json]                                           list the models in the Hugging Face cache
   kvflash help                                                  this text
 `;
 
@@ -41,6 +46,12 @@ async function main(argv: string[]): Promise<number> {
     case "logits":
       if (help) return usage(LOGITS_USAGE);
       return logitsCommand(rest);
+    case "pull":
+      if (help) return usage(PULL_USAGE);
+      return pullCommand(rest);
+    case "ls":
+      if (help) return usage(LS_USAGE);
+      return lsCommand(rest);
     case "bench":
       await runBench(parseBenchArgs(rest, false));
       return 0;

@@ -10,13 +10,17 @@ import type { ServeOptions } from "../server/serve.js";
 
 export const SERVE_USAGE = `usage: kvflash serve [options]
 
-  --model DIR                  Hugging Face model directory (default: the embedded default model)
+  --model MODEL                a model directory, a .gguf file, or a Hugging Face repo: org/name, org/name:Q4_K_M,
+                               org/name/file.gguf (from the HF cache, else downloaded into it; see kvflash pull)
+                               (default: the embedded default model)
+  --revision REV               with a hub --model: branch, tag or commit hash (default main)
   --host HOST                  address to bind (default 127.0.0.1; 0.0.0.0 for every interface)
   --port N                     default 8000
   --served-model-name NAME…    names clients use in "model" (default: the --model argument)
   --api-key KEY                require "Authorization: Bearer KEY" on /v1 and /tokenize (or $KVFLASH_API_KEY)
   --cors-origin ORIGIN         send Access-Control-Allow-Origin: ORIGIN (default: no CORS)
-  --kv-cache-gib N             memory for the paged KV cache, GiB
+  --kv-cache-gib N             KV cache budget, GiB (default 4, at most half the memory left after the weights;
+                               never more than max-num-seqs sequences of max-model-len need)
   --kv-dtype DTYPE             KV cache storage: f32 | f16 | bf16 | int8 | fp8_e4m3 | fp8_e5m2
   --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4
   --num-gpu-blocks-override N  exactly N KV blocks (vLLM's name; wins over --kv-cache-gib)
@@ -35,6 +39,8 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
 export interface ServeArgs extends ServeOptions {
   /** Seconds SIGTERM waits for in-flight requests. */
   shutdownTimeoutS: number;
+  /** --revision of a hub --model (the CLI resolves --model to a path before serve()). */
+  revision?: string;
 }
 
 export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServeArgs {
@@ -45,6 +51,9 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     switch (flag) {
       case "--model":
         args.modelDir = read.string();
+        break;
+      case "--revision":
+        args.revision = read.string();
         break;
       case "--host":
         args.host = read.string();

@@ -3,13 +3,23 @@
  * stderr, and shut down cleanly on SIGTERM / SIGINT (in-flight requests get
  * --shutdown-timeout seconds to finish; a second signal exits at once).
  */
+import { ArgumentError } from "../errors.js";
 import { formatBytes } from "../runtime/allocator.js";
 import { serve } from "../server/serve.js";
+import { resolveModelArg } from "./hub.js";
 import { parseServeArgs } from "./serve-args.js";
 
 export async function serveCommand(argv: readonly string[]): Promise<number> {
   const args = parseServeArgs(argv);
   const log = (line: string): void => void process.stderr.write(`kvflash: ${line}\n`);
+  if (args.modelDir !== undefined) {
+    // A hub spec or .gguf path becomes a path here, before the engine worker starts (downloading if need be).
+    const spec = args.modelDir;
+    args.modelDir = (await resolveModelArg(spec, args.revision, log)).source.path;
+    args.servedModelNames ??= [spec];
+  } else if (args.revision !== undefined) {
+    throw new ArgumentError("--revision", "needs a hub --model (org/name)");
+  }
   log(`loading ${args.modelDir ?? "the embedded default model"}…`);
   const running = await serve(args);
   const names = running.server.context.modelNames;
@@ -52,8 +62,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     const info = await running.ready;
     log(
       `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
-        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s). Try:\n  curl ${running.url}/v1/chat/completions -H 'Content-Type: application/json' ` +
-        `-d '{"messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'\n  or open ${running.url}/ in a browser`,
+        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s)${info.placement === undefined ? "" : `; ${info.placement}`}. Try:\n${tryHint(running.url, args.apiKey ?? null)}`,
     );
   } catch (e) {
     if (!stopping) {
@@ -68,4 +77,20 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   const code = await stopped;
   log("stopped");
   return code;
+}
+
+/**
+ * The startup hint: a curl that works against this server. With an API key it
+ * sends the Authorization header, reading the key from $KVFLASH_API_KEY so the
+ * key itself never lands in the log.
+ */
+function tryHint(url: string, apiKey: string | null): string {
+  const auth = apiKey === null ? "" : ` -H "Authorization: Bearer $KVFLASH_API_KEY"`;
+  const fromFlag = apiKey !== null && process.env["KVFLASH_API_KEY"] !== apiKey;
+  return (
+    `  curl ${url}/v1/chat/completions -H 'Content-Type: application/json'${auth} ` +
+    `-d '{"messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'` +
+    (fromFlag ? "\n  (with KVFLASH_API_KEY set to the --api-key value)" : "") +
+    `\n  or open ${url}/ in a browser`
+  );
 }

@@ -7,6 +7,7 @@
  *   const engine = EngineClient.start(config);
  *   await engine.ready;                                  // EngineInfo
  *   const stream = await engine.submit(request);         // throws EngineRejectedError (queue full, invalid)
+ *   const streams = await engine.submitAll(requests);    // one client request's prompts: all admitted or none
  *   for await (const out of stream) …                    // ends after the output with a finishReason
  *   engine.abort(request.requestId);                     // e.g. the client went away
  */
@@ -132,14 +133,26 @@ export class EngineClient {
    * "invalid" (400: the engine's ArgumentError, naming the field), or
    * "unavailable" (503: not loaded, failed, stopping).
    */
-  submit(request: EngineRequest): Promise<OutputStream> {
+  async submit(request: EngineRequest): Promise<OutputStream> {
+    return (await this.submitAll([request]))[0]!;
+  }
+
+  /**
+   * Queues one client request's engine requests together: the engine admits
+   * all of them (k free places in its waiting queue) or none, so a prompt
+   * list is never half queued. Rejects as `submit` does.
+   */
+  submitAll(requests: readonly EngineRequest[]): Promise<OutputStream[]> {
     if (this.#state.state !== "ready") return Promise.reject(new EngineRejectedError("unavailable", this.#unavailableMessage()));
-    const id = request.requestId;
-    if (this.#streams.has(id) || this.#submits.has(id)) return Promise.reject(new EngineRejectedError("invalid", `request id ${JSON.stringify(id)} is already in flight`, "requestId"));
-    return new Promise((resolve, reject) => {
-      this.#submits.set(id, { resolve, reject });
-      this.#post({ type: "add", request });
-    });
+    const ids = new Set<string>();
+    for (const { requestId: id } of requests) {
+      if (this.#streams.has(id) || this.#submits.has(id) || ids.has(id)) return Promise.reject(new EngineRejectedError("invalid", `request id ${JSON.stringify(id)} is already in flight`, "requestId"));
+      ids.add(id);
+    }
+    const accepted = requests.map((r) => new Promise<OutputStream>((resolve, reject) => this.#submits.set(r.requestId, { resolve, reject })));
+    accepted.forEach((p) => p.catch(() => {})); // the first rejection is reported below; the group's others echo it
+    this.#post({ type: "add", requests: [...requests] });
+    return Promise.all(accepted);
   }
 
   /** Cancels a request (its stream ends with finishReason "abort"). Unknown or finished ids are ignored. */

@@ -51,22 +51,27 @@ function step(): void {
 function handle(m: ToWorker): void {
   switch (m.type) {
     case "add": {
-      const id = m.request.requestId;
-      if (engine === null) {
-        post({ type: "rejected", requestId: id, reason: "invalid", message: "the model is not loaded yet", param: null });
-        return;
-      }
-      try {
-        if (engine.addRequest(m.request) === "queue_full") {
-          post({ type: "rejected", requestId: id, reason: "queue_full", message: `the waiting queue is full (${engine.scheduler.maxWaitingRequests} requests)`, param: null });
-          return;
+      const ids = m.requests.map((r) => r.requestId);
+      const rejectAll = (reason: "queue_full" | "invalid", message: string, param: string | null): void => {
+        for (const requestId of ids) post({ type: "rejected", requestId, reason, message, param });
+      };
+      if (engine === null) return rejectAll("invalid", "the model is not loaded yet", null);
+      // The queue counts engine requests: a client request of k prompts needs k free places.
+      const max = engine.scheduler.maxWaitingRequests;
+      if (ids.length > 1 && ids.length > max) return rejectAll("invalid", `this request's ${ids.length} prompts are more than the waiting queue holds (${max} requests)`, "prompt");
+      const full = (): void => rejectAll("queue_full", `the waiting queue is full (${max} requests${ids.length > 1 ? `; this request needs ${ids.length} places` : ""})`, null);
+      if (ids.length > 1 && engine.scheduler.numWaiting + ids.length > max) return full();
+      const added: string[] = [];
+      for (const request of m.requests) {
+        try {
+          if (engine.addRequest(request) === "queue_full") return full(); // only a single request gets here: a group was checked above
+          added.push(request.requestId);
+        } catch (e) {
+          for (const id of added) engine.abort(id);
+          return rejectAll("invalid", (e as Error).message, e instanceof ArgumentError ? e.argument : null);
         }
-      } catch (e) {
-        const param = e instanceof ArgumentError ? e.argument : null;
-        post({ type: "rejected", requestId: id, reason: "invalid", message: (e as Error).message, param });
-        return;
       }
-      post({ type: "accepted", requestId: id });
+      for (const requestId of ids) post({ type: "accepted", requestId });
       scheduleStep();
       return;
     }
@@ -118,6 +123,7 @@ async function load(): Promise<void> {
       blockSize,
       maxNumSeqs: engine.scheduler.maxNumSeqs,
       threads: rt.threads,
+      ...(model.placement === undefined ? {} : { placement: model.placement }),
       loadSeconds: (performance.now() - start) / 1000,
     },
   });

@@ -44,6 +44,8 @@ export interface EngineModel {
   tokenizer: Tokenizer;
   /** Token ids that end a sequence (ModelDir.eosTokenIds). */
   eosTokenIds: number[];
+  /** Where the model lives, one line for the startup log (describePlacement). */
+  placement?: string;
 }
 
 export type ModelLoader = (rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void) => EngineModel | Promise<EngineModel>;

@@ -37,12 +37,15 @@ export interface EngineInfo {
   blockSize: number;
   maxNumSeqs: number;
   threads: number;
+  /** Where the model lives, one line ("memory 0: embedding, layers 0–3, head, 70.1 MiB"), if the loader says. */
+  placement?: string;
   /** Seconds from the worker's start to ready. */
   loadSeconds: number;
 }
 
 export type ToWorker =
-  | { type: "add"; request: EngineRequest }
+  /** One client request's engine requests (a prompt list: one each), admitted to the waiting queue all together or not at all. */
+  | { type: "add"; requests: EngineRequest[] }
   | { type: "abort"; requestId: string }
   | { type: "stats"; seq: number }
   | { type: "shutdown" };

@@ -7,7 +7,7 @@ import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
 import { DTYPE_CODE } from "../tensor/dtype.js";
-import { Tensor } from "../tensor/tensor.js";
+import { Tensor, checkSameMemory, checkTensor } from "../tensor/tensor.js";
 import { KV_QUANT_CODE } from "./kv-quant.js";
 import type { PagedKvCache } from "./paged-kv-cache.js";
 
@@ -60,7 +60,11 @@ function checkRows(name: string, t: Tensor, tokens: number, hkv: number, d: numb
 }
 
 export function appendKv(rt: Runtime, options: AppendKvOptions): void {
-  const { cache, k, v } = options;
+  const { cache } = options;
+  checkSameMemory("cache", String(cache), cache.memory, rt);
+  const k = checkTensor("k", options.k, rt);
+  const v = checkTensor("v", options.v, rt);
+  if (options.slotMapping instanceof Tensor) checkTensor("slotMapping", options.slotMapping, rt);
   const layer = cache.layer(checkInt("layer", options.layer, { min: 0, max: cache.numLayers - 1 }));
   const tokens = k.shape[0] ?? 0;
   checkRows("k", k, tokens, cache.numKvHeads, cache.headDim);

@@ -75,7 +75,7 @@ export class CascadePlan {
 /** Builds the shared-prefix and suffix plans of one step. */
 export function planCascadeAttention(rt: Runtime, options: PlanCascadeAttentionOptions): CascadePlan {
   if (typeof options !== "object" || options === null) throw new ArgumentError("options", `must be an object, got ${show(options)}`);
-  const cache = checkCache(options.cache);
+  const cache = checkCache(options.cache, rt);
   const H = checkInt("numHeads", options.numHeads, { min: 1 });
   const Hkv = cache.numKvHeads;
   if (H % Hkv !== 0) throw new ArgumentError("numHeads", `must be a multiple of the cache's numKvHeads ${Hkv} (GQA), got ${H}`);
@@ -159,7 +159,7 @@ export function cascadeAttention(rt: Runtime, options: CascadeAttentionOptions):
       throw new ArgumentError(name, `is not supported by cascadeAttention (the shared pass has no per-sequence positions; use pagedAttention), got ${show(given[name])}`);
     }
   }
-  const cache = checkCache(options.cache);
+  const cache = checkCache(options.cache, rt);
   const { q, layout, qd } = readQuery(rt, options);
   let plan = options.plan;
   const ownPlan = plan === undefined;

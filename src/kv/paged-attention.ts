@@ -29,7 +29,7 @@ import type { AttentionLayout, AttentionOptions, AttentionResult } from "../atte
 import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt, checkOneOf } from "../tensor/check.js";
-import type { Tensor } from "../tensor/tensor.js";
+import { type Tensor, checkSameMemory } from "../tensor/tensor.js";
 import { KV_QUANT_CODE } from "./kv-quant.js";
 import { PagedKvCache } from "./paged-kv-cache.js";
 
@@ -81,7 +81,7 @@ export interface PlanPagedAttentionOptions extends PagedBatch {
  */
 export function planPagedAttention(rt: Runtime, options: PlanPagedAttentionOptions): AttentionPlan {
   if (typeof options !== "object" || options === null) throw new ArgumentError("options", `must be an object, got ${show(options)}`);
-  const cache = checkCache(options.cache);
+  const cache = checkCache(options.cache, rt);
   return AttentionPlan.create(rt, {
     actualSeqLengths: options.seqLens,
     numHeads: options.numHeads,
@@ -118,8 +118,9 @@ export interface PagedAttentionOptions extends AttentionOptions, Partial<PagedBa
   int8Path?: Int8Path;
 }
 
-export function checkCache(value: unknown): PagedKvCache {
+export function checkCache(value: unknown, rt: { readonly memory: WebAssembly.Memory }): PagedKvCache {
   if (!(value instanceof PagedKvCache)) throw new ArgumentError("cache", `must be a PagedKvCache, got ${show(value)}`);
+  checkSameMemory("cache", value.toString(), value.memory, rt);
   return value;
 }
 
@@ -302,7 +303,7 @@ export function readQuery(rt: Runtime, options: { q: unknown; layout?: unknown }
  */
 export function pagedAttention(rt: Runtime, options: PagedAttentionOptions): AttentionResult {
   if (typeof options !== "object" || options === null) throw new ArgumentError("options", `must be an object, got ${show(options)}`);
-  const cache = checkCache(options.cache);
+  const cache = checkCache(options.cache, rt);
   const { q, layout, qd } = readQuery(rt, options);
   let plan = options.plan;
   const ownPlan = plan === undefined;

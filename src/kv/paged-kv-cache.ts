@@ -16,7 +16,7 @@ import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt, checkNumber, checkOneOf } from "../tensor/check.js";
 import { DTYPE_BYTES } from "../tensor/dtype.js";
-import { Tensor } from "../tensor/tensor.js";
+import { Tensor, memoryName } from "../tensor/tensor.js";
 import { type Fp8Scales, type Int8Scaling, KV_CACHE_DTYPES, type KvCacheDType, type KvQuantMode } from "./kv-quant.js";
 
 export interface PagedKvCacheOptions {
@@ -61,6 +61,8 @@ export class PagedKvCache {
   readonly numSlots: number;
   /** Bytes of the one allocation holding every layer. */
   readonly bytes: number;
+  /** The memory the cache lives in (ops on it must run in that memory's runtime). */
+  readonly memory: WebAssembly.Memory;
   readonly #rt: Runtime;
   readonly #ptr: number;
   readonly #layers: KvLayer[];
@@ -150,6 +152,7 @@ export class PagedKvCache {
       });
     }
     this.#rt = rt;
+    this.memory = rt.memory;
     this.numLayers = numLayers;
     this.numBlocks = numBlocks;
     this.blockSize = blockSize;
@@ -165,6 +168,10 @@ export class PagedKvCache {
     if (this.#disposed) throw new Error("PagedKvCache used after dispose()");
     checkInt("layer", l, { min: 0, max: this.numLayers - 1 });
     return this.#layers[l]!;
+  }
+
+  toString(): string {
+    return `PagedKvCache(${this.numLayers} layers, ${this.numBlocks} blocks × ${this.blockSize}, ${this.dtype}, in ${memoryName(this.memory)})`;
   }
 
   /** Frees the cache's memory. */

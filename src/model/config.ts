@@ -39,7 +39,26 @@ const DEFAULTS: Readonly<Record<Architecture, { maxPositionEmbeddings: number; s
   Qwen3ForCausalLM: { maxPositionEmbeddings: 32768, slidingWindow: 4096 },
 };
 
-/** Rotary embedding frequency scaling (`rope_scaling` / `rope_parameters`). */
+/**
+ * Upper bounds on the keys that size tensors, checked before anything is
+ * allocated from them: an absurd config.json (num_hidden_layers 1e9, vocab_size
+ * 1e12) is refused here, naming the key, instead of reaching an allocation
+ * that aborts V8. Each is well above every published checkpoint of these
+ * architectures (Llama-3.1-405B: hidden 16384, MLP 53248, 126 layers, 128
+ * heads; Qwen2.5: vocabulary 152064; Llama 4: 10M positions); whether a
+ * model of legal shapes fits this machine is memory-plan.ts's question.
+ */
+const SIZE_LIMITS: Readonly<Record<string, { limit: number; why: string }>> = {
+  hidden_size: { limit: 65536, why: "4× the widest published model" },
+  intermediate_size: { limit: 262144, why: "4× the widest published MLP" },
+  num_hidden_layers: { limit: 1024, why: "8× the deepest published model" },
+  num_attention_heads: { limit: 1024, why: "8× the most published heads" },
+  num_key_value_heads: { limit: 1024, why: "8× the most published heads" },
+  head_dim: { limit: 256, why: "the attention kernels' largest head dim" },
+  vocab_size: { limit: 1 << 24, why: "100× the largest published vocabulary" },
+  max_position_embeddings: { limit: 1 << 27, why: "12× the longest published context" },
+  sliding_window: { limit: 1 << 27, why: "max_position_embeddings' bound" },
+};
 
 export interface ModelConfig {
   architecture: Architecture;
@@ -107,6 +126,8 @@ class Keys {
     }
     if (typeof v !== "number" || !Number.isInteger(v)) throw this.#error(key, `must be an integer, got ${show(v)}`);
     if (v < min) throw this.#error(key, `must be ≥ ${min}, got ${v}`);
+    const max = SIZE_LIMITS[key];
+    if (max !== undefined && v > max.limit) throw this.#error(key, `must be ≤ ${max.limit} (${max.why}), got ${v}`);
     return v;
   }
 
@@ -277,6 +298,9 @@ export function parseModelConfig(json: unknown, options: ParseConfigOptions = {}
       throw k.error("hidden_size", `must be a multiple of num_attention_heads (${numHeads}) when head_dim is absent, got ${hiddenSize}`);
     }
     headDim = hiddenSize / numHeads;
+    if (headDim > SIZE_LIMITS["head_dim"]!.limit) {
+      throw k.error("num_attention_heads", `must give hidden_size / num_attention_heads ≤ ${SIZE_LIMITS["head_dim"]!.limit} (the attention kernels' largest head dim) when head_dim is absent, got ${hiddenSize} / ${numHeads} = ${headDim}`);
+    }
   }
 
   const act = json["hidden_act"] ?? json["hidden_activation"] ?? "silu";

@@ -49,17 +49,26 @@ export interface LayerWeights {
 }
 
 /**
- * Hands out checkpoint tensors (f32, f16 or bf16, contiguous, in the
- * runtime's memory) by name, one group at a time. The decoder weights free
- * them after conversion.
+ * Hands out checkpoint tensors (f32, f16 or bf16, contiguous, in the memory
+ * of `rt`, the view of the memory the group is placed in) by name, one group
+ * at a time. The decoder weights free them after conversion.
  */
-export type TensorSource = (names: readonly string[]) => Map<string, Tensor>;
+export type TensorSource = (names: readonly string[], rt: Runtime) => Map<string, Tensor>;
+
+/** The memory of each load group (see weightGroups): embedding, every layer, then the final norm and LM head. */
+export interface GroupMemories {
+  embedding: number;
+  layers: readonly number[];
+  head: number;
+}
 
 export interface BuildWeightsOptions {
   config: ModelConfig;
   /** Compute format of every matrix (the embedding and LM head included). */
   format: WeightFormat;
   source: TensorSource;
+  /** Where each group goes (placement.ts). Default: every group in `rt`'s memory. */
+  placement?: GroupMemories;
   /** Called after each group (embedding, layer 0 … L − 1, final) is converted. */
   onGroup?: (done: number, total: number) => void;
 }
@@ -111,12 +120,13 @@ export class DecoderWeights {
     if (this.#freed) return;
     this.#freed = true;
     const rt = this.#rt;
+    const free = (t: Tensor): void => rt.of(t.memory).free(t);
     this.embedding.free();
     if (this.lmHead !== this.embedding) this.lmHead.free();
-    rt.free(this.finalNorm);
+    free(this.finalNorm);
     for (const w of this.layers) {
       for (const m of [w.qkv, w.o, w.gateUp, w.down]) m.free();
-      for (const t of [w.inputNorm, w.postNorm, w.qkvBias, w.qNorm, w.kNorm, w.oBias, w.gateUpBias, w.downBias]) if (t) rt.free(t);
+      for (const t of [w.inputNorm, w.postNorm, w.qkvBias, w.qNorm, w.kNorm, w.oBias, w.gateUpBias, w.downBias]) if (t) free(t);
     }
   }
 }
@@ -150,17 +160,27 @@ export function buildDecoderWeights(rt: Runtime, options: BuildWeightsOptions): 
   const { config } = options;
   const format = checkOneOf("format", options.format, WEIGHT_FORMATS);
   const groups = weightGroups(config);
+  const p = options.placement;
+  if (p && p.layers.length !== config.numLayers) throw new ArgumentError("placement.layers", `must give a memory for each of the ${config.numLayers} layers, got ${p.layers.length}`);
+  /** The memory view of each group (added to the runtime as the placement asks). */
+  const memoryOf = (g: number): Runtime => {
+    if (!p) return rt;
+    return rt.memoryAt(g === 0 ? p.embedding : g <= config.numLayers ? p.layers[g - 1]! : p.head);
+  };
+  let r = rt; // the current group's memory
   const made: { free(): void }[] = []; // for cleanup on failure
   const keep = <T extends Weight | Tensor>(x: T): T => {
-    made.push(x instanceof Tensor ? { free: () => rt.free(x) } : x);
+    const owner = r;
+    made.push(x instanceof Tensor ? { free: () => owner.free(x) } : x);
     return x;
   };
-  const weight = (source: Tensor | Tensor[], label: string): Weight => keep(createWeight(rt, { source, format, label: `${label} ${format}` }));
-  const f32 = (parts: Tensor[], label: string): Tensor => keep(f32Concat(rt, parts, label));
+  const weight = (source: Tensor | Tensor[], label: string): Weight => keep(createWeight(r, { source, format, label: `${label} ${format}` }));
+  const f32 = (parts: Tensor[], label: string): Tensor => keep(f32Concat(r, parts, label));
 
-  /** Takes group g from the source, checks it has every name, runs `build`, frees the group. */
+  /** Takes group g from the source into its memory, checks it has every name, runs `build`, frees the group. */
   const withGroup = <T>(g: number, build: (get: (name: string) => Tensor) => T): T => {
-    const tensors = options.source(groups[g]!);
+    r = memoryOf(g);
+    const tensors = options.source(groups[g]!, r);
     try {
       const get = (name: string): Tensor => {
         const t = tensors.get(name);
@@ -171,7 +191,7 @@ export function buildDecoderWeights(rt: Runtime, options: BuildWeightsOptions): 
       options.onGroup?.(g + 1, groups.length);
       return out;
     } finally {
-      for (const t of tensors.values()) rt.free(t);
+      for (const t of tensors.values()) r.free(t);
     }
   };
 

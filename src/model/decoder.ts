@@ -19,6 +19,14 @@
  * attention plan (work split, block table in shared memory) are built, and the
  * activations are views into one preallocated block (step-buffers.ts). The
  * layer loop then only launches kernels.
+ *
+ * A model too big for one wasm memory is placed across several (placement.ts,
+ * as accelerate's device_map="auto"): each memory holds consecutive layers
+ * with their weights and their own KV pool, and runs them as a stage with its
+ * own activations, RoPE table and attention plan over the one block table.
+ * The residual stream x [T, h] is copied once at each memory boundary; the
+ * embedding and the head run in whichever memories hold them. A model that
+ * fits in one memory is one stage: exactly the loop above.
  */
 import { ArgumentError, show } from "../errors.js";
 import { appendKv } from "../kv/append-kv.js";
@@ -30,8 +38,10 @@ import { linear } from "../ops/linear.js";
 import { addRmsNorm, rmsNorm } from "../ops/rmsnorm.js";
 import { Rope, type RopeTable } from "../ops/rope.js";
 import { swiglu } from "../ops/swiglu.js";
+import type { AttentionPlan } from "../attention/plan.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
+import { copyTensor } from "../tensor/copy.js";
 import { checkForwardBatch } from "./check-batch.js";
 import type { ModelConfig } from "./config.js";
 import type { DecoderWeights } from "./decoder-weights.js";
@@ -43,8 +53,13 @@ export interface DecoderOptions {
   config: ModelConfig;
   /** The model's weights; the Decoder owns them from now on (dispose frees them). */
   weights: DecoderWeights;
-  /** Paged KV cache with the config's layers, KV heads and head dim; owned by the Decoder likewise. */
-  cache: PagedKvCache;
+  /**
+   * Paged KV cache with the config's KV heads and head dim; owned by the Decoder likewise.
+   * A model placed across memories gives one cache per memory, in layer order,
+   * each holding the layers whose weights live in its memory (same blocks,
+   * block size and dtype in all: one block table serves every layer).
+   */
+  cache: PagedKvCache | readonly PagedKvCache[];
   /** Longest sequence accepted. Default: min(max_position_embeddings, the cache's slots). */
   maxModelLen?: number;
   /** Tokens per step the activations are allocated for up front (a larger step grows them once). Default 512. */
@@ -53,103 +68,171 @@ export interface DecoderOptions {
   maxLogitRows?: number;
 }
 
+/** Layers [from, to) that live in one memory, with what a step needs there. */
+interface Stage {
+  rt: Runtime;
+  from: number;
+  to: number;
+  /** This memory's KV pool (its layers only); null in a memory holding only the embedding or the head. */
+  cache: PagedKvCache | null;
+  rope: Rope;
+  table: RopeTable | undefined;
+  buffers: StepBuffers;
+}
+
 export class Decoder implements ModelRunner {
   readonly config: ModelConfig;
   readonly vocabSize: number;
   readonly maxModelLen: number;
   readonly kvCache: KvCacheGeometry;
   readonly weights: DecoderWeights;
+  /** The first memory's KV cache (every memory's has the same blocks, block size and dtype). */
   readonly cache: PagedKvCache;
-  readonly #rt: Runtime;
-  readonly #rope: Rope;
-  readonly #buffers: StepBuffers;
+  /** Every memory's KV cache, in layer order. */
+  readonly caches: readonly PagedKvCache[];
+  /** The layer stages in order; the embedding's and the head's memories are #embed and #head (stages too). */
+  readonly #stages: Stage[];
+  readonly #embed: Stage;
+  readonly #head: Stage;
   /** Per layer: the attention window [left, right] (sliding) or undefined (full causal). */
   readonly #windows: ([number, number] | undefined)[];
-  #table: RopeTable | undefined;
   #disposed = false;
 
   constructor(rt: Runtime, options: DecoderOptions) {
-    const { config, weights, cache } = options;
-    const mismatch = (what: string, got: number, want: number) => {
-      if (got !== want) throw new ArgumentError(`cache.${what}`, `must be the config's ${want}, got ${got}`);
+    const { config, weights } = options;
+    const caches: readonly PagedKvCache[] = Array.isArray(options.cache) ? options.cache : [options.cache as PagedKvCache];
+    if (caches.length === 0) throw new ArgumentError("cache", "must hold at least one PagedKvCache, got none");
+    const first = caches[0]!;
+    const mismatch = (what: string, got: number | string, want: number | string) => {
+      if (got !== want) throw new ArgumentError(`cache.${what}`, `must be ${want}, got ${got}`);
     };
-    mismatch("numLayers", cache.numLayers, config.numLayers);
-    mismatch("numKvHeads", cache.numKvHeads, config.numKvHeads);
-    mismatch("headDim", cache.headDim, config.headDim);
+    mismatch("numLayers", caches.reduce((n, c) => n + c.numLayers, 0), config.numLayers);
+    for (const c of caches) {
+      mismatch("numKvHeads", c.numKvHeads, config.numKvHeads);
+      mismatch("headDim", c.headDim, config.headDim);
+      mismatch("numBlocks", c.numBlocks, first.numBlocks);
+      mismatch("blockSize", c.blockSize, first.blockSize);
+      mismatch("dtype", c.dtype, first.dtype);
+    }
     if (weights.layers.length !== config.numLayers) throw new ArgumentError("weights", `must have the config's ${config.numLayers} layers, got ${weights.layers.length}`);
-    const limit = Math.min(config.maxPositionEmbeddings, cache.numSlots);
+    const limit = Math.min(config.maxPositionEmbeddings, first.numSlots);
     this.maxModelLen = options.maxModelLen === undefined ? limit : checkInt("maxModelLen", options.maxModelLen, { min: 1, max: limit });
-    this.#rt = rt;
     this.config = config;
     this.vocabSize = config.vocabSize;
-    this.kvCache = { numBlocks: cache.numBlocks, blockSize: cache.blockSize };
+    this.kvCache = { numBlocks: first.numBlocks, blockSize: first.blockSize };
     this.weights = weights;
-    this.cache = cache;
+    this.cache = first;
+    this.caches = caches;
     this.#windows = config.layerWindows.map((w) => (w === null ? undefined : [w - 1, 0]));
-    this.#rope = new Rope(rt, { headDim: config.headDim, theta: config.ropeTheta, scaling: config.ropeScaling });
-    this.#buffers = new StepBuffers(
-      rt,
-      config,
-      checkInt("maxBatchTokens", options.maxBatchTokens ?? 512, { min: 1 }),
-      checkInt("maxLogitRows", options.maxLogitRows ?? 16, { min: 1 }),
-    );
+    const tokens = checkInt("maxBatchTokens", options.maxBatchTokens ?? 512, { min: 1 });
+    const rows = checkInt("maxLogitRows", options.maxLogitRows ?? 16, { min: 1 });
+
+    // One stage per memory: the layers whose weights and KV cache live there.
+    const made: Stage[] = [];
+    const stageIn = (memory: WebAssembly.Memory, from: number, to: number, cache: PagedKvCache | null): Stage => {
+      const view = rt.of(memory);
+      const stage: Stage = { rt: view, from, to, cache, rope: new Rope(view, { headDim: config.headDim, theta: config.ropeTheta, scaling: config.ropeScaling }), table: undefined, buffers: new StepBuffers(view, config, tokens, rows) };
+      made.push(stage);
+      return stage;
+    };
+    try {
+      this.#stages = [];
+      let from = 0;
+      for (const c of caches) {
+        const to = from + c.numLayers;
+        for (let l = from; l < to; l++) {
+          const w = weights.layers[l]!;
+          if (w.qkv.memory !== c.memory) throw new ArgumentError(`weights.layers[${l}]`, `must live in the memory of its KV cache (${String(c)}), got ${w.qkv.toString()}`);
+        }
+        this.#stages.push(stageIn(c.memory, from, to, c));
+        from = to;
+      }
+      const existing = (memory: WebAssembly.Memory): Stage | undefined => made.find((s) => s.rt.memory === memory);
+      this.#embed = existing(weights.embedding.memory) ?? stageIn(weights.embedding.memory, 0, 0, null);
+      if (weights.finalNorm.memory !== weights.lmHead.memory) throw new ArgumentError("weights.finalNorm", `must live in the LM head's memory, got ${weights.finalNorm.toString()} and ${weights.lmHead.toString()}`);
+      this.#head = existing(weights.lmHead.memory) ?? stageIn(weights.lmHead.memory, 0, 0, null);
+    } catch (e) {
+      for (const s of made) (s.buffers.free(), s.rope.free());
+      throw e;
+    }
+  }
+
+  /** Memories the model spans (1 when it fits in one). */
+  get memories(): number {
+    return new Set([this.#embed, ...this.#stages, this.#head].map((s) => s.rt.index)).size;
   }
 
   forward(batch: ForwardBatch): Float32Array {
     if (this.#disposed) throw new Error("Decoder used after dispose()");
-    const rt = this.#rt;
     const c = this.config;
     const W = this.weights;
-    const cache = this.cache;
     const eps = c.rmsNormEps;
-    checkForwardBatch(batch, { vocabSize: c.vocabSize, maxModelLen: this.maxModelLen, numBlocks: cache.numBlocks, blockSize: cache.blockSize });
+    checkForwardBatch(batch, { vocabSize: c.vocabSize, maxModelLen: this.maxModelLen, numBlocks: this.cache.numBlocks, blockSize: this.cache.blockSize });
 
-    // Per step, shared by every layer: the buffers, ids and slots, RoPE's table, the attention plan.
+    // Per step, shared by every layer of a memory: the buffers, ids and slots, RoPE's table, the attention plan.
     const T = batch.tokens.length;
     const S = batch.logitIndices.length;
-    const { ids, slots, x, xb, qkv, q, k, v, att, attRows, o, gateUp, gate, up, last, logits } = this.#buffers.views(T, S);
-    ids.data().set(batch.tokens);
-    slots.data().set(batch.slotMapping);
-    const table = (this.#table = this.#rope.table(batch.positions, this.#table));
-    const plan = planPagedAttention(rt, { cache, numHeads: c.numHeads, ...batch });
+    const plans: AttentionPlan[] = [];
     try {
-      embedding(rt, { weight: W.embedding, ids, out: x }); // x [T, h]
-      rmsNorm(rt, { x, weight: W.layers[0]!.inputNorm, out: xb, eps }); // xb [T, h]
-      for (let l = 0; l < c.numLayers; l++) {
-        const w = W.layers[l]!;
-
-        // Attention: x += o_proj(attention(rope(q), rope(k), v)).
-        linear(rt, { x: xb, weight: w.qkv, out: qkv, bias: w.qkvBias ?? undefined }); // qkv [T, (H + 2·Hkv)·D]
-        if (w.qNorm && w.kNorm) {
-          rmsNorm(rt, { x: q, weight: w.qNorm, eps }); // per head, in place: q [T, H, D]
-          rmsNorm(rt, { x: k, weight: w.kNorm, eps }); // k [T, Hkv, D]
-        }
-        this.#rope.apply({ q, k, table });
-        appendKv(rt, { cache, layer: l, k, v, slotMapping: slots }); // every new token's K/V, before any attention reads
-        pagedAttention(rt, { q, cache, layer: l, plan, causal: true, window: this.#windows[l], out: att }); // att [T, H, D]
-        linear(rt, { x: attRows, weight: w.o, out: o, bias: w.oBias ?? undefined }); // o [T, h]
-        addRmsNorm(rt, { x, delta: o, weight: w.postNorm, out: xb, eps }); // x += o; xb = rmsnorm(x)
-
-        // MLP: x += down(silu(gate) ⊙ up).
-        linear(rt, { x: xb, weight: w.gateUp, out: gateUp, bias: w.gateUpBias ?? undefined }); // gateUp [T, 2·I]
-        swiglu(rt, { gate, up, out: gate }); // gate [T, I] ← silu(gate) ⊙ up
-        linear(rt, { x: gate, weight: w.down, out: o, bias: w.downBias ?? undefined }); // o [T, h]
-        if (l + 1 < c.numLayers) addRmsNorm(rt, { x, delta: o, weight: W.layers[l + 1]!.inputNorm, out: xb, eps }); // x += o; xb = next layer's rmsnorm(x)
-        else add(rt, { a: x, b: o, out: x });
+      for (const st of this.#stages) {
+        const { slots } = st.buffers.views(T, S);
+        slots.data().set(batch.slotMapping);
+        st.table = st.rope.table(batch.positions, st.table);
+        plans.push(planPagedAttention(st.rt, { cache: st.cache!, numHeads: c.numHeads, ...batch }));
       }
+      const e = this.#embed;
+      const { ids, x: x0 } = e.buffers.views(T, S);
+      ids.data().set(batch.tokens);
+      embedding(e.rt, { weight: W.embedding, ids, out: x0 }); // x [T, h]
+      let x = x0; // the residual stream, in the memory of the stage that last wrote it
+      this.#stages.forEach((st, si) => {
+        const rt = st.rt;
+        const v = st.buffers.views(T, S);
+        if (v.x.memory !== x.memory || v.x.ptr !== x.ptr) copyTensor(x, v.x); // once per memory boundary per step
+        x = v.x;
+        const { xb, qkv, q, k, att, attRows, o, gateUp, gate, up, slots } = v;
+        const cache = st.cache!;
+        const plan = plans[si]!;
+        rmsNorm(rt, { x, weight: W.layers[st.from]!.inputNorm, out: xb, eps }); // xb [T, h]
+        for (let l = st.from; l < st.to; l++) {
+          const w = W.layers[l]!;
+
+          // Attention: x += o_proj(attention(rope(q), rope(k), v)).
+          linear(rt, { x: xb, weight: w.qkv, out: qkv, bias: w.qkvBias ?? undefined }); // qkv [T, (H + 2·Hkv)·D]
+          if (w.qNorm && w.kNorm) {
+            rmsNorm(rt, { x: q, weight: w.qNorm, eps }); // per head, in place: q [T, H, D]
+            rmsNorm(rt, { x: k, weight: w.kNorm, eps }); // k [T, Hkv, D]
+          }
+          st.rope.apply({ q, k, table: st.table! });
+          appendKv(rt, { cache, layer: l - st.from, k, v: v.v, slotMapping: slots }); // every new token's K/V, before any attention reads
+          pagedAttention(rt, { q, cache, layer: l - st.from, plan, causal: true, window: this.#windows[l], out: att }); // att [T, H, D]
+          linear(rt, { x: attRows, weight: w.o, out: o, bias: w.oBias ?? undefined }); // o [T, h]
+          addRmsNorm(rt, { x, delta: o, weight: w.postNorm, out: xb, eps }); // x += o; xb = rmsnorm(x)
+
+          // MLP: x += down(silu(gate) ⊙ up).
+          linear(rt, { x: xb, weight: w.gateUp, out: gateUp, bias: w.gateUpBias ?? undefined }); // gateUp [T, 2·I]
+          swiglu(rt, { gate, up, out: gate }); // gate [T, I] ← silu(gate) ⊙ up
+          linear(rt, { x: gate, weight: w.down, out: o, bias: w.downBias ?? undefined }); // o [T, h]
+          if (l + 1 < st.to) addRmsNorm(rt, { x, delta: o, weight: W.layers[l + 1]!.inputNorm, out: xb, eps }); // x += o; xb = next layer's rmsnorm(x)
+          else add(rt, { a: x, b: o, out: x }); // the next memory (or the head) norms it: same kernel, same bits
+        }
+      });
       if (S === 0) return new Float32Array(0); // a prefill chunk that samples nothing
 
-      // Final norm and LM head on the sampled rows only: last [S, h] ← x[logitIndices].
-      const f32 = new Float32Array(rt.memory.buffer);
+      // Final norm and LM head on the sampled rows only: last [S, h] ← x[logitIndices] (from whichever memory holds x).
+      const hd = this.#head;
+      const { last, logits } = hd.buffers.views(T, S);
+      const from = new Float32Array(x.memory.buffer, x.ptr, T * c.hiddenSize);
+      const to = new Float32Array(hd.rt.memory.buffer, last.ptr, S * c.hiddenSize);
       for (let i = 0; i < S; i++) {
-        const from = x.ptr / 4 + batch.logitIndices[i]! * c.hiddenSize;
-        f32.copyWithin(last.ptr / 4 + i * c.hiddenSize, from, from + c.hiddenSize);
+        const r = batch.logitIndices[i]! * c.hiddenSize;
+        to.set(from.subarray(r, r + c.hiddenSize), i * c.hiddenSize);
       }
-      rmsNorm(rt, { x: last, weight: W.finalNorm, eps });
-      linear(rt, { x: last, weight: W.lmHead, out: logits }); // logits [S, V]
-      return new Float32Array(rt.memory.buffer, logits.ptr, S * c.vocabSize).slice();
+      rmsNorm(hd.rt, { x: last, weight: W.finalNorm, eps });
+      linear(hd.rt, { x: last, weight: W.lmHead, out: logits }); // logits [S, V]
+      return new Float32Array(hd.rt.memory.buffer, logits.ptr, S * c.vocabSize).slice();
     } finally {
-      plan.dispose();
+      for (const p of plans) p.dispose();
     }
   }
 
@@ -157,14 +240,16 @@ export class Decoder implements ModelRunner {
     if (this.#disposed) return;
     this.#disposed = true;
     this.weights.free();
-    this.cache.dispose();
-    this.#buffers.free();
-    this.#table?.free();
-    this.#rope.free();
+    for (const c of this.caches) c.dispose();
+    for (const s of new Set([this.#embed, ...this.#stages, this.#head])) {
+      s.buffers.free();
+      s.table?.free();
+      s.rope.free();
+    }
   }
 
   toString(): string {
     const c = this.config;
-    return `Decoder(${c.architecture}, ${c.numLayers} layers, hidden ${c.hiddenSize}, weights ${this.weights.format}, KV ${this.cache.dtype} ${show([this.kvCache.numBlocks, this.kvCache.blockSize])})`;
+    return `Decoder(${c.architecture}, ${c.numLayers} layers, hidden ${c.hiddenSize}, weights ${this.weights.format}, KV ${this.cache.dtype} ${show([this.kvCache.numBlocks, this.kvCache.blockSize])}, ${this.memories} ${this.memories === 1 ? "memory" : "memories"})`;
   }
 }

@@ -1,13 +1,15 @@
 /**
  * The server's default model loader (engine/model-loader.ts): a Hugging Face
  * directory through loadModel — weights converted to `weights` as they
- * stream from disk, a paged KV cache of `numBlocks` or `kvCacheBytes`, step
+ * stream from disk, a paged KV cache of `numBlocks` or `kvCacheBytes` (never
+ * more than the engine's max_num_seqs sequences of max_model_len need), step
  * buffers sized for the engine's most tokens and sequences a step. The
  * engine worker imports it by URL (serve.ts DEFAULT_LOADER).
  */
 import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../engine/model-loader.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { type RunnerOptions, loadModel } from "./loader.js";
+import { describePlacement } from "./placement.js";
 
 /** The decoder's KV cache and step-buffer options for the engine's load options (undefined fields left to the decoder's defaults). */
 export function runnerOptionsFor(options: ModelLoadOptions): RunnerOptions {
@@ -17,7 +19,7 @@ export function runnerOptionsFor(options: ModelLoadOptions): RunnerOptions {
     ...(options.blockSize === undefined ? {} : { blockSize: options.blockSize }),
     ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
     ...(options.maxNumBatchedTokens === undefined ? {} : { maxBatchTokens: options.maxNumBatchedTokens }),
-    ...(options.maxNumSeqs === undefined ? {} : { maxLogitRows: options.maxNumSeqs }),
+    ...(options.maxNumSeqs === undefined ? {} : { maxLogitRows: options.maxNumSeqs, maxNumSeqs: options.maxNumSeqs }),
   };
 }
 
@@ -28,5 +30,5 @@ export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgre
     progress: false,
     onProgress: (done, total) => onProgress({ done, total }),
   });
-  return { runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds };
+  return { runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, placement: describePlacement(model.plan.placement) };
 }

@@ -7,20 +7,22 @@
  *   model.tokenizer, model.generation, model.eosTokenIds, model.config
  *   model.runner.dispose();
  *
- * The weights stream from disk one layer at a time and are converted to the
- * chosen format as they arrive (decoder-weights.ts); the paged KV cache then
- * takes what was asked for (numBlocks, or kvCacheBytes, or by default up to
- * 1 GiB of what the 4 GiB wasm32 memory has left).
+ * First the memory plan (memory-plan.ts), from the config alone: the
+ * converted weights, the KV cache (numBlocks, or the kvCacheBytes budget capped
+ * at what maxNumSeqs × maxModelLen need), the activations, the placement of
+ * each layer in a wasm32 memory (placement.ts), and the check that it all fits
+ * the machine — a model that cannot fit is refused before a byte is read. Then
+ * the weights stream from disk one layer at a time, into the memory placed
+ * for them, converted to the chosen format as they arrive (decoder-weights.ts);
+ * each memory's KV pool holds its own layers' blocks.
  */
 import { ArgumentError, OutOfMemoryError, show } from "../errors.js";
 import { KV_CACHE_DTYPES, type KvCacheDType } from "../kv/kv-quant.js";
 import { PagedKvCache } from "../kv/paged-kv-cache.js";
 import { WEIGHT_FORMATS, type WeightFormat } from "../ops/weight.js";
 import { formatBytes } from "../runtime/allocator.js";
-import { MAX_MEMORY_BYTES } from "../runtime/module.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
-import { DTYPE_BYTES } from "../tensor/dtype.js";
 import type { Tensor } from "../tensor/tensor.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { ModelConfig } from "./config.js";
@@ -28,9 +30,11 @@ import { type DecoderWeights, type TensorSource, buildDecoderWeights } from "./d
 import { Decoder } from "./decoder.js";
 import type { GenerationConfig } from "./generation-config.js";
 import { ggufTensorSource, isGgufPath, openGgufModel, resolveGgufWeightFormat } from "./gguf/gguf-model.js";
+import { type MachineMemory, type MemoryPlan, kvBytesPerLayerBlock, planModelMemory } from "./memory-plan.js";
 import { openModelDir } from "./model-dir.js";
 import { LoadProgress, type ProgressOptions } from "./progress.js";
 import { freeTensors, loadSafetensors } from "./safetensors.js";
+import { expectedWeights } from "./weight-names.js";
 
 /** KV cache options shared by loadModel and the synthetic model. */
 export interface RunnerOptions {
@@ -44,10 +48,21 @@ export interface RunnerOptions {
   blockSize?: number;
   /** Blocks in the KV cache. Default: from kvCacheBytes. */
   numBlocks?: number;
-  /** Bytes for the KV cache (all layers, K and V). Default: min(1 GiB, what the 4 GiB memory has left after the weights and 256 MiB of headroom). */
+  /**
+   * The KV budget: bytes for the whole cache (all layers and memories, K and V).
+   * Default 4 GiB (vLLM CPU's KV cache space), at most half of the memory the
+   * machine has left after the weights — and never more blocks than maxNumSeqs
+   * sequences of maxModelLen tokens need.
+   */
   kvCacheBytes?: number;
   /** Longest sequence (prompt + output). Default: min(max_position_embeddings, the cache's capacity). */
   maxModelLen?: number;
+  /** Sequences at once (the engine's max_num_seqs): the KV cache never holds more than they need. Default 1. */
+  maxNumSeqs?: number;
+  /** For tests: bytes one wasm memory may hold (default 4 GiB), to force a model across memories. */
+  memoryBytes?: number;
+  /** For tests: the machine's memory the fit check compares with (default os.totalmem() / os.freemem()). */
+  machine?: MachineMemory;
   /** Activations allocated up front for this many tokens per step (see DecoderOptions). Default 512. */
   maxBatchTokens?: number;
   /** Logit rows allocated up front per step. Default 16. */
@@ -71,10 +86,11 @@ export interface LoadedModel {
   eosTokenIds: number[];
   config: ModelConfig;
   dir: string;
+  /** Sizes, KV blocks and placement (which layers in which memory, bytes each): describePlacement(plan.placement). */
+  plan: MemoryPlan;
 }
 
 const KV_ALIASES: Readonly<Record<string, KvCacheDType>> = { fp8: "fp8e4m3", fp8_e4m3: "fp8e4m3", fp8_e5m2: "fp8e5m2" };
-const MIB = 1 << 20;
 
 /** The checkpoint's float width as a compute dtype: bf16 for bf16/f16 checkpoints, f32 otherwise. */
 function checkpointIsHalf(config: ModelConfig): boolean {
@@ -105,63 +121,74 @@ export function resolveKvDtype(value: string | undefined, config: ModelConfig): 
 
 /** Bytes one KV block takes over all layers (K and V, plus int8's per-token scales). */
 export function kvBytesPerBlock(config: ModelConfig, blockSize: number, dtype: KvCacheDType): number {
-  const rows = blockSize * config.numKvHeads;
-  const perLayer = 2 * (rows * config.headDim * DTYPE_BYTES[dtype] + (dtype === "int8" ? rows * 4 : 0));
-  return perLayer * config.numLayers;
+  return kvBytesPerLayerBlock(config, blockSize, dtype) * config.numLayers;
 }
 
 /**
- * Builds the paged KV cache the options ask for and the Decoder over `weights`
- * (which it then owns; on failure they are freed here).
+ * Resolves the KV cache and step options and makes the memory plan (sizes,
+ * KV blocks, placement, the fit check) for `format` weights, before anything
+ * is allocated or read.
  */
-export function createDecoder(rt: Runtime, config: ModelConfig, weights: DecoderWeights, options: RunnerOptions = {}): Decoder {
-  let cache: PagedKvCache | undefined;
+export function planRunner(config: ModelConfig, format: WeightFormat, options: RunnerOptions = {}, sourceElementBytes = 2): MemoryPlan {
+  const kvDtype = resolveKvDtype(options.kvDtype, config);
+  const blockSize = checkInt("blockSize", options.blockSize ?? 16, { min: 1, max: 256 });
+  if (options.numBlocks !== undefined && options.kvCacheBytes !== undefined) {
+    throw new ArgumentError("kvCacheBytes", `and numBlocks both size the KV cache: give one, got ${show(options.kvCacheBytes)} and ${show(options.numBlocks)}`);
+  }
+  return planModelMemory(config, {
+    format,
+    kvDtype,
+    blockSize,
+    ...(options.numBlocks === undefined ? {} : { numBlocks: checkInt("numBlocks", options.numBlocks, { min: 1 }) }),
+    ...(options.kvCacheBytes === undefined ? {} : { kvCacheBytes: checkInt("kvCacheBytes", options.kvCacheBytes, { min: 1 }) }),
+    ...(options.maxModelLen === undefined ? {} : { maxModelLen: checkInt("maxModelLen", options.maxModelLen, { min: 2, max: config.maxPositionEmbeddings }) }),
+    ...(options.maxNumSeqs === undefined ? {} : { maxNumSeqs: checkInt("maxNumSeqs", options.maxNumSeqs, { min: 1 }) }),
+    maxBatchTokens: checkInt("maxBatchTokens", options.maxBatchTokens ?? 512, { min: 1 }),
+    maxLogitRows: checkInt("maxLogitRows", options.maxLogitRows ?? 16, { min: 1 }),
+    sourceElementBytes,
+    ...(options.memoryBytes === undefined ? {} : { memoryBytes: options.memoryBytes }),
+    ...(options.machine === undefined ? {} : { machine: options.machine }),
+  });
+}
+
+/**
+ * Builds the paged KV cache the plan asks for — one pool per memory that
+ * holds layers, each with its own layers' blocks — and the Decoder over
+ * `weights` (which it then owns; on failure they are freed here). Without a
+ * plan, one is made for the weights' format and the layers stay where the
+ * weights are.
+ */
+export function createDecoder(rt: Runtime, config: ModelConfig, weights: DecoderWeights, options: RunnerOptions = {}, plan?: MemoryPlan): Decoder {
+  const caches: PagedKvCache[] = [];
   try {
-    const dtype = resolveKvDtype(options.kvDtype, config);
-    const blockSize = checkInt("blockSize", options.blockSize ?? 16, { min: 1, max: 256 });
-    const perBlock = kvBytesPerBlock(config, blockSize, dtype);
-    let numBlocks: number;
-    if (options.numBlocks !== undefined) {
-      if (options.kvCacheBytes !== undefined) throw new ArgumentError("kvCacheBytes", `and numBlocks both size the KV cache: give one, got ${show(options.kvCacheBytes)} and ${show(options.numBlocks)}`);
-      numBlocks = checkInt("numBlocks", options.numBlocks, { min: 1 });
-    } else {
-      let bytes: number;
-      if (options.kvCacheBytes !== undefined) {
-        bytes = checkInt("kvCacheBytes", options.kvCacheBytes, { min: 1 });
-      } else {
-        const left = MAX_MEMORY_BYTES - rt.heap.inUse - 256 * MIB;
-        bytes = Math.min(1024 * MIB, left);
-      }
-      numBlocks = Math.floor(bytes / perBlock);
-      if (numBlocks < 1) {
-        throw new ArgumentError("kvCacheBytes", `must hold at least one KV block of ${formatBytes(perBlock)} (${blockSize} tokens × ${config.numLayers} layers, ${dtype}), got ${formatBytes(Math.max(0, bytes))}`);
-      }
+    const p = plan ?? planRunner(config, weights.format, options);
+    // Runs of consecutive layers whose weights share a memory: one KV pool each.
+    const runs: { memory: WebAssembly.Memory; layers: number }[] = [];
+    for (const w of weights.layers) {
+      const last = runs[runs.length - 1];
+      if (last && last.memory === w.qkv.memory) last.layers++;
+      else runs.push({ memory: w.qkv.memory, layers: 1 });
     }
-    const slots = numBlocks * blockSize;
-    if (options.maxModelLen !== undefined) {
-      const want = checkInt("maxModelLen", options.maxModelLen, { min: 2, max: config.maxPositionEmbeddings });
-      if (want > slots) {
-        throw new ArgumentError("maxModelLen", `must fit in the KV cache (${numBlocks} blocks × ${blockSize} = ${slots} tokens at ${formatBytes(perBlock / blockSize)} a token): got ${want}; give the cache more memory or lower maxModelLen`);
+    for (const run of runs) {
+      try {
+        caches.push(new PagedKvCache(rt.of(run.memory), { numLayers: run.layers, numBlocks: p.numBlocks, blockSize: p.blockSize, numKvHeads: config.numKvHeads, headDim: config.headDim, dtype: p.kvDtype }));
+      } catch (e) {
+        if (e instanceof OutOfMemoryError) {
+          throw new OutOfMemoryError(`${e.message} — the KV cache (${formatBytes(p.kvBytes)}) does not fit beside the ${weights.format} weights (${formatBytes(weights.bytes)}); lower kvCacheBytes/numBlocks or pick a smaller weight format`);
+        }
+        throw e;
       }
-    }
-    try {
-      cache = new PagedKvCache(rt, { numLayers: config.numLayers, numBlocks, blockSize, numKvHeads: config.numKvHeads, headDim: config.headDim, dtype });
-    } catch (e) {
-      if (e instanceof OutOfMemoryError) {
-        throw new OutOfMemoryError(`${e.message} — the KV cache (${formatBytes(numBlocks * perBlock)}) does not fit beside the ${weights.format} weights (${formatBytes(weights.bytes)}); lower kvCacheBytes/numBlocks or pick a smaller weight format`);
-      }
-      throw e;
     }
     return new Decoder(rt, {
       config,
       weights,
-      cache,
-      ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
+      cache: caches,
+      maxModelLen: p.maxModelLen,
       ...(options.maxBatchTokens === undefined ? {} : { maxBatchTokens: options.maxBatchTokens }),
       ...(options.maxLogitRows === undefined ? {} : { maxLogitRows: options.maxLogitRows }),
     });
   } catch (e) {
-    cache?.dispose();
+    for (const c of caches) c.dispose();
     weights.free();
     throw e;
   }
@@ -178,22 +205,25 @@ export function loadModel(rt: Runtime, dir: string, options: LoadModelOptions = 
   const info = gguf ?? openModelDir(dir);
   const { config } = info;
   const format = gguf ? resolveGgufWeightFormat(options.weights, gguf) : resolveWeightFormat(options.weights, config);
-  resolveKvDtype(options.kvDtype, config); // fail before loading anything
+  // Sizes, KV blocks, placement and the fit check: fail before loading anything.
+  const params = expectedWeights(config).reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0);
+  // A GGUF source hands out f32 tensors (decoded at load): 4 bytes a checkpoint element.
+  const plan = planRunner(config, format, options, gguf ? 4 : Math.min(4, Math.max(1, Math.round(info.weightBytes / params))));
   const located = new Map("weights" in info ? info.weights.map((w) => [w.name, w]) : []);
   const p = options.progress;
   const progress = new LoadProgress(info.weightBytes, typeof p === "object" ? p : p === undefined ? {} : { enabled: p });
 
   // The checkpoint's tensors for one group of names, read from whichever shards hold them.
-  const source: TensorSource = gguf ? ggufTensorSource(rt, gguf, progress, options.onProgress) : (names: readonly string[]): Map<string, Tensor> => {
+  const source: TensorSource = gguf ? ggufTensorSource(gguf, progress, options.onProgress) : (names: readonly string[], into: Runtime): Map<string, Tensor> => {
     const out = new Map<string, Tensor>();
     try {
       const files = [...new Set(names.map((n) => located.get(n)!.file))];
       for (const file of files) {
         const inFile = names.filter((n) => located.get(n)!.file === file);
-        for (const [name, t] of loadSafetensors(rt, file, { names: inFile, progress })) out.set(name, t);
+        for (const [name, t] of loadSafetensors(into, file, { names: inFile, progress })) out.set(name, t);
       }
     } catch (e) {
-      freeTensors(rt, out);
+      freeTensors(into, out);
       throw e;
     }
     options.onProgress?.(progress.done, progress.total);
@@ -201,10 +231,10 @@ export function loadModel(rt: Runtime, dir: string, options: LoadModelOptions = 
   };
   let weights: DecoderWeights;
   try {
-    weights = buildDecoderWeights(rt, { config, format, source });
+    weights = buildDecoderWeights(rt, { config, format, source, placement: plan.placement });
   } finally {
     progress.finish();
   }
-  const runner = createDecoder(rt, config, weights, options);
-  return { runner, tokenizer: info.tokenizer, generation: info.generation, eosTokenIds: info.eosTokenIds, config, dir };
+  const runner = createDecoder(rt, config, weights, options, plan);
+  return { runner, tokenizer: info.tokenizer, generation: info.generation, eosTokenIds: info.eosTokenIds, config, dir, plan };
 }

@@ -49,6 +49,12 @@ export interface StepViews {
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 
+/** Bytes of each buffer for T tokens and S rows, in block order. */
+function layout(c: ModelConfig, T: number, S: number): number[] {
+  const { hiddenSize: h, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I, vocabSize: V } = c;
+  return [T * 4, T * 4, T * h * 4, T * h * 4, T * (H + 2 * Hkv) * D * 4, T * H * D * 4, T * h * 4, T * 2 * I * 4, S * h * 4, S * V * 4].map(align64);
+}
+
 export class StepBuffers {
   readonly #rt: Runtime;
   readonly #c: ModelConfig;
@@ -69,10 +75,13 @@ export class StepBuffers {
     return { tokens: this.#tokens, rows: this.#rows };
   }
 
-  /** Bytes of each buffer for T tokens and S rows, in block order. */
+  /** Bytes of the block for `tokens` tokens and `rows` logit rows. */
+  static bytes(config: ModelConfig, tokens: number, rows: number): number {
+    return layout(config, tokens, rows).reduce((a, b) => a + b, 0);
+  }
+
   #layout(T: number, S: number): number[] {
-    const { hiddenSize: h, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I, vocabSize: V } = this.#c;
-    return [T * 4, T * 4, T * h * 4, T * h * 4, T * (H + 2 * Hkv) * D * 4, T * H * D * 4, T * h * 4, T * 2 * I * 4, S * h * 4, S * V * 4].map(align64);
+    return layout(this.#c, T, S);
   }
 
   #reserve(tokens: number, rows: number): void {

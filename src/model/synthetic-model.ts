@@ -18,7 +18,7 @@ import type { Tensor } from "../tensor/tensor.js";
 import { type ModelConfig, parseModelConfig } from "./config.js";
 import { buildDecoderWeights } from "./decoder-weights.js";
 import type { Decoder } from "./decoder.js";
-import { type RunnerOptions, createDecoder, resolveWeightFormat } from "./loader.js";
+import { type RunnerOptions, createDecoder, planRunner, resolveWeightFormat } from "./loader.js";
 import { expectedWeights } from "./weight-names.js";
 
 /** Qwen/Qwen2.5-0.5B's config.json, as published. */
@@ -46,6 +46,32 @@ export const QWEN25_05B_CONFIG_JSON: Readonly<Record<string, unknown>> = Object.
   use_sliding_window: false,
   vocab_size: 151936,
 });
+
+/** The shapes of meta-llama/Llama-3.1-8B's config.json (hidden 4096, 32 layers, 32/8 heads, MLP 14336, vocabulary 128256, untied): 8.03 G parameters, too big for one wasm32 memory at q8 (9.0 GB). */
+export const LLAMA31_8B_CONFIG_JSON: Readonly<Record<string, unknown>> = Object.freeze({
+  architectures: ["LlamaForCausalLM"],
+  bos_token_id: 128000,
+  eos_token_id: 128001,
+  hidden_act: "silu",
+  hidden_size: 4096,
+  intermediate_size: 14336,
+  max_position_embeddings: 131072,
+  model_type: "llama",
+  num_attention_heads: 32,
+  num_hidden_layers: 32,
+  num_key_value_heads: 8,
+  rms_norm_eps: 1e-5,
+  rope_scaling: { factor: 8.0, high_freq_factor: 4.0, low_freq_factor: 1.0, original_max_position_embeddings: 8192, rope_type: "llama3" },
+  rope_theta: 500000.0,
+  tie_word_embeddings: false,
+  torch_dtype: "bfloat16",
+  vocab_size: 128256,
+});
+
+/** Llama-3.1-8B's ModelConfig. */
+export function llama31EightBConfig(): ModelConfig {
+  return parseModelConfig(LLAMA31_8B_CONFIG_JSON, { source: "LLAMA31_8B_CONFIG_JSON" });
+}
 
 /** Qwen2.5-0.5B's ModelConfig. */
 export function qwen25HalfBConfig(): ModelConfig {
@@ -109,19 +135,20 @@ export function createSyntheticModel(rt: Runtime, options: SyntheticModelOptions
   const seed = options.seed ?? 0;
   const shapes = new Map(expectedWeights(config).map((s) => [s.name, s.shape]));
   const pool = bf16Pool(seed);
-  const source = (names: readonly string[]): Map<string, Tensor> => {
+  const source = (names: readonly string[], into: Runtime): Map<string, Tensor> => {
     const out = new Map<string, Tensor>();
     try {
       for (const name of names) {
-        const t = rt.tensor("bf16", shapes.get(name)!, `synthetic ${name}`);
+        const t = into.tensor("bf16", shapes.get(name)!, `synthetic ${name}`);
         out.set(name, t);
         fillBf16(t, name, seed, pool);
       }
     } catch (e) {
-      for (const t of out.values()) rt.free(t);
+      for (const t of out.values()) into.free(t);
       throw e;
     }
     return out;
   };
-  return createDecoder(rt, config, buildDecoderWeights(rt, { config, format, source }), options);
+  const plan = planRunner(config, format, options, 2); // sizes, KV blocks, placement, fit check: before any weight is made
+  return createDecoder(rt, config, buildDecoderWeights(rt, { config, format, source, placement: plan.placement }), options, plan);
 }

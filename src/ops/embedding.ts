@@ -20,7 +20,7 @@ export interface EmbeddingOptions {
 }
 
 export function embedding(rt: Runtime, options: EmbeddingOptions): void {
-  const weight = checkWeight("weight", options.weight);
+  const weight = checkWeight("weight", options.weight, rt);
   const out = checkTensor("out", options.out, rt);
   checkTensorDType("out", out, ["f32"]);
   const om = asMatrix("out", out);

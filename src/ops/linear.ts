@@ -42,7 +42,7 @@ function groupsPerItem(groups: number, threads: number): number {
 }
 
 export function linear(rt: Runtime, options: LinearOptions): void {
-  const weight = checkWeight("weight", options.weight);
+  const weight = checkWeight("weight", options.weight, rt);
   const x = checkTensor("x", options.x, rt);
   const out = checkTensor("out", options.out, rt);
   checkTensorDType("x", x, ["f32"]);

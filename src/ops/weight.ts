@@ -47,7 +47,7 @@ import type { Allocator } from "../runtime/allocator.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkDims, checkOneOf } from "../tensor/check.js";
 import { DTYPE_CODE } from "../tensor/dtype.js";
-import { Tensor } from "../tensor/tensor.js";
+import { Tensor, checkSameMemory, memoryName } from "../tensor/tensor.js";
 
 export type WeightFormat = "f32" | "bf16" | "q8" | "q4";
 export const WEIGHT_FORMATS: readonly WeightFormat[] = ["f32", "bf16", "q8", "q4"];
@@ -115,7 +115,7 @@ export class Weight {
   }
 
   toString(): string {
-    return `Weight(${this.format}, [${this.rows}, ${this.cols}] @ ${this.ptr})`;
+    return `Weight(${this.format}, [${this.rows}, ${this.cols}] @ ${this.ptr} in ${memoryName(this.memory)})`;
   }
 }
 
@@ -124,10 +124,11 @@ export function weightBytes(format: WeightFormat, rows: number, cols: number): n
   return Math.ceil(rows / WEIGHT_ROW_GROUP) * Math.ceil(cols / WEIGHT_BLOCK) * WEIGHT_TILE_BYTES[format];
 }
 
-/** Throws unless `weight` is a live Weight. */
-export function checkWeight(argument: string, weight: unknown): Weight {
+/** Throws unless `weight` is a live Weight (in `rt`'s memory, when given). */
+export function checkWeight(argument: string, weight: unknown, rt?: { readonly memory: WebAssembly.Memory }): Weight {
   if (!(weight instanceof Weight)) throw new ArgumentError(argument, `must be a Weight (see createWeight), got ${show(weight)}`);
   if (weight.freed) throw new ArgumentError(argument, `was freed: ${weight.toString()}`);
+  if (rt) checkSameMemory(argument, weight.toString(), weight.memory, rt);
   return weight;
 }
 
@@ -165,7 +166,7 @@ export function createWeight(rt: Runtime, options: CreateWeightOptions): Weight 
     if (t.shape[0]! < 1) throw new ArgumentError(`${name}.shape[0]`, `must be ≥ 1 (rows), got ${t.shape[0]}`);
     if (t.shape[1]! < 1) throw new ArgumentError(`${name}.shape[1]`, `must be ≥ 1 (cols), got ${t.shape[1]}`);
     if (!t.isContiguous()) throw new ArgumentError(name, `must be contiguous, got strides ${show(t.strides)}`);
-    if (t.memory !== rt.memory) throw new ArgumentError(name, "must live in this runtime's memory");
+    checkSameMemory(name, t.toString(), t.memory, rt);
     rows += t.shape[0]!;
   });
   const bytes = weightBytes(format, rows, cols!);

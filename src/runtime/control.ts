@@ -12,6 +12,10 @@
  *   STOP     set once by dispose(): workers exit
  *   ERR_ITEM the item that failed
  *   ERR_LEN  bytes of UTF-8 error text at ERR_TEXT
+ *   MEMORY   which memory's instances run the task (index into the runtime's memories)
+ *
+ * KERNEL = ADD_MEMORY is not a kernel: every worker takes the memory posted to
+ * its port and instantiates the module over it (runtime.addMemory()).
  */
 export const GEN = 0;
 export const KERNEL = 1;
@@ -23,6 +27,10 @@ export const ARGS = 6;
 export const STOP = 7;
 export const ERR_ITEM = 8;
 export const ERR_LEN = 9;
+export const MEMORY = 10;
+
+/** KERNEL value of the broadcast that makes every worker instantiate the module over a new memory. */
+export const ADD_MEMORY = -1;
 
 export const CONTROL_SLOTS = 16;
 export const ERR_TEXT = CONTROL_SLOTS * 4;
@@ -38,11 +46,12 @@ export const SPIN = 20000;
 /**
  * Claims and runs items until none are left. On a throw or trap, records the
  * first failure (thread, item, message) and makes every other thread stop
- * claiming. Shared by the calling thread and the workers.
+ * claiming. Shared by the calling thread and the workers. `kernels[m][k]` is
+ * kernel k of this thread's instance over memory m; `memory` holds `ctl`.
  */
-export function runItems(ctl: Int32Array, memory: WebAssembly.Memory, kernels: readonly TaskKernel[], tid: number): void {
+export function runItems(ctl: Int32Array, memory: WebAssembly.Memory, kernels: readonly (readonly TaskKernel[])[], tid: number): void {
   const count = Atomics.load(ctl, COUNT);
-  const kernel = kernels[Atomics.load(ctl, KERNEL)]!;
+  const kernel = kernels[Atomics.load(ctl, MEMORY)]![Atomics.load(ctl, KERNEL)]!;
   const args = Atomics.load(ctl, ARGS) >>> 0;
   for (;;) {
     const item = Atomics.add(ctl, NEXT, 1);

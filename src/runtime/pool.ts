@@ -7,10 +7,16 @@
  * PENDING to reach zero. A throw or trap on any thread is recorded in the
  * descriptor and rethrown here as a KernelError naming the kernel; the pool
  * stays usable. Workers are unref'd: a process that never calls dispose() exits.
+ *
+ * Every thread holds one instance of the module per shared memory; a task
+ * names its memory (MEMORY slot), so any thread runs any kernel in any
+ * memory. addMemory() posts a new memory to every worker's port and
+ * broadcasts ADD_MEMORY; the descriptor itself stays in memory 0.
  */
-import { Worker } from "node:worker_threads";
+import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import { ArgumentError, KernelError, show } from "../errors.js";
 import {
+  ADD_MEMORY,
   ARGS,
   CONTROL_SLOTS,
   COUNT,
@@ -19,6 +25,7 @@ import {
   ERR_LEN,
   GEN,
   KERNEL,
+  MEMORY,
   NEXT,
   PENDING,
   SPIN,
@@ -35,8 +42,10 @@ export class WorkerPool {
   readonly #ctl: Int32Array;
   readonly #names: string[];
   readonly #index: Map<string, number>;
-  readonly #kernels: TaskKernel[];
+  /** #kernels[m][k]: kernel k of the calling thread's instance over memory m. */
+  readonly #kernels: TaskKernel[][];
   readonly #workers: Worker[];
+  readonly #ports: MessagePort[];
   readonly #health: { failure?: Error };
   #disposed = false;
 
@@ -46,14 +55,16 @@ export class WorkerPool {
     names: string[],
     exports: KernelExports,
     workers: Worker[],
+    ports: MessagePort[],
     health: { failure?: Error },
   ) {
     this.#memory = memory;
     this.#ctl = ctl;
     this.#names = names;
     this.#index = new Map(names.map((n, i) => [n, i]));
-    this.#kernels = names.map((n) => exports[n] as unknown as TaskKernel);
+    this.#kernels = [names.map((n) => exports[n] as unknown as TaskKernel)];
     this.#workers = workers;
+    this.#ports = ports;
     this.#health = health;
     this.threads = workers.length + 1;
   }
@@ -70,10 +81,14 @@ export class WorkerPool {
     ctl.fill(0);
     const url = new URL("./worker.js", import.meta.url);
     const workers: Worker[] = [];
+    const ports: MessagePort[] = [];
     const ready: Promise<void>[] = [];
     for (let tid = 1; tid < threads; tid++) {
-      const w = new Worker(url, { workerData: { module, memory, control, controlSlots: CONTROL_SLOTS, tid } });
+      const { port1, port2 } = new MessageChannel();
+      const w = new Worker(url, { workerData: { module, memory, control, controlSlots: CONTROL_SLOTS, tid, port: port2 }, transferList: [port2] });
       workers.push(w);
+      ports.push(port1);
+      port1.unref();
       ready.push(
         new Promise<void>((resolve, reject) => {
           w.once("message", () => resolve());
@@ -97,7 +112,39 @@ export class WorkerPool {
       w.on("exit", (code) => (health.failure ??= new Error(`worker ${i + 1} exited with code ${code}`)));
       w.unref();
     });
-    return new WorkerPool(memory, ctl, kernelNames(module), exports, workers, health);
+    return new WorkerPool(memory, ctl, kernelNames(module), exports, workers, ports, health);
+  }
+
+  /** Memories the threads hold an instance for. */
+  get memories(): number {
+    return this.#kernels.length;
+  }
+
+  /**
+   * Makes every thread able to run kernels in `memory`: the caller's instance
+   * (`exports`) is given, each worker instantiates its own. Returns the new
+   * memory's index for parallelFor.
+   */
+  addMemory(memory: WebAssembly.Memory, exports: KernelExports): number {
+    this.#usable();
+    for (const port of this.#ports) port.postMessage(memory);
+    if (this.#workers.length > 0) {
+      const ctl = this.#ctl;
+      Atomics.store(ctl, KERNEL, ADD_MEMORY);
+      Atomics.store(ctl, COUNT, 0);
+      Atomics.store(ctl, PENDING, this.#workers.length);
+      Atomics.add(ctl, GEN, 1);
+      Atomics.notify(ctl, GEN);
+      this.#join();
+      if (this.#health.failure) throw this.#health.failure;
+    }
+    this.#kernels.push(this.#names.map((n) => exports[n] as unknown as TaskKernel));
+    return this.#kernels.length - 1;
+  }
+
+  #usable(): void {
+    if (this.#disposed) throw new Error("parallelFor called after dispose()");
+    if (this.#health.failure) throw this.#health.failure;
   }
 
   hasKernel(name: string): boolean {
@@ -107,11 +154,11 @@ export class WorkerPool {
   /**
    * Runs `kernel(item, tid, args)` for every item in [0, items) across all
    * threads and returns when all are done. `kernel` is an exported function
-   * of the kernel module with the signature (item: i32, tid: i32, args: usize).
+   * of the kernel module with the signature (item: i32, tid: i32, args: usize),
+   * run by every thread's instance over memory `memory` (0 unless addMemory was called).
    */
-  parallelFor(kernel: string, items: number, args = 0): void {
-    if (this.#disposed) throw new Error("parallelFor called after dispose()");
-    if (this.#health.failure) throw this.#health.failure;
+  parallelFor(kernel: string, items: number, args = 0, memory = 0): void {
+    this.#usable();
     const k = this.#index.get(kernel);
     if (k === undefined) throw new ArgumentError("kernel", `must name an exported kernel, got ${show(kernel)}`);
     if (!Number.isInteger(items) || items < 0 || items > 0x7fffffff) {
@@ -123,7 +170,7 @@ export class WorkerPool {
       // Nothing to share: run on the calling thread, same error contract.
       for (let i = 0; i < items; i++) {
         try {
-          this.#kernels[k]!(i, 0, args);
+          this.#kernels[memory]![k]!(i, 0, args);
         } catch (e) {
           throw new KernelError(kernel, `${describe(e)} (thread 0, item ${i})`);
         }
@@ -131,6 +178,7 @@ export class WorkerPool {
       return;
     }
     Atomics.store(ctl, KERNEL, k);
+    Atomics.store(ctl, MEMORY, memory);
     Atomics.store(ctl, COUNT, items);
     Atomics.store(ctl, ARGS, args | 0);
     Atomics.store(ctl, NEXT, 0);
@@ -165,6 +213,7 @@ export class WorkerPool {
     Atomics.add(this.#ctl, GEN, 1);
     Atomics.notify(this.#ctl, GEN);
     await Promise.all(this.#workers.map((w) => w.terminate()));
+    for (const port of this.#ports) port.close();
   }
 
   get kernelNames(): readonly string[] {

@@ -1,12 +1,24 @@
 /**
- * The runtime: one compiled kernel module, one shared WebAssembly.Memory, a
- * pool of worker threads each running its own instance over that memory, and
- * the allocators that carve the memory up.
+ * The runtime: one compiled kernel module, shared WebAssembly.Memory objects
+ * (one to start with, more on demand: wasm32 caps each at 4 GiB), a pool of
+ * worker threads each running its own instance over every memory, and per
+ * memory the allocators that carve it up.
  *
  *   const rt = await createRuntime({ threads: 2 });
  *   const x = rt.tensor("f32", [1024]);
  *   rt.parallelFor("some_kernel", items, rt.args().ptr(x.ptr).i32(1024).end());
+ *   const rt1 = rt.addMemory();                 // a second memory, same threads
+ *   const y = rt1.tensor("f32", [1024]);        // lives in memory 1
+ *   copyTensor(x, y);                           // across memories
  *   await rt.dispose();
+ *
+ * A `Runtime` is the view of one memory: its allocators, argument buffer and
+ * scratch, and parallelFor over that memory's instances. `rt.memories` lists
+ * the views of all of them (rt.memories[0] is the one createRuntime returns).
+ * Ops run in the memory of the view they are given and refuse tensors from
+ * another (checkTensor), so a model placed across memories passes each layer
+ * the view its weights live in. Devices in one address space, as accelerate's
+ * device_map hands each module its device.
  */
 import { availableParallelism } from "node:os";
 import { ArgumentError, show } from "../errors.js";
@@ -17,6 +29,7 @@ import { Tensor } from "../tensor/tensor.js";
 import { Allocator, StepArena } from "./allocator.js";
 import { ArgsWriter } from "./args.js";
 import { CONTROL_BYTES } from "./control.js";
+import { nameMemory } from "../tensor/tensor.js";
 import { type KernelExports, MAX_PAGES, WASM_PAGE, instantiate, kernelModule } from "./module.js";
 import { WorkerPool } from "./pool.js";
 
@@ -48,26 +61,76 @@ export function resolveThreads(threads?: number): number {
   return availableParallelism();
 }
 
+/** What every memory's view shares: the module, the threads, the list of views. */
+interface RuntimeShared {
+  module: WebAssembly.Module;
+  pool: WorkerPool;
+  views: Runtime[];
+  initialBytes: number;
+}
+
 export class Runtime {
   readonly memory: WebAssembly.Memory;
-  /** The calling thread's instance: call exported functions directly for serial work. */
+  /** Position of this memory in `memories` (0: the first). */
+  readonly index: number;
+  /** The calling thread's instance over this memory: call exported functions directly for serial work. */
   readonly exports: KernelExports;
   /** Long-lived allocations: weights, KV pool, workspaces. */
   readonly heap: Allocator;
   /** Per-step scratch, reset by the caller at the start of each step. */
   readonly arena: StepArena;
+  readonly #shared: RuntimeShared;
   readonly #pool: WorkerPool;
   readonly #argsPtr: number;
   #scratch = { ptr: 0, stride: 0 };
 
-  /** @internal use createRuntime() */
-  constructor(memory: WebAssembly.Memory, kernels: KernelExports, heap: Allocator, pool: WorkerPool, argsPtr: number) {
+  /** @internal use createRuntime() / addMemory() */
+  constructor(shared: RuntimeShared, index: number, memory: WebAssembly.Memory, kernels: KernelExports, heap: Allocator, argsPtr: number) {
     this.memory = memory;
+    this.index = index;
     this.exports = kernels;
     this.heap = heap;
     this.arena = new StepArena(heap);
-    this.#pool = pool;
+    this.#shared = shared;
+    this.#pool = shared.pool;
     this.#argsPtr = argsPtr;
+  }
+
+  /** Every memory's view, in the order they were added ([0] is createRuntime's). */
+  get memories(): readonly Runtime[] {
+    return this.#shared.views;
+  }
+
+  /**
+   * Adds a shared memory (initial size as createRuntime's, growing on demand
+   * to 4 GiB): every worker instantiates the module over it, so every thread
+   * can run any kernel in it. Returns its view.
+   */
+  addMemory(): Runtime {
+    const shared = this.#shared;
+    const memory = new WebAssembly.Memory({ initial: Math.ceil(shared.initialBytes / WASM_PAGE), maximum: MAX_PAGES, shared: true });
+    const kernels = instantiate(shared.module, memory);
+    const index = shared.pool.addMemory(memory, kernels);
+    return addView(shared, index, memory, kernels);
+  }
+
+  /** Memory `index`'s view, adding memories until there is one. */
+  memoryAt(index: number): Runtime {
+    if (!Number.isInteger(index) || index < 0 || index > 255) throw new ArgumentError("memory", `must be an integer in [0, 255], got ${show(index)}`);
+    while (this.#shared.views.length <= index) this.addMemory();
+    return this.#shared.views[index]!;
+  }
+
+  /** The view of `memory`, one of this runtime's memories. */
+  of(memory: WebAssembly.Memory): Runtime {
+    const view = this.#shared.views.find((v) => v.memory === memory);
+    if (!view) throw new ArgumentError("memory", "must be one of this runtime's memories, got a memory it did not create");
+    return view;
+  }
+
+  /** Bytes in use and held, per memory. */
+  memoryUsage(): { memory: number; inUse: number; capacity: number }[] {
+    return this.#shared.views.map((v) => ({ memory: v.index, inUse: v.heap.inUse, capacity: v.heap.capacity }));
   }
 
   /** Threads that run kernels, the caller's included. */
@@ -75,9 +138,9 @@ export class Runtime {
     return this.#pool.threads;
   }
 
-  /** Runs `kernel(item, tid, args)` for items [0, items) on every thread; see WorkerPool. */
+  /** Runs `kernel(item, tid, args)` for items [0, items) on every thread, in this memory; see WorkerPool. */
   parallelFor(kernel: string, items: number, args = 0): void {
-    this.#pool.parallelFor(kernel, items, args);
+    this.#pool.parallelFor(kernel, items, args, this.index);
   }
 
   hasKernel(name: string): boolean {
@@ -126,7 +189,7 @@ export class Runtime {
     this.heap.free(typeof what === "number" ? what : what.ptr);
   }
 
-  /** Stops the worker threads. The runtime cannot run kernels afterwards. */
+  /** Stops the worker threads (of every memory's view). The runtime cannot run kernels afterwards. */
   async dispose(): Promise<void> {
     await this.#pool.dispose();
   }
@@ -144,7 +207,17 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   const kernels = instantiate(module, memory);
   const heap = new Allocator(memory, kernels["heap_base"]!() >>> 0);
   const control = heap.alloc(CONTROL_BYTES, "fork-join control");
-  const argsPtr = heap.alloc(ArgsWriter.CAPACITY, "kernel arguments");
   const pool = await WorkerPool.start(module, memory, kernels, control, threads);
-  return new Runtime(memory, kernels, heap, pool, argsPtr);
+  const shared: RuntimeShared = { module, pool, views: [], initialBytes };
+  return addView(shared, 0, memory, kernels, heap);
+}
+
+/** Makes memory `index`'s view: its allocator (unless given), its argument buffer. */
+function addView(shared: RuntimeShared, index: number, memory: WebAssembly.Memory, kernels: KernelExports, heap?: Allocator): Runtime {
+  nameMemory(memory, `memory ${index}`);
+  const h = heap ?? new Allocator(memory, kernels["heap_base"]!() >>> 0);
+  const argsPtr = h.alloc(ArgsWriter.CAPACITY, "kernel arguments");
+  const view = new Runtime(shared, index, memory, kernels, h, argsPtr);
+  shared.views.push(view);
+  return view;
 }

@@ -1,10 +1,13 @@
 /**
- * A pool worker: instantiates the kernel module on the shared memory, then
- * runs tasks forever — spin briefly on GEN, sleep in Atomics.wait, claim items,
- * decrement PENDING, wake the caller when it reaches zero.
+ * A pool worker: instantiates the kernel module once per shared memory, then
+ * runs tasks forever — spin briefly on GEN, sleep in Atomics.wait, claim items
+ * (with the instance of the task's memory), decrement PENDING, wake the caller
+ * when it reaches zero. A task of kernel ADD_MEMORY takes the next memory
+ * posted to this worker's port (receiveMessageOnPort: the worker never returns
+ * to its event loop) and instantiates the module over it.
  */
-import { parentPort, workerData } from "node:worker_threads";
-import { GEN, PENDING, SPIN, STOP, type TaskKernel, runItems } from "./control.js";
+import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
+import { ADD_MEMORY, GEN, KERNEL, PENDING, SPIN, STOP, type TaskKernel, runItems } from "./control.js";
 import { instantiate, kernelNames } from "./module.js";
 
 interface PoolWorkerData {
@@ -13,12 +16,29 @@ interface PoolWorkerData {
   control: number;
   controlSlots: number;
   tid: number;
+  /** Later memories arrive here. */
+  port: MessagePort;
 }
 
-const { module, memory, control, controlSlots, tid } = workerData as PoolWorkerData;
-const exports = instantiate(module, memory);
-const kernels = kernelNames(module).map((name) => exports[name] as unknown as TaskKernel);
+const { module, memory, control, controlSlots, tid, port } = workerData as PoolWorkerData;
+const names = kernelNames(module);
+/** kernels[m][k]: kernel k of this worker's instance over memory m. */
+const kernels: TaskKernel[][] = [];
+const addInstance = (m: WebAssembly.Memory): void => {
+  const exports = instantiate(module, m);
+  kernels.push(names.map((name) => exports[name] as unknown as TaskKernel));
+};
+addInstance(memory);
 const ctl = new Int32Array(memory.buffer, control, controlSlots);
+
+/** The memory the caller posted before broadcasting ADD_MEMORY (already queued: postMessage enqueues synchronously). */
+function takeMemory(): WebAssembly.Memory {
+  for (;;) {
+    const msg = receiveMessageOnPort(port);
+    if (msg) return msg.message as WebAssembly.Memory;
+    Atomics.wait(ctl, STOP, 0, 1);
+  }
+}
 
 let seen = Atomics.load(ctl, GEN);
 parentPort!.postMessage("ready");
@@ -32,6 +52,7 @@ for (;;) {
   }
   seen = gen;
   if (Atomics.load(ctl, STOP)) break;
-  runItems(ctl, memory, kernels, tid);
+  if (Atomics.load(ctl, KERNEL) === ADD_MEMORY) addInstance(takeMemory());
+  else runItems(ctl, memory, kernels, tid);
   if (Atomics.sub(ctl, PENDING, 1) === 1) Atomics.notify(ctl, PENDING);
 }

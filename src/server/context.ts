@@ -1,16 +1,20 @@
 /**
  * What every route handler sees: the engine client, the tokenizer (the HTTP
- * thread has its own copy, for chat templates, validation and /tokenize),
+ * thread has its own copy, for chat templates, validation and decoding; prompts
+ * are encoded in the tokenizer pool's workers),
  * the served model's names and limits, and the server's settings.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { EngineClient } from "../engine/engine-client.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
+import type { TokenizerPool } from "../tokenizer/tokenizer-pool.js";
 
 export interface ServerContext {
   engine: EngineClient;
   tokenizer: Tokenizer;
+  /** Tokenizer workers: every prompt is encoded there, never on the HTTP thread (prompt-length.ts). */
+  tokenizerPool: TokenizerPool;
   /** Names clients may use for the model; the first is the one responses report. */
   modelNames: readonly string[];
   /** The model directory (reported as the model's root). */

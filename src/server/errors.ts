@@ -32,17 +32,28 @@ export class HttpError extends Error {
   readonly type: string;
   readonly param: string | null;
   readonly code: string | null;
-  constructor(status: number, message: string, details: ErrorDetails = {}) {
+  /** Extra response headers (Retry-After on a 429). */
+  readonly headers: Readonly<Record<string, string>>;
+  constructor(status: number, message: string, details: ErrorDetails = {}, headers: Record<string, string> = {}) {
     super(message);
     this.name = "HttpError";
     this.status = status;
     this.type = details.type ?? DEFAULT_TYPE[status] ?? (status >= 500 ? "internal_server_error" : "invalid_request_error");
     this.param = details.param ?? null;
     this.code = details.code ?? null;
+    this.headers = headers;
   }
 
   toJSON(): { error: { message: string; type: string; param: string | null; code: string | null } } {
     return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
+  }
+}
+
+/** The client closed its connection before its request was read: nothing to answer, worth one log line. */
+export class ClientGoneError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ClientGoneError";
   }
 }
 
@@ -51,11 +62,16 @@ export function badRequest(param: string | null, message: string, code: string |
   return new HttpError(400, message, { param, code });
 }
 
+/** Seconds a 429 asks the client to wait (Retry-After): about the time a few decode steps free a slot. */
+export const RETRY_AFTER_S = 1;
+
 /** Maps anything a handler threw to the HttpError to answer with. */
 export function toHttpError(e: unknown): HttpError {
   if (e instanceof HttpError) return e;
   if (e instanceof EngineRejectedError) {
-    if (e.reason === "queue_full") return new HttpError(429, `The server is busy: ${e.message}. Retry later.`, { code: "rate_limit_exceeded" });
+    if (e.reason === "queue_full") {
+      return new HttpError(429, `The server is busy: ${e.message}. Retry later.`, { code: "rate_limit_exceeded" }, { "retry-after": String(RETRY_AFTER_S) });
+    }
     if (e.reason === "unavailable") return new HttpError(503, e.message);
     return badRequest(e.param, e.message);
   }
@@ -70,5 +86,5 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 }
 
 export function sendError(res: ServerResponse, error: HttpError): void {
-  sendJson(res, error.status, error.toJSON());
+  sendJson(res, error.status, error.toJSON(), { ...error.headers });
 }

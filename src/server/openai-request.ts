@@ -9,12 +9,13 @@
  * output are a clear 400; a prompt that does not fit the context is a 400.
  */
 import { randomUUID } from "node:crypto";
-import { ArgumentError, show } from "../errors.js";
+import { ArgumentError, clip, show } from "../errors.js";
 import { MAX_LOGPROBS, type ResolvedSamplingParams, type SamplingParams, resolveSamplingParams } from "../engine/sampling-params.js";
 import type { ChatMessage } from "../tokenizer/chat-template.js";
 import { type ServerContext, maxModelLen } from "./context.js";
 import { HttpError, badRequest } from "./errors.js";
 import { Fields, isObject } from "./fields.js";
+import { contentChars, encodePrompt, refuseLongText } from "./prompt-length.js";
 
 export interface PromptInput {
   tokenIds: number[];
@@ -45,6 +46,14 @@ export interface GenerationPlan {
   echo: boolean;
 }
 
+/**
+ * Most prompts one /v1/completions request may list: each is its own engine
+ * request, and a longer list would fill the waiting queue (1024 by default)
+ * and starve other clients. vLLM bounds the list too (VLLM_MAX_COMPLETION_PROMPTS,
+ * checked before any tokenizing); kvflash's bound is an eighth of its default queue.
+ */
+export const MAX_PROMPTS_PER_REQUEST = 128;
+
 /** Sampling parameter → the request field it came from (for error messages). */
 const FIELD_OF: Record<string, string> = {
   temperature: "temperature",
@@ -68,13 +77,13 @@ function resolveModel(f: Fields, ctx: ServerContext): string {
   const model = f.string("model");
   if (model === undefined) return ctx.modelNames[0]!;
   if (!ctx.modelNames.includes(model)) {
-    throw new HttpError(404, `The model \`${model}\` does not exist. This server serves ${ctx.modelNames.map((n) => `\`${n}\``).join(", ")}.`, {
+    throw new HttpError(404, `The model \`${clip(model)}\` does not exist. This server serves ${ctx.modelNames.map((n) => `\`${n}\``).join(", ")}.`, {
       type: "invalid_request_error",
       param: "model",
       code: "model_not_found",
     });
   }
-  return ctx.modelNames[0]!;
+  return model;
 }
 
 /** Fields OpenAI defines that kvflash does not implement: a 400 rather than silently ignoring them. */
@@ -185,7 +194,7 @@ function commonPlan(f: Fields, ctx: ServerContext, kind: GenerationPlan["kind"])
   };
 }
 
-export function parseChatRequest(body: unknown, ctx: ServerContext): GenerationPlan {
+export async function parseChatRequest(body: unknown, ctx: ServerContext): Promise<GenerationPlan> {
   const f = new Fields(body);
   const c = commonPlan(f, ctx, "chat");
   const messages = f.raw("messages");
@@ -204,6 +213,7 @@ export function parseChatRequest(body: unknown, ctx: ServerContext): GenerationP
   const addGenerationPrompt = f.boolean("add_generation_prompt") ?? !continueFinal;
   if (continueFinal && addGenerationPrompt) throw badRequest("continue_final_message", "continue_final_message and add_generation_prompt cannot both be true");
   const variables = f.object("chat_template_kwargs") ?? {};
+  refuseLongText(ctx, contentChars(messages), "messages");
   let text: string;
   try {
     text = ctx.tokenizer.applyChatTemplate(messages as ChatMessage[], { addGenerationPrompt, variables });
@@ -212,7 +222,7 @@ export function parseChatRequest(body: unknown, ctx: ServerContext): GenerationP
     if (e instanceof HttpError) throw e;
     throw badRequest("messages", `the chat template cannot render these messages: ${(e as Error).message}`);
   }
-  const tokenIds = ctx.tokenizer.encode(text, { addSpecialTokens: f.boolean("add_special_tokens") ?? false });
+  const tokenIds = await encodePrompt(ctx, text, f.boolean("add_special_tokens") ?? false, "messages");
   const base = { ...samplingFields(f), logprobs: logprobsOn ? (top ?? 0) : null };
   const prompt = fitPrompt(tokenIds, text, c.explicitMax, "chat", base, ctx, "messages");
   return { kind: "chat", ...c, prompts: [prompt], logprobs: base.logprobs, echo: false };
@@ -226,7 +236,7 @@ function cutAfterFinalMessage(text: string, final: ChatMessage): string {
   return text.slice(0, at + content.trim().length);
 }
 
-export function parseCompletionRequest(body: unknown, ctx: ServerContext): GenerationPlan {
+export async function parseCompletionRequest(body: unknown, ctx: ServerContext): Promise<GenerationPlan> {
   const f = new Fields(body);
   const c = commonPlan(f, ctx, "completion");
   const logprobs = f.integer("logprobs", { min: 0, max: MAX_LOGPROBS }) ?? null;
@@ -238,15 +248,18 @@ export function parseCompletionRequest(body: unknown, ctx: ServerContext): Gener
   if (typeof raw === "string" || isIds(raw)) items = [raw];
   else if (Array.isArray(raw) && raw.length > 0 && raw.every((p) => typeof p === "string" || isIds(p))) items = raw as (string | number[])[];
   else throw badRequest("prompt", `prompt must be a string, an array of token ids, or a non-empty array of either, got ${show(raw)}`);
+  if (items.length > MAX_PROMPTS_PER_REQUEST) {
+    throw badRequest("prompt", `prompt lists ${items.length} prompts, more than the ${MAX_PROMPTS_PER_REQUEST} one request may have; send them in several requests`);
+  }
   const base = { ...samplingFields(f), logprobs };
-  const prompts = items.map((p, i) => {
+  const prompts = await Promise.all(items.map(async (p, i) => {
     const param = items.length === 1 ? "prompt" : `prompt[${i}]`;
-    if (typeof p === "string") return fitPrompt(ctx.tokenizer.encode(p, { addSpecialTokens: addSpecial }), p, c.explicitMax, "completion", base, ctx, param);
+    if (typeof p === "string") return fitPrompt(await encodePrompt(ctx, p, addSpecial, param), p, c.explicitMax, "completion", base, ctx, param);
     p.forEach((t, j) => {
       if (!Number.isInteger(t) || t < 0 || t >= ctx.vocabSize) throw badRequest(param, `${param}[${j}] must be a token id in [0, ${ctx.vocabSize}), got ${show(t)}`);
     });
     return fitPrompt(p, echo ? decodeForEcho(ctx, p) : "", c.explicitMax, "completion", base, ctx, param);
-  });
+  }));
   return { kind: "completion", ...c, prompts, logprobs, echo };
 }
 

@@ -1,8 +1,9 @@
 /**
  * The OpenAI-compatible HTTP server on Node's `http`: a route table, API-key
  * and CORS checks, and the one place that turns a thrown error into an
- * OpenAI-shaped answer. The engine runs in its worker (EngineClient); this
- * thread only parses, tokenizes, streams and keeps count.
+ * OpenAI-shaped answer. The engine runs in its worker (EngineClient) and
+ * prompts are encoded in tokenizer workers (TokenizerPool); this thread only
+ * parses, renders chat templates, streams and keeps count.
  *
  *   GET  /                       the web chat page (public/)
  *   GET  /health                 200 ok | 503 loading (with progress) | 503 failed / shutting down
@@ -18,8 +19,11 @@ import type { AddressInfo } from "node:net";
 import type { EngineClient } from "../engine/engine-client.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
+import { TokenizerPool } from "../tokenizer/tokenizer-pool.js";
 import type { Handler, ServerContext } from "./context.js";
-import { HttpError, sendError, toHttpError } from "./errors.js";
+import { clip } from "../errors.js";
+import { ClientGoneError, HttpError, sendError, toHttpError } from "./errors.js";
+import { LogLimiter } from "./log-limiter.js";
 import { chatCompletions, completions, models } from "./routes/openai.js";
 import { PUBLIC_FILES, staticFile } from "./routes/static.js";
 import { health, metrics } from "./routes/status.js";
@@ -46,6 +50,8 @@ const ROUTES: Readonly<Record<string, Route>> = {
 export interface KvflashServerOptions {
   engine: EngineClient;
   tokenizer: Tokenizer;
+  /** Workers that encode prompts. Default: a pool over modelDir's tokenizer.json, closed by close(). */
+  tokenizerPool?: TokenizerPool;
   modelNames: readonly string[];
   modelDir: string;
   vocabSize: number;
@@ -59,12 +65,14 @@ export class KvflashServer {
   readonly context: ServerContext;
   /** Responses not yet finished. */
   readonly #active = new Set<ServerResponse>();
+  readonly #clientLog = new LogLimiter();
 
   constructor(options: KvflashServerOptions) {
     if (options.modelNames.length === 0) throw new Error("modelNames must name the model at least once");
     this.context = {
       engine: options.engine,
       tokenizer: options.tokenizer,
+      tokenizerPool: options.tokenizerPool ?? new TokenizerPool({ dir: options.modelDir }),
       modelNames: options.modelNames,
       modelDir: options.modelDir,
       vocabSize: options.vocabSize,
@@ -94,13 +102,14 @@ export class KvflashServer {
   }
 
   /**
-   * Stops taking connections and requests (503), lets in-flight generations
-   * finish for up to `drainMs`, then stops the engine — which ends whatever is
-   * left with an error — and closes every connection.
+   * Drains and stops: new requests and /health get 503 (the server keeps
+   * listening, so clients see an answer rather than a refused connection,
+   * and each answer closes its connection), in-flight generations get up to
+   * `drainMs` to finish, then the engine stops — which ends whatever is left
+   * with an error — and the listener and every connection close.
    */
   async close(drainMs = 0): Promise<void> {
     this.context.shuttingDown = true;
-    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     this.http.closeIdleConnections();
     const deadline = Date.now() + drainMs;
     while (this.context.engine.numInFlight > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -108,19 +117,22 @@ export class KvflashServer {
     // The handlers now write their last bytes (an error event, [DONE]); give them a moment.
     const flushDeadline = Date.now() + 2000;
     while (this.#active.size > 0 && Date.now() < flushDeadline) await new Promise((r) => setTimeout(r, 10));
+    const closed = new Promise<void>((resolve) => this.http.close(() => resolve()));
     this.http.closeAllConnections();
+    await this.context.tokenizerPool.close();
     await closed;
   }
 
   async #dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
       const ctx = this.context;
+      if (ctx.shuttingDown) res.setHeader("connection", "close");
       if (ctx.corsOrigin !== null) {
         res.setHeader("access-control-allow-origin", ctx.corsOrigin);
         if (ctx.corsOrigin !== "*") res.setHeader("vary", "Origin");
       }
-      const path = new URL(req.url ?? "/", "http://localhost").pathname;
-      const route = ROUTES[path];
+      const path = requestPath(req.url ?? "/");
+      const route = Object.hasOwn(ROUTES, path) ? ROUTES[path] : undefined;
       if (req.method === "OPTIONS" && ctx.corsOrigin !== null && route !== undefined) {
         res.writeHead(204, {
           "access-control-allow-methods": `${route.method}, OPTIONS`,
@@ -130,7 +142,7 @@ export class KvflashServer {
         res.end();
         return;
       }
-      if (route === undefined) throw new HttpError(404, `no route for ${req.method} ${path}`);
+      if (route === undefined) throw new HttpError(404, `no route for ${clip(String(req.method))} ${clip(path)}`);
       if (req.method !== route.method && !(route.method === "GET" && req.method === "HEAD")) {
         res.setHeader("allow", route.method);
         throw new HttpError(405, `${path} takes ${route.method}, got ${req.method}`);
@@ -138,6 +150,11 @@ export class KvflashServer {
       if (route.auth && ctx.apiKey !== null) this.#checkApiKey(req, ctx.apiKey);
       await route.handler(req, res, ctx);
     } catch (e) {
+      if (e instanceof ClientGoneError) {
+        this.#clientLog.line("client-gone", `kvflash: ${req.method} ${clip(req.url ?? "")}: ${e.message}`);
+        res.destroy();
+        return;
+      }
       const error = toHttpError(e);
       if (error.status >= 500 && !(e instanceof HttpError)) process.stderr.write(`kvflash: ${req.method} ${req.url}: ${(e as Error).stack ?? String(e)}\n`);
       if (!res.headersSent) sendError(res, error);
@@ -153,4 +170,14 @@ export class KvflashServer {
       throw new HttpError(401, "Incorrect API key provided: send Authorization: Bearer <key>.", { code: "invalid_api_key" });
     }
   }
+}
+
+/**
+ * The path of a request target, exactly as sent, without its query: no
+ * normalisation, so "//x/v1/models", "/v1/../v1/models" or an absolute URL
+ * match no route (a 404), as in vLLM's router.
+ */
+export function requestPath(url: string): string {
+  const q = url.indexOf("?");
+  return q < 0 ? url : url.slice(0, q);
 }

@@ -1,6 +1,7 @@
 /**
- * Tensor views: a dtype, a shape, element strides and a byte pointer into the
- * runtime's shared WebAssembly memory. A view owns nothing; the allocator that
+ * Tensor views: a dtype, a shape, element strides and a byte pointer into one
+ * of the runtime's shared WebAssembly memories (`memory`: a tensor knows which;
+ * memoryName() says which in messages). A view owns nothing; the allocator that
  * produced `ptr` does. Typed-array views are created fresh on each access
  * because growing a shared memory replaces `memory.buffer`.
  */
@@ -8,6 +9,19 @@ import { ArgumentError, show } from "../errors.js";
 import { type EncodeOptions, type StorageArray, decodeValue, encodeValue, storageArray } from "./codec.js";
 import { checkShapeArray, checkStrides, contiguousStrides, numel } from "./check.js";
 import { type DType, DTYPE_BYTES, checkDType } from "./dtype.js";
+
+/** Names of the runtime's memories ("memory 0", "memory 1", …), for error messages. */
+const memoryNames = new WeakMap<WebAssembly.Memory, string>();
+
+/** Records `memory`'s name (the runtime does, as it creates each memory). */
+export function nameMemory(memory: WebAssembly.Memory, name: string): void {
+  memoryNames.set(memory, name);
+}
+
+/** The name the runtime gave `memory`, else "an unnamed memory". */
+export function memoryName(memory: WebAssembly.Memory): string {
+  return memoryNames.get(memory) ?? "an unnamed memory";
+}
 
 export class Tensor {
   readonly memory: WebAssembly.Memory;
@@ -124,7 +138,7 @@ export class Tensor {
   }
 
   toString(): string {
-    return `Tensor(${this.dtype}, [${this.shape.join(", ")}] @ ${this.ptr})`;
+    return `Tensor(${this.dtype}, [${this.shape.join(", ")}] @ ${this.ptr} in ${memoryName(this.memory)})`;
   }
 
   /** Elements from index 0 to the last element, inclusive of the gaps. */
@@ -136,9 +150,16 @@ export class Tensor {
   }
 }
 
+/** Throws unless `memory` is the one an op runs in (`rt`'s), naming both memories. */
+export function checkSameMemory(argument: string, what: string, memory: WebAssembly.Memory, rt: { readonly memory: WebAssembly.Memory }): void {
+  if (memory !== rt.memory) {
+    throw new ArgumentError(argument, `must live in ${memoryName(rt.memory)}, where this op runs, got ${what} in ${memoryName(memory)} (copy it with copyTensor, or run the op in its memory's runtime)`);
+  }
+}
+
 /** `value` as a Tensor in `rt`'s memory (an op's tensor argument), or an Error naming the argument and the value. */
 export function checkTensor(argument: string, value: unknown, rt: { readonly memory: WebAssembly.Memory }): Tensor {
   if (!(value instanceof Tensor)) throw new ArgumentError(argument, `must be a Tensor, got ${show(value)}`);
-  if (value.memory !== rt.memory) throw new ArgumentError(argument, `must live in this runtime's memory, got ${value.toString()} from another memory`);
+  checkSameMemory(argument, value.toString(), value.memory, rt);
   return value;
 }

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
 import { ArgumentError, show } from "../errors.js";
 import { type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./chat-template.js";
+import { CHUNK_CHARS, chunkCuts, chunkableSentencePiece } from "./chunked-encoding.js";
 import { readJsonFile } from "../json-file.js";
 
 type Json = Record<string, unknown>;
@@ -29,6 +30,13 @@ export interface TokenizerSource {
 export interface EncodeOptions {
   /** Apply the post-processor's special tokens (BOS for Llama / Mistral). Default true, as in transformers. */
   addSpecialTokens?: boolean;
+  /**
+   * Stop early once more than this many ids are known (a prompt that cannot
+   * fit the context need not be tokenized to its end). A result of at most
+   * stopAfter ids is the whole encoding; a longer one only shows the text has
+   * more than stopAfter tokens. Default: encode everything.
+   */
+  stopAfter?: number;
 }
 
 export interface DecodeOptions {
@@ -61,7 +69,17 @@ export class Tokenizer {
   readonly eosTokenId: number | null;
   /** Named chat templates; the one used by default is `default` (or the only one). */
   readonly chatTemplates: Readonly<Record<string, string>>;
+  /**
+   * The longest text one token can stand for, in UTF-16 code units (the
+   * longest vocabulary piece or added token; a byte-level piece's characters
+   * are bytes, never fewer than the text's code units), times the most a
+   * known normalizer can shrink text; Infinity when a normalizer could shrink
+   * it without bound. A text longer than n × maxTokenChars has more than n tokens.
+   */
+  readonly maxTokenChars: number;
   readonly #tokens: Map<number, string>;
+  /** Legacy SentencePiece: encode in pieces (chunked-encoding.ts), with these special ids around them. */
+  readonly #chunks: { prefix: number[]; suffix: number[]; added: string[] } | null;
 
   constructor(source: TokenizerSource) {
     const where = source.source ?? "tokenizer";
@@ -88,6 +106,10 @@ export class Tokenizer {
       if (t["special"] === true) special.add(t["id"]);
     }
     this.specialIds = special;
+    let longest = 1;
+    for (const piece of this.#tokens.values()) longest = Math.max(longest, piece.length);
+    this.maxTokenChars = longest * normalizerShrink(tj["normalizer"]);
+    this.#chunks = chunkableSentencePiece(tj) ? specialFrame(this.#hf, added) : null;
     let maxId = -1;
     for (const id of this.#tokens.keys()) maxId = Math.max(maxId, id);
     this.vocabSize = maxId + 1;
@@ -121,7 +143,20 @@ export class Tokenizer {
   /** Text → token ids. */
   encode(text: string, options: EncodeOptions = {}): number[] {
     if (typeof text !== "string") throw new ArgumentError("text", `must be a string, got ${show(text)}`);
-    return this.#hf.encode(text, { add_special_tokens: options.addSpecialTokens ?? true }).ids;
+    const addSpecial = options.addSpecialTokens ?? true;
+    const stopAfter = options.stopAfter ?? Infinity;
+    if (this.#chunks === null || text.length <= 2 * CHUNK_CHARS) return this.#hf.encode(text, { add_special_tokens: addSpecial }).ids;
+    const { prefix, suffix, added } = this.#chunks;
+    const ids = addSpecial ? [...prefix] : [];
+    let start = 0;
+    for (const cut of [...chunkCuts(text, added), text.length]) {
+      // Every piece after the first starts after a dropped space, which the Prepend normalizer puts back as "▁".
+      for (const id of this.#hf.encode(text.slice(start, cut), { add_special_tokens: false }).ids) ids.push(id);
+      if (ids.length > stopAfter) return ids;
+      start = cut + 1;
+    }
+    if (addSpecial) ids.push(...suffix);
+    return ids;
   }
 
   /** Token ids → text. Ids outside [0, vocabSize) are an error. */
@@ -187,6 +222,47 @@ export class Tokenizer {
     const extra = this.config["additional_special_tokens"];
     if (Array.isArray(extra)) out["additional_special_tokens"] = extra.map(tokenContent).filter((t) => t !== null);
     return out;
+  }
+}
+
+/** The special ids the post-processor puts around a text (BOS for Llama), found by encoding "a" with and without them; null if they are not a plain frame. */
+function specialFrame(hf: HfTokenizer, addedTokens: readonly Json[]): { prefix: number[]; suffix: number[]; added: string[] } | null {
+  const plain = hf.encode("a", { add_special_tokens: false }).ids;
+  const full = hf.encode("a", { add_special_tokens: true }).ids;
+  for (let at = 0; at + plain.length <= full.length; at++) {
+    if (plain.every((id: number, i: number) => full[at + i] === id)) {
+      return { prefix: full.slice(0, at), suffix: full.slice(at + plain.length), added: addedTokens.map((t) => String(t["content"])) };
+    }
+  }
+  return null;
+}
+
+/**
+ * How many times shorter a normalizer can make a text: 1 for those that never
+ * shrink it (Prepend, Lowercase, a Replace whose content is no shorter than
+ * its pattern), 4 for Unicode composition (NFC / NFKC merge at most a few
+ * code units into one), Infinity for anything else (stripping, accents, …).
+ */
+function normalizerShrink(n: unknown): number {
+  if (n === null || n === undefined) return 1;
+  if (!isObject(n)) return Infinity;
+  switch (n["type"]) {
+    case "Sequence":
+      return Array.isArray(n["normalizers"]) ? n["normalizers"].reduce((f: number, m: unknown) => f * normalizerShrink(m), 1) : Infinity;
+    case "Prepend":
+    case "Lowercase":
+    case "NFD":
+    case "NFKD":
+      return 1;
+    case "NFC":
+    case "NFKC":
+      return 4;
+    case "Replace": {
+      const pattern = isObject(n["pattern"]) ? n["pattern"]["String"] : undefined;
+      return typeof pattern === "string" && typeof n["content"] === "string" && n["content"].length >= pattern.length ? 1 : Infinity;
+    }
+    default:
+      return Infinity;
   }
 }
 

@@ -211,6 +211,22 @@ test("errors name the key and the value", () => {
   assert.throws(() => parseModelConfig({ ...TINYLLAMA, hidden_size: "x" }, { source: "/m/config.json" }), /^ArgumentError: \/m\/config\.json hidden_size/);
 });
 
+test("absurd sizes are refused by key before anything is sized from them (never a V8 abort)", () => {
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ ...LLAMA31_8B, num_hidden_layers: 1e9 }, /config\.json num_hidden_layers must be ≤ 1024 \(.*\), got 1000000000/],
+    [{ ...LLAMA31_8B, hidden_size: 1e9, num_attention_heads: 32 }, /hidden_size must be ≤ 65536 .*got 1000000000/],
+    [{ ...LLAMA31_8B, vocab_size: 1e12 }, /vocab_size must be ≤ 16777216 .*got 1000000000000/],
+    [{ ...LLAMA31_8B, intermediate_size: 2 ** 40 }, /intermediate_size must be ≤ 262144/],
+    [{ ...LLAMA31_8B, num_attention_heads: 4096, num_key_value_heads: 8 }, /num_attention_heads must be ≤ 1024/],
+    [{ ...LLAMA31_8B, head_dim: 512 }, /head_dim must be ≤ 256 \(the attention kernels' largest head dim\), got 512/],
+    [{ ...LLAMA31_8B, num_attention_heads: 8 }, /num_attention_heads must give hidden_size \/ num_attention_heads ≤ 256 .* got 4096 \/ 8 = 512/],
+    [{ ...LLAMA31_8B, max_position_embeddings: 2 ** 40 }, /max_position_embeddings must be ≤ 134217728/],
+    [{ ...MISTRAL_7B, sliding_window: 2 ** 40 }, /sliding_window must be ≤ 134217728/],
+  ];
+  // Before this check, num_hidden_layers 1e9 aborted the process (exit 134) building a per-layer array.
+  for (const [json, error] of cases) assert.throws(() => parseModelConfig(json), error);
+});
+
 test("checkWeights: missing, misshapen and unexpected tensors are listed; inv_freq and a tied lm_head are ignored", () => {
   const c = parseModelConfig({ ...SMOLLM_135M, num_hidden_layers: 1 });
   const good = new Map(expectedWeights(c).map((w) => [w.name, w.shape]));

@@ -71,7 +71,8 @@ test("'auto' takes the checkpoint's dtype; vLLM's KV spellings resolve; the KV c
   const c = loadModel(rt, f32Dir, { progress: false, weights: "q4", kvDtype: "fp8_e5m2", maxModelLen: 100 });
   assert.equal(c.runner.cache.dtype, "fp8e5m2");
   assert.equal(c.runner.maxModelLen, 100);
-  assert.ok(c.runner.cache.bytes >= 512 << 20, "by default the cache takes up to 1 GiB");
+  assert.equal(c.runner.kvCache.numBlocks, 7, "by default no more blocks than one sequence of maxModelLen needs: ceil(100 / 16)");
+  assert.equal(c.plan.placement.memories.length, 1, "a model that fits uses one memory");
   c.runner.dispose();
 });
 

@@ -158,12 +158,12 @@ const CHUNK_BYTES = 4 << 20;
 
 /**
  * A TensorSource over a GGUF model: each named tensor becomes an f32 tensor
- * [rows, cols] in `rt`'s memory (the caller frees it), decoded chunk by chunk,
+ * [rows, cols] in the memory of the runtime the group is placed in (the caller frees it), decoded chunk by chunk,
  * with llama's Q/K rows put back in Hugging Face order.
  */
-export function ggufTensorSource(rt: Runtime, model: GgufModel, progress?: LoadProgress, onProgress?: (done: number, total: number) => void): TensorSource {
+export function ggufTensorSource(model: GgufModel, progress?: LoadProgress, onProgress?: (done: number, total: number) => void): TensorSource {
   const permuted = model.header.metadata.get("general.architecture") === "llama";
-  return (names) => {
+  return (names, rt: Runtime) => {
     const out = new Map<string, Tensor>();
     const fd = openSync(model.path, "r");
     try {

@@ -24,25 +24,27 @@ export async function runGeneration(_req: IncomingMessage, res: ServerResponse, 
     for (const id of ids) ctx.engine.abort(id);
   });
   const arrivalTime = performance.timeOrigin + performance.now();
-  const settled = await Promise.allSettled(
-    plan.prompts.map((p, i) =>
-      ctx.engine.submit({
+  let streams: OutputStream[];
+  try {
+    // All of the request's prompts are admitted together, or it gets one 429 / 400.
+    streams = await ctx.engine.submitAll(
+      plan.prompts.map((p, i) => ({
         requestId: ids[i]!,
         promptTokenIds: p.tokenIds,
         params: p.params,
         arrivalTime,
         skipSpecialTokens: plan.skipSpecialTokens,
         ...(plan.cacheSalt === undefined ? {} : { cacheSalt: plan.cacheSalt }),
-      }),
-    ),
-  );
-  const rejected = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
-  if (rejected !== undefined || gone) {
-    settled.forEach((s, i) => s.status === "fulfilled" && ctx.engine.abort(ids[i]!));
-    if (rejected !== undefined) throw rejected.reason;
+      })),
+    );
+  } catch (e) {
+    if (gone) return;
+    throw e;
+  }
+  if (gone) {
+    for (const id of ids) ctx.engine.abort(id);
     return;
   }
-  const streams = settled.map((s) => (s as PromiseFulfilledResult<OutputStream>).value);
   const states: ChoiceState[] = plan.prompts.map((p) => ({
     text: plan.echo ? p.text : "",
     numPromptTokens: p.tokenIds.length,

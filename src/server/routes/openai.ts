@@ -1,7 +1,7 @@
 /**
  * The OpenAI routes: POST /v1/chat/completions, POST /v1/completions, GET /v1/models.
  */
-import { readJsonBody } from "../body.js";
+import { bodyOptions, readJsonBody } from "../body.js";
 import { type Handler, type ServerContext, maxModelLen } from "../context.js";
 import { HttpError, sendJson } from "../errors.js";
 import { parseChatRequest, parseCompletionRequest } from "../openai-request.js";
@@ -18,15 +18,15 @@ function requireReady(ctx: ServerContext): void {
 }
 
 export const chatCompletions: Handler = async (req, res, ctx) => {
-  const body = await readJsonBody(req);
+  const body = await readJsonBody(req, bodyOptions(ctx));
   requireReady(ctx);
-  await runGeneration(req, res, ctx, parseChatRequest(body, ctx));
+  await runGeneration(req, res, ctx, await parseChatRequest(body, ctx));
 };
 
 export const completions: Handler = async (req, res, ctx) => {
-  const body = await readJsonBody(req);
+  const body = await readJsonBody(req, bodyOptions(ctx));
   requireReady(ctx);
-  await runGeneration(req, res, ctx, parseCompletionRequest(body, ctx));
+  await runGeneration(req, res, ctx, await parseCompletionRequest(body, ctx));
 };
 
 export const models: Handler = (_req, res, ctx) => {

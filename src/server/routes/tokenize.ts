@@ -3,34 +3,37 @@
  *
  *   POST /tokenize    { prompt, add_special_tokens = true } | { messages, add_generation_prompt = true, add_special_tokens = false }
  *                     → { count, max_model_len, tokens, token_strs }
+ *                     (encoded in the tokenizer pool; beyond the context: 400 context_length_exceeded)
  *   POST /detokenize  { tokens } → { prompt }
  */
-import { show } from "../../errors.js";
+import { clip, show } from "../../errors.js";
 import type { ChatMessage } from "../../tokenizer/chat-template.js";
-import { readJsonBody } from "../body.js";
+import { bodyOptions, readJsonBody } from "../body.js";
 import { type Handler, maxModelLen } from "../context.js";
 import { HttpError, badRequest, sendJson } from "../errors.js";
 import { Fields } from "../fields.js";
+import { contentChars, encodePrompt, refuseLongText } from "../prompt-length.js";
 
 export const tokenize: Handler = async (req, res, ctx) => {
-  const f = new Fields(await readJsonBody(req));
+  const f = new Fields(await readJsonBody(req, bodyOptions(ctx)));
   checkModel(f, ctx.modelNames);
   const tok = ctx.tokenizer;
   let tokens: number[];
   if (f.has("messages")) {
     const messages = f.raw("messages");
     if (!Array.isArray(messages) || messages.length === 0) throw badRequest("messages", `messages must be a non-empty array of { role, content }, got ${show(messages)}`);
+    refuseLongText(ctx, contentChars(messages), "messages");
     let text: string;
     try {
       text = tok.applyChatTemplate(messages as ChatMessage[], { addGenerationPrompt: f.boolean("add_generation_prompt") ?? true, variables: f.object("chat_template_kwargs") ?? {} });
     } catch (e) {
       throw badRequest("messages", `the chat template cannot render these messages: ${(e as Error).message}`);
     }
-    tokens = tok.encode(text, { addSpecialTokens: f.boolean("add_special_tokens") ?? false });
+    tokens = await encodePrompt(ctx, text, f.boolean("add_special_tokens") ?? false, "messages");
   } else {
     const prompt = f.string("prompt");
     if (prompt === undefined) throw badRequest("prompt", "prompt (a string) or messages is required");
-    tokens = tok.encode(prompt, { addSpecialTokens: f.boolean("add_special_tokens") ?? true });
+    tokens = await encodePrompt(ctx, prompt, f.boolean("add_special_tokens") ?? true, "prompt");
   }
   const strs = f.boolean("return_token_strs") ?? false;
   sendJson(res, 200, {
@@ -42,7 +45,7 @@ export const tokenize: Handler = async (req, res, ctx) => {
 };
 
 export const detokenize: Handler = async (req, res, ctx) => {
-  const f = new Fields(await readJsonBody(req));
+  const f = new Fields(await readJsonBody(req, bodyOptions(ctx)));
   checkModel(f, ctx.modelNames);
   const tokens = f.integers("tokens");
   if (tokens === undefined) throw badRequest("tokens", "tokens (an array of token ids) is required");
@@ -55,6 +58,6 @@ export const detokenize: Handler = async (req, res, ctx) => {
 function checkModel(f: Fields, names: readonly string[]): void {
   const model = f.string("model");
   if (model !== undefined && !names.includes(model)) {
-    throw new HttpError(404, `The model \`${model}\` does not exist.`, { type: "invalid_request_error", param: "model", code: "model_not_found" });
+    throw new HttpError(404, `The model \`${clip(model)}\` does not exist.`, { type: "invalid_request_error", param: "model", code: "model_not_found" });
   }
 }

@@ -1,0 +1,56 @@
+/**
+ * Prompt text → token ids without letting a long prompt stall the server.
+ * A text of more characters than maxModelLen × the tokenizer's maxTokenChars
+ * cannot fit the context, so it is refused with a 400 context_length_exceeded
+ * before any tokenizing; any other text is tokenized in the tokenizer pool's
+ * workers, which stop once the prompt is known not to fit (stopAfter).
+ */
+import { type ServerContext, maxModelLen } from "./context.js";
+import { HttpError, badRequest } from "./errors.js";
+
+/** The engine's context length, or a 503 while the model loads. */
+export function contextLimit(ctx: ServerContext): number {
+  const limit = maxModelLen(ctx);
+  if (limit === null) throw new HttpError(503, "the model is still loading");
+  return limit;
+}
+
+/** Refuses `chars` characters of prompt text (at `param`) that no tokenization can fit into the context. */
+export function refuseLongText(ctx: ServerContext, chars: number, param: string): void {
+  const limit = contextLimit(ctx);
+  const perToken = ctx.tokenizer.maxTokenChars;
+  if (chars > limit * perToken) {
+    throw badRequest(
+      param,
+      `This model's maximum context length is ${limit} tokens. However, your ${param} has ${chars} characters, more than ${limit} tokens of at most ${perToken} characters each can hold.`,
+      "context_length_exceeded",
+    );
+  }
+}
+
+/** Encodes a prompt in the tokenizer pool; more tokens than the context holds is a 400 context_length_exceeded. */
+export async function encodePrompt(ctx: ServerContext, text: string, addSpecialTokens: boolean, param: string): Promise<number[]> {
+  refuseLongText(ctx, text.length, param);
+  const limit = contextLimit(ctx);
+  const ids = await ctx.tokenizerPool.encode(text, { addSpecialTokens, stopAfter: limit });
+  if (ids.length > limit) {
+    throw badRequest(param, `This model's maximum context length is ${limit} tokens. However, your ${param} has more than ${limit} tokens.`, "context_length_exceeded");
+  }
+  return ids;
+}
+
+/** Characters of message content a chat request carries (string content and text parts). */
+export function contentChars(messages: readonly unknown[]): number {
+  let chars = 0;
+  for (const m of messages) {
+    const content = typeof m === "object" && m !== null ? (m as { content?: unknown }).content : undefined;
+    if (typeof content === "string") chars += content.length;
+    else if (Array.isArray(content)) {
+      for (const part of content) {
+        const text = typeof part === "object" && part !== null ? (part as { text?: unknown }).text : undefined;
+        if (typeof text === "string") chars += text.length;
+      }
+    }
+  }
+  return chars;
+}

@@ -1,0 +1,99 @@
+/**
+ * Tokenization off the calling thread: a few worker threads, each owning a
+ * Tokenizer built from the same tokenizer.json (tokenizer-worker.ts); they
+ * also parse big JSON bodies. The server encodes every prompt through here, so one long prompt occupies one
+ * worker for a while and the HTTP thread keeps answering /health and feeding
+ * other streams. A job goes to the worker with the fewest jobs queued (as a
+ * least-connections balancer would); a worker that dies fails its jobs and
+ * is started again on the next one.
+ *
+ *   const pool = new TokenizerPool({ dir });
+ *   const ids = await pool.encode(text, { addSpecialTokens: true, stopAfter: maxModelLen });
+ *   await pool.close();
+ */
+import { Worker } from "node:worker_threads";
+import { ArgumentError } from "../errors.js";
+import type { EncodeOptions } from "./tokenizer.js";
+import { JsonBytesError } from "../json-bytes.js";
+import type { WorkerJob, WorkerResult } from "./tokenizer-worker.js";
+
+export interface TokenizerPoolOptions {
+  /** The model directory holding tokenizer.json (and tokenizer_config.json). */
+  dir: string;
+  /** Worker threads. Default 2: one long prompt leaves one for everyone else. */
+  size?: number;
+}
+
+interface Slot {
+  worker: Worker | null;
+  pending: Map<number, { resolve: (result: WorkerResult) => void; reject: (e: Error) => void }>;
+}
+
+export class TokenizerPool {
+  readonly dir: string;
+  readonly #slots: Slot[];
+  #nextId = 0;
+  #closed = false;
+
+  constructor(options: TokenizerPoolOptions) {
+    const size = options.size ?? 2;
+    if (!Number.isInteger(size) || size < 1) throw new ArgumentError("size", `must be an integer ≥ 1, got ${size}`);
+    this.dir = options.dir;
+    this.#slots = Array.from({ length: size }, () => ({ worker: null, pending: new Map() }));
+    for (const slot of this.#slots) this.#start(slot); // each reads tokenizer.json now, not on the first request
+  }
+
+  /** Text → token ids, in a worker (Tokenizer.encode's semantics, stopAfter included). */
+  async encode(text: string, options: EncodeOptions = {}): Promise<number[]> {
+    if (typeof text !== "string") throw new ArgumentError("text", `must be a string, got ${typeof text}`);
+    const r = await this.#run({ id: 0, kind: "encode", text, addSpecialTokens: options.addSpecialTokens ?? true, stopAfter: options.stopAfter ?? null });
+    if ("error" in r) throw new ArgumentError("text", r.error);
+    return Array.from((r as { ids: Int32Array }).ids);
+  }
+
+  /** UTF-8 JSON bytes → a value, in a worker (json-bytes.ts parseJsonBytes; throws its JsonBytesError). */
+  async parseJson(bytes: Uint8Array, maxDepth: number): Promise<unknown> {
+    const r = await this.#run({ id: 0, kind: "json", bytes, maxDepth });
+    if ("error" in r) throw r.json ? new JsonBytesError(r.error) : new Error(r.error);
+    return (r as { value: unknown }).value;
+  }
+
+  #run(job: WorkerJob): Promise<WorkerResult> {
+    if (this.#closed) return Promise.reject(new Error("the tokenizer pool is closed"));
+    const slot = this.#slots.reduce((a, b) => (b.pending.size < a.pending.size ? b : a));
+    const worker = slot.worker ?? this.#start(slot);
+    job.id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      slot.pending.set(job.id, { resolve, reject });
+      worker.ref();
+      worker.postMessage(job);
+    });
+  }
+
+  /** Stops the workers; jobs still queued fail. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all(this.#slots.map(async (slot) => slot.worker?.terminate()));
+  }
+
+  #start(slot: Slot): Worker {
+    const worker = new Worker(new URL("./tokenizer-worker.js", import.meta.url), { workerData: { dir: this.dir } });
+    slot.worker = worker;
+    worker.unref(); // an idle pool never keeps the process alive
+    worker.on("message", (m: WorkerResult) => {
+      const job = slot.pending.get(m.id);
+      slot.pending.delete(m.id);
+      if (slot.pending.size === 0) worker.unref();
+      job?.resolve(m);
+    });
+    const fail = (message: string): void => {
+      if (slot.worker !== worker) return;
+      slot.worker = null;
+      for (const job of slot.pending.values()) job.reject(new Error(message));
+      slot.pending.clear();
+    };
+    worker.on("error", (e) => fail(`the tokenizer worker failed: ${e.message}`));
+    worker.on("exit", (code) => fail(this.#closed ? "the tokenizer pool is closed" : `the tokenizer worker exited (code ${code})`));
+    return worker;
+  }
+}
