@@ -26,9 +26,10 @@ import { checkInt } from "../tensor/check.js";
 import type { Tensor } from "../tensor/tensor.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { ModelConfig } from "./config.js";
-import { type DecoderWeights, buildDecoderWeights } from "./decoder-weights.js";
+import { type DecoderWeights, type TensorSource, buildDecoderWeights } from "./decoder-weights.js";
 import { Decoder } from "./decoder.js";
 import type { GenerationConfig } from "./generation-config.js";
+import { ggufTensorSource, isGgufPath, openGgufModel, resolveGgufWeightFormat } from "./gguf/gguf-model.js";
 import { type MachineMemory, type MemoryPlan, kvBytesPerLayerBlock, planModelMemory } from "./memory-plan.js";
 import { openModelDir } from "./model-dir.js";
 import { LoadProgress, type ProgressOptions } from "./progress.js";
@@ -195,23 +196,25 @@ export function createDecoder(rt: Runtime, config: ModelConfig, weights: Decoder
 
 /**
  * Loads a Hugging Face model directory (config, tokenizer, generation config,
- * safetensors weights converted to `weights`) and builds its Decoder with a
- * paged KV cache. Everything is checked (config keys, every tensor's name and
+ * safetensors weights converted to `weights`), or a .gguf file (gguf/gguf-model.ts),
+ * and builds its Decoder with a paged KV cache. Everything is checked (config keys, every tensor's name and
  * shape, the options) before the first weight byte is read.
  */
 export function loadModel(rt: Runtime, dir: string, options: LoadModelOptions = {}): LoadedModel {
-  const info = openModelDir(dir);
+  const gguf = isGgufPath(dir) ? openGgufModel(dir) : null; // a .gguf file instead of a directory (gguf/gguf-model.ts)
+  const info = gguf ?? openModelDir(dir);
   const { config } = info;
-  const format = resolveWeightFormat(options.weights, config);
+  const format = gguf ? resolveGgufWeightFormat(options.weights, gguf) : resolveWeightFormat(options.weights, config);
   // Sizes, KV blocks, placement and the fit check: fail before loading anything.
   const params = expectedWeights(config).reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0);
-  const plan = planRunner(config, format, options, Math.min(4, Math.max(1, Math.round(info.weightBytes / params))));
-  const located = new Map(info.weights.map((w) => [w.name, w]));
+  // A GGUF source hands out f32 tensors (decoded at load): 4 bytes a checkpoint element.
+  const plan = planRunner(config, format, options, gguf ? 4 : Math.min(4, Math.max(1, Math.round(info.weightBytes / params))));
+  const located = new Map("weights" in info ? info.weights.map((w) => [w.name, w]) : []);
   const p = options.progress;
   const progress = new LoadProgress(info.weightBytes, typeof p === "object" ? p : p === undefined ? {} : { enabled: p });
 
   // The checkpoint's tensors for one group of names, read from whichever shards hold them.
-  const source = (names: readonly string[], into: Runtime): Map<string, Tensor> => {
+  const source: TensorSource = gguf ? ggufTensorSource(gguf, progress, options.onProgress) : (names: readonly string[], into: Runtime): Map<string, Tensor> => {
     const out = new Map<string, Tensor>();
     try {
       const files = [...new Set(names.map((n) => located.get(n)!.file))];

@@ -19,6 +19,7 @@ import type { WeightsSetting } from "../ops/weight.js";
 import { samplingDefaults } from "../engine/sampling-params.js";
 import { Tokenizer } from "../tokenizer/tokenizer.js";
 import { KvflashServer } from "./server.js";
+import { isGgufPath, openGgufModel } from "../model/gguf/gguf-model.js";
 
 /** The model loader the server uses unless told otherwise: the decoder over a Hugging Face directory. */
 export const DEFAULT_LOADER = new URL("../model/default-loader.js", import.meta.url).href;
@@ -121,6 +122,7 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
  * are the engine worker's business (its loader checks them).
  */
 function readServedModel(dir: string): { config: ModelConfig; generation: GenerationConfig; tokenizer: Tokenizer } {
+  if (isGgufPath(dir)) return openGgufModel(dir); // a .gguf file: its metadata holds all three
   const json = (file: string): unknown => {
     try {
       return JSON.parse(readFileSync(join(dir, file), "utf8"));

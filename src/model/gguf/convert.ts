@@ -1,0 +1,138 @@
+/**
+ * A Hugging Face model directory → a GGUF file, as llama.cpp's
+ * convert_hf_to_gguf.py + llama-quantize would make it, for tests and
+ * benchmarks: the architecture's metadata (gguf-py key names), the tokenizer
+ * (tokenizer-to-gguf.ts), every tensor under llama.cpp's name (q/k rows
+ * permuted for `llama`), matrices quantized to the chosen type and norms and
+ * biases kept in F32.
+ *
+ * "Q4_K_M" is llama-quantize's mix: Q4_K, with attn_v, ffn_down and the
+ * output matrix in Q6_K. A matrix whose rows are not whole blocks of its type
+ * falls back as llama.cpp does (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0, and
+ * 32-blocks → F16).
+ */
+import { closeSync, openSync, readSync } from "node:fs";
+import { join } from "node:path";
+import { readJsonFile } from "../../json-file.js";
+import { ArgumentError } from "../../errors.js";
+import type { ModelConfig } from "../config.js";
+import { readModelDirInfo } from "../model-dir.js";
+import { readSafetensorsHeader } from "../safetensors.js";
+import { llama3Factors } from "./config.js";
+import { GGML_TYPES, type GgmlTypeName } from "./format.js";
+import { dequantize } from "./dequantize.js";
+import { quantize } from "./quantize.js";
+import { permuteRows, permutedHeads } from "./tensor-names.js";
+import { hfTokenizerToGguf } from "./tokenizer-to-gguf.js";
+import { type GgufTyped, type GgufWriteTensor, gguf, writeGguf } from "./writer.js";
+
+export type GgufQuantMix = GgmlTypeName | "Q4_K_M";
+
+const ARCH_NAME: Readonly<Record<string, string>> = { LlamaForCausalLM: "llama", MistralForCausalLM: "llama", Qwen2ForCausalLM: "qwen2", Qwen3ForCausalLM: "qwen3" };
+const HF_TO_GGUF: readonly [RegExp, string][] = [
+  [/^model\.embed_tokens\.weight$/, "token_embd.weight"],
+  [/^model\.norm\.weight$/, "output_norm.weight"],
+  [/^lm_head\.weight$/, "output.weight"],
+  [/^model\.layers\.(\d+)\.input_layernorm\.weight$/, "blk.$1.attn_norm.weight"],
+  [/^model\.layers\.(\d+)\.self_attn\.(q|k|v)_proj\.(weight|bias)$/, "blk.$1.attn_$2.$3"],
+  [/^model\.layers\.(\d+)\.self_attn\.o_proj\.(weight|bias)$/, "blk.$1.attn_output.$2"],
+  [/^model\.layers\.(\d+)\.self_attn\.(q|k)_norm\.weight$/, "blk.$1.attn_$2_norm.weight"],
+  [/^model\.layers\.(\d+)\.post_attention_layernorm\.weight$/, "blk.$1.ffn_norm.weight"],
+  [/^model\.layers\.(\d+)\.mlp\.(gate|up|down)_proj\.(weight|bias)$/, "blk.$1.ffn_$2.$3"],
+];
+
+function ggufName(hf: string): string {
+  for (const [re, to] of HF_TO_GGUF) if (re.test(hf)) return hf.replace(re, to);
+  throw new ArgumentError("tensor", `has no llama.cpp name: ${hf}`);
+}
+
+const FALLBACK: Readonly<Partial<Record<GgmlTypeName, GgmlTypeName>>> = { Q4_K: "Q5_0", Q5_K: "Q5_1", Q6_K: "Q8_0", Q4_0: "F16", Q4_1: "F16", Q5_0: "F16", Q5_1: "F16", Q8_0: "F16" };
+
+/** The type a matrix gets under `mix`, after llama.cpp's fallback for rows that are not whole blocks. */
+export function matrixType(ggufTensor: string, cols: number, mix: GgufQuantMix): GgmlTypeName {
+  let t: GgmlTypeName = mix === "Q4_K_M" ? (/attn_v\.weight$|ffn_down\.weight$|^output\.weight$/.test(ggufTensor) ? "Q6_K" : "Q4_K") : mix;
+  while (cols % GGML_TYPES[t].blockSize !== 0) t = FALLBACK[t] ?? "F32";
+  return t;
+}
+
+/** The architecture metadata of a config under gguf-py's key names. */
+export function ggufArchMetadata(config: ModelConfig): Record<string, GgufTyped> {
+  const arch = ARCH_NAME[config.architecture]!;
+  const k = (key: string) => `${arch}.${key}`;
+  const meta: Record<string, GgufTyped> = {
+    "general.architecture": gguf.str(arch),
+    [k("context_length")]: gguf.u32(config.maxPositionEmbeddings),
+    [k("embedding_length")]: gguf.u32(config.hiddenSize),
+    [k("feed_forward_length")]: gguf.u32(config.intermediateSize),
+    [k("block_count")]: gguf.u32(config.numLayers),
+    [k("attention.head_count")]: gguf.u32(config.numHeads),
+    [k("attention.head_count_kv")]: gguf.u32(config.numKvHeads),
+    [k("attention.key_length")]: gguf.u32(config.headDim),
+    [k("attention.value_length")]: gguf.u32(config.headDim),
+    [k("attention.layer_norm_rms_epsilon")]: gguf.f32(config.rmsNormEps),
+    [k("rope.freq_base")]: gguf.f32(config.ropeTheta),
+    [k("rope.dimension_count")]: gguf.u32(config.headDim),
+  };
+  if (config.ropeScaling.type === "linear") {
+    meta[k("rope.scaling.type")] = gguf.str("linear");
+    meta[k("rope.scaling.factor")] = gguf.f32(config.ropeScaling.factor);
+  }
+  const window = config.layerWindows[0];
+  if (window !== null && window !== undefined) meta[k("attention.sliding_window")] = gguf.u32(window);
+  return meta;
+}
+
+function readValues(file: string, begin: number, end: number, dtype: string): Float32Array {
+  const bytes = new Uint8Array(end - begin);
+  const fd = openSync(file, "r");
+  try {
+    for (let done = 0; done < bytes.length; ) {
+      const n = readSync(fd, bytes, done, bytes.length - done, begin + done);
+      if (n === 0) throw new ArgumentError(file, `ended early: wanted bytes [${begin}, ${end})`);
+      done += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+  const type = GGML_TYPES[dtype === "f32" ? "F32" : dtype === "f16" ? "F16" : "BF16"];
+  const out = new Float32Array(bytes.length / type.typeSize);
+  dequantize(type, bytes, out.length, out);
+  return out;
+}
+
+export interface ConvertToGgufOptions {
+  /** Type of the matrices (the embedding and LM head included). */
+  type: GgufQuantMix;
+  /** tokenizer.ggml.pre for byte-level BPE tokenizers. Default "llama-bpe" for llama, "qwen2" for qwen2/qwen3. */
+  pre?: string;
+}
+
+/** Converts a model directory to a GGUF file at `out`. Returns the GGUF type of each tensor. */
+export function convertModelDirToGguf(dir: string, out: string, options: ConvertToGgufOptions): Map<string, GgmlTypeName> {
+  const info = readModelDirInfo(dir);
+  const { config } = info;
+  const arch = ARCH_NAME[config.architecture]!;
+  const tokenizerJson = readJsonFile(join(dir, "tokenizer.json")) as Record<string, unknown>;
+  const tokenizerConfig = readJsonFile(join(dir, "tokenizer_config.json")) as Record<string, unknown>;
+  const metadata = { ...ggufArchMetadata(config), ...hfTokenizerToGguf(tokenizerJson, tokenizerConfig, { pre: options.pre ?? (arch === "llama" ? "llama-bpe" : "qwen2"), vocabSize: config.vocabSize }) };
+  const headers = new Map(info.weightFiles.map((f) => [f, readSafetensorsHeader(f)]));
+  const types = new Map<string, GgmlTypeName>();
+  const tensors: GgufWriteTensor[] = info.weights.map((w) => {
+    const name = ggufName(w.name);
+    const dtype = headers.get(w.file)!.tensors.find((t) => t.name === w.name)!.dtype;
+    const values = readValues(w.file, w.begin, w.end, dtype);
+    const cols = w.shape[w.shape.length - 1]!;
+    const heads = arch === "llama" ? permutedHeads(w.name, config.numHeads, config.numKvHeads) : null;
+    if (heads !== null) permuteRows(values, heads, w.shape.length === 1 ? 1 : cols);
+    const type = w.shape.length === 2 && !name.includes("norm") ? matrixType(name, cols, options.type) : "F32";
+    types.set(name, type);
+    return { name, type, shape: w.shape, data: quantize(type, values, cols) };
+  });
+  if (config.ropeScaling.type === "llama3") {
+    // convert_hf_to_gguf stores Llama 3.1's RoPE scaling as per-frequency divisors.
+    const factors = Float32Array.from(llama3Factors(config.ropeTheta, config.headDim, config.ropeScaling));
+    tensors.push({ name: "rope_freqs.weight", type: "F32", shape: [factors.length], data: quantize("F32", factors, factors.length) });
+  }
+  writeGguf(out, { metadata, tensors });
+  return types;
+}

@@ -1,0 +1,199 @@
+/**
+ * A GGUF file as a model source, the GGUF counterpart of model-dir.ts:
+ *
+ *   openGgufModel(path)        metadata → ModelConfig, Tokenizer, stop ids; every
+ *                              tensor mapped to its HF name and checked by shape
+ *                              against the config (weight-names.ts); reads no weights
+ *   ggufTensorSource(rt, m)    a TensorSource (decoder-weights.ts): tensors by HF
+ *                              name, decoded to f32 in the runtime's memory,
+ *                              Q/K rows un-permuted for `llama`
+ *   resolveGgufWeightFormat    --weights for a GGUF file ("auto": the compute
+ *                              format nearest the file's types)
+ *
+ * Tensors are read a few MiB of whole rows at a time and decoded straight into
+ * their f32 tensor (dequantize.ts), so no JS buffer larger than one chunk is
+ * ever held. The loader (loader.ts) picks this source for a path to a file
+ * with the GGUF magic.
+ */
+import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { ArgumentError, show } from "../../errors.js";
+import { WEIGHT_FORMATS, type WeightFormat } from "../../ops/weight.js";
+import type { Runtime } from "../../runtime/runtime.js";
+import type { Tensor } from "../../tensor/tensor.js";
+import type { Tokenizer } from "../../tokenizer/tokenizer.js";
+import type { ModelConfig } from "../config.js";
+import type { TensorSource } from "../decoder-weights.js";
+import { EMPTY_GENERATION_CONFIG, type GenerationConfig } from "../generation-config.js";
+import type { LoadProgress } from "../progress.js";
+import { checkWeights } from "../weight-names.js";
+import { parseGgufConfig } from "./config.js";
+import { dequantize } from "./dequantize.js";
+import { GgufMetadata } from "./metadata.js";
+import { type GgufHeader, type GgufTensorInfo, isGgufFile, readGgufHeader } from "./reader.js";
+import { hfTensorName, isIgnorableGgufTensor, permutedHeads, unpermuteRows } from "./tensor-names.js";
+import { LLAMA_CPP_EOG_TEXTS, ggufTokenizer } from "./tokenizer.js";
+
+export interface GgufModel {
+  path: string;
+  header: GgufHeader;
+  config: ModelConfig;
+  tokenizer: Tokenizer;
+  /** No generation_config in a GGUF file: the stop and BOS ids only. */
+  generation: GenerationConfig;
+  /** eos ∪ eot ∪ eom token ids of the metadata. */
+  eosTokenIds: number[];
+  /** HF name → the GGUF tensor holding it, for every tensor the decoder reads. */
+  tensors: Map<string, GgufTensorInfo>;
+  /** Bytes of those tensors in the file. */
+  weightBytes: number;
+}
+
+/**
+ * True for a path to a file (not a directory) named *.gguf or starting with the
+ * GGUF magic (as source.ts decides): a .gguf file that is not GGUF then gets the
+ * reader's "is not a GGUF file" error rather than a model-directory one.
+ */
+export function isGgufPath(path: string): boolean {
+  try {
+    return statSync(path).isFile() && (path.toLowerCase().endsWith(".gguf") || isGgufFile(path));
+  } catch {
+    return false;
+  }
+}
+
+function readF32Tensor(path: string, t: GgufTensorInfo): Float32Array {
+  const bytes = new Uint8Array(t.end - t.begin);
+  const fd = openSync(path, "r");
+  try {
+    readRange(fd, bytes, t.begin, path);
+  } finally {
+    closeSync(fd);
+  }
+  const out = new Float32Array(t.numel);
+  dequantize(t.type, bytes, t.numel, out);
+  return out;
+}
+
+function readRange(fd: number, into: Uint8Array, position: number, path: string): void {
+  for (let done = 0; done < into.length; ) {
+    const n = readSync(fd, into, done, into.length - done, position + done);
+    if (n === 0) throw new ArgumentError(path, `ended early: wanted bytes [${position}, ${position + into.length}) (file truncated while reading?)`);
+    done += n;
+  }
+}
+
+/** Reads a GGUF file's metadata and tensor index into a checked model description. Loads no weights. */
+export function openGgufModel(path: string): GgufModel {
+  const header = readGgufHeader(path);
+  const ropeFreqs = header.tensors.find((t) => t.name === "rope_freqs.weight");
+  const config = parseGgufConfig(header, { ropeFreqs: ropeFreqs ? readF32Tensor(path, ropeFreqs) : null });
+  const tensors = new Map<string, GgufTensorInfo>();
+  const unknown: string[] = [];
+  for (const t of header.tensors) {
+    if (isIgnorableGgufTensor(t.name)) continue;
+    const hf = hfTensorName(t.name);
+    if (hf === null) unknown.push(t.name);
+    else tensors.set(hf, t);
+  }
+  if (unknown.length > 0) {
+    throw new ArgumentError(path, `has tensors that are not part of ${config.architecture} as llama.cpp names it: ${unknown.slice(0, 8).join(", ")}${unknown.length > 8 ? `, … (${unknown.length})` : ""}`);
+  }
+  const specs = checkWeights(config, new Map([...tensors].map(([name, t]) => [name, t.shape])), path);
+  const meta = new GgufMetadata(header.metadata, path);
+  const tokenizer = ggufTokenizer(meta);
+  if (tokenizer.vocabSize > config.vocabSize) {
+    throw new ArgumentError(path, `token_embd.weight has ${config.vocabSize} rows, fewer than the tokenizer's ${tokenizer.vocabSize} tokens`);
+  }
+  const stops = ["tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"].map((k) => meta.optionalInt(k));
+  // llama.cpp also stops on every end-of-generation-looking token of the vocabulary (tokenizer.ts LLAMA_CPP_EOG_TEXTS).
+  const eog = [...LLAMA_CPP_EOG_TEXTS].map((t) => tokenizer.tokenToId(t)).filter((x): x is number => x !== undefined);
+  const eosTokenIds = [...new Set([...stops.filter((x): x is number => x !== null), ...eog])];
+  const weightBytes = specs.reduce((s, spec) => s + (tensors.get(spec.name)!.end - tensors.get(spec.name)!.begin), 0);
+  const generation = { ...EMPTY_GENERATION_CONFIG, bosTokenId: config.bosTokenId, eosTokenIds };
+  return { path, header, config, tokenizer, generation, eosTokenIds, tensors, weightBytes };
+}
+
+/** Compute format of each file type under "auto": the nearest format that loses nothing the kernels could keep. */
+const AUTO_FORMAT: Readonly<Record<string, WeightFormat>> = {
+  F32: "f32",
+  F16: "f32", // f16 → bf16 would drop 3 mantissa bits
+  BF16: "bf16",
+  Q4_0: "q4", // kvflash q4 is Q4_0 with an f32 scale: the same codes
+  Q8_0: "q8", // kvflash q8 is Q8_0 with an f32 scale: the same codes
+  Q4_1: "q8",
+  Q5_0: "q8",
+  Q5_1: "q8",
+  Q4_K: "q8",
+  Q5_K: "q8",
+  Q6_K: "q8",
+};
+const WIDTH: Readonly<Record<WeightFormat, number>> = { q4: 0, q8: 1, bf16: 2, f32: 3 };
+
+/**
+ * Resolves --weights for a GGUF model: f32 | bf16 | q8 | q4 convert every
+ * matrix; "auto" takes the widest of the formats its matrices' types map to
+ * (AUTO_FORMAT): Q8_0 → q8 and Q4_0 → q4 keep llama.cpp's codes, the other
+ * quantized types become q8 (|e| ≤ d/2 of a 32-value block over the decoded
+ * values), F32 and F16 → f32, BF16 → bf16.
+ */
+export function resolveGgufWeightFormat(value: string | undefined, model: GgufModel): WeightFormat {
+  const v = value ?? "auto";
+  if (v !== "auto") {
+    if (!(WEIGHT_FORMATS as readonly string[]).includes(v)) {
+      throw new ArgumentError("weights", `must be one of ${[...WEIGHT_FORMATS, "auto"].map((f) => JSON.stringify(f)).join(" | ")}, got ${show(value)}`);
+    }
+    return v as WeightFormat;
+  }
+  let best: WeightFormat = "q4";
+  for (const [name, t] of model.tensors) {
+    if (t.shape.length !== 2 || !name.endsWith(".weight") || name.includes("norm")) continue;
+    const f = AUTO_FORMAT[t.type.name]!;
+    if (WIDTH[f] > WIDTH[best]) best = f;
+  }
+  return best;
+}
+
+/** Bytes of raw tensor data decoded per read: whole rows, about 4 MiB. */
+const CHUNK_BYTES = 4 << 20;
+
+/**
+ * A TensorSource over a GGUF model: each named tensor becomes an f32 tensor
+ * [rows, cols] in the memory of the runtime the group is placed in (the caller frees it), decoded chunk by chunk,
+ * with llama's Q/K rows put back in Hugging Face order.
+ */
+export function ggufTensorSource(model: GgufModel, progress?: LoadProgress, onProgress?: (done: number, total: number) => void): TensorSource {
+  const permuted = model.header.metadata.get("general.architecture") === "llama";
+  return (names, rt: Runtime) => {
+    const out = new Map<string, Tensor>();
+    const fd = openSync(model.path, "r");
+    try {
+      for (const name of [...names].sort((a, b) => model.tensors.get(a)!.begin - model.tensors.get(b)!.begin)) {
+        const t = model.tensors.get(name);
+        if (!t) throw new ArgumentError("names", `includes ${show(name)}, which ${model.path} does not hold`);
+        const tensor = rt.tensor("f32", t.shape, `weight ${name} (${t.type.name} → f32)`);
+        out.set(name, tensor);
+        const cols = t.ne[0]!;
+        const rows = t.numel / cols;
+        const rowBytes = (cols / t.type.blockSize) * t.type.typeSize;
+        const rowsPerChunk = Math.max(1, Math.floor(CHUNK_BYTES / rowBytes));
+        const buf = new Uint8Array(Math.min(rows, rowsPerChunk) * rowBytes);
+        for (let r = 0; r < rows; r += rowsPerChunk) {
+          const n = Math.min(rowsPerChunk, rows - r);
+          const bytes = buf.subarray(0, n * rowBytes);
+          readRange(fd, bytes, t.begin + r * rowBytes, model.path);
+          dequantize(t.type, bytes, n * cols, new Float32Array(rt.memory.buffer, tensor.ptr + r * cols * 4, n * cols));
+          progress?.add(bytes.length);
+        }
+        const heads = permuted ? permutedHeads(name, model.config.numHeads, model.config.numKvHeads) : null;
+        if (heads !== null) unpermuteRows(new Float32Array(rt.memory.buffer, tensor.ptr, t.numel), heads, t.shape.length === 1 ? 1 : cols);
+      }
+    } catch (e) {
+      for (const t of out.values()) rt.free(t);
+      throw e;
+    } finally {
+      closeSync(fd);
+    }
+    if (progress) onProgress?.(progress.done, progress.total);
+    return out;
+  };
+}

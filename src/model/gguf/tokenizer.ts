@@ -1,0 +1,196 @@
+/**
+ * A GGUF file's tokenizer metadata → the same Tokenizer class the Hugging
+ * Face path uses (tokenizer/tokenizer.ts over @huggingface/tokenizers), by
+ * synthesizing the tokenizer.json and tokenizer_config.json that describe
+ * what llama.cpp's tokenizers (llama-vocab.cpp) do:
+ *
+ *   tokenizer.ggml.model "llama" (SentencePiece): llm_tokenizer_spm merges the
+ *     adjacent pair whose concatenation has the highest score, falls back to
+ *     <0xXX> byte tokens, and prefixes a space (add_space_prefix) at the start
+ *     and after every special token. That is a BPE whose merges are every split
+ *     (a, b) of a vocabulary piece ordered by the piece's score — transformers'
+ *     SentencePieceExtractor — with byte_fallback, over the legacy Llama
+ *     normalizer (Prepend "▁", Replace " " → "▁").
+ *   tokenizer.ggml.model "gpt2": byte-level BPE with tokenizer.ggml.merges,
+ *     after the regex pre-tokenizer that tokenizer.ggml.pre names (llama.cpp's
+ *     `regex_exprs`; each regex splits the pieces of the previous one).
+ *
+ * CONTROL tokens become special added tokens and USER_DEFINED ones plain
+ * added tokens (both split out of the text before the model runs, as
+ * llama.cpp's tokenizer_st_partition does); BOS/EOS/add_bos_token/
+ * add_eos_token and tokenizer.chat_template fill tokenizer_config.
+ */
+import { ArgumentError } from "../../errors.js";
+import { Tokenizer } from "../../tokenizer/tokenizer.js";
+import { GgufMetadata, isNumber, isString } from "./metadata.js";
+
+/** llama.cpp's llama_token_type. */
+export const TOKEN_TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
+
+const GPT2_REGEX = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)";
+const LLAMA3_REGEX =
+  "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+/** tokenizer.ggml.pre → the regexes llama.cpp splits with, in order (llama-vocab.cpp). */
+export const GGUF_PRE_TOKENIZERS: Readonly<Record<string, readonly string[]>> = {
+  default: ["[\\p{P}\\$\\+<=>\\^~\\|]+", GPT2_REGEX, "\\p{N}+", "[0-9][0-9][0-9]"],
+  "llama-bpe": [LLAMA3_REGEX],
+  llama3: [LLAMA3_REGEX],
+  qwen2: [LLAMA3_REGEX.replace("\\p{N}{1,3}", "\\p{N}")],
+  smollm: ["\\p{N}", GPT2_REGEX],
+  "gpt-2": [GPT2_REGEX],
+};
+
+type Json = Record<string, unknown>;
+
+/**
+ * End-of-generation texts that llama.cpp's vocabulary loader forces to CONTROL
+ * ("control-looking token … was not control-type … its type will be
+ * overridden"), so they split out of text as special tokens even where the
+ * file marks them NORMAL (Qwen's vocabulary holds "</s>" as an ordinary piece).
+ */
+export const LLAMA_CPP_EOG_TEXTS: ReadonlySet<string> = new Set([
+  "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
+  "<|end_of_text|>", "<end_of_utterance>", "</s>", "<|return|>", "<|call|>", "<｜end▁of▁sentence｜>",
+]);
+
+/** transformers' SentencePieceExtractor: every split (a, b) of a piece into two pieces, ordered by the piece's score (highest first), then by the ids of a and b. */
+export function mergesFromScores(tokens: readonly string[], scores: readonly number[], mergeable: (id: number) => boolean): [string, string][] {
+  const ids = new Map<string, number>();
+  tokens.forEach((t, id) => {
+    if (mergeable(id) && !ids.has(t)) ids.set(t, id);
+  });
+  const merges: { a: string; b: string; score: number; ia: number; ib: number; id: number }[] = [];
+  for (const [piece, id] of ids) {
+    const chars = [...piece];
+    for (let i = 1; i < chars.length; i++) {
+      const a = chars.slice(0, i).join("");
+      const b = chars.slice(i).join("");
+      const ia = ids.get(a);
+      const ib = ids.get(b);
+      if (ia !== undefined && ib !== undefined) merges.push({ a, b, score: scores[id]!, ia, ib, id });
+    }
+  }
+  merges.sort((x, y) => y.score - x.score || x.id - y.id || x.ia - y.ia || x.ib - y.ib);
+  return merges.map((m) => [m.a, m.b]);
+}
+
+function template(bos: string | null, eos: string | null): Json {
+  const seq = (id: string, typeId: number) => ({ Sequence: { id, type_id: typeId } });
+  const sp = (id: string, typeId: number) => ({ SpecialToken: { id, type_id: typeId } });
+  const single = [...(bos ? [sp(bos, 0)] : []), seq("A", 0), ...(eos ? [sp(eos, 0)] : [])];
+  const pair = [...single, ...(bos ? [sp(bos, 1)] : []), seq("B", 1), ...(eos ? [sp(eos, 1)] : [])];
+  const specials: Json = {};
+  for (const t of [bos, eos]) if (t) specials[t] = { id: t, ids: [], tokens: [t] };
+  return { type: "TemplateProcessing", single, pair, special_tokens: specials };
+}
+
+/** The tokenizer.json and tokenizer_config.json objects a GGUF file's metadata describes. */
+export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; tokenizerConfig: Json } {
+  const model = meta.string("tokenizer.ggml.model");
+  if (model !== "llama" && model !== "gpt2") {
+    throw meta.error("tokenizer.ggml.model", `must be "llama" (SentencePiece) or "gpt2" (byte-level BPE), got ${model === null ? "nothing" : JSON.stringify(model)}`);
+  }
+  const tokens = meta.array("tokenizer.ggml.tokens", "a string", isString);
+  if (!tokens || tokens.length === 0) throw meta.error("tokenizer.ggml.tokens", "must be a non-empty array of strings");
+  const n = tokens.length;
+  const types = meta.array("tokenizer.ggml.token_type", "an integer", isNumber) ?? new Array<number>(n).fill(TOKEN_TYPE.NORMAL);
+  if (types.length !== n) throw meta.error("tokenizer.ggml.token_type", `must have one entry per token (${n}), got ${types.length}`);
+  const id = (key: string): number | null => {
+    const v = meta.optionalInt(key);
+    if (v !== null && v >= n) throw meta.error(key, `must be a token id < ${n}, got ${v}`);
+    return v;
+  };
+  const bosId = id("tokenizer.ggml.bos_token_id");
+  const eosId = id("tokenizer.ggml.eos_token_id");
+  const unkId = id("tokenizer.ggml.unknown_token_id");
+  const padId = id("tokenizer.ggml.padding_token_id");
+  const addBos = meta.bool("tokenizer.ggml.add_bos_token", model === "llama");
+  const addEos = meta.bool("tokenizer.ggml.add_eos_token", false);
+  const tok = (i: number | null) => (i === null ? null : tokens[i]!);
+
+  const vocab: Record<string, number> = {};
+  tokens.forEach((t, i) => {
+    if (!(t in vocab)) vocab[t] = i;
+  });
+  const added = tokens.flatMap((content, i) => {
+    const type = LLAMA_CPP_EOG_TEXTS.has(content) ? TOKEN_TYPE.CONTROL : types[i];
+    if (type !== TOKEN_TYPE.CONTROL && type !== TOKEN_TYPE.USER_DEFINED && type !== TOKEN_TYPE.UNKNOWN) return [];
+    return [{ id: i, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: type !== TOKEN_TYPE.USER_DEFINED }];
+  });
+
+  let tokenizerJson: Json;
+  if (model === "llama") {
+    const scores = meta.array("tokenizer.ggml.scores", "a number", isNumber);
+    if (!scores || scores.length !== n) throw meta.error("tokenizer.ggml.scores", `must have one score per token (${n}), got ${scores ? scores.length : "nothing"}`);
+    const spacePrefix = meta.bool("tokenizer.ggml.add_space_prefix", true);
+    const merges = mergesFromScores(tokens, scores, (i) => types[i] === TOKEN_TYPE.NORMAL || types[i] === TOKEN_TYPE.USER_DEFINED);
+    tokenizerJson = {
+      version: "1.0",
+      added_tokens: added,
+      normalizer: {
+        type: "Sequence",
+        normalizers: [...(spacePrefix ? [{ type: "Prepend", prepend: "▁" }] : []), { type: "Replace", pattern: { String: " " }, content: "▁" }],
+      },
+      pre_tokenizer: null,
+      post_processor: template(addBos ? tok(bosId) : null, addEos ? tok(eosId) : null),
+      decoder: {
+        type: "Sequence",
+        decoders: [
+          { type: "Replace", pattern: { String: "▁" }, content: " " },
+          { type: "ByteFallback" },
+          { type: "Fuse" },
+          ...(spacePrefix ? [{ type: "Strip", content: " ", start: 1, stop: 0 }] : []),
+        ],
+      },
+      model: { type: "BPE", dropout: null, unk_token: tok(unkId ?? 0), continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true, byte_fallback: true, ignore_merges: false, vocab, merges },
+    };
+  } else {
+    const merges = meta.array("tokenizer.ggml.merges", "a string", isString);
+    if (!merges) throw meta.error("tokenizer.ggml.merges", "is required for tokenizer.ggml.model \"gpt2\"");
+    const pre = meta.string("tokenizer.ggml.pre", "default");
+    const regexes = GGUF_PRE_TOKENIZERS[pre];
+    if (!regexes) {
+      throw meta.error("tokenizer.ggml.pre", `must be one of ${Object.keys(GGUF_PRE_TOKENIZERS).map((p) => JSON.stringify(p)).join(", ")}, got ${JSON.stringify(pre)}`);
+    }
+    tokenizerJson = {
+      version: "1.0",
+      added_tokens: added,
+      normalizer: null,
+      pre_tokenizer: {
+        type: "Sequence",
+        pretokenizers: [
+          ...regexes.map((r) => ({ type: "Split", pattern: { Regex: r }, behavior: "Isolated", invert: false })),
+          { type: "ByteLevel", add_prefix_space: false, trim_offsets: false, use_regex: false },
+        ],
+      },
+      post_processor: template(addBos ? tok(bosId) : null, addEos ? tok(eosId) : null),
+      decoder: { type: "ByteLevel", add_prefix_space: false, trim_offsets: false, use_regex: false },
+      model: {
+        type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false,
+        ignore_merges: pre === "llama-bpe" || pre === "llama3", vocab, merges,
+      },
+    };
+  }
+  const chatTemplate = meta.string("tokenizer.chat_template");
+  const tokenizerConfig: Json = {
+    add_bos_token: addBos,
+    add_eos_token: addEos,
+    bos_token: tok(bosId),
+    eos_token: tok(eosId),
+    unk_token: tok(unkId),
+    pad_token: tok(padId),
+    ...(chatTemplate !== null ? { chat_template: chatTemplate } : {}),
+  };
+  return { tokenizerJson, tokenizerConfig };
+}
+
+/** The Tokenizer of a GGUF file's metadata. */
+export function ggufTokenizer(meta: GgufMetadata): Tokenizer {
+  const { tokenizerJson, tokenizerConfig } = ggufTokenizerJson(meta);
+  try {
+    return new Tokenizer({ tokenizerJson, tokenizerConfig, source: meta.source });
+  } catch (e) {
+    throw new ArgumentError(`${meta.source} tokenizer metadata`, `does not make a tokenizer: ${(e as Error).message}`);
+  }
+}
