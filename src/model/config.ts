@@ -60,6 +60,12 @@ const SIZE_LIMITS: Readonly<Record<string, { limit: number; why: string }>> = {
   sliding_window: { limit: 1 << 27, why: "max_position_embeddings' bound" },
 };
 
+/** The bound on a config.json size key, as an error text ("must be ≤ …, got v"), or null when `value` is within it. */
+export function sizeLimitError(key: keyof typeof SIZE_LIMITS & string, value: number): string | null {
+  const max = SIZE_LIMITS[key];
+  return max !== undefined && value > max.limit ? `must be ≤ ${max.limit} (${max.why}), got ${value}` : null;
+}
+
 export interface ModelConfig {
   architecture: Architecture;
   /** Model width (d_model). */
@@ -126,8 +132,8 @@ class Keys {
     }
     if (typeof v !== "number" || !Number.isInteger(v)) throw this.#error(key, `must be an integer, got ${show(v)}`);
     if (v < min) throw this.#error(key, `must be ≥ ${min}, got ${v}`);
-    const max = SIZE_LIMITS[key];
-    if (max !== undefined && v > max.limit) throw this.#error(key, `must be ≤ ${max.limit} (${max.why}), got ${v}`);
+    const tooBig = sizeLimitError(key, v);
+    if (tooBig !== null) throw this.#error(key, tooBig);
     return v;
   }
 

@@ -12,6 +12,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
+import { parseGgufConfig } from "../../src/model/gguf/config.js";
 import { readGgufHeader, isGgufFile } from "../../src/model/gguf/reader.js";
 import { quantize } from "../../src/model/gguf/quantize.js";
 import { encodeGgufHeader, gguf, writeGguf, type WriteGgufOptions } from "../../src/model/gguf/writer.js";
@@ -151,4 +152,17 @@ test("tensor index: unknown and unsupported types, misaligned offsets, rows not 
   assert.throws(() => readGgufHeader(patched("overflow.gguf", bAt + 4, (v) => { v.setBigUint64(0, 1n << 40n, true); v.setBigUint64(8, 1n << 40n, true); })), /tensor "b" has 1099511627776 × 1099511627776 elements, which overflows/);
   assert.throws(() => readGgufHeader(file("tiny.gguf", goodBytes.subarray(0, 12))), /is not a GGUF file: 12 bytes/);
   assert.throws(() => readGgufHeader(join(root, "absent.gguf")), /absent\.gguf cannot be opened/);
+});
+
+test("absurd hyperparameters (block_count 1e9, embedding_length 1e9, context 1e12) are refused by the config, naming the key, before any allocation", () => {
+  const withMeta = (name: string, key: string, value: number) => {
+    const path = join(root, name);
+    const metadata = { ...OPTIONS.metadata, "llama.embedding_length": gguf.u32(64), "llama.feed_forward_length": gguf.u32(128), "llama.attention.head_count": gguf.u32(4) };
+    writeGguf(path, { ...OPTIONS, metadata: { ...metadata, [key]: { type: "u64", value } } });
+    return path;
+  };
+  const t0 = performance.now();
+  assert.throws(() => parseGgufConfig(readGgufHeader(withMeta("layers.gguf", "llama.block_count", 1e9))), /llama\.block_count must be ≤ 1024 .*got 1000000000/);
+  assert.throws(() => parseGgufConfig(readGgufHeader(withMeta("hidden.gguf", "llama.embedding_length", 1e9))), /llama\.embedding_length must be ≤ 65536 .*got 1000000000/);
+  assert.ok(performance.now() - t0 < 2000, "refused quickly");
 });

@@ -16,7 +16,7 @@
  * here against the "llama3" rule (rope.ts) to recover its parameters.
  */
 import type { RopeScaling } from "../../ops/rope.js";
-import type { Architecture, ModelConfig } from "../config.js";
+import { type Architecture, type ModelConfig, sizeLimitError } from "../config.js";
 import type { GgufHeader } from "./reader.js";
 import { GgufMetadata, shortestDecimal } from "./metadata.js";
 
@@ -76,6 +76,18 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
   const numKvHeads = m.int(k("attention.head_count_kv"), numHeads, 1);
   if (numHeads % numKvHeads !== 0) throw m.error(k("attention.head_count_kv"), `must divide attention.head_count (${numHeads}), got ${numKvHeads}`);
   const headDim = m.int(k("attention.key_length"), hiddenSize % numHeads === 0 ? hiddenSize / numHeads : undefined, 1);
+  // config.json's size bounds, before anything is sized from these (a hostile block_count must not reach an allocation).
+  for (const [hfKey, key, value] of [
+    ["hidden_size", "embedding_length", hiddenSize],
+    ["intermediate_size", "feed_forward_length", intermediateSize],
+    ["num_hidden_layers", "block_count", numLayers],
+    ["num_attention_heads", "attention.head_count", numHeads],
+    ["num_key_value_heads", "attention.head_count_kv", numKvHeads],
+    ["head_dim", "attention.key_length", headDim],
+  ] as const) {
+    const tooBig = sizeLimitError(hfKey, value);
+    if (tooBig !== null) throw m.error(k(key), tooBig);
+  }
   const valueDim = m.int(k("attention.value_length"), headDim, 1);
   if (valueDim !== headDim) throw m.error(k("attention.value_length"), `must equal attention.key_length (${headDim}), got ${valueDim}`);
   const ropeDim = m.int(k("rope.dimension_count"), headDim, 1);
@@ -99,6 +111,14 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
   }
 
   const window = m.optionalInt(k("attention.sliding_window"));
+  for (const [hfKey, key, value] of [
+    ["vocab_size", "token_embd.weight", embd.shape[0]!],
+    ["max_position_embeddings", k("context_length"), m.int(k("context_length"), 2048, 2)],
+    ["sliding_window", k("attention.sliding_window"), window ?? 0],
+  ] as const) {
+    const tooBig = sizeLimitError(hfKey, value);
+    if (tooBig !== null) throw m.error(key, tooBig);
+  }
   const embedType = embd.type.name;
   return {
     architecture,
