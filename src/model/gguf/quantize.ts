@@ -35,22 +35,30 @@ function signedMax(x: Float32Array | Float64Array, from: number, n: number): num
 
 type BlockEncoder = (x: Float32Array | Float64Array, i: number, b: Uint8Array, at: number) => void;
 
+/**
+ * Q4_0/1, Q5_0/1 code layout after the block's scales (at `at`): for Q5 a u32
+ * of fifth bits (bit j: code j, bit j + 16: code j + 16) first, then 16 bytes
+ * of nibbles, byte j = code j | code (j + 16) << 4.
+ */
+function packCodes(q: (j: number) => number, b: Uint8Array, at: number, bits: 4 | 5): void {
+  const qs = at + (bits === 5 ? 4 : 0);
+  let qh = 0;
+  for (let j = 0; j < 16; j++) {
+    const a = q(j);
+    const c = q(j + 16);
+    b[qs + j] = (a & 15) | ((c & 15) << 4);
+    qh |= ((a >> 4) << j) | ((c >> 4) << (j + 16));
+  }
+  if (bits === 5) new DataView(b.buffer, b.byteOffset).setUint32(at, qh >>> 0, true);
+}
+
 /** Q4_0/Q5_0: d = m / −2^(bits−1), q = clamp(round(x/d) + 2^(bits−1)). */
 function symmetric(bits: 4 | 5): BlockEncoder {
   const half = 1 << (bits - 1);
   return (x, i, b, at) => {
     const d = putF16(b, at, signedMax(x, i, 32) / -half);
     const id = d === 0 ? 0 : 1 / d;
-    const q = (j: number) => clamp(round(x[i + j]! * id) + half, 0, 2 * half - 1);
-    const qs = at + (bits === 5 ? 6 : 2);
-    let qh = 0;
-    for (let j = 0; j < 16; j++) {
-      const a = q(j);
-      const c = q(j + 16);
-      b[qs + j] = (a & 15) | ((c & 15) << 4);
-      qh |= ((a >> 4) << j) | ((c >> 4) << (j + 16));
-    }
-    if (bits === 5) new DataView(b.buffer, b.byteOffset).setUint32(at + 2, qh >>> 0, true);
+    packCodes((j) => clamp(round(x[i + j]! * id) + half, 0, 2 * half - 1), b, at + 2, bits);
   };
 }
 
@@ -67,16 +75,7 @@ function affine(bits: 4 | 5): BlockEncoder {
     const d = putF16(b, at, (hi - lo) / top);
     const m = putF16(b, at + 2, lo);
     const id = d === 0 ? 0 : 1 / d;
-    const q = (j: number) => clamp(round((x[i + j]! - m) * id), 0, top);
-    const qs = at + (bits === 5 ? 8 : 4);
-    let qh = 0;
-    for (let j = 0; j < 16; j++) {
-      const a = q(j);
-      const c = q(j + 16);
-      b[qs + j] = (a & 15) | ((c & 15) << 4);
-      qh |= ((a >> 4) << j) | ((c >> 4) << (j + 16));
-    }
-    if (bits === 5) new DataView(b.buffer, b.byteOffset).setUint32(at + 4, qh >>> 0, true);
+    packCodes((j) => clamp(round((x[i + j]! - m) * id), 0, top), b, at + 4, bits);
   };
 }
 

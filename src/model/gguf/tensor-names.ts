@@ -73,22 +73,16 @@ export function unpermuteRows(data: Float32Array, heads: number, cols: number): 
   if (!Number.isInteger(rows) || rows % heads !== 0 || (rows / heads) % 2 !== 0) {
     throw new ArgumentError("data", `must hold ${heads} heads of an even number of rows of ${cols} values, got ${data.length} values`);
   }
-  const d = rows / heads;
-  const head = new Float32Array(d * cols);
-  for (let h = 0; h < heads; h++) {
-    const base = h * d * cols;
-    head.set(data.subarray(base, base + d * cols));
-    for (let i = 0; i < d / 2; i++) {
-      for (let s = 0; s < 2; s++) {
-        const from = (2 * i + s) * cols;
-        data.set(head.subarray(from, from + cols), base + (s * (d / 2) + i) * cols);
-      }
-    }
-  }
+  moveHeadRows(data, heads, cols, true);
 }
 
 /** The inverse of unpermuteRows (what llama.cpp's converter does), for writing test files. */
 export function permuteRows(data: Float32Array, heads: number, cols: number): void {
+  moveHeadRows(data, heads, cols, false);
+}
+
+/** Within each head of D rows: row 2i + s ↔ row s·D/2 + i; `toHalves` picks the direction (llama.cpp's order → HF's). */
+function moveHeadRows(data: Float32Array, heads: number, cols: number, toHalves: boolean): void {
   const d = data.length / cols / heads;
   const head = new Float32Array(d * cols);
   for (let h = 0; h < heads; h++) {
@@ -96,8 +90,10 @@ export function permuteRows(data: Float32Array, heads: number, cols: number): vo
     head.set(data.subarray(base, base + d * cols));
     for (let i = 0; i < d / 2; i++) {
       for (let s = 0; s < 2; s++) {
-        const from = (s * (d / 2) + i) * cols;
-        data.set(head.subarray(from, from + cols), base + (2 * i + s) * cols);
+        const interleaved = 2 * i + s;
+        const halves = s * (d / 2) + i;
+        const [from, to] = toHalves ? [interleaved, halves] : [halves, interleaved];
+        data.set(head.subarray(from * cols, (from + 1) * cols), base + to * cols);
       }
     }
   }
