@@ -77,3 +77,45 @@ export function createGgmlWeight(rt: Runtime, options: CreateGgmlWeightOptions):
   rt.parallelFor("task_ggml_pack", Math.ceil(m.rows / tileShape(format).rows), args);
   return weight;
 }
+
+/**
+ * Splits the parts of a fused matrix (q, k, v; gate, up) into runs that can
+ * each be one Weight: consecutive float sources (createWeight stacks any
+ * rows), or consecutive ggml matrices of one type whose rows before the last
+ * fill whole tiles (8 rows for q8, 4 for the K-quants). More than one run
+ * makes a WeightStack.
+ */
+export function stackRuns<T>(parts: readonly T[], describe: (p: T) => { native: GgmlNativeType | null; rows: number }): T[][] {
+  const runs: T[][] = [];
+  let key: GgmlNativeType | "float" | null = null;
+  let rows = 0;
+  for (const p of parts) {
+    const d = describe(p);
+    const k = d.native ?? "float";
+    const run = runs[runs.length - 1];
+    if (run && k === key && (k === "float" || rows % tileShape(GGML_NATIVE[k].format).rows === 0)) {
+      run.push(p);
+      rows += d.rows;
+    } else {
+      runs.push([p]);
+      key = k;
+      rows = d.rows;
+    }
+  }
+  return runs;
+}
+
+/** One GgmlMatrix holding `run` (all of one type and cols) end to end in a new uint8 tensor, or run[0] itself. */
+export function concatGgml(rt: Runtime, run: readonly GgmlMatrix[]): GgmlMatrix {
+  if (run.length === 1) return run[0]!;
+  const rows = run.reduce((n, m) => n + m.rows, 0);
+  const rowBytes = ggmlNativeRowBytes(run[0]!.type, run[0]!.cols);
+  const out = rt.tensor("uint8", [rows, rowBytes], `${run[0]!.type} rows [${rows}, ${run[0]!.cols}]`);
+  const dst = new Uint8Array(rt.memory.buffer, out.ptr, rows * rowBytes);
+  let at = 0;
+  for (const m of run) {
+    dst.set(new Uint8Array(rt.memory.buffer, m.bytes.ptr, m.rows * rowBytes), at);
+    at += m.rows * rowBytes;
+  }
+  return new GgmlMatrix(run[0]!.type, out, rows, run[0]!.cols);
+}
