@@ -7,6 +7,7 @@
 // so outputs are independent of T, the batch and the thread count.
 
 import { gemmQ4K, gemmQ6K, gemvQ4K, gemvQ6K } from "./kquant-dot";
+import { XSHIFT } from "./kquant-activation";
 import { FMT_Q4_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
 
 @unmanaged class KquantLinearArgs {
@@ -15,7 +16,7 @@ import { FMT_Q4_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout
   nsb: i32;
   quads: i32;
   rows: i32;
-  /** Prepared activation (kquant-activation.ts): int8 codes [T][nsb · 256], f32 scales [T][nsb], i32 sums [T][nsb · 16]. */
+  /** Prepared activation (kquant-activation.ts): codes [T][nsb · 256] (int8, baseline int16), f32 scales [T][nsb], i32 sums [T][nsb · 16]. */
   xq: usize;
   xd: usize;
   xsum: usize;
@@ -26,7 +27,7 @@ import { FMT_Q4_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout
   /** f32 [rows], or 0. */
   bias: usize;
   quadsPerItem: i32;
-  /** Per-thread scratch (≥ 64 bytes each). */
+  /** Per-thread scratch (≥ 128 bytes each). */
   scratch: usize;
   scratchStride: i32;
 }
@@ -52,7 +53,7 @@ import { FMT_Q4_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout
   const q1 = min(a.quads, q0 + a.quadsPerItem);
   const quadBytes = <usize>a.nsb * <usize>kquantTileBytes(format);
   const res = a.scratch + <usize>tid * <usize>a.scratchStride;
-  const xStride = <usize>a.nsb * QK_K, dStride = <usize>a.nsb << 2, sStride = <usize>a.nsb << 6;
+  const xStride = (<usize>a.nsb * QK_K) << XSHIFT, dStride = <usize>a.nsb << 2, sStride = <usize>a.nsb << 6;
   const outStride = <usize>a.outStride;
   for (let q = q0; q < q1; q++) {
     const w = a.w + <usize>q * quadBytes;

@@ -4,7 +4,8 @@
  *
  * K-quants follow llama.cpp's ggml_vec_dot_q4_K_q8_K / q6_K_q8_K: the
  * activation is quantized once per call per superblock of 256 like ggml's
- * Q8_K (d = max|x|/127, int8 codes, sums of the codes per 16), and the
+ * Q8_K (d = max|x|/127, int8 codes — int16 on the baseline flavor — and the
+ * sums of the codes per 16), and the
  * kernels take exact int32 dot products of the codes, weighted by the integer
  * sub-block scales, before one or two f32 multiply-adds per superblock
  * (assembly/linalg/kquant-dot.ts). Threaded like the q8 linear: runs of quads
@@ -22,7 +23,7 @@ const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: MatrixView, bias: number): void {
   const T = x.rows;
   const nsb = weight.cols / KQUANT_BLOCK;
-  const codeBytes = align64(T * weight.cols);
+  const codeBytes = align64(T * weight.cols * 2); // int8 codes (relaxed) or int16 (baseline)
   const scaleBytes = align64(T * nsb * 4);
   const ws = opsWorkspace(rt, codeBytes + scaleBytes + T * nsb * 64);
   const xd = ws + codeBytes;
@@ -31,7 +32,7 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
 
   const quads = Math.ceil(weight.rows / KQUANT_ROW_GROUP);
   const qpi = Math.max(1, Math.ceil(quads / (rt.threads * 4)));
-  const scratch = rt.threadScratch(64);
+  const scratch = rt.threadScratch(128);
   const args = rt
     .args()
     .ptr(weight.ptr)
