@@ -1,7 +1,7 @@
 // Native ggml weights: rows of ggml blocks as a GGUF file stores them →
 // the packed layouts the linear kernels read, without requantizing:
 //   Q8_0 → q8 tiles (layout.ts): the same int8 codes, the f16 scale widened to f32 (exact);
-//   Q4_K, Q6_K → K-quant tiles (kquant-layout.ts): the same codes, scales and mins.
+//   Q4_K, Q5_K, Q6_K → K-quant tiles (kquant-layout.ts): the same codes, scales and mins.
 // And the way back for K-quant tiles (one row → f32, with ggml's own f32
 // steps), which the embedding lookup and dequantizeWeight use.
 //
@@ -10,14 +10,17 @@
 //   block_q4_K 144 B: f16 d · f16 dmin · u8 scales[12] (6-bit scale and min of 8 sub-blocks,
 //                     get_scale_min_k4) · u8 qs[128] (sub-blocks 2i, 2i + 1 share bytes 32i..32i+31:
 //                     low nibble, high nibble)
+//   block_q5_K 176 B: block_q4_K's fields with u8 qh[32] before qs: bit s of qh[l] is the
+//                     5th bit of value 32s + l
 //   block_q6_K 210 B: u8 ql[128] · u8 qh[64] · i8 scales[16] · f16 d
 
 import { decodeF16 } from "../tensor/dtype";
 import { BLOCK, GROUP, HALF_Q8, Q8_SCALES, TILE_Q8 } from "./layout";
-import { FMT_Q4_K, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q6K_D, Q6K_HIGH, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes } from "./kquant-layout";
+import { FMT_Q4_K, FMT_Q5_K, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_HIGH, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes } from "./kquant-layout";
 
 const Q8_0_BYTES: i32 = 34;
 const Q4_K_BYTES: i32 = 144;
+const Q5_K_BYTES: i32 = 176;
 const Q6_K_BYTES: i32 = 210;
 
 @unmanaged class GgmlPackArgs {
@@ -46,18 +49,25 @@ const Q6_K_BYTES: i32 = 210;
   store<u8>(p, load<u8>(p) | <u8>((q & 15) << (((v >> 2) & 1) << 2)));
 }
 
-/** One block_q4_K at p → lane r of a Q4_K tile. */
-function packQ4K(p: usize, tile: usize, r: i32): void {
-  store<f32>(tile + Q4K_D + (<usize>r << 2), decodeF16(<u32>load<u16>(p)));
-  store<f32>(tile + Q4K_DMIN + (<usize>r << 2), decodeF16(<u32>load<u16>(p, 2)));
+/** One block_q4_K (five = false) or block_q5_K at p → lane r of a Q4_K / Q5_K tile. */
+function packQ45K(five: bool, p: usize, tile: usize, r: i32): void {
+  const scales = tile + <usize>(five ? Q5K_SCALES : Q4K_SCALES);
+  store<f32>(tile + <usize>(five ? Q5K_D : Q4K_D) + (<usize>r << 2), decodeF16(<u32>load<u16>(p)));
+  store<f32>(tile + <usize>(five ? Q5K_DMIN : Q4K_DMIN) + (<usize>r << 2), decodeF16(<u32>load<u16>(p, 2)));
   for (let s = 0; s < 8; s++) {
     const sm = scaleMinK4(s, p + 4);
-    store<u8>(tile + Q4K_SCALES + (<usize>s << 3) + <usize>r, <u8>(sm & 0xffff));
-    store<u8>(tile + Q4K_SCALES + (<usize>s << 3) + 4 + <usize>r, <u8>(sm >> 16));
+    store<u8>(scales + (<usize>s << 3) + <usize>r, <u8>(sm & 0xffff));
+    store<u8>(scales + (<usize>s << 3) + 4 + <usize>r, <u8>(sm >> 16));
   }
+  const qs = p + (five ? 48 : 16);
   for (let v = 0; v < QK_K; v++) {
-    const byte = <u32>load<u8>(p + 16 + <usize>(((v >> 6) << 5) + (v & 31)));
+    const byte = <u32>load<u8>(qs + <usize>(((v >> 6) << 5) + (v & 31)));
     putNibble(tile, v, r, (v >> 5) & 1 ? byte >> 4 : byte);
+    if (five) {
+      const bit = (<u32>load<u8>(p + 16 + <usize>(v & 31)) >> <u32>(v >> 5)) & 1;
+      const h = tile + Q5K_HIGH + <usize>(((v >> 5) << 4) + (r << 2) + (v & 3));
+      store<u8>(h, load<u8>(h) | <u8>(bit << <u32>((((v >> 3) & 3) << 1) + ((v >> 2) & 1))));
+    }
   }
 }
 
@@ -95,7 +105,7 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
   const q8 = a.format < FMT_Q4_K;
   const rowsPerItem = q8 ? GROUP : QUAD;
   const tb = <usize>(q8 ? TILE_Q8 : kquantTileBytes(a.format));
-  const srcBlock = <usize>(q8 ? Q8_0_BYTES : a.format == FMT_Q4_K ? Q4_K_BYTES : Q6_K_BYTES);
+  const srcBlock = <usize>(q8 ? Q8_0_BYTES : a.format == FMT_Q4_K ? Q4_K_BYTES : a.format == FMT_Q5_K ? Q5_K_BYTES : Q6_K_BYTES);
   const tiles = a.w + <usize>item * <usize>a.nb * tb;
   memory.fill(tiles, 0, <usize>a.nb * tb);
   const r1 = min(rowsPerItem, a.srcRows - item * rowsPerItem);
@@ -105,7 +115,8 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
     for (let b = 0; b < a.nb; b++, p += srcBlock) {
       const tile = tiles + <usize>b * tb;
       if (q8) packQ8(p, tile, row);
-      else if (a.format == FMT_Q4_K) packQ4K(p, tile, r);
+      else if (a.format == FMT_Q4_K) packQ45K(false, p, tile, r);
+      else if (a.format == FMT_Q5_K) packQ45K(true, p, tile, r);
       else packQ6K(p, tile, r);
     }
   }
@@ -114,11 +125,14 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
 /** Value v of lane r of a K-quant tile, decoded with ggml's f32 steps. */
 @inline function kquantValue(format: i32, tile: usize, v: i32, r: i32): f32 {
   const lo = (<u32>load<u8>(tile + <usize>codeByte(v, r)) >> (<u32>((v >> 2) & 1) << 2)) & 15;
-  if (format == FMT_Q4_K) {
+  if (format == FMT_Q4_K || format == FMT_Q5_K) {
+    const five = format == FMT_Q5_K;
     const s = <usize>(v >> 5);
-    const d1: f32 = load<f32>(tile + Q4K_D + (<usize>r << 2)) * <f32>load<u8>(tile + Q4K_SCALES + (s << 3) + <usize>r);
-    const m1: f32 = load<f32>(tile + Q4K_DMIN + (<usize>r << 2)) * <f32>load<u8>(tile + Q4K_SCALES + (s << 3) + 4 + <usize>r);
-    return d1 * <f32>lo - m1;
+    const scales = tile + <usize>(five ? Q5K_SCALES : Q4K_SCALES);
+    const d1: f32 = load<f32>(tile + <usize>(five ? Q5K_D : Q4K_D) + (<usize>r << 2)) * <f32>load<u8>(scales + (s << 3) + <usize>r);
+    const m1: f32 = load<f32>(tile + <usize>(five ? Q5K_DMIN : Q4K_DMIN) + (<usize>r << 2)) * <f32>load<u8>(scales + (s << 3) + 4 + <usize>r);
+    const bit = five ? (<u32>load<u8>(tile + Q5K_HIGH + (s << 4) + <usize>((r << 2) + (v & 3))) >> <u32>((((v >> 3) & 3) << 1) + ((v >> 2) & 1))) & 1 : 0;
+    return d1 * <f32>(lo | (bit << 4)) - m1;
   }
   const j = (v >> 3) & 3;
   const slot = ((j & 1) << 1) + ((v >> 2) & 1);

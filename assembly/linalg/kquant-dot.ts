@@ -1,12 +1,11 @@
 // Integer dot micro-kernels of the K-quant tiles (kquant-layout.ts) with
 // Q8_K-style activations (kquant-activation.ts), after llama.cpp's
-// ggml_vec_dot_q4_K_q8_K / ggml_vec_dot_q6_K_q8_K: per superblock, exact
+// ggml_vec_dot_q4_K_q8_K / q5_K_q8_K / q6_K_q8_K: per superblock, exact
 // int32 sums of code products (flavor.ts dotI8U7: the K-quant codes are
-// unsigned, ≤ 63, so they are the 7-bit operand as they are, on both
-// flavors), weighted by the integer sub-block scales, then two (Q4_K) or one
+// unsigned, ≤ 63, so they are the 7-bit operand as they are), weighted by the integer sub-block scales, then two (Q4_K) or one
 // (Q6_K) f32 multiply-adds per superblock:
 //
-//   Q4_K: acc += f32(Σ_s sc_s·Σ q·xq) · (d·dx) + f32(Σ_s m_s·bsum_s) · (dmin·(−dx))
+//   Q4_K, Q5_K: acc += f32(Σ_s sc_s·Σ q·xq) · (d·dx) + f32(Σ_s m_s·bsum_s) · (dmin·(−dx))
 //   Q6_K: acc += f32(Σ_t sc_t·(Σ q·xq − 32·bsum_t)) · (d·dx)
 //
 // with dx the token's superblock scale and bsum the sums of its codes per 32
@@ -28,7 +27,7 @@
 
 import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
 import { XSHIFT } from "./kquant-activation";
-import { Q4K_D, Q4K_DMIN, Q4K_SCALES, Q6K_D, Q6K_HIGH, Q6K_SCALES, QK_K, TILE_Q4_K, TILE_Q6_K } from "./kquant-layout";
+import { Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_HIGH, Q6K_SCALES, QK_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K } from "./kquant-layout";
 
 /** Bytes of a superblock of activation codes. */
 const XBLOCK: usize = <usize>QK_K << XSHIFT;
@@ -61,9 +60,17 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
   return v128.load32_splat(x + o);
 }
 
-/** Q4_K sub-block s's 6-bit scales and mins (4 rows each) as i16x8 [sc0..3, m0..3]. */
-@inline function q4kScaleMins(w: usize, s: usize): v128 {
-  return v128.load8x8_u(w + Q4K_SCALES + (s << 3));
+/** Q4_K / Q5_K sub-block s's 6-bit scales and mins (4 rows each) as i16x8 [sc0..3, m0..3]. */
+@inline function q4kScaleMins(five: bool, w: usize, s: usize): v128 {
+  return v128.load8x8_u(w + <usize>(five ? Q5K_SCALES : Q4K_SCALES) + (s << 3));
+}
+
+/** The 4- (Q4_K) or 5-bit (Q5_K: the 5th bits from the sub-block's plane H) codes of code vector jj's low or high nibbles. */
+@inline function q45Codes(five: bool, v: v128, H: v128, jj: i32, high: bool): v128 {
+  const n = high ? highNibbles(v) : lowNibbles(v);
+  if (!five) return n;
+  // Bit 2jj (low) or 2jj + 1 (high) of each byte of H moved to bit 4.
+  return v128.or(n, v128.and(i16x8.shl(i16x8.shr_u(H, jj << 1), high ? 3 : 4), i8x16.splat(0x10)));
 }
 
 /** Q6_K sub-block t's int8 scales (4 rows) as i32x4. */
@@ -80,34 +87,39 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
   return v128.or(highNibbles(u), v128.and(i16x8.shr_u(H, 2), m4));
 }
 
-/** The superblock's float step for Q4_K (shared by gemv and gemm). */
-@inline function q4kAccumulate(w: usize, tot: v128, mins: v128, dx: f32, acc: v128): v128 {
+/** The superblock's float step for Q4_K / Q5_K (shared by gemv and gemm). */
+@inline function q4kAccumulate(five: bool, w: usize, tot: v128, mins: v128, dx: f32, acc: v128): v128 {
   const d = f32x4.splat(dx);
-  acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + Q4K_D), d), acc);
-  return fmadd(f32x4.convert_i32x4_s(mins), f32x4.mul(v128.load(w + Q4K_DMIN), f32x4.neg(d)), acc);
+  acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + <usize>(five ? Q5K_D : Q4K_D)), d), acc);
+  return fmadd(f32x4.convert_i32x4_s(mins), f32x4.mul(v128.load(w + <usize>(five ? Q5K_DMIN : Q4K_DMIN)), f32x4.neg(d)), acc);
 }
 
 @inline function bsum32(xsum: usize, s: usize): v128 {
   return i32x4.splat(load<i32>(xsum + (s << 3)) + load<i32>(xsum + (s << 3), 4));
 }
 
-// ---- Q4_K ----------------------------------------------------------------------
+// ---- Q4_K, Q5_K ----------------------------------------------------------------
+// One source for both (five = false: Q4_K): Q5_K adds the 5th bit of each code
+// from its sub-block's bit plane and keeps its other fields 128 bytes higher.
 
-/** Exact row sums of sub-block c (4 rows × 32 codes, 64 bytes) · one token's 32 activation codes at x. */
-@inline function q4kSub(c: usize, x: usize): v128 {
+/** Exact row sums of sub-block c (4 rows × 32 codes, 64 bytes; Q5_K bit plane at hp) · one token's 32 activation codes at x. */
+@inline function q45kSub(five: bool, c: usize, hp: usize, x: usize): v128 {
+  const H = five ? v128.load(hp) : i32x4.splat(0);
   if (RELAXED) {
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
     for (let j: usize = 0; j < 64; j += 16) {
       const v = v128.load(c + j);
-      s0 = dotI8U7(xs4(x, j >> 1), lowNibbles(v), s0);
-      s1 = dotI8U7(xs4(x, (j >> 1) + 4), highNibbles(v), s1);
+      const jj = <i32>(j >> 4);
+      s0 = dotI8U7(xs4(x, j >> 1), q45Codes(five, v, H, jj, false), s0);
+      s1 = dotI8U7(xs4(x, (j >> 1) + 4), q45Codes(five, v, H, jj, true), s1);
     }
     return i32x4.add(s0, s1);
   }
   let a = i32x4.splat(0), b = i32x4.splat(0);
   for (let j: usize = 0; j < 64; j += 16) {
     const v = v128.load(c + j);
-    const lo = lowNibbles(v), hi = highNibbles(v);
+    const jj = <i32>(j >> 4);
+    const lo = q45Codes(five, v, H, jj, false), hi = q45Codes(five, v, H, jj, true);
     const xl = xs4w(x, j), xh = xs4w(x, j + 8);
     a = pairDot(lo, true, xl, a);
     b = pairDot(lo, false, xl, b);
@@ -117,14 +129,16 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
   return reducePairs(a, b);
 }
 
-/** q4kSub for 4 tokens (x + t·xStride) at once, each weight vector decoded once; row sums to out[0..64) as [token][row]. */
-@inline function q4kSub4(c: usize, x: usize, xStride: usize, out: usize): void {
+/** q45kSub for 4 tokens (x + t·xStride) at once, each weight vector decoded once; row sums to out[0..64) as [token][row]. */
+@inline function q45kSub4(five: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize): void {
   const x1 = x + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  const H = five ? v128.load(hp) : i32x4.splat(0);
   if (RELAXED) {
     let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
     for (let j: usize = 0; j < 64; j += 16) {
       const v = v128.load(c + j);
-      const lo = lowNibbles(v), hi = highNibbles(v);
+      const jj = <i32>(j >> 4);
+      const lo = q45Codes(five, v, H, jj, false), hi = q45Codes(five, v, H, jj, true);
       const o = j >> 1;
       i0 = dotI8U7(xs4(x, o), lo, i0);
       i1 = dotI8U7(xs4(x1, o), lo, i1);
@@ -147,7 +161,7 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
     const v = v128.load(c + j);
     for (let h: usize = 0; h < 16; h += 8) {
       // h = 0: the low nibbles (columns j/2 …), 8: the high nibbles (columns j/2 + 4 …).
-      const n = h ? highNibbles(v) : lowNibbles(v);
+      const n = q45Codes(five, v, H, <i32>(j >> 4), h != 0);
       const wl = i16x8.extend_low_i8x16_u(n), wh = i16x8.extend_high_i8x16_u(n);
       let xv = xs4w(x, j + h);
       a0 = i32x4.add(a0, i32x4.dot_i16x8_s(wl, xv));
@@ -169,17 +183,18 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
   v128.store(out, reducePairs(a3, b3), 48);
 }
 
-/** One quad's superblocks (stride TILE_Q4_K) · one token's codes xq, scales xd, sums xsum. */
-export function gemvQ4K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+/** One quad's superblocks · one token's codes xq, scales xd, sums xsum. */
+@inline function gemvQ45K(five: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   let acc = f32x4.splat(0);
-  for (let b = 0; b < nsb; b++, w += TILE_Q4_K, xq += XBLOCK, xd += 4, xsum += 64) {
+  const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
+  for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
     let tot = i32x4.splat(0), mins = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
-      const sm = q4kScaleMins(w, s);
-      tot = i32x4.add(tot, i32x4.mul(q4kSub(w + (s << 6), xq + (s << (5 + XSHIFT))), i32x4.extend_low_i16x8_u(sm)));
+      const sm = q4kScaleMins(five, w, s);
+      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT))), i32x4.extend_low_i16x8_u(sm)));
       mins = i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(sm), bsum32(xsum, s)));
     }
-    acc = q4kAccumulate(w, tot, mins, load<f32>(xd), acc);
+    acc = q4kAccumulate(five, w, tot, mins, load<f32>(xd), acc);
   }
   return acc;
 }
@@ -188,15 +203,16 @@ export function gemvQ4K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): 
  * One quad · 4 tokens (token t: xq + t·xStride, xd + t·dStride, xsum + t·sStride) → res [4 tokens][4 rows] f32;
  * res[64..128) is scratch for the sub-block sums.
  */
-export function gemmQ4K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+@inline function gemmQ45K(five: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   const sums = res + 64;
-  for (let b = 0; b < nsb; b++, w += TILE_Q4_K, xq += XBLOCK, xd += 4, xsum += 64) {
+  const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
+  for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
     let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
     let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
-      q4kSub4(w + (s << 6), xq + (s << (5 + XSHIFT)), xStride, sums);
-      const sm = q4kScaleMins(w, s);
+      q45kSub4(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), xStride, sums);
+      const sm = q4kScaleMins(five, w, s);
       const sc = i32x4.extend_low_i16x8_u(sm), mn = i32x4.extend_high_i16x8_u(sm);
       t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));
       t1 = i32x4.add(t1, i32x4.mul(v128.load(sums, 16), sc));
@@ -207,15 +223,31 @@ export function gemmQ4K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
       m2 = i32x4.add(m2, i32x4.mul(mn, bsum32(xsum + 2 * sStride, s)));
       m3 = i32x4.add(m3, i32x4.mul(mn, bsum32(xsum + 3 * sStride, s)));
     }
-    a0 = q4kAccumulate(w, t0, m0, load<f32>(xd), a0);
-    a1 = q4kAccumulate(w, t1, m1, load<f32>(xd + dStride), a1);
-    a2 = q4kAccumulate(w, t2, m2, load<f32>(xd + 2 * dStride), a2);
-    a3 = q4kAccumulate(w, t3, m3, load<f32>(xd + 3 * dStride), a3);
+    a0 = q4kAccumulate(five, w, t0, m0, load<f32>(xd), a0);
+    a1 = q4kAccumulate(five, w, t1, m1, load<f32>(xd + dStride), a1);
+    a2 = q4kAccumulate(five, w, t2, m2, load<f32>(xd + 2 * dStride), a2);
+    a3 = q4kAccumulate(five, w, t3, m3, load<f32>(xd + 3 * dStride), a3);
   }
   v128.store(res, a0, 0);
   v128.store(res, a1, 16);
   v128.store(res, a2, 32);
   v128.store(res, a3, 48);
+}
+
+export function gemvQ4K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ45K(false, w, xq, xd, xsum, nsb);
+}
+
+export function gemvQ5K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ45K(true, w, xq, xd, xsum, nsb);
+}
+
+export function gemmQ4K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ45K(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+export function gemmQ5K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ45K(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 // ---- Q6_K ----------------------------------------------------------------------

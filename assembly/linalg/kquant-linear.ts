@@ -6,9 +6,9 @@
 // through gemv<F>; both do the same float steps per output (kquant-dot.ts),
 // so outputs are independent of T, the batch and the thread count.
 
-import { gemmQ4K, gemmQ6K, gemvQ4K, gemvQ6K } from "./kquant-dot";
+import { gemmQ4K, gemmQ5K, gemmQ6K, gemvQ4K, gemvQ5K, gemvQ6K } from "./kquant-dot";
 import { XSHIFT } from "./kquant-activation";
-import { FMT_Q4_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
+import { FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
 
 @unmanaged class KquantLinearArgs {
   /** Packed weight: [quads][nsb] tiles. */
@@ -62,6 +62,7 @@ import { FMT_Q4_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout
     for (; t + 4 <= a.tokens; t += 4) {
       const ut = <usize>t;
       if (format == FMT_Q4_K) gemmQ4K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      else if (format == FMT_Q5_K) gemmQ5K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else gemmQ6K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       const out = a.out + ut * outStride;
       storeQuad(out, row0, a.rows, v128.load(res), a.bias);
@@ -73,6 +74,8 @@ import { FMT_Q4_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout
       const ut = <usize>t;
       const r = format == FMT_Q4_K
         ? gemvQ4K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
+        : format == FMT_Q5_K
+        ? gemvQ5K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : gemvQ6K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb);
       storeQuad(a.out + ut * outStride, row0, a.rows, r, a.bias);
     }
@@ -81,6 +84,10 @@ import { FMT_Q4_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout
 
 export function task_linear_q4_k(item: i32, tid: i32, args: usize): void {
   kquantLinear(FMT_Q4_K, item, tid, args);
+}
+
+export function task_linear_q5_k(item: i32, tid: i32, args: usize): void {
+  kquantLinear(FMT_Q5_K, item, tid, args);
 }
 
 export function task_linear_q6_k(item: i32, tid: i32, args: usize): void {

@@ -1,5 +1,5 @@
 /**
- * Suite `gguf-kernels`: the native ggml linear kernels (Q4_K, Q6_K, and Q8_0
+ * Suite `gguf-kernels`: the native ggml linear kernels (Q4_K, Q5_K, Q6_K, and Q8_0
  * kept as kvflash q8) against kvflash's own q8 in the same process, on
  * Qwen2.5-1.5B's projection shapes (hidden 1536, intermediate 8960, 12 heads ×
  * 128, 2 KV heads: every width a multiple of ggml's 256-value superblock).
@@ -33,11 +33,12 @@ const LAYER: Projection[] = [
 ];
 const ROTATION_BYTES = 128 << 20;
 /** What each row's weights are: kvflash q8 converted from floats, or ggml blocks kept native. */
-const FORMATS = ["q8", "Q8_0", "Q4_K", "Q6_K"] as const;
+const FORMATS = ["q8", "Q8_0", "Q4_K", "Q5_K", "Q6_K"] as const;
 type BenchFormat = (typeof FORMATS)[number];
 const BLOCK: Readonly<Record<GgmlNativeType, { size: number; bytes: number; scales: number[] }>> = {
   Q8_0: { size: 32, bytes: 34, scales: [0] },
   Q4_K: { size: 256, bytes: 144, scales: [0, 2] },
+  Q5_K: { size: 256, bytes: 176, scales: [0, 2] },
   Q6_K: { size: 256, bytes: 210, scales: [208] },
 };
 
@@ -107,7 +108,7 @@ function interleaved(calls: readonly (() => void)[], rounds: number, timing: { m
 export const ggufKernels: Suite = {
   name: "gguf-kernels",
   bothKernels: true,
-  description: "native ggml Q4_K / Q6_K / Q8_0 linear GEMV and GEMM vs kvflash q8, interleaved in one process, Qwen2.5-1.5B shapes",
+  description: "native ggml Q4_K / Q5_K / Q6_K / Q8_0 linear GEMV and GEMM vs kvflash q8, interleaved in one process, Qwen2.5-1.5B shapes",
   run({ rt, quick, ceilings, log }): Row[] {
     const rows: Row[] = [];
     const timing = quick ? { minReps: 3, minTimeMs: 20 } : { minReps: 3, minTimeMs: 60 };

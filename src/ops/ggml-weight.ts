@@ -6,6 +6,7 @@
  *   ggml type  Weight format  what is kept
  *   Q8_0       q8             the int8 codes; the f16 scale as f32 (exact)
  *   Q4_K       q4_k           codes, 6-bit sub-block scales and mins, f16 d and dmin
+ *   Q5_K       q5_k           the same, with the 5th bit of each code
  *   Q6_K       q6_k           codes, int8 sub-block scales, f16 d
  *
  * (assembly/linalg/ggml-pack.ts repacks the blocks into the SIMD tiles, on
@@ -23,6 +24,7 @@ import { WEIGHT_FORMAT_CODE, Weight, type StorageFormat, tileShape, weightBytes 
 export const GGML_NATIVE = {
   Q8_0: { blockSize: 32, typeSize: 34, format: "q8" },
   Q4_K: { blockSize: 256, typeSize: 144, format: "q4_k" },
+  Q5_K: { blockSize: 256, typeSize: 176, format: "q5_k" },
   Q6_K: { blockSize: 256, typeSize: 210, format: "q6_k" },
 } as const satisfies Record<string, { blockSize: number; typeSize: number; format: StorageFormat }>;
 export type GgmlNativeType = keyof typeof GGML_NATIVE;

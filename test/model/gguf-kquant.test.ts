@@ -99,3 +99,21 @@ test("a Q4_K_M file's decode step equals the same tokens in a prefill batch (GEM
     m.runner.dispose();
   }
 });
+
+test(`a Q5_K file under auto keeps q5_k weights, logits within ${NATIVE_VS_F32} of the f32 decode`, () => {
+  const dir = writeTinyModel(join(root, "q5k-src"), { arch: "qwen3", seed: 3, ...SHAPE }).dir;
+  const file = join(root, "q5k.gguf");
+  convertModelDirToGguf(dir, file, { type: "Q5_K" });
+  const run = (weights: "auto" | "f32") => loadModel(rt, file, { weights, kvDtype: "f32", numBlocks: 2, blockSize: 16, progress: false, maxBatchTokens: 16 });
+  const native = run("auto");
+  const f32 = run("f32");
+  try {
+    const w = native.runner.weights;
+    assert.deepEqual([w.format, w.layers[1]!.qkv.format, w.layers[1]!.down.format, w.embedding.format], ["q5_k", "q5_k", "q5_k", "q5_k"]);
+    const err = relErr(native.runner.forward(batch()), f32.runner.forward(batch()));
+    assert.ok(err <= NATIVE_VS_F32, `native vs f32 decode: ${err}`);
+  } finally {
+    native.runner.dispose();
+    f32.runner.dispose();
+  }
+});

@@ -1,4 +1,4 @@
-// Native ggml weights (Q8_0, Q4_K, Q6_K kept as the file stores them) against
+// Native ggml weights (Q8_0, Q4_K, Q5_K, Q6_K kept as the file stores them) against
 // the float64 reference: the repacked Weight decodes to ggml's
 // dequantize_row_* values, and linear (GEMV at T = 1, GEMM at T ≥ 4) matches
 // the reference on awkward shapes (rows not a multiple of the tile, several
@@ -40,7 +40,7 @@ import { linearMagnitude, linearReference, quantizeActivationReference } from ".
 import { encodeMiniFloat, F16 } from "../../src/tensor/minifloat.js";
 import { assertWithin, randn, rng } from "../helpers/random.js";
 
-const TYPES: GgmlNativeType[] = ["Q4_K", "Q6_K", "Q8_0"];
+const TYPES: GgmlNativeType[] = ["Q4_K", "Q5_K", "Q6_K", "Q8_0"];
 
 /** Raw random blocks of `type` for a [rows, cols] matrix: random bytes, the f16 super-scales set to finite values. */
 function randomBlocks(type: GgmlNativeType, rows: number, cols: number, seed: number): Uint8Array {
@@ -54,7 +54,7 @@ function randomBlocks(type: GgmlNativeType, rows: number, cols: number, seed: nu
   };
   for (let at = 0; at < bytes.length; at += t.typeSize) {
     if (type === "Q8_0") f16(at, (r() - 0.5) * 0.02);
-    else if (type === "Q4_K") {
+    else if (type === "Q4_K" || type === "Q5_K") {
       f16(at, (r() - 0.5) * 0.004);
       f16(at + 2, r() * 0.004);
     } else f16(at + 208, (r() - 0.5) * 0.002);
@@ -171,9 +171,9 @@ describe("native ggml weights", () => {
     });
   }
 
-  test("a stack of Q4_K, Q6_K and Q8_0 parts (a Q4_K_M fused QKV) is one linear over all its rows", () => {
+  test("a stack of Q4_K, Q6_K, Q8_0 and Q5_K parts (a Q4_K_M fused QKV, and more) is one linear over all its rows", () => {
     const cols = 512;
-    const parts: [GgmlNativeType, number][] = [["Q4_K", 12], ["Q4_K", 5], ["Q6_K", 6], ["Q8_0", 3]];
+    const parts: [GgmlNativeType, number][] = [["Q4_K", 12], ["Q4_K", 5], ["Q6_K", 6], ["Q8_0", 3], ["Q5_K", 2]];
     const bytes = parts.map(([type, rows], i) => blocks(type, rows, cols, 40 + i, i % 2 === 0));
     const w = stackWeights(rt, parts.map(([type, rows], i) => weightOf(type, bytes[i]!, rows, cols)));
     made.splice(made.length - parts.length, parts.length, w);
@@ -204,7 +204,7 @@ describe("native ggml weights", () => {
       assert.ok((dq.data() as Float32Array).every(Number.isFinite), "the stack decodes every row");
       for (const t of [x, out, bias, dq]) rt.free(t);
     }
-    assert.equal(w.byteLength, 608 * 3 * 2 + 608 * 2 * 2 + 848 * 2 * 2 + 288 * 1 * 16);
+    assert.equal(w.byteLength, 608 * 3 * 2 + 608 * 2 * 2 + 848 * 2 * 2 + 288 * 1 * 16 + 736 * 1 * 2);
   });
 
   test("bad sources are refused with the argument named", () => {
