@@ -1,12 +1,13 @@
 // Native ggml weights: rows of ggml blocks as a GGUF file stores them →
 // the packed layouts the linear kernels read, without requantizing:
-//   Q8_0 → q8 tiles (layout.ts): the same int8 codes, the f16 scale widened to f32 (exact);
+//   Q8_0, Q5_0 → q8 tiles (layout.ts): the same codes (Q5_0's q − 16), the f16 scale widened to f32 (exact);
 //   Q4_K, Q5_K, Q6_K → K-quant tiles (kquant-layout.ts): the same codes, scales and mins.
 // And the way back for K-quant tiles (one row → f32, with ggml's own f32
 // steps), which the embedding lookup and dequantizeWeight use.
 //
 // ggml blocks (ggml-common.h), one row's 256 values (32 for Q8_0):
 //   block_q8_0 34 B:  f16 d · i8 qs[32]
+//   block_q5_0 22 B:  f16 d · u32 qh (5th bits) · u8 qs[16] (codes j, j + 16 in a byte's nibbles); x = d·(q − 16)
 //   block_q4_K 144 B: f16 d · f16 dmin · u8 scales[12] (6-bit scale and min of 8 sub-blocks,
 //                     get_scale_min_k4) · u8 qs[128] (sub-blocks 2i, 2i + 1 share bytes 32i..32i+31:
 //                     low nibble, high nibble)
@@ -15,23 +16,32 @@
 //   block_q6_K 210 B: u8 ql[128] · u8 qh[64] · i8 scales[16] · f16 d
 
 import { decodeF16 } from "../tensor/dtype";
-import { BLOCK, GROUP, HALF_Q8, Q8_SCALES, TILE_Q8 } from "./layout";
-import { FMT_Q4_K, FMT_Q5_K, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_HIGH, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes } from "./kquant-layout";
+import { BLOCK, FMT_Q8, GROUP, HALF_Q8, Q8_SCALES, TILE_Q8 } from "./layout";
+import { FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_HIGH, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes } from "./kquant-layout";
 
 const Q8_0_BYTES: i32 = 34;
+const Q5_0_BYTES: i32 = 22;
 const Q4_K_BYTES: i32 = 144;
 const Q5_K_BYTES: i32 = 176;
 const Q6_K_BYTES: i32 = 210;
+
+/** ggml type ids (ggml.h enum ggml_type). */
+const GGML_Q5_0: i32 = 6;
+const GGML_Q8_0: i32 = 8;
+const GGML_Q4_K: i32 = 12;
+const GGML_Q5_K: i32 = 13;
 
 @unmanaged class GgmlPackArgs {
   /** ggml rows [srcRows][nb blocks], contiguous. */
   src: usize;
   srcRows: i32;
+  /** The weight row source row 0 becomes: a multiple of the tile rows (8 for q8, 4 for K-quants). */
+  rowOffset: i32;
   /** Packed weight (layout.ts for q8, kquant-layout.ts for K-quants). */
   w: usize;
-  /** FMT_Q8 (from Q8_0), FMT_Q4_K or FMT_Q6_K. */
-  format: i32;
-  /** Blocks per row: cols / 32 (Q8_0) or cols / 256 (K-quants). */
+  /** The ggml type of the source blocks: Q8_0, Q5_0 (→ q8), Q4_K, Q5_K, Q6_K. */
+  type: i32;
+  /** Blocks per row: cols / 32 (Q8_0, Q5_0) or cols / 256 (K-quants). */
   nb: i32;
 }
 
@@ -88,25 +98,40 @@ function packQ6K(p: usize, tile: usize, r: i32): void {
   }
 }
 
-/** One block_q8_0 at p → lane r of half h of a q8 tile (layout.ts); a −128 code (never written by ggml) becomes −127. */
-function packQ8(p: usize, tile: usize, row: i32): void {
+/**
+ * One block_q8_0 or block_q5_0 at p → the lane of `row` in its half of a q8 tile
+ * (layout.ts): Q8_0's codes as they are (a −128, never written by ggml, becomes
+ * −127), Q5_0's q − 16 ∈ [−16, 15]; the f16 scale as f32. Both exact.
+ */
+function packQ8(q5: bool, p: usize, tile: usize, row: i32): void {
   const half = tile + <usize>(((row >> 2) & 1) * HALF_Q8);
   const r = <usize>(row & 3);
   store<f32>(half + Q8_SCALES + (r << 2), decodeF16(<u32>load<u16>(p)));
-  for (let c = 0; c < BLOCK; c++) store<i8>(half + (<usize>(c >> 1) << 3) + (r << 1) + <usize>(c & 1), <i8>max<i32>(-127, <i32>load<i8>(p + 2 + <usize>c)));
+  const qh = q5 ? load<u32>(p, 2) : 0;
+  for (let c = 0; c < BLOCK; c++) {
+    let q: i32;
+    if (q5) {
+      // ggml: code j = qs[j] & 15, code j + 16 = qs[j] >> 4; bit 4 of code c is bit c of qh.
+      const nib = (<i32>load<u8>(p + 6 + <usize>(c & 15)) >> ((c >> 4) << 2)) & 15;
+      q = (nib | (<i32>((qh >> <u32>c) & 1) << 4)) - 16;
+    } else q = max<i32>(-127, <i32>load<i8>(p + 2 + <usize>c));
+    store<i8>(half + (<usize>(c >> 1) << 3) + (r << 1) + <usize>(c & 1), <i8>q);
+  }
 }
 
 /**
- * Item i packs row group i (q8: 8 rows) or quad i (K-quants: 4 rows), every
- * block, zeroing the tiles first so that rows past srcRows stay zero.
+ * Item i packs row group rowOffset / 8 + i (q8: 8 rows) or quad rowOffset / 4 + i
+ * (K-quants: 4 rows), every block, zeroing the tiles first so that rows past
+ * the source stay zero.
  */
 export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
   const a = changetype<GgmlPackArgs>(args);
-  const q8 = a.format < FMT_Q4_K;
+  const q8 = a.type == GGML_Q8_0 || a.type == GGML_Q5_0;
+  const format = q8 ? FMT_Q8 : a.type == GGML_Q4_K ? FMT_Q4_K : a.type == GGML_Q5_K ? FMT_Q5_K : FMT_Q6_K;
   const rowsPerItem = q8 ? GROUP : QUAD;
-  const tb = <usize>(q8 ? TILE_Q8 : kquantTileBytes(a.format));
-  const srcBlock = <usize>(q8 ? Q8_0_BYTES : a.format == FMT_Q4_K ? Q4_K_BYTES : a.format == FMT_Q5_K ? Q5_K_BYTES : Q6_K_BYTES);
-  const tiles = a.w + <usize>item * <usize>a.nb * tb;
+  const tb = <usize>(q8 ? TILE_Q8 : kquantTileBytes(format));
+  const srcBlock = <usize>(a.type == GGML_Q8_0 ? Q8_0_BYTES : a.type == GGML_Q5_0 ? Q5_0_BYTES : format == FMT_Q4_K ? Q4_K_BYTES : format == FMT_Q5_K ? Q5_K_BYTES : Q6_K_BYTES);
+  const tiles = a.w + <usize>(a.rowOffset / rowsPerItem + item) * <usize>a.nb * tb;
   memory.fill(tiles, 0, <usize>a.nb * tb);
   const r1 = min(rowsPerItem, a.srcRows - item * rowsPerItem);
   for (let r = 0; r < r1; r++) {
@@ -114,9 +139,9 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
     let p = a.src + <usize>row * <usize>a.nb * srcBlock;
     for (let b = 0; b < a.nb; b++, p += srcBlock) {
       const tile = tiles + <usize>b * tb;
-      if (q8) packQ8(p, tile, row);
-      else if (a.format == FMT_Q4_K) packQ45K(false, p, tile, r);
-      else if (a.format == FMT_Q5_K) packQ45K(true, p, tile, r);
+      if (q8) packQ8(a.type == GGML_Q5_0, p, tile, row);
+      else if (format == FMT_Q4_K) packQ45K(false, p, tile, r);
+      else if (format == FMT_Q5_K) packQ45K(true, p, tile, r);
       else packQ6K(p, tile, r);
     }
   }

@@ -14,7 +14,7 @@
  * not 1.56 × the q8 size).
  */
 import { ArgumentError } from "../errors.js";
-import { GgmlMatrix, concatGgml, createGgmlWeight, stackRuns } from "../ops/ggml-weight.js";
+import { GgmlMatrix, createGgmlWeight, stackRuns } from "../ops/ggml-weight.js";
 import { type StorageFormat, type Weight, type WeightFormat, WEIGHT_FORMATS, createWeight, stackWeights } from "../ops/weight.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkOneOf } from "../tensor/check.js";
@@ -187,14 +187,8 @@ export function buildDecoderWeights(rt: Runtime, options: BuildWeightsOptions): 
     const parts: Weight[] = [];
     try {
       for (const run of runs) {
-        if (run[0] instanceof GgmlMatrix) {
-          const m = concatGgml(r, run as GgmlMatrix[]);
-          try {
-            parts.push(createGgmlWeight(r, { source: m, label: `${label} ${m.type}` }));
-          } finally {
-            if (m !== run[0]) r.free(m.bytes);
-          }
-        } else parts.push(createWeight(r, { source: run as Tensor[], format, label: `${label} ${format}` }));
+        if (run[0] instanceof GgmlMatrix) parts.push(createGgmlWeight(r, { source: run as GgmlMatrix[], label: `${label} ${run[0].format}` }));
+        else parts.push(createWeight(r, { source: run as Tensor[], format, label: `${label} ${format}` }));
       }
     } catch (e) {
       for (const p of parts) p.free();

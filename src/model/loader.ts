@@ -205,7 +205,7 @@ export function loadModel(rt: Runtime, dir: string, options: LoadModelOptions = 
   const gguf = isGgufPath(dir) ? openGgufModel(dir) : null; // a .gguf file instead of a directory (gguf/gguf-model.ts)
   const info = gguf ?? openModelDir(dir);
   const { config } = info;
-  // A GGUF under "auto" keeps its Q8_0 / Q4_K / Q5_K / Q6_K matrices as they are (gguf/gguf-model.ts); `format` is for the rest.
+  // A GGUF under "auto" keeps its Q8_0 / Q5_0 / Q4_K / Q5_K / Q6_K matrices as they are (gguf/gguf-model.ts); `format` is for the rest.
   const ggufWeights = gguf ? resolveGgufWeights(options.weights, gguf) : null;
   const format = ggufWeights ? ggufWeights.format : resolveWeightFormat(options.weights, config);
   // Sizes, KV blocks, placement and the fit check: fail before loading anything.

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { type Runtime, WeightStack, createRuntime, loadModel } from "../../src/index.js";
+import { type Runtime, WeightStack, createRuntime, dequantizeWeight, loadModel } from "../../src/index.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
 import { ggufWeightSizes, openGgufModel, resolveGgufWeights } from "../../src/model/gguf/gguf-model.js";
@@ -110,6 +110,34 @@ test(`a Q5_K file under auto keeps q5_k weights, logits within ${NATIVE_VS_F32} 
   try {
     const w = native.runner.weights;
     assert.deepEqual([w.format, w.layers[1]!.qkv.format, w.layers[1]!.down.format, w.embedding.format], ["q5_k", "q5_k", "q5_k", "q5_k"]);
+    const err = relErr(native.runner.forward(batch()), f32.runner.forward(batch()));
+    assert.ok(err <= NATIVE_VS_F32, `native vs f32 decode: ${err}`);
+  } finally {
+    native.runner.dispose();
+    f32.runner.dispose();
+  }
+});
+
+test("Q4_K_M of a model whose widths are not multiples of 256: llama.cpp's Q5_0 / Q8_0 fallbacks are kept exactly as q8, Q6_K natively", () => {
+  // hidden 160: q, k, o, gate, up and token_embd fall back to Q5_0, v and output to Q8_0; down (cols 512) stays Q6_K.
+  const dir = writeTinyModel(join(root, "odd-src"), { arch: "llama", seed: 9, ...SHAPE, hiddenSize: 160 }).dir;
+  const file = join(root, "odd.gguf");
+  const types = convertModelDirToGguf(dir, file, { type: "Q4_K_M" });
+  assert.deepEqual(new Set(types.values()), new Set(["Q5_0", "Q8_0", "Q6_K", "F32"]));
+  const run = (weights: "auto" | "f32") => loadModel(rt, file, { weights, kvDtype: "f32", numBlocks: 2, blockSize: 16, progress: false, maxBatchTokens: 16 });
+  const native = run("auto");
+  const f32 = run("f32");
+  try {
+    const w = native.runner.weights;
+    assert.deepEqual([w.layers[0]!.qkv.format, w.layers[0]!.qkv instanceof WeightStack, w.layers[0]!.down.format, w.embedding.format], ["q8", false, "q6_k", "q8"]);
+    // The q8 rows hold the file's values exactly: decoded, they equal the f32 load's matrix.
+    const a = rt.tensor("f32", [w.layers[0]!.qkv.rows, 160]);
+    const b = rt.tensor("f32", [w.layers[0]!.qkv.rows, 160]);
+    dequantizeWeight(rt, { weight: w.layers[0]!.qkv, out: a });
+    dequantizeWeight(rt, { weight: f32.runner.weights.layers[0]!.qkv, out: b });
+    assert.deepEqual(a.data(), b.data());
+    rt.free(a);
+    rt.free(b);
     const err = relErr(native.runner.forward(batch()), f32.runner.forward(batch()));
     assert.ok(err <= NATIVE_VS_F32, `native vs f32 decode: ${err}`);
   } finally {

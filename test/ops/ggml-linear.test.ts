@@ -1,4 +1,4 @@
-// Native ggml weights (Q8_0, Q4_K, Q5_K, Q6_K kept as the file stores them) against
+// Native ggml weights (Q8_0, Q5_0, Q4_K, Q5_K, Q6_K kept as the file stores them) against
 // the float64 reference: the repacked Weight decodes to ggml's
 // dequantize_row_* values, and linear (GEMV at T = 1, GEMM at T ≥ 4) matches
 // the reference on awkward shapes (rows not a multiple of the tile, several
@@ -21,6 +21,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
+  GGML_NATIVE,
   GgmlMatrix,
   type GgmlNativeType,
   type Runtime,
@@ -40,7 +41,7 @@ import { linearMagnitude, linearReference, quantizeActivationReference } from ".
 import { encodeMiniFloat, F16 } from "../../src/tensor/minifloat.js";
 import { assertWithin, randn, rng } from "../helpers/random.js";
 
-const TYPES: GgmlNativeType[] = ["Q4_K", "Q5_K", "Q6_K", "Q8_0"];
+const TYPES: GgmlNativeType[] = ["Q4_K", "Q5_K", "Q6_K", "Q8_0", "Q5_0"];
 
 /** Raw random blocks of `type` for a [rows, cols] matrix: random bytes, the f16 super-scales set to finite values. */
 function randomBlocks(type: GgmlNativeType, rows: number, cols: number, seed: number): Uint8Array {
@@ -53,7 +54,7 @@ function randomBlocks(type: GgmlNativeType, rows: number, cols: number, seed: nu
     bytes[at + 1] = c >> 8;
   };
   for (let at = 0; at < bytes.length; at += t.typeSize) {
-    if (type === "Q8_0") f16(at, (r() - 0.5) * 0.02);
+    if (type === "Q8_0" || type === "Q5_0") f16(at, (r() - 0.5) * 0.02);
     else if (type === "Q4_K" || type === "Q5_K") {
       f16(at, (r() - 0.5) * 0.004);
       f16(at + 2, r() * 0.004);
@@ -61,6 +62,11 @@ function randomBlocks(type: GgmlNativeType, rows: number, cols: number, seed: nu
   }
   if (type === "Q8_0") for (let at = 0; at < bytes.length; at += t.typeSize) for (let j = 2; j < 34; j++) if (bytes[at + j] === 128) bytes[at + j] = 129; // ggml never writes −128
   return bytes;
+}
+
+/** Types kept as q8, whose kernels quantize the activation per 32 (Q8_0) rather than per 256 (Q8_K). */
+function perBlock32(type: GgmlNativeType | "stack"): boolean {
+  return type === "Q8_0" || type === "Q5_0";
 }
 
 /** The ggml blocks of a [rows, cols] matrix: quantized from random values, or raw random bytes. */
@@ -128,7 +134,7 @@ describe("native ggml weights", () => {
     const bv = c.bias ? randn(rows, seed + 1) : undefined;
     const bias = bv ? rt.tensor("f32", [rows]).set(bv) : undefined;
     linear(rt, { x, weight: w, out, ...(bias ? { bias } : {}) });
-    const xq = type === "Q8_0" ? quantizeActivationReference(xv, tokens, cols) : quantizeActivationQ8KReference(xv, tokens, cols);
+    const xq = perBlock32(type) ? quantizeActivationReference(xv, tokens, cols) : quantizeActivationQ8KReference(xv, tokens, cols);
     const ref = linearReference(xq, want, { tokens, rows, cols }, bv);
     const mag = linearMagnitude(xq, want, { tokens, rows, cols });
     const nb = cols / 32;
@@ -174,6 +180,7 @@ describe("native ggml weights", () => {
   test("a stack of Q4_K, Q6_K, Q8_0 and Q5_K parts (a Q4_K_M fused QKV, and more) is one linear over all its rows", () => {
     const cols = 512;
     const parts: [GgmlNativeType, number][] = [["Q4_K", 12], ["Q4_K", 5], ["Q6_K", 6], ["Q8_0", 3], ["Q5_K", 2]];
+    assert.equal(GGML_NATIVE.Q5_0.format, "q8");
     const bytes = parts.map(([type, rows], i) => blocks(type, rows, cols, 40 + i, i % 2 === 0));
     const w = stackWeights(rt, parts.map(([type, rows], i) => weightOf(type, bytes[i]!, rows, cols)));
     made.splice(made.length - parts.length, parts.length, w);
@@ -191,7 +198,7 @@ describe("native ggml weights", () => {
       let r0 = 0;
       parts.forEach(([type, pr], i) => {
         const want = decoded(type, bytes[i]!, pr * cols);
-        const xq = type === "Q8_0" ? quantizeActivationReference(xv, tokens, cols) : quantizeActivationQ8KReference(xv, tokens, cols);
+        const xq = perBlock32(type) ? quantizeActivationReference(xv, tokens, cols) : quantizeActivationQ8KReference(xv, tokens, cols);
         const pb = bv.subarray(r0, r0 + pr);
         const ref = linearReference(xq, want, { tokens, rows: pr, cols }, pb);
         const mag = linearMagnitude(xq, want, { tokens, rows: pr, cols });
@@ -212,5 +219,30 @@ describe("native ggml weights", () => {
     assert.throws(() => createGgmlWeight(rt, { source: new GgmlMatrix("Q4_K", raw, 2, 200) }), /source\.cols.*multiple of Q4_K's block of 256, got 200/);
     assert.throws(() => createGgmlWeight(rt, { source: new GgmlMatrix("Q4_K", raw, 3, 256) }), /source\.bytes/);
     rt.free(raw);
+  });
+});
+
+describe("native ggml weights stacked in one Weight", () => {
+  test("Q5_0 and Q8_0 rows (both q8) pack into one q8 Weight at tile-aligned row offsets; a misaligned stack is refused", async () => {
+    const rt = await createRuntime({ threads: 2 });
+    try {
+      const cols = 64;
+      const a = blocks("Q5_0", 16, cols, 1, true), b = blocks("Q8_0", 5, cols, 2, true);
+      const raw = (bytes: Uint8Array, rows: number) => rt.tensor("uint8", [rows, bytes.length / rows]).set(bytes);
+      const ra = raw(a, 16), rb = raw(b, 5);
+      const w = createGgmlWeight(rt, { source: [new GgmlMatrix("Q5_0", ra, 16, cols), new GgmlMatrix("Q8_0", rb, 5, cols)] });
+      assert.equal(w.format, "q8");
+      assert.equal(w.rows, 21);
+      const out = rt.tensor("f32", [21, cols]).fill(Number.NaN);
+      dequantizeWeight(rt, { weight: w, out });
+      const want = new Float64Array([...decoded("Q5_0", a, 16 * cols), ...decoded("Q8_0", b, 5 * cols)]);
+      assert.deepEqual(Array.from(out.data()), Array.from(want, Math.fround), "Q5_0 and Q8_0 decode exactly");
+      const r3 = raw(b.subarray(0, 3 * (b.length / 5)), 3);
+      assert.throws(() => createGgmlWeight(rt, { source: [new GgmlMatrix("Q8_0", r3, 3, cols), new GgmlMatrix("Q5_0", ra, 16, cols)] }), /source\[0\]\.rows.*multiple of 8/);
+      w.free();
+      for (const t of [ra, rb, r3, out]) rt.free(t);
+    } finally {
+      rt.dispose();
+    }
   });
 });
