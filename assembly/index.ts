@@ -16,3 +16,6 @@ export * from "./ops/rmsnorm";
 export * from "./ops/rope";
 export * from "./ops/activations";
 export * from "./ops/elementwise";
+export * from "./linalg/ggml-pack";
+export * from "./linalg/kquant-activation";
+export * from "./linalg/kquant-linear";

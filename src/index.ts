@@ -129,6 +129,8 @@ export {
   dequantizeWeight,
   weightBytes,
 } from "./ops/weight.js";
+export { type KquantFormat, type StorageFormat, KQUANT_FORMATS, WeightStack, stackWeights } from "./ops/weight.js";
+export { type CreateGgmlWeightOptions, type GgmlNativeType, GGML_NATIVE, GgmlMatrix, createGgmlWeight, isGgmlNativeType } from "./ops/ggml-weight.js";
 export { type LinearOptions, linear } from "./ops/linear.js";
 export { type EmbeddingOptions, embedding } from "./ops/embedding.js";
 export { type AddRmsNormOptions, type RmsNormOptions, addRmsNorm, rmsNorm } from "./ops/rmsnorm.js";

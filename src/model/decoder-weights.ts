@@ -14,7 +14,8 @@
  * not 1.56 × the q8 size).
  */
 import { ArgumentError } from "../errors.js";
-import { type Weight, type WeightFormat, WEIGHT_FORMATS, createWeight } from "../ops/weight.js";
+import { GgmlMatrix, createGgmlWeight, stackRuns } from "../ops/ggml-weight.js";
+import { type StorageFormat, type Weight, type WeightFormat, WEIGHT_FORMATS, createWeight, stackWeights } from "../ops/weight.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkOneOf } from "../tensor/check.js";
 import { convert } from "../tensor/convert.js";
@@ -51,9 +52,13 @@ export interface LayerWeights {
 /**
  * Hands out checkpoint tensors (f32, f16 or bf16, contiguous, in the memory
  * of `rt`, the view of the memory the group is placed in) by name, one group
- * at a time. The decoder weights free them after conversion.
+ * at a time, or for a matrix kept in its ggml type (a GGUF under "auto") its
+ * raw blocks as a GgmlMatrix. The decoder weights free them after conversion.
  */
-export type TensorSource = (names: readonly string[], rt: Runtime) => Map<string, Tensor>;
+export type TensorSource = (names: readonly string[], rt: Runtime) => Map<string, Tensor | GgmlMatrix>;
+
+/** A checkpoint tensor as the source hands it out. */
+type Source = Tensor | GgmlMatrix;
 
 /** The memory of each load group (see weightGroups): embedding, every layer, then the final norm and LM head. */
 export interface GroupMemories {
@@ -74,7 +79,8 @@ export interface BuildWeightsOptions {
 }
 
 export class DecoderWeights {
-  readonly format: WeightFormat;
+  /** The format of the matrices (with native ggml weights: the one holding the most bytes). */
+  readonly format: StorageFormat;
   /** [V, h]: embed_tokens, read one row per token. */
   readonly embedding: Weight;
   readonly layers: readonly LayerWeights[];
@@ -86,7 +92,7 @@ export class DecoderWeights {
   #freed = false;
 
   /** @internal use buildDecoderWeights() */
-  constructor(rt: Runtime, format: WeightFormat, embedding: Weight, layers: LayerWeights[], finalNorm: Tensor, lmHead: Weight) {
+  constructor(rt: Runtime, format: StorageFormat, embedding: Weight, layers: LayerWeights[], finalNorm: Tensor, lmHead: Weight) {
     this.#rt = rt;
     this.format = format;
     this.embedding = embedding;
@@ -174,24 +180,45 @@ export function buildDecoderWeights(rt: Runtime, options: BuildWeightsOptions): 
     made.push(x instanceof Tensor ? { free: () => owner.free(x) } : x);
     return x;
   };
-  const weight = (source: Tensor | Tensor[], label: string): Weight => keep(createWeight(r, { source, format, label: `${label} ${format}` }));
+  const bytesOf = new Map<StorageFormat, number>(); // matrix bytes per format, for `format` below
+  /** One Weight of the parts stacked along rows: float sources converted to `format`, ggml matrices kept (ggml-weight.ts). */
+  const weight = (source: Source | Source[], label: string): Weight => {
+    const runs = stackRuns(Array.isArray(source) ? source : [source], (p) => ({ native: p instanceof GgmlMatrix ? p.type : null, rows: p instanceof GgmlMatrix ? p.rows : p.shape[0]! }));
+    const parts: Weight[] = [];
+    try {
+      for (const run of runs) {
+        if (run[0] instanceof GgmlMatrix) parts.push(createGgmlWeight(r, { source: run as GgmlMatrix[], label: `${label} ${run[0].format}` }));
+        else parts.push(createWeight(r, { source: run as Tensor[], format, label: `${label} ${format}` }));
+      }
+    } catch (e) {
+      for (const p of parts) p.free();
+      throw e;
+    }
+    for (const p of parts) bytesOf.set(p.format, (bytesOf.get(p.format) ?? 0) + p.byteLength);
+    return keep(stackWeights(r, parts));
+  };
   const f32 = (parts: Tensor[], label: string): Tensor => keep(f32Concat(r, parts, label));
 
   /** Takes group g from the source into its memory, checks it has every name, runs `build`, frees the group. */
-  const withGroup = <T>(g: number, build: (get: (name: string) => Tensor) => T): T => {
+  const withGroup = <T>(g: number, build: (get: (name: string) => Source, tensor: (name: string) => Tensor) => T): T => {
     r = memoryOf(g);
     const tensors = options.source(groups[g]!, r);
     try {
-      const get = (name: string): Tensor => {
+      const get = (name: string): Source => {
         const t = tensors.get(name);
         if (!t) throw new ArgumentError("source", `did not provide tensor ${name}`);
         return t;
       };
-      const out = build(get);
+      const tensor = (name: string): Tensor => {
+        const t = get(name);
+        if (t instanceof GgmlMatrix) throw new ArgumentError("source", `provided ${name} as ${t.type} blocks; it must be a float tensor`);
+        return t;
+      };
+      const out = build(get, tensor);
       options.onGroup?.(g + 1, groups.length);
       return out;
     } finally {
-      for (const t of tensors.values()) r.free(t);
+      for (const t of tensors.values()) r.free(t instanceof GgmlMatrix ? t.bytes : t);
     }
   };
 
@@ -200,32 +227,34 @@ export function buildDecoderWeights(rt: Runtime, options: BuildWeightsOptions): 
     const layers: LayerWeights[] = [];
     for (let l = 0; l < config.numLayers; l++) {
       layers.push(
-        withGroup(1 + l, (get) => {
+        withGroup(1 + l, (get, tensor) => {
           const p = `model.layers.${l}`;
-          const attn = (m: string, s: string) => get(`${p}.self_attn.${m}.${s}`);
-          const mlp = (m: string, s: string) => get(`${p}.mlp.${m}.${s}`);
+          const attn = (m: string) => get(`${p}.self_attn.${m}.weight`);
+          const mlp = (m: string) => get(`${p}.mlp.${m}.weight`);
+          const vec = (m: string) => tensor(`${p}.${m}`);
           return {
-            inputNorm: f32([get(`${p}.input_layernorm.weight`)], `layer ${l} input_layernorm`),
-            qkv: weight([attn("q_proj", "weight"), attn("k_proj", "weight"), attn("v_proj", "weight")], `layer ${l} qkv_proj`),
-            qkvBias: config.qkvBias ? f32([attn("q_proj", "bias"), attn("k_proj", "bias"), attn("v_proj", "bias")], `layer ${l} qkv bias`) : null,
-            qNorm: config.qkNorm ? f32([attn("q_norm", "weight")], `layer ${l} q_norm`) : null,
-            kNorm: config.qkNorm ? f32([attn("k_norm", "weight")], `layer ${l} k_norm`) : null,
-            o: weight(attn("o_proj", "weight"), `layer ${l} o_proj`),
-            oBias: config.oProjBias ? f32([attn("o_proj", "bias")], `layer ${l} o_proj bias`) : null,
-            postNorm: f32([get(`${p}.post_attention_layernorm.weight`)], `layer ${l} post_attention_layernorm`),
-            gateUp: weight([mlp("gate_proj", "weight"), mlp("up_proj", "weight")], `layer ${l} gate_up_proj`),
-            gateUpBias: config.mlpBias ? f32([mlp("gate_proj", "bias"), mlp("up_proj", "bias")], `layer ${l} gate_up bias`) : null,
-            down: weight(mlp("down_proj", "weight"), `layer ${l} down_proj`),
-            downBias: config.mlpBias ? f32([mlp("down_proj", "bias")], `layer ${l} down_proj bias`) : null,
+            inputNorm: f32([vec("input_layernorm.weight")], `layer ${l} input_layernorm`),
+            qkv: weight([attn("q_proj"), attn("k_proj"), attn("v_proj")], `layer ${l} qkv_proj`),
+            qkvBias: config.qkvBias ? f32([vec("self_attn.q_proj.bias"), vec("self_attn.k_proj.bias"), vec("self_attn.v_proj.bias")], `layer ${l} qkv bias`) : null,
+            qNorm: config.qkNorm ? f32([vec("self_attn.q_norm.weight")], `layer ${l} q_norm`) : null,
+            kNorm: config.qkNorm ? f32([vec("self_attn.k_norm.weight")], `layer ${l} k_norm`) : null,
+            o: weight(attn("o_proj"), `layer ${l} o_proj`),
+            oBias: config.oProjBias ? f32([vec("self_attn.o_proj.bias")], `layer ${l} o_proj bias`) : null,
+            postNorm: f32([vec("post_attention_layernorm.weight")], `layer ${l} post_attention_layernorm`),
+            gateUp: weight([mlp("gate_proj"), mlp("up_proj")], `layer ${l} gate_up_proj`),
+            gateUpBias: config.mlpBias ? f32([vec("mlp.gate_proj.bias"), vec("mlp.up_proj.bias")], `layer ${l} gate_up bias`) : null,
+            down: weight(mlp("down_proj"), `layer ${l} down_proj`),
+            downBias: config.mlpBias ? f32([vec("mlp.down_proj.bias")], `layer ${l} down_proj bias`) : null,
           };
         }),
       );
     }
-    const { finalNorm, lmHead } = withGroup(config.numLayers + 1, (get) => ({
-      finalNorm: f32([get("model.norm.weight")], "model.norm"),
+    const { finalNorm, lmHead } = withGroup(config.numLayers + 1, (get, tensor) => ({
+      finalNorm: f32([tensor("model.norm.weight")], "model.norm"),
       lmHead: config.tieWordEmbeddings ? embedding : weight(get("lm_head.weight"), "lm_head"),
     }));
-    return new DecoderWeights(rt, format, embedding, layers, finalNorm, lmHead);
+    const held = [...bytesOf].sort((a, b) => b[1] - a[1])[0]![0];
+    return new DecoderWeights(rt, held, embedding, layers, finalNorm, lmHead);
   } catch (e) {
     for (const m of made) m.free();
     throw e;

@@ -19,7 +19,7 @@
 import { ArgumentError, OutOfMemoryError, show } from "../errors.js";
 import { KV_CACHE_DTYPES, type KvCacheDType, type KvDtypeSetting } from "../kv/kv-quant.js";
 import { PagedKvCache } from "../kv/paged-kv-cache.js";
-import { WEIGHT_FORMATS, type WeightFormat, type WeightsSetting } from "../ops/weight.js";
+import { type StorageFormat, WEIGHT_FORMATS, type WeightFormat, type WeightsSetting } from "../ops/weight.js";
 import { formatBytes } from "../runtime/allocator.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
@@ -29,8 +29,8 @@ import type { ModelConfig } from "./config.js";
 import { type DecoderWeights, type TensorSource, buildDecoderWeights } from "./decoder-weights.js";
 import { Decoder } from "./decoder.js";
 import type { GenerationConfig } from "./generation-config.js";
-import { ggufTensorSource, isGgufPath, openGgufModel, resolveGgufWeightFormat } from "./gguf/gguf-model.js";
-import { type MachineMemory, type MemoryPlan, kvBytesPerLayerBlock, planModelMemory } from "./memory-plan.js";
+import { ggufTensorSource, ggufWeightSizes, isGgufPath, openGgufModel, resolveGgufWeights } from "./gguf/gguf-model.js";
+import { type MachineMemory, type MemoryPlan, type WeightSizes, kvBytesPerLayerBlock, planModelMemory } from "./memory-plan.js";
 import { openModelDir } from "./model-dir.js";
 import { LoadProgress, type ProgressOptions } from "./progress.js";
 import { freeTensors, loadSafetensors } from "./safetensors.js";
@@ -129,7 +129,7 @@ export function kvBytesPerBlock(config: ModelConfig, blockSize: number, dtype: K
  * KV blocks, placement, the fit check) for `format` weights, before anything
  * is allocated or read.
  */
-export function planRunner(config: ModelConfig, format: WeightFormat, options: RunnerOptions = {}, sourceElementBytes = 2): MemoryPlan {
+export function planRunner(config: ModelConfig, format: StorageFormat, options: RunnerOptions = {}, sourceElementBytes = 2, weightSizes?: WeightSizes): MemoryPlan {
   const kvDtype = resolveKvDtype(options.kvDtype, config);
   const blockSize = checkInt("blockSize", options.blockSize ?? 16, { min: 1, max: 256 });
   if (options.numBlocks !== undefined && options.kvCacheBytes !== undefined) {
@@ -146,6 +146,7 @@ export function planRunner(config: ModelConfig, format: WeightFormat, options: R
     maxBatchTokens: checkInt("maxBatchTokens", options.maxBatchTokens ?? 512, { min: 1 }),
     maxLogitRows: checkInt("maxLogitRows", options.maxLogitRows ?? 16, { min: 1 }),
     sourceElementBytes,
+    ...(weightSizes === undefined ? {} : { weightSizes }),
     ...(options.memoryBytes === undefined ? {} : { memoryBytes: options.memoryBytes }),
     ...(options.machine === undefined ? {} : { machine: options.machine }),
   });
@@ -204,17 +205,20 @@ export function loadModel(rt: Runtime, dir: string, options: LoadModelOptions = 
   const gguf = isGgufPath(dir) ? openGgufModel(dir) : null; // a .gguf file instead of a directory (gguf/gguf-model.ts)
   const info = gguf ?? openModelDir(dir);
   const { config } = info;
-  const format = gguf ? resolveGgufWeightFormat(options.weights, gguf) : resolveWeightFormat(options.weights, config);
+  // A GGUF under "auto" keeps its Q8_0 / Q5_0 / Q4_K / Q5_K / Q6_K matrices as they are (gguf/gguf-model.ts); `format` is for the rest.
+  const ggufWeights = gguf ? resolveGgufWeights(options.weights, gguf) : null;
+  const format = ggufWeights ? ggufWeights.format : resolveWeightFormat(options.weights, config);
   // Sizes, KV blocks, placement and the fit check: fail before loading anything.
   const params = expectedWeights(config).reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0);
-  // A GGUF source hands out f32 tensors (decoded at load): 4 bytes a checkpoint element.
-  const plan = planRunner(config, format, options, gguf ? 4 : Math.min(4, Math.max(1, Math.round(info.weightBytes / params))));
+  // A GGUF source hands out f32 tensors (decoded at load), or raw blocks (fewer bytes): at most 4 bytes a checkpoint element.
+  const sizes = gguf && ggufWeights ? ggufWeightSizes(gguf, ggufWeights) : undefined;
+  const plan = planRunner(config, format, options, gguf ? 4 : Math.min(4, Math.max(1, Math.round(info.weightBytes / params))), sizes);
   const located = new Map("weights" in info ? info.weights.map((w) => [w.name, w]) : []);
   const p = options.progress;
   const progress = new LoadProgress(info.weightBytes, typeof p === "object" ? p : p === undefined ? {} : { enabled: p });
 
   // The checkpoint's tensors for one group of names, read from whichever shards hold them.
-  const source: TensorSource = gguf ? ggufTensorSource(gguf, progress, options.onProgress) : (names: readonly string[], into: Runtime): Map<string, Tensor> => {
+  const source: TensorSource = gguf ? ggufTensorSource(gguf, progress, options.onProgress, ggufWeights ?? undefined) : (names: readonly string[], into: Runtime): Map<string, Tensor> => {
     const out = new Map<string, Tensor>();
     try {
       const files = [...new Set(names.map((n) => located.get(n)!.file))];

@@ -17,7 +17,7 @@
 import { freemem, totalmem } from "node:os";
 import { ArgumentError, show } from "../errors.js";
 import type { KvCacheDType } from "../kv/kv-quant.js";
-import { type WeightFormat, weightBytes } from "../ops/weight.js";
+import { type StorageFormat, weightBytes } from "../ops/weight.js";
 import { formatBytes } from "../runtime/allocator.js";
 import { MAX_MEMORY_BYTES } from "../runtime/module.js";
 import { DTYPE_BYTES } from "../tensor/dtype.js";
@@ -42,8 +42,23 @@ export interface MachineMemory {
   available: number;
 }
 
+/**
+ * Bytes of the matrices of each part when they are not all `format` (a GGUF
+ * whose ggml types stay native: Q4_K_M mixes q4_k, q6_k and q8 by tensor).
+ */
+export interface WeightSizes {
+  /** The embedding matrix. */
+  embedding: number;
+  /** Each layer's four matrices (fused QKV, O, fused gate/up, down) together. */
+  layers: readonly number[];
+  /** The LM head matrix (0 when tied to the embedding). */
+  lmHead: number;
+}
+
 export interface MemoryPlanOptions {
-  format: WeightFormat;
+  format: StorageFormat;
+  /** The real matrix sizes, where they differ from `format`'s. */
+  weightSizes?: WeightSizes;
   kvDtype: KvCacheDType;
   blockSize: number;
   /** Exact KV blocks (wins; refused with kvCacheBytes). */
@@ -66,7 +81,7 @@ export interface MemoryPlanOptions {
 }
 
 export interface MemoryPlan {
-  format: WeightFormat;
+  format: StorageFormat;
   kvDtype: KvCacheDType;
   blockSize: number;
   numBlocks: number;
@@ -93,11 +108,14 @@ export function kvBytesPerLayerBlock(config: ModelConfig, blockSize: number, dty
   return 2 * (rows * config.headDim * DTYPE_BYTES[dtype] + (dtype === "int8" ? rows * 4 : 0));
 }
 
-/** Bytes one decoder layer's converted weights take (matrices in `format`, norms and biases f32, each 64-aligned). */
-export function layerWeightBytes(config: ModelConfig, format: WeightFormat): number {
+/**
+ * Bytes one decoder layer's converted weights take (matrices in `format`, or
+ * `matrixBytes` when given; norms and biases f32, each 64-aligned).
+ */
+export function layerWeightBytes(config: ModelConfig, format: StorageFormat, matrixBytes?: number): number {
   const { hiddenSize: h, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I } = config;
   const qkvRows = (H + 2 * Hkv) * D;
-  let n = weightBytes(format, qkvRows, h) + weightBytes(format, h, H * D) + weightBytes(format, 2 * I, h) + weightBytes(format, h, I);
+  let n = matrixBytes ?? weightBytes(format, qkvRows, h) + weightBytes(format, h, H * D) + weightBytes(format, 2 * I, h) + weightBytes(format, h, I);
   n += 2 * align64(h * 4); // input and post-attention norms
   if (config.qkvBias) n += align64(qkvRows * 4);
   if (config.qkNorm) n += 2 * align64(D * 4);
@@ -128,11 +146,14 @@ export function planModelMemory(config: ModelConfig, options: MemoryPlanOptions)
   const src = options.sourceElementBytes ?? 2;
   const { hiddenSize: h, vocabSize: V, numLayers: L } = config;
 
-  // Sizes from the config alone.
-  const layerWeights = layerWeightBytes(config, format);
-  const embedding = weightBytes(format, V, h);
-  const headWeights = align64(h * 4) + (config.tieWordEmbeddings ? 0 : weightBytes(format, V, h));
-  const weightTotal = embedding + L * layerWeights + headWeights;
+  // Sizes from the config alone (or the real matrix sizes given).
+  const given = options.weightSizes;
+  if (given && given.layers.length !== L) throw new ArgumentError("weightSizes.layers", `must give the bytes of each of the ${L} layers, got ${given.layers.length}`);
+  const eachLayer = Array.from({ length: L }, (_, l) => layerWeightBytes(config, format, given?.layers[l]));
+  const layerWeights = Math.max(...eachLayer);
+  const embedding = given?.embedding ?? weightBytes(format, V, h);
+  const headWeights = align64(h * 4) + (config.tieWordEmbeddings ? 0 : given?.lmHead ?? weightBytes(format, V, h));
+  const weightTotal = embedding + eachLayer.reduce((a, b) => a + b, 0) + headWeights;
   const activationBytes = StepBuffers.bytes(config, options.maxBatchTokens, options.maxLogitRows) + 2 * options.maxBatchTokens * Math.max(h, config.intermediateSize) * 4 + WORKSPACE_SLACK;
   const perLayerBlock = kvBytesPerLayerBlock(config, blockSize, kvDtype);
   const perBlock = perLayerBlock * L;
@@ -178,7 +199,7 @@ export function planModelMemory(config: ModelConfig, options: MemoryPlanOptions)
   const placement = tryPlace(
     {
       embedding: part("embedding", embedding, V * h),
-      layers: Array.from({ length: L }, (_, l) => part(`layer ${l}`, layerWeights + numBlocks * perLayerBlock, layerParams(config))),
+      layers: eachLayer.map((bytes, l) => part(`layer ${l}`, bytes + numBlocks * perLayerBlock, layerParams(config))),
       head: part("final norm and LM head", headWeights, config.tieWordEmbeddings ? h : V * h + h),
       tied: config.tieWordEmbeddings,
       perMemoryBytes: activationBytes,
@@ -197,7 +218,7 @@ export function planModelMemory(config: ModelConfig, options: MemoryPlanOptions)
   return { format, kvDtype, blockSize, numBlocks, maxModelLen, kvBytesPerLayerBlock: perLayerBlock, weightBytes: weightTotal, kvBytes, activationBytes, placement, totalBytes };
 }
 
-function advice(format: WeightFormat, exactBlocks: boolean): string {
+function advice(format: StorageFormat, exactBlocks: boolean): string {
   const smaller = format === "q4" ? "" : format === "q8" ? "--weights q4, " : "--weights q8 or q4, ";
   return `try ${smaller}a lower --max-model-len or ${exactBlocks ? "--num-gpu-blocks-override" : "--kv-cache-gib"}`;
 }
@@ -205,7 +226,7 @@ function advice(format: WeightFormat, exactBlocks: boolean): string {
 /** placeAuto, with its error rephrased in the loader's terms (which sizes, which options). */
 function tryPlace(
   input: Parameters<typeof placeAuto>[0],
-  s: { weightTotal: number; layerWeights: number; numBlocks: number; perLayerBlock: number; format: WeightFormat },
+  s: { weightTotal: number; layerWeights: number; numBlocks: number; perLayerBlock: number; format: StorageFormat },
 ): Placement {
   try {
     return placeAuto(input);

@@ -8,13 +8,15 @@
  * q8/q4 weights: x is first quantized per block of 32 like GGUF Q8_0 (int8
  * codes with one f32 scale, d = max|x|/127), once per call, and the kernels
  * take exact int32 dot products of the codes (i32x4.dot_i16x8_s) before
- * scaling, as llama.cpp's Q8_0 × Q8_0 / Q4_0 × Q8_0 dots do.
+ * scaling, as llama.cpp's Q8_0 × Q8_0 / Q4_0 × Q8_0 dots do. Native K-quant
+ * weights and stacks of several formats go to kquant-linear.ts.
  */
 import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { asMatrix, checkDistinctRows, checkNoOverlap, checkTensor, checkTensorDType } from "./check.js";
-import { WEIGHT_BLOCK, type Weight, checkWeight } from "./weight.js";
+import { eachStackPart, kquantLinear } from "./kquant-linear.js";
+import { WEIGHT_BLOCK, type Weight, WeightStack, checkWeight, isKquantFormat } from "./weight.js";
 import { opsWorkspace } from "./workspace.js";
 
 export interface LinearOptions {
@@ -73,6 +75,14 @@ export function linear(rt: Runtime, options: LinearOptions): void {
   }
   const T = xm.rows;
   if (T === 0) return;
+  if (weight instanceof WeightStack) {
+    eachStackPart(weight, out, options.bias, (part, o, b) => linear(rt, { x, weight: part, out: o, ...(b ? { bias: b } : {}) }));
+    return;
+  }
+  if (isKquantFormat(weight.format)) {
+    kquantLinear(rt, weight, xm, om, bias);
+    return;
+  }
 
   // Prepare the activation: quantized codes (q8, q4) or zero-padded rows (f32, bf16).
   const nb = weight.blocks;

@@ -36,6 +36,15 @@
  *                 2·(4m + k) + s, a 4-bit two's-complement q (GGUF stores q + 8:
  *                 the same code with its top bit flipped)
  *
+ * Native ggml K-quants (kept from a GGUF file as they are, see ggml-weight.ts;
+ * never made from floats here): tiles of 4 rows × 256 columns, ggml's codes,
+ * sub-block scales and f16 super-scales regrouped for SIMD
+ * (assembly/linalg/kquant-layout.ts):
+ *
+ *   q4_k   608 B  per 4 × 256: 4.75 bits a weight (ggml's block_q4_K: 4.5)
+ *   q5_k   736 B  per 4 × 256: 5.75 bits a weight (ggml's block_q5_K: 5.5)
+ *   q6_k   848 B  per 4 × 256: 6.625 bits a weight (ggml's block_q6_K: 6.5625)
+ *
  * Columns not a multiple of 32: padded, as zero weights with a zero-padded
  * activation, which changes no result (llama.cpp instead refuses Q8_0/Q4_0
  * for such tensors and falls back to another type; padding keeps the format the
@@ -49,21 +58,40 @@ import { checkDims, checkOneOf } from "../tensor/check.js";
 import { DTYPE_CODE } from "../tensor/dtype.js";
 import { Tensor, checkSameMemory, memoryName } from "../tensor/tensor.js";
 
+/** The formats any matrix can be converted to (createWeight, --weights). */
 export type WeightFormat = "f32" | "bf16" | "q8" | "q4";
+/** ggml K-quants, kept natively from a GGUF file (createGgmlWeight); never converted to. */
+export type KquantFormat = "q4_k" | "q5_k" | "q6_k";
+/** Every format a Weight can be stored in. */
+export type StorageFormat = WeightFormat | KquantFormat;
 export const WEIGHT_FORMATS: readonly WeightFormat[] = ["f32", "bf16", "q8", "q4"];
+export const KQUANT_FORMATS: readonly KquantFormat[] = ["q4_k", "q5_k", "q6_k"];
 /** What a user may ask for (--weights, loadModel's weights): a format, or "auto" (the checkpoint's). */
 export type WeightsSetting = WeightFormat | "auto";
 export const WEIGHTS_SETTINGS: readonly WeightsSetting[] = [...WEIGHT_FORMATS, "auto"];
+
+export function isKquantFormat(format: StorageFormat): format is KquantFormat {
+  return format === "q4_k" || format === "q5_k" || format === "q6_k";
+}
 
 /** Columns per block (one scale per row and block in q8/q4). */
 export const WEIGHT_BLOCK = 32;
 /** Rows per row group: a tile is 8 rows (two halves of 4, the f32x4 lanes) × 32 columns. */
 export const WEIGHT_ROW_GROUP = 8;
 
-/** Format codes shared with assembly/linalg/layout.ts. */
-export const WEIGHT_FORMAT_CODE: Readonly<Record<WeightFormat, number>> = { f32: 0, bf16: 1, q8: 2, q4: 3 };
-/** Bytes of one tile (8 rows × 32 columns) of each format. */
-export const WEIGHT_TILE_BYTES: Readonly<Record<WeightFormat, number>> = { f32: 1024, bf16: 512, q8: 288, q4: 160 };
+/** Columns per K-quant superblock (ggml's QK_K) and rows per K-quant tile. */
+export const KQUANT_BLOCK = 256;
+export const KQUANT_ROW_GROUP = 4;
+
+/** Format codes shared with assembly/linalg/layout.ts and kquant-layout.ts. */
+export const WEIGHT_FORMAT_CODE: Readonly<Record<StorageFormat, number>> = { f32: 0, bf16: 1, q8: 2, q4: 3, q4_k: 4, q6_k: 5, q5_k: 6 };
+/** Bytes of one tile of each format: 8 rows × 32 columns, or 4 rows × 256 columns for the K-quants. */
+export const WEIGHT_TILE_BYTES: Readonly<Record<StorageFormat, number>> = { f32: 1024, bf16: 512, q8: 288, q4: 160, q4_k: 608, q5_k: 736, q6_k: 848 };
+
+/** Columns and rows of one tile of `format`. */
+export function tileShape(format: StorageFormat): { cols: number; rows: number } {
+  return isKquantFormat(format) ? { cols: KQUANT_BLOCK, rows: KQUANT_ROW_GROUP } : { cols: WEIGHT_BLOCK, rows: WEIGHT_ROW_GROUP };
+}
 
 /** Source dtypes a Weight can be made from (what safetensors files hold). */
 const SOURCE_DTYPES = ["f32", "f16", "bf16"] as const;
@@ -72,28 +100,29 @@ export class Weight {
   readonly memory: WebAssembly.Memory;
   /** Byte address of the packed tiles (64-byte aligned). */
   readonly ptr: number;
-  readonly format: WeightFormat;
+  readonly format: StorageFormat;
   /** Output features. */
   readonly rows: number;
   /** Input features. */
   readonly cols: number;
-  /** Column blocks of 32: ceil(cols / 32). */
+  /** Column blocks of 32 (K-quants: superblocks of 256): ceil(cols / tile cols). */
   readonly blocks: number;
-  /** Row groups of 8: ceil(rows / 8). */
+  /** Row groups of 8 (K-quants: quads of 4): ceil(rows / tile rows). */
   readonly groups: number;
   readonly #heap: Allocator;
   #freed = false;
 
   /** @internal use createWeight() */
-  constructor(heap: Allocator, memory: WebAssembly.Memory, ptr: number, format: WeightFormat, rows: number, cols: number) {
+  constructor(heap: Allocator, memory: WebAssembly.Memory, ptr: number, format: StorageFormat, rows: number, cols: number) {
     this.#heap = heap;
     this.memory = memory;
     this.ptr = ptr;
     this.format = format;
     this.rows = rows;
     this.cols = cols;
-    this.blocks = Math.ceil(cols / WEIGHT_BLOCK);
-    this.groups = Math.ceil(rows / WEIGHT_ROW_GROUP);
+    const tile = tileShape(format);
+    this.blocks = Math.ceil(cols / tile.cols);
+    this.groups = Math.ceil(rows / tile.rows);
   }
 
   /** Bytes of the packed tiles: what one pass over the weight reads. */
@@ -123,8 +152,9 @@ export class Weight {
 }
 
 /** Bytes a [rows, cols] weight takes in `format` (padding included). */
-export function weightBytes(format: WeightFormat, rows: number, cols: number): number {
-  return Math.ceil(rows / WEIGHT_ROW_GROUP) * Math.ceil(cols / WEIGHT_BLOCK) * WEIGHT_TILE_BYTES[format];
+export function weightBytes(format: StorageFormat, rows: number, cols: number): number {
+  const tile = tileShape(format);
+  return Math.ceil(rows / tile.rows) * Math.ceil(cols / tile.cols) * WEIGHT_TILE_BYTES[format];
 }
 
 /** Throws unless `weight` is a live Weight (in `rt`'s memory, when given). */
@@ -226,6 +256,19 @@ export function dequantizeWeight(rt: Runtime, options: DequantizeWeightOptions):
 
 /** out row i = decoded row ids[i] (ids = 0: row i), for `count` rows. Validated by the caller. */
 export function gatherRows(rt: Runtime, weight: Weight, ids: number, count: number, out: number, outStrideBytes: number): void {
+  if (weight instanceof WeightStack) {
+    // Only whole-matrix decoding (ids = 0) reaches a stack: each part's rows in turn.
+    for (const part of weight.parts) {
+      gatherRows(rt, part, 0, part.rows, out, outStrideBytes);
+      out += part.rows * outStrideBytes;
+    }
+    return;
+  }
+  if (isKquantFormat(weight.format)) {
+    const args = rt.args().ptr(weight.ptr).i32(WEIGHT_FORMAT_CODE[weight.format]).i32(weight.blocks).ptr(ids).ptr(out).i32(outStrideBytes).end();
+    rt.parallelFor("task_kquant_rows", count, args);
+    return;
+  }
   const args = rt
     .args()
     .ptr(weight.ptr)
@@ -237,4 +280,49 @@ export function gatherRows(rt: Runtime, weight: Weight, ids: number, count: numb
     .i32(outStrideBytes)
     .end();
   rt.parallelFor("task_embedding", count, args);
+}
+
+/**
+ * Matrices [rows_i, cols] of different formats stacked along rows, used as
+ * one Weight (a fused QKV whose V is Q6_K while Q and K are Q4_K, as in
+ * llama.cpp's Q4_K_M files): linear() runs each part into its slice of the
+ * output, and the whole is [Σ rows_i, cols]. Made by stackWeights.
+ */
+export class WeightStack extends Weight {
+  readonly parts: readonly Weight[];
+
+  /** @internal use stackWeights() */
+  constructor(heap: Allocator, parts: readonly Weight[]) {
+    const first = parts[0]!;
+    super(heap, first.memory, first.ptr, first.format, parts.reduce((n, p) => n + p.rows, 0), first.cols);
+    this.parts = parts;
+  }
+
+  override get byteLength(): number {
+    return this.parts.reduce((n, p) => n + p.byteLength, 0);
+  }
+
+  override get freed(): boolean {
+    return this.parts.some((p) => p.freed);
+  }
+
+  override free(): void {
+    if (this.freed) throw new ArgumentError("weight", "was already freed");
+    for (const p of this.parts) p.free();
+  }
+
+  override toString(): string {
+    return `WeightStack([${this.rows}, ${this.cols}]: ${this.parts.map((p) => `${p.format} × ${p.rows}`).join(" + ")} in ${memoryName(this.memory)})`;
+  }
+}
+
+/** One Weight of several with equal cols in one memory, stacked along rows (itself when given one). It owns the parts. */
+export function stackWeights(rt: Runtime, parts: readonly Weight[]): Weight {
+  if (parts.length === 0) throw new ArgumentError("parts", "must hold at least one Weight, got none");
+  parts.forEach((p, i) => {
+    checkWeight(`parts[${i}]`, p, rt);
+    if (p instanceof WeightStack) throw new ArgumentError(`parts[${i}]`, `must not itself be a stack, got ${p.toString()}`);
+    if (p.cols !== parts[0]!.cols) throw new ArgumentError(`parts[${i}].cols`, `must be ${parts[0]!.cols} (parts[0].cols), got ${p.cols}`);
+  });
+  return parts.length === 1 ? parts[0]! : new WeightStack(rt.heap, parts);
 }

@@ -7,8 +7,11 @@
  *   ggufTensorSource(rt, m)    a TensorSource (decoder-weights.ts): tensors by HF
  *                              name, decoded to f32 in the runtime's memory,
  *                              Q/K rows un-permuted for `llama`
- *   resolveGgufWeightFormat    --weights for a GGUF file ("auto": the compute
- *                              format nearest the file's types)
+ *   resolveGgufWeights         --weights for a GGUF file: "auto" keeps Q8_0, Q5_0,
+ *                              Q4_K, Q5_K and Q6_K as they are (ops/ggml-weight.ts) and
+ *                              converts the other types to the nearest format;
+ *                              f32 | bf16 | q8 | q4 convert every matrix
+ *   ggufWeightSizes            the bytes each part's matrices take, for the memory plan
  *
  * Tensors are read a few MiB of whole rows at a time and decoded straight into
  * their f32 tensor (dequantize.ts), so no JS buffer larger than one chunk is
@@ -17,12 +20,15 @@
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { ArgumentError, show } from "../../errors.js";
-import { WEIGHT_FORMATS, type WeightFormat } from "../../ops/weight.js";
+import { GgmlMatrix, isGgmlNativeType, stackRuns } from "../../ops/ggml-weight.js";
+import { GGML_NATIVE, type GgmlNativeType } from "../../ops/ggml-weight.js";
+import { WEIGHT_FORMATS, type WeightFormat, weightBytes } from "../../ops/weight.js";
 import type { Runtime } from "../../runtime/runtime.js";
 import type { Tensor } from "../../tensor/tensor.js";
 import type { Tokenizer } from "../../tokenizer/tokenizer.js";
 import type { ModelConfig } from "../config.js";
-import type { TensorSource } from "../decoder-weights.js";
+import { type TensorSource, weightGroups } from "../decoder-weights.js";
+import type { WeightSizes } from "../memory-plan.js";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig } from "../generation-config.js";
 import type { LoadProgress } from "../progress.js";
 import { checkWeights } from "../weight-names.js";
@@ -113,7 +119,7 @@ export function openGgufModel(path: string): GgufModel {
   return { path, header, config, tokenizer, generation, eosTokenIds, tensors, weightBytes };
 }
 
-/** Compute format of each file type under "auto": the nearest format that loses nothing the kernels could keep. */
+/** Compute format of each file type that is not kept natively, under "auto": the nearest format that loses nothing the kernels could keep. */
 const AUTO_FORMAT: Readonly<Record<string, WeightFormat>> = {
   F32: "f32",
   F16: "f32", // f16 → bf16 would drop 3 mantissa bits
@@ -129,28 +135,80 @@ const AUTO_FORMAT: Readonly<Record<string, WeightFormat>> = {
 };
 const WIDTH: Readonly<Record<WeightFormat, number>> = { q4: 0, q8: 1, bf16: 2, f32: 3 };
 
+/** How a GGUF model's matrices load. */
+export interface GgufWeights {
+  /** The format every matrix that is not kept natively is converted to. */
+  format: WeightFormat;
+  /** Whether Q8_0, Q5_0, Q4_K, Q5_K and Q6_K matrices stay as they are (GGML_NATIVE): true under "auto". */
+  native: boolean;
+}
+
+/** A matrix the decoder multiplies by (not a norm or bias vector). */
+function isMatrix(t: GgufTensorInfo): boolean {
+  return t.shape.length === 2;
+}
+
 /**
  * Resolves --weights for a GGUF model: f32 | bf16 | q8 | q4 convert every
- * matrix; "auto" takes the widest of the formats its matrices' types map to
- * (AUTO_FORMAT): Q8_0 → q8 and Q4_0 → q4 keep llama.cpp's codes, the other
- * quantized types become q8 (|e| ≤ d/2 of a 32-value block over the decoded
- * values), F32 and F16 → f32, BF16 → bf16.
+ * matrix. "auto" keeps Q8_0, Q5_0, Q4_K, Q5_K and Q6_K matrices natively (llama.cpp's
+ * own values, no requantizing) and converts the others to the widest of the
+ * formats their types map to (AUTO_FORMAT): Q4_0 → q4 keeps llama.cpp's
+ * codes, the other quantized types become q8 (|e| ≤ d/2 of a 32-value block
+ * over the decoded values), F32 and F16 → f32, BF16 → bf16.
  */
-export function resolveGgufWeightFormat(value: string | undefined, model: GgufModel): WeightFormat {
+export function resolveGgufWeights(value: string | undefined, model: GgufModel): GgufWeights {
   const v = value ?? "auto";
   if (v !== "auto") {
     if (!(WEIGHT_FORMATS as readonly string[]).includes(v)) {
       throw new ArgumentError("weights", `must be one of ${[...WEIGHT_FORMATS, "auto"].map((f) => JSON.stringify(f)).join(" | ")}, got ${show(value)}`);
     }
-    return v as WeightFormat;
+    return { format: v as WeightFormat, native: false };
   }
-  let best: WeightFormat = "q4";
-  for (const [name, t] of model.tensors) {
-    if (t.shape.length !== 2 || !name.endsWith(".weight") || name.includes("norm")) continue;
+  let best: WeightFormat | null = null;
+  for (const t of model.tensors.values()) {
+    if (!isMatrix(t) || isGgmlNativeType(t.type.name)) continue;
     const f = AUTO_FORMAT[t.type.name]!;
-    if (WIDTH[f] > WIDTH[best]) best = f;
+    if (best === null || WIDTH[f] > WIDTH[best]) best = f;
   }
-  return best;
+  return { format: best ?? "q8", native: true };
+}
+
+/** The format "auto" converts a GGUF model's non-native matrices to (resolveGgufWeights().format). */
+export function resolveGgufWeightFormat(value: string | undefined, model: GgufModel): WeightFormat {
+  return resolveGgufWeights(value, model).format;
+}
+
+/** The native ggml type a tensor keeps under `w`, or null when it is decoded and converted. */
+function nativeType(t: GgufTensorInfo, w: GgufWeights): GgmlNativeType | null {
+  return w.native && isMatrix(t) && isGgmlNativeType(t.type.name) ? t.type.name : null;
+}
+
+/**
+ * The bytes of the matrices of each load group as buildDecoderWeights will
+ * make them (native types at their packed size, fused parts stacked the same
+ * way), for the memory plan.
+ */
+export function ggufWeightSizes(model: GgufModel, w: GgufWeights): WeightSizes {
+  const bytesOf = (names: readonly string[]): number => {
+    const ts = names.map((n) => model.tensors.get(n)!);
+    const runs = stackRuns(ts, (t) => ({ native: nativeType(t, w), rows: t.shape[0]! }));
+    return runs.reduce((sum, run) => {
+      const n = nativeType(run[0]!, w);
+      const rows = run.reduce((r, t) => r + t.shape[0]!, 0);
+      return sum + weightBytes(n ? GGML_NATIVE[n].format : w.format, rows, run[0]!.shape[1]!);
+    }, 0);
+  };
+  const groups = weightGroups(model.config);
+  const layer = (g: readonly string[], suffixes: readonly string[][]): number =>
+    suffixes.reduce((s, parts) => s + bytesOf(parts.map((p) => g.find((n) => n.endsWith(p))!)), 0);
+  const layers = groups.slice(1, -1).map((g) =>
+    layer(g, [["q_proj.weight", "k_proj.weight", "v_proj.weight"], ["o_proj.weight"], ["gate_proj.weight", "up_proj.weight"], ["down_proj.weight"]]),
+  );
+  return {
+    embedding: bytesOf(["model.embed_tokens.weight"]),
+    layers,
+    lmHead: model.config.tieWordEmbeddings ? 0 : bytesOf(["lm_head.weight"]),
+  };
 }
 
 /** Bytes of raw tensor data decoded per read: whole rows, about 4 MiB. */
@@ -159,22 +217,39 @@ const CHUNK_BYTES = 4 << 20;
 /**
  * A TensorSource over a GGUF model: each named tensor becomes an f32 tensor
  * [rows, cols] in the memory of the runtime the group is placed in (the caller frees it), decoded chunk by chunk,
- * with llama's Q/K rows put back in Hugging Face order.
+ * or — a matrix of a type `weights` keeps natively — its raw ggml rows as a
+ * GgmlMatrix (uint8 [rows, rowBytes]); llama's Q/K rows put back in Hugging
+ * Face order either way (whole rows move, so raw blocks move as they are).
  */
-export function ggufTensorSource(model: GgufModel, progress?: LoadProgress, onProgress?: (done: number, total: number) => void): TensorSource {
+export function ggufTensorSource(model: GgufModel, progress?: LoadProgress, onProgress?: (done: number, total: number) => void, weights?: GgufWeights): TensorSource {
   const permuted = model.header.metadata.get("general.architecture") === "llama";
   return (names, rt: Runtime) => {
-    const out = new Map<string, Tensor>();
+    const out = new Map<string, Tensor | GgmlMatrix>();
     const fd = openSync(model.path, "r");
     try {
       for (const name of [...names].sort((a, b) => model.tensors.get(a)!.begin - model.tensors.get(b)!.begin)) {
         const t = model.tensors.get(name);
         if (!t) throw new ArgumentError("names", `includes ${show(name)}, which ${model.path} does not hold`);
-        const tensor = rt.tensor("f32", t.shape, `weight ${name} (${t.type.name} → f32)`);
-        out.set(name, tensor);
         const cols = t.ne[0]!;
         const rows = t.numel / cols;
         const rowBytes = (cols / t.type.blockSize) * t.type.typeSize;
+        const native = weights ? nativeType(t, weights) : null;
+        if (native !== null) {
+          const raw = rt.tensor("uint8", [rows, rowBytes], `weight ${name} (${t.type.name} blocks)`);
+          out.set(name, new GgmlMatrix(native, raw, rows, cols));
+          const chunk = new Uint8Array(Math.min(t.end - t.begin, CHUNK_BYTES));
+          for (let at = 0; at < rows * rowBytes; at += chunk.length) {
+            const bytes = chunk.subarray(0, Math.min(chunk.length, rows * rowBytes - at));
+            readRange(fd, bytes, t.begin + at, model.path);
+            new Uint8Array(rt.memory.buffer, raw.ptr + at, bytes.length).set(bytes);
+            progress?.add(bytes.length);
+          }
+          const heads = permuted ? permutedHeads(name, model.config.numHeads, model.config.numKvHeads) : null;
+          if (heads !== null) unpermuteRows(new Uint8Array(rt.memory.buffer, raw.ptr, rows * rowBytes), heads, rowBytes);
+          continue;
+        }
+        const tensor = rt.tensor("f32", t.shape, `weight ${name} (${t.type.name} → f32)`);
+        out.set(name, tensor);
         const rowsPerChunk = Math.max(1, Math.floor(CHUNK_BYTES / rowBytes));
         const buf = new Uint8Array(Math.min(rows, rowsPerChunk) * rowBytes);
         for (let r = 0; r < rows; r += rowsPerChunk) {
@@ -188,7 +263,7 @@ export function ggufTensorSource(model: GgufModel, progress?: LoadProgress, onPr
         if (heads !== null) unpermuteRows(new Float32Array(rt.memory.buffer, tensor.ptr, t.numel), heads, t.shape.length === 1 ? 1 : cols);
       }
     } catch (e) {
-      for (const t of out.values()) rt.free(t);
+      for (const t of out.values()) rt.free(t instanceof GgmlMatrix ? t.bytes : t);
       throw e;
     } finally {
       closeSync(fd);

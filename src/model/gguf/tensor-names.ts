@@ -68,7 +68,7 @@ export function permutedHeads(hfName: string, numHeads: number, numKvHeads: numb
  * Undoes LlamaModel.permute in place on a row-major [heads·D, cols] matrix
  * (cols = 1 for a bias): row h·D + 2i + s moves to h·D + s·D/2 + i.
  */
-export function unpermuteRows(data: Float32Array, heads: number, cols: number): void {
+export function unpermuteRows(data: Float32Array | Uint8Array, heads: number, cols: number): void {
   const rows = data.length / cols;
   if (!Number.isInteger(rows) || rows % heads !== 0 || (rows / heads) % 2 !== 0) {
     throw new ArgumentError("data", `must hold ${heads} heads of an even number of rows of ${cols} values, got ${data.length} values`);
@@ -82,9 +82,9 @@ export function permuteRows(data: Float32Array, heads: number, cols: number): vo
 }
 
 /** Within each head of D rows: row 2i + s ↔ row s·D/2 + i; `toHalves` picks the direction (llama.cpp's order → HF's). */
-function moveHeadRows(data: Float32Array, heads: number, cols: number, toHalves: boolean): void {
+function moveHeadRows(data: Float32Array | Uint8Array, heads: number, cols: number, toHalves: boolean): void {
   const d = data.length / cols / heads;
-  const head = new Float32Array(d * cols);
+  const head = data.slice(0, d * cols);
   for (let h = 0; h < heads; h++) {
     const base = h * d * cols;
     head.set(data.subarray(base, base + d * cols));

@@ -1,0 +1,193 @@
+// Native ggml weights: rows of ggml blocks as a GGUF file stores them →
+// the packed layouts the linear kernels read, without requantizing:
+//   Q8_0, Q5_0 → q8 tiles (layout.ts): the same codes (Q5_0's q − 16), the f16 scale widened to f32 (exact);
+//   Q4_K, Q5_K, Q6_K → K-quant tiles (kquant-layout.ts): the same codes, scales and mins.
+// And the way back for K-quant tiles (one row → f32, with ggml's own f32
+// steps), which the embedding lookup and dequantizeWeight use.
+//
+// ggml blocks (ggml-common.h), one row's 256 values (32 for Q8_0):
+//   block_q8_0 34 B:  f16 d · i8 qs[32]
+//   block_q5_0 22 B:  f16 d · u32 qh (5th bits) · u8 qs[16] (codes j, j + 16 in a byte's nibbles); x = d·(q − 16)
+//   block_q4_K 144 B: f16 d · f16 dmin · u8 scales[12] (6-bit scale and min of 8 sub-blocks,
+//                     get_scale_min_k4) · u8 qs[128] (sub-blocks 2i, 2i + 1 share bytes 32i..32i+31:
+//                     low nibble, high nibble)
+//   block_q5_K 176 B: block_q4_K's fields with u8 qh[32] before qs: bit s of qh[l] is the
+//                     5th bit of value 32s + l
+//   block_q6_K 210 B: u8 ql[128] · u8 qh[64] · i8 scales[16] · f16 d
+
+import { decodeF16 } from "../tensor/dtype";
+import { BLOCK, FMT_Q8, GROUP, HALF_Q8, Q8_SCALES, TILE_Q8 } from "./layout";
+import { FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_HIGH, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes } from "./kquant-layout";
+
+const Q8_0_BYTES: i32 = 34;
+const Q5_0_BYTES: i32 = 22;
+const Q4_K_BYTES: i32 = 144;
+const Q5_K_BYTES: i32 = 176;
+const Q6_K_BYTES: i32 = 210;
+
+/** ggml type ids (ggml.h enum ggml_type). */
+const GGML_Q5_0: i32 = 6;
+const GGML_Q8_0: i32 = 8;
+const GGML_Q4_K: i32 = 12;
+const GGML_Q5_K: i32 = 13;
+
+@unmanaged class GgmlPackArgs {
+  /** ggml rows [srcRows][nb blocks], contiguous. */
+  src: usize;
+  srcRows: i32;
+  /** The weight row source row 0 becomes: a multiple of the tile rows (8 for q8, 4 for K-quants). */
+  rowOffset: i32;
+  /** Packed weight (layout.ts for q8, kquant-layout.ts for K-quants). */
+  w: usize;
+  /** The ggml type of the source blocks: Q8_0, Q5_0 (→ q8), Q4_K, Q5_K, Q6_K. */
+  type: i32;
+  /** Blocks per row: cols / 32 (Q8_0, Q5_0) or cols / 256 (K-quants). */
+  nb: i32;
+}
+
+/** ggml's get_scale_min_k4: sub-block j's 6-bit scale (low 16 bits) and min (high 16 bits). */
+@inline function scaleMinK4(j: i32, s: usize): u32 {
+  if (j < 4) return (<u32>load<u8>(s + j) & 63) | ((<u32>load<u8>(s + j + 4) & 63) << 16);
+  const sc = (<u32>load<u8>(s + j + 4) & 0xf) | ((<u32>load<u8>(s + j - 4) >> 6) << 4);
+  const m = (<u32>load<u8>(s + j + 4) >> 4) | ((<u32>load<u8>(s + j) >> 6) << 4);
+  return sc | (m << 16);
+}
+
+/** Sets the 4-bit code `q` of value v, lane r, in a tile's code area (bytes start zeroed). */
+@inline function putNibble(tile: usize, v: i32, r: i32, q: u32): void {
+  const p = tile + <usize>codeByte(v, r);
+  store<u8>(p, load<u8>(p) | <u8>((q & 15) << (((v >> 2) & 1) << 2)));
+}
+
+/** One block_q4_K (five = false) or block_q5_K at p → lane r of a Q4_K / Q5_K tile. */
+function packQ45K(five: bool, p: usize, tile: usize, r: i32): void {
+  const scales = tile + <usize>(five ? Q5K_SCALES : Q4K_SCALES);
+  store<f32>(tile + <usize>(five ? Q5K_D : Q4K_D) + (<usize>r << 2), decodeF16(<u32>load<u16>(p)));
+  store<f32>(tile + <usize>(five ? Q5K_DMIN : Q4K_DMIN) + (<usize>r << 2), decodeF16(<u32>load<u16>(p, 2)));
+  for (let s = 0; s < 8; s++) {
+    const sm = scaleMinK4(s, p + 4);
+    store<u8>(scales + (<usize>s << 3) + <usize>r, <u8>(sm & 0xffff));
+    store<u8>(scales + (<usize>s << 3) + 4 + <usize>r, <u8>(sm >> 16));
+  }
+  const qs = p + (five ? 48 : 16);
+  for (let v = 0; v < QK_K; v++) {
+    const byte = <u32>load<u8>(qs + <usize>(((v >> 6) << 5) + (v & 31)));
+    putNibble(tile, v, r, (v >> 5) & 1 ? byte >> 4 : byte);
+    if (five) {
+      const bit = (<u32>load<u8>(p + 16 + <usize>(v & 31)) >> <u32>(v >> 5)) & 1;
+      const h = tile + Q5K_HIGH + <usize>(((v >> 5) << 4) + (r << 2) + (v & 3));
+      store<u8>(h, load<u8>(h) | <u8>(bit << <u32>((((v >> 3) & 3) << 1) + ((v >> 2) & 1))));
+    }
+  }
+}
+
+/** One block_q6_K at p → lane r of a Q6_K tile. */
+function packQ6K(p: usize, tile: usize, r: i32): void {
+  store<f32>(tile + Q6K_D + (<usize>r << 2), decodeF16(<u32>load<u16>(p, 208)));
+  for (let t = 0; t < 16; t++) store<i8>(tile + Q6K_SCALES + (<usize>t << 2) + <usize>r, load<i8>(p + 192 + <usize>t));
+  for (let v = 0; v < QK_K; v++) {
+    // ggml: value 128n + 32·quarter + l takes ql[64n + l + 32·(quarter & 1)] nibble quarter >> 1, qh[32n + l] bits 2·quarter.
+    const n = v >> 7, quarter = (v >> 5) & 3, l = v & 31;
+    const lo = (<u32>load<u8>(p + <usize>((n << 6) + l + ((quarter & 1) << 5))) >> (<u32>(quarter >> 1) << 2)) & 15;
+    const hi = (<u32>load<u8>(p + 128 + <usize>((n << 5) + l)) >> (<u32>quarter << 1)) & 3;
+    putNibble(tile, v, r, lo);
+    const j = (v >> 3) & 3;
+    const slot = ((j & 1) << 1) + ((v >> 2) & 1);
+    const h = tile + Q6K_HIGH + <usize>(((v >> 5) << 5) + ((j >> 1) << 4) + (r << 2) + (v & 3));
+    store<u8>(h, load<u8>(h) | <u8>(hi << (<u32>slot << 1)));
+  }
+}
+
+/**
+ * One block_q8_0 or block_q5_0 at p → the lane of `row` in its half of a q8 tile
+ * (layout.ts): Q8_0's codes as they are (a −128, never written by ggml, becomes
+ * −127), Q5_0's q − 16 ∈ [−16, 15]; the f16 scale as f32. Both exact.
+ */
+function packQ8(q5: bool, p: usize, tile: usize, row: i32): void {
+  const half = tile + <usize>(((row >> 2) & 1) * HALF_Q8);
+  const r = <usize>(row & 3);
+  store<f32>(half + Q8_SCALES + (r << 2), decodeF16(<u32>load<u16>(p)));
+  const qh = q5 ? load<u32>(p, 2) : 0;
+  for (let c = 0; c < BLOCK; c++) {
+    let q: i32;
+    if (q5) {
+      // ggml: code j = qs[j] & 15, code j + 16 = qs[j] >> 4; bit 4 of code c is bit c of qh.
+      const nib = (<i32>load<u8>(p + 6 + <usize>(c & 15)) >> ((c >> 4) << 2)) & 15;
+      q = (nib | (<i32>((qh >> <u32>c) & 1) << 4)) - 16;
+    } else q = max<i32>(-127, <i32>load<i8>(p + 2 + <usize>c));
+    store<i8>(half + (<usize>(c >> 1) << 3) + (r << 1) + <usize>(c & 1), <i8>q);
+  }
+}
+
+/**
+ * Item i packs row group rowOffset / 8 + i (q8: 8 rows) or quad rowOffset / 4 + i
+ * (K-quants: 4 rows), every block, zeroing the tiles first so that rows past
+ * the source stay zero.
+ */
+export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
+  const a = changetype<GgmlPackArgs>(args);
+  const q8 = a.type == GGML_Q8_0 || a.type == GGML_Q5_0;
+  const format = q8 ? FMT_Q8 : a.type == GGML_Q4_K ? FMT_Q4_K : a.type == GGML_Q5_K ? FMT_Q5_K : FMT_Q6_K;
+  const rowsPerItem = q8 ? GROUP : QUAD;
+  const tb = <usize>(q8 ? TILE_Q8 : kquantTileBytes(format));
+  const srcBlock = <usize>(a.type == GGML_Q8_0 ? Q8_0_BYTES : a.type == GGML_Q5_0 ? Q5_0_BYTES : format == FMT_Q4_K ? Q4_K_BYTES : format == FMT_Q5_K ? Q5_K_BYTES : Q6_K_BYTES);
+  const tiles = a.w + <usize>(a.rowOffset / rowsPerItem + item) * <usize>a.nb * tb;
+  memory.fill(tiles, 0, <usize>a.nb * tb);
+  const r1 = min(rowsPerItem, a.srcRows - item * rowsPerItem);
+  for (let r = 0; r < r1; r++) {
+    const row = item * rowsPerItem + r;
+    let p = a.src + <usize>row * <usize>a.nb * srcBlock;
+    for (let b = 0; b < a.nb; b++, p += srcBlock) {
+      const tile = tiles + <usize>b * tb;
+      if (q8) packQ8(a.type == GGML_Q5_0, p, tile, row);
+      else if (format == FMT_Q4_K) packQ45K(false, p, tile, r);
+      else if (format == FMT_Q5_K) packQ45K(true, p, tile, r);
+      else packQ6K(p, tile, r);
+    }
+  }
+}
+
+/** Value v of lane r of a K-quant tile, decoded with ggml's f32 steps. */
+@inline function kquantValue(format: i32, tile: usize, v: i32, r: i32): f32 {
+  const lo = (<u32>load<u8>(tile + <usize>codeByte(v, r)) >> (<u32>((v >> 2) & 1) << 2)) & 15;
+  if (format == FMT_Q4_K || format == FMT_Q5_K) {
+    const five = format == FMT_Q5_K;
+    const s = <usize>(v >> 5);
+    const scales = tile + <usize>(five ? Q5K_SCALES : Q4K_SCALES);
+    const d1: f32 = load<f32>(tile + <usize>(five ? Q5K_D : Q4K_D) + (<usize>r << 2)) * <f32>load<u8>(scales + (s << 3) + <usize>r);
+    const m1: f32 = load<f32>(tile + <usize>(five ? Q5K_DMIN : Q4K_DMIN) + (<usize>r << 2)) * <f32>load<u8>(scales + (s << 3) + 4 + <usize>r);
+    const bit = five ? (<u32>load<u8>(tile + Q5K_HIGH + (s << 4) + <usize>((r << 2) + (v & 3))) >> <u32>((((v >> 3) & 3) << 1) + ((v >> 2) & 1))) & 1 : 0;
+    return d1 * <f32>(lo | (bit << 4)) - m1;
+  }
+  const j = (v >> 3) & 3;
+  const slot = ((j & 1) << 1) + ((v >> 2) & 1);
+  const hi = (<u32>load<u8>(tile + Q6K_HIGH + <usize>(((v >> 5) << 5) + ((j >> 1) << 4) + (r << 2) + (v & 3))) >> (<u32>slot << 1)) & 3;
+  const q = <i32>(lo | (hi << 4)) - 32;
+  const d1: f32 = load<f32>(tile + Q6K_D + (<usize>r << 2)) * <f32>load<i8>(tile + Q6K_SCALES + (<usize>(v >> 4) << 2) + <usize>r);
+  return d1 * <f32>q;
+}
+
+@unmanaged class KquantRowsArgs {
+  /** Packed K-quant weight [rows, nb · 256]. */
+  w: usize;
+  format: i32;
+  nb: i32;
+  /** int32 [T] row ids, or 0 for ids = item. */
+  ids: usize;
+  /** f32 [T, nb · 256], rows outStride bytes apart. */
+  out: usize;
+  outStride: i32;
+}
+
+/** Item t writes out[t, :] = W[ids[t], :] decoded (the embedding lookup of a K-quant weight). */
+export function task_kquant_rows(item: i32, tid: i32, args: usize): void {
+  const a = changetype<KquantRowsArgs>(args);
+  const row = a.ids ? load<i32>(a.ids + (<usize>item << 2)) : item;
+  const tb = <usize>kquantTileBytes(a.format);
+  const r = row & (QUAD - 1);
+  let tile = a.w + <usize>(row >> 2) * <usize>a.nb * tb;
+  let out = a.out + <usize>item * <usize>a.outStride;
+  for (let b = 0; b < a.nb; b++, tile += tb) {
+    for (let v = 0; v < QK_K; v++, out += 4) store<f32>(out, kquantValue(a.format, tile, v, r));
+  }
+}

@@ -1,0 +1,321 @@
+// Integer dot micro-kernels of the K-quant tiles (kquant-layout.ts) with
+// Q8_K-style activations (kquant-activation.ts), after llama.cpp's
+// ggml_vec_dot_q4_K_q8_K / q5_K_q8_K / q6_K_q8_K: per superblock, exact
+// int32 sums of code products (flavor.ts dotI8U7: the K-quant codes are
+// unsigned, ≤ 63, so they are the 7-bit operand as they are), weighted by the integer sub-block scales, then two (Q4_K) or one
+// (Q6_K) f32 multiply-adds per superblock:
+//
+//   Q4_K, Q5_K: acc += f32(Σ_s sc_s·Σ q·xq) · (d·dx) + f32(Σ_s m_s·bsum_s) · (dmin·(−dx))
+//   Q6_K: acc += f32(Σ_t sc_t·(Σ q·xq − 32·bsum_t)) · (d·dx)
+//
+// with dx the token's superblock scale and bsum the sums of its codes per 32
+// (Q4_K sub-block) or 16 (Q6_K). All lanes = the quad's 4 rows.
+//
+//   gemv<F>(w, …):  one quad × one token → f32x4 (decode, leftover tokens)
+//   gemm<F>(w, …):  one quad × 4 tokens → res[0..16) f32 as [token][row]
+//
+// Both do the same float steps per output in the same order, so a token's
+// output does not depend on the batch it is in.
+//
+// Flavors. Relaxed: dotI8U7 on int8 activation codes, one i32x4 of row sums.
+// Baseline (SIMD128 has no int8 dot): the int16 activation codes
+// (kquant-activation.ts XSHIFT) against the weight bytes widened to int16,
+// i32x4.dot_i16x8_s into two accumulators of unreduced column-pair sums (rows
+// 0-1 and rows 2-3), reduced to row sums once per sub-block (reducePairs) —
+// not once per dot, as the generic dotI8U7 emulation would. Integer sums are exact: |Σ| ≤
+// 8·63·(32·15·127) (Q4_K), 16·128·(16·63·127 + 32·16·127) (Q6_K), < 2^31.
+
+import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
+import { XSHIFT } from "./kquant-activation";
+import { Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_HIGH, Q6K_SCALES, QK_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K } from "./kquant-layout";
+
+/** Bytes of a superblock of activation codes. */
+const XBLOCK: usize = <usize>QK_K << XSHIFT;
+
+/** Baseline: pair sums [r0, r0, r1, r1] (a) and [r2, r2, r3, r3] (b) → row sums [r0, r1, r2, r3]. */
+@inline function reducePairs(a: v128, b: v128): v128 {
+  return i32x4.add(i32x4.shuffle(a, b, 0, 2, 4, 6), i32x4.shuffle(a, b, 1, 3, 5, 7));
+}
+
+/** Baseline: acc + pair sums of rows 0-1 (lo = true) or 2-3 of the u8 codes w (4 rows × 4 columns) · 4 int16 codes xv (twice). */
+@inline function pairDot(w: v128, lo: bool, xv: v128, acc: v128): v128 {
+  return i32x4.add(acc, i32x4.dot_i16x8_s(lo ? i16x8.extend_low_i8x16_u(w) : i16x8.extend_high_i8x16_u(w), xv));
+}
+
+/** Baseline: 4 int16 activation codes at x splat twice. */
+@inline function xs4w(x: usize, o: usize): v128 {
+  return v128.load64_splat(x + o);
+}
+
+@inline function lowNibbles(v: v128): v128 {
+  return v128.and(v, i8x16.splat(15));
+}
+
+@inline function highNibbles(v: v128): v128 {
+  return v128.and(i16x8.shr_u(v, 4), i8x16.splat(15));
+}
+
+/** Four token-activation codes (columns o..o + 3 at x) splat over the lanes. */
+@inline function xs4(x: usize, o: usize): v128 {
+  return v128.load32_splat(x + o);
+}
+
+/** Q4_K / Q5_K sub-block s's 6-bit scales and mins (4 rows each) as i16x8 [sc0..3, m0..3]. */
+@inline function q4kScaleMins(five: bool, w: usize, s: usize): v128 {
+  return v128.load8x8_u(w + <usize>(five ? Q5K_SCALES : Q4K_SCALES) + (s << 3));
+}
+
+/** The 4- (Q4_K) or 5-bit (Q5_K: the 5th bits from the sub-block's plane H) codes of code vector jj's low or high nibbles. */
+@inline function q45Codes(five: bool, v: v128, H: v128, jj: i32, high: bool): v128 {
+  const n = high ? highNibbles(v) : lowNibbles(v);
+  if (!five) return n;
+  // Bit 2jj (low) or 2jj + 1 (high) of each byte of H moved to bit 4.
+  return v128.or(n, v128.and(i16x8.shl(i16x8.shr_u(H, jj << 1), high ? 3 : 4), i8x16.splat(0x10)));
+}
+
+/** Q6_K sub-block t's int8 scales (4 rows) as i32x4. */
+@inline function q6kScales(w: usize, t: usize): v128 {
+  return i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(w + Q6K_SCALES + (t << 2))));
+}
+
+/** Q6_K: the four 6-bit code vectors of 16 columns (code vectors v, u and their top bits H); q_k for k = 0..3. */
+@inline function q6kCodes(v: v128, u: v128, H: v128, k: i32): v128 {
+  const m4 = i8x16.splat(0x30);
+  if (k == 0) return v128.or(lowNibbles(v), v128.and(i16x8.shl(H, 4), m4));
+  if (k == 1) return v128.or(highNibbles(v), v128.and(i16x8.shl(H, 2), m4));
+  if (k == 2) return v128.or(lowNibbles(u), v128.and(H, m4));
+  return v128.or(highNibbles(u), v128.and(i16x8.shr_u(H, 2), m4));
+}
+
+/** The superblock's float step for Q4_K / Q5_K (shared by gemv and gemm). */
+@inline function q4kAccumulate(five: bool, w: usize, tot: v128, mins: v128, dx: f32, acc: v128): v128 {
+  const d = f32x4.splat(dx);
+  acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + <usize>(five ? Q5K_D : Q4K_D)), d), acc);
+  return fmadd(f32x4.convert_i32x4_s(mins), f32x4.mul(v128.load(w + <usize>(five ? Q5K_DMIN : Q4K_DMIN)), f32x4.neg(d)), acc);
+}
+
+@inline function bsum32(xsum: usize, s: usize): v128 {
+  return i32x4.splat(load<i32>(xsum + (s << 3)) + load<i32>(xsum + (s << 3), 4));
+}
+
+// ---- Q4_K, Q5_K ----------------------------------------------------------------
+// One source for both (five = false: Q4_K): Q5_K adds the 5th bit of each code
+// from its sub-block's bit plane and keeps its other fields 128 bytes higher.
+
+/** Exact row sums of sub-block c (4 rows × 32 codes, 64 bytes; Q5_K bit plane at hp) · one token's 32 activation codes at x. */
+@inline function q45kSub(five: bool, c: usize, hp: usize, x: usize): v128 {
+  const H = five ? v128.load(hp) : i32x4.splat(0);
+  if (RELAXED) {
+    let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
+    for (let j: usize = 0; j < 64; j += 16) {
+      const v = v128.load(c + j);
+      const jj = <i32>(j >> 4);
+      s0 = dotI8U7(xs4(x, j >> 1), q45Codes(five, v, H, jj, false), s0);
+      s1 = dotI8U7(xs4(x, (j >> 1) + 4), q45Codes(five, v, H, jj, true), s1);
+    }
+    return i32x4.add(s0, s1);
+  }
+  let a = i32x4.splat(0), b = i32x4.splat(0);
+  for (let j: usize = 0; j < 64; j += 16) {
+    const v = v128.load(c + j);
+    const jj = <i32>(j >> 4);
+    const lo = q45Codes(five, v, H, jj, false), hi = q45Codes(five, v, H, jj, true);
+    const xl = xs4w(x, j), xh = xs4w(x, j + 8);
+    a = pairDot(lo, true, xl, a);
+    b = pairDot(lo, false, xl, b);
+    a = pairDot(hi, true, xh, a);
+    b = pairDot(hi, false, xh, b);
+  }
+  return reducePairs(a, b);
+}
+
+/** q45kSub for 4 tokens (x + t·xStride) at once, each weight vector decoded once; row sums to out[0..64) as [token][row]. */
+@inline function q45kSub4(five: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize): void {
+  const x1 = x + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  const H = five ? v128.load(hp) : i32x4.splat(0);
+  if (RELAXED) {
+    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
+    for (let j: usize = 0; j < 64; j += 16) {
+      const v = v128.load(c + j);
+      const jj = <i32>(j >> 4);
+      const lo = q45Codes(five, v, H, jj, false), hi = q45Codes(five, v, H, jj, true);
+      const o = j >> 1;
+      i0 = dotI8U7(xs4(x, o), lo, i0);
+      i1 = dotI8U7(xs4(x1, o), lo, i1);
+      i2 = dotI8U7(xs4(x2, o), lo, i2);
+      i3 = dotI8U7(xs4(x3, o), lo, i3);
+      i0 = dotI8U7(xs4(x, o + 4), hi, i0);
+      i1 = dotI8U7(xs4(x1, o + 4), hi, i1);
+      i2 = dotI8U7(xs4(x2, o + 4), hi, i2);
+      i3 = dotI8U7(xs4(x3, o + 4), hi, i3);
+    }
+    v128.store(out, i0, 0);
+    v128.store(out, i1, 16);
+    v128.store(out, i2, 32);
+    v128.store(out, i3, 48);
+    return;
+  }
+  let a0 = i32x4.splat(0), b0 = i32x4.splat(0), a1 = i32x4.splat(0), b1 = i32x4.splat(0);
+  let a2 = i32x4.splat(0), b2 = i32x4.splat(0), a3 = i32x4.splat(0), b3 = i32x4.splat(0);
+  for (let j: usize = 0; j < 64; j += 16) {
+    const v = v128.load(c + j);
+    for (let h: usize = 0; h < 16; h += 8) {
+      // h = 0: the low nibbles (columns j/2 …), 8: the high nibbles (columns j/2 + 4 …).
+      const n = q45Codes(five, v, H, <i32>(j >> 4), h != 0);
+      const wl = i16x8.extend_low_i8x16_u(n), wh = i16x8.extend_high_i8x16_u(n);
+      let xv = xs4w(x, j + h);
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(wl, xv));
+      b0 = i32x4.add(b0, i32x4.dot_i16x8_s(wh, xv));
+      xv = xs4w(x1, j + h);
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(wl, xv));
+      b1 = i32x4.add(b1, i32x4.dot_i16x8_s(wh, xv));
+      xv = xs4w(x2, j + h);
+      a2 = i32x4.add(a2, i32x4.dot_i16x8_s(wl, xv));
+      b2 = i32x4.add(b2, i32x4.dot_i16x8_s(wh, xv));
+      xv = xs4w(x3, j + h);
+      a3 = i32x4.add(a3, i32x4.dot_i16x8_s(wl, xv));
+      b3 = i32x4.add(b3, i32x4.dot_i16x8_s(wh, xv));
+    }
+  }
+  v128.store(out, reducePairs(a0, b0), 0);
+  v128.store(out, reducePairs(a1, b1), 16);
+  v128.store(out, reducePairs(a2, b2), 32);
+  v128.store(out, reducePairs(a3, b3), 48);
+}
+
+/** One quad's superblocks · one token's codes xq, scales xd, sums xsum. */
+@inline function gemvQ45K(five: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  let acc = f32x4.splat(0);
+  const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
+  for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
+    let tot = i32x4.splat(0), mins = i32x4.splat(0);
+    for (let s: usize = 0; s < 8; s++) {
+      const sm = q4kScaleMins(five, w, s);
+      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT))), i32x4.extend_low_i16x8_u(sm)));
+      mins = i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(sm), bsum32(xsum, s)));
+    }
+    acc = q4kAccumulate(five, w, tot, mins, load<f32>(xd), acc);
+  }
+  return acc;
+}
+
+/**
+ * One quad · 4 tokens (token t: xq + t·xStride, xd + t·dStride, xsum + t·sStride) → res [4 tokens][4 rows] f32;
+ * res[64..128) is scratch for the sub-block sums.
+ */
+@inline function gemmQ45K(five: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  const sums = res + 64;
+  const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
+  for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
+    let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
+    let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
+    for (let s: usize = 0; s < 8; s++) {
+      q45kSub4(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), xStride, sums);
+      const sm = q4kScaleMins(five, w, s);
+      const sc = i32x4.extend_low_i16x8_u(sm), mn = i32x4.extend_high_i16x8_u(sm);
+      t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));
+      t1 = i32x4.add(t1, i32x4.mul(v128.load(sums, 16), sc));
+      t2 = i32x4.add(t2, i32x4.mul(v128.load(sums, 32), sc));
+      t3 = i32x4.add(t3, i32x4.mul(v128.load(sums, 48), sc));
+      m0 = i32x4.add(m0, i32x4.mul(mn, bsum32(xsum, s)));
+      m1 = i32x4.add(m1, i32x4.mul(mn, bsum32(xsum + sStride, s)));
+      m2 = i32x4.add(m2, i32x4.mul(mn, bsum32(xsum + 2 * sStride, s)));
+      m3 = i32x4.add(m3, i32x4.mul(mn, bsum32(xsum + 3 * sStride, s)));
+    }
+    a0 = q4kAccumulate(five, w, t0, m0, load<f32>(xd), a0);
+    a1 = q4kAccumulate(five, w, t1, m1, load<f32>(xd + dStride), a1);
+    a2 = q4kAccumulate(five, w, t2, m2, load<f32>(xd + 2 * dStride), a2);
+    a3 = q4kAccumulate(five, w, t3, m3, load<f32>(xd + 3 * dStride), a3);
+  }
+  v128.store(res, a0, 0);
+  v128.store(res, a1, 16);
+  v128.store(res, a2, 32);
+  v128.store(res, a3, 48);
+}
+
+export function gemvQ4K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ45K(false, w, xq, xd, xsum, nsb);
+}
+
+export function gemvQ5K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ45K(true, w, xq, xd, xsum, nsb);
+}
+
+export function gemmQ4K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ45K(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+export function gemmQ5K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ45K(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+// ---- Q6_K ----------------------------------------------------------------------
+
+/** Σ q·xq − 32·bsum over 16 columns (codes q0..q3 of q6kCodes) for the token codes at x (the 16 columns). */
+@inline function q6kSum16(q0: v128, q1: v128, q2: v128, q3: v128, x: usize, bsum: i32): v128 {
+  if (RELAXED) {
+    let s0 = dotI8U7(xs4(x, 0), q0, i32x4.splat(0));
+    let s1 = dotI8U7(xs4(x, 4), q1, i32x4.splat(0));
+    s0 = dotI8U7(xs4(x, 8), q2, s0);
+    s1 = dotI8U7(xs4(x, 12), q3, s1);
+    return i32x4.sub(i32x4.add(s0, s1), i32x4.splat(bsum << 5));
+  }
+  let x4 = xs4w(x, 0);
+  let a = pairDot(q0, true, x4, i32x4.splat(0)), b = pairDot(q0, false, x4, i32x4.splat(0));
+  x4 = xs4w(x, 8);
+  a = pairDot(q1, true, x4, a);
+  b = pairDot(q1, false, x4, b);
+  x4 = xs4w(x, 16);
+  a = pairDot(q2, true, x4, a);
+  b = pairDot(q2, false, x4, b);
+  x4 = xs4w(x, 24);
+  a = pairDot(q3, true, x4, a);
+  b = pairDot(q3, false, x4, b);
+  return i32x4.sub(reducePairs(a, b), i32x4.splat(bsum << 5));
+}
+
+export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  let acc = f32x4.splat(0);
+  for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
+    let tot = i32x4.splat(0);
+    for (let t: usize = 0; t < 16; t++) {
+      // Sub-block t = chunk t >> 1, half t & 1: code vectors at 64·chunk + 32·half, top bits at 32·chunk + 16·half.
+      const c = w + ((t >> 1) << 6) + ((t & 1) << 5);
+      const H = v128.load(w + Q6K_HIGH + ((t >> 1) << 5) + ((t & 1) << 4));
+      const v = v128.load(c), u = v128.load(c, 16);
+      const sum = q6kSum16(q6kCodes(v, u, H, 0), q6kCodes(v, u, H, 1), q6kCodes(v, u, H, 2), q6kCodes(v, u, H, 3), xq + (t << (4 + XSHIFT)), load<i32>(xsum + (t << 2)));
+      tot = i32x4.add(tot, i32x4.mul(sum, q6kScales(w, t)));
+    }
+    acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + Q6K_D), f32x4.splat(load<f32>(xd))), acc);
+  }
+  return acc;
+}
+
+export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
+    let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
+    for (let t: usize = 0; t < 16; t++) {
+      const c = w + ((t >> 1) << 6) + ((t & 1) << 5);
+      const H = v128.load(w + Q6K_HIGH + ((t >> 1) << 5) + ((t & 1) << 4));
+      const v = v128.load(c), u = v128.load(c, 16);
+      const q0 = q6kCodes(v, u, H, 0), q1 = q6kCodes(v, u, H, 1), q2 = q6kCodes(v, u, H, 2), q3 = q6kCodes(v, u, H, 3);
+      const sc = q6kScales(w, t);
+      const x = xq + (t << (4 + XSHIFT)), s = xsum + (t << 2);
+      t0 = i32x4.add(t0, i32x4.mul(q6kSum16(q0, q1, q2, q3, x, load<i32>(s)), sc));
+      t1 = i32x4.add(t1, i32x4.mul(q6kSum16(q0, q1, q2, q3, x + xStride, load<i32>(s + sStride)), sc));
+      t2 = i32x4.add(t2, i32x4.mul(q6kSum16(q0, q1, q2, q3, x + 2 * xStride, load<i32>(s + 2 * sStride)), sc));
+      t3 = i32x4.add(t3, i32x4.mul(q6kSum16(q0, q1, q2, q3, x + 3 * xStride, load<i32>(s + 3 * sStride)), sc));
+    }
+    const d = v128.load(w + Q6K_D);
+    a0 = fmadd(f32x4.convert_i32x4_s(t0), f32x4.mul(d, f32x4.splat(load<f32>(xd))), a0);
+    a1 = fmadd(f32x4.convert_i32x4_s(t1), f32x4.mul(d, f32x4.splat(load<f32>(xd + dStride))), a1);
+    a2 = fmadd(f32x4.convert_i32x4_s(t2), f32x4.mul(d, f32x4.splat(load<f32>(xd + 2 * dStride))), a2);
+    a3 = fmadd(f32x4.convert_i32x4_s(t3), f32x4.mul(d, f32x4.splat(load<f32>(xd + 3 * dStride))), a3);
+  }
+  v128.store(res, a0, 0);
+  v128.store(res, a1, 16);
+  v128.store(res, a2, 32);
+  v128.store(res, a3, 48);
+}

@@ -1,0 +1,71 @@
+// The packed layout of the native ggml K-quant weights (Q4_K, Q6_K), the
+// K-quant counterpart of layout.ts. ggml's blocks (ggml-common.h: block_q4_K,
+// block_q6_K) hold one row's 256 values ("superblock"); here the same codes,
+// scales and f16-exact super-scales are regrouped so that four rows ("a quad")
+// share each SIMD vector, lane r = row r, and the int8 dot product
+// (flavor.ts dotI8U7: 4 consecutive columns of one row per 32-bit lane)
+// leaves row r's sum in lane r, as the q8/q4 tiles do.
+//
+// Tile (quad g, superblock b) covers rows [4g, 4g + 4) × columns [256b, 256b + 256);
+// tiles are stored [quads][superblocks], so a run of quads is one sequential
+// stream (the decode GEMV's access pattern). Byte offsets, lane r:
+//
+//   codes (both)  [0, 512): chunk c of 32 columns at 64c, vector j (0..3) at +16j;
+//                 byte 4r + k holds column 32c + 8j + k in its low nibble and
+//                 column 32c + 8j + 4 + k in its high nibble (k = 0..3).
+//                 Q4_K: the 4-bit code q. Q5_K, Q6_K: the low 4 bits of q.
+//   Q4_K  608 B   [512, 576): sub-block s (= chunk) at 512 + 8s: u8 scale[r] at +r, u8 min[r] at +4 + r
+//                 [576, 592): f32 d[r];  [592, 608): f32 dmin[r]
+//                 value = f32(d·scale)·q − f32(dmin·min)   (ggml dequantize_row_q4_K)
+//   Q5_K  736 B   the Q4_K tile with the 5th bit of q in [512, 640): sub-block s at
+//                 512 + 16s, byte 4r + k holds in bit 2j / 2j + 1 the top bit of code
+//                 vector j's low / high nibble (column 32s + 8j + k / + 4);
+//                 then scales and mins [640, 704), d [704, 720), dmin [720, 736) as Q4_K's
+//                 value = f32(d·scale)·q − f32(dmin·min)   (ggml dequantize_row_q5_K)
+//   Q6_K  848 B   [512, 768): the top 2 bits of q: chunk c at 512 + 32c, vector p (0..1)
+//                 at +16p serves code vectors 2p and 2p + 1: byte 4r + k holds, in bits
+//                 0-1 / 2-3 / 4-5 / 6-7, the top bits of vector 2p's low / high nibble
+//                 and vector 2p + 1's low / high nibble;
+//                 [768, 832): sub-block t (16 columns) at 768 + 4t: i8 scale[r] at +r
+//                 [832, 848): f32 d[r]
+//                 value = f32(d·scale)·(q − 32)   (ggml dequantize_row_q6_K)
+//
+// Rows past the matrix (the last quad of a matrix whose rows are not a
+// multiple of 4) hold zero codes and zero scales. d and dmin are ggml's f16
+// scales widened to f32 (exact).
+
+/** Values per superblock (ggml's QK_K). */
+export const QK_K: i32 = 256;
+/** Rows per tile (the f32x4 lanes). */
+export const QUAD: i32 = 4;
+
+export const FMT_Q4_K: i32 = 4;
+export const FMT_Q6_K: i32 = 5;
+export const FMT_Q5_K: i32 = 6;
+
+export const TILE_Q4_K: i32 = 608;
+export const TILE_Q5_K: i32 = 736;
+export const TILE_Q6_K: i32 = 848;
+
+/** Q5_K: the 5th bits; then the Q4_K fields moved up by 128 bytes. */
+export const Q5K_HIGH: i32 = 512;
+export const Q5K_SCALES: i32 = 640;
+export const Q5K_D: i32 = 704;
+export const Q5K_DMIN: i32 = 720;
+
+export const Q4K_SCALES: i32 = 512;
+export const Q4K_D: i32 = 576;
+export const Q4K_DMIN: i32 = 592;
+
+export const Q6K_HIGH: i32 = 512;
+export const Q6K_SCALES: i32 = 768;
+export const Q6K_D: i32 = 832;
+
+@inline export function kquantTileBytes(format: i32): i32 {
+  return format == FMT_Q4_K ? TILE_Q4_K : format == FMT_Q5_K ? TILE_Q5_K : TILE_Q6_K;
+}
+
+/** Byte offset, inside a tile's code area, of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. */
+@inline export function codeByte(v: i32, r: i32): i32 {
+  return ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3);
+}

@@ -1,0 +1,95 @@
+// out[T, rows] = x[T, cols] · Wᵀ (+ bias) for native K-quant weights
+// (kquant-layout.ts), the K-quant counterpart of linear.ts, partitioned the
+// same way: a work item is a run of `quadsPerItem` quads (4 rows each), all
+// tokens. Tokens go four at a time through gemm<F> (the quad's tiles stay in
+// L1/L2 across the token tiles), the rest (and decode, T = 1) one at a time
+// through gemv<F>; both do the same float steps per output (kquant-dot.ts),
+// so outputs are independent of T, the batch and the thread count.
+
+import { gemmQ4K, gemmQ5K, gemmQ6K, gemvQ4K, gemvQ5K, gemvQ6K } from "./kquant-dot";
+import { XSHIFT } from "./kquant-activation";
+import { FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
+
+@unmanaged class KquantLinearArgs {
+  /** Packed weight: [quads][nsb] tiles. */
+  w: usize;
+  nsb: i32;
+  quads: i32;
+  rows: i32;
+  /** Prepared activation (kquant-activation.ts): codes [T][nsb · 256] (int8, baseline int16), f32 scales [T][nsb], i32 sums [T][nsb · 16]. */
+  xq: usize;
+  xd: usize;
+  xsum: usize;
+  tokens: i32;
+  /** f32 [T, rows], row stride outStride bytes. */
+  out: usize;
+  outStride: i32;
+  /** f32 [rows], or 0. */
+  bias: usize;
+  quadsPerItem: i32;
+  /** Per-thread scratch (≥ 128 bytes each). */
+  scratch: usize;
+  scratchStride: i32;
+}
+
+/** Stores the lanes of res (rows row0 … row0 + 3) into out, adding bias, never past `rows` (as linear.ts's storeRows). */
+@inline function storeQuad(out: usize, row0: i32, rows: i32, res: v128, bias: usize): void {
+  const p = out + (<usize>row0 << 2);
+  const b = bias + (<usize>row0 << 2);
+  if (row0 + QUAD <= rows) {
+    v128.store(p, bias ? f32x4.add(res, v128.load(b)) : res);
+    return;
+  }
+  const n = rows - row0;
+  const r0 = f32x4.extract_lane(res, 0), r1 = f32x4.extract_lane(res, 1), r2 = f32x4.extract_lane(res, 2);
+  store<f32>(p, bias ? r0 + load<f32>(b) : r0);
+  if (n > 1) store<f32>(p, bias ? r1 + load<f32>(b, 4) : r1, 4);
+  if (n > 2) store<f32>(p, bias ? r2 + load<f32>(b, 8) : r2, 8);
+}
+
+@inline function kquantLinear(format: i32, item: i32, tid: i32, args: usize): void {
+  const a = changetype<KquantLinearArgs>(args);
+  const q0 = item * a.quadsPerItem;
+  const q1 = min(a.quads, q0 + a.quadsPerItem);
+  const quadBytes = <usize>a.nsb * <usize>kquantTileBytes(format);
+  const res = a.scratch + <usize>tid * <usize>a.scratchStride;
+  const xStride = (<usize>a.nsb * QK_K) << XSHIFT, dStride = <usize>a.nsb << 2, sStride = <usize>a.nsb << 6;
+  const outStride = <usize>a.outStride;
+  for (let q = q0; q < q1; q++) {
+    const w = a.w + <usize>q * quadBytes;
+    const row0 = q * QUAD;
+    let t = 0;
+    for (; t + 4 <= a.tokens; t += 4) {
+      const ut = <usize>t;
+      if (format == FMT_Q4_K) gemmQ4K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      else if (format == FMT_Q5_K) gemmQ5K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      else gemmQ6K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      const out = a.out + ut * outStride;
+      storeQuad(out, row0, a.rows, v128.load(res), a.bias);
+      storeQuad(out + outStride, row0, a.rows, v128.load(res, 16), a.bias);
+      storeQuad(out + 2 * outStride, row0, a.rows, v128.load(res, 32), a.bias);
+      storeQuad(out + 3 * outStride, row0, a.rows, v128.load(res, 48), a.bias);
+    }
+    for (; t < a.tokens; t++) {
+      const ut = <usize>t;
+      const r = format == FMT_Q4_K
+        ? gemvQ4K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
+        : format == FMT_Q5_K
+        ? gemvQ5K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
+        : gemvQ6K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb);
+      storeQuad(a.out + ut * outStride, row0, a.rows, r, a.bias);
+    }
+  }
+}
+
+export function task_linear_q4_k(item: i32, tid: i32, args: usize): void {
+  kquantLinear(FMT_Q4_K, item, tid, args);
+}
+
+export function task_linear_q5_k(item: i32, tid: i32, args: usize): void {
+  kquantLinear(FMT_Q5_K, item, tid, args);
+}
+
+export function task_linear_q6_k(item: i32, tid: i32, args: usize): void {
+  kquantLinear(FMT_Q6_K, item, tid, args);
+}

@@ -1,0 +1,68 @@
+/**
+ * linear() for native K-quant weights (q4_k, q6_k) and for stacks of
+ * weights of several formats; linear.ts validates, then hands over here.
+ *
+ * K-quants follow llama.cpp's ggml_vec_dot_q4_K_q8_K / q6_K_q8_K: the
+ * activation is quantized once per call per superblock of 256 like ggml's
+ * Q8_K (d = max|x|/127, int8 codes — int16 on the baseline flavor — and the
+ * sums of the codes per 16), and the
+ * kernels take exact int32 dot products of the codes, weighted by the integer
+ * sub-block scales, before one or two f32 multiply-adds per superblock
+ * (assembly/linalg/kquant-dot.ts). Threaded like the q8 linear: runs of quads
+ * (4 rows) per work item, about 4 items per thread.
+ */
+import type { Runtime } from "../runtime/runtime.js";
+import { Tensor } from "../tensor/tensor.js";
+import type { MatrixView } from "./check.js";
+import { KQUANT_BLOCK, KQUANT_ROW_GROUP, type Weight, WeightStack } from "./weight.js";
+import { opsWorkspace } from "./workspace.js";
+
+const align64 = (n: number): number => Math.ceil(n / 64) * 64;
+
+/** out = x · Wᵀ (+ bias) for a validated K-quant weight; x rows of weight.cols = nsb · 256 f32. */
+export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: MatrixView, bias: number): void {
+  const T = x.rows;
+  const nsb = weight.cols / KQUANT_BLOCK;
+  const codeBytes = align64(T * weight.cols * 2); // int8 codes (relaxed) or int16 (baseline)
+  const scaleBytes = align64(T * nsb * 4);
+  const ws = opsWorkspace(rt, codeBytes + scaleBytes + T * nsb * 64);
+  const xd = ws + codeBytes;
+  const xsum = xd + scaleBytes;
+  rt.parallelFor("task_act_quantize_q8k", T, rt.args().ptr(x.tensor.ptr).i32(x.rowStride * 4).i32(nsb).ptr(ws).ptr(xd).ptr(xsum).end());
+
+  const quads = Math.ceil(weight.rows / KQUANT_ROW_GROUP);
+  const qpi = Math.max(1, Math.ceil(quads / (rt.threads * 4)));
+  const scratch = rt.threadScratch(128);
+  const args = rt
+    .args()
+    .ptr(weight.ptr)
+    .i32(nsb)
+    .i32(quads)
+    .i32(weight.rows)
+    .ptr(ws)
+    .ptr(xd)
+    .ptr(xsum)
+    .i32(T)
+    .ptr(out.tensor.ptr)
+    .i32(out.rowStride * 4)
+    .ptr(bias)
+    .i32(qpi)
+    .ptr(scratch.ptr)
+    .i32(scratch.stride)
+    .end();
+  rt.parallelFor(`task_linear_${weight.format}`, Math.ceil(quads / qpi), args);
+}
+
+/** The slice of columns [c0, c0 + n) of every row of a [.., cols] f32 tensor (out or bias), as a tensor. */
+export function columnSlice(t: Tensor, c0: number, n: number): Tensor {
+  return new Tensor(t.memory, t.ptr + c0 * 4, t.dtype, [...t.shape.slice(0, -1), n], t.strides);
+}
+
+/** Runs `part` for each part of a stack over its slice of out's columns (and of bias). */
+export function eachStackPart(stack: WeightStack, out: Tensor, bias: Tensor | undefined, run: (part: Weight, out: Tensor, bias: Tensor | undefined) => void): void {
+  let row = 0;
+  for (const part of stack.parts) {
+    run(part, columnSlice(out, row, part.rows), bias ? columnSlice(bias, row, part.rows) : undefined);
+    row += part.rows;
+  }
+}
