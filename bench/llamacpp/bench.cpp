@@ -13,7 +13,7 @@
 // llama-bench's pp + tg on one context: the KV cache cleared, a P-token
 // prompt (ids (i · 2654435761) mod n_vocab, as the kvflash side) decoded in
 // one llama_decode, then D single-token steps, each feeding back the
-// argmax of the last logits. It prints one JSON line:
+// argmax of the last logits, on one persistent threadpool (as llama-bench). It prints one JSON line:
 //   {"prefill_ms": …, "decode_ms": [step ms …]}
 // and, once after loading, {"ready": true, "n_vocab": …, "flash_attn": "…"}.
 // Errors go to stderr with exit status 1.
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ggml-backend.h"
+#include "ggml-cpu.h"
 #include "llama.h"
 
 static double now_ms() {
@@ -77,6 +78,19 @@ int main(int argc, char** argv) {
   if (ctx == nullptr) die("cannot create a context");
   const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
 
+  // A persistent threadpool, as llama-bench attaches one (its default poll 50);
+  // without it ggml starts and joins fresh threads on every llama_decode.
+  ggml_backend_dev_t cpu_dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+  if (cpu_dev == nullptr) die(std::string("no CPU backend loaded from ") + argv[2]);
+  ggml_backend_reg_t cpu_reg = ggml_backend_dev_backend_reg(cpu_dev);
+  auto* threadpool_new = reinterpret_cast<decltype(ggml_threadpool_new)*>(ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_new"));
+  auto* threadpool_free = reinterpret_cast<decltype(ggml_threadpool_free)*>(ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_free"));
+  if (threadpool_new == nullptr || threadpool_free == nullptr) die("the CPU backend has no ggml_threadpool_new/free");
+  ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+  ggml_threadpool* threadpool = threadpool_new(&tpp);
+  if (threadpool == nullptr) die("cannot create a threadpool of " + std::to_string(threads) + " threads");
+  llama_attach_threadpool(ctx, threadpool, nullptr);
+
   std::vector<llama_token> ids(prompt);
   for (int i = 0; i < prompt; i++) ids[i] = static_cast<llama_token>((static_cast<uint64_t>(i) * 2654435761u) % static_cast<uint64_t>(n_vocab));
 
@@ -110,6 +124,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   llama_free(ctx);
+  threadpool_free(threadpool);
   llama_model_free(model);
   llama_backend_free();
   return 0;

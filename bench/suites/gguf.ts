@@ -10,7 +10,7 @@
  * two alternate run by run (the order flipping every run), so both see the
  * same machine.
  *
- * Per engine and file: `prefill_tok_s` = 512 / prefill time and
+ * Runs: 3 (1 with --quick; $KVFLASH_BENCH_RUNS overrides). Per engine and file: `prefill_tok_s` = 512 / prefill time and
  * `decode_tok_s` = 128 / the decode steps' total time, each the median over
  * the runs; on the kvflash row `kvflash_over_llamacpp` = decode tok/s over
  * llama.cpp's (the headline: target ≥ 1.0) and
@@ -28,6 +28,7 @@ import { loadavg } from "node:os";
 import { type Runtime, createRuntime, loadModel, runRequest } from "../../src/index.js";
 import type { GgufQuantMix } from "../../src/model/gguf/convert.js";
 import { argmax } from "../../src/engine/sampler.js";
+import { ArgumentError, show } from "../../src/errors.js";
 import { type Row, type Suite, median } from "../harness.js";
 import { BENCH_CACHE, LlamaCppBench, type LlamaCppRun, buildLlamaCppHarness } from "../llamacpp-harness.js";
 import { qwenGgufFile, qwenGgufTypes } from "../qwen-gguf-file.js";
@@ -48,7 +49,7 @@ export const gguf: Suite = {
   async run({ rt, quick, log }): Promise<Row[]> {
     const prompt = quick ? 64 : 512;
     const decode = quick ? 16 : 128;
-    const reps = quick ? 1 : 3;
+    const reps = runsSetting(quick);
     const harness = buildLlamaCppHarness(log);
     const own: Runtime | null = rt.threads === THREADS ? null : await createRuntime({ threads: THREADS });
     const r = own ?? rt;
@@ -108,4 +109,13 @@ export const gguf: Suite = {
 
 function sum(xs: readonly number[]): number {
   return xs.reduce((a, b) => a + b, 0);
+}
+
+/** Timed runs per engine and file: 3, 1 with --quick, or $KVFLASH_BENCH_RUNS (a loaded machine: llama.cpp's runs there take minutes). */
+function runsSetting(quick: boolean): number {
+  const env = process.env["KVFLASH_BENCH_RUNS"];
+  if (env === undefined || env === "") return quick ? 1 : 3;
+  const n = Number(env);
+  if (!Number.isInteger(n) || n < 1) throw new ArgumentError("KVFLASH_BENCH_RUNS", `must be an integer ≥ 1, got ${show(env)}`);
+  return n;
 }
