@@ -1,6 +1,7 @@
 // Every benchmark suite, by the name `npm run bench -- <suite>` takes.
 import type { Suite } from "../harness.js";
 import { attention } from "./attention.js";
+import { gguf } from "./gguf.js";
 import { ggufKernels } from "./gguf-kernels.js";
 import { linalg } from "./linalg.js";
 import { model } from "./model.js";
@@ -9,4 +10,4 @@ import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
 import { serve } from "./serve.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, ggufKernels];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, ggufKernels, gguf];

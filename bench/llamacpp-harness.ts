@@ -1,0 +1,116 @@
+/**
+ * llama.cpp as a benchmark baseline, timed through its C API: builds
+ * bench/llamacpp/bench.cpp with the machine's g++ against the libllama that
+ * @node-llama-cpp/linux-<arch> ships and the headers of the same llama.cpp
+ * commit (node-llama-cpp carries its sources as a git bundle), caches the
+ * binary under bench/.cache/llamacpp/<version>/, and runs it as a child
+ * process that answers each "run" with one JSON line of timings.
+ *
+ * Needs node-llama-cpp installed (`npm run llamacpp:install`), g++ and git;
+ * says which one is missing otherwise.
+ */
+import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { findLlamaCpp } from "../src/testing/llamacpp.js";
+
+/** bench/.cache at the repository root (gitignored): generated model files and the built harness. */
+export const BENCH_CACHE = fileURLToPath(new URL("../../bench/.cache/", import.meta.url));
+const SOURCE = fileURLToPath(new URL("../../bench/llamacpp/bench.cpp", import.meta.url));
+
+function run(cmd: string, args: readonly string[], what: string): string {
+  const r = spawnSync(cmd, args, { encoding: "utf8" });
+  if (r.error) throw new Error(`${what}: cannot run ${cmd} (${(r.error as NodeJS.ErrnoException).code ?? r.error.message}); the gguf benchmark needs ${cmd} on PATH`);
+  if (r.status !== 0) throw new Error(`${what}: ${cmd} ${args.join(" ")} exited with ${r.status}:\n${r.stderr}`);
+  return r.stdout;
+}
+
+/** One shared library in `dir` whose name matches, for `-l:NAME`. */
+function library(dir: string, re: RegExp): string {
+  const name = readdirSync(dir).find((f) => re.test(f));
+  if (name === undefined) throw new Error(`no library matching ${re} in ${dir}`);
+  return name;
+}
+
+export interface LlamaCppHarness {
+  binary: string;
+  libDir: string;
+  /** node-llama-cpp's version (its llama.cpp build). */
+  version: string;
+}
+
+/** Builds the harness if its cached binary is missing or older than bench.cpp. */
+export function buildLlamaCppHarness(log: (line: string) => void): LlamaCppHarness {
+  const found = findLlamaCpp();
+  if ("missing" in found) throw new Error(`the gguf benchmark times llama.cpp, but ${found.missing}`);
+  const dir = join(BENCH_CACHE, "llamacpp", found.version);
+  const binary = join(dir, "bench");
+  if (existsSync(binary) && statSync(binary).mtimeMs >= statSync(SOURCE).mtimeMs) return { binary, libDir: found.libDir, version: found.version };
+  mkdirSync(dir, { recursive: true });
+  const headers = join(dir, "src");
+  if (!existsSync(join(headers, "include", "llama.h"))) {
+    log(`llama.cpp: extracting the headers of node-llama-cpp ${found.version}'s llama.cpp from ${found.sourceBundle}`);
+    const clone = join(dir, "clone");
+    rmSync(clone, { recursive: true, force: true });
+    run("git", ["clone", "--quiet", "--no-checkout", found.sourceBundle, clone], "llama.cpp headers");
+    const tar = join(dir, "headers.tar");
+    run("git", ["-C", clone, "archive", "--format=tar", "-o", tar, "HEAD", "include", "ggml/include"], "llama.cpp headers");
+    mkdirSync(headers, { recursive: true });
+    run("tar", ["-xf", tar, "-C", headers], "llama.cpp headers");
+    rmSync(clone, { recursive: true, force: true });
+    rmSync(tar, { force: true });
+  }
+  log(`llama.cpp: building ${binary} with g++`);
+  const libs = [/^libllama(\.v[\d.]+)?\.so$/, /^libggml(\.v[\d.]+)?\.so$/, /^libggml-base\.so$/].map((re) => `-l:${library(found.libDir, re)}`);
+  run("g++", ["-O2", "-std=c++17", "-I", join(headers, "include"), "-I", join(headers, "ggml", "include"), SOURCE, "-o", binary, "-L", found.libDir, ...libs, `-Wl,-rpath,${found.libDir}`], "building the llama.cpp harness");
+  return { binary, libDir: found.libDir, version: found.version };
+}
+
+export interface LlamaCppRun {
+  prefillMs: number;
+  decodeMs: number[];
+}
+
+/** A started harness process with a model loaded: `run()` times one prefill + decode, `close()` ends it. */
+export class LlamaCppBench {
+  #child: ChildProcessWithoutNullStreams;
+  #lines: AsyncIterator<string>;
+  #stderr = "";
+  readonly flashAttn: string;
+
+  private constructor(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>, flashAttn: string) {
+    this.#child = child;
+    this.#lines = lines;
+    this.flashAttn = flashAttn;
+    child.stderr.on("data", (d: Buffer) => (this.#stderr += d.toString()));
+  }
+
+  static async start(harness: LlamaCppHarness, model: string, o: { threads: number; prompt: number; decode: number }): Promise<LlamaCppBench> {
+    const child = spawn(harness.binary, [model, harness.libDir, String(o.threads), String(o.prompt), String(o.decode)], { stdio: ["pipe", "pipe", "pipe"] });
+    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const first = await lines.next();
+    if (first.done) throw new Error(`the llama.cpp harness exited before loading ${model}:\n${stderr}`);
+    const ready = JSON.parse(first.value) as { ready: boolean; flash_attn: string };
+    return new LlamaCppBench(child, lines, ready.flash_attn);
+  }
+
+  /** One timed run: the full prompt and decode, or a shorter one (a warm-up). */
+  async run(size?: { prompt: number; decode: number }): Promise<LlamaCppRun> {
+    this.#child.stdin.write(size ? `run ${size.prompt} ${size.decode}\n` : "run\n");
+    const line = await this.#lines.next();
+    if (line.done) throw new Error(`the llama.cpp harness exited mid-run:\n${this.#stderr}`);
+    const r = JSON.parse(line.value) as { prefill_ms: number; decode_ms: number[] };
+    return { prefillMs: r.prefill_ms, decodeMs: r.decode_ms };
+  }
+
+  async close(): Promise<void> {
+    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => this.#child.once("exit", () => resolve()));
+    this.#child.stdin.end("quit\n");
+    await exited;
+  }
+}

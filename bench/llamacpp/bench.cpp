@@ -1,0 +1,131 @@
+// llama.cpp timed through its C API, for `npm run bench -- gguf`
+// (bench/suites/gguf.ts builds this file with the machine's g++ against the
+// libllama and headers node-llama-cpp ships: bench/llamacpp-harness.ts).
+// The Node binding is left out on purpose: it adds milliseconds to every
+// decoded token, which would flatter kvflash.
+//
+//   bench MODEL.gguf LIB_DIR THREADS PROMPT DECODE
+//
+// Loads the model once (CPU backends from LIB_DIR, no GPU), then serves one
+// timed run for every "run" line read on stdin, so the caller can alternate
+// these runs with its own; "run P D" makes a shorter one (P ≤ PROMPT,
+// D ≤ DECODE: a warm-up); "quit" or end of input exits. A run is
+// llama-bench's pp + tg on one context: the KV cache cleared, a P-token
+// prompt (ids (i · 2654435761) mod n_vocab, as the kvflash side) decoded in
+// one llama_decode, then D single-token steps, each feeding back the
+// argmax of the last logits, on one persistent threadpool (as llama-bench). It prints one JSON line:
+//   {"prefill_ms": …, "decode_ms": [step ms …]}
+// and, once after loading, {"ready": true, "n_vocab": …, "flash_attn": "…"}.
+// Errors go to stderr with exit status 1.
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "llama.h"
+
+static double now_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+static void die(const std::string& message) {
+  std::fprintf(stderr, "llamacpp-bench: %s\n", message.c_str());
+  std::exit(1);
+}
+
+static void quiet_log(ggml_log_level level, const char* text, void*) {
+  if (level == GGML_LOG_LEVEL_ERROR) std::fputs(text, stderr);
+}
+
+static int argmax(const float* logits, int n) {
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (logits[i] > logits[best]) best = i;
+  return best;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 6) die("usage: bench MODEL.gguf LIB_DIR THREADS PROMPT DECODE");
+  const char* model_path = argv[1];
+  const int threads = std::atoi(argv[3]);
+  const int prompt = std::atoi(argv[4]);
+  const int decode = std::atoi(argv[5]);
+  if (threads < 1 || prompt < 1 || decode < 0) die("THREADS and PROMPT must be ≥ 1 and DECODE ≥ 0");
+
+  llama_log_set(quiet_log, nullptr);
+  ggml_backend_load_all_from_path(argv[2]);
+  llama_backend_init();
+
+  llama_model_params mp = llama_model_default_params();
+  mp.n_gpu_layers = 0;
+  llama_model* model = llama_model_load_from_file(model_path, mp);
+  if (model == nullptr) die(std::string("cannot load ") + model_path);
+
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = prompt + decode + 16;
+  cp.n_batch = prompt;
+  cp.n_ubatch = prompt;
+  cp.n_seq_max = 1;
+  cp.n_threads = threads;
+  cp.n_threads_batch = threads;
+  cp.no_perf = true;
+  llama_context* ctx = llama_init_from_model(model, cp);
+  if (ctx == nullptr) die("cannot create a context");
+  const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+
+  // A persistent threadpool, as llama-bench attaches one (its default poll 50);
+  // without it ggml starts and joins fresh threads on every llama_decode.
+  ggml_backend_dev_t cpu_dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
+  if (cpu_dev == nullptr) die(std::string("no CPU backend loaded from ") + argv[2]);
+  ggml_backend_reg_t cpu_reg = ggml_backend_dev_backend_reg(cpu_dev);
+  auto* threadpool_new = reinterpret_cast<decltype(ggml_threadpool_new)*>(ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_new"));
+  auto* threadpool_free = reinterpret_cast<decltype(ggml_threadpool_free)*>(ggml_backend_reg_get_proc_address(cpu_reg, "ggml_threadpool_free"));
+  if (threadpool_new == nullptr || threadpool_free == nullptr) die("the CPU backend has no ggml_threadpool_new/free");
+  ggml_threadpool_params tpp = ggml_threadpool_params_default(threads);
+  ggml_threadpool* threadpool = threadpool_new(&tpp);
+  if (threadpool == nullptr) die("cannot create a threadpool of " + std::to_string(threads) + " threads");
+  llama_attach_threadpool(ctx, threadpool, nullptr);
+
+  std::vector<llama_token> ids(prompt);
+  for (int i = 0; i < prompt; i++) ids[i] = static_cast<llama_token>((static_cast<uint64_t>(i) * 2654435761u) % static_cast<uint64_t>(n_vocab));
+
+  std::printf("{\"ready\": true, \"n_vocab\": %d, \"flash_attn\": \"%s\"}\n", n_vocab, llama_flash_attn_type_name(cp.flash_attn_type));
+  std::fflush(stdout);
+
+  std::string line;
+  while (std::getline(std::cin, line) && line != "quit") {
+    int p = prompt;
+    int d = decode;
+    if (line != "run" && (std::sscanf(line.c_str(), "run %d %d", &p, &d) != 2 || p < 1 || p > prompt || d < 0 || d > decode)) {
+      die("expected \"run\", \"run P D\" (1 ≤ P ≤ PROMPT, 0 ≤ D ≤ DECODE) or \"quit\" on stdin, got \"" + line + "\"");
+    }
+    llama_memory_clear(llama_get_memory(ctx), true);
+
+    double t0 = now_ms();
+    if (llama_decode(ctx, llama_batch_get_one(ids.data(), p)) != 0) die("llama_decode failed on the prompt");
+    llama_token next = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+    const double prefill_ms = now_ms() - t0;
+
+    std::vector<double> steps;
+    for (int s = 0; s < d; s++) {
+      t0 = now_ms();
+      if (llama_decode(ctx, llama_batch_get_one(&next, 1)) != 0) die("llama_decode failed on a decode step");
+      next = argmax(llama_get_logits_ith(ctx, -1), n_vocab);
+      steps.push_back(now_ms() - t0);
+    }
+    std::printf("{\"prefill_ms\": %.4f, \"decode_ms\": [", prefill_ms);
+    for (size_t s = 0; s < steps.size(); s++) std::printf("%s%.4f", s ? ", " : "", steps[s]);
+    std::printf("]}\n");
+    std::fflush(stdout);
+  }
+  llama_free(ctx);
+  threadpool_free(threadpool);
+  llama_model_free(model);
+  llama_backend_free();
+  return 0;
+}
