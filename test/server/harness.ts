@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { parseMetrics } from "../../src/server/metrics.js";
-import { DEFAULT_LOADER } from "../../src/server/serve.js";
+import { DEFAULT_LOADER } from "../../src/server/start-server.js";
 import { defaultModelDir } from "../../src/index.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 
