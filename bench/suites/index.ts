@@ -1,6 +1,7 @@
 // Every benchmark suite, by the name `npm run bench -- <suite>` takes.
 import type { Suite } from "../harness.js";
 import { attention } from "./attention.js";
+import { fairness } from "./fairness.js";
 import { linalg } from "./linalg.js";
 import { model } from "./model.js";
 import { paged } from "./paged.js";
@@ -9,4 +10,4 @@ import { sampler } from "./sampler.js";
 import { serve } from "./serve.js";
 import { stall } from "./stall.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness];
