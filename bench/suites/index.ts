@@ -9,5 +9,6 @@ import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
 import { serve } from "./serve.js";
 import { stall } from "./stall.js";
+import { tokenize } from "./tokenize.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, tokenize];
