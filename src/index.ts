@@ -113,7 +113,7 @@ export type { EngineInfo, EngineSettings, EngineWorkerConfig } from "./engine/pr
 export { DEFAULT_MAX_NUM_SEQS, type EngineConfig, defaultMaxNumBatchedTokens, resolveEngineConfig } from "./engine/engine-config.js";
 export type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoader, ModelLoaderModule } from "./engine/loader-module.js";
 export { KvflashServer, type KvflashServerOptions } from "./server/server.js";
-export { DEFAULT_LOADER, type RunningServer, type ServeOptions, serve } from "./server/serve.js";
+export { DEFAULT_LOADER, type RunningServer, type ServeOptions, serve } from "./server/start-server.js";
 export * from "./attention/index.js";
 export {
   type CreateWeightOptions,

@@ -1,6 +1,7 @@
 // Every benchmark suite, by the name `npm run bench -- <suite>` takes.
 import type { Suite } from "../harness.js";
 import { attention } from "./attention.js";
+import { fairness } from "./fairness.js";
 import { gguf } from "./gguf.js";
 import { ggufKernels } from "./gguf-kernels.js";
 import { linalg } from "./linalg.js";
@@ -9,5 +10,7 @@ import { paged } from "./paged.js";
 import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
 import { serve } from "./serve.js";
+import { stall } from "./stall.js";
+import { tokenize } from "./tokenize.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, ggufKernels, gguf];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, tokenize, ggufKernels, gguf];

@@ -20,6 +20,9 @@ export interface PagedTable {
   maxBlockAt: string;
 }
 
+/** Most tokens a KV block may hold: the paged kernels' limit (every layer above takes its range from here). */
+export const MAX_BLOCK_SIZE = 256;
+
 /** Longest sequence (and largest offset) a plan takes, in keys or tokens. */
 export const MAX_SEQ_LENGTH = 0x3fffffff;
 

@@ -30,7 +30,7 @@ import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
 import { NKV_MAX, RMAX, STREAM_ROWS, type WorkItem, packItems, uploadInt32 } from "./kernel-args.js";
-import { MAX_SEQ_LENGTH, type PagedTable, checkBlockTable, checkOffsets, checkSeqLengths } from "./batch-tables.js";
+import { MAX_BLOCK_SIZE, MAX_SEQ_LENGTH, type PagedTable, checkBlockTable, checkOffsets, checkSeqLengths } from "./batch-tables.js";
 import { MAX_HEAD_DIM, type SeqExtent, checkLengths, seqTable } from "./problem.js";
 
 /** Longest multi-token decode (speculative / MTP) the decode path takes. */
@@ -287,7 +287,7 @@ export class AttentionPlan {
     let pages: PagedTable | null = null;
     if (options.blockTable !== undefined) {
       if (options.blockSize === undefined) throw new ArgumentError("blockSize", "is required with blockTable, got undefined");
-      const blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: 256 });
+      const blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: MAX_BLOCK_SIZE });
       if (options.keyOffsets !== undefined) {
         const k0 = checkLengths("keyOffsets", options.keyOffsets, B, MAX_SEQ_LENGTH, "2^30 − 1");
         seqs.forEach((s, b) => {

@@ -16,7 +16,7 @@ import { readFileSync } from "node:fs";
 import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
 import { generateCommand, logitsCommand } from "./generate-command.js";
 import { LS_USAGE, PULL_USAGE, lsCommand, pullCommand } from "./hub.js";
-import { serveCommand } from "./serve.js";
+import { serveCommand } from "./serve-command.js";
 import { SERVE_USAGE } from "./serve-args.js";
 import { closest } from "./suggest.js";
 

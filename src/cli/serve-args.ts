@@ -6,10 +6,10 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { ArgumentError } from "../errors.js";
 import { walkFlags } from "./flags.js";
-import type { ServeOptions } from "../server/serve.js";
+import type { ServeOptions } from "../server/start-server.js";
 import { DEFAULT_MAX_NUM_SEQS, MIN_DEFAULT_BATCHED_TOKENS } from "../engine/engine-config.js";
 import { KV_DTYPE_SETTINGS } from "../kv/kv-quant.js";
-import { MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
+import { DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
 import { WEIGHTS_SETTINGS } from "../ops/weight.js";
 import { checkOneOf } from "../tensor/check.js";
 import { TOOL_PARSERS, type ToolParserName } from "../server/tool-parsers.js";
@@ -31,11 +31,11 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --kv-dtype DTYPE             KV cache storage: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default auto)
   --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4 | auto (default auto: the checkpoint's)
   --num-gpu-blocks-override N  exactly N KV blocks (vLLM's name; wins over --kv-cache-gib)
-  --block-size N               tokens per KV block, 1..${MAX_BLOCK_SIZE} (default 16)
+  --block-size N               tokens per KV block, 1..${MAX_BLOCK_SIZE} (default ${DEFAULT_BLOCK_SIZE})
   --max-model-len N            cap on prompt + output tokens
   --max-num-seqs N             most requests running at once (default ${DEFAULT_MAX_NUM_SEQS})
   --max-num-batched-tokens N   token budget of one engine step (default max(${MIN_DEFAULT_BATCHED_TOKENS}, --max-num-seqs))
-  --max-waiting-requests N     waiting queue bound; beyond it requests get 429 (default 1024)
+  --max-waiting-requests N     waiting queue bound, in client requests (a prompt list is one); beyond it 429 (default 1024)
   --no-enable-prefix-caching   turn automatic prefix caching off
   --threads N                  kernel threads (default: $KVFLASH_THREADS or all cores)
   --shutdown-timeout S         on SIGTERM, let in-flight requests finish for up to S seconds (default 10)

@@ -95,15 +95,14 @@ function addGroup(requests: EngineRequest[]): void {
     for (const requestId of ids) post({ type: "rejected", requestId, reason, message, param });
   };
   if (engine === null) return rejectAll("invalid", "the model is not loaded yet", null);
-  // The queue counts engine requests: a client request of k prompts needs k free places.
+  // The queue counts client requests: the group takes one place, and its requests share one clientRequestId.
   const max = engine.scheduler.maxWaitingRequests;
-  if (ids.length > 1 && ids.length > max) return rejectAll("invalid", `this request's ${ids.length} prompts are more than the waiting queue holds (${max} requests)`, "prompt");
-  const full = (): void => rejectAll("queue_full", `the waiting queue is full (${max} requests${ids.length > 1 ? `; this request needs ${ids.length} places` : ""})`, null);
-  if (ids.length > 1 && engine.scheduler.numWaiting + ids.length > max) return full();
+  const full = (): void => rejectAll("queue_full", `the waiting queue is full (${max} requests)`, null);
+  const clientRequestId = requests[0]?.clientRequestId ?? ids[0]!;
   const added: string[] = [];
   for (const request of requests) {
     try {
-      if (engine.addRequest(request) === "queue_full") return full(); // only a single request gets here: a group was checked above
+      if (engine.addRequest({ ...request, clientRequestId }) === "queue_full") return full(); // only the first can: then the group has its place
       added.push(request.requestId);
     } catch (e) {
       for (const id of added) engine.abort(id);

@@ -61,7 +61,7 @@ export interface EngineOptions {
   maxNumSeqs?: number;
   /** Token budget of one step (vLLM's max_num_batched_tokens): bounds a prefill chunk. Default max(512, maxNumSeqs). */
   maxNumBatchedTokens?: number;
-  /** Most requests waiting at once; addRequest answers "queue_full" beyond it. Default unbounded. */
+  /** Most client requests waiting at once (EngineRequest.clientRequestId); addRequest answers "queue_full" beyond it. Default unbounded. */
   maxWaitingRequests?: number;
   /** Automatic prefix caching. Default true. */
   enablePrefixCaching?: boolean;
@@ -89,6 +89,8 @@ export interface EngineRequest {
   grammar?: GrammarSpec;
   /** A live request with the same prompt (and salt): wait for its prefill, then reuse its KV through the prefix cache. */
   prefillAfter?: string;
+  /** The client request it belongs to (Request.clientRequestId: the queue bound and fair admission count client requests). Default: requestId. */
+  clientRequestId?: string;
 }
 
 /** A generated token's raw log-probability and the request's top-n alternatives (best first). */
@@ -234,13 +236,14 @@ export class Engine {
       maxTokens,
       state,
       ...(init.cacheSalt === undefined ? {} : { cacheSalt: init.cacheSalt }),
+      ...(init.clientRequestId === undefined ? {} : { clientRequestId: init.clientRequestId }),
     });
     if (init.prefillAfter !== undefined && this.#prefilling(init.prefillAfter)) {
       if (this.scheduler.getRequest(init.requestId) !== undefined || this.#parked.some((p) => p.request.requestId === init.requestId)) {
         matcher?.dispose();
         throw new ArgumentError("requestId", `${show(init.requestId)} is already live`);
       }
-      if (this.scheduler.numWaiting + this.#parked.length >= this.scheduler.maxWaitingRequests) {
+      if (this.#queueFull(request.clientRequestId)) {
         matcher?.dispose();
         return "queue_full";
       }
@@ -310,6 +313,14 @@ export class Engine {
     const now = this.#now();
     for (const result of this.scheduler.updateFromOutput(sampled)) outputs.push(this.#output(result, now));
     return outputs;
+  }
+
+  /** Whether a new client request would go beyond the waiting-queue bound (parked requests wait too). */
+  #queueFull(clientRequestId: string): boolean {
+    const waiting = new Set(this.#parked.map((p) => p.request.clientRequestId));
+    if (waiting.has(clientRequestId) || this.scheduler.isWaitingClientRequest(clientRequestId)) return false;
+    for (const p of waiting) if (this.scheduler.isWaitingClientRequest(p)) waiting.delete(p);
+    return this.scheduler.numWaitingClientRequests + waiting.size >= this.scheduler.maxWaitingRequests;
   }
 
   /** Whether `requestId` is live with prompt tokens still to compute. */

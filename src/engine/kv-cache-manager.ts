@@ -20,7 +20,7 @@ import type { Request } from "./request.js";
 export interface KvCacheManagerOptions {
   /** Blocks in the KV cache, ≥ 1. */
   numBlocks: number;
-  /** Tokens per block, 1..256 (the paged cache's blockSize). */
+  /** Tokens per block, ≥ 1 (the paged cache's blockSize, whose range PagedKvCache checks). */
   blockSize: number;
   /** Automatic prefix caching (default true). */
   enablePrefixCaching?: boolean;
@@ -73,7 +73,7 @@ export class KvCacheManager {
   };
 
   constructor(options: KvCacheManagerOptions) {
-    this.blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: 256 });
+    this.blockSize = checkInt("blockSize", options.blockSize, { min: 1 }); // its range is the KV storage's (PagedKvCache); block accounting needs ≥ 1
     this.pool = new BlockPool({ numBlocks: options.numBlocks });
     const caching = options.enablePrefixCaching ?? true;
     if (typeof caching !== "boolean") throw new ArgumentError("enablePrefixCaching", `must be a boolean, got ${show(caching)}`);

@@ -17,6 +17,7 @@ import type { ModelRunner } from "../model/model-runner.js";
 import { checkInt } from "../tensor/check.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { buildForwardBatch } from "./forward-batch-builder.js";
+import { resolveEngineConfig } from "./engine-config.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
 import { Request } from "./request.js";
 import { Sampler, SamplingState, type TokenLogprob, argmax } from "./sampler.js";
@@ -33,7 +34,7 @@ export interface PhaseTiming {
 }
 
 export interface StepLoopOptions {
-  /** Tokens per engine step (vLLM's max_num_batched_tokens); a longer prompt is prefilled in chunks. Default 512. */
+  /** Tokens per engine step (vLLM's max_num_batched_tokens); a longer prompt is prefilled in chunks. Default: EngineConfig's for one sequence (512). */
   maxNumBatchedTokens?: number;
 }
 
@@ -100,10 +101,11 @@ export interface RunRequestOptions extends StepLoopOptions {
 export function runRequest(runner: ModelRunner, promptIds: readonly number[], options: RunRequestOptions): { firstTokenMs: number; endMs: number } {
   const kv = new KvCacheManager({ numBlocks: runner.kvCache.numBlocks, blockSize: runner.kvCache.blockSize, enablePrefixCaching: false });
   let decision: StopDecision | null = null;
+  const config = resolveEngineConfig({ maxNumSeqs: 1, ...(options.maxNumBatchedTokens === undefined ? {} : { maxNumBatchedTokens: options.maxNumBatchedTokens }) });
   const scheduler = new Scheduler({
     kvCacheManager: kv,
-    maxNumBatchedTokens: checkInt("maxNumBatchedTokens", options.maxNumBatchedTokens ?? 512, { min: 1 }),
-    maxNumSeqs: 1,
+    maxNumBatchedTokens: config.maxNumBatchedTokens,
+    maxNumSeqs: config.maxNumSeqs,
     maxModelLen: runner.maxModelLen,
     stopChecker: () => decision,
   });

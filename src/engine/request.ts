@@ -29,6 +29,12 @@ export interface RequestInit<P = unknown> {
   state?: P;
   /** Mixed into the first block's hash: requests with different salts never share cached KV (vLLM's `cache_salt`). */
   cacheSalt?: string;
+  /**
+   * The client request this one belongs to (an HTTP request's prompts and
+   * samples share it): the scheduler's waiting-queue bound counts client
+   * requests, and admission is shared fairly between them. Default: requestId.
+   */
+  clientRequestId?: string;
 }
 
 export class Request<P = unknown> {
@@ -42,6 +48,8 @@ export class Request<P = unknown> {
   /** RequestInit.state. */
   readonly state: P | undefined;
   readonly cacheSalt: string | undefined;
+  /** RequestInit.clientRequestId (requestId when not given). */
+  readonly clientRequestId: string;
   /** Chained hashes of the full blocks of allTokenIds, filled lazily by the KvCacheManager. */
   readonly blockHashes: string[] = [];
 
@@ -75,6 +83,10 @@ export class Request<P = unknown> {
       throw new ArgumentError("cacheSalt", `must be a string, got ${show(init.cacheSalt)}`);
     }
     this.cacheSalt = init.cacheSalt;
+    if (init.clientRequestId !== undefined && (typeof init.clientRequestId !== "string" || init.clientRequestId.length === 0)) {
+      throw new ArgumentError("clientRequestId", `must be a non-empty string, got ${show(init.clientRequestId)}`);
+    }
+    this.clientRequestId = init.clientRequestId ?? init.requestId;
   }
 
   /** Known tokens: prompt + outputs. */

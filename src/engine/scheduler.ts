@@ -4,8 +4,13 @@
  * There is no prefill phase and no decode phase: each step, every scheduled
  * request just catches its computed tokens up to its known tokens (prompt +
  * outputs so far), within a token budget. Running requests go first, oldest
- * first, then waiting ones in arrival order while the budget, `maxNumSeqs`
- * and the KV pool allow; a prompt longer than the remaining budget is split
+ * first, then waiting ones while the budget, `maxNumSeqs` and the KV pool
+ * allow: preempted ones first, then the oldest request of the client request
+ * with the fewest running (a client request's prompts share one
+ * clientRequestId), so one request of 128 prompts cannot keep a 4-token
+ * request from another client waiting for all of them, as strict FCFS by
+ * sequence would (issue #14, item 11). The waiting-queue bound counts client
+ * requests too. A prompt longer than the remaining budget is split
  * across steps (chunked prefill). When a running request needs a block and
  * none is free, the newest running request is preempted: its blocks are freed
  * and it goes back to the front of the waiting queue, to be recomputed from
@@ -38,7 +43,7 @@ export interface SchedulerOptions<P> {
   maxNumSeqs: number;
   /** Context length: prompt + output tokens ≤ maxModelLen. A sequence this long must fit in the KV pool. */
   maxModelLen: number;
-  /** Most requests waiting at once; addRequest returns false beyond it (HTTP 429). Default unbounded. */
+  /** Most client requests (Request.clientRequestId) with a request waiting at once; addRequest returns false beyond it (HTTP 429). Default unbounded. */
   maxWaitingRequests?: number;
   /**
    * Called after each appended output token, unless a length limit already
@@ -104,8 +109,10 @@ export class Scheduler<P = unknown> {
   readonly #requests = new Map<string, Request<P>>();
   /** Admission order; the last is the newest (the first preempted). */
   readonly #running: Request<P>[] = [];
-  /** FCFS; preempted requests return to the front. */
+  /** Arrival order; preempted requests return to the front. Admission picks from it fairly (#nextWaiting). */
   readonly #waiting: Request<P>[] = [];
+  /** Client request → its requests in #waiting. */
+  readonly #waitingPerClient = new Map<string, number>();
   #finished: string[] = [];
   /** The last step's scheduled requests, until updateFromOutput consumes them. */
   #pending: ScheduledRequest<P>[] | null = null;
@@ -136,6 +143,16 @@ export class Scheduler<P = unknown> {
 
   get numWaiting(): number {
     return this.#waiting.length;
+  }
+
+  /** Client requests with at least one request waiting (what maxWaitingRequests bounds). */
+  get numWaitingClientRequests(): number {
+    return this.#waitingPerClient.size;
+  }
+
+  /** Whether a request of this client request is waiting (another of its requests then needs no new place in the queue). */
+  isWaitingClientRequest(clientRequestId: string): boolean {
+    return this.#waitingPerClient.has(clientRequestId);
   }
 
   get numPreemptions(): number {
@@ -171,7 +188,8 @@ export class Scheduler<P = unknown> {
 
   /**
    * Queues a new request. Returns false, queueing nothing, when the waiting
-   * queue is full. Throws if the request is not new, its id is live, or its
+   * queue is full: maxWaitingRequests client requests wait, none of them
+   * this request's. Throws if the request is not new, its id is live, or its
    * prompt leaves no room for an output token within maxModelLen.
    */
   addRequest(request: Request<P>): boolean {
@@ -186,10 +204,10 @@ export class Scheduler<P = unknown> {
         `has ${request.numPromptTokens} tokens, but maxModelLen ${this.maxModelLen} leaves room for at most ${this.maxModelLen - 1} prompt tokens`,
       );
     }
-    if (this.#waiting.length >= this.maxWaitingRequests) return false;
+    if (!this.#waitingPerClient.has(request.clientRequestId) && this.#waitingPerClient.size >= this.maxWaitingRequests) return false;
     request.arrivalOrder = this.#arrivals++;
     this.#requests.set(request.requestId, request);
-    this.#waiting.push(request);
+    this.#enqueue(request, "back");
     return true;
   }
 
@@ -209,8 +227,8 @@ export class Scheduler<P = unknown> {
     }
     const request = this.#requests.get(requestId);
     if (request === undefined) return false;
-    const queue = request.status === "running" ? this.#running : this.#waiting;
-    queue.splice(queue.indexOf(request), 1);
+    if (request.status === "running") this.#running.splice(this.#running.indexOf(request), 1);
+    else this.#dequeue(this.#waiting.indexOf(request));
     this.#kv.free(request);
     request.status = "finished";
     request.finishReason = reason;
@@ -249,14 +267,18 @@ export class Scheduler<P = unknown> {
       budget -= numNew;
     }
 
-    // Waiting requests in FCFS order, unless this step had to preempt.
+    // Waiting requests, shared fairly between client requests, unless this step had to preempt.
+    const runningPerClient = new Map<string, number>();
+    for (const r of this.#running) runningPerClient.set(r.clientRequestId, (runningPerClient.get(r.clientRequestId) ?? 0) + 1);
     while (preempted.length === 0 && this.#waiting.length > 0 && budget > 0 && this.#running.length < this.maxNumSeqs) {
-      const request = this.#waiting[0]!;
+      const at = this.#nextWaiting(runningPerClient);
+      const request = this.#waiting[at]!;
       const computed = kv.getComputedBlocks(request);
       const numNew = Math.min(request.numTokens - computed.numTokens, budget);
       const newBlocks = kv.allocateSlots(request, numNew, { computed });
-      if (newBlocks === null) break; // head-of-line: keep FCFS order
-      this.#waiting.shift();
+      if (newBlocks === null) break; // head-of-line: keep the order
+      this.#dequeue(at);
+      runningPerClient.set(request.clientRequestId, (runningPerClient.get(request.clientRequestId) ?? 0) + 1);
       const kind = request.status === "preempted" ? "resumed" : "new";
       request.status = "running";
       request.numComputedTokens = computed.numTokens;
@@ -338,7 +360,41 @@ export class Scheduler<P = unknown> {
     request.numComputedTokens = 0;
     request.numPreemptions++;
     this.#numPreemptions++;
-    this.#waiting.unshift(request);
+    this.#enqueue(request, "front");
+  }
+
+  /**
+   * The waiting request to admit next: a preempted one (they wait at the
+   * front) first; otherwise the oldest request of the client request with the
+   * fewest running requests (ties: the oldest).
+   */
+  #nextWaiting(runningPerClient: ReadonlyMap<string, number>): number {
+    let best = 0;
+    let fewest = Infinity;
+    for (let i = 0; i < this.#waiting.length; i++) {
+      const r = this.#waiting[i]!;
+      if (r.status === "preempted") return i;
+      const running = runningPerClient.get(r.clientRequestId) ?? 0;
+      if (running < fewest) {
+        best = i;
+        fewest = running;
+        if (running === 0) break;
+      }
+    }
+    return best;
+  }
+
+  #enqueue(request: Request<P>, end: "front" | "back"): void {
+    if (end === "front") this.#waiting.unshift(request);
+    else this.#waiting.push(request);
+    this.#waitingPerClient.set(request.clientRequestId, (this.#waitingPerClient.get(request.clientRequestId) ?? 0) + 1);
+  }
+
+  #dequeue(at: number): void {
+    const [request] = this.#waiting.splice(at, 1);
+    const left = this.#waitingPerClient.get(request!.clientRequestId)! - 1;
+    if (left === 0) this.#waitingPerClient.delete(request!.clientRequestId);
+    else this.#waitingPerClient.set(request!.clientRequestId, left);
   }
 
   #entry(request: Request<P>, numNewTokens: number, newBlockIds: number[], kind: ScheduledRequest["kind"]): ScheduledRequest<P> {

@@ -17,6 +17,7 @@ import type { Runtime } from "../runtime/runtime.js";
 import { checkInt, checkNumber, checkOneOf } from "../tensor/check.js";
 import { DTYPE_BYTES } from "../tensor/dtype.js";
 import { Tensor, memoryName } from "../tensor/tensor.js";
+import { MAX_BLOCK_SIZE } from "../attention/batch-tables.js";
 import { type Fp8Scales, type Int8Scaling, KV_CACHE_DTYPES, type KvCacheDType, type KvQuantMode } from "./kv-quant.js";
 
 export interface PagedKvCacheOptions {
@@ -49,8 +50,11 @@ export interface KvLayer {
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 
-/** Most tokens a block holds (the kernels' limit). */
-export const MAX_BLOCK_SIZE = 256;
+/** Most tokens a block holds (the kernels' limit, attention/batch-tables.ts). */
+export { MAX_BLOCK_SIZE };
+
+/** Tokens per block unless set (vLLM's default). */
+export const DEFAULT_BLOCK_SIZE = 16;
 
 export class PagedKvCache {
   readonly numLayers: number;

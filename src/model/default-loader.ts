@@ -4,7 +4,7 @@
  * stream from disk, a paged KV cache of `numBlocks` or `kvCacheBytes` (never
  * more than the engine's max_num_seqs sequences of max_model_len need), step
  * buffers sized for the engine's most tokens and sequences a step. The
- * engine worker imports it by URL (serve.ts DEFAULT_LOADER).
+ * engine worker imports it by URL (server/start-server.ts DEFAULT_LOADER).
  */
 import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../engine/loader-module.js";
 import type { Runtime } from "../runtime/runtime.js";

@@ -18,7 +18,7 @@
  */
 import { ArgumentError, OutOfMemoryError, show } from "../errors.js";
 import { KV_CACHE_DTYPES, type KvCacheDType, type KvDtypeSetting } from "../kv/kv-quant.js";
-import { PagedKvCache } from "../kv/paged-kv-cache.js";
+import { DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE, PagedKvCache } from "../kv/paged-kv-cache.js";
 import { type StorageFormat, WEIGHT_FORMATS, type WeightFormat, type WeightsSetting } from "../ops/weight.js";
 import { formatBytes } from "../runtime/allocator.js";
 import type { Runtime } from "../runtime/runtime.js";
@@ -44,7 +44,7 @@ export interface RunnerOptions {
    * "fp8" / "fp8_e4m3", "fp8_e5m2". Default "auto".
    */
   kvDtype?: KvDtypeSetting;
-  /** Tokens per KV block, 1..256. Default 16 (vLLM's). */
+  /** Tokens per KV block, 1..MAX_BLOCK_SIZE (256). Default DEFAULT_BLOCK_SIZE (16, vLLM's). */
   blockSize?: number;
   /** Blocks in the KV cache. Default: from kvCacheBytes. */
   numBlocks?: number;
@@ -131,7 +131,7 @@ export function kvBytesPerBlock(config: ModelConfig, blockSize: number, dtype: K
  */
 export function planRunner(config: ModelConfig, format: StorageFormat, options: RunnerOptions = {}, sourceElementBytes = 2, weightSizes?: WeightSizes): MemoryPlan {
   const kvDtype = resolveKvDtype(options.kvDtype, config);
-  const blockSize = checkInt("blockSize", options.blockSize ?? 16, { min: 1, max: 256 });
+  const blockSize = checkInt("blockSize", options.blockSize ?? DEFAULT_BLOCK_SIZE, { min: 1, max: MAX_BLOCK_SIZE }); // before the plan: a bad size must fail before any weight is read
   if (options.numBlocks !== undefined && options.kvCacheBytes !== undefined) {
     throw new ArgumentError("kvCacheBytes", `and numBlocks both size the KV cache: give one, got ${show(options.kvCacheBytes)} and ${show(options.numBlocks)}`);
   }

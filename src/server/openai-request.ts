@@ -20,7 +20,8 @@ import { HttpError, badRequest } from "./errors.js";
 import { Fields, isObject } from "./fields.js";
 import { type GrammarRequest, parseGrammarFields } from "./structured-request.js";
 import { type ToolPlan, parseToolFields, templateMessages } from "./tool-calls.js";
-import { contentChars, encodePrompt, refuseLongText } from "./prompt-length.js";
+import { contentChars } from "../prompt-text.js";
+import { encodePrompt, refuseLongText } from "./prompt-length.js";
 
 export interface PromptInput {
   tokenIds: number[];

@@ -38,19 +38,3 @@ export async function encodePrompt(ctx: ServerContext, text: string, addSpecialT
   }
   return ids;
 }
-
-/** Characters of message content a chat request carries (string content and text parts). */
-export function contentChars(messages: readonly unknown[]): number {
-  let chars = 0;
-  for (const m of messages) {
-    const content = typeof m === "object" && m !== null ? (m as { content?: unknown }).content : undefined;
-    if (typeof content === "string") chars += content.length;
-    else if (Array.isArray(content)) {
-      for (const part of content) {
-        const text = typeof part === "object" && part !== null ? (part as { text?: unknown }).text : undefined;
-        if (typeof text === "string") chars += text.length;
-      }
-    }
-  }
-  return chars;
-}

@@ -15,6 +15,7 @@ import { Worker } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
 import type { EncodeOptions } from "./tokenizer.js";
 import { JsonBytesError } from "../json-bytes.js";
+import type { LongPromptText } from "../prompt-text.js";
 import type { WorkerJob, WorkerResult } from "./tokenizer-worker.js";
 
 export interface TokenizerPoolOptions {
@@ -51,11 +52,17 @@ export class TokenizerPool {
     return Array.from((r as { ids: Int32Array }).ids);
   }
 
-  /** UTF-8 JSON bytes → a value, in a worker (json-bytes.ts parseJsonBytes; throws its JsonBytesError). */
-  async parseJson(bytes: Uint8Array, maxDepth: number): Promise<unknown> {
-    const r = await this.#run({ id: 0, kind: "json", bytes, maxDepth });
+  /**
+   * UTF-8 JSON bytes, in order in `segments`, → a value, in a worker
+   * (json-bytes.ts parseJsonBytes; throws its JsonBytesError). With
+   * `maxPromptChars`, a body with a longer prompt text (prompt-text.ts) comes
+   * back as `{ longPrompt }` instead of the value. Segments on SharedArrayBuffers
+   * reach the worker without a copy.
+   */
+  async parseJson(segments: Uint8Array[], maxDepth: number, maxPromptChars: number | null = null): Promise<{ value: unknown } | { longPrompt: LongPromptText }> {
+    const r = await this.#run({ id: 0, kind: "json", segments, maxDepth, maxPromptChars });
     if ("error" in r) throw r.json ? new JsonBytesError(r.error) : new Error(r.error);
-    return (r as { value: unknown }).value;
+    return "longPrompt" in r ? { longPrompt: r.longPrompt } : { value: (r as { value: unknown }).value };
   }
 
   #run(job: WorkerJob): Promise<WorkerResult> {

@@ -3,13 +3,17 @@
  * Tokenizer from the model directory's tokenizer.json and answers encode
  * jobs, so a long prompt is tokenized here and never on the HTTP thread.
  * It also parses big JSON request bodies (json-bytes.ts), the HTTP thread's
- * other work that grows with a request's size.
+ * other work that grows with a request's size, and counts their prompt text
+ * (prompt-text.ts): a body whose text cannot fit the context comes back as
+ * that count alone, so a 15 MB string is never copied back.
  *
- *   in:  { id, kind: "encode", text, addSpecialTokens, stopAfter } | { id, kind: "json", bytes, maxDepth }
- *   out: { id, ids: Int32Array } | { id, value } | { id, error, json }
+ *   in:  { id, kind: "encode", text, addSpecialTokens, stopAfter }
+ *      | { id, kind: "json", segments, maxDepth, maxPromptChars }
+ *   out: { id, ids: Int32Array } | { id, value } | { id, longPrompt } | { id, error, json }
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { JsonBytesError, parseJsonBytes } from "../json-bytes.js";
+import { type LongPromptText, findLongPromptText } from "../prompt-text.js";
 import { Tokenizer } from "./tokenizer.js";
 
 export type WorkerJob =
@@ -21,10 +25,33 @@ export type WorkerJob =
       /** EncodeOptions.stopAfter, or null for the whole encoding. */
       stopAfter: number | null;
     }
-  | { id: number; kind: "json"; bytes: Uint8Array; maxDepth: number };
+  | {
+      id: number;
+      kind: "json";
+      /** The body's bytes, in order (views on SharedArrayBuffers the HTTP thread filled as they arrived). */
+      segments: Uint8Array[];
+      maxDepth: number;
+      /** A prompt text longer than this is answered with its count (findLongPromptText), or null for no limit. */
+      maxPromptChars: number | null;
+    };
 
 /** `json`: the error is a JsonBytesError (what is wrong with the body). */
-export type WorkerResult = { id: number; ids: Int32Array } | { id: number; value: unknown } | { id: number; error: string; json: boolean };
+export type WorkerResult =
+  | { id: number; ids: Int32Array }
+  | { id: number; value: unknown }
+  | { id: number; longPrompt: LongPromptText }
+  | { id: number; error: string; json: boolean };
+
+function joinSegments(segments: readonly Uint8Array[]): Uint8Array {
+  if (segments.length === 1) return segments[0]!;
+  const bytes = new Uint8Array(segments.reduce((n, s) => n + s.length, 0));
+  let at = 0;
+  for (const s of segments) {
+    bytes.set(s, at);
+    at += s.length;
+  }
+  return bytes;
+}
 
 const port = parentPort;
 if (port === null) throw new Error("tokenizer-worker.js must run in a worker thread (TokenizerPool starts it)");
@@ -33,7 +60,9 @@ const tokenizer = Tokenizer.fromDir((workerData as { dir: string }).dir);
 port.on("message", (job: WorkerJob) => {
   try {
     if (job.kind === "json") {
-      port.postMessage({ id: job.id, value: parseJsonBytes(job.bytes, job.maxDepth) } satisfies WorkerResult);
+      const value = parseJsonBytes(joinSegments(job.segments), job.maxDepth);
+      const longPrompt = job.maxPromptChars === null ? null : findLongPromptText(value, job.maxPromptChars);
+      port.postMessage((longPrompt === null ? { id: job.id, value } : { id: job.id, longPrompt }) satisfies WorkerResult);
       return;
     }
     const ids = Int32Array.from(tokenizer.encode(job.text, { addSpecialTokens: job.addSpecialTokens, ...(job.stopAfter === null ? {} : { stopAfter: job.stopAfter }) }));

@@ -243,6 +243,36 @@ test("the waiting queue is bounded: addRequest says false when it is full", () =
   });
 });
 
+test("the waiting-queue bound counts client requests: a group of prompts takes one place", () => {
+  const { scheduler } = setup(64, { maxWaitingRequests: 2, maxNumSeqs: 1 });
+  const add = (id: string, client: string) => scheduler.addRequest(new Request({ requestId: id, promptTokenIds: [1, 2, 3], clientRequestId: client }));
+  assert.deepEqual([add("big-0", "big"), add("big-1", "big"), add("big-2", "big"), add("small", "small"), add("other", "other")], [true, true, true, true, false]);
+  assert.equal(scheduler.numWaiting, 4);
+  assert.equal(scheduler.numWaitingClientRequests, 2);
+  scheduler.abort("small");
+  assert.equal(add("other", "other"), true, "an abort frees its client request's place");
+  assert.throws(() => new Request({ requestId: "x", promptTokenIds: [1], clientRequestId: "" }), /clientRequestId must be a non-empty string, got ""/);
+});
+
+test("fair admission: a 4-token request from another client is admitted as soon as a seat frees, not after a 128-prompt request's every prompt", () => {
+  // 128 prompts of one client request, then one small request; 4 seats, each prompt runs 2 tokens.
+  const admittedAfter = (fair: boolean) => {
+    const { scheduler, model } = setup(1024, { maxNumSeqs: 4, maxNumBatchedTokens: 64 });
+    for (let i = 0; i < 128; i++) scheduler.addRequest(new Request({ requestId: `big-${i}`, promptTokenIds: [1 + (i % 50), 2, 3], maxTokens: 2, ...(fair ? { clientRequestId: "big" } : {}) }));
+    runStep(scheduler, model); // the first four big prompts start
+    scheduler.addRequest(new Request({ requestId: "small", promptTokenIds: [7, 8, 9, 10], maxTokens: 2 }));
+    for (let step = 1; step < 200; step++) {
+      const { output } = runStep(scheduler, model);
+      if (output.scheduled.some((s) => s.request.requestId === "small")) return step;
+    }
+    return Infinity;
+  };
+  // Strict FCFS by sequence (each prompt its own client request, as before): the small request waits for all 128.
+  assert.ok(admittedAfter(false) >= 60, `FCFS admitted the small request after ${admittedAfter(false)} steps`);
+  // Fair: the next seat to free (after the first wave's 2 tokens) goes to the client request with none running.
+  assert.equal(admittedAfter(true), 2);
+});
+
 test("bad requests and protocol errors throw naming the value", () => {
   const { scheduler } = setup(4, { maxModelLen: 8 });
   assert.throws(() => scheduler.addRequest(new Request({ requestId: "long", promptTokenIds: range(0, 8) })), (e: unknown) => {

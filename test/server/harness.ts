@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { parseMetrics } from "../../src/server/metrics.js";
-import { DEFAULT_LOADER } from "../../src/server/serve.js";
+import { DEFAULT_LOADER } from "../../src/server/start-server.js";
 import { defaultModelDir } from "../../src/index.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 
@@ -83,7 +83,10 @@ export async function startServer(args: readonly string[], options: { apiKey?: s
   let stderr = "";
   proc.stderr!.setEncoding("utf8");
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the server did not start in 30 s:\n${stderr}`)), 30_000);
+    const timer = setTimeout(() => {
+      proc.kill("SIGKILL");
+      reject(new Error(`the server did not start in 30 s:\n${stderr}`));
+    }, 30_000);
     proc.stderr!.on("data", (chunk: string) => {
       stderr += chunk;
       const m = /listening on (http:\/\/[^\s]+)/.exec(stderr);
@@ -112,16 +115,25 @@ export async function startServer(args: readonly string[], options: { apiKey?: s
       return exited;
     },
   };
-  if (options.waitReady ?? true) await waitHealthy(url, () => stderr);
+  if (options.waitReady ?? true) {
+    try {
+      await waitHealthy(url, () => stderr);
+    } catch (e) {
+      // A server that never got ready must not outlive the test file (its pipes would keep the file's process running forever).
+      proc.kill("SIGKILL");
+      throw e;
+    }
+  }
   return server;
 }
 
 export async function waitHealthy(url: string, stderr: () => string = () => ""): Promise<void> {
-  const deadline = Date.now() + 60_000;
+  // Generous: a tiny model took over 60 s to load on a 2-core machine at load 15.
+  const deadline = Date.now() + 180_000;
   for (;;) {
     const res = await fetch(`${url}/health`).catch(() => null);
     if (res?.status === 200) return;
-    if (Date.now() > deadline) throw new Error(`the server did not become healthy in 60 s:\n${stderr()}`);
+    if (Date.now() > deadline) throw new Error(`the server did not become healthy in 180 s:\n${stderr()}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

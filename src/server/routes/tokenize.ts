@@ -12,7 +12,8 @@ import { bodyOptions, readJsonBody } from "../body.js";
 import { type Handler, maxModelLen } from "../context.js";
 import { HttpError, badRequest, sendJson } from "../errors.js";
 import { Fields } from "../fields.js";
-import { contentChars, encodePrompt, refuseLongText } from "../prompt-length.js";
+import { contentChars } from "../../prompt-text.js";
+import { encodePrompt, refuseLongText } from "../prompt-length.js";
 
 export const tokenize: Handler = async (req, res, ctx) => {
   const f = new Fields(await readJsonBody(req, bodyOptions(ctx)));

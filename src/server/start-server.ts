@@ -1,5 +1,5 @@
 /**
- * `kvflash serve` as a function: starts the engine worker (the model loads in
+ * Starting a server — `kvflash serve` as a function (`serve()`): starts the engine worker (the model loads in
  * it), reads the tokenizer and the model's metadata on this thread, and
  * listens at once, so /health answers 503 with the load progress until the
  * model is ready. The CLI, the tests and the serve benchmark all start

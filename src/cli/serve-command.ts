@@ -6,7 +6,7 @@
 import { ArgumentError } from "../errors.js";
 import { formatBytes } from "../runtime/allocator.js";
 import { defaultModelDir } from "../model/default-model.js";
-import { serve } from "../server/serve.js";
+import { serve } from "../server/start-server.js";
 import { resolveModelArg } from "./hub.js";
 import { checkModelDirArg } from "./model-dir-arg.js";
 import { parseServeArgs } from "./serve-args.js";
