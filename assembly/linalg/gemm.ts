@@ -9,8 +9,7 @@
 // res[0..16) f32 as [token][row]; the caller adds bias and stores.
 
 import { TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
-import { bf16Even, bf16Odd, q4Plane, q4Scale, q8Dot4, q8Hi, q8Lo, q8Rows, q8Scale, xPair } from "./gemv";
-import { RELAXED } from "../runtime/flavor";
+import { Q8_X_STEP, bf16Even, bf16Odd, q4Plane, q4Scale, q8Dot, q8Scale, q8Weight, q8WeightA, q8WeightB, xPair } from "./gemv";
 import { fmadd } from "../runtime/flavor";
 
 /**
@@ -58,61 +57,25 @@ export function gemmBf16(w: usize, x0: usize, xStride: usize, nb: i32, res: usiz
   gemmFloat2(true, w, x0 + 2 * xStride, xStride, nb, res + 32);
 }
 
-/** q8 with activation scales s_t = s0 + t·sStride (f32 [nb]). */
-export function gemmQ8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  if (RELAXED) {
-    gemmQ8Relaxed(w, x0, xStride, s0, sStride, nb, res);
-    return;
-  }
-  let x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
-  const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
-  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
-  for (let b = 0, so: usize = 0; b < nb; b++, so += 4) {
-    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
-    const end = w + 128;
-    for (let p = w; p < end; p += 16, x0 += 8, x1 += 8, x2 += 8, x3 += 8) {
-      const v = v128.load(p);
-      const lo = q8Lo(v), hi = q8Hi(v);
-      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(lo, v128.load32_splat(x0, 0)));
-      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(lo, v128.load32_splat(x1, 0)));
-      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(lo, v128.load32_splat(x2, 0)));
-      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(lo, v128.load32_splat(x3, 0)));
-      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(hi, v128.load32_splat(x0, 4)));
-      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(hi, v128.load32_splat(x1, 4)));
-      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(hi, v128.load32_splat(x2, 4)));
-      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(hi, v128.load32_splat(x3, 4)));
-    }
-    a0 = fmadd(f32x4.convert_i32x4_s(i0), q8Scale(w, s0 + so), a0);
-    a1 = fmadd(f32x4.convert_i32x4_s(i1), q8Scale(w, s1 + so), a1);
-    a2 = fmadd(f32x4.convert_i32x4_s(i2), q8Scale(w, s2 + so), a2);
-    a3 = fmadd(f32x4.convert_i32x4_s(i3), q8Scale(w, s3 + so), a3);
-    w += TILE_Q8;
-  }
-  v128.store(res, a0, 0);
-  v128.store(res, a1, 16);
-  v128.store(res, a2, 32);
-  v128.store(res, a3, 48);
-}
-
 /**
- * q8, relaxed flavor: each weight vector reordered (q8Rows) once and dotted
- * with four tokens' int8 codes (q8Dot4: sign onto the activation, |w| as the
- * 7-bit operand); per block the same float steps as gemvQ8.
+ * q8 with activation scales s_t = s0 + t·sStride (f32 [nb]). Each 16-byte
+ * weight load is prepared once (q8Weight, q8WeightA/B: the flavor's form, see
+ * gemv.ts) and dotted with four tokens' codes (q8Dot); per block the same
+ * float steps as gemvQ8.
  */
-function gemmQ8Relaxed(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+export function gemmQ8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
     let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
-    for (let j: usize = 0; j < 128; j += 16) {
-      const v = q8Rows(v128.load(w + j));
-      const aw = i8x16.abs(v), neg = i8x16.lt_s(v, i8x16.splat(0));
-      const c = xo + (j >> 2);
-      i0 = q8Dot4(aw, neg, x0 + c, i0);
-      i1 = q8Dot4(aw, neg, x1 + c, i1);
-      i2 = q8Dot4(aw, neg, x2 + c, i2);
-      i3 = q8Dot4(aw, neg, x3 + c, i3);
+    for (let j: usize = 0, c = xo; j < 128; j += 16, c += Q8_X_STEP) {
+      const v = q8Weight(v128.load(w + j));
+      const wa = q8WeightA(v), wb = q8WeightB(v);
+      i0 = q8Dot(wa, wb, x0 + c, i0);
+      i1 = q8Dot(wa, wb, x1 + c, i1);
+      i2 = q8Dot(wa, wb, x2 + c, i2);
+      i3 = q8Dot(wa, wb, x3 + c, i3);
     }
     a0 = fmadd(f32x4.convert_i32x4_s(i0), q8Scale(w, s0 + so), a0);
     a1 = fmadd(f32x4.convert_i32x4_s(i1), q8Scale(w, s1 + so), a1);
