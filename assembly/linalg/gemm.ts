@@ -90,6 +90,49 @@ export function gemmQ8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: 
 }
 
 /**
+ * q8, eight tokens per weight load: the same per-(row, token) steps as gemmQ8,
+ * with the weight load's preparation (q8Weight, q8WeightA/B) shared by twice
+ * the tokens. The eight int32 sums stay in registers through a block; the f32
+ * accumulators live in res ([token][row] f32x4, 128 bytes) between blocks, so
+ * V8 does not spill the int sums.
+ */
+export function gemmQ8x8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  const x4 = x3 + xStride, x5 = x4 + xStride, x6 = x5 + xStride, x7 = x6 + xStride;
+  for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
+    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
+    let i4 = i32x4.splat(0), i5 = i32x4.splat(0), i6 = i32x4.splat(0), i7 = i32x4.splat(0);
+    for (let j: usize = 0, c = xo; j < 128; j += 16, c += Q8_X_STEP) {
+      const v = q8Weight(v128.load(w + j));
+      const wa = q8WeightA(v), wb = q8WeightB(v);
+      i0 = q8Dot(wa, wb, x0 + c, i0);
+      i1 = q8Dot(wa, wb, x1 + c, i1);
+      i2 = q8Dot(wa, wb, x2 + c, i2);
+      i3 = q8Dot(wa, wb, x3 + c, i3);
+      i4 = q8Dot(wa, wb, x4 + c, i4);
+      i5 = q8Dot(wa, wb, x5 + c, i5);
+      i6 = q8Dot(wa, wb, x6 + c, i6);
+      i7 = q8Dot(wa, wb, x7 + c, i7);
+    }
+    q8Accumulate(res, 0, i0, q8Scale(w, s0 + so));
+    q8Accumulate(res, 16, i1, q8Scale(w, s0 + sStride + so));
+    q8Accumulate(res, 32, i2, q8Scale(w, s0 + 2 * sStride + so));
+    q8Accumulate(res, 48, i3, q8Scale(w, s0 + 3 * sStride + so));
+    q8Accumulate(res, 64, i4, q8Scale(w, s0 + 4 * sStride + so));
+    q8Accumulate(res, 80, i5, q8Scale(w, s0 + 5 * sStride + so));
+    q8Accumulate(res, 96, i6, q8Scale(w, s0 + 6 * sStride + so));
+    q8Accumulate(res, 112, i7, q8Scale(w, s0 + 7 * sStride + so));
+    w += TILE_Q8;
+  }
+}
+
+/** res[o] += f32(sum) · scale: one block's step of gemvQ8, on an accumulator kept in memory. */
+@inline function q8Accumulate(res: usize, o: usize, sum: v128, scale: v128): void {
+  v128.store(res + o, fmadd(f32x4.convert_i32x4_s(sum), scale, v128.load(res + o)));
+}
+
+/**
  * q4: each 16-byte chunk of the tile is visited twice, once per pair of nibble
  * planes (the chunk shifted right by 0 or 8 bits puts planes 0,1 or 2,3 in the
  * low byte), so one pass keeps 8 activation splats live, not 16.

@@ -97,7 +97,7 @@ export function linear(rt: Runtime, options: LinearOptions): void {
   }
 
   const gpi = groupsPerItem(weight.groups, rt.threads);
-  const scratch = rt.threadScratch(64);
+  const scratch = rt.threadScratch(128);
   const args = rt
     .args()
     .ptr(weight.ptr)
