@@ -1,7 +1,7 @@
 // GEMM micro-kernels: one half of a row group (4 rows; w = the group's tile
-// stream + h·halfOffset, layout.ts) × 4 tokens. Each weight vector is loaded
-// (and decoded) once and used for four tokens (q8, q4) or two (f32, bf16: see
-// gemmFloat2) from registers — the register blocking that makes batching pay. Per (row, token) the arithmetic is
+// stream + h·halfOffset, layout.ts) × 4 tokens (q8 also × 8: gemmQ8x8). Each
+// weight vector is loaded (and decoded) once and used for every token of the
+// tile from registers — the register blocking that makes batching pay. Per (row, token) the arithmetic is
 // exactly that of the GEMV kernels in gemv.ts, in the same order, so a token's
 // output is bit-identical to running it alone.
 //
@@ -13,48 +13,50 @@ import { Q8_X_STEP, bf16Even, bf16Odd, q4Plane, q4Scale, q8Dot, q8Scale, q8Weigh
 import { fmadd } from "../runtime/flavor";
 
 /**
- * f32 / bf16: two tokens per pass (x_t = x0 + t·xStride), each weight vector
- * decoded once for both. Two passes make the 4-token tile: with more tokens
- * V8 keeps too many loaded vectors live and spills, and the f32 add chains
- * (two per row and token, as in GEMV) are what bounds these kernels.
+ * f32 / bf16: the four tokens x_t = x0 + t·xStride in one pass, each weight
+ * vector decoded once for all four. Eight independent add chains (two per
+ * row and token, even and odd columns, as in GEMV): these kernels are bound
+ * by their chains' latency, and the relaxed flavor's FMA (latency 4 against
+ * an add's 3) needs eight to keep both FMA units busy; two passes of two
+ * tokens (four chains) ran relaxed slower than baseline.
  */
-@inline function gemmFloat2(bf16: bool, w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
-  let x1 = x0 + xStride;
+@inline function gemmFloat4(bf16: bool, w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
+  let x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   let a00 = f32x4.splat(0), a01 = f32x4.splat(0), a10 = f32x4.splat(0), a11 = f32x4.splat(0);
-  if (!bf16) {
-    // Column k of this half at 32k (layout.ts).
-    const end = w + <usize>nb * TILE_F32;
-    for (; w < end; w += 64, x0 += 8, x1 += 8) {
-      const e = v128.load(w, 0), d = v128.load(w, 32);
-      a00 = fmadd(e, v128.load32_splat(x0, 0), a00);
-      a10 = fmadd(e, v128.load32_splat(x1, 0), a10);
-      a01 = fmadd(d, v128.load32_splat(x0, 4), a01);
-      a11 = fmadd(d, v128.load32_splat(x1, 4), a11);
-    }
-  } else {
-    // Column pair j of this half at 32j.
-    const end = w + <usize>nb * TILE_BF16;
-    for (; w < end; w += 32, x0 += 8, x1 += 8) {
+  let a20 = f32x4.splat(0), a21 = f32x4.splat(0), a30 = f32x4.splat(0), a31 = f32x4.splat(0);
+  const step: usize = bf16 ? 32 : 64;
+  const end = w + <usize>nb * (bf16 ? TILE_BF16 : TILE_F32);
+  for (; w < end; w += step, x0 += 8, x1 += 8, x2 += 8, x3 += 8) {
+    let e: v128, d: v128;
+    if (bf16) {
       const v = v128.load(w);
-      const e = bf16Even(v), d = bf16Odd(v);
-      a00 = fmadd(e, v128.load32_splat(x0, 0), a00);
-      a10 = fmadd(e, v128.load32_splat(x1, 0), a10);
-      a01 = fmadd(d, v128.load32_splat(x0, 4), a01);
-      a11 = fmadd(d, v128.load32_splat(x1, 4), a11);
+      e = bf16Even(v);
+      d = bf16Odd(v);
+    } else {
+      e = v128.load(w, 0);
+      d = v128.load(w, 32);
     }
+    a00 = fmadd(e, v128.load32_splat(x0, 0), a00);
+    a10 = fmadd(e, v128.load32_splat(x1, 0), a10);
+    a20 = fmadd(e, v128.load32_splat(x2, 0), a20);
+    a30 = fmadd(e, v128.load32_splat(x3, 0), a30);
+    a01 = fmadd(d, v128.load32_splat(x0, 4), a01);
+    a11 = fmadd(d, v128.load32_splat(x1, 4), a11);
+    a21 = fmadd(d, v128.load32_splat(x2, 4), a21);
+    a31 = fmadd(d, v128.load32_splat(x3, 4), a31);
   }
   v128.store(res, f32x4.add(a00, a01), 0);
   v128.store(res, f32x4.add(a10, a11), 16);
+  v128.store(res, f32x4.add(a20, a21), 32);
+  v128.store(res, f32x4.add(a30, a31), 48);
 }
 
 export function gemmF32(w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
-  gemmFloat2(false, w, x0, xStride, nb, res);
-  gemmFloat2(false, w, x0 + 2 * xStride, xStride, nb, res + 32);
+  gemmFloat4(false, w, x0, xStride, nb, res);
 }
 
 export function gemmBf16(w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
-  gemmFloat2(true, w, x0, xStride, nb, res);
-  gemmFloat2(true, w, x0 + 2 * xStride, xStride, nb, res + 32);
+  gemmFloat4(true, w, x0, xStride, nb, res);
 }
 
 /**
