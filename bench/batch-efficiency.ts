@@ -11,7 +11,7 @@
  * from memory as a real model's layers do.
  */
 import { type Runtime, type Tensor, type Weight, type WeightFormat, createWeight, linear } from "../src/index.js";
-import { timeMedian } from "./harness.js";
+import type { SuiteContext } from "./harness.js";
 
 const HIDDEN = 896;
 const INTERMEDIATE = 4864;
@@ -38,7 +38,8 @@ function filled(rt: Runtime, dtype: "bf16" | "f32", shape: [number, number], see
 }
 
 /** Microseconds of one layer's projections at each token count, and the efficiency of each over T = 1. */
-export function layerBatchEfficiency(rt: Runtime, format: WeightFormat, tokenCounts: readonly number[], quick: boolean): Map<number, { us: number; efficiency: number }> {
+export async function layerBatchEfficiency(ctx: SuiteContext, format: WeightFormat, tokenCounts: readonly number[]): Promise<Map<number, { us: number; efficiency: number }>> {
+  const { rt, quick } = ctx;
   const sources = LAYER.map((shape, i) => filled(rt, "bf16", shape, 17 + i));
   const first = LAYER.map((_, i) => createWeight(rt, { source: sources[i]!, format, label: "bench layer" }));
   const layerBytes = first.reduce((s, w) => s + w.byteLength, 0);
@@ -52,7 +53,7 @@ export function layerBatchEfficiency(rt: Runtime, format: WeightFormat, tokenCou
     const xs = LAYER.map(([, cols], i) => filled(rt, "f32", [T, cols], 5 + i));
     const ys = LAYER.map(([rows]) => rt.tensor("f32", [T, rows], "bench batch-efficiency out"));
     let k = 0;
-    const ms = timeMedian(() => {
+    const ms = await ctx.time(() => {
       const layer = layers[k++ % layers.length]!;
       for (let i = 0; i < LAYER.length; i++) linear(rt, { x: xs[i]!, weight: layer[i]!, out: ys[i]! });
     }, timing);

@@ -11,6 +11,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Runtime } from "../src/index.js";
 import type { Ceilings } from "./ceilings.js";
+import type { Measurement } from "./lockstep.js";
 
 export type Row = Record<string, string | number | boolean | null>;
 
@@ -20,6 +21,17 @@ export interface SuiteContext {
   ceilings: Ceilings;
   /** Progress lines go to stderr so stdout stays the table. */
   log: (line: string) => void;
+  /*
+   * Measurements. When several kernel flavors run the suite in lockstep
+   * (run.ts, lockstep.ts), each call is alternated run by run with the other
+   * flavors' same call; alone, they run as written.
+   */
+  /** Median wall time of `fn` in ms (timeMedian's rules). */
+  time(fn: () => void, options?: TimingOptions): Promise<number>;
+  /** Median ms of each function, timed in alternating rounds (timeInterleavedMeasurement). */
+  timeInterleaved(fns: readonly (() => void)[], minTimeMs: number, minRounds?: number): Promise<number[]>;
+  /** Runs `fn` n times (each run in turn with the other flavors' runs) and returns what each run returned. */
+  repeat<T>(fn: () => T | Promise<T>, n: number): Promise<T[]>;
 }
 
 export interface Suite {
@@ -66,6 +78,85 @@ export interface TimingOptions {
   minTimeMs?: number;
   /** Never more than this many timed runs. Default 1000. */
   maxReps?: number;
+}
+
+/** timeMedian as one side of an alternated measurement: one timed call a round. */
+export function timeMeasurement(fn: () => void, options: TimingOptions = {}): Measurement<number> {
+  const { warmup = 1, minReps = 5, minTimeMs = 300, maxReps = 1000 } = options;
+  const times: number[] = [];
+  let spent = 0;
+  return {
+    kind: "time",
+    warm: () => {
+      for (let i = 0; i < warmup; i++) fn();
+    },
+    round: () => {
+      const t0 = performance.now();
+      fn();
+      const t = performance.now() - t0;
+      times.push(t);
+      spent += t;
+    },
+    done: () => (times.length >= minReps && spent >= minTimeMs) || times.length >= maxReps,
+    result: () => median(times),
+  };
+}
+
+/**
+ * Median time (ms) of each function, measured in alternating rounds so that
+ * drifting load on the shared machine hits all of them alike; each round runs
+ * every function enough times to take ≥ 20 ms (calibrated once, after a
+ * warm-up call), for at least minRounds rounds and minTimeMs per function.
+ */
+export function timeInterleavedMeasurement(fns: readonly (() => void)[], minTimeMs: number, minRounds = 5): Measurement<number[]> {
+  const reps: number[] = [];
+  const times: number[][] = fns.map(() => []);
+  let rounds = 0;
+  let spent = 0;
+  return {
+    kind: "interleaved",
+    warm: () => {
+      for (const f of fns) f();
+      for (const f of fns) {
+        const t0 = performance.now();
+        f();
+        reps.push(Math.max(1, Math.ceil(20 / Math.max(0.01, performance.now() - t0))));
+      }
+    },
+    round: () => {
+      const start = performance.now();
+      fns.forEach((f, i) => {
+        const t0 = performance.now();
+        for (let k = 0; k < reps[i]!; k++) f();
+        times[i]!.push((performance.now() - t0) / reps[i]!);
+      });
+      rounds++;
+      spent += performance.now() - start;
+    },
+    done: () => rounds >= minRounds && spent >= minTimeMs * fns.length,
+    result: () => times.map((t) => median(t)),
+  };
+}
+
+/** n runs of `fn`, one a round; the result is what each run returned. */
+export function repeatMeasurement<T>(fn: () => T | Promise<T>, n: number): Measurement<T[]> {
+  const results: T[] = [];
+  return {
+    kind: "repeat",
+    round: async () => {
+      results.push(await fn());
+    },
+    done: () => results.length >= n,
+    result: () => results,
+  };
+}
+
+/** Runs one side alone: what a measurement gives without other flavors. */
+export async function runAlone<T>(m: Measurement<T>): Promise<T> {
+  await m.warm?.();
+  do await m.round();
+  while (!m.done());
+  return m.result();
 }
 
 /** Median wall time of `fn` in milliseconds. */

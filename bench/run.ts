@@ -8,15 +8,30 @@
  * nowhere (a --quick run without --out).
  *
  * Kernel flavors (src/runtime/module.ts): `--kernels` runs one. Without it, a
- * suite marked `bothKernels` runs once per flavor this engine can run, in one
- * process (ceilings measured per flavor; each row names its `kernels`), and
- * the others run the default flavor. `machine.kernels` names what ran.
+ * suite marked `bothKernels` runs on every flavor this engine can run, in one
+ * process, side by side: one runtime per flavor (both alive), the suite's
+ * copies in lockstep, each measurement alternated run by run between the
+ * flavors (lockstep.ts). Ceilings are measured per flavor; each row names its
+ * `kernels`, rows come in pairs (baseline, relaxed) and the relaxed row adds
+ * `speedup_vs_baseline`. The other suites run the default flavor.
+ * `machine.kernels` names what ran.
  */
 import { fileURLToPath } from "node:url";
 import { ArgumentError, show } from "../src/errors.js";
-import { KERNEL_FLAVORS, type KernelFlavor, createRuntime, kernelFlavorAvailable, resolveKernelFlavor } from "../src/index.js";
+import { KERNEL_FLAVORS, type KernelFlavor, type Runtime, createRuntime, kernelFlavorAvailable, resolveKernelFlavor } from "../src/index.js";
 import { type Ceilings, measureCeilings } from "./ceilings.js";
-import { type Row, formatTable, machineInfo, writeResults } from "./harness.js";
+import {
+  type Row,
+  type SuiteContext,
+  formatTable,
+  machineInfo,
+  repeatMeasurement,
+  runAlone,
+  timeInterleavedMeasurement,
+  timeMeasurement,
+  writeResults,
+} from "./harness.js";
+import { Lockstep, type Measurement } from "./lockstep.js";
 import { SUITES } from "./suites/index.js";
 
 export interface BenchArgs {
@@ -61,32 +76,45 @@ export async function runBench(args: BenchArgs): Promise<void> {
     : suite.bothKernels && kernelFlavorAvailable("relaxed") ? ["baseline", "relaxed"]
     : [resolveKernelFlavor()];
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  const rows: Row[] = [];
   const byFlavor: Partial<Record<KernelFlavor, Ceilings>> = {};
-  let threads = 0;
-  const env = process.env["KVFLASH_KERNELS"];
+  const runtimes: Runtime[] = [];
+  let rowsByFlavor: Row[][];
   try {
     for (const kernels of flavors) {
-      // Runtimes the suite makes itself (one-thread rows, a server's engine) run the same flavor.
-      process.env["KVFLASH_KERNELS"] = kernels;
       const rt = await createRuntime({ kernels, ...(args.threads === undefined ? {} : { threads: args.threads }) });
-      try {
-        threads = rt.threads;
-        log(`kvflash bench ${suite.name}${args.quick ? " --quick" : ""}: ${suite.description} (${rt.threads} threads, ${kernels} kernels)`);
-        log("measuring ceilings…");
-        const ceilings = measureCeilings(rt, args.quick);
-        byFlavor[kernels] = ceilings;
-        const flavorRows = await suite.run({ rt, quick: args.quick, ceilings, log });
-        rows.push(...flavorRows.map((r) => ({ kernels, ...r })));
-      } finally {
-        await rt.dispose();
-      }
+      runtimes.push(rt);
+      log(`kvflash bench ${suite.name}${args.quick ? " --quick" : ""}: ${suite.description} (${rt.threads} threads, ${kernels} kernels)`);
+      log("measuring ceilings…");
+      byFlavor[kernels] = measureCeilings(rt, args.quick);
     }
+    if (flavors.length > 1) log(`running the ${flavors.join(" and ")} kernels side by side, each measurement alternated between them`);
+    const lockstep = new Lockstep(flavors);
+    rowsByFlavor = await Promise.all(flavors.map(async (kernels, i) => {
+      const flavorLog = flavors.length > 1 ? (line: string) => log(`[${kernels}] ${line}`) : log;
+      const measure = <T>(m: Measurement<T>): Promise<T> => (flavors.length > 1 ? lockstep.measure(i, m) : runAlone(m));
+      const ctx: SuiteContext = {
+        rt: runtimes[i]!,
+        quick: args.quick,
+        ceilings: byFlavor[kernels]!,
+        log: flavorLog,
+        time: (fn, options) => measure(timeMeasurement(fn, options)),
+        timeInterleaved: (fns, minTimeMs, minRounds) => measure(timeInterleavedMeasurement(fns, minTimeMs, minRounds)),
+        repeat: (fn, n) => measure(repeatMeasurement(fn, n)),
+      };
+      try {
+        const rows = await suite.run(ctx);
+        lockstep.leave(i);
+        return rows.map((r) => ({ kernels, ...r }));
+      } catch (e) {
+        lockstep.leave(i, e as Error);
+        throw e;
+      }
+    }));
   } finally {
-    if (env === undefined) delete process.env["KVFLASH_KERNELS"];
-    else process.env["KVFLASH_KERNELS"] = env;
+    for (const rt of runtimes) await rt.dispose();
   }
-  const machine = { ...machineInfo(threads), kernels: flavors.join("+") };
+  const rows = pairRows(rowsByFlavor);
+  const machine = { ...machineInfo(runtimes[0]!.threads), kernels: flavors.join("+") };
   process.stdout.write(`${formatTable(rows)}\n`);
   const out = args.out ?? (args.writeDefault && !args.quick ? fileURLToPath(new URL(`../../bench/results/${suite.name}.json`, import.meta.url)) : undefined);
   if (out) {
@@ -94,6 +122,31 @@ export async function runBench(args: BenchArgs): Promise<void> {
     writeResults(out, { machine, ceilings, ...(flavors.length > 1 ? { ceilings_by_kernels: byFlavor } : {}), rows });
     log(`wrote ${out}`);
   }
+}
+
+/**
+ * One flavor's rows as they are; several flavors' rows side by side (row i of
+ * each, in flavor order), each later flavor's row with `speedup_vs_baseline`
+ * = the first flavor's time / its own (`ms` or `us`), or its `tok_s` / the
+ * first flavor's where a row has no time (serve).
+ */
+export function pairRows(byFlavor: readonly Row[][]): Row[] {
+  if (byFlavor.length === 1) return byFlavor[0]!;
+  const n = byFlavor[0]!.length;
+  if (byFlavor.some((rows) => rows.length !== n)) return byFlavor.flat();
+  const out: Row[] = [];
+  for (let i = 0; i < n; i++) {
+    const base = byFlavor[0]![i]!;
+    out.push(base);
+    for (const rows of byFlavor.slice(1)) {
+      const row = rows[i]!;
+      const both = (k: string) => typeof base[k] === "number" && typeof row[k] === "number";
+      const time = ["ms", "us"].find(both);
+      const speedup = time ? (base[time] as number) / (row[time] as number) : both("tok_s") ? (row["tok_s"] as number) / (base["tok_s"] as number) : undefined;
+      out.push(speedup === undefined ? row : { ...row, speedup_vs_baseline: speedup });
+    }
+  }
+  return out;
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -1,7 +1,7 @@
 // GEMM micro-kernels: one half of a row group (4 rows; w = the group's tile
-// stream + h·halfOffset, layout.ts) × 4 tokens. Each weight vector is loaded
-// (and decoded) once and used for four tokens (q8, q4) or two (f32, bf16: see
-// gemmFloat2) from registers — the register blocking that makes batching pay. Per (row, token) the arithmetic is
+// stream + h·halfOffset, layout.ts) × 4 tokens (q8 also × 8: gemmQ8x8). Each
+// weight vector is loaded (and decoded) once and used for every token of the
+// tile from registers — the register blocking that makes batching pay. Per (row, token) the arithmetic is
 // exactly that of the GEMV kernels in gemv.ts, in the same order, so a token's
 // output is bit-identical to running it alone.
 //
@@ -9,110 +9,75 @@
 // res[0..16) f32 as [token][row]; the caller adds bias and stores.
 
 import { TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
-import { bf16Even, bf16Odd, q4Plane, q4Scale, q8Dot4, q8Hi, q8Lo, q8Rows, q8Scale, xPair } from "./gemv";
-import { RELAXED } from "../runtime/flavor";
+import { Q8_X_STEP, bf16Even, bf16Odd, q4Plane, q4Scale, q8Dot, q8Scale, q8Weight, q8WeightA, q8WeightB, xPair } from "./gemv";
 import { fmadd } from "../runtime/flavor";
 
 /**
- * f32 / bf16: two tokens per pass (x_t = x0 + t·xStride), each weight vector
- * decoded once for both. Two passes make the 4-token tile: with more tokens
- * V8 keeps too many loaded vectors live and spills, and the f32 add chains
- * (two per row and token, as in GEMV) are what bounds these kernels.
+ * f32 / bf16: the four tokens x_t = x0 + t·xStride in one pass, each weight
+ * vector decoded once for all four. Eight independent add chains (two per
+ * row and token, even and odd columns, as in GEMV): these kernels are bound
+ * by their chains' latency, and the relaxed flavor's FMA (latency 4 against
+ * an add's 3) needs eight to keep both FMA units busy; two passes of two
+ * tokens (four chains) ran relaxed slower than baseline.
  */
-@inline function gemmFloat2(bf16: bool, w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
-  let x1 = x0 + xStride;
+@inline function gemmFloat4(bf16: bool, w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
+  let x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   let a00 = f32x4.splat(0), a01 = f32x4.splat(0), a10 = f32x4.splat(0), a11 = f32x4.splat(0);
-  if (!bf16) {
-    // Column k of this half at 32k (layout.ts).
-    const end = w + <usize>nb * TILE_F32;
-    for (; w < end; w += 64, x0 += 8, x1 += 8) {
-      const e = v128.load(w, 0), d = v128.load(w, 32);
-      a00 = fmadd(e, v128.load32_splat(x0, 0), a00);
-      a10 = fmadd(e, v128.load32_splat(x1, 0), a10);
-      a01 = fmadd(d, v128.load32_splat(x0, 4), a01);
-      a11 = fmadd(d, v128.load32_splat(x1, 4), a11);
-    }
-  } else {
-    // Column pair j of this half at 32j.
-    const end = w + <usize>nb * TILE_BF16;
-    for (; w < end; w += 32, x0 += 8, x1 += 8) {
+  let a20 = f32x4.splat(0), a21 = f32x4.splat(0), a30 = f32x4.splat(0), a31 = f32x4.splat(0);
+  const step: usize = bf16 ? 32 : 64;
+  const end = w + <usize>nb * (bf16 ? TILE_BF16 : TILE_F32);
+  for (; w < end; w += step, x0 += 8, x1 += 8, x2 += 8, x3 += 8) {
+    let e: v128, d: v128;
+    if (bf16) {
       const v = v128.load(w);
-      const e = bf16Even(v), d = bf16Odd(v);
-      a00 = fmadd(e, v128.load32_splat(x0, 0), a00);
-      a10 = fmadd(e, v128.load32_splat(x1, 0), a10);
-      a01 = fmadd(d, v128.load32_splat(x0, 4), a01);
-      a11 = fmadd(d, v128.load32_splat(x1, 4), a11);
+      e = bf16Even(v);
+      d = bf16Odd(v);
+    } else {
+      e = v128.load(w, 0);
+      d = v128.load(w, 32);
     }
+    a00 = fmadd(e, v128.load32_splat(x0, 0), a00);
+    a10 = fmadd(e, v128.load32_splat(x1, 0), a10);
+    a20 = fmadd(e, v128.load32_splat(x2, 0), a20);
+    a30 = fmadd(e, v128.load32_splat(x3, 0), a30);
+    a01 = fmadd(d, v128.load32_splat(x0, 4), a01);
+    a11 = fmadd(d, v128.load32_splat(x1, 4), a11);
+    a21 = fmadd(d, v128.load32_splat(x2, 4), a21);
+    a31 = fmadd(d, v128.load32_splat(x3, 4), a31);
   }
   v128.store(res, f32x4.add(a00, a01), 0);
   v128.store(res, f32x4.add(a10, a11), 16);
+  v128.store(res, f32x4.add(a20, a21), 32);
+  v128.store(res, f32x4.add(a30, a31), 48);
 }
 
 export function gemmF32(w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
-  gemmFloat2(false, w, x0, xStride, nb, res);
-  gemmFloat2(false, w, x0 + 2 * xStride, xStride, nb, res + 32);
+  gemmFloat4(false, w, x0, xStride, nb, res);
 }
 
 export function gemmBf16(w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
-  gemmFloat2(true, w, x0, xStride, nb, res);
-  gemmFloat2(true, w, x0 + 2 * xStride, xStride, nb, res + 32);
-}
-
-/** q8 with activation scales s_t = s0 + t·sStride (f32 [nb]). */
-export function gemmQ8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  if (RELAXED) {
-    gemmQ8Relaxed(w, x0, xStride, s0, sStride, nb, res);
-    return;
-  }
-  let x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
-  const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
-  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
-  for (let b = 0, so: usize = 0; b < nb; b++, so += 4) {
-    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
-    const end = w + 128;
-    for (let p = w; p < end; p += 16, x0 += 8, x1 += 8, x2 += 8, x3 += 8) {
-      const v = v128.load(p);
-      const lo = q8Lo(v), hi = q8Hi(v);
-      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(lo, v128.load32_splat(x0, 0)));
-      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(lo, v128.load32_splat(x1, 0)));
-      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(lo, v128.load32_splat(x2, 0)));
-      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(lo, v128.load32_splat(x3, 0)));
-      i0 = i32x4.add(i0, i32x4.dot_i16x8_s(hi, v128.load32_splat(x0, 4)));
-      i1 = i32x4.add(i1, i32x4.dot_i16x8_s(hi, v128.load32_splat(x1, 4)));
-      i2 = i32x4.add(i2, i32x4.dot_i16x8_s(hi, v128.load32_splat(x2, 4)));
-      i3 = i32x4.add(i3, i32x4.dot_i16x8_s(hi, v128.load32_splat(x3, 4)));
-    }
-    a0 = fmadd(f32x4.convert_i32x4_s(i0), q8Scale(w, s0 + so), a0);
-    a1 = fmadd(f32x4.convert_i32x4_s(i1), q8Scale(w, s1 + so), a1);
-    a2 = fmadd(f32x4.convert_i32x4_s(i2), q8Scale(w, s2 + so), a2);
-    a3 = fmadd(f32x4.convert_i32x4_s(i3), q8Scale(w, s3 + so), a3);
-    w += TILE_Q8;
-  }
-  v128.store(res, a0, 0);
-  v128.store(res, a1, 16);
-  v128.store(res, a2, 32);
-  v128.store(res, a3, 48);
+  gemmFloat4(true, w, x0, xStride, nb, res);
 }
 
 /**
- * q8, relaxed flavor: each weight vector reordered (q8Rows) once and dotted
- * with four tokens' int8 codes (q8Dot4: sign onto the activation, |w| as the
- * 7-bit operand); per block the same float steps as gemvQ8.
+ * q8 with activation scales s_t = s0 + t·sStride (f32 [nb]). Each 16-byte
+ * weight load is prepared once (q8Weight, q8WeightA/B: the flavor's form, see
+ * gemv.ts) and dotted with four tokens' codes (q8Dot); per block the same
+ * float steps as gemvQ8.
  */
-function gemmQ8Relaxed(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+export function gemmQ8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
     let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
-    for (let j: usize = 0; j < 128; j += 16) {
-      const v = q8Rows(v128.load(w + j));
-      const aw = i8x16.abs(v), neg = i8x16.lt_s(v, i8x16.splat(0));
-      const c = xo + (j >> 2);
-      i0 = q8Dot4(aw, neg, x0 + c, i0);
-      i1 = q8Dot4(aw, neg, x1 + c, i1);
-      i2 = q8Dot4(aw, neg, x2 + c, i2);
-      i3 = q8Dot4(aw, neg, x3 + c, i3);
+    for (let j: usize = 0, c = xo; j < 128; j += 16, c += Q8_X_STEP) {
+      const v = q8Weight(v128.load(w + j));
+      const wa = q8WeightA(v), wb = q8WeightB(v);
+      i0 = q8Dot(wa, wb, x0 + c, i0);
+      i1 = q8Dot(wa, wb, x1 + c, i1);
+      i2 = q8Dot(wa, wb, x2 + c, i2);
+      i3 = q8Dot(wa, wb, x3 + c, i3);
     }
     a0 = fmadd(f32x4.convert_i32x4_s(i0), q8Scale(w, s0 + so), a0);
     a1 = fmadd(f32x4.convert_i32x4_s(i1), q8Scale(w, s1 + so), a1);
@@ -124,6 +89,49 @@ function gemmQ8Relaxed(w: usize, x0: usize, xStride: usize, s0: usize, sStride: 
   v128.store(res, a1, 16);
   v128.store(res, a2, 32);
   v128.store(res, a3, 48);
+}
+
+/**
+ * q8, eight tokens per weight load: the same per-(row, token) steps as gemmQ8,
+ * with the weight load's preparation (q8Weight, q8WeightA/B) shared by twice
+ * the tokens. The eight int32 sums stay in registers through a block; the f32
+ * accumulators live in res ([token][row] f32x4, 128 bytes) between blocks, so
+ * V8 does not spill the int sums.
+ */
+export function gemmQ8x8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  const x4 = x3 + xStride, x5 = x4 + xStride, x6 = x5 + xStride, x7 = x6 + xStride;
+  for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
+    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
+    let i4 = i32x4.splat(0), i5 = i32x4.splat(0), i6 = i32x4.splat(0), i7 = i32x4.splat(0);
+    for (let j: usize = 0, c = xo; j < 128; j += 16, c += Q8_X_STEP) {
+      const v = q8Weight(v128.load(w + j));
+      const wa = q8WeightA(v), wb = q8WeightB(v);
+      i0 = q8Dot(wa, wb, x0 + c, i0);
+      i1 = q8Dot(wa, wb, x1 + c, i1);
+      i2 = q8Dot(wa, wb, x2 + c, i2);
+      i3 = q8Dot(wa, wb, x3 + c, i3);
+      i4 = q8Dot(wa, wb, x4 + c, i4);
+      i5 = q8Dot(wa, wb, x5 + c, i5);
+      i6 = q8Dot(wa, wb, x6 + c, i6);
+      i7 = q8Dot(wa, wb, x7 + c, i7);
+    }
+    q8Accumulate(res, 0, i0, q8Scale(w, s0 + so));
+    q8Accumulate(res, 16, i1, q8Scale(w, s0 + sStride + so));
+    q8Accumulate(res, 32, i2, q8Scale(w, s0 + 2 * sStride + so));
+    q8Accumulate(res, 48, i3, q8Scale(w, s0 + 3 * sStride + so));
+    q8Accumulate(res, 64, i4, q8Scale(w, s0 + 4 * sStride + so));
+    q8Accumulate(res, 80, i5, q8Scale(w, s0 + 5 * sStride + so));
+    q8Accumulate(res, 96, i6, q8Scale(w, s0 + 6 * sStride + so));
+    q8Accumulate(res, 112, i7, q8Scale(w, s0 + 7 * sStride + so));
+    w += TILE_Q8;
+  }
+}
+
+/** res[o] += f32(sum) · scale: one block's step of gemvQ8, on an accumulator kept in memory. */
+@inline function q8Accumulate(res: usize, o: usize, sum: v128, scale: v128): void {
+  v128.store(res + o, fmadd(f32x4.convert_i32x4_s(sum), scale, v128.load(res + o)));
 }
 
 /**

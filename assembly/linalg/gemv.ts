@@ -149,6 +149,39 @@ import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
   return q8Dot4(i8x16.abs(wr), i8x16.lt_s(wr, i8x16.splat(0)), x, acc);
 }
 
+// Both flavors' GEMM (gemm.ts gemmQ8) share one loop over 16-byte weight loads
+// (4 rows × 4 columns): q8Weight reorders the load once, q8WeightA/B derive the
+// two vectors every token reuses, and q8Dot adds one token's four columns.
+//   baseline: A, B = column pairs as int16 · 256 (q8Lo, q8Hi); x = 4 int16 codes
+//   relaxed:  A, B = |w|, w < 0 in q8Rows order;                x = 4 int8 codes
+
+/** Bytes of one token's activation codes under one 16-byte q8 weight load (4 columns): int16 (baseline) or int8 (relaxed). */
+export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
+
+/** A q8 16-byte weight load as the flavor's dot wants it: q8Rows order (relaxed) or as stored (baseline). */
+@inline export function q8Weight(v: v128): v128 {
+  if (RELAXED) return q8Rows(v);
+  return v;
+}
+
+/** First prepared vector of a q8Weight: |w| (relaxed) or the first column pair · 256 (baseline). */
+@inline export function q8WeightA(v: v128): v128 {
+  if (RELAXED) return i8x16.abs(v);
+  return q8Lo(v);
+}
+
+/** Second prepared vector: the mask of w < 0 (relaxed) or the second column pair · 256 (baseline). */
+@inline export function q8WeightB(v: v128): v128 {
+  if (RELAXED) return i8x16.lt_s(v, i8x16.splat(0));
+  return q8Hi(v);
+}
+
+/** acc + the row sums (lanes = rows) of one prepared q8 weight load (q8WeightA/B) · one token's four activation codes at x. */
+@inline export function q8Dot(a: v128, b: v128, x: usize, acc: v128): v128 {
+  if (RELAXED) return q8Dot4(a, b, x, acc);
+  return i32x4.add(i32x4.add(acc, i32x4.dot_i16x8_s(a, v128.load32_splat(x, 0))), i32x4.dot_i16x8_s(b, v128.load32_splat(x, 4)));
+}
+
 /** One q8 half tile · one block of activation codes → exact int32 sums (· 256 on baseline), lanes = rows. */
 @inline export function q8TileSum(w: usize, xq: usize): v128 {
   if (RELAXED) {

@@ -11,7 +11,7 @@
 
 import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q8, GROUP, HALF, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
-import { gemmBf16, gemmF32, gemmQ4, gemmQ8 } from "./gemm";
+import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
 
 @unmanaged class LinearArgs {
   /** Packed weight: [groups][nb] tiles of 8 rows × 32 columns. */
@@ -31,7 +31,7 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8 } from "./gemm";
   /** f32 [rows], or 0. */
   bias: usize;
   groupsPerItem: i32;
-  /** Per-thread scratch (≥ 64 bytes each). */
+  /** Per-thread scratch (≥ 128 bytes each). */
   scratch: usize;
   scratchStride: i32;
 }
@@ -80,6 +80,13 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8 } from "./gemm";
       if (row0 >= a.rows) break;
       const w = a.w + <usize>g * groupBytes + <usize>h * hb;
       let t = 0;
+      if (format == FMT_Q8) {
+        for (; t + 8 <= a.tokens; t += 8) {
+          gemmQ8x8(w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
+          const out = a.out + <usize>t * outStride;
+          for (let k = 0; k < 8; k++) storeRows(out + <usize>k * outStride, row0, a.rows, v128.load(res + (<usize>k << 4)), a.bias);
+        }
+      }
       for (; t + 4 <= a.tokens; t += 4) {
         const x = a.x + <usize>t * xStride;
         const xs = a.xs + <usize>t * sStride;

@@ -39,7 +39,7 @@ import {
   referenceIncreFlashAttention,
 } from "../../src/index.js";
 import type { Ceilings } from "../ceilings.js";
-import { type Row, type Suite, type SuiteContext, timeMedian } from "../harness.js";
+import type { Row, Suite, SuiteContext } from "../harness.js";
 
 const H = 32;
 const HKV = 8;
@@ -111,7 +111,7 @@ function roofline(c: Case, ms: number, threads: number, ceil: Ceilings): { gflop
 }
 
 /** Decode rows for one runtime (all its threads). */
-function runDecode(rt: Runtime, cases: Case[], ctx: SuiteContext, reference: boolean): Row[] {
+async function runDecode(rt: Runtime, cases: Case[], ctx: SuiteContext, reference: boolean): Promise<Row[]> {
   const rows: Row[] = [];
   for (const kv_dtype of ["f32", "bf16"] as const) {
     const mine = cases.filter((c) => c.kv_dtype === kv_dtype);
@@ -138,7 +138,7 @@ function runDecode(rt: Runtime, cases: Case[], ctx: SuiteContext, reference: boo
       const out = rt.tensor("f32", [c.b, H, 1, D]);
       const plan = AttentionPlan.create(rt, { actualSeqLengths: new Array<number>(c.b).fill(c.sk), numHeads: H, numKvHeads: HKV, headDim: D });
       let layer = 0;
-      const ms = timeMedian(
+      const ms = await ctx.time(
         () => {
           increFlashAttention(rt, { q, k: ks[layer]!, v: vs[layer]!, plan, out });
           layer = (layer + 1) % layers;
@@ -184,7 +184,7 @@ function peakHeap(rt: Runtime, fn: () => void): number {
   return peak;
 }
 
-function runPrefill(rt: Runtime, cases: Case[], ctx: SuiteContext, reference: boolean): Row[] {
+async function runPrefill(rt: Runtime, cases: Case[], ctx: SuiteContext, reference: boolean): Promise<Row[]> {
   const rows: Row[] = [];
   for (const c of cases) {
     const S = c.sk;
@@ -198,7 +198,7 @@ function runPrefill(rt: Runtime, cases: Case[], ctx: SuiteContext, reference: bo
     const run = () => flashAttention(rt, { q, k, v, causal: true, out });
     run(); // warm: allocates the per-thread scratch once
     // S = 8192 takes seconds a run (≈ 20 s on one thread): few reps there.
-    const ms = timeMedian(run, big ? { warmup: 0, minReps: rt.threads === 1 ? 1 : 3, minTimeMs: 0 } : { minReps: 3, minTimeMs: ctx.quick ? 200 : 1000 });
+    const ms = await ctx.time(run, big ? { warmup: 0, minReps: rt.threads === 1 ? 1 : 3, minTimeMs: 0 } : { minReps: 3, minTimeMs: ctx.quick ? 200 : 1000 });
     const row: Row = { op: c.op, b: 1, sk: S, kv_dtype: c.kv_dtype, threads: rt.threads, ms, ...roofline(c, ms, rt.threads, ctx.ceilings) };
     if (reference && S === 512 && c.kv_dtype === "f32" && !ctx.quick) {
       const t0 = performance.now();
@@ -236,16 +236,16 @@ export const attention: Suite = {
       );
     }
     ctx.log(`decode on ${ctx.rt.threads} threads…`);
-    rows.push(...runDecode(ctx.rt, decodeCases(ctx.quick), ctx, true));
+    rows.push(...await runDecode(ctx.rt, decodeCases(ctx.quick), ctx, true));
     ctx.log(`prefill on ${ctx.rt.threads} threads…`);
-    rows.push(...runPrefill(ctx.rt, prefillCases(ctx.quick), ctx, true));
+    rows.push(...await runPrefill(ctx.rt, prefillCases(ctx.quick), ctx, true));
     if (ctx.rt.threads > 1) {
-      const one = await createRuntime({ threads: 1 });
+      const one = await createRuntime({ threads: 1, kernels: ctx.rt.kernels });
       try {
         ctx.log("decode on 1 thread…");
-        rows.push(...runDecode(one, decodeCases(ctx.quick), ctx, false));
+        rows.push(...await runDecode(one, decodeCases(ctx.quick), ctx, false));
         ctx.log("prefill on 1 thread…");
-        rows.push(...runPrefill(one, prefillCases(ctx.quick), ctx, false));
+        rows.push(...await runPrefill(one, prefillCases(ctx.quick), ctx, false));
       } finally {
         await one.dispose();
       }

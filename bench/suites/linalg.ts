@@ -24,7 +24,7 @@ import {
   linear,
   weightBytes,
 } from "../../src/index.js";
-import { type Row, type Suite, timeMedian } from "../harness.js";
+import type { Row, Suite } from "../harness.js";
 
 interface Projection {
   name: string;
@@ -82,7 +82,7 @@ export const linalg: Suite = {
   name: "linalg",
   bothKernels: true,
   description: "linear GEMV/GEMM per weight format on Qwen2.5-0.5B projection shapes: bandwidth roofline, GFLOP/s, batch efficiency",
-  run({ rt, quick, ceilings, log }): Row[] {
+  async run({ rt, quick, ceilings, log, time }): Promise<Row[]> {
     const rows: Row[] = [];
     const timing = quick ? { minReps: 3, minTimeMs: 60 } : { minReps: 7, minTimeMs: 400 };
     const tokenCounts = quick ? [4, 16] : [4, 16, 64];
@@ -98,7 +98,7 @@ export const linalg: Suite = {
           const x = activation(rt, T, p.cols);
           const out = rt.tensor("f32", [T, p.rows], "bench out");
           let k = 0;
-          const ms = timeMedian(() => linear(rt, { x, weight: ws[k++ % ws.length]!, out }), timing);
+          const ms = await time(() => linear(rt, { x, weight: ws[k++ % ws.length]!, out }), timing);
           rt.free(x);
           rt.free(out);
           const gflops = (2 * T * p.rows * p.cols) / (ms * 1e6);
@@ -127,7 +127,7 @@ export const linalg: Suite = {
       const xs = LAYER.map((p) => activation(rt, 1, p.cols));
       const outs = LAYER.map((p) => rt.tensor("f32", [1, p.rows], "bench out"));
       let k = 0;
-      const ms = timeMedian(() => {
+      const ms = await time(() => {
         const layer = layers[k++ % n]!;
         for (let i = 0; i < LAYER.length; i++) linear(rt, { x: xs[i]!, weight: layer[i]!, out: outs[i]! });
       }, timing);

@@ -32,11 +32,15 @@
  * rows add the process's `rss_gb` after the runs and `peak_rss_gb` (the
  * process's high-water mark so far: wasm memories never shrink, so it
  * includes the memory the 0.5B runs left grown). Skipped by --quick.
+ *
+ * Both kernel flavors (run.ts): the 0.5B runs alternate run by run between the
+ * flavors' models, both loaded; the 8B rows run one flavor after the other
+ * (two 8B models do not fit in this machine's memory at once).
  */
 import { type Decoder, type ModelConfig, type WeightFormat, WEIGHT_FORMATS, createSyntheticModel, llama31EightBConfig, qwen25HalfBConfig, runRequest } from "../../src/index.js";
 import { argmax } from "../../src/engine/sampler.js";
 import { measureReadBandwidth } from "../ceilings.js";
-import { type Row, type Suite, median } from "../harness.js";
+import { type Row, type Suite, type SuiteContext, median } from "../harness.js";
 
 const PROMPT = 512;
 
@@ -54,18 +58,31 @@ export const model: Suite = {
   name: "model",
   bothKernels: true,
   description: "decoder forward on synthetic Qwen2.5-0.5B (every format) and Llama-3.1-8B (q8, q4; placed across wasm memories): prefill and decode tok/s, decode against the bandwidth roofline",
-  run({ rt, quick, ceilings, log }): Row[] {
+  async run(ctx: SuiteContext): Promise<Row[]> {
+    const { quick } = ctx;
     const rows: Row[] = [];
-    const models: BenchModel[] = [
-      { name: "qwen2.5-0.5b", config: qwen25HalfBConfig(), formats: WEIGHT_FORMATS, prompt: quick ? 64 : PROMPT, decodeSteps: quick ? 8 : 64, reps: quick ? 1 : 2, rss: false },
-      ...(quick ? [] : [{ name: "llama-3.1-8b", config: llama31EightBConfig(), formats: ["q4", "q8"] as const, prompt: 32, decodeSteps: 16, reps: 1, rss: true }]),
-    ];
-    for (const m of models) rows.push(...runModel(m, { rt, quick, ceilings, log }));
+    const half: BenchModel = { name: "qwen2.5-0.5b", config: qwen25HalfBConfig(), formats: WEIGHT_FORMATS, prompt: quick ? 64 : PROMPT, decodeSteps: quick ? 8 : 64, reps: quick ? 1 : 2, rss: false };
+    // Both flavors' models alive at once, their runs alternated (ctx.repeat).
+    rows.push(...(await runModel(half, ctx, ctx.repeat)));
+    if (!quick) {
+      // Two 8B models do not fit in this machine's memory at once: each flavor
+      // runs its 8B rows whole, one flavor after the other (one ctx.repeat).
+      const eight: BenchModel = { name: "llama-3.1-8b", config: llama31EightBConfig(), formats: ["q4", "q8"] as const, prompt: 32, decodeSteps: 16, reps: 1, rss: true };
+      const [eightRows] = await ctx.repeat(() => runModel(eight, ctx, runInPlace), 1);
+      rows.push(...eightRows!);
+    }
     return rows;
   },
 };
 
-function runModel(m: BenchModel, { rt, quick, ceilings, log }: Parameters<Suite["run"]>[0]): Row[] {
+/** Runs `fn` n times, here and now (no alternation). */
+async function runInPlace<T>(fn: () => T | Promise<T>, n: number): Promise<T[]> {
+  const out: T[] = [];
+  for (let i = 0; i < n; i++) out.push(await fn());
+  return out;
+}
+
+async function runModel(m: BenchModel, { rt, quick, ceilings, log }: SuiteContext, repeat: SuiteContext["repeat"]): Promise<Row[]> {
   const rows: Row[] = [];
   const { prompt, decodeSteps } = m;
   {
@@ -85,17 +102,18 @@ function runModel(m: BenchModel, { rt, quick, ceilings, log }: Parameters<Suite[
         const bandwidthBefore = measureReadBandwidth(rt, quick, false).allThreads;
         const prefills: number[] = [];
         const decodeMs: number[] = [];
-        for (let rep = 0; rep < m.reps; rep++) {
+        const model = runner;
+        await repeat(() => {
           const steps: number[] = [];
-          runRequest(runner, ids, {
+          runRequest(model, ids, {
             maxTokens: 1 + decodeSteps,
             maxNumBatchedTokens: prompt,
             pick: (logits) => ({ token: argmax(logits), stop: null }),
             onStep: (s) => (s.tokens === prompt ? prefills.push(s.ms) : steps.push(s.ms)),
           });
           decodeMs.push(...steps);
-          log(`${format} run ${rep + 1}: prefill ${prefills.at(-1)!.toFixed(0)} ms, decode median ${median(steps).toFixed(2)} ms`);
-        }
+          log(`${format} run ${prefills.length}: prefill ${prefills.at(-1)!.toFixed(0)} ms, decode median ${median(steps).toFixed(2)} ms`);
+        }, m.reps);
         const bandwidthAfter = measureReadBandwidth(rt, quick, false).allThreads;
         const readGbps = (bandwidthBefore + bandwidthAfter) / 2;
         log(`${format}: read bandwidth ${bandwidthBefore.toFixed(1)} GB/s before, ${bandwidthAfter.toFixed(1)} after`);

@@ -21,7 +21,7 @@
  *   integer path).
  *
  * Every ratio is taken from its two operations timed in alternating rounds
- * (timeInterleaved): the 2 cores are shared, and load that comes and goes
+ * (ctx.timeInterleaved, harness.ts): the 2 cores are shared, and load that comes and goes
  * during a run then hits both sides alike. The f32 row of a shape reports the
  * median of its pairings, and a warning is logged when they disagree by > 15%.
  *
@@ -272,35 +272,11 @@ function paddedRunner(rt: Runtime, b: number, sk: number, dt: "f32" | "bf16"): R
   };
 }
 
-/**
- * Median time (ms) of each function, measured in alternating rounds so that
- * drifting load on the shared machine hits all of them alike; each round runs
- * every function enough times to take ≥ 20 ms.
- */
-export function timeInterleaved(fns: readonly (() => void)[], minTimeMs: number, minRounds = 5): number[] {
-  for (const f of fns) f(); // warm
-  const reps = fns.map((f) => {
-    const t0 = performance.now();
-    f();
-    return Math.max(1, Math.ceil(20 / Math.max(0.01, performance.now() - t0)));
-  });
-  const times: number[][] = fns.map(() => []);
-  const start = performance.now();
-  for (let r = 0; r < minRounds || performance.now() - start < minTimeMs * fns.length; r++) {
-    fns.forEach((f, i) => {
-      const t0 = performance.now();
-      for (let k = 0; k < reps[i]!; k++) f();
-      times[i]!.push((performance.now() - t0) / reps[i]!);
-    });
-  }
-  return times.map((t) => median(t));
-}
-
 function label(dc: DtypeCase): string {
   return dc.int8_scaling ? `${dc.kv_dtype} ${dc.int8_scaling} ${dc.int8_path}` : dc.kv_dtype;
 }
 
-function cascadeRows(rt: Runtime, ctx: SuiteContext): Row[] {
+async function cascadeRows(rt: Runtime, ctx: SuiteContext): Promise<Row[]> {
   const rows: Row[] = [];
   const prefix = 4096;
   const own = 256;
@@ -338,7 +314,7 @@ function cascadeRows(rt: Runtime, ctx: SuiteContext): Row[] {
       const path = dc.int8_path ? { int8Path: dc.int8_path } : {};
       const plan = planPagedAttention(rt, { cache, numHeads: H, ...batch });
       const cplan = planCascadeAttention(rt, { cache, numHeads: H, sharedPrefixLength: prefix, ...batch });
-      const [msPaged, msCascade] = timeInterleaved(
+      const [msPaged, msCascade] = await ctx.timeInterleaved(
         [() => pagedAttention(rt, { q, cache, layer: 0, plan, out, ...path }), () => cascadeAttention(rt, { q, cache, layer: 0, plan: cplan, out, ...path })],
         ctx.quick ? 100 : 400,
       ) as [number, number];
@@ -373,7 +349,7 @@ export const paged: Suite = {
       for (const { b, sk } of shapes(ctx.quick)) {
         const padded = paddedRunner(rt, b, sk, dt);
         const paged = pagedRunner(rt, b, sk, { kv_dtype: dt });
-        const [msPaged, msPadded, msInOrder] = timeInterleaved([paged.run, padded.run, paged.runInOrder!], minTime) as [number, number, number];
+        const [msPaged, msPadded, msInOrder] = await ctx.timeInterleaved([paged.run, padded.run, paged.runInOrder!], minTime) as [number, number, number];
         const w = work(b, sk, dt, undefined);
         rows.push({
           op: "decode",
@@ -402,7 +378,7 @@ export const paged: Suite = {
       const measured: { dc: DtypeCase; ms: number; f32ms: number }[] = [];
       for (const dc of DTYPE_CASES.slice(1)) {
         const other = pagedRunner(rt, b, sk, dc);
-        const [msF32, ms] = timeInterleaved([f32.run, other.run], minTime) as [number, number];
+        const [msF32, ms] = await ctx.timeInterleaved([f32.run, other.run], minTime) as [number, number];
         f32Times.push(msF32);
         measured.push({ dc, ms, f32ms: msF32 });
         ctx.log(`  b=${b} sk=${sk} ${label(dc)}: ${ms.toFixed(3)} ms, f32 ${msF32.toFixed(3)} ms: ${(msF32 / ms).toFixed(2)}× f32`);
@@ -430,7 +406,7 @@ export const paged: Suite = {
       }
     }
     ctx.log("cascade (shared prefix)…");
-    rows.push(...cascadeRows(rt, ctx));
+    rows.push(...await cascadeRows(rt, ctx));
     return rows;
   },
 };

@@ -18,6 +18,8 @@
  *
  * The server runs in its own process (the engine in its worker, with all the
  * threads), so the load generator's JavaScript does not share a thread with it.
+ * Both kernel flavors (run.ts): one server per flavor, both up, each level's
+ * load run alternating between them (baseline, relaxed, next level…).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -59,12 +61,16 @@ export interface ServeTarget {
   highToken: number;
 }
 
-async function startServer(target: ServeTarget, threads: number, log: (line: string) => void): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [...process.execArgv, CLI, "serve", "--port", "0", "--threads", String(threads), "--max-num-seqs", "64", ...target.args], { stdio: ["ignore", "ignore", "pipe"] });
+/** A `kvflash serve` child on `kernels` (its own $KVFLASH_KERNELS: flavors run side by side in one bench process). */
+async function startServer(target: ServeTarget, threads: number, kernels: string, log: (line: string) => void): Promise<{ url: string; proc: ChildProcess }> {
+  const proc = spawn(process.execPath, [...process.execArgv, CLI, "serve", "--port", "0", "--threads", String(threads), "--max-num-seqs", "64", ...target.args], {
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, KVFLASH_KERNELS: kernels },
+  });
   let stderr = "";
-  proc.stderr!.setEncoding("utf8");
+  proc.stderr.setEncoding("utf8");
   return new Promise((resolve, reject) => {
-    proc.stderr!.on("data", (chunk: string) => {
+    proc.stderr.on("data", (chunk: string) => {
       stderr += chunk;
       for (const line of chunk.split("\n")) if (line.trim()) log(`  ${line}`);
       const url = /listening on (http:\/\/\S+)/.exec(stderr)?.[1];
@@ -80,8 +86,8 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
   const maxTokens = quick ? 8 : 32;
   const levels = quick ? [1, 4, 16] : LEVELS;
   log(`measuring one layer's ${target.weights} projections as GEMV and GEMM…`);
-  const efficiency = layerBatchEfficiency(ctx.rt, target.weights, levels, quick);
-  const { url, proc } = await startServer(target, ctx.rt.threads, log);
+  const efficiency = await layerBatchEfficiency(ctx, target.weights, levels);
+  const { url, proc } = await startServer(target, ctx.rt.threads, ctx.rt.kernels, log);
   const rows: Row[] = [];
   try {
     // Warm-up: one short request (first-call costs in the worker and the kernels).
@@ -92,10 +98,11 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
     const passes = levels.map((c) => ({ c, constrained: false })).concat(CONSTRAINED_LEVELS.filter((c) => levels.includes(c)).map((c) => ({ c, constrained: true })));
     for (const { c, constrained } of passes) {
       const requests = Math.max(4, c);
-      const r = await runLoad({
+      // One load run per level, in turn with the other flavors' servers (ctx.repeat).
+      const r = (await ctx.repeat(() => runLoad({
         url, model: target.model, concurrency: c, requests, promptTokens, maxTokens, lowToken: target.lowToken, highToken: target.highToken, seed: c,
         ...(constrained ? { extraBody: CONSTRAINED_BODY } : {}),
-      });
+      }), 1))[0]!;
       const ttft = r.requests.map((q) => q.ttftMs);
       const itl = r.requests.flatMap((q) => q.itlMs);
       if (c === 1 && !constrained) base = r.tokS;

@@ -124,17 +124,25 @@ describe("linear", () => {
   test("results do not depend on the thread count", async () => {
     const rt1 = await createRuntime({ threads: 1 });
     const rt3 = await createRuntime({ threads: 3 });
+    // 411 × 1000: big enough in every format (q4 at T = 1: 266 KB) that the
+    // 3-thread runtime splits the rows (small linears run on the caller alone).
+    const [rows, cols] = [411, 1000];
     try {
       for (const format of WEIGHT_FORMATS) {
-        const outs = [rt1, rt3].map((r) => {
-          const source = r.tensor("f32", [203, 160]).set(randn(203 * 160, 8));
-          const weight = createWeight(r, { source, format });
-          const x = r.tensor("f32", [6, 160]).set(randn(6 * 160, 9));
-          const out = r.tensor("f32", [6, 203]).fill(NaN);
-          linear(r, { x, weight, out });
-          return out.toFloat32();
-        });
-        assert.deepEqual(outs[0], outs[1], format);
+        for (const T of [1, 6, 9]) {
+          const outs = [rt1, rt3].map((r) => {
+            const source = r.tensor("f32", [rows, cols]).set(randn(rows * cols, 8));
+            const weight = createWeight(r, { source, format });
+            const x = r.tensor("f32", [T, cols]).set(randn(T * cols, 9));
+            const out = r.tensor("f32", [T, rows]).fill(NaN);
+            linear(r, { x, weight, out });
+            const result = out.toFloat32();
+            weight.free();
+            for (const t of [source, x, out]) r.free(t);
+            return result;
+          });
+          assert.deepEqual(outs[0], outs[1], `${format} T=${T}`);
+        }
       }
     } finally {
       await rt1.dispose();
