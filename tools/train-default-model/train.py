@@ -8,6 +8,7 @@ conversations; AdamW, linear warm-up then cosine decay to 10%. Logs the training
 --eval-every steps to <out>/loss.csv, and writes <out>/model.pt at the end.
 
 Usage: python3 train.py --data work/train --heldout work/heldout --out work/run
+       python3 train.py … --out work/run2 --init work/run --start-window 14400 --lr 1e-3 --warmup 1 --steps 400   (a second stage)
 """
 import argparse, csv, json, math, os, time
 import numpy as np
@@ -115,6 +116,10 @@ def main():
     ap.add_argument("--steps", type=int, default=900); ap.add_argument("--batch", type=int, default=16); ap.add_argument("--window", type=int, default=256)
     ap.add_argument("--lr", type=float, default=3e-3); ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--eval-every", type=int, default=100); ap.add_argument("--seed", type=int, default=15); ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--init", help="continue from this run directory's model.pt (a second stage)")
+    ap.add_argument("--start-window", type=int, default=0, help="first window of the stream to read (a second stage goes on where the first stopped)")
+    ap.add_argument("--extra", help="a second tokenized stream (e.g. work/chat) to mix in")
+    ap.add_argument("--extra-rows", type=int, default=0, help="rows of each batch read from --extra")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -122,7 +127,11 @@ def main():
 
     ids, _ = load(args.data)
     hids, hans = load(args.heldout)
+    extra = load(args.extra)[0] if args.extra else None
+    epos = 0
     model = Llama(ARCH, args.window)
+    if args.init:
+        model.load_state_dict(torch.load(os.path.join(args.init, "model.pt")))
     nparams = sum(p.numel() for p in model.parameters())
     decay = [p for p in model.parameters() if p.dim() == 2]
     other = [p for p in model.parameters() if p.dim() < 2]
@@ -133,16 +142,20 @@ def main():
     log = open(os.path.join(args.out, "loss.csv"), "w", newline="")
     w = csv.writer(log); w.writerow(["step", "tokens", "train_loss", "heldout_answer_loss", "seconds"])
     t0 = time.time()
-    pos = 0  # the stream is read in order (the corpus is already shuffled), wrapping at the end
+    pos = args.start_window * args.window  # the stream is read in order (the corpus is already shuffled), wrapping at the end
     for step in range(1, args.steps + 1):
         lr = args.lr * (step / args.warmup if step <= args.warmup else 0.1 + 0.45 * (1 + math.cos(math.pi * (step - args.warmup) / (args.steps - args.warmup))))
         for g in opt.param_groups:
             g["lr"] = lr
         rows = []
-        for _ in range(args.batch):
+        for _ in range(args.batch - args.extra_rows):
             if pos + args.window + 1 > len(ids):
                 pos = 0
             rows.append(ids[pos:pos + args.window + 1]); pos += args.window
+        for _ in range(args.extra_rows if extra is not None else 0):
+            if epos + args.window + 1 > len(extra):
+                epos = 0
+            rows.append(extra[epos:epos + args.window + 1]); epos += args.window
         x = torch.stack(rows)
         logits = model(x[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1))
