@@ -6,11 +6,12 @@
  * what the HTTP thread reads — config.json and a tokenizer — written by
  * writeSyntheticServeDir.
  */
-import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../src/engine/loader-module.js";
 import { runnerOptionsFor } from "../src/model/default-loader.js";
-import { QWEN25_05B_CONFIG_JSON, type Runtime, Tokenizer, createSyntheticModel, defaultModelDir } from "../src/index.js";
+import { QWEN25_05B_CONFIG_JSON, type Runtime, Tokenizer, createSyntheticModel } from "../src/index.js";
+import { LLAMA2_CHAT_TEMPLATE, llama2TokenizerDir } from "../src/testing/index.js";
 
 export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
   const runner = createSyntheticModel(rt, { weights: options.weights ?? "bf16", ...runnerOptionsFor(options) });
@@ -20,13 +21,15 @@ export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgre
 }
 
 /**
- * Writes `dir`: Qwen2.5-0.5B's config.json and the default model's tokenizer
- * (32 000 ids inside the 151 936-row vocabulary; the server decodes the
+ * Writes `dir`: Qwen2.5-0.5B's config.json and a real 32k SentencePiece-style
+ * tokenizer with Llama 2 Chat's template (kvflash/testing's llama2Tokenizer; 32 000 ids inside the 151 936-row vocabulary; the server decodes the
  * padding ids as empty text, as it does for real Qwen2.5 checkpoints, whose
  * tokenizer is also smaller than vocab_size).
  */
 export function writeSyntheticServeDir(dir: string): void {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "config.json"), JSON.stringify(QWEN25_05B_CONFIG_JSON, null, 2));
-  for (const file of ["tokenizer.json", "tokenizer_config.json"]) copyFileSync(join(defaultModelDir(), file), join(dir, file));
+  copyFileSync(join(llama2TokenizerDir(), "tokenizer.json"), join(dir, "tokenizer.json"));
+  const config = JSON.parse(readFileSync(join(llama2TokenizerDir(), "tokenizer_config.json"), "utf8")) as Record<string, unknown>;
+  writeFileSync(join(dir, "tokenizer_config.json"), JSON.stringify({ ...config, chat_template: LLAMA2_CHAT_TEMPLATE }, null, 2));
 }

@@ -92,7 +92,7 @@ export {
   readModelDirInfo,
 } from "./model/model-dir.js";
 export { type GgufModel, isGgufPath, openGgufModel, readGgufHeader, type GgufHeader, type GgufTensorInfo, writeGguf, convertModelDirToGguf } from "./model/gguf/index.js";
-export { LLAMA2_CHAT_TEMPLATE, defaultModelDir } from "./model/default-model.js";
+export { defaultModelDir } from "./model/default-model.js";
 export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, Tokenizer, type TokenizerSource } from "./tokenizer/tokenizer.js";
 export { type ChatContentPart, type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./tokenizer/chat-template.js";
 export { type DetokenizerOptions, IncrementalDetokenizer } from "./tokenizer/detokenizer.js";

@@ -1,6 +1,7 @@
 // Every benchmark suite, by the name `npm run bench -- <suite>` takes.
 import type { Suite } from "../harness.js";
 import { attention } from "./attention.js";
+import { defaultModel } from "./default-model.js";
 import { fairness } from "./fairness.js";
 import { gguf } from "./gguf.js";
 import { ggufKernels } from "./gguf-kernels.js";
@@ -13,4 +14,4 @@ import { serve } from "./serve.js";
 import { stall } from "./stall.js";
 import { tokenize } from "./tokenize.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, tokenize, ggufKernels, gguf];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, tokenize, ggufKernels, gguf, defaultModel];

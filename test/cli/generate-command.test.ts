@@ -107,8 +107,8 @@ test("without --model the embedded default model runs", async () => {
   const out = await kvflash("generate", "--prompt", "Hi", "--max-tokens", "3");
   assert.equal(out.code, 0, out.stderr);
   assert.match(out.stderr, /models[/\\]default: LlamaForCausalLM/);
-  // One sequence's KV cache (2048 / 16 blocks), and where the model lives, in the startup line.
-  assert.match(out.stderr, /KV bf16 128 blocks × 16, .*; memory 0: embedding, layers 0–3, head, \d/);
+  // One sequence's KV cache (max_position_embeddings 1024 / 16 blocks), and where the model lives, in the startup line.
+  assert.match(out.stderr, /KV bf16 64 blocks × 16, .*; memory 0: embedding, layers 0–3, head, \d/);
 });
 
 test("bad arguments exit 1 with a message naming the flag and the value", async () => {
@@ -123,7 +123,7 @@ test("bad arguments exit 1 with a message naming the flag and the value", async 
     [["logits", "--model", dir, "--ids", "1,x"], /--ids\[1\] must be a token id/],
     [["logits", "--model", dir, "--ids", "1", "--prompt", "y"], /--ids or --prompt is required \(one of them\)/],
     [["generate", "--model", join(root, "nowhere"), "--prompt", "x"], /--model ".*nowhere": no such file or directory/],
-    [["generate", "--prompt", "x", "--kv-cache-gib", "0.00000001"], /kvCacheBytes must hold at least one KV block of 8\.0 KiB .*got 10 B/],
+    [["generate", "--prompt", "x", "--kv-cache-gib", "0.00000001"], /kvCacheBytes must hold at least one KV block of [\d.]+ KiB .*got 10 B/],
   ];
   for (const [args, message] of cases) {
     const out = await kvflash(...args);

@@ -3,6 +3,8 @@
 // the queue bound and invalid requests as rejections, stats, a failed load,
 // and shutdown ending what is in flight. The worker runs the toy loader.
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, test } from "node:test";
 import { EngineClient, EngineRejectedError, type OutputStream } from "../../src/engine/engine-client.js";
 import type { EngineOutput } from "../../src/engine/engine.js";
@@ -10,7 +12,7 @@ import type { EngineWorkerConfig } from "../../src/engine/protocol.js";
 import { defaultModelDir, resolveSamplingParams } from "../../src/index.js";
 import { toyGreedy } from "./toy-runner.js";
 
-const V = 32000;
+const V = (JSON.parse(readFileSync(join(defaultModelDir(), "config.json"), "utf8")) as { vocab_size: number }).vocab_size;
 const loader = new URL("./toy-loader.js", import.meta.url).href;
 const config = (extra: Record<string, unknown> = {}, engine: EngineWorkerConfig["engine"] = {}): EngineWorkerConfig => ({
   loader,

@@ -14,6 +14,9 @@ const UNWRITTEN = -1;
 
 export const mix = (prev: number, token: number): number => Math.imul((prev ^ (token + 1)) >>> 0, 16777619) >>> 0;
 
+/** The token a prefix hash picks: its bits folded first, so a power-of-two vocabulary (the default model's 4096) still sees the high bits. */
+export const pick = (h: number, vocab: number): number => ((h ^ (h >>> 15)) >>> 0) % vocab;
+
 export class ToyModel {
   readonly blockSize: number;
   readonly slots: Float64Array; // [numBlocks · blockSize], UNWRITTEN until written
@@ -26,7 +29,7 @@ export class ToyModel {
   /** Writes every new token's entry and returns the next token of each logit row. */
   forward(batch: ForwardBatch): number[] {
     this.write(batch);
-    return Array.from(batch.logitIndices, (t) => this.entry(batch, t) % VOCAB);
+    return Array.from(batch.logitIndices, (t) => pick(this.entry(batch, t), VOCAB));
   }
 
   /** The entry (prefix hash) of batch token t, once written. */
@@ -61,7 +64,7 @@ export function toyGenerate(prompt: readonly number[], count: number, vocab = VO
   for (const t of prompt) h = mix(h, t);
   const out: number[] = [];
   while (out.length < count) {
-    const next = h % vocab;
+    const next = pick(h, vocab);
     out.push(next);
     h = mix(h, next);
   }

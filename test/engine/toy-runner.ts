@@ -12,7 +12,7 @@
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import type { KvCacheGeometry, ModelRunner } from "../../src/model/model-runner.js";
 import type { ModelConfig } from "../../src/model/config.js";
-import { ToyModel, mix, toyGenerate } from "./toy-model.js";
+import { ToyModel, mix, pick, toyGenerate } from "./toy-model.js";
 
 const PEAK = 12;
 
@@ -60,7 +60,7 @@ export class ToyRunner implements ModelRunner {
         return;
       }
       for (let i = 0; i < V; i++) logits[i] = (mix(h, i) >>> 20) / 1024; // noise in [0, 4)
-      logits[h % V] = PEAK;
+      logits[pick(h, V)] = PEAK;
     });
     return out;
   }

@@ -56,22 +56,25 @@ function refused(dir: string, options: Record<string, unknown>, message: RegExp)
 }
 
 test("the default model's KV cache is sized to what its sequences need, not 1 GiB", () => {
-  const perBlock = kvBytesPerBlock(parseModelConfig(JSON.parse(readFileSync(join(defaultModelDir(), "config.json"), "utf8"))), 16, "bf16");
-  // The server's loader, with serve's default max_num_seqs 64: 64 sequences × 2048 tokens / 16 = 8192 blocks (64 MiB), where 131072 (1 GiB) were reserved before.
+  const config = parseModelConfig(JSON.parse(readFileSync(join(defaultModelDir(), "config.json"), "utf8")));
+  const perBlock = kvBytesPerBlock(config, 16, "bf16");
+  const maxLen = config.maxPositionEmbeddings;
+  // The server's loader, with serve's default max_num_seqs 64: 64 sequences × max_position_embeddings / 16 blocks (4096 for 1024 tokens, 128 MiB), where 131072 were reserved before.
   const served = loadEngineModel(rt, { modelDir: defaultModelDir(), maxNumSeqs: 64, maxNumBatchedTokens: 512 }, () => {});
-  assert.deepEqual(served.runner.kvCache, { numBlocks: 8192, blockSize: 16 });
-  assert.equal(served.runner.maxModelLen, 2048);
+  assert.deepEqual(served.runner.kvCache, { numBlocks: (64 * maxLen) / 16, blockSize: 16 });
+  assert.equal(served.runner.maxModelLen, maxLen);
   assert.match(served.placement!, /^memory 0: embedding, layers 0–3, head, \d+\.\d+ MiB$/);
   served.runner.dispose();
   // generate: one sequence.
   const one = loadModel(rt, defaultModelDir(), { progress: false });
-  assert.equal(one.runner.kvCache.numBlocks, 128);
-  assert.equal(one.plan.kvBytes, 128 * perBlock);
+  assert.equal(one.runner.kvCache.numBlocks, maxLen / 16);
+  assert.equal(one.plan.kvBytes, (maxLen / 16) * perBlock);
   one.runner.dispose();
   // A budget smaller than the need wins: --kv-cache-gib.
   const budget = loadModel(rt, defaultModelDir(), { progress: false, maxNumSeqs: 64, kvCacheBytes: 8 << 20 });
   assert.equal(budget.runner.kvCache.numBlocks, Math.floor((8 << 20) / perBlock));
-  assert.equal(budget.runner.maxModelLen, 2048, "min(max_position_embeddings, the cache's slots)");
+  assert.ok(Math.floor((8 << 20) / perBlock) * 16 >= maxLen, "the budget holds one whole sequence");
+  assert.equal(budget.runner.maxModelLen, maxLen, "min(max_position_embeddings, the cache's slots)");
   budget.runner.dispose();
 });
 

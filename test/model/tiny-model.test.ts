@@ -1,21 +1,19 @@
 // The tiny-model writer (every architecture, deterministic, real tokenizer
-// files) and the embedded default model, which the writer must reproduce byte
-// for byte and which must load with nothing but this repository.
+// files) and the fixtures' home, kvflash/testing. The embedded default model
+// has its own tests (default-model.test.ts).
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import {
   type Runtime,
-  Tokenizer,
   createRuntime,
-  defaultModelDir,
   expectedWeights,
   loadModelDir,
   roundTo,
 } from "../../src/index.js";
-import { TINY_ARCHS, defaultModelOptions, defaultModelTokenizerDir, writeTinyModel } from "../../src/testing/index.js";
+import { TINY_ARCHS, writeTinyModel } from "../../src/testing/index.js";
 
 let rt: Runtime;
 let root: string;
@@ -100,41 +98,13 @@ test("options are validated", () => {
   assert.throws(() => writeTinyModel(join(root, "x"), { arch: "llama", shards: 500 }), /shards must be ≤ the 21 tensors, got 500/);
 });
 
-test("the default model loads from the repository alone: Llama, 32k tokenizer, Llama 2 chat template", () => {
-  const dir = defaultModelDir();
-  const total = readdirSync(dir).reduce((s, f) => s + statSync(join(dir, f)).size, 0);
-  assert.ok(total < 8 << 20, `models/default is ${total} bytes`);
-  const m = loadModelDir(rt, dir, { progress: false });
-  const c = m.config;
-  assert.deepEqual(
-    [c.architecture, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim, c.vocabSize, c.tieWordEmbeddings],
-    ["LlamaForCausalLM", 64, 192, 4, 4, 2, 16, 32000, true],
-  );
-  assert.equal(m.tensors.size, 1 + 4 * 9 + 1);
-  assert.ok([...m.tensors.values()].every((t) => t.dtype === "bf16"));
-  assert.deepEqual(m.eosTokenIds, [2]);
-  assert.equal(m.generation.temperature, 0.6);
-  const ids = m.tokenizer.encodeChat([{ role: "system", content: "Be brief." }, { role: "user", content: "Hi there" }]);
-  assert.equal(ids[0], 1);
-  assert.equal(m.tokenizer.decode(ids), "<s> [INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi there [/INST]");
-  m.free();
-});
-
-test("writeTinyModel reproduces models/default byte for byte", () => {
-  const out = writeTinyModel(join(root, "default"), defaultModelOptions(defaultModelTokenizerDir()));
-  const committed = filesOf(defaultModelDir());
-  const written = filesOf(out.dir);
-  assert.deepEqual([...written.keys()], [...committed.keys()]);
-  for (const [name, bytes] of committed) assert.ok(bytes.equals(written.get(name)!), `${name} differs: run npm run models:default`);
-  assert.equal(Tokenizer.fromDir(out.dir).vocabSize, 32000);
-});
-
 test("the fixtures are reachable from kvflash/testing, not from the main entry point", async () => {
   const main = (await import("kvflash")) as Record<string, unknown>;
   const testing = (await import("kvflash/testing")) as Record<string, unknown>;
-  for (const name of ["writeTinyModel", "TINY_ARCHS", "defaultModelOptions", "defaultModelTokenizerDir"]) {
+  const kinds: Record<string, string> = { writeTinyModel: "function", TINY_ARCHS: "object", llama2Tokenizer: "function", llama2TokenizerDir: "function", LLAMA2_CHAT_TEMPLATE: "string" };
+  for (const [name, kind] of Object.entries(kinds)) {
     assert.equal(main[name], undefined, `kvflash exports ${name}`);
-    assert.equal(typeof testing[name], name === "TINY_ARCHS" ? "object" : "function", `kvflash/testing lacks ${name}`);
+    assert.equal(typeof testing[name], kind, `kvflash/testing lacks ${name}`);
   }
   assert.equal(typeof main["defaultModelDir"], "function", "the default model's location stays public");
 });

@@ -9,8 +9,7 @@ import { fileURLToPath } from "node:url";
 import OpenAI from "openai";
 import { parseMetrics } from "../../src/server/metrics.js";
 import { DEFAULT_LOADER } from "../../src/server/start-server.js";
-import { defaultModelDir } from "../../src/index.js";
-import { writeTinyModel } from "../../src/testing/index.js";
+import { llama2Tokenizer, writeTinyModel } from "../../src/testing/index.js";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const FAULTY_LOADER = fileURLToPath(new URL("./faulty-loader.js", import.meta.url));
@@ -29,8 +28,8 @@ let modelDir: string | null = null;
 
 /**
  * A tiny Llama written once per test process (writeTinyModel): 2 layers,
- * hidden 64, GQA 4/2, untied embeddings, the default model's real 32k
- * tokenizer and chat template. Untied, its greedy text varies with the whole
+ * hidden 64, GQA 4/2, untied embeddings, a real 32k SentencePiece-style
+ * tokenizer with Llama 2 Chat's template (llama2Tokenizer). Untied, its greedy text varies with the whole
  * context, so comparing outputs checks the KV cache (the embedded default
  * model, tied, mostly repeats its input's last token).
  */
@@ -49,7 +48,7 @@ export function testModelDir(): string {
       tieWordEmbeddings: false,
       embeddingStd: 0.3,
       dtype: "bf16",
-      tokenizer: { kind: "copy", dir: defaultModelDir() },
+      tokenizer: llama2Tokenizer(),
     });
     process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
     modelDir = dir;

@@ -13,8 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { GapMeter } from "../../bench/gap-watch.js";
-import { defaultModelDir } from "../../src/index.js";
-import { writeTinyModel } from "../../src/testing/index.js";
+import { llama2Tokenizer, writeTinyModel } from "../../src/testing/index.js";
 import { type ErrorBody, MODEL, type ServerProcess, startServer } from "./harness.js";
 
 /**
@@ -41,7 +40,7 @@ before(async () => {
     numKvHeads: 1,
     maxPositionEmbeddings: CONTEXT,
     dtype: "f32",
-    tokenizer: { kind: "copy", dir: defaultModelDir() },
+    tokenizer: llama2Tokenizer(),
   });
   server = await startServer(["--model", dir, "--served-model-name", MODEL, "--num-gpu-blocks-override", String(CONTEXT / 16), "--block-size", "16"]);
 });

@@ -8,7 +8,8 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { ArgumentError, LLAMA2_CHAT_TEMPLATE, Tokenizer, renderChatTemplate, serve } from "../../src/index.js";
+import { ArgumentError, Tokenizer, renderChatTemplate, serve } from "../../src/index.js";
+import { LLAMA2_CHAT_TEMPLATE } from "../../src/testing/index.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { realTokenizerDir } from "./real-tokenizers.js";
 

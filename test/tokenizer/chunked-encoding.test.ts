@@ -69,8 +69,8 @@ test("stopAfter: a text with more tokens stops early with more than stopAfter id
   assert.deepEqual(tok.encode(short, { stopAfter: 100_000 }), tok.encode(short));
 });
 
-test("maxTokenChars: no token stands for more characters (default model: 16); byte-level tokenizers are never cut", () => {
-  const tok = Tokenizer.fromDir(defaultModelDir());
+test("maxTokenChars: no token stands for more characters (Mistral's: 16); byte-level tokenizers are never cut", () => {
+  const tok = Tokenizer.fromDir(realTokenizerDir("llama2"));
   assert.equal(tok.maxTokenChars, 16);
   const text = randomText(5, 5000);
   assert.ok(text.length <= tok.encode(text, { addSpecialTokens: false }).length * tok.maxTokenChars);

@@ -206,7 +206,8 @@ async function send(userText) {
         messages,
         stream: true,
         stream_options: { include_usage: true },
-        temperature: Number(els.temperature.value),
+        // Empty: the server applies the model's generation_config.json default (as vLLM does).
+        temperature: els.temperature.value === "" ? undefined : Number(els.temperature.value),
         max_tokens: Number(els.maxTokens.value),
       }),
     });

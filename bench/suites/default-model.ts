@@ -1,0 +1,139 @@
+/**
+ * Suite `default-model`: how the embedded default model (models/default, trained from
+ * WordNet by tools/train-default-model, issue #15) does on the words held out of its
+ * training. A measure, not a pass/fail test.
+ *
+ * - Row `heldout_loss`: mean next-token cross-entropy (nats) over the answer tokens of the
+ *   held-out conversations ("What is a W?" → "A W is …" for each held-out noun), computed by
+ *   kvflash's own forward pass, against a unigram model of the training tokens (add-one
+ *   smoothed counts, tools/train-default-model/unigram.json). Perplexity = exp(loss).
+ *   The target: `ppl_over_unigram` < 1/3.
+ * - Rows `define`: the greedy answer to "What is a W?" for every held-out common noun (the
+ *   held-out words that WordNet writes in lower case; proper nouns such as "Alabama" are
+ *   left out). An answer is on topic when it names W or one of W's WordNet synonyms, and
+ *   clean when it ends with EOS and repeats no 4-word run. `decoding` says how the answer
+ *   was picked: `argmax` (the raw model), or `argmax+repetition_penalty` (greedy under the
+ *   model's generation_config.json repetition_penalty, as transformers' generate() does with
+ *   do_sample=False). The target: `on_topic_fraction` ≥ 0.6.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { defaultModelDir, generate, loadModel, resolveSamplingParams } from "../../src/index.js";
+import type { ChatMessage } from "../../src/tokenizer/chat-template.js";
+import type { ForwardBatch } from "../../src/model/forward-batch.js";
+import type { ModelRunner } from "../../src/model/model-runner.js";
+import type { Row, Suite } from "../harness.js";
+
+const RECIPE = join(import.meta.dirname, "..", "..", "..", "tools", "train-default-model");
+
+interface HeldOut {
+  word: string;
+  synonyms: string[];
+  messages: ChatMessage[];
+}
+
+/** One sequence's logits at every position: f32 [n, V]. */
+function allLogits(runner: ModelRunner, ids: readonly number[]): Float32Array {
+  const n = ids.length;
+  const { blockSize } = runner.kvCache;
+  const blocks = Math.ceil(n / blockSize);
+  const batch: ForwardBatch = {
+    tokens: Int32Array.from(ids),
+    positions: Int32Array.from({ length: n }, (_, i) => i),
+    cuSeqlensQ: Int32Array.of(0, n),
+    seqLens: Int32Array.of(n),
+    blockTable: Int32Array.from({ length: blocks }, (_, i) => i),
+    maxBlocksPerSeq: blocks,
+    slotMapping: Int32Array.from({ length: n }, (_, i) => i),
+    logitIndices: Int32Array.from({ length: n }, (_, i) => i),
+  };
+  return runner.forward(batch);
+}
+
+/** −log p(target) from one row of logits. */
+function nll(logits: Float32Array, row: number, vocab: number, target: number): number {
+  let max = -Infinity;
+  for (let v = 0; v < vocab; v++) max = Math.max(max, logits[row * vocab + v]!);
+  let sum = 0;
+  for (let v = 0; v < vocab; v++) sum += Math.exp(logits[row * vocab + v]! - max);
+  return Math.log(sum) + max - logits[row * vocab + target]!;
+}
+
+/** W or a synonym as a whole word or phrase, case-insensitively. */
+export function namesWord(answer: string, words: readonly string[]): boolean {
+  return words.some((w) => new RegExp(`(^|[^a-z])${w.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}([^a-z]|$)`).test(answer.toLowerCase()));
+}
+
+/** True when some run of 4 words occurs twice: the repetition loop of a small model. */
+export function repeatsItself(answer: string): boolean {
+  const words = answer.toLowerCase().split(/\s+/).filter(Boolean);
+  const seen = new Set<string>();
+  for (let i = 0; i + 4 <= words.length; i++) {
+    const k = words.slice(i, i + 4).join(" ");
+    if (seen.has(k)) return true;
+    seen.add(k);
+  }
+  return false;
+}
+
+export const defaultModel: Suite = {
+  name: "default-model",
+  description: "the default model on held-out WordNet nouns: answer loss vs a unigram baseline, and on-topic greedy definitions",
+  run({ rt, quick, log }): Row[] {
+    const model = loadModel(rt, defaultModelDir(), { progress: false });
+    const { runner, tokenizer } = model;
+    const vocab = runner.vocabSize;
+    const heldout: HeldOut[] = readFileSync(join(RECIPE, "heldout.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as HeldOut);
+    const counts: number[] = JSON.parse(readFileSync(join(RECIPE, "unigram.json"), "utf8")).counts;
+    const total = counts.reduce((a, b) => a + b, 0) + counts.length;
+    const assistant = tokenizer.tokenToId("<|assistant|>");
+    const common = heldout.filter((h) => h.word[0] === h.word[0]!.toLowerCase());
+    const items = quick ? common.slice(0, 60) : common;
+    try {
+      // Held-out loss on the answer tokens (after <|assistant|>, its </s> included).
+      let modelNll = 0;
+      let unigramNll = 0;
+      let tokens = 0;
+      for (const h of items) {
+        const ids = tokenizer.encodeChat(h.messages, { addGenerationPrompt: false });
+        const logits = allLogits(runner, ids);
+        const start = ids.indexOf(assistant!) + 1;
+        for (let i = start; i < ids.length; i++) {
+          modelNll += nll(logits, i - 1, vocab, ids[i]!);
+          unigramNll += -Math.log((counts[ids[i]!]! + 1) / total);
+          tokens++;
+        }
+      }
+      const loss = modelNll / tokens;
+      const unigram = unigramNll / tokens;
+      log(`held-out answer loss ${loss.toFixed(3)} (ppl ${Math.exp(loss).toFixed(1)}), unigram ${unigram.toFixed(3)} (ppl ${Math.exp(unigram).toFixed(1)}), ${tokens} tokens`);
+      const rows: Row[] = [
+        { measure: "heldout_loss", words: items.length, tokens, heldout_loss: loss, heldout_ppl: Math.exp(loss), unigram_loss: unigram, unigram_ppl: Math.exp(unigram), ppl_over_unigram: Math.exp(loss - unigram) },
+      ];
+
+      // Greedy "What is a W?" for every held-out common noun.
+      const penalty = model.generation.repetitionPenalty;
+      const decodings: [string, number | undefined][] = [["argmax", undefined]];
+      if (penalty !== null && penalty !== 1) decodings.push(["argmax+repetition_penalty", penalty]);
+      for (const [decoding, repetitionPenalty] of decodings) {
+        const params = resolveSamplingParams({ temperature: 0, maxTokens: 64, ...(repetitionPenalty ? { repetitionPenalty } : {}) }, vocab);
+        let onTopic = 0;
+        let clean = 0;
+        for (const [k, h] of items.entries()) {
+          const promptIds = tokenizer.encodeChat([h.messages[0]!]);
+          const r = generate({ runner, tokenizer, eosTokenIds: model.eosTokenIds, promptIds, params });
+          const ok = r.finishReason === "stop" && !repeatsItself(r.text);
+          const topic = namesWord(r.text, [h.word, ...h.synonyms]);
+          if (ok) clean++;
+          if (ok && topic) onTopic++;
+          if (k < 6) log(`  [${decoding}] ${String(h.messages[0]!.content)} → ${r.text.trim()}${ok && topic ? "" : "   [off]"}`);
+        }
+        rows.push({ measure: "define", decoding, repetition_penalty: repetitionPenalty ?? 1, words: items.length, clean_fraction: clean / items.length, on_topic_fraction: onTopic / items.length });
+        log(`${decoding}: ${onTopic}/${items.length} definitions clean and on topic`);
+      }
+      return rows;
+    } finally {
+      runner.dispose();
+    }
+  },
+};
