@@ -18,6 +18,7 @@
  */
 import { GgmlMatrix, type Runtime, type Tensor, type Weight, createGgmlWeight, createWeight, linear } from "../../src/index.js";
 import { type Row, type Suite, median, timeMedian } from "../harness.js";
+import { activation } from "./linalg.js";
 
 interface Projection {
   name: string;
@@ -77,13 +78,6 @@ function copies(rt: Runtime, p: Projection, format: BenchFormat): Weight[] {
   const n = Math.max(1, Math.ceil(ROTATION_BYTES / ws[0]!.byteLength));
   for (let i = 1; i < n; i++) ws.push(makeWeight(rt, p, format));
   return ws;
-}
-
-function activation(rt: Runtime, tokens: number, cols: number): Tensor {
-  const x = rt.tensor("f32", [tokens, cols], "bench x");
-  const d = x.data() as Float32Array;
-  for (let i = 0; i < d.length; i++) d[i] = Math.sin(i * 0.37) * 2;
-  return x;
 }
 
 /**

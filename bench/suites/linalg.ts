@@ -71,7 +71,8 @@ function copies(rt: Runtime, p: Projection, format: WeightFormat, src: Tensor): 
   return ws;
 }
 
-function activation(rt: Runtime, tokens: number, cols: number): Tensor {
+/** A deterministic activation: f32 [tokens, cols]. */
+export function activation(rt: Runtime, tokens: number, cols: number): Tensor {
   const x = rt.tensor("f32", [tokens, cols], "bench x");
   const d = x.data() as Float32Array;
   for (let i = 0; i < d.length; i++) d[i] = Math.sin(i * 0.37) * 2;
