@@ -10,7 +10,7 @@
  * prompt_bytes 0 measures the same window with no request: the floor of
  * this machine under its current load (load1, from os.loadavg()).
  *
- * Two servers: `default` (models/default, max_model_len 2048: every size
+ * Two servers: `default` (models/default, max_model_len 1024: every size
  * here is refused by its length before tokenizing) and `long-context` (a tiny
  * model with the default model's tokenizer and max_model_len 32768: a
  * 256 KiB prompt is under the character bound, so it is tokenized, in a
