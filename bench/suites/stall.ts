@@ -94,7 +94,7 @@ async function measureServer(config: string, args: string[], sizes: readonly num
   const { url, proc } = await startServer(args, log);
   const rows: Row[] = [];
   try {
-    const meter = await GapMeter.start(url, MODEL, 1500);
+    const meter = await GapMeter.start(url, MODEL, 1000) // fits the default model's 1024-token context;
     const row = (promptBytes: number, endpoint: string, status: number, ms: number, gaps: Awaited<ReturnType<GapMeter["during"]>>["gaps"]): Row => ({
       config,
       prompt_bytes: promptBytes,
