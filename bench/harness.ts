@@ -9,7 +9,7 @@
 import { cpus, totalmem } from "node:os";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import type { Runtime } from "../src/index.js";
+import type { KernelFlavor, Runtime } from "../src/index.js";
 import type { Ceilings } from "./ceilings.js";
 import type { Measurement } from "./lockstep.js";
 
@@ -19,6 +19,8 @@ export interface SuiteContext {
   rt: Runtime;
   quick: boolean;
   ceilings: Ceilings;
+  /** Every kernel flavor this run measures (one, or baseline and relaxed in lockstep). */
+  flavors: readonly KernelFlavor[];
   /** Progress lines go to stderr so stdout stays the table. */
   log: (line: string) => void;
   /*

@@ -96,6 +96,7 @@ export async function runBench(args: BenchArgs): Promise<void> {
         rt: runtimes[i]!,
         quick: args.quick,
         ceilings: byFlavor[kernels]!,
+        flavors,
         log: flavorLog,
         time: (fn, options) => measure(timeMeasurement(fn, options)),
         timeInterleaved: (fns, minTimeMs, minRounds) => measure(timeInterleavedMeasurement(fns, minTimeMs, minRounds)),
@@ -132,8 +133,9 @@ export async function runBench(args: BenchArgs): Promise<void> {
  */
 export function pairRows(byFlavor: readonly Row[][]): Row[] {
   if (byFlavor.length === 1) return byFlavor[0]!;
-  const n = byFlavor[0]!.length;
-  if (byFlavor.some((rows) => rows.length !== n)) return byFlavor.flat();
+  // Rows pair up by position; a suite that measures something on one flavor
+  // only (model: the 8B rows) puts those rows last, after the pairs.
+  const n = Math.min(...byFlavor.map((rows) => rows.length));
   const out: Row[] = [];
   for (let i = 0; i < n; i++) {
     const base = byFlavor[0]![i]!;
@@ -146,6 +148,7 @@ export function pairRows(byFlavor: readonly Row[][]): Row[] {
       out.push(speedup === undefined ? row : { ...row, speedup_vs_baseline: speedup });
     }
   }
+  for (const rows of byFlavor) out.push(...rows.slice(n));
   return out;
 }
 

@@ -33,11 +33,22 @@
  * process's high-water mark so far: wasm memories never shrink, so it
  * includes the memory the 0.5B runs left grown). Skipped by --quick.
  *
+ * Placement cost (`npm run bench -- model`, not --quick): the 0.5B model at q8
+ * twice in one runtime — placed in one memory, and forced across two by a
+ * per-memory budget of 60% of its size (the test-only `memoryBytes` option) —
+ * with their runs alternated (one, two, one, two…), 512-token prefill and 64
+ * decode steps each. The two-memory rows carry `over_one_memory`: their tok/s
+ * over the one-memory model's in the same run (target ≥ 0.97: placement costs
+ * nothing when a model fits).
+ *
  * Both kernel flavors (run.ts): the 0.5B runs alternate run by run between the
- * flavors' models, both loaded; the 8B rows run one flavor after the other
- * (two 8B models do not fit in this machine's memory at once).
+ * flavors' models, both loaded; the 8B rows run on the default flavor only
+ * (or the one --kernels names): two 8B models' wasm memories do not fit in
+ * this machine at once.
  */
 import { type Decoder, type ModelConfig, type WeightFormat, WEIGHT_FORMATS, createSyntheticModel, llama31EightBConfig, qwen25HalfBConfig, runRequest } from "../../src/index.js";
+import { planRunner } from "../../src/model/loader.js";
+import { resolveKernelFlavor } from "../../src/runtime/module.js";
 import { argmax } from "../../src/engine/sampler.js";
 import { measureReadBandwidth } from "../ceilings.js";
 import { type Row, type Suite, type SuiteContext, median } from "../harness.js";
@@ -65,15 +76,63 @@ export const model: Suite = {
     // Both flavors' models alive at once, their runs alternated (ctx.repeat).
     rows.push(...(await runModel(half, ctx, ctx.repeat)));
     if (!quick) {
-      // Two 8B models do not fit in this machine's memory at once: each flavor
-      // runs its 8B rows whole, one flavor after the other (one ctx.repeat).
-      const eight: BenchModel = { name: "llama-3.1-8b", config: llama31EightBConfig(), formats: ["q4", "q8"] as const, prompt: 32, decodeSteps: 16, reps: 1, rss: true };
-      const [eightRows] = await ctx.repeat(() => runModel(eight, ctx, runInPlace), 1);
+      rows.push(...(await runPlacementPair(ctx)));
+      // The 8B rows run on one flavor per process: the default one (what
+      // createRuntime picks here), or the one --kernels names. Two 8B q8
+      // models' memories do not fit in this 24 GiB machine at once, and a wasm
+      // memory never shrinks, so the other flavor's would stay allocated (a run
+      // that tried peaked at 24.2 GB RSS and decoded 4× slower while the kernel
+      // reclaimed pages). `npm run bench -- model --kernels baseline` gives the other.
+      const eightFlavor = ctx.flavors.length === 1 ? ctx.flavors[0]! : resolveKernelFlavor();
+      const eight: BenchModel = { name: "llama-3.1-8b", config: llama31EightBConfig(), formats: ["q8", "q4"] as const, prompt: 32, decodeSteps: 16, reps: 1, rss: true };
+      const [eightRows] = await ctx.repeat(() => (ctx.rt.kernels === eightFlavor ? runModel(eight, ctx, runInPlace) : []), 1);
       rows.push(...eightRows!);
     }
     return rows;
   },
 };
+
+/** The 0.5B q8 model in one memory and forced across two, alternated run by run. */
+async function runPlacementPair({ rt, log, repeat }: SuiteContext): Promise<Row[]> {
+  const config = qwen25HalfBConfig();
+  const format: WeightFormat = "q8";
+  const decodeSteps = 64;
+  const base = { config, weights: format, kvDtype: "bf16" as const, numBlocks: Math.ceil((PROMPT + decodeSteps + 1) / 16), maxBatchTokens: PROMPT };
+  const one = planRunner(config, format, base, 2);
+  const memoryBytes = Math.ceil((one.totalBytes * 0.6) / 4096) * 4096;
+  const runners: Decoder[] = [];
+  try {
+    for (const options of [base, { ...base, memoryBytes }]) runners.push(createSyntheticModel(rt, options));
+    const memories = runners.map((r) => r.memories);
+    if (memories[0] !== 1 || memories[1] !== 2) throw new Error(`placement pair: expected 1 and 2 memories, got ${memories.join(" and ")}`);
+    log(`placement pair: q8 in 1 memory and in 2 (budget ${(memoryBytes / 2 ** 20).toFixed(0)} MiB a memory)`);
+    const ids = Array.from({ length: PROMPT }, (_, i) => (i * 2654435761) % config.vocabSize >>> 0);
+    const prefills: number[][] = [[], []];
+    const decodes: number[][] = [[], []];
+    await repeat(() => {
+      runners.forEach((runner, k) => {
+        runRequest(runner, ids, {
+          maxTokens: 1 + decodeSteps,
+          maxNumBatchedTokens: PROMPT,
+          pick: (logits) => ({ token: argmax(logits), stop: null }),
+          onStep: (s) => (s.tokens === PROMPT ? prefills[k]!.push(s.ms) : decodes[k]!.push(s.ms)),
+        });
+      });
+      log(`placement pair run ${prefills[0]!.length}: decode median ${median(decodes[0]!.slice(-decodeSteps)).toFixed(2)} ms (1 memory), ${median(decodes[1]!.slice(-decodeSteps)).toFixed(2)} ms (2)`);
+    }, 3);
+    const prefillTokS = prefills.map((p) => (PROMPT * 1000) / Math.min(...p));
+    const decodeTokS = decodes.map((d) => 1000 / median(d));
+    const rows: Row[] = [];
+    for (const k of [0, 1]) {
+      const common: Row = { model: "qwen2.5-0.5b", weights: format, memories: memories[k]!, load_s: null, kv_dtype: "bf16", weight_mb: runners[k]!.weights.bytesPerToken / 1e6, placement: k === 0 ? "one memory" : "forced across two" };
+      rows.push({ ...common, phase: "prefill", tokens: PROMPT, ms: (PROMPT * 1000) / prefillTokS[k]!, tok_s: prefillTokS[k]!, over_one_memory: k === 0 ? null : prefillTokS[1]! / prefillTokS[0]! });
+      rows.push({ ...common, phase: "decode", tokens: decodes[k]!.length, ms: 1000 / decodeTokS[k]!, tok_s: decodeTokS[k]!, over_one_memory: k === 0 ? null : decodeTokS[1]! / decodeTokS[0]! });
+    }
+    return rows;
+  } finally {
+    for (const r of runners) r.dispose();
+  }
+}
 
 /** Runs `fn` n times, here and now (no alternation). */
 async function runInPlace<T>(fn: () => T | Promise<T>, n: number): Promise<T[]> {

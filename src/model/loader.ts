@@ -22,6 +22,7 @@ import { DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE, PagedKvCache } from "../kv/paged-kv
 import { type StorageFormat, WEIGHT_FORMATS, type WeightFormat, type WeightsSetting } from "../ops/weight.js";
 import { formatBytes } from "../runtime/allocator.js";
 import type { Runtime } from "../runtime/runtime.js";
+import { freemem, totalmem } from "node:os";
 import { checkInt } from "../tensor/check.js";
 import type { Tensor } from "../tensor/tensor.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
@@ -196,6 +197,22 @@ export function createDecoder(rt: Runtime, config: ModelConfig, weights: Decoder
 }
 
 /**
+ * The memory a model loaded into `rt` can have: the machine's free memory,
+ * plus what `rt`'s memories hold but no live allocation uses. A wasm memory
+ * never shrinks, so after a model is disposed its pages stay with the process
+ * (not free to the OS) yet the next model in the same runtime reuses them.
+ */
+export function runtimeMachineMemory(rt: Runtime): MachineMemory {
+  const reusable = rt.memoryUsage().reduce((n, u) => n + Math.max(0, u.capacity - u.inUse), 0);
+  return { total: totalmem(), available: freemem() + reusable };
+}
+
+/** `options` with the fit check's machine memory taken from `rt` (runtimeMachineMemory) unless given. */
+export function withRuntimeMachine<T extends RunnerOptions>(rt: Runtime, options: T): T {
+  return options.machine === undefined ? { ...options, machine: runtimeMachineMemory(rt) } : options;
+}
+
+/**
  * Loads a Hugging Face model directory (config, tokenizer, generation config,
  * safetensors weights converted to `weights`), or a .gguf file (gguf/gguf-model.ts),
  * and builds its Decoder with a paged KV cache. Everything is checked (config keys, every tensor's name and
@@ -212,7 +229,7 @@ export function loadModel(rt: Runtime, dir: string, options: LoadModelOptions = 
   const params = expectedWeights(config).reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0);
   // A GGUF source hands out f32 tensors (decoded at load), or raw blocks (fewer bytes): at most 4 bytes a checkpoint element.
   const sizes = gguf && ggufWeights ? ggufWeightSizes(gguf, ggufWeights) : undefined;
-  const plan = planRunner(config, format, options, gguf ? 4 : Math.min(4, Math.max(1, Math.round(info.weightBytes / params))), sizes);
+  const plan = planRunner(config, format, withRuntimeMachine(rt, options), gguf ? 4 : Math.min(4, Math.max(1, Math.round(info.weightBytes / params))), sizes);
   const located = new Map("weights" in info ? info.weights.map((w) => [w.name, w]) : []);
   const p = options.progress;
   const progress = new LoadProgress(info.weightBytes, typeof p === "object" ? p : p === undefined ? {} : { enabled: p });

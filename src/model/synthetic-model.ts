@@ -18,7 +18,7 @@ import type { Tensor } from "../tensor/tensor.js";
 import { type ModelConfig, parseModelConfig } from "./config.js";
 import { buildDecoderWeights } from "./decoder-weights.js";
 import type { Decoder } from "./decoder.js";
-import { type RunnerOptions, createDecoder, planRunner, resolveWeightFormat } from "./loader.js";
+import { type RunnerOptions, createDecoder, planRunner, resolveWeightFormat, withRuntimeMachine } from "./loader.js";
 import type { WeightsSetting } from "../ops/weight.js";
 import { expectedWeights } from "./weight-names.js";
 
@@ -150,6 +150,6 @@ export function createSyntheticModel(rt: Runtime, options: SyntheticModelOptions
     }
     return out;
   };
-  const plan = planRunner(config, format, options, 2); // sizes, KV blocks, placement, fit check: before any weight is made
+  const plan = planRunner(config, format, withRuntimeMachine(rt, options), 2); // sizes, KV blocks, placement, fit check: before any weight is made
   return createDecoder(rt, config, buildDecoderWeights(rt, { config, format, source, placement: plan.placement }), options, plan);
 }

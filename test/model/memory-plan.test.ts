@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { loadEngineModel } from "../../src/model/default-loader.js";
+import { type RunnerOptions, runtimeMachineMemory, withRuntimeMachine } from "../../src/model/loader.js";
 import { ArgumentError, type Runtime, createRuntime, defaultModelDir, describePlacement, kvBytesPerBlock, loadModel, parseModelConfig, planRunner } from "../../src/index.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 
@@ -116,4 +117,19 @@ test("refused before loading: a layer too big for one wasm32 memory, and absurd 
     writeFileSync(join(absurd, "config.json"), JSON.stringify({ ...json, [key]: value }));
     refused(absurd, {}, new RegExp(`config\\.json ${key} must be ≤ ${limit} .*got ${value}$`));
   }
+});
+
+test("the fit check counts the pages a runtime's memories hold unused: a disposed model's room is reused, not counted twice", () => {
+  // 64 MiB allocated and freed: the memory keeps the pages (wasm memories never shrink).
+  const t = rt.tensor("f32", [16 << 20], "room");
+  rt.free(t);
+  const reusable = rt.memoryUsage().reduce((n, u) => n + u.capacity - u.inUse, 0);
+  assert.ok(reusable >= 64 << 20, `${reusable} bytes unused in the runtime's memories`);
+  const m = runtimeMachineMemory(rt);
+  // freemem() is read inside runtimeMachineMemory; the unused pages come on top of it.
+  assert.ok(m.available >= reusable, `available ${m.available} includes the ${reusable} reusable bytes`);
+  // Loaders take it unless the caller names the machine (tests do).
+  assert.ok(withRuntimeMachine(rt, {} as RunnerOptions).machine!.available >= reusable);
+  const given = { total: 4 << 20, available: 4 << 20 };
+  assert.equal(withRuntimeMachine(rt, { machine: given }).machine, given);
 });
