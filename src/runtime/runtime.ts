@@ -144,6 +144,11 @@ export class Runtime {
     return this.#pool.threads;
   }
 
+  /** parallelFor calls so far (every memory's) that forked to the workers rather than running on the caller alone: a profiling count. */
+  get forkJoins(): number {
+    return this.#pool.forkJoins;
+  }
+
   /** Runs `kernel(item, tid, args)` for items [0, items) on every thread, in this memory; see WorkerPool. */
   parallelFor(kernel: string, items: number, args = 0): void {
     this.#pool.parallelFor(kernel, items, args, this.index);
