@@ -31,6 +31,8 @@ export class Tensor {
   readonly shape: readonly number[];
   /** Element strides (not bytes). */
   readonly strides: readonly number[];
+  /** Elements from index 0 to the last one, gaps included (shape and strides are frozen: computed once). */
+  readonly #extent: number;
 
   constructor(memory: WebAssembly.Memory, ptr: number, dtype: DType, shape: readonly number[], strides?: readonly number[]) {
     this.memory = memory;
@@ -40,7 +42,8 @@ export class Tensor {
     if (!Number.isInteger(ptr) || ptr < 0 || ptr % DTYPE_BYTES[this.dtype] !== 0) {
       throw new ArgumentError("ptr", `must be a non-negative address aligned to ${DTYPE_BYTES[this.dtype]} bytes, got ${show(ptr)}`);
     }
-    const end = ptr + this.extentElements() * DTYPE_BYTES[this.dtype];
+    this.#extent = extentOf(this.shape, this.strides);
+    const end = ptr + this.#extent * DTYPE_BYTES[this.dtype];
     if (end > memory.buffer.byteLength) {
       throw new ArgumentError("ptr", `${ptr} with shape ${show(this.shape)} ends at byte ${end}, beyond the memory's ${memory.buffer.byteLength} bytes`);
     }
@@ -143,11 +146,17 @@ export class Tensor {
 
   /** Elements from index 0 to the last element, inclusive of the gaps. */
   private extentElements(): number {
-    if (this.shape.some((d) => d === 0)) return 0;
-    let last = 0;
-    this.shape.forEach((d, i) => (last += (d - 1) * this.strides[i]!));
-    return last + 1;
+    return this.#extent;
   }
+}
+
+function extentOf(shape: readonly number[], strides: readonly number[]): number {
+  let last = 0;
+  for (let i = 0; i < shape.length; i++) {
+    if (shape[i] === 0) return 0;
+    last += (shape[i]! - 1) * strides[i]!;
+  }
+  return last + 1;
 }
 
 /**
