@@ -57,7 +57,7 @@ export const CONTROL_BYTES = ERR_TEXT + ERR_TEXT_BYTES;
 /** A kernel as every thread calls it: (item, thread id, argument struct address). */
 export type TaskKernel = (item: number, tid: number, args: number) => unknown;
 
-/** Spin iterations on GEN / STATE before sleeping in Atomics.wait (≈ 100 µs). */
+/** Spin iterations on GEN / STATE before sleeping in Atomics.wait (≈ 200 µs: ≈ 10 ns an Atomics.load, measured on this machine). */
 export const SPIN = 20000;
 
 /** A worker tries to go in: true when the door was open (the descriptor is then the current task's until it leaves). */

@@ -108,3 +108,21 @@ test("thousands of short tasks of two kernels in a row, with pauses that let wor
   rt.free(tids);
   rt.free(out);
 });
+
+test("rt.forkJoins counts the tasks handed to workers: not one-item calls, not a one-thread runtime's", async () => {
+  const before = rt.forkJoins;
+  rt.parallelFor("task_noop", 1);
+  assert.equal(rt.forkJoins, before, "a one-item call runs on the caller");
+  rt.parallelFor("task_noop", 0);
+  assert.equal(rt.forkJoins, before, "an empty call runs nothing");
+  rt.parallelFor("task_noop", 5);
+  rt.parallelFor("task_noop", 2);
+  assert.equal(rt.forkJoins, before + 2);
+  const one = await createRuntime({ threads: 1 });
+  try {
+    one.parallelFor("task_noop", 9);
+    assert.equal(one.forkJoins, 0);
+  } finally {
+    await one.dispose();
+  }
+});
