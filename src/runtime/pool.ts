@@ -8,7 +8,7 @@
  * (never for one that has not come in: that one runs nothing of this task).
  * A throw or trap on any thread is recorded in the descriptor and rethrown
  * here as a KernelError naming the kernel; the pool stays usable. Workers
- * spin ≈ 100 µs after a task before they sleep, so back-to-back tasks find
+ * spin ≈ 200 µs after a task before they sleep, so back-to-back tasks find
  * them awake. Workers are unref'd: a process that never calls dispose() exits.
  *
  * Every thread holds one instance of the module per shared memory; a task
