@@ -39,7 +39,7 @@ const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /**
  * Sleeps this thread for SETTLE_MS before a side's round: a runtime's workers
- * spin ≈ 100 µs after their last task before they sleep (src/runtime/control.ts
+ * spin ≈ 200 µs after their last task before they sleep (src/runtime/control.ts
  * SPIN), and the next flavor's round should not start while they still hold a
  * core. Every round starts the same way, so every flavor pays the same.
  */

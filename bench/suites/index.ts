@@ -3,6 +3,7 @@ import type { Suite } from "../harness.js";
 import { attention } from "./attention.js";
 import { defaultModel } from "./default-model.js";
 import { fairness } from "./fairness.js";
+import { floor } from "./floor.js";
 import { gguf } from "./gguf.js";
 import { ggufKernels } from "./gguf-kernels.js";
 import { linalg } from "./linalg.js";
@@ -14,4 +15,4 @@ import { serve } from "./serve.js";
 import { stall } from "./stall.js";
 import { tokenize } from "./tokenize.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, tokenize, ggufKernels, gguf, defaultModel];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, tokenize, ggufKernels, gguf, defaultModel, floor];

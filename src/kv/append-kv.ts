@@ -61,7 +61,7 @@ function checkRows(name: string, t: Tensor, tokens: number, hkv: number, d: numb
 
 export function appendKv(rt: Runtime, options: AppendKvOptions): void {
   const { cache } = options;
-  checkSameMemory("cache", String(cache), cache.memory, rt);
+  checkSameMemory("cache", cache, cache.memory, rt);
   const k = checkTensor("k", options.k, rt);
   const v = checkTensor("v", options.v, rt);
   if (options.slotMapping instanceof Tensor) checkTensor("slotMapping", options.slotMapping, rt);

@@ -119,7 +119,7 @@ export interface PagedAttentionOptions extends AttentionOptions, Partial<PagedBa
 
 export function checkCache(value: unknown, rt: { readonly memory: WebAssembly.Memory }): PagedKvCache {
   if (!(value instanceof PagedKvCache)) throw new ArgumentError("cache", `must be a PagedKvCache, got ${show(value)}`);
-  checkSameMemory("cache", value.toString(), value.memory, rt);
+  checkSameMemory("cache", value, value.memory, rt);
   return value;
 }
 

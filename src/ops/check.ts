@@ -29,21 +29,28 @@ export function checkTensorDType(argument: string, t: Tensor, allowed: readonly 
  * contiguous. A rank-1 tensor is one row.
  */
 export function asMatrix(argument: string, t: Tensor): MatrixView {
-  if (t.rank < 1) throw new ArgumentError(`${argument}.shape`, `must have rank ≥ 1, got ${show(t.shape)}`);
-  const cols = t.shape[t.rank - 1]!;
-  if (cols > 1 && t.strides[t.rank - 1] !== 1) {
-    throw new ArgumentError(`${argument}.strides`, `must be 1 in the last dimension (contiguous rows), got ${show(t.strides)}`);
+  const rank = t.rank;
+  if (rank < 1) throw new ArgumentError(`${argument}.shape`, `must have rank ≥ 1, got ${show(t.shape)}`);
+  const { shape, strides } = t;
+  const cols = shape[rank - 1]!;
+  if (cols > 1 && strides[rank - 1] !== 1) {
+    throw new ArgumentError(`${argument}.strides`, `must be 1 in the last dimension (contiguous rows), got ${show(strides)}`);
   }
   // The leading dimensions of size > 1, outermost first, must collapse into
-  // one evenly strided row index.
-  const lead = t.shape.slice(0, -1).map((d, i) => ({ d, s: t.strides[i]! })).filter((x) => x.d > 1);
-  for (let i = 0; i + 1 < lead.length; i++) {
-    if (lead[i]!.s !== lead[i + 1]!.s * lead[i + 1]!.d) {
-      throw new ArgumentError(`${argument}.strides`, `must flatten to evenly strided rows, got ${show(t.strides)} for shape ${show(t.shape)}`);
+  // one evenly strided row index (plain loops: every op calls this per operand per step).
+  let rows = 1;
+  let rowStride = cols;
+  let prev = -1; // the previous leading dimension of size > 1
+  for (let i = 0; i < rank - 1; i++) {
+    const d = shape[i]!;
+    rows *= d;
+    if (d <= 1) continue;
+    if (prev >= 0 && strides[prev] !== strides[i]! * d) {
+      throw new ArgumentError(`${argument}.strides`, `must flatten to evenly strided rows, got ${show(strides)} for shape ${show(shape)}`);
     }
+    prev = i;
+    rowStride = strides[i]!;
   }
-  const rows = t.shape.slice(0, -1).reduce((n, d) => n * d, 1);
-  const rowStride = lead.length ? lead[lead.length - 1]!.s : cols;
   return { tensor: t, rows, cols, rowStride };
 }
 

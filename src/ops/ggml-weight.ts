@@ -71,7 +71,7 @@ function checkGgmlMatrix(rt: Runtime, name: string, m: unknown): GgmlMatrix {
   if (!Number.isInteger(m.cols) || m.cols < 1 || m.cols % blockSize !== 0) {
     throw new ArgumentError(`${name}.cols`, `must be a positive multiple of ${m.type}'s block of ${blockSize}, got ${show(m.cols)}`);
   }
-  checkSameMemory(`${name}.bytes`, m.bytes.toString(), m.bytes.memory, rt);
+  checkSameMemory(`${name}.bytes`, m.bytes, m.bytes.memory, rt);
   if (m.bytes.dtype !== "uint8") throw new ArgumentError(`${name}.bytes.dtype`, `must be uint8, got ${show(m.bytes.dtype)}`);
   checkDims(`${name}.bytes`, m.bytes.shape, [m.rows, ggmlNativeRowBytes(m.type, m.cols)], ["rows", "rowBytes"]);
   if (!m.bytes.isContiguous()) throw new ArgumentError(`${name}.bytes`, `must be contiguous, got strides ${show(m.bytes.strides)}`);

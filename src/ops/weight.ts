@@ -161,7 +161,7 @@ export function weightBytes(format: StorageFormat, rows: number, cols: number): 
 export function checkWeight(argument: string, weight: unknown, rt?: { readonly memory: WebAssembly.Memory }): Weight {
   if (!(weight instanceof Weight)) throw new ArgumentError(argument, `must be a Weight (see createWeight), got ${show(weight)}`);
   if (weight.freed) throw new ArgumentError(argument, `was freed: ${weight.toString()}`);
-  if (rt) checkSameMemory(argument, weight.toString(), weight.memory, rt);
+  if (rt) checkSameMemory(argument, weight, weight.memory, rt);
   return weight;
 }
 
@@ -199,7 +199,7 @@ export function createWeight(rt: Runtime, options: CreateWeightOptions): Weight 
     if (t.shape[0]! < 1) throw new ArgumentError(`${name}.shape[0]`, `must be ≥ 1 (rows), got ${t.shape[0]}`);
     if (t.shape[1]! < 1) throw new ArgumentError(`${name}.shape[1]`, `must be ≥ 1 (cols), got ${t.shape[1]}`);
     if (!t.isContiguous()) throw new ArgumentError(name, `must be contiguous, got strides ${show(t.strides)}`);
-    checkSameMemory(name, t.toString(), t.memory, rt);
+    checkSameMemory(name, t, t.memory, rt);
     rows += t.shape[0]!;
   });
   const bytes = weightBytes(format, rows, cols!);

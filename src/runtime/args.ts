@@ -20,6 +20,12 @@ export class ArgsWriter {
     this.#base = base;
   }
 
+  /** Starts a new struct at the base (the runtime keeps one writer and restarts it per launch). */
+  reset(): this {
+    this.#offset = 0;
+    return this;
+  }
+
   #slot(bytes: number): number {
     this.#offset = Math.ceil(this.#offset / bytes) * bytes;
     const at = this.#offset;

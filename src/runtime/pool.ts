@@ -1,12 +1,15 @@
 /**
  * WorkerPool: fork–join of one kernel over work items on every thread.
  *
- * The caller writes the task descriptor (control.ts), bumps GEN and notifies;
- * the `threads − 1` workers and the caller itself then claim items with an
- * atomic counter, so uneven items balance. The caller joins by waiting for
- * PENDING to reach zero. A throw or trap on any thread is recorded in the
- * descriptor and rethrown here as a KernelError naming the kernel; the pool
- * stays usable. Workers are unref'd: a process that never calls dispose() exits.
+ * The caller writes the task descriptor (control.ts), opens the task's door,
+ * bumps GEN and notifies; the `threads − 1` workers that come in and the caller
+ * itself then claim items with an atomic counter, so uneven items balance.
+ * The caller joins by closing the door and waiting for the workers inside
+ * (never for one that has not come in: that one runs nothing of this task).
+ * A throw or trap on any thread is recorded in the descriptor and rethrown
+ * here as a KernelError naming the kernel; the pool stays usable. Workers
+ * spin ≈ 200 µs after a task before they sleep, so back-to-back tasks find
+ * them awake. Workers are unref'd: a process that never calls dispose() exits.
  *
  * Every thread holds one instance of the module per shared memory; a task
  * names its memory (MEMORY slot), so any thread runs any kernel in any
@@ -18,6 +21,7 @@ import { ArgumentError, KernelError, show } from "../errors.js";
 import {
   ADD_MEMORY,
   ARGS,
+  CLOSED,
   CONTROL_SLOTS,
   COUNT,
   ERROR,
@@ -29,9 +33,12 @@ import {
   NEXT,
   PENDING,
   SPIN,
+  STATE,
   STOP,
   type TaskKernel,
+  closeTask,
   errorText,
+  openTask,
   runItems,
 } from "./control.js";
 import { type KernelExports, kernelNames } from "./module.js";
@@ -48,6 +55,7 @@ export class WorkerPool {
   readonly #ports: MessagePort[];
   readonly #health: { failure?: Error };
   #disposed = false;
+  #forkJoins = 0;
 
   private constructor(
     memory: WebAssembly.Memory,
@@ -79,6 +87,7 @@ export class WorkerPool {
   ): Promise<WorkerPool> {
     const ctl = new Int32Array(memory.buffer, control, CONTROL_SLOTS);
     ctl.fill(0);
+    Atomics.store(ctl, STATE, CLOSED);
     const url = new URL("./worker.js", import.meta.url);
     const workers: Worker[] = [];
     const ports: MessagePort[] = [];
@@ -131,11 +140,14 @@ export class WorkerPool {
     if (this.#workers.length > 0) {
       const ctl = this.#ctl;
       Atomics.store(ctl, KERNEL, ADD_MEMORY);
+      Atomics.store(ctl, MEMORY, this.#kernels.length); // the index the new memory gets
       Atomics.store(ctl, COUNT, 0);
       Atomics.store(ctl, PENDING, this.#workers.length);
+      openTask(ctl);
       Atomics.add(ctl, GEN, 1);
       Atomics.notify(ctl, GEN);
-      this.#join();
+      this.#waitPending();
+      closeTask(ctl);
       if (this.#health.failure) throw this.#health.failure;
     }
     this.#kernels.push(this.#names.map((n) => exports[n] as unknown as TaskKernel));
@@ -145,6 +157,11 @@ export class WorkerPool {
   #usable(): void {
     if (this.#disposed) throw new Error("parallelFor called after dispose()");
     if (this.#health.failure) throw this.#health.failure;
+  }
+
+  /** Tasks handed to the workers so far (parallelFor calls that did not run on the caller alone). */
+  get forkJoins(): number {
+    return this.#forkJoins;
   }
 
   hasKernel(name: string): boolean {
@@ -177,6 +194,7 @@ export class WorkerPool {
       }
       return;
     }
+    this.#forkJoins++;
     Atomics.store(ctl, KERNEL, k);
     Atomics.store(ctl, MEMORY, memory);
     Atomics.store(ctl, COUNT, items);
@@ -184,18 +202,19 @@ export class WorkerPool {
     Atomics.store(ctl, NEXT, 0);
     Atomics.store(ctl, ERROR, 0);
     Atomics.store(ctl, ERR_LEN, 0);
-    Atomics.store(ctl, PENDING, this.#workers.length);
+    openTask(ctl);
     Atomics.add(ctl, GEN, 1);
     Atomics.notify(ctl, GEN);
     runItems(ctl, this.#memory, this.#kernels, 0);
-    this.#join();
+    closeTask(ctl); // waits for the workers that came in, not for those that did not
     const failed = Atomics.load(ctl, ERROR);
     if (failed) {
       throw new KernelError(kernel, `${errorText(ctl, this.#memory)} (thread ${failed - 1}, item ${Atomics.load(ctl, ERR_ITEM)})`);
     }
   }
 
-  #join(): void {
+  /** Waits until every worker has taken the ADD_MEMORY broadcast. */
+  #waitPending(): void {
     const ctl = this.#ctl;
     let pending = Atomics.load(ctl, PENDING);
     for (let spin = 0; pending !== 0 && spin < SPIN; spin++) pending = Atomics.load(ctl, PENDING);

@@ -86,7 +86,8 @@ export class Runtime {
   readonly arena: StepArena;
   readonly #shared: RuntimeShared;
   readonly #pool: WorkerPool;
-  readonly #argsPtr: number;
+  /** The one writer over the argument buffer (a DataView over a fixed region: still valid after the memory grows). */
+  readonly #args: ArgsWriter;
   #scratch = { ptr: 0, stride: 0 };
 
   /** @internal use createRuntime() / addMemory() */
@@ -99,7 +100,7 @@ export class Runtime {
     this.arena = new StepArena(heap);
     this.#shared = shared;
     this.#pool = shared.pool;
-    this.#argsPtr = argsPtr;
+    this.#args = new ArgsWriter(memory, argsPtr);
   }
 
   /** Every memory's view, in the order they were added ([0] is createRuntime's). */
@@ -144,6 +145,11 @@ export class Runtime {
     return this.#pool.threads;
   }
 
+  /** parallelFor calls so far (every memory's) that forked to the workers rather than running on the caller alone: a profiling count. */
+  get forkJoins(): number {
+    return this.#pool.forkJoins;
+  }
+
   /** Runs `kernel(item, tid, args)` for items [0, items) on every thread, in this memory; see WorkerPool. */
   parallelFor(kernel: string, items: number, args = 0): void {
     this.#pool.parallelFor(kernel, items, args, this.index);
@@ -159,7 +165,7 @@ export class Runtime {
    * reused by the next call, so write the arguments just before launching.
    */
   args(): ArgsWriter {
-    return new ArgsWriter(this.memory, this.#argsPtr);
+    return this.#args.reset();
   }
 
   /**

@@ -1,13 +1,15 @@
 /**
  * A pool worker: instantiates the kernel module once per shared memory, then
- * runs tasks forever — spin briefly on GEN, sleep in Atomics.wait, claim items
- * (with the instance of the task's memory), decrement PENDING, wake the caller
- * when it reaches zero. A task of kernel ADD_MEMORY takes the next memory
- * posted to this worker's port (receiveMessageOnPort: the worker never returns
- * to its event loop) and instantiates the module over it.
+ * runs tasks forever — spin briefly on GEN, sleep in Atomics.wait, go in
+ * through the task's door (control.ts; a closed door: the caller has already
+ * finished that task without us), claim items with the instance of the task's
+ * memory, leave (the last one out of a closing task wakes the caller). A task
+ * of kernel ADD_MEMORY takes the memory posted to this worker's port
+ * (receiveMessageOnPort: the worker never returns to its event loop),
+ * instantiates the module over it and decrements PENDING, once per memory.
  */
 import { type MessagePort, parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
-import { ADD_MEMORY, GEN, KERNEL, PENDING, SPIN, STOP, type TaskKernel, runItems } from "./control.js";
+import { ADD_MEMORY, GEN, KERNEL, MEMORY, PENDING, SPIN, STOP, type TaskKernel, enterTask, leaveTask, runItems } from "./control.js";
 import { instantiate, kernelNames } from "./module.js";
 
 interface PoolWorkerData {
@@ -52,7 +54,12 @@ for (;;) {
   }
   seen = gen;
   if (Atomics.load(ctl, STOP)) break;
-  if (Atomics.load(ctl, KERNEL) === ADD_MEMORY) addInstance(takeMemory());
-  else runItems(ctl, memory, kernels, tid);
-  if (Atomics.sub(ctl, PENDING, 1) === 1) Atomics.notify(ctl, PENDING);
+  if (!enterTask(ctl)) continue; // finished without us: wait for the next one
+  // Inside, the descriptor is the open task's (maybe a later one than GEN said: fine, it is whole).
+  if (Atomics.load(ctl, KERNEL) !== ADD_MEMORY) runItems(ctl, memory, kernels, tid);
+  else if (kernels.length === Atomics.load(ctl, MEMORY)) {
+    addInstance(takeMemory());
+    if (Atomics.sub(ctl, PENDING, 1) === 1) Atomics.notify(ctl, PENDING);
+  }
+  leaveTask(ctl);
 }

@@ -31,6 +31,8 @@ export class Tensor {
   readonly shape: readonly number[];
   /** Element strides (not bytes). */
   readonly strides: readonly number[];
+  /** Elements from index 0 to the last one, gaps included (shape and strides are frozen: computed once). */
+  readonly #extent: number;
 
   constructor(memory: WebAssembly.Memory, ptr: number, dtype: DType, shape: readonly number[], strides?: readonly number[]) {
     this.memory = memory;
@@ -40,7 +42,8 @@ export class Tensor {
     if (!Number.isInteger(ptr) || ptr < 0 || ptr % DTYPE_BYTES[this.dtype] !== 0) {
       throw new ArgumentError("ptr", `must be a non-negative address aligned to ${DTYPE_BYTES[this.dtype]} bytes, got ${show(ptr)}`);
     }
-    const end = ptr + this.extentElements() * DTYPE_BYTES[this.dtype];
+    this.#extent = extentOf(this.shape, this.strides);
+    const end = ptr + this.#extent * DTYPE_BYTES[this.dtype];
     if (end > memory.buffer.byteLength) {
       throw new ArgumentError("ptr", `${ptr} with shape ${show(this.shape)} ends at byte ${end}, beyond the memory's ${memory.buffer.byteLength} bytes`);
     }
@@ -143,23 +146,34 @@ export class Tensor {
 
   /** Elements from index 0 to the last element, inclusive of the gaps. */
   private extentElements(): number {
-    if (this.shape.some((d) => d === 0)) return 0;
-    let last = 0;
-    this.shape.forEach((d, i) => (last += (d - 1) * this.strides[i]!));
-    return last + 1;
+    return this.#extent;
   }
 }
 
-/** Throws unless `memory` is the one an op runs in (`rt`'s), naming both memories. */
-export function checkSameMemory(argument: string, what: string, memory: WebAssembly.Memory, rt: { readonly memory: WebAssembly.Memory }): void {
+function extentOf(shape: readonly number[], strides: readonly number[]): number {
+  let last = 0;
+  for (let i = 0; i < shape.length; i++) {
+    if (shape[i] === 0) return 0;
+    last += (shape[i]! - 1) * strides[i]!;
+  }
+  return last + 1;
+}
+
+/**
+ * Throws unless `memory` is the one an op runs in (`rt`'s), naming both memories.
+ * `what` is described (String(what)) only when it throws: every op checks every
+ * operand on every call, and building the description each time cost a
+ * tiny model's decode step ≈ 2% of its time.
+ */
+export function checkSameMemory(argument: string, what: string | { toString(): string }, memory: WebAssembly.Memory, rt: { readonly memory: WebAssembly.Memory }): void {
   if (memory !== rt.memory) {
-    throw new ArgumentError(argument, `must live in ${memoryName(rt.memory)}, where this op runs, got ${what} in ${memoryName(memory)} (copy it with copyTensor, or run the op in its memory's runtime)`);
+    throw new ArgumentError(argument, `must live in ${memoryName(rt.memory)}, where this op runs, got ${String(what)} in ${memoryName(memory)} (copy it with copyTensor, or run the op in its memory's runtime)`);
   }
 }
 
 /** `value` as a Tensor in `rt`'s memory (an op's tensor argument), or an Error naming the argument and the value. */
 export function checkTensor(argument: string, value: unknown, rt: { readonly memory: WebAssembly.Memory }): Tensor {
   if (!(value instanceof Tensor)) throw new ArgumentError(argument, `must be a Tensor, got ${show(value)}`);
-  checkSameMemory(argument, value.toString(), value.memory, rt);
+  checkSameMemory(argument, value, value.memory, rt);
   return value;
 }
