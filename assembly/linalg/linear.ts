@@ -12,6 +12,7 @@
 import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q8, GROUP, HALF, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
 import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
+import { RELAXED } from "../runtime/flavor";
 
 @unmanaged class LinearArgs {
   /** Packed weight: [groups][nb] tiles of 8 rows × 32 columns. */
@@ -34,6 +35,8 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
   /** Per-thread scratch (≥ 128 bytes each). */
   scratch: usize;
   scratchStride: i32;
+  /** q8, relaxed flavor: 1 in the u8 int8-dot mode (activation codes + 128, gemv.ts q8Bias), else 0. */
+  u8: i32;
 }
 
 /** Stores the four lanes of res (rows row0 …) into out, adding bias, never past `rows`. */
@@ -52,7 +55,7 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
   }
 }
 
-@inline function linear(format: i32, item: i32, tid: i32, args: usize): void {
+@inline function linear(format: i32, u8: bool, item: i32, tid: i32, args: usize): void {
   const a = changetype<LinearArgs>(args);
   const g0 = item * a.groupsPerItem;
   const g1 = min(a.groups, g0 + a.groupsPerItem);
@@ -67,7 +70,7 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
       const w = a.w + <usize>g * groupBytes;
       if (format == FMT_F32) gemvF32x2(w, a.x, a.nb, res);
       else if (format == FMT_BF16) gemvBf16x2(w, a.x, a.nb, res);
-      else if (format == FMT_Q8) gemvQ8x2(w, a.x, a.xs, a.nb, res);
+      else if (format == FMT_Q8) gemvQ8x2(u8, w, a.x, a.xs, a.nb, res);
       else gemvQ4x2(w, a.x, a.xs, a.nb, res);
       storeRows(a.out, g * GROUP, a.rows, v128.load(res), a.bias);
       storeRows(a.out, g * GROUP + HALF, a.rows, v128.load(res, 16), a.bias);
@@ -82,7 +85,7 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
       let t = 0;
       if (format == FMT_Q8) {
         for (; t + 8 <= a.tokens; t += 8) {
-          gemmQ8x8(w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
+          gemmQ8x8(u8, w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
           const out = a.out + <usize>t * outStride;
           for (let k = 0; k < 8; k++) storeRows(out + <usize>k * outStride, row0, a.rows, v128.load(res + (<usize>k << 4)), a.bias);
         }
@@ -92,7 +95,7 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
         const xs = a.xs + <usize>t * sStride;
         if (format == FMT_F32) gemmF32(w, x, xStride, a.nb, res);
         else if (format == FMT_BF16) gemmBf16(w, x, xStride, a.nb, res);
-        else if (format == FMT_Q8) gemmQ8(w, x, xStride, xs, sStride, a.nb, res);
+        else if (format == FMT_Q8) gemmQ8(u8, w, x, xStride, xs, sStride, a.nb, res);
         else gemmQ4(w, x, xStride, xs, sStride, a.nb, res);
         const out = a.out + <usize>t * outStride;
         storeRows(out, row0, a.rows, v128.load(res), a.bias);
@@ -105,7 +108,7 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
         const xs = a.xs + <usize>t * sStride;
         const r = format == FMT_F32 ? gemvF32(w, x, a.nb)
           : format == FMT_BF16 ? gemvBf16(w, x, a.nb)
-          : format == FMT_Q8 ? gemvQ8(w, x, xs, a.nb)
+          : format == FMT_Q8 ? gemvQ8(u8, w, x, xs, a.nb)
           : gemvQ4(w, x, xs, a.nb);
         storeRows(a.out + <usize>t * outStride, row0, a.rows, r, a.bias);
       }
@@ -114,17 +117,18 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
 }
 
 export function task_linear_f32(item: i32, tid: i32, args: usize): void {
-  linear(FMT_F32, item, tid, args);
+  linear(FMT_F32, false, item, tid, args);
 }
 
 export function task_linear_bf16(item: i32, tid: i32, args: usize): void {
-  linear(FMT_BF16, item, tid, args);
+  linear(FMT_BF16, false, item, tid, args);
 }
 
 export function task_linear_q8(item: i32, tid: i32, args: usize): void {
-  linear(FMT_Q8, item, tid, args);
+  if (RELAXED && changetype<LinearArgs>(args).u8 != 0) linear(FMT_Q8, true, item, tid, args);
+  else linear(FMT_Q8, false, item, tid, args);
 }
 
 export function task_linear_q4(item: i32, tid: i32, args: usize): void {
-  linear(FMT_Q4, item, tid, args);
+  linear(FMT_Q4, false, item, tid, args);
 }
