@@ -13,7 +13,10 @@
 //               the end; bf16 decodes in the loop (bits << 16).
 //   q8 / q4:    per block an exact int32 sum of i32x4.dot_i16x8_s products of
 //               the weight codes with the int16 activation codes (a splat of one
-//               column pair), then acc += f32(sum) · (w_scale · x_scale).
+//               column pair), then acc += f32(sum) · (w_scale · x_scale). The
+//               relaxed flavor's q8 takes the same exact sums with the relaxed
+//               int8 dot, in one of two modes (q8Bias below), so its outputs do
+//               not depend on the mode either.
 //
 // Speed notes (V8 on x64, measured): two halves at once give twice the
 // independent f32 add chains (one chain per accumulator is latency-bound) and

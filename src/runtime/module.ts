@@ -124,9 +124,9 @@ export function probeInt8Dot(flavor: KernelFlavor, exports: KernelExports): Int8
   return INT8_DOT_PROBES.every(([a, b, acc]) => probe(a, b, acc) === 4 * a * b + acc) ? "u8" : "i7";
 }
 
-/** The kernels as the startup lines name them: "baseline kernels", "relaxed kernels (int8 dot u8)". */
+/** The kernels as the startup lines name them: "baseline kernels", "relaxed kernels, int8 dot u8". */
 export function describeKernels(flavor: KernelFlavor, int8Dot: Int8DotMode): string {
-  return flavor === "relaxed" ? `relaxed kernels (int8 dot ${int8Dot})` : `${flavor} kernels`;
+  return flavor === "relaxed" ? `relaxed kernels, int8 dot ${int8Dot}` : `${flavor} kernels`;
 }
 
 /** Compiles the flavor's kernel module once per process; workers get the compiled module. */
