@@ -68,7 +68,7 @@ function filled(rt: Runtime, shape: [number, number], seed: number): Tensor {
 /** Runs every mode's fn once per round, in turn; returns each mode's times (ms). */
 function alternate(modes: Mode[], rounds: number, fn: (m: Mode) => void): number[][] {
   const times = modes.map(() => [] as number[]);
-  modes.forEach((m) => fn(m)); // warm-up
+  for (let r = 0; r < 3; r++) modes.forEach((m) => fn(m)); // warm-up: V8 tiers wasm up between calls (no OSR)
   for (let r = 0; r < rounds; r++) {
     modes.forEach((m, i) => {
       const t0 = performance.now();

@@ -131,9 +131,31 @@ import { RELAXED, dotI8U7, dotI8U8, fmadd } from "../runtime/flavor";
 // dotI8U7), so it gets |w| ∈ [0, 127] (q8 codes are in [−127, 127]) and the
 // weight's sign moves onto the activation code: x·w = (x·sign w)·|w|, exactly.
 
-/** A q8 16-byte load (column pairs 2i, 2i + 1 of 4 rows) reordered so lane r holds row r's 4 columns 4i..4i + 3. */
-@inline export function q8Rows(v: v128): v128 {
-  return i8x16.shuffle(v, v, 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+/**
+ * Static data: the q8Rows byte order, then 16 bytes 0x80 (q8Bias's 128).
+ * Kernels load them once per call (q8RowsMask, q8BiasBytes) and pass them
+ * down: V8 keeps a loaded vector in a register, where it rebuilds a v128
+ * constant at every use inside a loop (3–4 instructions each).
+ */
+const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
+  128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128], 16);
+
+@inline export function q8RowsMask(): v128 {
+  return v128.load(Q8_CONSTS);
+}
+
+@inline export function q8BiasBytes(): v128 {
+  return v128.load(Q8_CONSTS, 16);
+}
+
+/**
+ * A q8 16-byte load (column pairs 2i, 2i + 1 of 4 rows) reordered so lane r
+ * holds row r's 4 columns 4i..4i + 3; mask = q8RowsMask(). Every index is
+ * below 16, where the relaxed swizzle (one pshufb) is exact.
+ */
+@inline export function q8Rows(v: v128, mask: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i8x16.relaxed_swizzle(v, mask);
+  return i8x16.swizzle(v, mask);
 }
 
 /** x with each byte negated where `neg` (the mask of the negative weight bytes) is set. */
@@ -147,8 +169,8 @@ import { RELAXED, dotI8U7, dotI8U8, fmadd } from "../runtime/flavor";
 }
 
 /** Relaxed: acc + one q8 16-byte load at w (q8Rows order after the shuffle) · the 4 int8 codes at x. */
-@inline export function q8Dot4At(w: usize, x: usize, acc: v128): v128 {
-  const wr = q8Rows(v128.load(w));
+@inline export function q8Dot4At(w: usize, x: usize, acc: v128, mask: v128): v128 {
+  const wr = q8Rows(v128.load(w), mask);
   return q8Dot4(i8x16.abs(wr), i8x16.lt_s(wr, i8x16.splat(0)), x, acc);
 }
 
@@ -164,14 +186,9 @@ import { RELAXED, dotI8U7, dotI8U8, fmadd } from "../runtime/flavor";
 // exact int32 (|Σ| ≤ 32 · 255 · 127), so both modes give the same sums and
 // bit-identical outputs.
 
-/** Bytes 0x80: 128 as dotI8U8's unsigned operand. */
-@inline function bias128(): v128 {
-  return i8x16.splat(-128);
-}
-
-/** u8 mode: corr + 128 · (row sums of the q8Rows-ordered weight load v); other modes: corr. */
-@inline export function q8Bias(u8: bool, v: v128, corr: v128): v128 {
-  if (u8) return dotI8U8(v, bias128(), corr);
+/** u8 mode: corr + 128 · (row sums of the q8Rows-ordered weight load v; k80 = q8BiasBytes()); other modes: corr. */
+@inline export function q8Bias(u8: bool, v: v128, corr: v128, k80: v128): v128 {
+  if (u8) return dotI8U8(v, k80, corr);
   return corr;
 }
 
@@ -192,8 +209,8 @@ import { RELAXED, dotI8U7, dotI8U8, fmadd } from "../runtime/flavor";
 export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
 
 /** A q8 16-byte weight load as the flavor's dot wants it: q8Rows order (relaxed) or as stored (baseline). */
-@inline export function q8Weight(v: v128): v128 {
-  if (RELAXED) return q8Rows(v);
+@inline export function q8Weight(v: v128, mask: v128): v128 {
+  if (RELAXED) return q8Rows(v, mask);
   return v;
 }
 
@@ -219,26 +236,26 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
 }
 
 /** u8 mode: one q8 half tile · one block of activation codes + 128 → exact int32 sums, lanes = rows. */
-@inline function q8TileSumU8(w: usize, xq: usize): v128 {
+@inline function q8TileSumU8(w: usize, xq: usize, mask: v128, k80: v128): v128 {
   let r0 = i32x4.splat(0), r1 = i32x4.splat(0), c0 = i32x4.splat(0), c1 = i32x4.splat(0);
   for (let j: usize = 0; j < 128; j += 32) {
-    const a = q8Rows(v128.load(w + j)), b = q8Rows(v128.load(w + j + 16));
+    const a = q8Rows(v128.load(w + j), mask), b = q8Rows(v128.load(w + j + 16), mask);
     r0 = dotI8U8(a, v128.load32_splat(xq + (j >> 2)), r0);
     r1 = dotI8U8(b, v128.load32_splat(xq + (j >> 2) + 4), r1);
-    c0 = q8Bias(true, a, c0);
-    c1 = q8Bias(true, b, c1);
+    c0 = q8Bias(true, a, c0, k80);
+    c1 = q8Bias(true, b, c1, k80);
   }
   return i32x4.sub(i32x4.add(r0, r1), i32x4.add(c0, c1));
 }
 
 /** One q8 half tile · one block of activation codes → exact int32 sums (· 256 on baseline), lanes = rows. */
-@inline export function q8TileSum(u8: bool, w: usize, xq: usize): v128 {
-  if (u8) return q8TileSumU8(w, xq);
+@inline export function q8TileSum(u8: bool, w: usize, xq: usize, mask: v128, k80: v128): v128 {
+  if (u8) return q8TileSumU8(w, xq, mask, k80);
   if (RELAXED) {
     let r0 = i32x4.splat(0), r1 = i32x4.splat(0);
     for (let j: usize = 0; j < 128; j += 32) {
-      r0 = q8Dot4At(w + j, xq + (j >> 2), r0);
-      r1 = q8Dot4At(w + j + 16, xq + (j >> 2) + 4, r1);
+      r0 = q8Dot4At(w + j, xq + (j >> 2), r0, mask);
+      r1 = q8Dot4At(w + j + 16, xq + (j >> 2) + 4, r1, mask);
     }
     return i32x4.add(r0, r1);
   }
@@ -257,8 +274,9 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
 /** One half's blocks (stride TILE_Q8) · activation codes xq [nb · 32] i16 with scales xs [nb] f32. */
 @inline export function gemvQ8(u8: bool, w: usize, xq: usize, xs: usize, nb: i32): v128 {
   let acc = f32x4.splat(0);
+  const mask = q8RowsMask(), k80 = q8BiasBytes();
   for (let b = 0; b < nb; b++, w += TILE_Q8, xq += 64, xs += 4) {
-    const sum = q8TileSum(u8, w, xq);
+    const sum = q8TileSum(u8, w, xq, mask, k80);
     acc = fmadd(f32x4.convert_i32x4_s(sum), q8Scale(w, xs), acc);
   }
   return acc;
@@ -267,11 +285,12 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
 /** Both halves of a row group's tile stream w · the activation → res[0..8) f32. */
 @inline export function gemvQ8x2(u8: bool, w: usize, xq: usize, xs: usize, nb: i32, res: usize): void {
   let acc = f32x4.splat(0), acd = f32x4.splat(0);
+  const mask = q8RowsMask(), k80 = q8BiasBytes();
   for (let b = 0; b < nb; b++, w += TILE_Q8, xq += 64, xs += 4) {
     const v = w + HALF_Q8;
     if (RELAXED) {
-      acc = fmadd(f32x4.convert_i32x4_s(q8TileSum(u8, w, xq)), q8Scale(w, xs), acc);
-      acd = fmadd(f32x4.convert_i32x4_s(q8TileSum(u8, v, xq)), q8Scale(v, xs), acd);
+      acc = fmadd(f32x4.convert_i32x4_s(q8TileSum(u8, w, xq, mask, k80)), q8Scale(w, xs), acc);
+      acd = fmadd(f32x4.convert_i32x4_s(q8TileSum(u8, v, xq, mask, k80)), q8Scale(v, xs), acd);
       continue;
     }
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0), t0 = i32x4.splat(0), t1 = i32x4.splat(0);

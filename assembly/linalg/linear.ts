@@ -11,7 +11,7 @@
 
 import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q8, GROUP, HALF, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
-import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
+import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8Rows8U8, gemmQ8x8 } from "./gemm";
 import { RELAXED } from "../runtime/flavor";
 
 @unmanaged class LinearArgs {
@@ -78,11 +78,24 @@ import { RELAXED } from "../runtime/flavor";
     return;
   }
   for (let g = g0; g < g1; g++) {
+    // Relaxed q8, u8 mode: both halves × 4 tokens at once (gemm.ts gemmQ8Rows8U8), then per half the leftovers.
+    let t8 = 0;
+    if (RELAXED && format == FMT_Q8 && u8) {
+      const w = a.w + <usize>g * groupBytes;
+      for (; t8 + 4 <= a.tokens; t8 += 4) {
+        gemmQ8Rows8U8(w, a.x + <usize>t8 * xStride, xStride, a.xs + <usize>t8 * sStride, sStride, a.nb, res);
+        for (let k = 0; k < 4; k++) {
+          const out = a.out + <usize>(t8 + k) * outStride;
+          storeRows(out, g * GROUP, a.rows, v128.load(res + (<usize>k << 5)), a.bias);
+          storeRows(out, g * GROUP + HALF, a.rows, v128.load(res + (<usize>k << 5), 16), a.bias);
+        }
+      }
+    }
     for (let h = 0; h < 2; h++) {
       const row0 = g * GROUP + h * HALF;
       if (row0 >= a.rows) break;
       const w = a.w + <usize>g * groupBytes + <usize>h * hb;
-      let t = 0;
+      let t = t8;
       if (format == FMT_Q8) {
         for (; t + 8 <= a.tokens; t += 8) {
           gemmQ8x8(u8, w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
