@@ -10,7 +10,7 @@
 // largest: 32 · 255 · 127 per row and block in the u8 mode).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, type Runtime, createRuntime, createWeight, dequantizeWeight, linear } from "../../src/index.js";
+import { ArgumentError, type Runtime, Tensor, createRuntime, createWeight, dequantizeWeight, linear } from "../../src/index.js";
 import { linearMagnitude, linearReference, quantizeActivationReference } from "../../src/ops/reference/linear.js";
 import { assertWithin, randn } from "../helpers/random.js";
 
@@ -35,6 +35,7 @@ const CASES: Case[] = [
   { rows: 64, cols: 1000, tokens: 16 },
   { rows: 24, cols: 256, tokens: 13, extreme: true },
   { rows: 411, cols: 1000, tokens: 1, extreme: true },
+  { rows: 21, cols: 160, tokens: 97, bias: true },
 ];
 
 function values(n: number, seed: number, c: Case, scale = 1): Float32Array {
@@ -102,6 +103,26 @@ describe("q8 linear on both int8-dot modes", () => {
       run(auto, c, 100 * i + 5);
       run(i7, c, 100 * i + 5);
     });
+  });
+
+  test("a token's output in a 97-token batch (two 64-token blocks, leftovers) equals its output alone, on each mode", () => {
+    const [rows, cols, T] = [19, 96, 97];
+    for (const rt of [auto, i7]) {
+      const source = rt.tensor("f32", [rows, cols]).set(randn(rows * cols, 41, 0.5));
+      const weight = createWeight(rt, { source, format: "q8" });
+      const x = rt.tensor("f32", [T, cols]).set(randn(T * cols, 42));
+      const all = rt.tensor("f32", [T, rows]).fill(NaN);
+      linear(rt, { x, weight, out: all });
+      const batch = all.toFloat32();
+      for (const t of [0, 3, 62, 63, 64, 65, 95, 96]) {
+        const one = rt.tensor("f32", [1, rows]).fill(NaN);
+        linear(rt, { x: new Tensor(rt.memory, x.ptr + t * cols * 4, "f32", [1, cols]), weight, out: one });
+        assert.deepEqual(one.toFloat32(), batch.subarray(t * rows, (t + 1) * rows), `${rt.int8Dot} token ${t}`);
+        rt.free(one);
+      }
+      weight.free();
+      for (const t of [source, x, all]) rt.free(t);
+    }
   });
 
   test("the u8 and i7 modes give bit-identical outputs", (t) => {
