@@ -55,6 +55,8 @@ export interface MachineInfo {
   date: string;
   /** The kernel flavor(s) the rows ran on: "baseline", "relaxed" or "baseline+relaxed" (rows name theirs). */
   kernels?: string;
+  /** The relaxed kernels' int8 dot mode (Runtime.int8Dot): "u8" (AVX-VNNI's unsigned operand) or "i7"; "i7" when only baseline ran. */
+  int8Dot?: string;
 }
 
 export function machineInfo(threads: number): MachineInfo {

@@ -19,6 +19,7 @@
 import { fileURLToPath } from "node:url";
 import { ArgumentError, show } from "../src/errors.js";
 import { KERNEL_FLAVORS, type KernelFlavor, type Runtime, createRuntime, kernelFlavorAvailable, resolveKernelFlavor } from "../src/index.js";
+import { describeKernels } from "../src/runtime/module.js";
 import { type Ceilings, measureCeilings } from "./ceilings.js";
 import {
   type Row,
@@ -83,7 +84,7 @@ export async function runBench(args: BenchArgs): Promise<void> {
     for (const kernels of flavors) {
       const rt = await createRuntime({ kernels, ...(args.threads === undefined ? {} : { threads: args.threads }) });
       runtimes.push(rt);
-      log(`kvflash bench ${suite.name}${args.quick ? " --quick" : ""}: ${suite.description} (${rt.threads} threads, ${kernels} kernels)`);
+      log(`kvflash bench ${suite.name}${args.quick ? " --quick" : ""}: ${suite.description} (${rt.threads} threads, ${describeKernels(kernels, rt.int8Dot)})`);
       log("measuring ceilings…");
       byFlavor[kernels] = measureCeilings(rt, args.quick);
     }
@@ -115,7 +116,7 @@ export async function runBench(args: BenchArgs): Promise<void> {
     for (const rt of runtimes) await rt.dispose();
   }
   const rows = pairRows(rowsByFlavor);
-  const machine = { ...machineInfo(runtimes[0]!.threads), kernels: flavors.join("+") };
+  const machine = { ...machineInfo(runtimes[0]!.threads), kernels: flavors.join("+"), int8Dot: (runtimes.find((r) => r.kernels === "relaxed") ?? runtimes[0]!).int8Dot };
   process.stdout.write(`${formatTable(rows)}\n`);
   const out = args.out ?? (args.writeDefault && !args.quick ? fileURLToPath(new URL(`../../bench/results/${suite.name}.json`, import.meta.url)) : undefined);
   if (out) {

@@ -8,9 +8,9 @@
 // x_t = x0 + t·xStride is token t's prepared activation row; results land in
 // res[0..16) f32 as [token][row]; the caller adds bias and stores.
 
-import { TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
-import { Q8_X_STEP, bf16Even, bf16Odd, q4Plane, q4Scale, q8Dot, q8Scale, q8Weight, q8WeightA, q8WeightB, xPair } from "./gemv";
-import { fmadd } from "../runtime/flavor";
+import { HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
+import { Q8_X_STEP, bf16Even, bf16Odd, q4Plane, q4Scale, q8Bias, q8Dot, q8BiasBytes, q8RowsMask, q8Scale, q8Unbias, q8Weight, q8WeightA, q8WeightB, xPair } from "./gemv";
+import { RELAXED, dotI8U8, fmadd } from "../runtime/flavor";
 
 /**
  * f32 / bf16: the four tokens x_t = x0 + t·xStride in one pass, each weight
@@ -63,26 +63,35 @@ export function gemmBf16(w: usize, x0: usize, xStride: usize, nb: i32, res: usiz
  * q8 with activation scales s_t = s0 + t·sStride (f32 [nb]). Each 16-byte
  * weight load is prepared once (q8Weight, q8WeightA/B: the flavor's form, see
  * gemv.ts) and dotted with four tokens' codes (q8Dot); per block the same
- * float steps as gemvQ8.
+ * float steps as gemvQ8. u8: the relaxed flavor's u8 int8-dot mode (gemv.ts
+ * q8Bias: the bias 128 · Σw, taken once per weight load for all tokens);
+ * branched on once per call.
  */
-export function gemmQ8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+export function gemmQ8(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  if (RELAXED && u8) gemmQ8Tile(true, w, x0, xStride, s0, sStride, nb, res);
+  else gemmQ8Tile(false, w, x0, xStride, s0, sStride, nb, res);
+}
+
+@inline function gemmQ8Tile(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
+  const mask = q8RowsMask(), k80 = q8BiasBytes();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
-    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
-    for (let j: usize = 0, c = xo; j < 128; j += 16, c += Q8_X_STEP) {
-      const v = q8Weight(v128.load(w + j));
-      const wa = q8WeightA(v), wb = q8WeightB(v);
-      i0 = q8Dot(wa, wb, x0 + c, i0);
-      i1 = q8Dot(wa, wb, x1 + c, i1);
-      i2 = q8Dot(wa, wb, x2 + c, i2);
-      i3 = q8Dot(wa, wb, x3 + c, i3);
+    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0), c = i32x4.splat(0);
+    for (let j: usize = 0, k = xo; j < 128; j += 16, k += Q8_X_STEP) {
+      const v = q8Weight(v128.load(w + j), mask);
+      const wa = q8WeightA(u8, v), wb = q8WeightB(u8, v);
+      c = q8Bias(u8, v, c, k80);
+      i0 = q8Dot(u8, wa, wb, x0 + k, i0);
+      i1 = q8Dot(u8, wa, wb, x1 + k, i1);
+      i2 = q8Dot(u8, wa, wb, x2 + k, i2);
+      i3 = q8Dot(u8, wa, wb, x3 + k, i3);
     }
-    a0 = fmadd(f32x4.convert_i32x4_s(i0), q8Scale(w, s0 + so), a0);
-    a1 = fmadd(f32x4.convert_i32x4_s(i1), q8Scale(w, s1 + so), a1);
-    a2 = fmadd(f32x4.convert_i32x4_s(i2), q8Scale(w, s2 + so), a2);
-    a3 = fmadd(f32x4.convert_i32x4_s(i3), q8Scale(w, s3 + so), a3);
+    a0 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i0, c)), q8Scale(w, s0 + so), a0);
+    a1 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i1, c)), q8Scale(w, s1 + so), a1);
+    a2 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i2, c)), q8Scale(w, s2 + so), a2);
+    a3 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i3, c)), q8Scale(w, s3 + so), a3);
     w += TILE_Q8;
   }
   v128.store(res, a0, 0);
@@ -93,38 +102,93 @@ export function gemmQ8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: 
 
 /**
  * q8, eight tokens per weight load: the same per-(row, token) steps as gemmQ8,
- * with the weight load's preparation (q8Weight, q8WeightA/B) shared by twice
- * the tokens. The eight int32 sums stay in registers through a block; the f32
- * accumulators live in res ([token][row] f32x4, 128 bytes) between blocks, so
- * V8 does not spill the int sums.
+ * with the weight load's preparation (q8Weight, q8WeightA/B, q8Bias) shared by
+ * twice the tokens. The eight int32 sums stay in registers through a block;
+ * the f32 accumulators live in res ([token][row] f32x4, 128 bytes) between
+ * blocks, so V8 does not spill the int sums.
  */
-export function gemmQ8x8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+export function gemmQ8x8(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  if (RELAXED && u8) gemmQ8x8Tile(true, w, x0, xStride, s0, sStride, nb, res);
+  else gemmQ8x8Tile(false, w, x0, xStride, s0, sStride, nb, res);
+}
+
+@inline function gemmQ8x8Tile(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const x4 = x3 + xStride, x5 = x4 + xStride, x6 = x5 + xStride, x7 = x6 + xStride;
   for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
+  const mask = q8RowsMask(), k80 = q8BiasBytes();
   for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
     let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
-    let i4 = i32x4.splat(0), i5 = i32x4.splat(0), i6 = i32x4.splat(0), i7 = i32x4.splat(0);
-    for (let j: usize = 0, c = xo; j < 128; j += 16, c += Q8_X_STEP) {
-      const v = q8Weight(v128.load(w + j));
-      const wa = q8WeightA(v), wb = q8WeightB(v);
-      i0 = q8Dot(wa, wb, x0 + c, i0);
-      i1 = q8Dot(wa, wb, x1 + c, i1);
-      i2 = q8Dot(wa, wb, x2 + c, i2);
-      i3 = q8Dot(wa, wb, x3 + c, i3);
-      i4 = q8Dot(wa, wb, x4 + c, i4);
-      i5 = q8Dot(wa, wb, x5 + c, i5);
-      i6 = q8Dot(wa, wb, x6 + c, i6);
-      i7 = q8Dot(wa, wb, x7 + c, i7);
+    let i4 = i32x4.splat(0), i5 = i32x4.splat(0), i6 = i32x4.splat(0), i7 = i32x4.splat(0), c = i32x4.splat(0);
+    for (let j: usize = 0, k = xo; j < 128; j += 16, k += Q8_X_STEP) {
+      const v = q8Weight(v128.load(w + j), mask);
+      const wa = q8WeightA(u8, v), wb = q8WeightB(u8, v);
+      c = q8Bias(u8, v, c, k80);
+      i0 = q8Dot(u8, wa, wb, x0 + k, i0);
+      i1 = q8Dot(u8, wa, wb, x1 + k, i1);
+      i2 = q8Dot(u8, wa, wb, x2 + k, i2);
+      i3 = q8Dot(u8, wa, wb, x3 + k, i3);
+      i4 = q8Dot(u8, wa, wb, x4 + k, i4);
+      i5 = q8Dot(u8, wa, wb, x5 + k, i5);
+      i6 = q8Dot(u8, wa, wb, x6 + k, i6);
+      i7 = q8Dot(u8, wa, wb, x7 + k, i7);
     }
-    q8Accumulate(res, 0, i0, q8Scale(w, s0 + so));
-    q8Accumulate(res, 16, i1, q8Scale(w, s0 + sStride + so));
-    q8Accumulate(res, 32, i2, q8Scale(w, s0 + 2 * sStride + so));
-    q8Accumulate(res, 48, i3, q8Scale(w, s0 + 3 * sStride + so));
-    q8Accumulate(res, 64, i4, q8Scale(w, s0 + 4 * sStride + so));
-    q8Accumulate(res, 80, i5, q8Scale(w, s0 + 5 * sStride + so));
-    q8Accumulate(res, 96, i6, q8Scale(w, s0 + 6 * sStride + so));
-    q8Accumulate(res, 112, i7, q8Scale(w, s0 + 7 * sStride + so));
+    q8Accumulate(res, 0, q8Unbias(u8, i0, c), q8Scale(w, s0 + so));
+    q8Accumulate(res, 16, q8Unbias(u8, i1, c), q8Scale(w, s0 + sStride + so));
+    q8Accumulate(res, 32, q8Unbias(u8, i2, c), q8Scale(w, s0 + 2 * sStride + so));
+    q8Accumulate(res, 48, q8Unbias(u8, i3, c), q8Scale(w, s0 + 3 * sStride + so));
+    q8Accumulate(res, 64, q8Unbias(u8, i4, c), q8Scale(w, s0 + 4 * sStride + so));
+    q8Accumulate(res, 80, q8Unbias(u8, i5, c), q8Scale(w, s0 + 5 * sStride + so));
+    q8Accumulate(res, 96, q8Unbias(u8, i6, c), q8Scale(w, s0 + 6 * sStride + so));
+    q8Accumulate(res, 112, q8Unbias(u8, i7, c), q8Scale(w, s0 + 7 * sStride + so));
+    w += TILE_Q8;
+  }
+}
+
+/**
+ * q8, relaxed u8 mode: both halves of a row group (8 rows: w, w + HALF_Q8) ×
+ * four tokens, res = [token][8 rows] f32 (128 bytes). Each token's 4-code
+ * splat feeds two dots (one per half), so a 16-byte step costs 2 loads, 2
+ * shuffles, 2 bias dots and per token one splat and 2 dots: 22 instructions
+ * for 128 multiply-adds where the 4-row × 8-token tile of gemmQ8x8 takes 30
+ * (this kernel is bound by instruction issue, not by the dots). Per (row,
+ * token) the int sums and float steps are gemvQ8's, so outputs stay
+ * bit-identical; 8 int sums + 2 biases + 2 weights + 3 temporaries fill
+ * V8's 15 allocatable xmm registers.
+ */
+export function gemmQ8Rows8U8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  const mask = q8RowsMask(), k80 = q8BiasBytes();
+  for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
+    let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0), ca = i32x4.splat(0);
+    let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0), cb = i32x4.splat(0);
+    for (let j: usize = 0, k = xo; j < 128; j += 16, k += 4) {
+      const va = q8Weight(v128.load(w + j), mask), vb = q8Weight(v128.load(w + HALF_Q8 + j), mask);
+      ca = q8Bias(true, va, ca, k80);
+      cb = q8Bias(true, vb, cb, k80);
+      let x = v128.load32_splat(x0 + k);
+      a0 = dotI8U8(va, x, a0);
+      b0 = dotI8U8(vb, x, b0);
+      x = v128.load32_splat(x1 + k);
+      a1 = dotI8U8(va, x, a1);
+      b1 = dotI8U8(vb, x, b1);
+      x = v128.load32_splat(x2 + k);
+      a2 = dotI8U8(va, x, a2);
+      b2 = dotI8U8(vb, x, b2);
+      x = v128.load32_splat(x3 + k);
+      a3 = dotI8U8(va, x, a3);
+      b3 = dotI8U8(vb, x, b3);
+    }
+    const v = w + HALF_Q8;
+    q8Accumulate(res, 0, i32x4.sub(a0, ca), q8Scale(w, s0 + so));
+    q8Accumulate(res, 16, i32x4.sub(b0, cb), q8Scale(v, s0 + so));
+    q8Accumulate(res, 32, i32x4.sub(a1, ca), q8Scale(w, s0 + sStride + so));
+    q8Accumulate(res, 48, i32x4.sub(b1, cb), q8Scale(v, s0 + sStride + so));
+    q8Accumulate(res, 64, i32x4.sub(a2, ca), q8Scale(w, s0 + 2 * sStride + so));
+    q8Accumulate(res, 80, i32x4.sub(b2, cb), q8Scale(v, s0 + 2 * sStride + so));
+    q8Accumulate(res, 96, i32x4.sub(a3, ca), q8Scale(w, s0 + 3 * sStride + so));
+    q8Accumulate(res, 112, i32x4.sub(b3, cb), q8Scale(v, s0 + 3 * sStride + so));
     w += TILE_Q8;
   }
 }

@@ -13,7 +13,10 @@
 //               the end; bf16 decodes in the loop (bits << 16).
 //   q8 / q4:    per block an exact int32 sum of i32x4.dot_i16x8_s products of
 //               the weight codes with the int16 activation codes (a splat of one
-//               column pair), then acc += f32(sum) · (w_scale · x_scale).
+//               column pair), then acc += f32(sum) · (w_scale · x_scale). The
+//               relaxed flavor's q8 takes the same exact sums with the relaxed
+//               int8 dot, in one of two modes (q8Bias below), so its outputs do
+//               not depend on the mode either.
 //
 // Speed notes (V8 on x64, measured): two halves at once give twice the
 // independent f32 add chains (one chain per accumulator is latency-bound) and
@@ -25,7 +28,7 @@
 // 1/256 is folded into the activation scale (exact: a power of two).
 
 import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
-import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
+import { RELAXED, dotI8U7, dotI8U8, fmadd } from "../runtime/flavor";
 
 // ---- f32 ----------------------------------------------------------------------
 // A row group's tiles are one stream of 32-byte column records (half 0's four
@@ -128,9 +131,31 @@ import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
 // dotI8U7), so it gets |w| ∈ [0, 127] (q8 codes are in [−127, 127]) and the
 // weight's sign moves onto the activation code: x·w = (x·sign w)·|w|, exactly.
 
-/** A q8 16-byte load (column pairs 2i, 2i + 1 of 4 rows) reordered so lane r holds row r's 4 columns 4i..4i + 3. */
-@inline export function q8Rows(v: v128): v128 {
-  return i8x16.shuffle(v, v, 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15);
+/**
+ * Static data: the q8Rows byte order, then 16 bytes 0x80 (q8Bias's 128).
+ * Kernels load them once per call (q8RowsMask, q8BiasBytes) and pass them
+ * down: V8 keeps a loaded vector in a register, where it rebuilds a v128
+ * constant at every use inside a loop (3–4 instructions each).
+ */
+const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15,
+  128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128], 16);
+
+@inline export function q8RowsMask(): v128 {
+  return v128.load(Q8_CONSTS);
+}
+
+@inline export function q8BiasBytes(): v128 {
+  return v128.load(Q8_CONSTS, 16);
+}
+
+/**
+ * A q8 16-byte load (column pairs 2i, 2i + 1 of 4 rows) reordered so lane r
+ * holds row r's 4 columns 4i..4i + 3; mask = q8RowsMask(). Every index is
+ * below 16, where the relaxed swizzle (one pshufb) is exact.
+ */
+@inline export function q8Rows(v: v128, mask: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i8x16.relaxed_swizzle(v, mask);
+  return i8x16.swizzle(v, mask);
 }
 
 /** x with each byte negated where `neg` (the mask of the negative weight bytes) is set. */
@@ -144,51 +169,93 @@ import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
 }
 
 /** Relaxed: acc + one q8 16-byte load at w (q8Rows order after the shuffle) · the 4 int8 codes at x. */
-@inline export function q8Dot4At(w: usize, x: usize, acc: v128): v128 {
-  const wr = q8Rows(v128.load(w));
+@inline export function q8Dot4At(w: usize, x: usize, acc: v128, mask: v128): v128 {
+  const wr = q8Rows(v128.load(w), mask);
   return q8Dot4(i8x16.abs(wr), i8x16.lt_s(wr, i8x16.splat(0)), x, acc);
+}
+
+// Relaxed flavor, "u8" int8-dot mode (LinearArgs.u8; src/runtime/module.ts
+// probeInt8Dot): where V8 lowers the relaxed dot to AVX-VNNI vpdpbusd, its
+// second operand is read as exact unsigned 8 bits (flavor.ts dotI8U8). The
+// activation codes are then stored as x + 128 ∈ [1, 255] (activation.ts), the
+// weight codes stay signed (first operand, q8Rows order), and per (row, block)
+//   Σ x·w = Σ (x + 128)·w − 128·Σ w,
+// with 128·Σ w taken by the same dot against bytes 0x80 (q8Bias), once per
+// weight load and shared by every token of a GEMM tile: one dot per 16 weight
+// bytes per token, instead of abs, compare, xor, sub and dot. Every sum is an
+// exact int32 (|Σ| ≤ 32 · 255 · 127), so both modes give the same sums and
+// bit-identical outputs.
+
+/** u8 mode: corr + 128 · (row sums of the q8Rows-ordered weight load v; k80 = q8BiasBytes()); other modes: corr. */
+@inline export function q8Bias(u8: bool, v: v128, corr: v128, k80: v128): v128 {
+  if (u8) return dotI8U8(v, k80, corr);
+  return corr;
+}
+
+/** A block's int32 row sums without the u8 mode's bias: sum − corr (u8), else sum. */
+@inline export function q8Unbias(u8: bool, sum: v128, corr: v128): v128 {
+  if (u8) return i32x4.sub(sum, corr);
+  return sum;
 }
 
 // Both flavors' GEMM (gemm.ts gemmQ8) share one loop over 16-byte weight loads
 // (4 rows × 4 columns): q8Weight reorders the load once, q8WeightA/B derive the
 // two vectors every token reuses, and q8Dot adds one token's four columns.
-//   baseline: A, B = column pairs as int16 · 256 (q8Lo, q8Hi); x = 4 int16 codes
-//   relaxed:  A, B = |w|, w < 0 in q8Rows order;                x = 4 int8 codes
+//   baseline:    A, B = column pairs as int16 · 256 (q8Lo, q8Hi); x = 4 int16 codes
+//   relaxed i7:  A, B = |w|, w < 0 in q8Rows order;                x = 4 int8 codes
+//   relaxed u8:  A = w in q8Rows order (B unused);                 x = 4 codes + 128
 
 /** Bytes of one token's activation codes under one 16-byte q8 weight load (4 columns): int16 (baseline) or int8 (relaxed). */
 export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
 
 /** A q8 16-byte weight load as the flavor's dot wants it: q8Rows order (relaxed) or as stored (baseline). */
-@inline export function q8Weight(v: v128): v128 {
-  if (RELAXED) return q8Rows(v);
+@inline export function q8Weight(v: v128, mask: v128): v128 {
+  if (RELAXED) return q8Rows(v, mask);
   return v;
 }
 
-/** First prepared vector of a q8Weight: |w| (relaxed) or the first column pair · 256 (baseline). */
-@inline export function q8WeightA(v: v128): v128 {
+/** First prepared vector of a q8Weight: w (u8 mode), |w| (relaxed i7) or the first column pair · 256 (baseline). */
+@inline export function q8WeightA(u8: bool, v: v128): v128 {
+  if (u8) return v;
   if (RELAXED) return i8x16.abs(v);
   return q8Lo(v);
 }
 
-/** Second prepared vector: the mask of w < 0 (relaxed) or the second column pair · 256 (baseline). */
-@inline export function q8WeightB(v: v128): v128 {
+/** Second prepared vector: unused (u8 mode), the mask of w < 0 (relaxed i7) or the second column pair · 256 (baseline). */
+@inline export function q8WeightB(u8: bool, v: v128): v128 {
+  if (u8) return v;
   if (RELAXED) return i8x16.lt_s(v, i8x16.splat(0));
   return q8Hi(v);
 }
 
 /** acc + the row sums (lanes = rows) of one prepared q8 weight load (q8WeightA/B) · one token's four activation codes at x. */
-@inline export function q8Dot(a: v128, b: v128, x: usize, acc: v128): v128 {
+@inline export function q8Dot(u8: bool, a: v128, b: v128, x: usize, acc: v128): v128 {
+  if (u8) return dotI8U8(a, v128.load32_splat(x), acc);
   if (RELAXED) return q8Dot4(a, b, x, acc);
   return i32x4.add(i32x4.add(acc, i32x4.dot_i16x8_s(a, v128.load32_splat(x, 0))), i32x4.dot_i16x8_s(b, v128.load32_splat(x, 4)));
 }
 
+/** u8 mode: one q8 half tile · one block of activation codes + 128 → exact int32 sums, lanes = rows. */
+@inline function q8TileSumU8(w: usize, xq: usize, mask: v128, k80: v128): v128 {
+  let r0 = i32x4.splat(0), r1 = i32x4.splat(0), c0 = i32x4.splat(0), c1 = i32x4.splat(0);
+  for (let j: usize = 0; j < 128; j += 32) {
+    const a = q8Rows(v128.load(w + j), mask), b = q8Rows(v128.load(w + j + 16), mask);
+    r0 = dotI8U8(a, v128.load32_splat(xq + (j >> 2)), r0);
+    r1 = dotI8U8(b, v128.load32_splat(xq + (j >> 2) + 4), r1);
+    c0 = q8Bias(true, a, c0, k80);
+    c1 = q8Bias(true, b, c1, k80);
+  }
+  return i32x4.sub(i32x4.add(r0, r1), i32x4.add(c0, c1));
+}
+
 /** One q8 half tile · one block of activation codes → exact int32 sums (· 256 on baseline), lanes = rows. */
-@inline export function q8TileSum(w: usize, xq: usize): v128 {
+@inline export function q8TileSum(u8: bool, w: usize, xq: usize, mask: v128, k80: v128): v128 {
+  if (u8) return q8TileSumU8(w, xq, mask, k80);
   if (RELAXED) {
     let r0 = i32x4.splat(0), r1 = i32x4.splat(0);
     for (let j: usize = 0; j < 128; j += 32) {
-      r0 = q8Dot4At(w + j, xq + (j >> 2), r0);
-      r1 = q8Dot4At(w + j + 16, xq + (j >> 2) + 4, r1);
+      r0 = q8Dot4At(w + j, xq + (j >> 2), r0, mask);
+      r1 = q8Dot4At(w + j + 16, xq + (j >> 2) + 4, r1, mask);
     }
     return i32x4.add(r0, r1);
   }
@@ -205,23 +272,25 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
 }
 
 /** One half's blocks (stride TILE_Q8) · activation codes xq [nb · 32] i16 with scales xs [nb] f32. */
-@inline export function gemvQ8(w: usize, xq: usize, xs: usize, nb: i32): v128 {
+@inline export function gemvQ8(u8: bool, w: usize, xq: usize, xs: usize, nb: i32): v128 {
   let acc = f32x4.splat(0);
+  const mask = q8RowsMask(), k80 = q8BiasBytes();
   for (let b = 0; b < nb; b++, w += TILE_Q8, xq += 64, xs += 4) {
-    const sum = q8TileSum(w, xq);
+    const sum = q8TileSum(u8, w, xq, mask, k80);
     acc = fmadd(f32x4.convert_i32x4_s(sum), q8Scale(w, xs), acc);
   }
   return acc;
 }
 
 /** Both halves of a row group's tile stream w · the activation → res[0..8) f32. */
-@inline export function gemvQ8x2(w: usize, xq: usize, xs: usize, nb: i32, res: usize): void {
+@inline export function gemvQ8x2(u8: bool, w: usize, xq: usize, xs: usize, nb: i32, res: usize): void {
   let acc = f32x4.splat(0), acd = f32x4.splat(0);
+  const mask = q8RowsMask(), k80 = q8BiasBytes();
   for (let b = 0; b < nb; b++, w += TILE_Q8, xq += 64, xs += 4) {
     const v = w + HALF_Q8;
     if (RELAXED) {
-      acc = fmadd(f32x4.convert_i32x4_s(q8TileSum(w, xq)), q8Scale(w, xs), acc);
-      acd = fmadd(f32x4.convert_i32x4_s(q8TileSum(v, xq)), q8Scale(v, xs), acd);
+      acc = fmadd(f32x4.convert_i32x4_s(q8TileSum(u8, w, xq, mask, k80)), q8Scale(w, xs), acc);
+      acd = fmadd(f32x4.convert_i32x4_s(q8TileSum(u8, v, xq, mask, k80)), q8Scale(v, xs), acd);
       continue;
     }
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0), t0 = i32x4.splat(0), t1 = i32x4.splat(0);

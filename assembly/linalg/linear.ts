@@ -4,14 +4,16 @@
 // T = 1 (decode): GEMV over each group's tile stream, both halves at once.
 // T > 1 (prefill, batched decode): for each half of each group, tokens four at
 // a time with the register-blocked kernels of gemm.ts (the group's tiles stay
-// in L1/L2 across the token tiles), leftover tokens with the one-half GEMV
-// kernel. All paths do the same arithmetic in the same order per output, so
+// in L1/L2 across the token tiles; q8 also eight at a time, and on the relaxed
+// u8 int8-dot mode both halves × four tokens), leftover tokens with the
+// one-half GEMV kernel; q8 sweeps the groups once per block of 64 tokens. All paths do the same arithmetic in the same order per output, so
 // outputs are independent of T, of the batch composition and of the thread
 // count.
 
 import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q8, GROUP, HALF, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
-import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
+import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8Rows8U8, gemmQ8x8 } from "./gemm";
+import { RELAXED } from "../runtime/flavor";
 
 @unmanaged class LinearArgs {
   /** Packed weight: [groups][nb] tiles of 8 rows × 32 columns. */
@@ -34,6 +36,8 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
   /** Per-thread scratch (≥ 128 bytes each). */
   scratch: usize;
   scratchStride: i32;
+  /** q8, relaxed flavor: 1 in the u8 int8-dot mode (activation codes + 128, gemv.ts q8Bias), else 0. */
+  u8: i32;
 }
 
 /** Stores the four lanes of res (rows row0 …) into out, adding bias, never past `rows`. */
@@ -52,7 +56,10 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
   }
 }
 
-@inline function linear(format: i32, item: i32, tid: i32, args: usize): void {
+/** Tokens per sweep of the row groups for q8 (see linear): 64 tokens' codes of a 4864-column row are 311 KB (relaxed) to 622 KB. */
+const Q8_TOKEN_BLOCK: i32 = 64;
+
+@inline function linear(format: i32, u8: bool, item: i32, tid: i32, args: usize): void {
   const a = changetype<LinearArgs>(args);
   const g0 = item * a.groupsPerItem;
   const g1 = min(a.groups, g0 + a.groupsPerItem);
@@ -67,64 +74,85 @@ import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8x8 } from "./gemm";
       const w = a.w + <usize>g * groupBytes;
       if (format == FMT_F32) gemvF32x2(w, a.x, a.nb, res);
       else if (format == FMT_BF16) gemvBf16x2(w, a.x, a.nb, res);
-      else if (format == FMT_Q8) gemvQ8x2(w, a.x, a.xs, a.nb, res);
+      else if (format == FMT_Q8) gemvQ8x2(u8, w, a.x, a.xs, a.nb, res);
       else gemvQ4x2(w, a.x, a.xs, a.nb, res);
       storeRows(a.out, g * GROUP, a.rows, v128.load(res), a.bias);
       storeRows(a.out, g * GROUP + HALF, a.rows, v128.load(res, 16), a.bias);
     }
     return;
   }
-  for (let g = g0; g < g1; g++) {
-    for (let h = 0; h < 2; h++) {
-      const row0 = g * GROUP + h * HALF;
-      if (row0 >= a.rows) break;
-      const w = a.w + <usize>g * groupBytes + <usize>h * hb;
-      let t = 0;
-      if (format == FMT_Q8) {
-        for (; t + 8 <= a.tokens; t += 8) {
-          gemmQ8x8(w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
-          const out = a.out + <usize>t * outStride;
-          for (let k = 0; k < 8; k++) storeRows(out + <usize>k * outStride, row0, a.rows, v128.load(res + (<usize>k << 4)), a.bias);
+  // q8: tokens in blocks of Q8_TOKEN_BLOCK, each swept over the item's row
+  // groups, so the block's activation codes stay in L2 while every group
+  // reads them (all T tokens of a 512-token prefill's down_proj are 5 MB).
+  const tb = format == FMT_Q8 ? Q8_TOKEN_BLOCK : a.tokens;
+  for (let t0 = 0; t0 < a.tokens; t0 += tb) {
+    const tEnd = min(a.tokens, t0 + tb);
+    for (let g = g0; g < g1; g++) {
+      // Relaxed q8, u8 mode: both halves × 4 tokens at once (gemm.ts gemmQ8Rows8U8), then per half the leftovers.
+      let t8 = t0;
+      if (RELAXED && format == FMT_Q8 && u8) {
+        const w = a.w + <usize>g * groupBytes;
+        for (; t8 + 4 <= tEnd; t8 += 4) {
+          gemmQ8Rows8U8(w, a.x + <usize>t8 * xStride, xStride, a.xs + <usize>t8 * sStride, sStride, a.nb, res);
+          for (let k = 0; k < 4; k++) {
+            const out = a.out + <usize>(t8 + k) * outStride;
+            storeRows(out, g * GROUP, a.rows, v128.load(res + (<usize>k << 5)), a.bias);
+            storeRows(out, g * GROUP + HALF, a.rows, v128.load(res + (<usize>k << 5), 16), a.bias);
+          }
         }
       }
-      for (; t + 4 <= a.tokens; t += 4) {
-        const x = a.x + <usize>t * xStride;
-        const xs = a.xs + <usize>t * sStride;
-        if (format == FMT_F32) gemmF32(w, x, xStride, a.nb, res);
-        else if (format == FMT_BF16) gemmBf16(w, x, xStride, a.nb, res);
-        else if (format == FMT_Q8) gemmQ8(w, x, xStride, xs, sStride, a.nb, res);
-        else gemmQ4(w, x, xStride, xs, sStride, a.nb, res);
-        const out = a.out + <usize>t * outStride;
-        storeRows(out, row0, a.rows, v128.load(res), a.bias);
-        storeRows(out + outStride, row0, a.rows, v128.load(res, 16), a.bias);
-        storeRows(out + 2 * outStride, row0, a.rows, v128.load(res, 32), a.bias);
-        storeRows(out + 3 * outStride, row0, a.rows, v128.load(res, 48), a.bias);
-      }
-      for (; t < a.tokens; t++) {
-        const x = a.x + <usize>t * xStride;
-        const xs = a.xs + <usize>t * sStride;
-        const r = format == FMT_F32 ? gemvF32(w, x, a.nb)
-          : format == FMT_BF16 ? gemvBf16(w, x, a.nb)
-          : format == FMT_Q8 ? gemvQ8(w, x, xs, a.nb)
-          : gemvQ4(w, x, xs, a.nb);
-        storeRows(a.out + <usize>t * outStride, row0, a.rows, r, a.bias);
+      for (let h = 0; h < 2; h++) {
+        const row0 = g * GROUP + h * HALF;
+        if (row0 >= a.rows) break;
+        const w = a.w + <usize>g * groupBytes + <usize>h * hb;
+        let t = t8;
+        if (format == FMT_Q8) {
+          for (; t + 8 <= tEnd; t += 8) {
+            gemmQ8x8(u8, w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
+            const out = a.out + <usize>t * outStride;
+            for (let k = 0; k < 8; k++) storeRows(out + <usize>k * outStride, row0, a.rows, v128.load(res + (<usize>k << 4)), a.bias);
+          }
+        }
+        for (; t + 4 <= tEnd; t += 4) {
+          const x = a.x + <usize>t * xStride;
+          const xs = a.xs + <usize>t * sStride;
+          if (format == FMT_F32) gemmF32(w, x, xStride, a.nb, res);
+          else if (format == FMT_BF16) gemmBf16(w, x, xStride, a.nb, res);
+          else if (format == FMT_Q8) gemmQ8(u8, w, x, xStride, xs, sStride, a.nb, res);
+          else gemmQ4(w, x, xStride, xs, sStride, a.nb, res);
+          const out = a.out + <usize>t * outStride;
+          storeRows(out, row0, a.rows, v128.load(res), a.bias);
+          storeRows(out + outStride, row0, a.rows, v128.load(res, 16), a.bias);
+          storeRows(out + 2 * outStride, row0, a.rows, v128.load(res, 32), a.bias);
+          storeRows(out + 3 * outStride, row0, a.rows, v128.load(res, 48), a.bias);
+        }
+        for (; t < tEnd; t++) {
+          const x = a.x + <usize>t * xStride;
+          const xs = a.xs + <usize>t * sStride;
+          const r = format == FMT_F32 ? gemvF32(w, x, a.nb)
+            : format == FMT_BF16 ? gemvBf16(w, x, a.nb)
+            : format == FMT_Q8 ? gemvQ8(u8, w, x, xs, a.nb)
+            : gemvQ4(w, x, xs, a.nb);
+          storeRows(a.out + <usize>t * outStride, row0, a.rows, r, a.bias);
+        }
       }
     }
   }
 }
 
 export function task_linear_f32(item: i32, tid: i32, args: usize): void {
-  linear(FMT_F32, item, tid, args);
+  linear(FMT_F32, false, item, tid, args);
 }
 
 export function task_linear_bf16(item: i32, tid: i32, args: usize): void {
-  linear(FMT_BF16, item, tid, args);
+  linear(FMT_BF16, false, item, tid, args);
 }
 
 export function task_linear_q8(item: i32, tid: i32, args: usize): void {
-  linear(FMT_Q8, item, tid, args);
+  if (RELAXED && changetype<LinearArgs>(args).u8 != 0) linear(FMT_Q8, true, item, tid, args);
+  else linear(FMT_Q8, false, item, tid, args);
 }
 
 export function task_linear_q4(item: i32, tid: i32, args: usize): void {
-  linear(FMT_Q4, item, tid, args);
+  linear(FMT_Q4, false, item, tid, args);
 }

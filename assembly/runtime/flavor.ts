@@ -34,3 +34,18 @@ export const RELAXED: bool = ASC_FEATURE_RELAXED_SIMD;
   const hi = i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(a), i16x8.extend_high_i8x16_u(b));
   return i32x4.add(acc, i32x4.add(i32x4.shuffle(lo, hi, 0, 2, 4, 6), i32x4.shuffle(lo, hi, 1, 3, 5, 7)));
 }
+
+/**
+ * acc + Σ_k a[4i + k] · b[4i + k] per lane with b read as exact unsigned 8 bits
+ * (a: i8x16, any sign; b: u8x16, any byte). Call it only in the "u8" int8-dot
+ * mode (src/runtime/module.ts probeInt8Dot): where V8 lowers the relaxed int8
+ * dot to AVX-VNNI vpdpbusd (V8 ≥ 13 on such CPUs), which reads b unsigned and
+ * sums in int32 without saturating. Elsewhere the relaxed op reads b's top bit
+ * as a sign (ARM sdot) or saturates int16 pair sums (pmaddubsw), and the
+ * kernels take their "i7" path (dotI8U7). The baseline body widens b unsigned,
+ * exact too, though the baseline kernels never take the u8 path.
+ */
+@inline export function dotI8U8(a: v128, b: v128, acc: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i32x4.relaxed_dot_i8x16_i7x16_add_s(a, b, acc);
+  return dotI8U7(a, b, acc);
+}

@@ -2,7 +2,7 @@
 // module's flavor, a no-op for fork–join overhead, and an item counter that can trap or abort on
 // request (the pool tests use it to check exactly-once and error surfacing).
 
-import { RELAXED } from "./flavor";
+import { RELAXED, dotI8U8 } from "./flavor";
 
 /** First byte above the module's static data: the allocator starts here. */
 export function heap_base(): usize {
@@ -12,6 +12,17 @@ export function heap_base(): usize {
 /** i32 out[item] = 1 in build/kernels-relaxed.wasm, 0 in build/kernels.wasm (flavor.ts): which module each thread runs. */
 export function task_kernels_relaxed(item: i32, tid: i32, out: usize): void {
   store<i32>(out + (<usize>item << 2), RELAXED ? 1 : 0);
+}
+
+/**
+ * Lane 0 of the flavor's relaxed int8 dot of splat(a) (i8) and splat(b) (the
+ * 7-bit operand's bytes) added to splat(acc): what src/runtime/module.ts
+ * probeInt8Dot classifies. The operands are arguments, read at run time, so
+ * the optimizer cannot fold the relaxed op with its own choice of semantics.
+ * Baseline: the exact unsigned emulation (flavor.ts dotI8U8).
+ */
+export function int8_dot_probe(a: i32, b: i32, acc: i32): i32 {
+  return i32x4.extract_lane(dotI8U8(i8x16.splat(<i8>a), i8x16.splat(<i8>b), i32x4.splat(acc)), 0);
 }
 
 export function task_noop(item: i32, tid: i32, args: usize): void {}

@@ -9,6 +9,7 @@ import { topN } from "../engine/sampler.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { type LoadedModel, loadModel } from "../model/loader.js";
 import { describePlacement } from "../model/placement.js";
+import { describeKernels } from "../runtime/module.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
 import { ArgumentError } from "../errors.js";
 import { type ModelArgs, parseGenerateArgs, parseLogitsArgs } from "./generate-args.js";
@@ -40,7 +41,7 @@ async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runti
     });
     try {
       const r = model.runner;
-      say(`loaded ${dir}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads, ${rt.kernels} kernels (${((performance.now() - t0) / 1000).toFixed(2)} s); ${describePlacement(model.plan.placement)}`);
+      say(`loaded ${dir}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads, ${describeKernels(rt.kernels, rt.int8Dot)} (${((performance.now() - t0) / 1000).toFixed(2)} s); ${describePlacement(model.plan.placement)}`);
       return run(model, rt);
     } finally {
       model.runner.dispose();

@@ -5,6 +5,7 @@
  */
 import { ArgumentError } from "../errors.js";
 import { formatBytes } from "../runtime/allocator.js";
+import { describeKernels } from "../runtime/module.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { serve } from "../server/start-server.js";
 import { resolveModelArg } from "./hub.js";
@@ -66,7 +67,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     const info = await Promise.race([running.ready, stopped.then(() => null)]);
     if (info !== null) log(
       `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
-        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${info.kernels} kernels${info.placement === undefined ? "" : `; ${info.placement}`}. Try:\n${tryHint(running.url, args.apiKey ?? null)}`,
+        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${describeKernels(info.kernels, info.int8Dot)}${info.placement === undefined ? "" : `; ${info.placement}`}. Try:\n${tryHint(running.url, args.apiKey ?? null)}`,
     );
   } catch (e) {
     if (!stopping) {

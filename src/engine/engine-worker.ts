@@ -155,6 +155,7 @@ async function load(): Promise<void> {
       maxNumSeqs: engine.scheduler.maxNumSeqs,
       threads: rt.threads,
       kernels: rt.kernels,
+      int8Dot: rt.int8Dot,
       ...(model.placement === undefined ? {} : { placement: model.placement }),
       loadSeconds: (performance.now() - start) / 1000,
     },

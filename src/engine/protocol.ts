@@ -9,7 +9,7 @@
 import type { EngineOutput, EngineRequest } from "./engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
 import type { LoadProgressInfo, ModelLoadOptions } from "./loader-module.js";
-import type { KernelFlavor } from "../runtime/module.js";
+import type { Int8DotMode, KernelFlavor } from "../runtime/module.js";
 
 /** Engine settings (vLLM's names in camelCase). */
 export interface EngineSettings {
@@ -42,6 +42,8 @@ export interface EngineInfo {
   placement?: string;
   /** The kernel flavor the engine's runtime runs (Runtime.kernels). */
   kernels: KernelFlavor;
+  /** How the relaxed kernels take int8 dot products (Runtime.int8Dot). */
+  int8Dot: Int8DotMode;
   /** Seconds from the worker's start to ready. */
   loadSeconds: number;
 }

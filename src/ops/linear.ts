@@ -96,6 +96,8 @@ export function linear(rt: Runtime, options: LinearOptions): void {
   }
 
   // Prepare the activation: quantized codes (q8, q4) or zero-padded rows (f32, bf16).
+  // q8 on the relaxed kernels' u8 int8-dot mode: codes + 128 (runtime/module.ts Int8DotMode).
+  const u8 = weight.format === "q8" && rt.int8Dot === "u8" ? 1 : 0;
   const nb = weight.blocks;
   const padded = nb * WEIGHT_BLOCK;
   let xPtr = x.ptr;
@@ -105,13 +107,13 @@ export function linear(rt: Runtime, options: LinearOptions): void {
     const codeBytes = T * padded * 2;
     const ws = opsWorkspace(rt, codeBytes + T * nb * 4 + 64);
     xs = ws + Math.ceil(codeBytes / 64) * 64;
-    const args = rt.args().ptr(x.ptr).i32(xm.rowStride * 4).i32(xm.cols).i32(nb).ptr(ws).i32(padded * 2).ptr(xs).end();
+    const args = rt.args().ptr(x.ptr).i32(xm.rowStride * 4).i32(xm.cols).i32(nb).ptr(ws).i32(padded * 2).ptr(xs).i32(u8).end();
     rt.parallelFor("task_act_quantize_q8", T, args);
     xPtr = ws;
     xStride = padded * 2;
   } else if (xm.cols !== padded || (T > 1 && xm.rowStride !== padded)) {
     const ws = opsWorkspace(rt, T * padded * 4);
-    const args = rt.args().ptr(x.ptr).i32(xm.rowStride * 4).i32(xm.cols).i32(nb).ptr(ws).i32(padded * 4).ptr(0).end();
+    const args = rt.args().ptr(x.ptr).i32(xm.rowStride * 4).i32(xm.cols).i32(nb).ptr(ws).i32(padded * 4).ptr(0).i32(0).end();
     rt.parallelFor("task_act_pad", T, args);
     xPtr = ws;
     xStride = padded * 4;
@@ -135,6 +137,7 @@ export function linear(rt: Runtime, options: LinearOptions): void {
     .i32(gpi)
     .ptr(scratch.ptr)
     .i32(scratch.stride)
+    .i32(u8)
     .end();
   rt.parallelFor(`task_linear_${weight.format}`, Math.ceil(weight.groups / gpi), args);
 }

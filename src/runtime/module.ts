@@ -83,6 +83,52 @@ export function resolveKernelFlavor(requested?: string): KernelFlavor {
   return flavor;
 }
 
+/**
+ * How the relaxed kernels take their int8 dot products (assembly/linalg/gemv.ts):
+ *   "u8"  the relaxed dot reads its 7-bit operand as exact unsigned 8 bits and
+ *         sums in int32 without saturating (V8 ≥ 13 lowers it to AVX-VNNI
+ *         vpdpbusd): the q8 kernels store activation codes + 128 and subtract
+ *         128 · Σw, one dot per 16 weight bytes per token.
+ *   "i7"  anything else (V8 12's pmaddubsw saturates int16 pair sums, ARM's
+ *         sdot reads the operand signed), and the baseline flavor, which takes
+ *         no relaxed dot: the operand is kept in [0, 127].
+ * Both modes give the same exact int32 sums, so outputs are bit-identical.
+ */
+export const INT8_DOT_MODES = ["u8", "i7"] as const;
+export type Int8DotMode = (typeof INT8_DOT_MODES)[number];
+
+/**
+ * (a, b, acc) probes whose exact unsigned-operand answers 4·a·b + acc differ
+ * from every other known lowering: a pair sum of 2 · 127 · 255 saturates int16
+ * (pmaddubsw), b ≥ 128 read as signed flips the sign (sdot).
+ */
+const INT8_DOT_PROBES: readonly (readonly [number, number, number])[] = [
+  [127, 255, 1],
+  [-127, 255, -7],
+  [-128, 128, 3],
+  [5, 200, 0],
+];
+
+/**
+ * Classifies this engine's relaxed int8 dot by running it (the kernel
+ * int8_dot_probe, operands passed at run time) on one instance of the
+ * flavor's module: "u8" only for the relaxed flavor where every probe is
+ * exact with its second operand unsigned. One answer per process and CPU
+ * (every instance shares the compiled module and the CPU's features); the
+ * runtime passes it to the kernels in their arguments, so every thread of a
+ * runtime takes the same path.
+ */
+export function probeInt8Dot(flavor: KernelFlavor, exports: KernelExports): Int8DotMode {
+  if (flavor !== "relaxed") return "i7";
+  const probe = exports["int8_dot_probe"]!;
+  return INT8_DOT_PROBES.every(([a, b, acc]) => probe(a, b, acc) === 4 * a * b + acc) ? "u8" : "i7";
+}
+
+/** The kernels as the startup lines name them: "baseline kernels", "relaxed kernels, int8 dot u8". */
+export function describeKernels(flavor: KernelFlavor, int8Dot: Int8DotMode): string {
+  return flavor === "relaxed" ? `relaxed kernels, int8 dot ${int8Dot}` : `${flavor} kernels`;
+}
+
 /** Compiles the flavor's kernel module once per process; workers get the compiled module. */
 export function kernelModule(flavor: KernelFlavor = "baseline"): WebAssembly.Module {
   let module = compiled.get(flavor);

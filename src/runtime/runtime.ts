@@ -30,7 +30,7 @@ import { Allocator, StepArena } from "./allocator.js";
 import { ArgsWriter } from "./args.js";
 import { CONTROL_BYTES } from "./control.js";
 import { nameMemory } from "../tensor/tensor.js";
-import { type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, instantiate, kernelModule, resolveKernelFlavor } from "./module.js";
+import { INT8_DOT_MODES, type Int8DotMode, type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, instantiate, kernelModule, probeInt8Dot, resolveKernelFlavor } from "./module.js";
 import { WorkerPool } from "./pool.js";
 
 export interface RuntimeOptions {
@@ -40,6 +40,12 @@ export interface RuntimeOptions {
   initialMemoryBytes?: number;
   /** Kernel flavor (module.ts). Default: $KVFLASH_KERNELS, else relaxed where the engine supports it, else baseline. */
   kernels?: KernelFlavor;
+  /**
+   * The relaxed kernels' int8 dot mode (module.ts Int8DotMode). Default: what
+   * probeInt8Dot finds. "i7" forces the portable path (tests compare the two);
+   * "u8" where the probe did not find it is an ArgumentError.
+   */
+  int8Dot?: Int8DotMode;
 }
 
 export const MAX_THREADS = 256;
@@ -67,6 +73,7 @@ export function resolveThreads(threads?: number): number {
 interface RuntimeShared {
   module: WebAssembly.Module;
   flavor: KernelFlavor;
+  int8Dot: Int8DotMode;
   pool: WorkerPool;
   views: Runtime[];
   initialBytes: number;
@@ -80,6 +87,8 @@ export class Runtime {
   readonly exports: KernelExports;
   /** The kernel flavor every thread runs: "baseline" (SIMD128) or "relaxed" (relaxed SIMD). */
   readonly kernels: KernelFlavor;
+  /** How the relaxed kernels take int8 dot products: "u8" (AVX-VNNI's unsigned operand) or "i7" (portable; always on baseline). */
+  readonly int8Dot: Int8DotMode;
   /** Long-lived allocations: weights, KV pool, workspaces. */
   readonly heap: Allocator;
   /** Per-step scratch, reset by the caller at the start of each step. */
@@ -96,6 +105,7 @@ export class Runtime {
     this.index = index;
     this.exports = kernels;
     this.kernels = shared.flavor;
+    this.int8Dot = shared.int8Dot;
     this.heap = heap;
     this.arena = new StepArena(heap);
     this.#shared = shared;
@@ -218,11 +228,24 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   const module = kernelModule(flavor);
   const memory = new WebAssembly.Memory({ initial: Math.ceil(initialBytes / WASM_PAGE), maximum: MAX_PAGES, shared: true });
   const kernels = instantiate(module, memory);
+  const int8Dot = resolveInt8Dot(options.int8Dot, probeInt8Dot(flavor, kernels));
   const heap = new Allocator(memory, kernels["heap_base"]!() >>> 0);
   const control = heap.alloc(CONTROL_BYTES, "fork-join control");
   const pool = await WorkerPool.start(module, memory, kernels, control, threads);
-  const shared: RuntimeShared = { module, flavor, pool, views: [], initialBytes };
+  const shared: RuntimeShared = { module, flavor, int8Dot, pool, views: [], initialBytes };
   return addView(shared, 0, memory, kernels, heap);
+}
+
+/** The int8Dot option against what the probe found: "i7" always goes, "u8" only where probed. */
+function resolveInt8Dot(requested: Int8DotMode | undefined, probed: Int8DotMode): Int8DotMode {
+  if (requested === undefined) return probed;
+  if (!(INT8_DOT_MODES as readonly string[]).includes(requested)) {
+    throw new ArgumentError("int8Dot", `must be one of ${INT8_DOT_MODES.map((m) => JSON.stringify(m)).join(", ")}, got ${show(requested)}`);
+  }
+  if (requested === "u8" && probed !== "u8") {
+    throw new ArgumentError("int8Dot", `is "u8", but this engine's relaxed int8 dot is not exact on unsigned 8-bit operands here (probe: ${probed}; needs the relaxed kernels on a CPU with AVX-VNNI and V8 ≥ 13)`);
+  }
+  return requested;
 }
 
 /** Makes memory `index`'s view: its allocator (unless given), its argument buffer. */
