@@ -24,7 +24,8 @@
 //      Many rows per head (prefill): K and V tiles are decoded into scratch
 //      once (fillTile, dequantizing) and reused by every row (qkTile,
 //      pvTile<f32>). Few rows (decode, ≤ STREAM_ROWS): a touch pass over the
-//      tile's lines first (kv-tile.ts, touchRows: wasm has no prefetch), then
+//      K tile's lines before Q·Kᵀ and over the V tile's before P·V (kv-tile.ts,
+//      touchRows: wasm has no prefetch), then
 //      f32/bf16/f16/fp8 rows are read in place, widened as loaded (qkStream,
 //      pvTile; fp8's per-tensor scales folded into q and into 1 / l); int8 on
 //      the dequantize path and D % 4 ≠ 0 are decoded into scratch. int8 with
@@ -188,31 +189,42 @@ function prepareRows(a: AttnArgs, ws: usize, blk: Block): void {
 @inline function infoRows(Rg: i32): usize { return <usize>Rg << 2; } // qInfo, pInfo
 
 /**
- * The addresses (and int8 per-token scales) of keys [t0, t0 + n) for each head,
- * then, on the streaming and integer paths (decode reads K/V from DRAM), a
- * touch pass over the tile's lines (kv-tile.ts). The heads' rows of one token
- * are one run when the head stride is D (paged NHD, BSND): one pass then reads
- * each token's rows of all heads, so every 4 KiB page serves all of them.
+ * The addresses (and int8 per-token scales) of keys [t0, t0 + n) for each
+ * head: rows[g·BC + j] in kRows and vRows (tileRows).
  */
 function loadTileRows(a: AttnArgs, ws: usize, blk: Block, t0: i32, n: i32): void {
   const D4 = padD(a.D);
   const kRows = ws + offKRows(D4), vRows = ws + offVRows(D4);
   const kTok: usize = perToken(a) ? a.kScale : 0;
   const vTok: usize = perToken(a) ? a.vScale : 0;
-  const nkv = blk.nkv;
-  for (let g = 0; g < nkv; g++) {
+  for (let g = 0; g < blk.nkv; g++) {
     const at = headRows(g);
     tileRows(a, a.k, a.ksB, a.ksH, a.ksS, blk.b, blk.kvh0 + g, blk.k0, t0, n, kRows + at, kTok, ws + offKSc(D4) + at);
     tileRows(a, a.v, a.vsB, a.vsH, a.vsS, blk.b, blk.kvh0 + g, blk.k0, t0, n, vRows + at, vTok, ws + offVSc(D4) + at);
   }
+}
+
+/**
+ * On the streaming and integer paths (decode reads K/V from DRAM): a touch
+ * pass (kv-tile.ts) over the n rows of every head at `rows` (the tile's
+ * kRows or vRows). The heads' rows of one token are one run when the head
+ * stride is D (paged NHD, BSND): one pass then reads each token's rows of all
+ * heads, so every 4 KiB page serves all of them. K is touched before Q·Kᵀ and
+ * V before P·V, each just before its product, so that one operand's tile of
+ * one head (BC rows, 32 KiB in f32 at D = 128) can stay in a 48 KiB L1 for its
+ * product; touching both first (64 KiB) left K in L2. The gain measured so
+ * far is within the shared machine's noise (BENCHMARKS.md, attention).
+ */
+function touchTile(a: AttnArgs, ws: usize, blk: Block, rows: usize, headStride: i32, n: i32): void {
   if (blk.path == PATH_TILE) return;
+  const nkv = blk.nkv;
   const rowBytes = <usize>a.D * <usize>dtypeBytes(a.kvDtype);
   let sink = 0;
-  if (nkv > 1 && a.ksH == a.D && a.vsH == a.D) sink = touchRows(kRows, n, <usize>nkv * rowBytes) ^ touchRows(vRows, n, <usize>nkv * rowBytes);
+  if (nkv > 1 && headStride == a.D) sink = touchRows(rows, n, <usize>nkv * rowBytes);
   else {
-    for (let g = 0; g < nkv; g++) sink ^= touchRows(kRows + headRows(g), n, rowBytes) ^ touchRows(vRows + headRows(g), n, rowBytes);
+    for (let g = 0; g < nkv; g++) sink ^= touchRows(rows + headRows(g), n, rowBytes);
   }
-  const at = ws + offSink(D4);
+  const at = ws + offSink(padD(a.D));
   store<i32>(at, load<i32>(at) ^ sink);
 }
 
@@ -277,6 +289,7 @@ function processTile(a: AttnArgs, ws: usize, blk: Block, t0: i32, n: i32): void 
   const n4 = (n + 3) & ~3;
   const s = ws + offS(D4);
   loadTileRows(a, ws, blk, t0, n);
+  touchTile(a, ws, blk, ws + offKRows(D4), a.ksH, n);
   for (let g = 0; g < blk.nkv; g++) scoreHead(a, ws, blk, g, n);
   const full = t0 >= blk.maxLo && t0 + n - 1 <= blk.minHi;
   scoreOptions(a, blk.b, blk.diagShift, s, ws + offInfo(D4), blk.R, t0, n, n4, full);
@@ -288,6 +301,7 @@ function processTile(a: AttnArgs, ws: usize, blk: Block, t0: i32, n: i32): void 
       quantizeProbs(s + <usize>g * sRows(Rg), Rg, n4, vSc, ws + offP16(D4) + <usize>g * p16Rows(Rg), a.intRows == 3, ws + offPInfo(D4) + <usize>g * infoRows(Rg));
     }
   }
+  touchTile(a, ws, blk, ws + offVRows(D4), a.vsH, n);
   for (let g = 0; g < blk.nkv; g++) accumulateHead(a, ws, blk, g, n);
 }
 

@@ -87,101 +87,191 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
 }
 
 /**
- * O[r] += Σ_{j<n} P[r, j] · V[j] for r < R.
+ * O[r..r+NR−1] += Σ_{j<n} P[·, j] · V[j] for 2 ≤ NR ≤ 4 rows: blocks of NR rows ×
+ * 8 dims (2·NR accumulators; per key 2 V loads, NR P splats, 2·NR fmadd),
+ * then 4 dims if D4 % 8 ≠ 0. NR is a constant at every call. Each output
+ * element adds its keys in order j = 0, 1, … whatever the blocking.
+ */
+@inline function pvRows<T>(NR: i32, p0: usize, vRows: usize, nEnd: usize, D4: i32, o0: usize, oStride: usize): void {
+  let e: usize = 0;
+  for (; e + 8 <= <usize>D4; e += 8) {
+    const oa = o0 + (e << 2);
+    let a0 = v128.load(oa), a1 = v128.load(oa, 16);
+    let b0 = v128.load(oa + oStride), b1 = v128.load(oa + oStride, 16);
+    let c0 = f32x4.splat(0), c1 = f32x4.splat(0), d0 = f32x4.splat(0), d1 = f32x4.splat(0);
+    if (NR > 2) { c0 = v128.load(oa + 2 * oStride); c1 = v128.load(oa + 2 * oStride, 16); }
+    if (NR > 3) { d0 = v128.load(oa + 3 * oStride); d1 = v128.load(oa + 3 * oStride, 16); }
+    for (let jb: usize = 0; jb < nEnd; jb += 4) {
+      const vp = load<usize>(vRows + jb);
+      const x0 = load4<T>(vp, e), x1 = load4<T>(vp, e + 4);
+      const pp = p0 + jb;
+      const w0 = v128.load32_splat(pp);
+      a0 = fmadd(w0, x0, a0);
+      a1 = fmadd(w0, x1, a1);
+      const w1 = v128.load32_splat(pp, BC * 4);
+      b0 = fmadd(w1, x0, b0);
+      b1 = fmadd(w1, x1, b1);
+      if (NR > 2) {
+        const w2 = v128.load32_splat(pp, BC * 8);
+        c0 = fmadd(w2, x0, c0);
+        c1 = fmadd(w2, x1, c1);
+      }
+      if (NR > 3) {
+        const w3 = v128.load32_splat(pp, BC * 12);
+        d0 = fmadd(w3, x0, d0);
+        d1 = fmadd(w3, x1, d1);
+      }
+    }
+    v128.store(oa, a0); v128.store(oa, a1, 16);
+    v128.store(oa + oStride, b0); v128.store(oa + oStride, b1, 16);
+    if (NR > 2) { v128.store(oa + 2 * oStride, c0); v128.store(oa + 2 * oStride, c1, 16); }
+    if (NR > 3) { v128.store(oa + 3 * oStride, d0); v128.store(oa + 3 * oStride, d1, 16); }
+  }
+  if (e < <usize>D4) {
+    const oa = o0 + (e << 2);
+    let a0 = v128.load(oa), b0 = v128.load(oa + oStride);
+    let c0 = f32x4.splat(0), d0 = f32x4.splat(0);
+    if (NR > 2) c0 = v128.load(oa + 2 * oStride);
+    if (NR > 3) d0 = v128.load(oa + 3 * oStride);
+    for (let jb: usize = 0; jb < nEnd; jb += 4) {
+      const x0 = load4<T>(load<usize>(vRows + jb), e);
+      const pp = p0 + jb;
+      a0 = fmadd(v128.load32_splat(pp), x0, a0);
+      b0 = fmadd(v128.load32_splat(pp, BC * 4), x0, b0);
+      if (NR > 2) c0 = fmadd(v128.load32_splat(pp, BC * 8), x0, c0);
+      if (NR > 3) d0 = fmadd(v128.load32_splat(pp, BC * 12), x0, d0);
+    }
+    v128.store(oa, a0);
+    v128.store(oa + oStride, b0);
+    if (NR > 2) v128.store(oa + 2 * oStride, c0);
+    if (NR > 3) v128.store(oa + 3 * oStride, d0);
+  }
+}
+
+/** O[r] += Σ_{j<n} P[r, j] · V[j] for one row: 16 dims at a time (4 accumulators), keys inner. */
+@inline function pvRow<T>(p0: usize, vRows: usize, nEnd: usize, D4: i32, oa0: usize): void {
+  let e: usize = 0;
+  for (; e + 16 <= <usize>D4; e += 16) {
+    const oa = oa0 + (e << 2);
+    let a0 = v128.load(oa), a1 = v128.load(oa, 16), a2 = v128.load(oa, 32), a3 = v128.load(oa, 48);
+    for (let jb: usize = 0; jb < nEnd; jb += 4) {
+      const vp = load<usize>(vRows + jb);
+      const w = v128.load32_splat(p0 + jb);
+      a0 = fmadd(w, load4<T>(vp, e), a0);
+      a1 = fmadd(w, load4<T>(vp, e + 4), a1);
+      a2 = fmadd(w, load4<T>(vp, e + 8), a2);
+      a3 = fmadd(w, load4<T>(vp, e + 12), a3);
+    }
+    v128.store(oa, a0); v128.store(oa, a1, 16); v128.store(oa, a2, 32); v128.store(oa, a3, 48);
+  }
+  for (; e < <usize>D4; e += 4) {
+    const oa = oa0 + (e << 2);
+    let a0 = v128.load(oa);
+    for (let jb: usize = 0; jb < nEnd; jb += 4) {
+      a0 = fmadd(v128.load32_splat(p0 + jb), load4<T>(load<usize>(vRows + jb), e), a0);
+    }
+    v128.store(oa, a0);
+  }
+}
+
+/**
+ * O[r] += Σ_{j<n} P[r, j] · V[j] for r < R: blocks of 4 rows (pvRows), then
+ * one block of the R % 4 rows left (G = 7: 4 + 3), so each V vector is loaded
+ * and widened once per row block, not once per leftover row.
  *   p     f32 [R, BC]   probabilities of the tile
  *   vRows usize [n]     V row addresses, D4 elements of T each (see load4)
  *   os    f32 [R, D4]   accumulators
- * Blocks of 4 rows × 8 dims: 8 accumulators; per key 2 V loads, 4 P splats, 16 FLOP ops.
  */
 export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: usize): void {
   const oStride = <usize>D4 << 2;
   const pStride = <usize>BC << 2;
   const nEnd = <usize>n << 2;
   let r = 0;
-  for (; r + 4 <= R; r += 4) {
-    const o0 = os + <usize>r * oStride;
-    const p0 = p + <usize>r * pStride;
-    let e: usize = 0;
-    for (; e + 8 <= <usize>D4; e += 8) {
-      const oa = o0 + (e << 2);
-      let a0 = v128.load(oa), a1 = v128.load(oa, 16);
-      let b0 = v128.load(oa + oStride), b1 = v128.load(oa + oStride, 16);
-      let c0 = v128.load(oa + 2 * oStride), c1 = v128.load(oa + 2 * oStride, 16);
-      let d0 = v128.load(oa + 3 * oStride), d1 = v128.load(oa + 3 * oStride, 16);
-      for (let jb: usize = 0; jb < nEnd; jb += 4) {
-        const vp = load<usize>(vRows + jb);
-        const x0 = load4<T>(vp, e), x1 = load4<T>(vp, e + 4);
-        const pp = p0 + jb;
-        const w0 = v128.load32_splat(pp);
-        a0 = fmadd(w0, x0, a0);
-        a1 = fmadd(w0, x1, a1);
-        const w1 = v128.load32_splat(pp, BC * 4);
-        b0 = fmadd(w1, x0, b0);
-        b1 = fmadd(w1, x1, b1);
-        const w2 = v128.load32_splat(pp, BC * 8);
-        c0 = fmadd(w2, x0, c0);
-        c1 = fmadd(w2, x1, c1);
-        const w3 = v128.load32_splat(pp, BC * 12);
-        d0 = fmadd(w3, x0, d0);
-        d1 = fmadd(w3, x1, d1);
-      }
-      v128.store(oa, a0); v128.store(oa, a1, 16);
-      v128.store(oa + oStride, b0); v128.store(oa + oStride, b1, 16);
-      v128.store(oa + 2 * oStride, c0); v128.store(oa + 2 * oStride, c1, 16);
-      v128.store(oa + 3 * oStride, d0); v128.store(oa + 3 * oStride, d1, 16);
+  for (; r + 4 <= R; r += 4) pvRows<T>(4, p + <usize>r * pStride, vRows, nEnd, D4, os + <usize>r * oStride, oStride);
+  const p0 = p + <usize>r * pStride, o0 = os + <usize>r * oStride;
+  if (R - r == 3) pvRows<T>(3, p0, vRows, nEnd, D4, o0, oStride);
+  else if (R - r == 2) pvRows<T>(2, p0, vRows, nEnd, D4, o0, oStride);
+  else if (R - r == 1) pvRow<T>(p0, vRows, nEnd, D4, o0);
+}
+
+/**
+ * S[r..r+NR−1, j] and S[…, j+1] for one pair of keys: 2 ≤ NR ≤ 4 rows × 2 keys,
+ * 2·NR accumulators (one per row and key, over all D4 dims), the pair's K
+ * vectors loaded (and widened) once for the NR rows. NR is a constant at
+ * every call (the unused accumulators fold away); a row's score does not
+ * depend on NR or on which block it falls in.
+ */
+@inline function qkRowsPair<T>(NR: i32, q0: usize, qStride: usize, D4: i32, k0: usize, k1: usize, so: usize, sStride: usize): void {
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  let b0 = f32x4.splat(0), b1 = f32x4.splat(0), b2 = f32x4.splat(0), b3 = f32x4.splat(0);
+  for (let e: usize = 0; e < <usize>D4; e += 4) {
+    const x = load4<T>(k0, e), y = load4<T>(k1, e);
+    const qa = q0 + (e << 2);
+    const u0 = v128.load(qa);
+    a0 = fmadd(u0, x, a0);
+    b0 = fmadd(u0, y, b0);
+    if (NR > 1) {
+      const u1 = v128.load(qa + qStride);
+      a1 = fmadd(u1, x, a1);
+      b1 = fmadd(u1, y, b1);
     }
-    if (e < <usize>D4) {
-      const oa = o0 + (e << 2);
-      let a0 = v128.load(oa), b0 = v128.load(oa + oStride);
-      let c0 = v128.load(oa + 2 * oStride), d0 = v128.load(oa + 3 * oStride);
-      for (let jb: usize = 0; jb < nEnd; jb += 4) {
-        const x0 = load4<T>(load<usize>(vRows + jb), e);
-        const pp = p0 + jb;
-        a0 = fmadd(v128.load32_splat(pp), x0, a0);
-        b0 = fmadd(v128.load32_splat(pp, BC * 4), x0, b0);
-        c0 = fmadd(v128.load32_splat(pp, BC * 8), x0, c0);
-        d0 = fmadd(v128.load32_splat(pp, BC * 12), x0, d0);
-      }
-      v128.store(oa, a0);
-      v128.store(oa + oStride, b0);
-      v128.store(oa + 2 * oStride, c0);
-      v128.store(oa + 3 * oStride, d0);
+    if (NR > 2) {
+      const u2 = v128.load(qa + 2 * qStride);
+      a2 = fmadd(u2, x, a2);
+      b2 = fmadd(u2, y, b2);
+    }
+    if (NR > 3) {
+      const u3 = v128.load(qa + 3 * qStride);
+      a3 = fmadd(u3, x, a3);
+      b3 = fmadd(u3, y, b3);
     }
   }
-  for (; r < R; r++) {
-    const oa0 = os + <usize>r * oStride;
-    const p0 = p + <usize>r * pStride;
-    let e: usize = 0;
-    for (; e + 16 <= <usize>D4; e += 16) {
-      const oa = oa0 + (e << 2);
-      let a0 = v128.load(oa), a1 = v128.load(oa, 16), a2 = v128.load(oa, 32), a3 = v128.load(oa, 48);
-      for (let jb: usize = 0; jb < nEnd; jb += 4) {
-        const vp = load<usize>(vRows + jb);
-        const w = v128.load32_splat(p0 + jb);
-        a0 = fmadd(w, load4<T>(vp, e), a0);
-        a1 = fmadd(w, load4<T>(vp, e + 4), a1);
-        a2 = fmadd(w, load4<T>(vp, e + 8), a2);
-        a3 = fmadd(w, load4<T>(vp, e + 12), a3);
-      }
-      v128.store(oa, a0); v128.store(oa, a1, 16); v128.store(oa, a2, 32); v128.store(oa, a3, 48);
-    }
-    for (; e < <usize>D4; e += 4) {
-      const oa = oa0 + (e << 2);
-      let a0 = v128.load(oa);
-      for (let jb: usize = 0; jb < nEnd; jb += 4) {
-        a0 = fmadd(v128.load32_splat(p0 + jb), load4<T>(load<usize>(vRows + jb), e), a0);
-      }
-      v128.store(oa, a0);
-    }
+  const ca = hsum4(a0, a1, a2, a3); // S[r..r+3, j]
+  const cb = hsum4(b0, b1, b2, b3); // S[r..r+3, j+1]
+  store<f32>(so, f32x4.extract_lane(ca, 0));
+  store<f32>(so, f32x4.extract_lane(cb, 0), 4);
+  if (NR > 1) {
+    store<f32>(so + sStride, f32x4.extract_lane(ca, 1));
+    store<f32>(so + sStride, f32x4.extract_lane(cb, 1), 4);
   }
+  if (NR > 2) {
+    store<f32>(so + 2 * sStride, f32x4.extract_lane(ca, 2));
+    store<f32>(so + 2 * sStride, f32x4.extract_lane(cb, 2), 4);
+  }
+  if (NR > 3) {
+    store<f32>(so + 3 * sStride, f32x4.extract_lane(ca, 3));
+    store<f32>(so + 3 * sStride, f32x4.extract_lane(cb, 3), 4);
+  }
+}
+
+/** S[r, j] and S[r, j+1] for one row: two accumulators per key (even and odd 4-dim groups), for latency. */
+@inline function qkRowPair<T>(q0: usize, D4: i32, k0: usize, k1: usize, so: usize): void {
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0), a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+  let e: usize = 0;
+  for (; e + 8 <= <usize>D4; e += 8) {
+    const u0 = v128.load(q0 + (e << 2)), u1 = v128.load(q0 + (e << 2), 16);
+    a0 = fmadd(u0, load4<T>(k0, e), a0);
+    b0 = fmadd(u0, load4<T>(k1, e), b0);
+    a1 = fmadd(u1, load4<T>(k0, e + 4), a1);
+    b1 = fmadd(u1, load4<T>(k1, e + 4), b1);
+  }
+  if (e < <usize>D4) {
+    const u0 = v128.load(q0 + (e << 2));
+    a0 = fmadd(u0, load4<T>(k0, e), a0);
+    b0 = fmadd(u0, load4<T>(k1, e), b0);
+  }
+  const c = hsum4(f32x4.add(a0, a1), f32x4.add(b0, b1), a0, a0);
+  store<f32>(so, f32x4.extract_lane(c, 0));
+  store<f32>(so, f32x4.extract_lane(c, 1), 4);
 }
 
 /**
  * S[r, j] = Q[r] · K[j] for few rows (R ≤ 8: decode, where the G heads of a
  * KV head are the rows), reading each K row once: keys outer in pairs, blocks
- * of 4 rows × 2 keys inner (8 accumulators; per 4 dims 6 loads, 16 FLOP ops),
- * other row blocks reread the pair from L1. K rows may be the cache in place
- * (T: see load4).
+ * of 4 rows × 2 keys inner (qkRowsPair: 8 accumulators; per 4 dims 6 loads,
+ * 8 fmadd), then one block of the R % 4 rows left (G = 7: 4 + 3; one row:
+ * qkRowPair), so every K vector is loaded and widened at most twice; other
+ * row blocks reread the pair from L1. K rows may be the cache in place (T: see load4).
  *   qs f32 [R, D4]; kRows [roundUp2(n)] rows of T; s f32 [R, BC] (lanes [n, roundUp2(n)) are padding)
  */
 export function qkStream<T>(qs: usize, R: i32, D4: i32, kRows: usize, n: i32, s: usize): void {
@@ -192,59 +282,10 @@ export function qkStream<T>(qs: usize, R: i32, D4: i32, kRows: usize, n: i32, s:
     const k1 = load<usize>(kRows + (<usize>j << 2), 4);
     const sc = s + (<usize>j << 2);
     let r = 0;
-    for (; r + 4 <= R; r += 4) {
-      const q0 = qs + <usize>r * qStride;
-      let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
-      let b0 = f32x4.splat(0), b1 = f32x4.splat(0), b2 = f32x4.splat(0), b3 = f32x4.splat(0);
-      for (let e: usize = 0; e < <usize>D4; e += 4) {
-        const x = load4<T>(k0, e), y = load4<T>(k1, e);
-        const qa = q0 + (e << 2);
-        const u0 = v128.load(qa);
-        a0 = fmadd(u0, x, a0);
-        b0 = fmadd(u0, y, b0);
-        const u1 = v128.load(qa + qStride);
-        a1 = fmadd(u1, x, a1);
-        b1 = fmadd(u1, y, b1);
-        const u2 = v128.load(qa + 2 * qStride);
-        a2 = fmadd(u2, x, a2);
-        b2 = fmadd(u2, y, b2);
-        const u3 = v128.load(qa + 3 * qStride);
-        a3 = fmadd(u3, x, a3);
-        b3 = fmadd(u3, y, b3);
-      }
-      const ca = hsum4(a0, a1, a2, a3); // S[r..r+3, j]
-      const cb = hsum4(b0, b1, b2, b3); // S[r..r+3, j+1]
-      const so = sc + <usize>r * sStride;
-      store<f32>(so, f32x4.extract_lane(ca, 0));
-      store<f32>(so, f32x4.extract_lane(cb, 0), 4);
-      store<f32>(so + sStride, f32x4.extract_lane(ca, 1));
-      store<f32>(so + sStride, f32x4.extract_lane(cb, 1), 4);
-      store<f32>(so + 2 * sStride, f32x4.extract_lane(ca, 2));
-      store<f32>(so + 2 * sStride, f32x4.extract_lane(cb, 2), 4);
-      store<f32>(so + 3 * sStride, f32x4.extract_lane(ca, 3));
-      store<f32>(so + 3 * sStride, f32x4.extract_lane(cb, 3), 4);
-    }
-    for (; r < R; r++) {
-      const q0 = qs + <usize>r * qStride;
-      let a0 = f32x4.splat(0), b0 = f32x4.splat(0), a1 = f32x4.splat(0), b1 = f32x4.splat(0);
-      let e: usize = 0;
-      for (; e + 8 <= <usize>D4; e += 8) {
-        const u0 = v128.load(q0 + (e << 2)), u1 = v128.load(q0 + (e << 2), 16);
-        a0 = fmadd(u0, load4<T>(k0, e), a0);
-        b0 = fmadd(u0, load4<T>(k1, e), b0);
-        a1 = fmadd(u1, load4<T>(k0, e + 4), a1);
-        b1 = fmadd(u1, load4<T>(k1, e + 4), b1);
-      }
-      if (e < <usize>D4) {
-        const u0 = v128.load(q0 + (e << 2));
-        a0 = fmadd(u0, load4<T>(k0, e), a0);
-        b0 = fmadd(u0, load4<T>(k1, e), b0);
-      }
-      const c = hsum4(f32x4.add(a0, a1), f32x4.add(b0, b1), a0, a0);
-      const so = sc + <usize>r * sStride;
-      store<f32>(so, f32x4.extract_lane(c, 0));
-      store<f32>(so, f32x4.extract_lane(c, 1), 4);
-    }
+    for (; r + 4 <= R; r += 4) qkRowsPair<T>(4, qs + <usize>r * qStride, qStride, D4, k0, k1, sc + <usize>r * sStride, sStride);
+    const q0 = qs + <usize>r * qStride, so = sc + <usize>r * sStride;
+    if (R - r == 3) qkRowsPair<T>(3, q0, qStride, D4, k0, k1, so, sStride);
+    else if (R - r == 2) qkRowsPair<T>(2, q0, qStride, D4, k0, k1, so, sStride);
+    else if (R - r == 1) qkRowPair<T>(q0, D4, k0, k1, so);
   }
 }
-

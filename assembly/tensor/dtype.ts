@@ -62,23 +62,29 @@ export function loadAsF32(dt: i32, p: usize, i: usize): f32 {
 
 // ---- SIMD decode: 4 stored elements → f32x4 -----------------------------------
 
-// The SIMD decoders rebias with integer adds and renormalize subnormals by one
-// f32 subtraction of normal numbers (F. Giesen's half_to_float): a multiply of
-// the shifted bits by 2^k would take f32 subnormal operands for subnormal
-// codes, which x86 handles in microcode (measured: fp8 decode 35% slower with
-// 3% subnormal codes).
+// The fp8 e4m3 SIMD decoder rebiases with integer adds and renormalizes
+// subnormals by one f32 subtraction of normal numbers (F. Giesen's
+// half_to_float): a multiply of the shifted bits by 2^k takes f32 subnormal
+// operands for subnormal codes, which x86 handles in microcode (measured: fp8
+// decode 35% slower with 3% subnormal codes). f16 (and e5m2, the top byte of
+// an f16) takes the multiply all the same: a KV cache holds f16 subnormals
+// only for |x| < 2^-14, and the multiply halves the decoder's work, which is
+// what f16 decode's time goes to (BENCHMARKS.md, paged "KV dtypes").
 
-/** f16 codes, sign-extended to 32-bit lanes → f32x4, exact, NaN payloads kept. */
+/**
+ * f16 codes, sign-extended to 32-bit lanes → f32x4, exact, NaN payloads kept.
+ * Magic multiply (as in F. Giesen's half_to_float_fast): the code's sign to
+ * bit 31 and its exponent and mantissa to bits 13..27 make an f32 equal to the
+ * f16 value × 2^-112 (normals: exponent e − 15 + 127 − 112; subnormals:
+ * m·2^-24·2^-112, an f32 subnormal); × 2^112 rebiases exactly and keeps the
+ * sign. Inf and NaN (exponent 31, 143 after the multiply) get exponent 255 by
+ * one OR, mantissa (NaN payload) untouched. 7 operations a vector.
+ */
 @inline export function decodeF16x4(h: v128): v128 {
-  const em = v128.and(h, i32x4.splat(0x7fff));
-  const sign = v128.and(h, i32x4.splat(0x80000000));
-  const normal = i32x4.add(i32x4.shl(em, 13), i32x4.splat((127 - 15) << 23));
-  // Subnormals and zero: 2^-14·(1 + m/1024) − 2^-14 = m·2^-24.
-  const sub = f32x4.sub(i32x4.add(normal, i32x4.splat(1 << 23)), f32x4.splat(reinterpret<f32>(<u32>(127 - 14) << 23)));
-  // Inf and NaN: exponent 31 → 255.
-  const special = v128.and(i32x4.gt_s(em, i32x4.splat(0x7bff)), i32x4.splat((128 - 16) << 23));
-  const value = v128.bitselect(sub, i32x4.add(normal, special), i32x4.lt_s(em, i32x4.splat(0x0400)));
-  return v128.or(value, sign);
+  const t = v128.and(i32x4.shl(h, 13), i32x4.splat(0x8fffe000));
+  const x = f32x4.mul(t, f32x4.splat(reinterpret<f32>(<u32>(127 + 112) << 23)));
+  const special = i32x4.eq(v128.and(t, i32x4.splat(0x0f800000)), i32x4.splat(0x0f800000));
+  return v128.or(x, v128.and(special, i32x4.splat(0x7f800000)));
 }
 
 @inline export function loadF16x4(p: usize): v128 {
