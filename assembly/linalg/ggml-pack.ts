@@ -17,7 +17,7 @@
 
 import { decodeF16 } from "../tensor/dtype";
 import { BLOCK, FMT_Q8, GROUP, HALF_Q8, Q8_SCALES, TILE_Q8 } from "./layout";
-import { FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_HIGH, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes } from "./kquant-layout";
+import { FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, q6kCodeByte } from "./kquant-layout";
 
 const Q8_0_BYTES: i32 = 34;
 const Q5_0_BYTES: i32 = 22;
@@ -81,6 +81,27 @@ function packQ45K(five: bool, p: usize, tile: usize, r: i32): void {
   }
 }
 
+/** Q6_K: the 6-bit code q of value v, lane r, into a tile (bytes start zeroed; kquant-layout.ts). */
+@inline function putQ6K(tile: usize, v: i32, r: i32, q: u32): void {
+  if ((v & 15) < 12) {
+    const p = tile + <usize>q6kCodeByte(v, r);
+    store<u8>(p, load<u8>(p) | <u8>q);
+    return;
+  }
+  // Column 16t + 12 + k: bits 4-5, 2-3, 0-1 of q into bits 6-7 of A, B, C (columns 16t + k, + 4, + 8).
+  const a = tile + <usize>q6kCodeByte(v - 12, r);
+  store<u8>(a, load<u8>(a) | <u8>(((q >> 4) & 3) << 6));
+  store<u8>(a + 16, load<u8>(a + 16) | <u8>(((q >> 2) & 3) << 6));
+  store<u8>(a + 32, load<u8>(a + 32) | <u8>((q & 3) << 6));
+}
+
+/** Q6_K: the 6-bit code of value v, lane r, of a tile. */
+@inline function q6kCode(tile: usize, v: i32, r: i32): u32 {
+  if ((v & 15) < 12) return <u32>load<u8>(tile + <usize>q6kCodeByte(v, r)) & 63;
+  const a = tile + <usize>q6kCodeByte(v - 12, r);
+  return ((<u32>load<u8>(a) >> 6) << 4) | ((<u32>load<u8>(a, 16) >> 6) << 2) | (<u32>load<u8>(a, 32) >> 6);
+}
+
 /** One block_q6_K at p → lane r of a Q6_K tile. */
 function packQ6K(p: usize, tile: usize, r: i32): void {
   store<f32>(tile + Q6K_D + (<usize>r << 2), decodeF16(<u32>load<u16>(p, 208)));
@@ -90,11 +111,7 @@ function packQ6K(p: usize, tile: usize, r: i32): void {
     const n = v >> 7, quarter = (v >> 5) & 3, l = v & 31;
     const lo = (<u32>load<u8>(p + <usize>((n << 6) + l + ((quarter & 1) << 5))) >> (<u32>(quarter >> 1) << 2)) & 15;
     const hi = (<u32>load<u8>(p + 128 + <usize>((n << 5) + l)) >> (<u32>quarter << 1)) & 3;
-    putNibble(tile, v, r, lo);
-    const j = (v >> 3) & 3;
-    const slot = ((j & 1) << 1) + ((v >> 2) & 1);
-    const h = tile + Q6K_HIGH + <usize>(((v >> 5) << 5) + ((j >> 1) << 4) + (r << 2) + (v & 3));
-    store<u8>(h, load<u8>(h) | <u8>(hi << (<u32>slot << 1)));
+    putQ6K(tile, v, r, lo | (hi << 4));
   }
 }
 
@@ -149,8 +166,8 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
 
 /** Value v of lane r of a K-quant tile, decoded with ggml's f32 steps. */
 @inline function kquantValue(format: i32, tile: usize, v: i32, r: i32): f32 {
-  const lo = (<u32>load<u8>(tile + <usize>codeByte(v, r)) >> (<u32>((v >> 2) & 1) << 2)) & 15;
   if (format == FMT_Q4_K || format == FMT_Q5_K) {
+    const lo = (<u32>load<u8>(tile + <usize>codeByte(v, r)) >> (<u32>((v >> 2) & 1) << 2)) & 15;
     const five = format == FMT_Q5_K;
     const s = <usize>(v >> 5);
     const scales = tile + <usize>(five ? Q5K_SCALES : Q4K_SCALES);
@@ -159,10 +176,7 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
     const bit = five ? (<u32>load<u8>(tile + Q5K_HIGH + (s << 4) + <usize>((r << 2) + (v & 3))) >> <u32>((((v >> 3) & 3) << 1) + ((v >> 2) & 1))) & 1 : 0;
     return d1 * <f32>(lo | (bit << 4)) - m1;
   }
-  const j = (v >> 3) & 3;
-  const slot = ((j & 1) << 1) + ((v >> 2) & 1);
-  const hi = (<u32>load<u8>(tile + Q6K_HIGH + <usize>(((v >> 5) << 5) + ((j >> 1) << 4) + (r << 2) + (v & 3))) >> (<u32>slot << 1)) & 3;
-  const q = <i32>(lo | (hi << 4)) - 32;
+  const q = <i32>q6kCode(tile, v, r) - 32;
   const d1: f32 = load<f32>(tile + Q6K_D + (<usize>r << 2)) * <f32>load<i8>(tile + Q6K_SCALES + (<usize>(v >> 4) << 2) + <usize>r);
   return d1 * <f32>q;
 }

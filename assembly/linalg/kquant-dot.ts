@@ -27,10 +27,36 @@
 
 import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
 import { XSHIFT } from "./kquant-activation";
-import { Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_HIGH, Q6K_SCALES, QK_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K } from "./kquant-layout";
+import { Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K } from "./kquant-layout";
 
 /** Bytes of a superblock of activation codes. */
 const XBLOCK: usize = <usize>QK_K << XSHIFT;
+
+/**
+ * Byte masks read from memory once per call and passed down, never written as
+ * v128 constants in the loops: V8 13 (Node 24) rematerializes a v128 constant
+ * at every use inside a loop (movabs, vmovq, vpunpcklqdq: three instructions a
+ * use), where V8 11–12 (Node 20, 22) keep it in a register; a loaded value
+ * stays in a register or becomes one memory operand.
+ *   +0: 0x0f (a nibble)   +16: 0x10 (Q5_K's 5th bit)   +32: 0x3f (Q6_K's 6 bits)
+ */
+const MASKS: usize = memory.data<u8>([
+  0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f,
+  0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
+  0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f,
+], 16);
+
+@inline function maskLow4(): v128 {
+  return v128.load(MASKS);
+}
+
+@inline function maskBit4(): v128 {
+  return v128.load(MASKS, 16);
+}
+
+@inline function maskLow6(): v128 {
+  return v128.load(MASKS, 32);
+}
 
 /** Baseline: pair sums [r0, r0, r1, r1] (a) and [r2, r2, r3, r3] (b) → row sums [r0, r1, r2, r3]. */
 @inline function reducePairs(a: v128, b: v128): v128 {
@@ -47,12 +73,12 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
   return v128.load64_splat(x + o);
 }
 
-@inline function lowNibbles(v: v128): v128 {
-  return v128.and(v, i8x16.splat(15));
+@inline function lowNibbles(v: v128, low4: v128): v128 {
+  return v128.and(v, low4);
 }
 
-@inline function highNibbles(v: v128): v128 {
-  return v128.and(i16x8.shr_u(v, 4), i8x16.splat(15));
+@inline function highNibbles(v: v128, low4: v128): v128 {
+  return v128.and(i16x8.shr_u(v, 4), low4);
 }
 
 /** Four token-activation codes (columns o..o + 3 at x) splat over the lanes. */
@@ -66,25 +92,11 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
 }
 
 /** The 4- (Q4_K) or 5-bit (Q5_K: the 5th bits from the sub-block's plane H) codes of code vector jj's low or high nibbles. */
-@inline function q45Codes(five: bool, v: v128, H: v128, jj: i32, high: bool): v128 {
-  const n = high ? highNibbles(v) : lowNibbles(v);
+@inline function q45Codes(five: bool, v: v128, H: v128, jj: i32, high: bool, low4: v128, bit4: v128): v128 {
+  const n = high ? highNibbles(v, low4) : lowNibbles(v, low4);
   if (!five) return n;
   // Bit 2jj (low) or 2jj + 1 (high) of each byte of H moved to bit 4.
-  return v128.or(n, v128.and(i16x8.shl(i16x8.shr_u(H, jj << 1), high ? 3 : 4), i8x16.splat(0x10)));
-}
-
-/** Q6_K sub-block t's int8 scales (4 rows) as i32x4. */
-@inline function q6kScales(w: usize, t: usize): v128 {
-  return i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(w + Q6K_SCALES + (t << 2))));
-}
-
-/** Q6_K: the four 6-bit code vectors of 16 columns (code vectors v, u and their top bits H); q_k for k = 0..3. */
-@inline function q6kCodes(v: v128, u: v128, H: v128, k: i32): v128 {
-  const m4 = i8x16.splat(0x30);
-  if (k == 0) return v128.or(lowNibbles(v), v128.and(i16x8.shl(H, 4), m4));
-  if (k == 1) return v128.or(highNibbles(v), v128.and(i16x8.shl(H, 2), m4));
-  if (k == 2) return v128.or(lowNibbles(u), v128.and(H, m4));
-  return v128.or(highNibbles(u), v128.and(i16x8.shr_u(H, 2), m4));
+  return v128.or(n, v128.and(i16x8.shl(i16x8.shr_u(H, jj << 1), high ? 3 : 4), bit4));
 }
 
 /** The superblock's float step for Q4_K / Q5_K (shared by gemv and gemm). */
@@ -103,15 +115,15 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
 // from its sub-block's bit plane and keeps its other fields 128 bytes higher.
 
 /** Exact row sums of sub-block c (4 rows × 32 codes, 64 bytes; Q5_K bit plane at hp) · one token's 32 activation codes at x. */
-@inline function q45kSub(five: bool, c: usize, hp: usize, x: usize): v128 {
+@inline function q45kSub(five: bool, c: usize, hp: usize, x: usize, low4: v128, bit4: v128): v128 {
   const H = five ? v128.load(hp) : i32x4.splat(0);
   if (RELAXED) {
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
     for (let j: usize = 0; j < 64; j += 16) {
       const v = v128.load(c + j);
       const jj = <i32>(j >> 4);
-      s0 = dotI8U7(xs4(x, j >> 1), q45Codes(five, v, H, jj, false), s0);
-      s1 = dotI8U7(xs4(x, (j >> 1) + 4), q45Codes(five, v, H, jj, true), s1);
+      s0 = dotI8U7(xs4(x, j >> 1), q45Codes(five, v, H, jj, false, low4, bit4), s0);
+      s1 = dotI8U7(xs4(x, (j >> 1) + 4), q45Codes(five, v, H, jj, true, low4, bit4), s1);
     }
     return i32x4.add(s0, s1);
   }
@@ -119,7 +131,7 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
   for (let j: usize = 0; j < 64; j += 16) {
     const v = v128.load(c + j);
     const jj = <i32>(j >> 4);
-    const lo = q45Codes(five, v, H, jj, false), hi = q45Codes(five, v, H, jj, true);
+    const lo = q45Codes(five, v, H, jj, false, low4, bit4), hi = q45Codes(five, v, H, jj, true, low4, bit4);
     const xl = xs4w(x, j), xh = xs4w(x, j + 8);
     a = pairDot(lo, true, xl, a);
     b = pairDot(lo, false, xl, b);
@@ -130,7 +142,7 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
 }
 
 /** q45kSub for 4 tokens (x + t·xStride) at once, each weight vector decoded once; row sums to out[0..64) as [token][row]. */
-@inline function q45kSub4(five: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize): void {
+@inline function q45kSub4(five: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize, low4: v128, bit4: v128): void {
   const x1 = x + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const H = five ? v128.load(hp) : i32x4.splat(0);
   if (RELAXED) {
@@ -138,7 +150,7 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
     for (let j: usize = 0; j < 64; j += 16) {
       const v = v128.load(c + j);
       const jj = <i32>(j >> 4);
-      const lo = q45Codes(five, v, H, jj, false), hi = q45Codes(five, v, H, jj, true);
+      const lo = q45Codes(five, v, H, jj, false, low4, bit4), hi = q45Codes(five, v, H, jj, true, low4, bit4);
       const o = j >> 1;
       i0 = dotI8U7(xs4(x, o), lo, i0);
       i1 = dotI8U7(xs4(x1, o), lo, i1);
@@ -161,7 +173,7 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
     const v = v128.load(c + j);
     for (let h: usize = 0; h < 16; h += 8) {
       // h = 0: the low nibbles (columns j/2 …), 8: the high nibbles (columns j/2 + 4 …).
-      const n = q45Codes(five, v, H, <i32>(j >> 4), h != 0);
+      const n = q45Codes(five, v, H, <i32>(j >> 4), h != 0, low4, bit4);
       const wl = i16x8.extend_low_i8x16_u(n), wh = i16x8.extend_high_i8x16_u(n);
       let xv = xs4w(x, j + h);
       a0 = i32x4.add(a0, i32x4.dot_i16x8_s(wl, xv));
@@ -185,13 +197,14 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
 
 /** One quad's superblocks · one token's codes xq, scales xd, sums xsum. */
 @inline function gemvQ45K(five: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  const low4 = maskLow4(), bit4 = maskBit4();
   let acc = f32x4.splat(0);
   const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
   for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
     let tot = i32x4.splat(0), mins = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
       const sm = q4kScaleMins(five, w, s);
-      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT))), i32x4.extend_low_i16x8_u(sm)));
+      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), low4, bit4), i32x4.extend_low_i16x8_u(sm)));
       mins = i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(sm), bsum32(xsum, s)));
     }
     acc = q4kAccumulate(five, w, tot, mins, load<f32>(xd), acc);
@@ -204,6 +217,7 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
  * res[64..128) is scratch for the sub-block sums.
  */
 @inline function gemmQ45K(five: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  const low4 = maskLow4(), bit4 = maskBit4();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   const sums = res + 64;
   const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
@@ -211,7 +225,7 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
     let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
     let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
-      q45kSub4(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), xStride, sums);
+      q45kSub4(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
       const sm = q4kScaleMins(five, w, s);
       const sc = i32x4.extend_low_i16x8_u(sm), mn = i32x4.extend_high_i16x8_u(sm);
       t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));
@@ -251,62 +265,97 @@ export function gemmQ5K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
 }
 
 // ---- Q6_K ----------------------------------------------------------------------
+// A sub-block is 16 columns × 4 rows in 48 bytes (kquant-layout.ts): code
+// vectors 0-2 are the low 6 bits of A, B, C; code vector 3 is assembled from
+// their bits 6-7. Sub-blocks go two at a time so that one 8-byte load gives
+// both sub-blocks' scales.
 
-/** Σ q·xq − 32·bsum over 16 columns (codes q0..q3 of q6kCodes) for the token codes at x (the 16 columns). */
-@inline function q6kSum16(q0: v128, q1: v128, q2: v128, q3: v128, x: usize, bsum: i32): v128 {
+/** Q6_K: code vector k (columns 4k … 4k + 3 of each row, u8 in [0, 63]) of the sub-block A, B, C; low6 = maskLow6(). */
+@inline function q6kCode(A: v128, B: v128, C: v128, k: i32, low6: v128): v128 {
+  if (k == 0) return v128.and(A, low6);
+  if (k == 1) return v128.and(B, low6);
+  if (k == 2) return v128.and(C, low6);
+  // Bits 6-7 of A, B, C → bits 4-5, 2-3, 0-1 (masked first, so the 16-bit shifts move no bit across a byte).
+  const t = v128.or(v128.or(v128.andnot(A, low6), i16x8.shr_u(v128.andnot(B, low6), 2)), i16x8.shr_u(v128.andnot(C, low6), 4));
+  return i16x8.shr_u(t, 2);
+}
+
+/** Σ q·xq − 32·bsum (lanes = rows) over the 16 columns of the sub-block at c, for the token codes at x (those 16 columns). */
+@inline function q6kSum16(c: usize, x: usize, bsum: i32, low6: v128): v128 {
+  const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32);
   if (RELAXED) {
-    let s0 = dotI8U7(xs4(x, 0), q0, i32x4.splat(0));
-    let s1 = dotI8U7(xs4(x, 4), q1, i32x4.splat(0));
-    s0 = dotI8U7(xs4(x, 8), q2, s0);
-    s1 = dotI8U7(xs4(x, 12), q3, s1);
+    let s0 = dotI8U7(xs4(x, 0), q6kCode(A, B, C, 0, low6), i32x4.splat(0));
+    let s1 = dotI8U7(xs4(x, 4), q6kCode(A, B, C, 1, low6), i32x4.splat(0));
+    s0 = dotI8U7(xs4(x, 8), q6kCode(A, B, C, 2, low6), s0);
+    s1 = dotI8U7(xs4(x, 12), q6kCode(A, B, C, 3, low6), s1);
     return i32x4.sub(i32x4.add(s0, s1), i32x4.splat(bsum << 5));
   }
+  let q = q6kCode(A, B, C, 0, low6);
   let x4 = xs4w(x, 0);
-  let a = pairDot(q0, true, x4, i32x4.splat(0)), b = pairDot(q0, false, x4, i32x4.splat(0));
+  let a = pairDot(q, true, x4, i32x4.splat(0)), b = pairDot(q, false, x4, i32x4.splat(0));
+  q = q6kCode(A, B, C, 1, low6);
   x4 = xs4w(x, 8);
-  a = pairDot(q1, true, x4, a);
-  b = pairDot(q1, false, x4, b);
+  a = pairDot(q, true, x4, a);
+  b = pairDot(q, false, x4, b);
+  q = q6kCode(A, B, C, 2, low6);
   x4 = xs4w(x, 16);
-  a = pairDot(q2, true, x4, a);
-  b = pairDot(q2, false, x4, b);
+  a = pairDot(q, true, x4, a);
+  b = pairDot(q, false, x4, b);
+  q = q6kCode(A, B, C, 3, low6);
   x4 = xs4w(x, 24);
-  a = pairDot(q3, true, x4, a);
-  b = pairDot(q3, false, x4, b);
+  a = pairDot(q, true, x4, a);
+  b = pairDot(q, false, x4, b);
   return i32x4.sub(reducePairs(a, b), i32x4.splat(bsum << 5));
 }
 
+/** Q6_K: the int8 scales of sub-blocks t and t + 1 (t even; 4 rows each) as i16x8 [t: rows 0-3, t + 1: rows 0-3]. */
+@inline function q6kScalePair(w: usize, t: usize): v128 {
+  return v128.load8x8_s(w + Q6K_SCALES + (t << 2));
+}
+
+/** Sub-block t's byte offset in a tile; its activation codes' offset in a superblock. */
+@inline function q6kSub(t: usize): usize {
+  return t * 48;
+}
+
+@inline function q6kX(t: usize): usize {
+  return t << (4 + XSHIFT);
+}
+
 export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  const low6 = maskLow6();
   let acc = f32x4.splat(0);
   for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
     let tot = i32x4.splat(0);
-    for (let t: usize = 0; t < 16; t++) {
-      // Sub-block t = chunk t >> 1, half t & 1: code vectors at 64·chunk + 32·half, top bits at 32·chunk + 16·half.
-      const c = w + ((t >> 1) << 6) + ((t & 1) << 5);
-      const H = v128.load(w + Q6K_HIGH + ((t >> 1) << 5) + ((t & 1) << 4));
-      const v = v128.load(c), u = v128.load(c, 16);
-      const sum = q6kSum16(q6kCodes(v, u, H, 0), q6kCodes(v, u, H, 1), q6kCodes(v, u, H, 2), q6kCodes(v, u, H, 3), xq + (t << (4 + XSHIFT)), load<i32>(xsum + (t << 2)));
-      tot = i32x4.add(tot, i32x4.mul(sum, q6kScales(w, t)));
+    for (let t: usize = 0; t < 16; t += 2) {
+      const sc = q6kScalePair(w, t);
+      const s = xsum + (t << 2);
+      tot = i32x4.add(tot, i32x4.mul(q6kSum16(w + q6kSub(t), xq + q6kX(t), load<i32>(s), low6), i32x4.extend_low_i16x8_s(sc)));
+      tot = i32x4.add(tot, i32x4.mul(q6kSum16(w + q6kSub(t + 1), xq + q6kX(t + 1), load<i32>(s, 4), low6), i32x4.extend_high_i16x8_s(sc)));
     }
     acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + Q6K_D), f32x4.splat(load<f32>(xd))), acc);
   }
   return acc;
 }
 
+/** tot + sub-block t's sums for one token (codes x, sums s) weighted by its scales sc. */
+@inline function q6kAddSub(tot: v128, c: usize, x: usize, s: usize, sc: v128, low6: v128): v128 {
+  return i32x4.add(tot, i32x4.mul(q6kSum16(c, x, load<i32>(s), low6), sc));
+}
+
 export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  const low6 = maskLow6();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
     let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
     for (let t: usize = 0; t < 16; t++) {
-      const c = w + ((t >> 1) << 6) + ((t & 1) << 5);
-      const H = v128.load(w + Q6K_HIGH + ((t >> 1) << 5) + ((t & 1) << 4));
-      const v = v128.load(c), u = v128.load(c, 16);
-      const q0 = q6kCodes(v, u, H, 0), q1 = q6kCodes(v, u, H, 1), q2 = q6kCodes(v, u, H, 2), q3 = q6kCodes(v, u, H, 3);
-      const sc = q6kScales(w, t);
-      const x = xq + (t << (4 + XSHIFT)), s = xsum + (t << 2);
-      t0 = i32x4.add(t0, i32x4.mul(q6kSum16(q0, q1, q2, q3, x, load<i32>(s)), sc));
-      t1 = i32x4.add(t1, i32x4.mul(q6kSum16(q0, q1, q2, q3, x + xStride, load<i32>(s + sStride)), sc));
-      t2 = i32x4.add(t2, i32x4.mul(q6kSum16(q0, q1, q2, q3, x + 2 * xStride, load<i32>(s + 2 * sStride)), sc));
-      t3 = i32x4.add(t3, i32x4.mul(q6kSum16(q0, q1, q2, q3, x + 3 * xStride, load<i32>(s + 3 * sStride)), sc));
+      const c = w + q6kSub(t);
+      const sc = (t & 1) ? i32x4.extend_high_i16x8_s(q6kScalePair(w, t - 1)) : i32x4.extend_low_i16x8_s(q6kScalePair(w, t));
+      const x = xq + q6kX(t), s = xsum + (t << 2);
+      t0 = q6kAddSub(t0, c, x, s, sc, low6);
+      t1 = q6kAddSub(t1, c, x + xStride, s + sStride, sc, low6);
+      t2 = q6kAddSub(t2, c, x + 2 * xStride, s + 2 * sStride, sc, low6);
+      t3 = q6kAddSub(t3, c, x + 3 * xStride, s + 3 * sStride, sc, low6);
     }
     const d = v128.load(w + Q6K_D);
     a0 = fmadd(f32x4.convert_i32x4_s(t0), f32x4.mul(d, f32x4.splat(load<f32>(xd))), a0);

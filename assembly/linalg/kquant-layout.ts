@@ -10,10 +10,10 @@
 // tiles are stored [quads][superblocks], so a run of quads is one sequential
 // stream (the decode GEMV's access pattern). Byte offsets, lane r:
 //
-//   codes (both)  [0, 512): chunk c of 32 columns at 64c, vector j (0..3) at +16j;
+//   codes (Q4_K, Q5_K) [0, 512): chunk c of 32 columns at 64c, vector j (0..3) at +16j;
 //                 byte 4r + k holds column 32c + 8j + k in its low nibble and
 //                 column 32c + 8j + 4 + k in its high nibble (k = 0..3).
-//                 Q4_K: the 4-bit code q. Q5_K, Q6_K: the low 4 bits of q.
+//                 Q4_K: the 4-bit code q. Q5_K: the low 4 bits of q.
 //   Q4_K  608 B   [512, 576): sub-block s (= chunk) at 512 + 8s: u8 scale[r] at +r, u8 min[r] at +4 + r
 //                 [576, 592): f32 d[r];  [592, 608): f32 dmin[r]
 //                 value = f32(d·scale)·q − f32(dmin·min)   (ggml dequantize_row_q4_K)
@@ -22,11 +22,13 @@
 //                 vector j's low / high nibble (column 32s + 8j + k / + 4);
 //                 then scales and mins [640, 704), d [704, 720), dmin [720, 736) as Q4_K's
 //                 value = f32(d·scale)·q − f32(dmin·min)   (ggml dequantize_row_q5_K)
-//   Q6_K  848 B   [512, 768): the top 2 bits of q: chunk c at 512 + 32c, vector p (0..1)
-//                 at +16p serves code vectors 2p and 2p + 1: byte 4r + k holds, in bits
-//                 0-1 / 2-3 / 4-5 / 6-7, the top bits of vector 2p's low / high nibble
-//                 and vector 2p + 1's low / high nibble;
-//                 [768, 832): sub-block t (16 columns) at 768 + 4t: i8 scale[r] at +r
+//   Q6_K  848 B   [0, 768): sub-block t (16 columns, 16t … 16t + 15) at 48t: vectors
+//                 A, B, C at +0, +16, +32; byte 4r + k of A / B / C holds the 6-bit
+//                 code of column 16t + k / + 4 + k / + 8 + k in bits 0-5, and in bits
+//                 6-7 bits 4-5 / 2-3 / 0-1 of the code of column 16t + 12 + k
+//                 (three bytes carry four codes: one mask each for three code
+//                 vectors, eight operations for the fourth — kquant-dot.ts q6kCodes);
+//                 [768, 832): sub-block t at 768 + 4t: i8 scale[r] at +r
 //                 [832, 848): f32 d[r]
 //                 value = f32(d·scale)·(q − 32)   (ggml dequantize_row_q6_K)
 //
@@ -57,7 +59,6 @@ export const Q4K_SCALES: i32 = 512;
 export const Q4K_D: i32 = 576;
 export const Q4K_DMIN: i32 = 592;
 
-export const Q6K_HIGH: i32 = 512;
 export const Q6K_SCALES: i32 = 768;
 export const Q6K_D: i32 = 832;
 
@@ -65,7 +66,12 @@ export const Q6K_D: i32 = 832;
   return format == FMT_Q4_K ? TILE_Q4_K : format == FMT_Q5_K ? TILE_Q5_K : TILE_Q6_K;
 }
 
-/** Byte offset, inside a tile's code area, of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. */
+/** Q4_K / Q5_K: byte offset, inside a tile's code area, of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. */
 @inline export function codeByte(v: i32, r: i32): i32 {
   return ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3);
+}
+
+/** Q6_K: byte offset, inside a tile, of the byte whose bits 0-5 hold value v of lane r (columns 16t + k … 16t + 11 + k: v & 15 < 12). */
+@inline export function q6kCodeByte(v: i32, r: i32): i32 {
+  return (v >> 4) * 48 + (((v >> 2) & 3) << 4) + (r << 2) + (v & 3);
 }

@@ -9,12 +9,13 @@
  * kernels take exact int32 dot products of the codes, weighted by the integer
  * sub-block scales, before one or two f32 multiply-adds per superblock
  * (assembly/linalg/kquant-dot.ts). Threaded like the q8 linear: runs of quads
- * (4 rows) per work item, about 4 items per thread.
+ * (4 rows) per work item (partition.ts).
  */
 import type { Runtime } from "../runtime/runtime.js";
 import { Tensor } from "../tensor/tensor.js";
 import type { MatrixView } from "./check.js";
 import { KQUANT_BLOCK, KQUANT_ROW_GROUP, type Weight, WeightStack } from "./weight.js";
+import { unitsPerItem } from "./partition.js";
 import { opsWorkspace } from "./workspace.js";
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
@@ -31,7 +32,7 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
   rt.parallelFor("task_act_quantize_q8k", T, rt.args().ptr(x.tensor.ptr).i32(x.rowStride * 4).i32(nsb).ptr(ws).ptr(xd).ptr(xsum).end());
 
   const quads = Math.ceil(weight.rows / KQUANT_ROW_GROUP);
-  const qpi = Math.max(1, Math.ceil(quads / (rt.threads * 4)));
+  const qpi = unitsPerItem(quads, weight.byteLength, rt.threads);
   const scratch = rt.threadScratch(128);
   const args = rt
     .args()

@@ -16,6 +16,7 @@ import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { asMatrix, checkDistinctRows, checkNoOverlap, checkTensor, checkTensorDType } from "./check.js";
 import { eachStackPart, kquantLinear } from "./kquant-linear.js";
+import { unitsPerItem } from "./partition.js";
 import { WEIGHT_BLOCK, type Weight, WeightStack, checkWeight, isKquantFormat } from "./weight.js";
 import { opsWorkspace } from "./workspace.js";
 
@@ -31,16 +32,6 @@ export interface LinearOptions {
   out: Tensor;
   /** f32 [rows], added to every output row (Qwen2's q/k/v projections). */
   bias?: Tensor;
-}
-
-/**
- * Row groups (8 rows) per work item: about 4 items per thread — enough for
- * dynamic claiming to balance, few enough that each item is a long sequential
- * read (every new stream pays the prefetcher's ramp-up: 8 items per thread
- * made the 1 MB projections 10% slower).
- */
-function groupsPerItem(groups: number, threads: number): number {
-  return Math.max(1, Math.ceil(groups / (threads * 4)));
 }
 
 /**
@@ -119,7 +110,7 @@ export function linear(rt: Runtime, options: LinearOptions): void {
     xStride = padded * 4;
   }
 
-  const gpi = weight.byteLength * T < INLINE_WORK ? weight.groups : groupsPerItem(weight.groups, rt.threads);
+  const gpi = weight.byteLength * T < INLINE_WORK ? weight.groups : unitsPerItem(weight.groups, weight.byteLength, rt.threads);
   const scratch = rt.threadScratch(128);
   const args = rt
     .args()
