@@ -81,10 +81,29 @@ export function loadAsF32(dt: i32, p: usize, i: usize): f32 {
  * one OR, mantissa (NaN payload) untouched. 7 operations a vector.
  */
 @inline export function decodeF16x4(h: v128): v128 {
-  const t = v128.and(i32x4.shl(h, 13), i32x4.splat(0x8fffe000));
-  const x = f32x4.mul(t, f32x4.splat(reinterpret<f32>(<u32>(127 + 112) << 23)));
-  const special = i32x4.eq(v128.and(t, i32x4.splat(0x0f800000)), i32x4.splat(0x0f800000));
-  return v128.or(x, v128.and(special, i32x4.splat(0x7f800000)));
+  return decodeF16x4With(h, i32x4.splat(0x8fffe000), f32x4.splat(reinterpret<f32>(<u32>(127 + 112) << 23)), i32x4.splat(0x0f800000), i32x4.splat(0x7f800000));
+}
+
+/**
+ * The f16 decoder's four constants as 16-byte rows, in decodeF16x4With's
+ * argument order: a kernel loads them once per call and passes them down, so
+ * its inner loop holds them in registers. V8 13 (Node 24) rebuilds a v128
+ * constant at every use inside a loop (three instructions each; V8 11–12 keep
+ * it in a register): tools/v128-const-audit.mjs counts them.
+ */
+export const F16_CONSTS: usize = memory.data<u32>([
+  0x8fffe000, 0x8fffe000, 0x8fffe000, 0x8fffe000,
+  (127 + 112) << 23, (127 + 112) << 23, (127 + 112) << 23, (127 + 112) << 23,
+  0x0f800000, 0x0f800000, 0x0f800000, 0x0f800000,
+  0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000,
+], 16);
+
+/** decodeF16x4 with its constants given (F16_CONSTS rows 0..3): the same 7 operations and result. */
+@inline export function decodeF16x4With(h: v128, mask: v128, scale: v128, expo: v128, inf: v128): v128 {
+  const t = v128.and(i32x4.shl(h, 13), mask);
+  const x = f32x4.mul(t, scale);
+  const special = i32x4.eq(v128.and(t, expo), expo);
+  return v128.or(x, v128.and(special, inf));
 }
 
 @inline export function loadF16x4(p: usize): v128 {
@@ -114,8 +133,12 @@ export function loadAsF32(dt: i32, p: usize, i: usize): f32 {
 }
 
 @inline export function loadFp8E5M2x4(p: usize): v128 {
-  // e5m2 is the top byte of an f16: sign-extended, shifted into place.
-  return decodeF16x4(i32x4.shl(i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(p))), 8));
+  return decodeF16x4(e5m2AsF16x4(p));
+}
+
+/** 4 e5m2 codes at p as f16 codes in 32-bit lanes: e5m2 is the top byte of an f16, sign-extended and shifted into place. */
+@inline export function e5m2AsF16x4(p: usize): v128 {
+  return i32x4.shl(i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(p))), 8);
 }
 
 @inline export function loadInt8x4(p: usize): v128 {
