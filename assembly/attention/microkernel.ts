@@ -22,6 +22,12 @@ import { fmadd } from "../runtime/flavor";
   return isSigned<T>() ? decodeF16x4With(e5m2AsF16x4(row + e), f0, f1, f2, f3) : loadFp8E4M3x4(row + e);
 }
 
+/** Row `offset` of F16_CONSTS where T decodes through the f16 decoder (f16: i16, e5m2: i8), else zero (unused). */
+@inline function f16Const<T>(offset: usize): v128 {
+  if (isSigned<T>() && sizeof<T>() <= 2) return v128.load(F16_CONSTS + offset);
+  return i32x4.splat(0);
+}
+
 /** [Σa, Σb, Σc, Σd]: the horizontal sums of four vectors in one vector. */
 @inline function hsum4(a: v128, b: v128, c: v128, d: v128): v128 {
   const ab = f32x4.add(f32x4.shuffle(a, b, 0, 4, 1, 5), f32x4.shuffle(a, b, 2, 6, 3, 7));
@@ -183,8 +189,8 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
  *   os    f32 [R, D4]   accumulators
  */
 export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: usize): void {
-  // The f16 / e5m2 decoder's constants, loaded once (see F16_CONSTS).
-  const f0 = v128.load(F16_CONSTS), f1 = v128.load(F16_CONSTS, 16), f2 = v128.load(F16_CONSTS, 32), f3 = v128.load(F16_CONSTS, 48);
+  // The f16 / e5m2 decoder's constants, loaded once (see F16_CONSTS); other formats never read them.
+  const f0 = f16Const<T>(0), f1 = f16Const<T>(16), f2 = f16Const<T>(32), f3 = f16Const<T>(48);
   const oStride = <usize>D4 << 2;
   const pStride = <usize>BC << 2;
   const nEnd = <usize>n << 2;
@@ -277,8 +283,8 @@ export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: u
  *   qs f32 [R, D4]; kRows [roundUp2(n)] rows of T; s f32 [R, BC] (lanes [n, roundUp2(n)) are padding)
  */
 export function qkStream<T>(qs: usize, R: i32, D4: i32, kRows: usize, n: i32, s: usize): void {
-  // The f16 / e5m2 decoder's constants, loaded once (see F16_CONSTS).
-  const f0 = v128.load(F16_CONSTS), f1 = v128.load(F16_CONSTS, 16), f2 = v128.load(F16_CONSTS, 32), f3 = v128.load(F16_CONSTS, 48);
+  // The f16 / e5m2 decoder's constants, loaded once (see F16_CONSTS); other formats never read them.
+  const f0 = f16Const<T>(0), f1 = f16Const<T>(16), f2 = f16Const<T>(32), f3 = f16Const<T>(48);
   const qStride = <usize>D4 << 2;
   const sStride = <usize>BC << 2;
   for (let j = 0; j < n; j += 2) {
