@@ -183,6 +183,16 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
+/** The q-quantile (0..1) of xs by linear interpolation between order statistics. */
+export function quantile(xs: readonly number[], q: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const pos = (s.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return s[lo]! + (s[hi]! - s[lo]!) * (pos - lo);
+}
+
 /** Rounds for display and JSON: 4 significant digits. */
 export function round4(x: number): number {
   if (!Number.isFinite(x) || x === 0) return x;

@@ -44,16 +44,6 @@ export interface LoadResult {
   requests: RequestTiming[];
 }
 
-/** The q-quantile (0..1) of xs by linear interpolation between order statistics. */
-export function quantile(xs: readonly number[], q: number): number {
-  if (xs.length === 0) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const pos = (s.length - 1) * q;
-  const lo = Math.floor(pos);
-  const hi = Math.ceil(pos);
-  return s[lo]! + (s[hi]! - s[lo]!) * (pos - lo);
-}
-
 async function oneRequest(o: LoadOptions, prompt: number[]): Promise<RequestTiming> {
   const start = performance.now();
   const res = await fetch(`${o.url}/v1/completions`, {

@@ -37,7 +37,7 @@ import { Engine, type LoadedModel, type Runtime, Sampler, SamplingState, createR
 import type { ResolvedSamplingParams } from "../../src/engine/sampling-params.js";
 import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
 import { writeTinyModel } from "../../src/testing/tiny-model.js";
-import { type Row, type Suite, median } from "../harness.js";
+import { type Row, type Suite, median, quantile } from "../harness.js";
 import { BENCH_CACHE, LlamaCppBench, buildLlamaCppHarness } from "../llamacpp-harness.js";
 
 const PROMPT = 16;
@@ -135,11 +135,6 @@ function engineSide(rt: Runtime, model: LoadedModel, params: ResolvedSamplingPar
       return { steps, forks };
     },
   };
-}
-
-function quantile(xs: readonly number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.round(q * (s.length - 1))))]!;
 }
 
 const pause = new Int32Array(new SharedArrayBuffer(4));

@@ -28,8 +28,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { WeightFormat } from "../../src/index.js";
 import { layerBatchEfficiency } from "../batch-efficiency.js";
-import type { Row, Suite, SuiteContext } from "../harness.js";
-import { quantile, runLoad } from "../serve-load.js";
+import { type Row, type Suite, type SuiteContext, quantile } from "../harness.js";
+import { runLoad } from "../serve-load.js";
 import { writeSyntheticServeDir } from "../synthetic-loader.js";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
