@@ -19,23 +19,51 @@ const P4: f32 = 1.6666665459e-1;
 const P5: f32 = 5.0000001201e-1;
 const LOWEST: f32 = -87.0;
 
+/**
+ * expNeg4's constants as 16-byte rows (the row offsets are the EXP_* below).
+ * A kernel whose loop calls expNeg4 passes this address (expNeg4At): V8 13
+ * (Node 24) rebuilds a v128 constant at every use inside a loop (three
+ * instructions; tools/v128-const-audit.mjs), a load from here is one.
+ */
+export const EXP_CONSTS: usize = memory.data<f32>([
+  LOWEST, LOWEST, LOWEST, LOWEST,
+  LOG2E, LOG2E, LOG2E, LOG2E,
+  MAGIC, MAGIC, MAGIC, MAGIC,
+  LN2_HI, LN2_HI, LN2_HI, LN2_HI,
+  LN2_LO, LN2_LO, LN2_LO, LN2_LO,
+  P0, P0, P0, P0,
+  P1, P1, P1, P1,
+  P2, P2, P2, P2,
+  P3, P3, P3, P3,
+  P4, P4, P4, P4,
+  P5, P5, P5, P5,
+  1, 1, 1, 1,
+  // MAGIC's bits − 127, as f32 bits: (t − MAGIC_BITS) + 127 in one subtraction.
+  reinterpret<f32>(MAGIC_BITS - 127), reinterpret<f32>(MAGIC_BITS - 127), reinterpret<f32>(MAGIC_BITS - 127), reinterpret<f32>(MAGIC_BITS - 127),
+], 16);
+
+/** e^x per lane for x ≤ 0 (x > 0 is not handled); −Infinity and x < −87 give 0. Constants from EXP_CONSTS at c. */
+@inline export function expNeg4At(x: v128, c: usize): v128 {
+  const keep = f32x4.ge(x, v128.load(c));
+  const xc = f32x4.pmax(x, v128.load(c));
+  const t = f32x4.add(f32x4.mul(xc, v128.load(c, 16)), v128.load(c, 32));
+  const nf = f32x4.sub(t, v128.load(c, 32));
+  const r = f32x4.sub(f32x4.sub(xc, f32x4.mul(nf, v128.load(c, 48))), f32x4.mul(nf, v128.load(c, 64)));
+  let p = f32x4.add(f32x4.mul(v128.load(c, 80), r), v128.load(c, 96));
+  p = f32x4.add(f32x4.mul(p, r), v128.load(c, 112));
+  p = f32x4.add(f32x4.mul(p, r), v128.load(c, 128));
+  p = f32x4.add(f32x4.mul(p, r), v128.load(c, 144));
+  p = f32x4.add(f32x4.mul(p, r), v128.load(c, 160));
+  const r2 = f32x4.mul(r, r);
+  p = f32x4.add(f32x4.add(f32x4.mul(p, r2), r), v128.load(c, 176));
+  // 2^n in the exponent field: n + 127 = t's bits − (MAGIC's bits − 127).
+  const pow2n = i32x4.shl(i32x4.sub(t, v128.load(c, 192)), 23);
+  return v128.and(f32x4.mul(p, pow2n), keep);
+}
+
 /** e^x per lane for x ≤ 0 (x > 0 is not handled); −Infinity and x < −87 give 0. */
 @inline export function expNeg4(x: v128): v128 {
-  const keep = f32x4.ge(x, f32x4.splat(LOWEST));
-  const xc = f32x4.pmax(x, f32x4.splat(LOWEST));
-  const t = f32x4.add(f32x4.mul(xc, f32x4.splat(LOG2E)), f32x4.splat(MAGIC));
-  const nf = f32x4.sub(t, f32x4.splat(MAGIC));
-  const ni = i32x4.sub(t, i32x4.splat(MAGIC_BITS));
-  const r = f32x4.sub(f32x4.sub(xc, f32x4.mul(nf, f32x4.splat(LN2_HI))), f32x4.mul(nf, f32x4.splat(LN2_LO)));
-  let p = f32x4.add(f32x4.mul(f32x4.splat(P0), r), f32x4.splat(P1));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P2));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P3));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P4));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P5));
-  const r2 = f32x4.mul(r, r);
-  p = f32x4.add(f32x4.add(f32x4.mul(p, r2), r), f32x4.splat(1));
-  const pow2n = i32x4.shl(i32x4.add(ni, i32x4.splat(127)), 23);
-  return v128.and(f32x4.mul(p, pow2n), keep);
+  return expNeg4At(x, EXP_CONSTS);
 }
 
 /** Scalar twin of expNeg4 (same rounding): e^x for x ≤ 0, 0 below −87. */

@@ -6,7 +6,7 @@
 // the operands, fits the 16 xmm registers V8 allocates on x64.
 
 import { BC } from "./args";
-import { F16_CONSTS, decodeF16x4With, e5m2AsF16x4, loadBf16x4, loadFp8E4M3x4 } from "../tensor/dtype";
+import { F16_CONSTS, FP8_CONSTS, decodeF16x4With, e5m2AsF16x4, loadBf16x4, loadFp8E4M3x4With } from "../tensor/dtype";
 import { fmadd } from "../runtime/flavor";
 
 /**
@@ -16,15 +16,20 @@ import { fmadd } from "../runtime/flavor";
  * e4m3; i8 = fp8 e5m2 (fp8 scales are applied outside: to q and to o).
  * `e` is the element index.
  */
-@inline function load4<T>(row: usize, e: usize, f0: v128, f1: v128, f2: v128, f3: v128): v128 {
+@inline function load4<T>(row: usize, e: usize, f0: v128, f1: v128, f2: v128, f3: v128, f4: v128): v128 {
   if (sizeof<T>() == 4) return v128.load(row + (e << 2));
   if (sizeof<T>() == 2) return isSigned<T>() ? decodeF16x4With(v128.load16x4_s(row + (e << 1)), f0, f1, f2, f3) : loadBf16x4(row + (e << 1));
-  return isSigned<T>() ? decodeF16x4With(e5m2AsF16x4(row + e), f0, f1, f2, f3) : loadFp8E4M3x4(row + e);
+  return isSigned<T>() ? decodeF16x4With(e5m2AsF16x4(row + e), f0, f1, f2, f3) : loadFp8E4M3x4With(row + e, f0, f1, f2, f3, f4);
 }
 
-/** Row `offset` of F16_CONSTS where T decodes through the f16 decoder (f16: i16, e5m2: i8), else zero (unused). */
-@inline function f16Const<T>(offset: usize): v128 {
-  if (isSigned<T>() && sizeof<T>() <= 2) return v128.load(F16_CONSTS + offset);
+/**
+ * Row `i` of the constants T's decoder takes (f0..f4 of load4), loaded once
+ * per call: F16_CONSTS rows 0..3 for the f16 decoder (f16: i16, e5m2: i8),
+ * FP8_CONSTS rows 0..4 for e4m3 (u8); zero (unused) otherwise.
+ */
+@inline function kvConst<T>(i: usize): v128 {
+  if (isSigned<T>() && sizeof<T>() <= 2) return i < 4 ? v128.load(F16_CONSTS + (i << 4)) : i32x4.splat(0);
+  if (sizeof<T>() == 1) return v128.load(FP8_CONSTS + (i << 4));
   return i32x4.splat(0);
 }
 
@@ -98,7 +103,7 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
  * then 4 dims if D4 % 8 ≠ 0. NR is a constant at every call. Each output
  * element adds its keys in order j = 0, 1, … whatever the blocking.
  */
-@inline function pvRows<T>(NR: i32, p0: usize, vRows: usize, nEnd: usize, D4: i32, o0: usize, oStride: usize, f0: v128, f1: v128, f2: v128, f3: v128): void {
+@inline function pvRows<T>(NR: i32, p0: usize, vRows: usize, nEnd: usize, D4: i32, o0: usize, oStride: usize, f0: v128, f1: v128, f2: v128, f3: v128, f4: v128): void {
   let e: usize = 0;
   for (; e + 8 <= <usize>D4; e += 8) {
     const oa = o0 + (e << 2);
@@ -109,7 +114,7 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
     if (NR > 3) { d0 = v128.load(oa + 3 * oStride); d1 = v128.load(oa + 3 * oStride, 16); }
     for (let jb: usize = 0; jb < nEnd; jb += 4) {
       const vp = load<usize>(vRows + jb);
-      const x0 = load4<T>(vp, e, f0, f1, f2, f3), x1 = load4<T>(vp, e + 4, f0, f1, f2, f3);
+      const x0 = load4<T>(vp, e, f0, f1, f2, f3, f4), x1 = load4<T>(vp, e + 4, f0, f1, f2, f3, f4);
       const pp = p0 + jb;
       const w0 = v128.load32_splat(pp);
       a0 = fmadd(w0, x0, a0);
@@ -140,7 +145,7 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
     if (NR > 2) c0 = v128.load(oa + 2 * oStride);
     if (NR > 3) d0 = v128.load(oa + 3 * oStride);
     for (let jb: usize = 0; jb < nEnd; jb += 4) {
-      const x0 = load4<T>(load<usize>(vRows + jb), e, f0, f1, f2, f3);
+      const x0 = load4<T>(load<usize>(vRows + jb), e, f0, f1, f2, f3, f4);
       const pp = p0 + jb;
       a0 = fmadd(v128.load32_splat(pp), x0, a0);
       b0 = fmadd(v128.load32_splat(pp, BC * 4), x0, b0);
@@ -155,7 +160,7 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
 }
 
 /** O[r] += Σ_{j<n} P[r, j] · V[j] for one row: 16 dims at a time (4 accumulators), keys inner. */
-@inline function pvRow<T>(p0: usize, vRows: usize, nEnd: usize, D4: i32, oa0: usize, f0: v128, f1: v128, f2: v128, f3: v128): void {
+@inline function pvRow<T>(p0: usize, vRows: usize, nEnd: usize, D4: i32, oa0: usize, f0: v128, f1: v128, f2: v128, f3: v128, f4: v128): void {
   let e: usize = 0;
   for (; e + 16 <= <usize>D4; e += 16) {
     const oa = oa0 + (e << 2);
@@ -163,10 +168,10 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
     for (let jb: usize = 0; jb < nEnd; jb += 4) {
       const vp = load<usize>(vRows + jb);
       const w = v128.load32_splat(p0 + jb);
-      a0 = fmadd(w, load4<T>(vp, e, f0, f1, f2, f3), a0);
-      a1 = fmadd(w, load4<T>(vp, e + 4, f0, f1, f2, f3), a1);
-      a2 = fmadd(w, load4<T>(vp, e + 8, f0, f1, f2, f3), a2);
-      a3 = fmadd(w, load4<T>(vp, e + 12, f0, f1, f2, f3), a3);
+      a0 = fmadd(w, load4<T>(vp, e, f0, f1, f2, f3, f4), a0);
+      a1 = fmadd(w, load4<T>(vp, e + 4, f0, f1, f2, f3, f4), a1);
+      a2 = fmadd(w, load4<T>(vp, e + 8, f0, f1, f2, f3, f4), a2);
+      a3 = fmadd(w, load4<T>(vp, e + 12, f0, f1, f2, f3, f4), a3);
     }
     v128.store(oa, a0); v128.store(oa, a1, 16); v128.store(oa, a2, 32); v128.store(oa, a3, 48);
   }
@@ -174,7 +179,7 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
     const oa = oa0 + (e << 2);
     let a0 = v128.load(oa);
     for (let jb: usize = 0; jb < nEnd; jb += 4) {
-      a0 = fmadd(v128.load32_splat(p0 + jb), load4<T>(load<usize>(vRows + jb), e, f0, f1, f2, f3), a0);
+      a0 = fmadd(v128.load32_splat(p0 + jb), load4<T>(load<usize>(vRows + jb), e, f0, f1, f2, f3, f4), a0);
     }
     v128.store(oa, a0);
   }
@@ -189,17 +194,17 @@ export function qkTile(qs: usize, R: i32, D4: i32, kRows: usize, n4: i32, s: usi
  *   os    f32 [R, D4]   accumulators
  */
 export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: usize): void {
-  // The f16 / e5m2 decoder's constants, loaded once (see F16_CONSTS); other formats never read them.
-  const f0 = f16Const<T>(0), f1 = f16Const<T>(16), f2 = f16Const<T>(32), f3 = f16Const<T>(48);
+  // The f16 / e5m2 / e4m3 decoder's constants, loaded once (see kvConst); other formats never read them.
+  const f0 = kvConst<T>(0), f1 = kvConst<T>(1), f2 = kvConst<T>(2), f3 = kvConst<T>(3), f4 = kvConst<T>(4);
   const oStride = <usize>D4 << 2;
   const pStride = <usize>BC << 2;
   const nEnd = <usize>n << 2;
   let r = 0;
-  for (; r + 4 <= R; r += 4) pvRows<T>(4, p + <usize>r * pStride, vRows, nEnd, D4, os + <usize>r * oStride, oStride, f0, f1, f2, f3);
+  for (; r + 4 <= R; r += 4) pvRows<T>(4, p + <usize>r * pStride, vRows, nEnd, D4, os + <usize>r * oStride, oStride, f0, f1, f2, f3, f4);
   const p0 = p + <usize>r * pStride, o0 = os + <usize>r * oStride;
-  if (R - r == 3) pvRows<T>(3, p0, vRows, nEnd, D4, o0, oStride, f0, f1, f2, f3);
-  else if (R - r == 2) pvRows<T>(2, p0, vRows, nEnd, D4, o0, oStride, f0, f1, f2, f3);
-  else if (R - r == 1) pvRow<T>(p0, vRows, nEnd, D4, o0, f0, f1, f2, f3);
+  if (R - r == 3) pvRows<T>(3, p0, vRows, nEnd, D4, o0, oStride, f0, f1, f2, f3, f4);
+  else if (R - r == 2) pvRows<T>(2, p0, vRows, nEnd, D4, o0, oStride, f0, f1, f2, f3, f4);
+  else if (R - r == 1) pvRow<T>(p0, vRows, nEnd, D4, o0, f0, f1, f2, f3, f4);
 }
 
 /**
@@ -209,11 +214,11 @@ export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: u
  * every call (the unused accumulators fold away); a row's score does not
  * depend on NR or on which block it falls in.
  */
-@inline function qkRowsPair<T>(NR: i32, q0: usize, qStride: usize, D4: i32, k0: usize, k1: usize, so: usize, sStride: usize, f0: v128, f1: v128, f2: v128, f3: v128): void {
+@inline function qkRowsPair<T>(NR: i32, q0: usize, qStride: usize, D4: i32, k0: usize, k1: usize, so: usize, sStride: usize, f0: v128, f1: v128, f2: v128, f3: v128, f4: v128): void {
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   let b0 = f32x4.splat(0), b1 = f32x4.splat(0), b2 = f32x4.splat(0), b3 = f32x4.splat(0);
   for (let e: usize = 0; e < <usize>D4; e += 4) {
-    const x = load4<T>(k0, e, f0, f1, f2, f3), y = load4<T>(k1, e, f0, f1, f2, f3);
+    const x = load4<T>(k0, e, f0, f1, f2, f3, f4), y = load4<T>(k1, e, f0, f1, f2, f3, f4);
     const qa = q0 + (e << 2);
     const u0 = v128.load(qa);
     a0 = fmadd(u0, x, a0);
@@ -253,20 +258,20 @@ export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: u
 }
 
 /** S[r, j] and S[r, j+1] for one row: two accumulators per key (even and odd 4-dim groups), for latency. */
-@inline function qkRowPair<T>(q0: usize, D4: i32, k0: usize, k1: usize, so: usize, f0: v128, f1: v128, f2: v128, f3: v128): void {
+@inline function qkRowPair<T>(q0: usize, D4: i32, k0: usize, k1: usize, so: usize, f0: v128, f1: v128, f2: v128, f3: v128, f4: v128): void {
   let a0 = f32x4.splat(0), b0 = f32x4.splat(0), a1 = f32x4.splat(0), b1 = f32x4.splat(0);
   let e: usize = 0;
   for (; e + 8 <= <usize>D4; e += 8) {
     const u0 = v128.load(q0 + (e << 2)), u1 = v128.load(q0 + (e << 2), 16);
-    a0 = fmadd(u0, load4<T>(k0, e, f0, f1, f2, f3), a0);
-    b0 = fmadd(u0, load4<T>(k1, e, f0, f1, f2, f3), b0);
-    a1 = fmadd(u1, load4<T>(k0, e + 4, f0, f1, f2, f3), a1);
-    b1 = fmadd(u1, load4<T>(k1, e + 4, f0, f1, f2, f3), b1);
+    a0 = fmadd(u0, load4<T>(k0, e, f0, f1, f2, f3, f4), a0);
+    b0 = fmadd(u0, load4<T>(k1, e, f0, f1, f2, f3, f4), b0);
+    a1 = fmadd(u1, load4<T>(k0, e + 4, f0, f1, f2, f3, f4), a1);
+    b1 = fmadd(u1, load4<T>(k1, e + 4, f0, f1, f2, f3, f4), b1);
   }
   if (e < <usize>D4) {
     const u0 = v128.load(q0 + (e << 2));
-    a0 = fmadd(u0, load4<T>(k0, e, f0, f1, f2, f3), a0);
-    b0 = fmadd(u0, load4<T>(k1, e, f0, f1, f2, f3), b0);
+    a0 = fmadd(u0, load4<T>(k0, e, f0, f1, f2, f3, f4), a0);
+    b0 = fmadd(u0, load4<T>(k1, e, f0, f1, f2, f3, f4), b0);
   }
   const c = hsum4(f32x4.add(a0, a1), f32x4.add(b0, b1), a0, a0);
   store<f32>(so, f32x4.extract_lane(c, 0));
@@ -283,8 +288,8 @@ export function pvTile<T>(p: usize, R: i32, vRows: usize, n: i32, D4: i32, os: u
  *   qs f32 [R, D4]; kRows [roundUp2(n)] rows of T; s f32 [R, BC] (lanes [n, roundUp2(n)) are padding)
  */
 export function qkStream<T>(qs: usize, R: i32, D4: i32, kRows: usize, n: i32, s: usize): void {
-  // The f16 / e5m2 decoder's constants, loaded once (see F16_CONSTS); other formats never read them.
-  const f0 = f16Const<T>(0), f1 = f16Const<T>(16), f2 = f16Const<T>(32), f3 = f16Const<T>(48);
+  // The f16 / e5m2 / e4m3 decoder's constants, loaded once (see kvConst); other formats never read them.
+  const f0 = kvConst<T>(0), f1 = kvConst<T>(1), f2 = kvConst<T>(2), f3 = kvConst<T>(3), f4 = kvConst<T>(4);
   const qStride = <usize>D4 << 2;
   const sStride = <usize>BC << 2;
   for (let j = 0; j < n; j += 2) {
@@ -292,10 +297,10 @@ export function qkStream<T>(qs: usize, R: i32, D4: i32, kRows: usize, n: i32, s:
     const k1 = load<usize>(kRows + (<usize>j << 2), 4);
     const sc = s + (<usize>j << 2);
     let r = 0;
-    for (; r + 4 <= R; r += 4) qkRowsPair<T>(4, qs + <usize>r * qStride, qStride, D4, k0, k1, sc + <usize>r * sStride, sStride, f0, f1, f2, f3);
+    for (; r + 4 <= R; r += 4) qkRowsPair<T>(4, qs + <usize>r * qStride, qStride, D4, k0, k1, sc + <usize>r * sStride, sStride, f0, f1, f2, f3, f4);
     const q0 = qs + <usize>r * qStride, so = sc + <usize>r * sStride;
-    if (R - r == 3) qkRowsPair<T>(3, q0, qStride, D4, k0, k1, so, sStride, f0, f1, f2, f3);
-    else if (R - r == 2) qkRowsPair<T>(2, q0, qStride, D4, k0, k1, so, sStride, f0, f1, f2, f3);
-    else if (R - r == 1) qkRowPair<T>(q0, D4, k0, k1, so, f0, f1, f2, f3);
+    if (R - r == 3) qkRowsPair<T>(3, q0, qStride, D4, k0, k1, so, sStride, f0, f1, f2, f3, f4);
+    else if (R - r == 2) qkRowsPair<T>(2, q0, qStride, D4, k0, k1, so, sStride, f0, f1, f2, f3, f4);
+    else if (R - r == 1) qkRowPair<T>(q0, D4, k0, k1, so, f0, f1, f2, f3, f4);
   }
 }

@@ -10,7 +10,7 @@
 // [n, n4) are padding and always end as −Infinity / probability 0.
 
 import { AttnArgs, BC, ROW_H, ROW_HI, ROW_I, ROW_LO } from "./args";
-import { expNeg, expNeg4 } from "./exp";
+import { EXP_CONSTS, expNeg, expNeg4At } from "./exp";
 
 const NEG_INF: f32 = -Infinity;
 
@@ -133,7 +133,7 @@ export function softmaxUpdate(s: usize, R: i32, n4: i32, m: usize, l: usize, os:
     let sum = f32x4.splat(0);
     for (let j = 0; j < n4; j += 4) {
       const p = sRow + (<usize>j << 2);
-      const e = expNeg4(f32x4.sub(v128.load(p), mv));
+      const e = expNeg4At(f32x4.sub(v128.load(p), mv), EXP_CONSTS);
       v128.store(p, e);
       sum = f32x4.add(sum, e);
     }

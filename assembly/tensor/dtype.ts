@@ -119,16 +119,38 @@ export const F16_CONSTS: usize = memory.data<u32>([
 }
 
 @inline export function loadFp8E4M3x4(p: usize): v128 {
+  return loadFp8E4M3x4With(p, i32x4.splat(0x7f), i32x4.splat((127 - 7) << 23), i32x4.splat((127 - 6) << 23), i32x4.splat(0x08), i32x4.splat(0x7f800000));
+}
+
+/**
+ * The e4m3 decoder's five constants as 16-byte rows, in loadFp8E4M3x4With's
+ * argument order (see F16_CONSTS: loaded once per call, not rebuilt per use).
+ */
+export const FP8_CONSTS: usize = memory.data<u32>([
+  0x7f, 0x7f, 0x7f, 0x7f,
+  (127 - 7) << 23, (127 - 7) << 23, (127 - 7) << 23, (127 - 7) << 23,
+  (127 - 6) << 23, (127 - 6) << 23, (127 - 6) << 23, (127 - 6) << 23,
+  0x08, 0x08, 0x08, 0x08,
+  0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000,
+], 16);
+
+/**
+ * 4 fp8 e4m3 codes at p → f32x4, exact, with its constants given (FP8_CONSTS
+ * rows 0..4): em = code & 0x7f at bits 20..26 and rebiased by (127 − 7)·2^23
+ * (normals); subnormals and zero as (em·2^20 + 2^-6 bits) − 2^-6, a
+ * subtraction of normal numbers; S.1111.111 → NaN; the sign bit from bit 7.
+ */
+@inline export function loadFp8E4M3x4With(p: usize, c7f: v128, bias7: v128, bias6: v128, c8: v128, inf: v128): v128 {
   const b = loadU8x4(p);
-  const em = v128.and(b, i32x4.splat(0x7f));
+  const em = v128.and(b, c7f);
   const bits = i32x4.shl(em, 20);
-  const sign = i32x4.shl(v128.and(b, i32x4.splat(0x80)), 24);
-  const normal = i32x4.add(bits, i32x4.splat((127 - 7) << 23));
+  const sign = i32x4.shl(i32x4.shr_u(b, 7), 31);
+  const normal = i32x4.add(bits, bias7);
   // Subnormals and zero: 2^-6·(1 + m/8) − 2^-6 = m·2^-9.
-  const sub = f32x4.sub(i32x4.add(normal, i32x4.splat(1 << 23)), f32x4.splat(reinterpret<f32>(<u32>(127 - 6) << 23)));
-  const finite = v128.bitselect(sub, normal, i32x4.lt_s(em, i32x4.splat(0x08)));
+  const sub = f32x4.sub(i32x4.add(bits, bias6), bias6);
+  const finite = v128.bitselect(sub, normal, i32x4.lt_s(em, c8));
   // E4M3FN has no Inf: only S.1111.111 is NaN.
-  const value = v128.bitselect(v128.or(bits, i32x4.splat(0x7f800000)), finite, i32x4.eq(em, i32x4.splat(0x7f)));
+  const value = v128.bitselect(v128.or(bits, inf), finite, i32x4.eq(em, c7f));
   return v128.or(value, sign);
 }
 
