@@ -145,8 +145,8 @@ function totals(counts) {
 
 /** The flavor a runtime picks by default here, and whether the other one runs on this Node (from the built runtime). */
 async function flavors() {
-  const { kernelFlavorAvailable } = await import(pathToFileURL(join(ROOT, "dist/src/runtime/module.js")).href);
-  const byDefault = kernelFlavorAvailable("relaxed") ? "relaxed" : "baseline";
+  const { defaultKernelFlavor, kernelFlavorAvailable } = await import(pathToFileURL(join(ROOT, "dist/src/runtime/module.js")).href);
+  const byDefault = defaultKernelFlavor();
   const other = byDefault === "relaxed" ? "baseline" : "relaxed";
   return { byDefault, other, otherRuns: kernelFlavorAvailable(other), available: kernelFlavorAvailable };
 }

@@ -9,8 +9,11 @@
  *             --experimental-wasm-relaxed-simd but computes
  *             i32x4.relaxed_dot_i8x16_i7x16_add_s wrong (2·dot, accumulator
  *             dropped; V8 ≥ 11.4 is right), so it is not offered there.
- * The default is relaxed when this engine validates it, else baseline; the
- * option `kernels` or $KVFLASH_KERNELS overrides.
+ * The default (defaultKernelFlavor) is relaxed where this engine validates it,
+ * except on x64 where V8 does not lower the relaxed int8 dot to AVX-VNNI
+ * (Node 22's V8 12, or a CPU without AVX-VNNI: int8 dot "i7" below), where
+ * q8 decode measured 0.83× baseline's (BENCHMARKS.md, "Which flavor by
+ * default"); the option `kernels` or $KVFLASH_KERNELS overrides.
  */
 import { readFileSync } from "node:fs";
 import { ArgumentError, show } from "../errors.js";
@@ -61,14 +64,13 @@ export function kernelFlavorAvailable(flavor: KernelFlavor): boolean {
 
 /**
  * The kernel flavor to run: `requested` (the `kernels` option), else
- * $KVFLASH_KERNELS, else relaxed where this engine validates it, else
- * baseline. A named flavor that is unknown or that this engine cannot run is
+ * $KVFLASH_KERNELS, else defaultKernelFlavor(). A named flavor that is unknown or that this engine cannot run is
  * an ArgumentError naming where it came from and the value.
  */
 export function resolveKernelFlavor(requested?: string): KernelFlavor {
   const env = process.env["KVFLASH_KERNELS"];
   const [name, value] = requested !== undefined ? ["kernels", requested] : env !== undefined && env !== "" ? ["KVFLASH_KERNELS", env] : [undefined, undefined];
-  if (name === undefined || value === undefined) return kernelFlavorAvailable("relaxed") ? "relaxed" : "baseline";
+  if (name === undefined || value === undefined) return defaultKernelFlavor();
   if (!(KERNEL_FLAVORS as readonly string[]).includes(value)) {
     throw new ArgumentError(name, `must be one of ${KERNEL_FLAVORS.map((f) => JSON.stringify(f)).join(", ")}, got ${show(value)}`);
   }
@@ -122,6 +124,35 @@ export function probeInt8Dot(flavor: KernelFlavor, exports: KernelExports): Int8
   if (flavor !== "relaxed") return "i7";
   const probe = exports["int8_dot_probe"]!;
   return INT8_DOT_PROBES.every(([a, b, acc]) => probe(a, b, acc) === 4 * a * b + acc) ? "u8" : "i7";
+}
+
+/**
+ * Whether the relaxed flavor is the better default on a CPU architecture
+ * (process.arch) whose relaxed int8 dot probes as `int8Dot`: everywhere but
+ * on x64 without the "u8" (AVX-VNNI) lowering. There the dot is pmaddubsw +
+ * pmaddwd behind a sign fix-up, and with the synthetic Qwen2.5-0.5B on Node
+ * 22 relaxed decoded at 0.83× (q8) and 0.96× (q4) of baseline in one process,
+ * its FMA gains (f32 layer 1.04×) not making up for it. ARM's sdot is one
+ * instruction, so relaxed stays the default there.
+ */
+export function relaxedPreferred(arch: string, int8Dot: Int8DotMode): boolean {
+  return arch !== "x64" || int8Dot === "u8";
+}
+
+let relaxedDotHere: Int8DotMode | undefined;
+
+/** The relaxed module's int8 dot mode on this engine and CPU (probeInt8Dot on a scratch instance, once per process). */
+export function relaxedInt8DotHere(): Int8DotMode {
+  if (relaxedDotHere === undefined) {
+    const scratch = new WebAssembly.Memory({ initial: 256, maximum: MAX_PAGES, shared: true });
+    relaxedDotHere = probeInt8Dot("relaxed", instantiate(kernelModule("relaxed"), scratch));
+  }
+  return relaxedDotHere;
+}
+
+/** The flavor a runtime gets without an option or $KVFLASH_KERNELS: relaxed where it runs and relaxedPreferred says so, else baseline. */
+export function defaultKernelFlavor(): KernelFlavor {
+  return kernelFlavorAvailable("relaxed") && relaxedPreferred(process.arch, relaxedInt8DotHere()) ? "relaxed" : "baseline";
 }
 
 /** The kernels as the startup lines name them: "baseline kernels", "relaxed kernels, int8 dot u8". */

@@ -1,10 +1,10 @@
 // Kernel flavors (src/runtime/module.ts): the default follows what the engine
-// validates, $KVFLASH_KERNELS and the `kernels` option override it, bad or
+// validates and how it lowers the relaxed int8 dot, $KVFLASH_KERNELS and the `kernels` option override it, bad or
 // unavailable values are errors naming the source and the value, and every
 // thread of a runtime runs the module its rt.kernels names.
 import assert from "node:assert/strict";
 import { afterEach, test } from "node:test";
-import { ArgumentError, type KernelFlavor, createRuntime, kernelFlavorAvailable, resolveKernelFlavor } from "../../src/index.js";
+import { ArgumentError, type KernelFlavor, createRuntime, defaultKernelFlavor, kernelFlavorAvailable, relaxedInt8DotHere, relaxedPreferred, resolveKernelFlavor } from "../../src/index.js";
 
 const savedEnv = process.env["KVFLASH_KERNELS"];
 afterEach(() => {
@@ -18,9 +18,27 @@ test("the baseline module validates everywhere", () => {
   assert.equal(kernelFlavorAvailable("baseline"), true);
 });
 
-test("the default is relaxed exactly when the engine validates it", () => {
+test("the default is relaxed where the engine validates it, but not on x64 without the u8 (AVX-VNNI) int8 dot", async () => {
   delete process.env["KVFLASH_KERNELS"];
-  assert.equal(resolveKernelFlavor(), relaxedHere ? "relaxed" : "baseline");
+  const want = relaxedHere && (process.arch !== "x64" || relaxedInt8DotHere() === "u8") ? "relaxed" : "baseline";
+  assert.equal(defaultKernelFlavor(), want);
+  assert.equal(resolveKernelFlavor(), want);
+  // The probe on the scratch instance agrees with a relaxed runtime's own.
+  if (relaxedHere) {
+    const rt = await createRuntime({ threads: 1, kernels: "relaxed" });
+    assert.equal(rt.int8Dot, relaxedInt8DotHere());
+    await rt.dispose();
+  }
+  const rt = await createRuntime({ threads: 1 });
+  assert.equal(rt.kernels, want);
+  await rt.dispose();
+});
+
+test("relaxed is preferred everywhere but on x64 whose relaxed int8 dot is not the u8 lowering", () => {
+  assert.equal(relaxedPreferred("x64", "u8"), true);
+  assert.equal(relaxedPreferred("x64", "i7"), false);
+  assert.equal(relaxedPreferred("arm64", "i7"), true);
+  assert.equal(relaxedPreferred("arm64", "u8"), true);
 });
 
 test("the option wins over $KVFLASH_KERNELS, which wins over the default", () => {
