@@ -328,7 +328,8 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
 /**
  * Activation codes of one column pair, at byte offset o of the baseline's int16
  * layout, as an int16 pair splat over the four lanes: a 32-bit splat (baseline),
- * or the int8 pair widened as loaded (relaxed: activation.ts stores int8).
+ * or the int8 pair widened as loaded (relaxed, column order: the one-token q4
+ * GEMV, gemvQ4x2).
  */
 @inline export function xPair(xq: usize, o: usize): v128 {
   if (RELAXED) return i16x8.extend_low_i8x16_s(v128.load16_splat(xq + (o >> 1)));
@@ -340,7 +341,7 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
   return f32x4.mul(v128.load(w, 64), v128.load32_splat(xs));
 }
 
-/** One q4 half tile · one block of int16 activation codes: exact int32 sums, lanes = rows. */
+/** One q4 half tile · one block of int16 activation codes: exact int32 sums, lanes = rows (baseline). */
 @inline export function q4TileSum(w: usize, xq: usize): v128 {
   let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
   for (let m: usize = 0; m < 64; m += 16) {
@@ -353,15 +354,60 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
   return i32x4.add(s0, s1);
 }
 
-@inline export function gemvQ4(w: usize, xq: usize, xs: usize, nb: i32): v128 {
+// Relaxed flavor: the relaxed int8 dot on q4. A 16-byte chunk m of a half tile
+// holds, in lane r (4 bytes), row r's columns 8m'..8m'+7 (m' = m / 16) as
+// nibbles: byte j's low nibble is column 8m' + (0, 4, 1, 5)[j], its high nibble
+// column 8m' + (2, 6, 3, 7)[j] (layout.ts). q4Lo / q4Hi sign-extend the two
+// planes to bytes, so each is a q8-like weight load (lane r = four of row r's
+// columns) for q8Dot and q8Bias in the u8 int8-dot mode, against activation
+// codes + 128 stored in that column order (activation.ts Q4_ORDER): the low
+// plane's four at xq + 8m', the high plane's at xq + 8m' + 4. The int32 sums
+// are exact, so outputs equal the int16 path's. Only GEMM calls (T > 1) in the
+// u8 mode take it (ops/linear.ts): for one token, or in the i7 mode, the int16
+// path measured faster.
+
+/** The low nibbles of a q4 chunk as signed bytes (a 16-bit shift puts each at its byte's top, an 8-bit arithmetic shift brings it back). */
+@inline export function q4Lo(v: v128): v128 {
+  return i8x16.shr_s(i16x8.shl(v, 4), 4);
+}
+
+/** The high nibbles of a q4 chunk as signed bytes. */
+@inline export function q4Hi(v: v128): v128 {
+  return i8x16.shr_s(v, 4);
+}
+
+/** Relaxed, u8 mode, T > 1 (GEMM leftovers): one q4 half tile · one block of activation codes + 128 (Q4_ORDER) → exact int32 sums, lanes = rows. */
+@inline export function q4TileSumU8(w: usize, xq: usize, k80: v128): v128 {
+  const u8 = true;
+  let r0 = i32x4.splat(0), r1 = i32x4.splat(0), c0 = i32x4.splat(0), c1 = i32x4.splat(0);
+  for (let m: usize = 0; m < 64; m += 16) {
+    const v = v128.load(w + m);
+    const lo = q4Lo(v), hi = q4Hi(v);
+    r0 = q8Dot(u8, q8WeightA(u8, lo), q8WeightB(u8, lo), xq + (m >> 1), r0);
+    r1 = q8Dot(u8, q8WeightA(u8, hi), q8WeightB(u8, hi), xq + (m >> 1) + 4, r1);
+    c0 = q8Bias(u8, lo, c0, k80);
+    c1 = q8Bias(u8, hi, c1, k80);
+  }
+  return q8Unbias(u8, i32x4.add(r0, r1), i32x4.add(c0, c1));
+}
+
+@inline export function gemvQ4(u8: bool, w: usize, xq: usize, xs: usize, nb: i32): v128 {
+  const k80 = q8BiasBytes();
   let acc = f32x4.splat(0);
   for (let b = 0; b < nb; b++, w += TILE_Q4, xq += 64, xs += 4) {
-    const sum = q4TileSum(w, xq);
+    const sum = RELAXED && u8 ? q4TileSumU8(w, xq, k80) : q4TileSum(w, xq);
     acc = fmadd(f32x4.convert_i32x4_s(sum), q4Scale(w, xs), acc);
   }
   return acc;
 }
 
+/**
+ * Decode (one token): both halves of a q4 row group. On both flavors the int16
+ * planes (q4Plane) against activation code pairs in column order (xPair): for
+ * one token the relaxed dot's path (q4TileSumU8) measured 1.7× slower
+ * (its u8 bias dots are not shared by other tokens, and each half's dots form
+ * one latency chain), so linear() takes it only for T > 1 (ops/linear.ts).
+ */
 @inline export function gemvQ4x2(w: usize, xq: usize, xs: usize, nb: i32, res: usize): void {
   let acc = f32x4.splat(0), acd = f32x4.splat(0);
   for (let b = 0; b < nb; b++, w += TILE_Q4, xq += 64, xs += 4) {

@@ -36,7 +36,7 @@ import { RELAXED } from "../runtime/flavor";
   /** Per-thread scratch (≥ 128 bytes each). */
   scratch: usize;
   scratchStride: i32;
-  /** q8, relaxed flavor: 1 in the u8 int8-dot mode (activation codes + 128, gemv.ts q8Bias), else 0. */
+  /** q8 / q4, relaxed flavor: 1 in the u8 int8-dot mode (activation codes + 128, gemv.ts q8Bias), else 0. */
   u8: i32;
 }
 
@@ -119,7 +119,7 @@ const Q8_TOKEN_BLOCK: i32 = 64;
           if (format == FMT_F32) gemmF32(w, x, xStride, a.nb, res);
           else if (format == FMT_BF16) gemmBf16(w, x, xStride, a.nb, res);
           else if (format == FMT_Q8) gemmQ8(u8, w, x, xStride, xs, sStride, a.nb, res);
-          else gemmQ4(w, x, xStride, xs, sStride, a.nb, res);
+          else gemmQ4(u8, w, x, xStride, xs, sStride, a.nb, res);
           const out = a.out + <usize>t * outStride;
           storeRows(out, row0, a.rows, v128.load(res), a.bias);
           storeRows(out + outStride, row0, a.rows, v128.load(res, 16), a.bias);
@@ -132,7 +132,7 @@ const Q8_TOKEN_BLOCK: i32 = 64;
           const r = format == FMT_F32 ? gemvF32(w, x, a.nb)
             : format == FMT_BF16 ? gemvBf16(w, x, a.nb)
             : format == FMT_Q8 ? gemvQ8(u8, w, x, xs, a.nb)
-            : gemvQ4(w, x, xs, a.nb);
+            : gemvQ4(u8, w, x, xs, a.nb);
           storeRows(a.out + <usize>t * outStride, row0, a.rows, r, a.bias);
         }
       }
@@ -154,5 +154,6 @@ export function task_linear_q8(item: i32, tid: i32, args: usize): void {
 }
 
 export function task_linear_q4(item: i32, tid: i32, args: usize): void {
-  linear(FMT_Q4, false, item, tid, args);
+  if (RELAXED && changetype<LinearArgs>(args).u8 != 0) linear(FMT_Q4, true, item, tid, args);
+  else linear(FMT_Q4, false, item, tid, args);
 }

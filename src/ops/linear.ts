@@ -88,7 +88,11 @@ export function linear(rt: Runtime, options: LinearOptions): void {
 
   // Prepare the activation: quantized codes (q8, q4) or zero-padded rows (f32, bf16).
   // q8 on the relaxed kernels' u8 int8-dot mode: codes + 128 (runtime/module.ts Int8DotMode).
-  const u8 = weight.format === "q8" && rt.int8Dot === "u8" ? 1 : 0;
+  // q4 in the u8 mode with T > 1 (the relaxed dot's GEMM, assembly/linalg/gemm.ts gemmQ4U8):
+  // codes + 128, each 8 in the q4 chunks' column order (activation.ts Q4_ORDER); otherwise
+  // q4 keeps column order for the int16 kernels (gemv.ts gemvQ4x2).
+  const q4 = weight.format === "q4" && rt.int8Dot === "u8" && T > 1 ? 1 : 0;
+  const u8 = (weight.format === "q8" && rt.int8Dot === "u8") || q4 === 1 ? 1 : 0;
   const nb = weight.blocks;
   const padded = nb * WEIGHT_BLOCK;
   let xPtr = x.ptr;
@@ -98,13 +102,13 @@ export function linear(rt: Runtime, options: LinearOptions): void {
     const codeBytes = T * padded * 2;
     const ws = opsWorkspace(rt, codeBytes + T * nb * 4 + 64);
     xs = ws + Math.ceil(codeBytes / 64) * 64;
-    const args = rt.args().ptr(x.ptr).i32(xm.rowStride * 4).i32(xm.cols).i32(nb).ptr(ws).i32(padded * 2).ptr(xs).i32(u8).end();
+    const args = rt.args().ptr(x.ptr).i32(xm.rowStride * 4).i32(xm.cols).i32(nb).ptr(ws).i32(padded * 2).ptr(xs).i32(u8).i32(q4).end();
     rt.parallelFor("task_act_quantize_q8", T, args);
     xPtr = ws;
     xStride = padded * 2;
   } else if (xm.cols !== padded || (T > 1 && xm.rowStride !== padded)) {
     const ws = opsWorkspace(rt, T * padded * 4);
-    const args = rt.args().ptr(x.ptr).i32(xm.rowStride * 4).i32(xm.cols).i32(nb).ptr(ws).i32(padded * 4).ptr(0).i32(0).end();
+    const args = rt.args().ptr(x.ptr).i32(xm.rowStride * 4).i32(xm.cols).i32(nb).ptr(ws).i32(padded * 4).ptr(0).i32(0).i32(0).end();
     rt.parallelFor("task_act_pad", T, args);
     xPtr = ws;
     xStride = padded * 4;

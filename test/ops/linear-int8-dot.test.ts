@@ -1,4 +1,4 @@
-// The relaxed q8 kernels' two int8-dot modes (src/runtime/module.ts
+// The relaxed q8 and q4 kernels' two int8-dot modes (src/runtime/module.ts
 // Int8DotMode): "u8" (the relaxed dot reads its second operand as exact
 // unsigned bytes, AVX-VNNI: activation codes + 128, minus 128 · Σw) and "i7"
 // (the portable path, forced by createRuntime({ int8Dot: "i7" })). Both take
@@ -7,7 +7,9 @@
 // · Σ|x·w| on what the kernels multiply). Shapes hit the GEMV, the 8- and
 // 4-token GEMM tiles and the leftover tokens, with awkward cols (a partial
 // last block), poisoned outputs and codes at ±127 (|x·w| sums at their
-// largest: 32 · 255 · 127 per row and block in the u8 mode).
+// largest: 32 · 255 · 127 per row and block in the u8 mode). q4 takes the same
+// dots on its nibble planes (gemv.ts q4Lo / q4Hi) against activation codes in
+// the chunks' column order (activation.ts Q4_ORDER).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ArgumentError, type Runtime, Tensor, createRuntime, createWeight, dequantizeWeight, linear } from "../../src/index.js";
@@ -43,11 +45,11 @@ function values(n: number, seed: number, c: Case, scale = 1): Float32Array {
   return c.extreme ? v.map((x) => (x < 0 ? -scale : scale)) : v;
 }
 
-/** q8 linear of case c on rt; returns the output after checking it against the float64 reference. */
-function run(rt: Runtime, c: Case, seed: number): Float32Array {
+/** q8 or q4 linear of case c on rt; returns the output after checking it against the float64 reference. */
+function run(rt: Runtime, c: Case, seed: number, format: "q8" | "q4"): Float32Array {
   const { rows, cols, tokens } = c;
   const source = rt.tensor("f32", [rows, cols]).set(values(rows * cols, seed, c, 0.5));
-  const weight = createWeight(rt, { source, format: "q8" });
+  const weight = createWeight(rt, { source, format });
   rt.free(source);
   const x = rt.tensor("f32", [tokens, cols]).set(values(tokens * cols, seed + 1, c));
   const bias = c.bias ? rt.tensor("f32", [rows]).set(randn(rows, seed + 2)) : undefined;
@@ -61,13 +63,13 @@ function run(rt: Runtime, c: Case, seed: number): Float32Array {
   const mag = linearMagnitude(xk, deq.toFloat32(), shape);
   const bv = bias?.toFloat32();
   const n = Math.ceil(cols / 32);
-  assertWithin(got, want, (i) => (n + 4) * U * mag[i]! + (bv ? Math.abs(bv[i % rows]!) * U : 0) + 1e-30, `${rt.int8Dot} [${rows}×${cols}], T=${tokens}`);
+  assertWithin(got, want, (i) => (n + 4) * U * mag[i]! + (bv ? Math.abs(bv[i % rows]!) * U : 0) + 1e-30, `${format} ${rt.int8Dot} [${rows}×${cols}], T=${tokens}`);
   weight.free();
   for (const t of [x, out, deq, ...(bias ? [bias] : [])]) rt.free(t);
   return got;
 }
 
-describe("q8 linear on both int8-dot modes", () => {
+for (const format of ["q8", "q4"] as const) describe(`${format} linear on both int8-dot modes`, () => {
   let auto: Runtime;
   let i7: Runtime;
   before(async () => {
@@ -100,8 +102,8 @@ describe("q8 linear on both int8-dot modes", () => {
 
   test("each mode matches the float64 reference (GEMV, GEMM tiles, leftovers, poisoned outputs, codes at ±127)", () => {
     CASES.forEach((c, i) => {
-      run(auto, c, 100 * i + 5);
-      run(i7, c, 100 * i + 5);
+      run(auto, c, 100 * i + 5, format);
+      run(i7, c, 100 * i + 5, format);
     });
   });
 
@@ -109,7 +111,7 @@ describe("q8 linear on both int8-dot modes", () => {
     const [rows, cols, T] = [19, 96, 97];
     for (const rt of [auto, i7]) {
       const source = rt.tensor("f32", [rows, cols]).set(randn(rows * cols, 41, 0.5));
-      const weight = createWeight(rt, { source, format: "q8" });
+      const weight = createWeight(rt, { source, format });
       const x = rt.tensor("f32", [T, cols]).set(randn(T * cols, 42));
       const all = rt.tensor("f32", [T, rows]).fill(NaN);
       linear(rt, { x, weight, out: all });
@@ -131,7 +133,7 @@ describe("q8 linear on both int8-dot modes", () => {
       return;
     }
     CASES.forEach((c, i) => {
-      assert.deepEqual(run(auto, c, 100 * i + 7), run(i7, c, 100 * i + 7), `[${c.rows}×${c.cols}], T=${c.tokens}`);
+      assert.deepEqual(run(auto, c, 100 * i + 7, format), run(i7, c, 100 * i + 7, format), `${format} [${c.rows}×${c.cols}], T=${c.tokens}`);
     });
   });
 });
