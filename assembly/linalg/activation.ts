@@ -5,8 +5,9 @@
 //     stores the codes widened to int16 (the block's 64 bytes), so the kernels
 //     feed i32x4.dot_i16x8_s directly; the relaxed flavor stores them as int8
 //     in the block's first 32 bytes, what relaxed_dot_i8x16_i7x16 takes (the
-//     q4 kernels want each 8 in Q4_ORDER below), or, for the u8 int8-dot
-//     mode (gemv.ts q8Bias), as code + 128 in u8.
+//     q4 GEMM wants each 8 in Q4_ORDER below), or, for the u8 int8-dot
+//     mode (gemv.ts q8Bias), as code + 128 in u8; for the relaxed flavor's
+//     int16 q4 kernels (decode, and the i7 mode) as int16, as the baseline.
 //   f32 / bf16 weights: x copied to [T][nb · 32] f32 with zero padding, only when
 //     cols is not a multiple of 32 or the rows are not packed.
 
@@ -29,11 +30,12 @@ const Q4_ORDER: usize = memory.data<u8>([0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 1
  * Stores 16 int32 codes (in [−127, 127]) as int16 (baseline), int8 (relaxed)
  * or code + 128 as u8 (relaxed, u8: the int8-dot u8 mode, gemv.ts q8Bias;
  * code ^ 0x80 = code + 128 for these codes) at q + 16·i codes; relaxed with
- * q4: in Q4_ORDER (`order` = its 16 bytes).
+ * q4: in Q4_ORDER (`order` = its 16 bytes); relaxed with wide: int16, as the
+ * baseline.
  */
-@inline function storeCodes(u8: bool, q4: bool, order: v128, q: usize, i: usize, a: v128, b: v128, c: v128, d: v128): void {
+@inline function storeCodes(u8: bool, q4: bool, wide: bool, order: v128, q: usize, i: usize, a: v128, b: v128, c: v128, d: v128): void {
   const ab = i16x8.narrow_i32x4_s(a, b), cd = i16x8.narrow_i32x4_s(c, d);
-  if (RELAXED) {
+  if (RELAXED && !wide) {
     let v = i8x16.narrow_i16x8_s(ab, cd);
     if (q4) v = i8x16.swizzle(v, order);
     v128.store(q + (i << 4), u8 ? v128.xor(v, i8x16.splat(-128)) : v);
@@ -57,7 +59,11 @@ const Q4_ORDER: usize = memory.data<u8>([0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 1
   scales: usize;
   /** Relaxed flavor: 1 stores the codes + 128 as u8 (for the u8 int8-dot mode), 0 as int8. */
   u8: i32;
-  /** Relaxed flavor, u8 mode: 1 stores each 8 codes (+ 128) in Q4_ORDER (for the q4 GEMM, gemm.ts gemmQ4U8), 0 in column order. */
+  /**
+   * Relaxed flavor, q4 weights: 1 (u8 mode, T > 1) stores each 8 codes + 128 in
+   * Q4_ORDER (gemm.ts gemmQ4U8); 2 stores int16 codes as the baseline does (the
+   * int16 q4 kernels: gemv.ts xPair); 0 as u8 says.
+   */
   q4: i32;
 }
 
@@ -65,12 +71,13 @@ const Q4_ORDER: usize = memory.data<u8>([0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 1
 export function task_act_quantize_q8(item: i32, tid: i32, args: usize): void {
   const a = changetype<ActArgs>(args);
   // q4 order comes with the u8 mode only (gemm.ts gemmQ4U8).
-  if (RELAXED && a.q4 != 0) quantizeRow(true, true, item, args);
-  else if (RELAXED && a.u8 != 0) quantizeRow(true, false, item, args);
-  else quantizeRow(false, false, item, args);
+  if (RELAXED && a.q4 == 1) quantizeRow(true, true, false, item, args);
+  else if (RELAXED && a.q4 == 2) quantizeRow(false, false, true, item, args);
+  else if (RELAXED && a.u8 != 0) quantizeRow(true, false, false, item, args);
+  else quantizeRow(false, false, false, item, args);
 }
 
-@inline function quantizeRow(u8: bool, q4: bool, item: i32, args: usize): void {
+@inline function quantizeRow(u8: bool, q4: bool, wide: bool, item: i32, args: usize): void {
   const a = changetype<ActArgs>(args);
   const order = v128.load(Q4_ORDER);
   const x = a.x + <usize>item * <usize>a.xStride;
@@ -87,10 +94,10 @@ export function task_act_quantize_q8(item: i32, tid: i32, args: usize): void {
     const d: f32 = amax / 127;
     const id = f32x4.splat(d != 0 ? 1 / d : 0);
     const q = xq + (<usize>b << 6);
-    storeCodes(u8, q4, order, q, 0,
+    storeCodes(u8, q4, wide, order, q, 0,
       i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v0, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v1, id))),
       i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v2, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v3, id))));
-    storeCodes(u8, q4, order, q, 1,
+    storeCodes(u8, q4, wide, order, q, 1,
       i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v4, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v5, id))),
       i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v6, id))), i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v7, id))));
     store<f32>(xs + (<usize>b << 2), d);
@@ -106,7 +113,7 @@ export function task_act_quantize_q8(item: i32, tid: i32, args: usize): void {
     const q = xq + (<usize>full << 6);
     for (let i = 0; i < BLOCK; i++) {
       const v: f32 = i < n ? nearest<f32>(load<f32>(x + (<usize>(c0 + i) << 2)) * id) : 0;
-      if (RELAXED) store<i8>(q + <usize>(q4 ? q4Position(i) : i), <i8>(u8 ? <i32>v ^ 0x80 : <i32>v));
+      if (RELAXED && !wide) store<i8>(q + <usize>(q4 ? q4Position(i) : i), <i8>(u8 ? <i32>v ^ 0x80 : <i32>v));
       else store<i16>(q + (<usize>i << 1), <i16>(<i32>v));
     }
     store<f32>(xs + (<usize>full << 2), d);

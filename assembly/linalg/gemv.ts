@@ -326,13 +326,11 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
 }
 
 /**
- * Activation codes of one column pair, at byte offset o of the baseline's int16
- * layout, as an int16 pair splat over the four lanes: a 32-bit splat (baseline),
- * or the int8 pair widened as loaded (relaxed, column order: the one-token q4
- * GEMV, gemvQ4x2).
+ * Activation codes of one column pair, at byte offset o of the int16 layout,
+ * as an int16 pair splat over the four lanes (the relaxed flavor's int16 q4
+ * kernels get int16 codes too: activation.ts, q4 = 2).
  */
 @inline export function xPair(xq: usize, o: usize): v128 {
-  if (RELAXED) return i16x8.extend_low_i8x16_s(v128.load16_splat(xq + (o >> 1)));
   return v128.load32_splat(xq + o);
 }
 

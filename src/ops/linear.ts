@@ -89,9 +89,9 @@ export function linear(rt: Runtime, options: LinearOptions): void {
   // Prepare the activation: quantized codes (q8, q4) or zero-padded rows (f32, bf16).
   // q8 on the relaxed kernels' u8 int8-dot mode: codes + 128 (runtime/module.ts Int8DotMode).
   // q4 in the u8 mode with T > 1 (the relaxed dot's GEMM, assembly/linalg/gemm.ts gemmQ4U8):
-  // codes + 128, each 8 in the q4 chunks' column order (activation.ts Q4_ORDER); otherwise
-  // q4 keeps column order for the int16 kernels (gemv.ts gemvQ4x2).
-  const q4 = weight.format === "q4" && rt.int8Dot === "u8" && T > 1 ? 1 : 0;
+  // codes + 128, each 8 in the q4 chunks' column order (activation.ts Q4_ORDER, q4 = 1);
+  // otherwise the relaxed flavor's q4 kernels take int16 codes, as the baseline's (q4 = 2).
+  const q4 = weight.format !== "q4" || rt.kernels !== "relaxed" ? 0 : rt.int8Dot === "u8" && T > 1 ? 1 : 2;
   const u8 = (weight.format === "q8" && rt.int8Dot === "u8") || q4 === 1 ? 1 : 0;
   const nb = weight.blocks;
   const padded = nb * WEIGHT_BLOCK;
