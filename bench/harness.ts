@@ -55,7 +55,7 @@ export interface MachineInfo {
   date: string;
   /** The kernel flavor(s) the rows ran on: "baseline", "relaxed" or "baseline+relaxed" (rows name theirs). */
   kernels?: string;
-  /** The relaxed kernels' int8 dot mode (Runtime.int8Dot): "u8" (AVX-VNNI's unsigned operand) or "i7"; "i7" when only baseline ran. */
+  /** The integer dot of the q8 / q4 kernels (Runtime.int8Dot) on the relaxed runtime, else the baseline's: "u8" (AVX-VNNI's unsigned operand), "i7" or "i16". */
   int8Dot?: string;
 }
 

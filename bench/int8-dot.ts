@@ -1,10 +1,11 @@
 /**
  * The relaxed q8 kernels' int8-dot modes against each other and against the
  * baseline kernels, in one process, alternated call by call (this machine is
- * shared: only ratios measured in turns hold). Three runtimes over the same
- * q8 weights: baseline (SIMD128), relaxed "i7" (createRuntime({ int8Dot:
- * "i7" }): the portable path, what the relaxed kernels ran before the u8
- * mode) and relaxed "u8" (AVX-VNNI's unsigned operand, where probed).
+ * shared: only ratios measured in turns hold). Up to four runtimes over the
+ * same q8 weights: baseline (SIMD128), relaxed "i16" (the baseline's int16
+ * dot inside the relaxed module: its default on x64 without AVX-VNNI),
+ * relaxed "i7" (the portable relaxed dot, |w| and the sign on the codes) and
+ * relaxed "u8" (AVX-VNNI's unsigned operand, where probed).
  *
  *   linear   one decoder layer's four q8 projections at Qwen2.5-0.5B's shapes
  *            (qkv, o, gate_up, down) for T tokens: GEMV at T = 1, GEMM above.
@@ -12,7 +13,7 @@
  *            one prefill step of --prompt tokens through runRequest.
  *
  * Each cell: the median time per mode over the rounds, and the median of the
- * per-round ratios (u8 / i7, u8 / baseline): a round runs every mode once, in
+ * per-round ratios (each relaxed mode / baseline, u8 / i7): a round runs every mode once, in
  * turn, so load that comes and goes hits them alike.
  *
  *   node dist/bench/int8-dot.js [--threads N] [--tokens 1,64,256] [--rounds R] [--prompt P] [--prefill-rounds R] [--out FILE]
@@ -87,6 +88,7 @@ async function main(): Promise<void> {
   const args = parse(process.argv.slice(2));
   const modes: Mode[] = [{ name: "baseline", rt: await createRuntime({ threads: args.threads, kernels: "baseline" }) }];
   if (kernelFlavorAvailable("relaxed")) {
+    modes.push({ name: "relaxed-i16", rt: await createRuntime({ threads: args.threads, kernels: "relaxed", int8Dot: "i16" }) });
     modes.push({ name: "relaxed-i7", rt: await createRuntime({ threads: args.threads, kernels: "relaxed", int8Dot: "i7" }) });
     const auto = await createRuntime({ threads: args.threads, kernels: "relaxed" });
     if (auto.int8Dot === "u8") modes.push({ name: "relaxed-u8", rt: auto });
@@ -99,11 +101,10 @@ async function main(): Promise<void> {
   const row = (what: string, tokens: number, times: number[][]): void => {
     const r: Record<string, number | string> = { what, tokens };
     modes.forEach((m, i) => (r[`${m.name}_ms`] = median(times[i]!)));
-    if (modes.length > 1) r[`${names[last]}_over_baseline`] = ratios(times, last, 0);
-    if (modes.length > 2) {
-      r["u8_over_i7"] = ratios(times, 2, 1);
-      r["i7_over_baseline"] = ratios(times, 1, 0);
-    }
+    modes.forEach((m, i) => {
+      if (i > 0) r[`${m.name.replace("relaxed-", "")}_over_baseline`] = ratios(times, i, 0);
+    });
+    if (names.includes("relaxed-u8")) r["u8_over_i7"] = ratios(times, names.indexOf("relaxed-u8"), names.indexOf("relaxed-i7"));
     rows.push(r);
     process.stdout.write(`${JSON.stringify(r)}\n`);
   };

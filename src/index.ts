@@ -1,7 +1,7 @@
 // kvflash: the public API.
 export { ArgumentError, KernelError, OutOfMemoryError } from "./errors.js";
 export { createRuntime, Runtime, type RuntimeOptions, resolveThreads } from "./runtime/runtime.js";
-export { INT8_DOT_MODES, type Int8DotMode, KERNEL_FLAVORS, type KernelFlavor, defaultKernelFlavor, kernelFlavorAvailable, relaxedInt8DotHere, relaxedPreferred, resolveKernelFlavor } from "./runtime/module.js";
+export { INT8_DOT_MODES, type Int8DotMode, KERNEL_FLAVORS, type KernelFlavor, defaultInt8Dot, defaultKernelFlavor, kernelFlavorAvailable, relaxedInt8DotHere, relaxedPreferred, resolveKernelFlavor } from "./runtime/module.js";
 export { Allocator, StepArena, formatBytes } from "./runtime/allocator.js";
 export { ArgsWriter } from "./runtime/args.js";
 export { Tensor, memoryName } from "./tensor/tensor.js";

@@ -1,18 +1,18 @@
 // Activation preparation for the linear kernels, once per call (not per row):
 //   q8 / q4 weights: x quantized per block of 32 like GGUF Q8_0 —
 //     d = max|x| / 127, q = round(x / d) ∈ [−127, 127] (nearest, ties to even),
-//     xq [T][nb] blocks of 64 bytes and xs [T][nb] f32. The baseline flavor
-//     stores the codes widened to int16 (the block's 64 bytes), so the kernels
-//     feed i32x4.dot_i16x8_s directly; the relaxed flavor stores them as int8
-//     in the block's first 32 bytes, what relaxed_dot_i8x16_i7x16 takes (the
-//     q4 GEMM wants each 8 in Q4_ORDER below), or, for the u8 int8-dot
-//     mode (gemv.ts q8Bias), as code + 128 in u8; for the relaxed flavor's
-//     int16 q4 kernels (decode, and the i7 mode) as int16, as the baseline.
+//     xq [T][nb] blocks of 64 bytes and xs [T][nb] f32. For the int16 dot
+//     (flavor.ts DOT_I16: the baseline flavor, and the relaxed flavor's i16
+//     mode and int16 q4 kernels) the codes are widened to int16 (the block's
+//     64 bytes), so the kernels feed i32x4.dot_i16x8_s directly; for the
+//     relaxed dot they are int8 in the block's first 32 bytes, what
+//     relaxed_dot_i8x16_i7x16 takes (DOT_I7), or code + 128 as u8 (DOT_U8,
+//     gemv.ts q8Bias; the q4 GEMM wants each 8 in Q4_ORDER below).
 //   f32 / bf16 weights: x copied to [T][nb · 32] f32 with zero padding, only when
 //     cols is not a multiple of 32 or the rows are not packed.
 
 import { BLOCK } from "./layout";
-import { RELAXED } from "../runtime/flavor";
+import { DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
 
 /**
  * The relaxed q4 kernels' activation order (gemv.ts q4Lo / q4Hi): each group
@@ -27,11 +27,10 @@ const Q4_ORDER: usize = memory.data<u8>([0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 1
 }
 
 /**
- * Stores 16 int32 codes (in [−127, 127]) as int16 (baseline), int8 (relaxed)
+ * Stores 16 int32 codes (in [−127, 127]) as int16 (wide), int8 (relaxed)
  * or code + 128 as u8 (relaxed, u8: the int8-dot u8 mode, gemv.ts q8Bias;
  * code ^ 0x80 = code + 128 for these codes) at q + 16·i codes; relaxed with
- * q4: in Q4_ORDER (`order` = its 16 bytes); relaxed with wide: int16, as the
- * baseline.
+ * q4: in Q4_ORDER (`order` = its 16 bytes).
  */
 @inline function storeCodes(u8: bool, q4: bool, wide: bool, order: v128, q: usize, i: usize, a: v128, b: v128, c: v128, d: v128): void {
   const ab = i16x8.narrow_i32x4_s(a, b), cd = i16x8.narrow_i32x4_s(c, d);
@@ -57,13 +56,9 @@ const Q4_ORDER: usize = memory.data<u8>([0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 1
   dstStride: i32;
   /** f32 [T][nb] block scales (q8 only). */
   scales: usize;
-  /** Relaxed flavor: 1 stores the codes + 128 as u8 (for the u8 int8-dot mode), 0 as int8. */
-  u8: i32;
-  /**
-   * Relaxed flavor, q4 weights: 1 (u8 mode, T > 1) stores each 8 codes + 128 in
-   * Q4_ORDER (gemm.ts gemmQ4U8); 2 stores int16 codes as the baseline does (the
-   * int16 q4 kernels: gemv.ts xPair); 0 as u8 says.
-   */
+  /** The integer dot the codes are for (flavor.ts): DOT_I16 int16, DOT_I7 int8, DOT_U8 code + 128 as u8 (the last two relaxed only). */
+  dot: i32;
+  /** Relaxed flavor, q4 weights in the u8 mode (T > 1): 1 stores each 8 codes in Q4_ORDER (gemm.ts gemmQ4U8), else 0. */
   q4: i32;
 }
 
@@ -71,10 +66,10 @@ const Q4_ORDER: usize = memory.data<u8>([0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 1
 export function task_act_quantize_q8(item: i32, tid: i32, args: usize): void {
   const a = changetype<ActArgs>(args);
   // q4 order comes with the u8 mode only (gemm.ts gemmQ4U8).
-  if (RELAXED && a.q4 == 1) quantizeRow(true, true, false, item, args);
-  else if (RELAXED && a.q4 == 2) quantizeRow(false, false, true, item, args);
-  else if (RELAXED && a.u8 != 0) quantizeRow(true, false, false, item, args);
-  else quantizeRow(false, false, false, item, args);
+  if (RELAXED && a.dot == DOT_U8 && a.q4 == 1) quantizeRow(true, true, false, item, args);
+  else if (RELAXED && a.dot == DOT_U8) quantizeRow(true, false, false, item, args);
+  else if (RELAXED && a.dot == DOT_I7) quantizeRow(false, false, false, item, args);
+  else quantizeRow(false, false, true, item, args);
 }
 
 @inline function quantizeRow(u8: bool, q4: bool, wide: bool, item: i32, args: usize): void {

@@ -9,8 +9,8 @@
 // res[0..16) f32 as [token][row]; the caller adds bias and stores.
 
 import { HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
-import { Q8_X_STEP, bf16Even, bf16Odd, q4Hi, q4Lo, q4Plane, q4Scale, q8Bias, q8Dot, q8BiasBytes, q8RowsMask, q8Scale, q8Unbias, q8Weight, q8WeightA, q8WeightB, xPair } from "./gemv";
-import { RELAXED, dotI8U8, fmadd } from "../runtime/flavor";
+import { bf16Even, bf16Odd, q4Hi, q4Lo, q4Plane, q4Scale, q8Bias, q8Dot, q8BiasBytes, q8RowsMask, q8Scale, q8Unbias, q8Weight, q8WeightA, q8WeightB, q8XStep, xPair } from "./gemv";
+import { DOT_I16, DOT_I7, DOT_U8, RELAXED, dotI8U8, fmadd } from "../runtime/flavor";
 
 /**
  * f32 / bf16: the four tokens x_t = x0 + t·xStride in one pass, each weight
@@ -61,37 +61,56 @@ export function gemmBf16(w: usize, x0: usize, xStride: usize, nb: i32, res: usiz
 
 /**
  * q8 with activation scales s_t = s0 + t·sStride (f32 [nb]). Each 16-byte
- * weight load is prepared once (q8Weight, q8WeightA/B: the flavor's form, see
+ * weight load is prepared once (q8Weight, q8WeightA/B: the mode's form, see
  * gemv.ts) and dotted with four tokens' codes (q8Dot); per block the same
- * float steps as gemvQ8. u8: the relaxed flavor's u8 int8-dot mode (gemv.ts
- * q8Bias: the bias 128 · Σw, taken once per weight load for all tokens);
- * branched on once per call.
+ * float steps as gemvQ8. mode: the integer dot (flavor.ts DOT_*; in the u8
+ * mode gemv.ts q8Bias's bias 128 · Σw is taken once per weight load for all
+ * tokens); branched on once per call.
  */
-export function gemmQ8(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  if (RELAXED && u8) gemmQ8Tile(true, w, x0, xStride, s0, sStride, nb, res);
-  else gemmQ8Tile(false, w, x0, xStride, s0, sStride, nb, res);
+export function gemmQ8(mode: i32, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  if (RELAXED && mode == DOT_U8) gemmQ8U8(w, x0, xStride, s0, sStride, nb, res);
+  else if (RELAXED && mode == DOT_I7) gemmQ8I7(w, x0, xStride, s0, sStride, nb, res);
+  else gemmQ8I16(w, x0, xStride, s0, sStride, nb, res);
 }
 
-@inline function gemmQ8Tile(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+// One function per mode, not @inline: AssemblyScript inlines an @inline
+// function's body with its arguments in locals, so the three tiles would be
+// identical code in sibling branches, and binaryen folds them into one loop
+// that tests the mode at every dot (measured: the relaxed module's i16 q8
+// GEMM at 0.59× the baseline module's). In its own function the mode is a
+// constant that binaryen propagates before it inlines the function back.
+function gemmQ8U8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  gemmQ8Tile(DOT_U8, w, x0, xStride, s0, sStride, nb, res);
+}
+
+function gemmQ8I7(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  gemmQ8Tile(DOT_I7, w, x0, xStride, s0, sStride, nb, res);
+}
+
+function gemmQ8I16(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  gemmQ8Tile(DOT_I16, w, x0, xStride, s0, sStride, nb, res);
+}
+
+@inline function gemmQ8Tile(mode: i32, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
   const mask = q8RowsMask(), k80 = q8BiasBytes();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
     let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0), c = i32x4.splat(0);
-    for (let j: usize = 0, k = xo; j < 128; j += 16, k += Q8_X_STEP) {
-      const v = q8Weight(v128.load(w + j), mask);
-      const wa = q8WeightA(u8, v), wb = q8WeightB(u8, v);
-      c = q8Bias(u8, v, c, k80);
-      i0 = q8Dot(u8, wa, wb, x0 + k, i0);
-      i1 = q8Dot(u8, wa, wb, x1 + k, i1);
-      i2 = q8Dot(u8, wa, wb, x2 + k, i2);
-      i3 = q8Dot(u8, wa, wb, x3 + k, i3);
+    for (let j: usize = 0, k = xo; j < 128; j += 16, k += q8XStep(mode)) {
+      const v = q8Weight(mode, v128.load(w + j), mask);
+      const wa = q8WeightA(mode, v), wb = q8WeightB(mode, v);
+      c = q8Bias(mode, v, c, k80);
+      i0 = q8Dot(mode, wa, wb, x0 + k, i0);
+      i1 = q8Dot(mode, wa, wb, x1 + k, i1);
+      i2 = q8Dot(mode, wa, wb, x2 + k, i2);
+      i3 = q8Dot(mode, wa, wb, x3 + k, i3);
     }
-    a0 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i0, c)), q8Scale(w, s0 + so), a0);
-    a1 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i1, c)), q8Scale(w, s1 + so), a1);
-    a2 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i2, c)), q8Scale(w, s2 + so), a2);
-    a3 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i3, c)), q8Scale(w, s3 + so), a3);
+    a0 = fmadd(f32x4.convert_i32x4_s(q8Unbias(mode, i0, c)), q8Scale(mode, w, s0 + so), a0);
+    a1 = fmadd(f32x4.convert_i32x4_s(q8Unbias(mode, i1, c)), q8Scale(mode, w, s1 + so), a1);
+    a2 = fmadd(f32x4.convert_i32x4_s(q8Unbias(mode, i2, c)), q8Scale(mode, w, s2 + so), a2);
+    a3 = fmadd(f32x4.convert_i32x4_s(q8Unbias(mode, i3, c)), q8Scale(mode, w, s3 + so), a3);
     w += TILE_Q8;
   }
   v128.store(res, a0, 0);
@@ -107,12 +126,26 @@ export function gemmQ8(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize,
  * the f32 accumulators live in res ([token][row] f32x4, 128 bytes) between
  * blocks, so V8 does not spill the int sums.
  */
-export function gemmQ8x8(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  if (RELAXED && u8) gemmQ8x8Tile(true, w, x0, xStride, s0, sStride, nb, res);
-  else gemmQ8x8Tile(false, w, x0, xStride, s0, sStride, nb, res);
+export function gemmQ8x8(mode: i32, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  if (RELAXED && mode == DOT_U8) gemmQ8x8U8(w, x0, xStride, s0, sStride, nb, res);
+  else if (RELAXED && mode == DOT_I7) gemmQ8x8I7(w, x0, xStride, s0, sStride, nb, res);
+  else gemmQ8x8I16(w, x0, xStride, s0, sStride, nb, res);
 }
 
-@inline function gemmQ8x8Tile(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+// One function per mode, as for gemmQ8.
+function gemmQ8x8U8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  gemmQ8x8Tile(DOT_U8, w, x0, xStride, s0, sStride, nb, res);
+}
+
+function gemmQ8x8I7(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  gemmQ8x8Tile(DOT_I7, w, x0, xStride, s0, sStride, nb, res);
+}
+
+function gemmQ8x8I16(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  gemmQ8x8Tile(DOT_I16, w, x0, xStride, s0, sStride, nb, res);
+}
+
+@inline function gemmQ8x8Tile(mode: i32, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const x4 = x3 + xStride, x5 = x4 + xStride, x6 = x5 + xStride, x7 = x6 + xStride;
   for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
@@ -120,27 +153,27 @@ export function gemmQ8x8(u8: bool, w: usize, x0: usize, xStride: usize, s0: usiz
   for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
     let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
     let i4 = i32x4.splat(0), i5 = i32x4.splat(0), i6 = i32x4.splat(0), i7 = i32x4.splat(0), c = i32x4.splat(0);
-    for (let j: usize = 0, k = xo; j < 128; j += 16, k += Q8_X_STEP) {
-      const v = q8Weight(v128.load(w + j), mask);
-      const wa = q8WeightA(u8, v), wb = q8WeightB(u8, v);
-      c = q8Bias(u8, v, c, k80);
-      i0 = q8Dot(u8, wa, wb, x0 + k, i0);
-      i1 = q8Dot(u8, wa, wb, x1 + k, i1);
-      i2 = q8Dot(u8, wa, wb, x2 + k, i2);
-      i3 = q8Dot(u8, wa, wb, x3 + k, i3);
-      i4 = q8Dot(u8, wa, wb, x4 + k, i4);
-      i5 = q8Dot(u8, wa, wb, x5 + k, i5);
-      i6 = q8Dot(u8, wa, wb, x6 + k, i6);
-      i7 = q8Dot(u8, wa, wb, x7 + k, i7);
+    for (let j: usize = 0, k = xo; j < 128; j += 16, k += q8XStep(mode)) {
+      const v = q8Weight(mode, v128.load(w + j), mask);
+      const wa = q8WeightA(mode, v), wb = q8WeightB(mode, v);
+      c = q8Bias(mode, v, c, k80);
+      i0 = q8Dot(mode, wa, wb, x0 + k, i0);
+      i1 = q8Dot(mode, wa, wb, x1 + k, i1);
+      i2 = q8Dot(mode, wa, wb, x2 + k, i2);
+      i3 = q8Dot(mode, wa, wb, x3 + k, i3);
+      i4 = q8Dot(mode, wa, wb, x4 + k, i4);
+      i5 = q8Dot(mode, wa, wb, x5 + k, i5);
+      i6 = q8Dot(mode, wa, wb, x6 + k, i6);
+      i7 = q8Dot(mode, wa, wb, x7 + k, i7);
     }
-    q8Accumulate(res, 0, q8Unbias(u8, i0, c), q8Scale(w, s0 + so));
-    q8Accumulate(res, 16, q8Unbias(u8, i1, c), q8Scale(w, s0 + sStride + so));
-    q8Accumulate(res, 32, q8Unbias(u8, i2, c), q8Scale(w, s0 + 2 * sStride + so));
-    q8Accumulate(res, 48, q8Unbias(u8, i3, c), q8Scale(w, s0 + 3 * sStride + so));
-    q8Accumulate(res, 64, q8Unbias(u8, i4, c), q8Scale(w, s0 + 4 * sStride + so));
-    q8Accumulate(res, 80, q8Unbias(u8, i5, c), q8Scale(w, s0 + 5 * sStride + so));
-    q8Accumulate(res, 96, q8Unbias(u8, i6, c), q8Scale(w, s0 + 6 * sStride + so));
-    q8Accumulate(res, 112, q8Unbias(u8, i7, c), q8Scale(w, s0 + 7 * sStride + so));
+    q8Accumulate(res, 0, q8Unbias(mode, i0, c), q8Scale(mode, w, s0 + so));
+    q8Accumulate(res, 16, q8Unbias(mode, i1, c), q8Scale(mode, w, s0 + sStride + so));
+    q8Accumulate(res, 32, q8Unbias(mode, i2, c), q8Scale(mode, w, s0 + 2 * sStride + so));
+    q8Accumulate(res, 48, q8Unbias(mode, i3, c), q8Scale(mode, w, s0 + 3 * sStride + so));
+    q8Accumulate(res, 64, q8Unbias(mode, i4, c), q8Scale(mode, w, s0 + 4 * sStride + so));
+    q8Accumulate(res, 80, q8Unbias(mode, i5, c), q8Scale(mode, w, s0 + 5 * sStride + so));
+    q8Accumulate(res, 96, q8Unbias(mode, i6, c), q8Scale(mode, w, s0 + 6 * sStride + so));
+    q8Accumulate(res, 112, q8Unbias(mode, i7, c), q8Scale(mode, w, s0 + 7 * sStride + so));
     w += TILE_Q8;
   }
 }
@@ -164,9 +197,9 @@ export function gemmQ8Rows8U8(w: usize, x0: usize, xStride: usize, s0: usize, sS
     let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0), ca = i32x4.splat(0);
     let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0), cb = i32x4.splat(0);
     for (let j: usize = 0, k = xo; j < 128; j += 16, k += 4) {
-      const va = q8Weight(v128.load(w + j), mask), vb = q8Weight(v128.load(w + HALF_Q8 + j), mask);
-      ca = q8Bias(true, va, ca, k80);
-      cb = q8Bias(true, vb, cb, k80);
+      const va = q8Weight(DOT_U8, v128.load(w + j), mask), vb = q8Weight(DOT_U8, v128.load(w + HALF_Q8 + j), mask);
+      ca = q8Bias(DOT_U8, va, ca, k80);
+      cb = q8Bias(DOT_U8, vb, cb, k80);
       let x = v128.load32_splat(x0 + k);
       a0 = dotI8U8(va, x, a0);
       b0 = dotI8U8(vb, x, b0);
@@ -181,14 +214,14 @@ export function gemmQ8Rows8U8(w: usize, x0: usize, xStride: usize, s0: usize, sS
       b3 = dotI8U8(vb, x, b3);
     }
     const v = w + HALF_Q8;
-    q8Accumulate(res, 0, i32x4.sub(a0, ca), q8Scale(w, s0 + so));
-    q8Accumulate(res, 16, i32x4.sub(b0, cb), q8Scale(v, s0 + so));
-    q8Accumulate(res, 32, i32x4.sub(a1, ca), q8Scale(w, s0 + sStride + so));
-    q8Accumulate(res, 48, i32x4.sub(b1, cb), q8Scale(v, s0 + sStride + so));
-    q8Accumulate(res, 64, i32x4.sub(a2, ca), q8Scale(w, s0 + 2 * sStride + so));
-    q8Accumulate(res, 80, i32x4.sub(b2, cb), q8Scale(v, s0 + 2 * sStride + so));
-    q8Accumulate(res, 96, i32x4.sub(a3, ca), q8Scale(w, s0 + 3 * sStride + so));
-    q8Accumulate(res, 112, i32x4.sub(b3, cb), q8Scale(v, s0 + 3 * sStride + so));
+    q8Accumulate(res, 0, i32x4.sub(a0, ca), q8Scale(DOT_U8, w, s0 + so));
+    q8Accumulate(res, 16, i32x4.sub(b0, cb), q8Scale(DOT_U8, v, s0 + so));
+    q8Accumulate(res, 32, i32x4.sub(a1, ca), q8Scale(DOT_U8, w, s0 + sStride + so));
+    q8Accumulate(res, 48, i32x4.sub(b1, cb), q8Scale(DOT_U8, v, s0 + sStride + so));
+    q8Accumulate(res, 64, i32x4.sub(a2, ca), q8Scale(DOT_U8, w, s0 + 2 * sStride + so));
+    q8Accumulate(res, 80, i32x4.sub(b2, cb), q8Scale(DOT_U8, v, s0 + 2 * sStride + so));
+    q8Accumulate(res, 96, i32x4.sub(a3, ca), q8Scale(DOT_U8, w, s0 + 3 * sStride + so));
+    q8Accumulate(res, 112, i32x4.sub(b3, cb), q8Scale(DOT_U8, v, s0 + 3 * sStride + so));
     w += TILE_Q8;
   }
 }
@@ -203,8 +236,8 @@ export function gemmQ8Rows8U8(w: usize, x0: usize, xStride: usize, s0: usize, sS
  * planes (the chunk shifted right by 0 or 8 bits puts planes 0,1 or 2,3 in the
  * low byte), so one pass keeps 8 activation splats live, not 16.
  */
-export function gemmQ4(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  if (RELAXED && u8) {
+export function gemmQ4(mode: i32, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  if (RELAXED && mode == DOT_U8) {
     gemmQ4U8(w, x0, xStride, s0, sStride, nb, res);
     return;
   }
@@ -251,7 +284,7 @@ export function gemmQ4(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize,
  * prefill, so i7 keeps the int16 loop above.
  */
 @inline function gemmQ4U8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  const u8 = true;
+  const mode = DOT_U8;
   const k80 = q8BiasBytes();
   let x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
@@ -262,28 +295,28 @@ export function gemmQ4(u8: bool, w: usize, x0: usize, xStride: usize, s0: usize,
       const v = v128.load(w + m);
       const o = m >> 1;
       const lo = q4Lo(v);
-      const la = q8WeightA(u8, lo), lb = q8WeightB(u8, lo);
-      i0 = q8Dot(u8, la, lb, x0 + o, i0);
-      i1 = q8Dot(u8, la, lb, x1 + o, i1);
-      i2 = q8Dot(u8, la, lb, x2 + o, i2);
-      i3 = q8Dot(u8, la, lb, x3 + o, i3);
-      c = q8Bias(u8, lo, c, k80);
+      const la = q8WeightA(mode, lo), lb = q8WeightB(mode, lo);
+      i0 = q8Dot(mode, la, lb, x0 + o, i0);
+      i1 = q8Dot(mode, la, lb, x1 + o, i1);
+      i2 = q8Dot(mode, la, lb, x2 + o, i2);
+      i3 = q8Dot(mode, la, lb, x3 + o, i3);
+      c = q8Bias(mode, lo, c, k80);
       const hi = q4Hi(v);
-      const ha = q8WeightA(u8, hi), hb = q8WeightB(u8, hi);
-      i0 = q8Dot(u8, ha, hb, x0 + o + 4, i0);
-      i1 = q8Dot(u8, ha, hb, x1 + o + 4, i1);
-      i2 = q8Dot(u8, ha, hb, x2 + o + 4, i2);
-      i3 = q8Dot(u8, ha, hb, x3 + o + 4, i3);
-      c = q8Bias(u8, hi, c, k80);
+      const ha = q8WeightA(mode, hi), hb = q8WeightB(mode, hi);
+      i0 = q8Dot(mode, ha, hb, x0 + o + 4, i0);
+      i1 = q8Dot(mode, ha, hb, x1 + o + 4, i1);
+      i2 = q8Dot(mode, ha, hb, x2 + o + 4, i2);
+      i3 = q8Dot(mode, ha, hb, x3 + o + 4, i3);
+      c = q8Bias(mode, hi, c, k80);
     }
     x0 += 64;
     x1 += 64;
     x2 += 64;
     x3 += 64;
-    a0 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i0, c)), q4Scale(w, s0 + so), a0);
-    a1 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i1, c)), q4Scale(w, s1 + so), a1);
-    a2 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i2, c)), q4Scale(w, s2 + so), a2);
-    a3 = fmadd(f32x4.convert_i32x4_s(q8Unbias(u8, i3, c)), q4Scale(w, s3 + so), a3);
+    a0 = fmadd(f32x4.convert_i32x4_s(q8Unbias(mode, i0, c)), q4Scale(w, s0 + so), a0);
+    a1 = fmadd(f32x4.convert_i32x4_s(q8Unbias(mode, i1, c)), q4Scale(w, s1 + so), a1);
+    a2 = fmadd(f32x4.convert_i32x4_s(q8Unbias(mode, i2, c)), q4Scale(w, s2 + so), a2);
+    a3 = fmadd(f32x4.convert_i32x4_s(q8Unbias(mode, i3, c)), q4Scale(w, s3 + so), a3);
     w += TILE_Q4;
   }
   v128.store(res, a0, 0);

@@ -15,8 +15,8 @@
 //               the weight codes with the int16 activation codes (a splat of one
 //               column pair), then acc += f32(sum) · (w_scale · x_scale). The
 //               relaxed flavor's q8 takes the same exact sums with the relaxed
-//               int8 dot, in one of two modes (q8Bias below), so its outputs do
-//               not depend on the mode either.
+//               int8 dot in the i7 and u8 modes (flavor.ts DOT_*, q8Bias below),
+//               so its outputs do not depend on the mode either.
 //
 // Speed notes (V8 on x64, measured): two halves at once give twice the
 // independent f32 add chains (one chain per accumulator is latency-bound) and
@@ -28,7 +28,7 @@
 // 1/256 is folded into the activation scale (exact: a power of two).
 
 import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
-import { RELAXED, dotI8U7, dotI8U8, fmadd } from "../runtime/flavor";
+import { DOT_I16, DOT_U8, dotI8U7, dotI8U8, fmadd, int8Codes } from "../runtime/flavor";
 
 // ---- f32 ----------------------------------------------------------------------
 // A row group's tiles are one stream of 32-byte column records (half 0's four
@@ -119,14 +119,16 @@ import { RELAXED, dotI8U7, dotI8U8, fmadd } from "../runtime/flavor";
 
 /**
  * A half tile's combined block scale: w_scale · (x_scale / 256), the 256 undoing
- * q8Lo/q8Hi (baseline); w_scale · x_scale (relaxed: the codes are not scaled).
+ * q8Lo/q8Hi (int16 codes); w_scale · x_scale (int8 codes: not scaled). Both
+ * give the same products: 256·s and x_scale / 256 are exact, so
+ * f32(256·s) · round(w_scale · x_scale / 256) = f32(s) · round(w_scale · x_scale).
  */
-@inline export function q8Scale(w: usize, xs: usize): v128 {
-  if (RELAXED) return f32x4.mul(v128.load(w, 128), v128.load32_splat(xs));
+@inline export function q8Scale(mode: i32, w: usize, xs: usize): v128 {
+  if (int8Codes(mode)) return f32x4.mul(v128.load(w, 128), v128.load32_splat(xs));
   return f32x4.mul(v128.load(w, 128), f32x4.mul(v128.load32_splat(xs), f32x4.splat(1.0 / 256)));
 }
 
-// Relaxed flavor: relaxed_dot_i8x16_i7x16 on int8 activation codes. Its second
+// Relaxed flavor, i7 mode: relaxed_dot_i8x16_i7x16 on int8 activation codes. Its second
 // operand must have its top bits clear to be exact on every CPU (flavor.ts
 // dotI8U7), so it gets |w| ∈ [0, 127] (q8 codes are in [−127, 127]) and the
 // weight's sign moves onto the activation code: x·w = (x·sign w)·|w|, exactly.
@@ -174,7 +176,7 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
   return q8Dot4(i8x16.abs(wr), i8x16.lt_s(wr, i8x16.splat(0)), x, acc);
 }
 
-// Relaxed flavor, "u8" int8-dot mode (LinearArgs.u8; src/runtime/module.ts
+// Relaxed flavor, "u8" int8-dot mode (LinearArgs.dot = DOT_U8; src/runtime/module.ts
 // probeInt8Dot): where V8 lowers the relaxed dot to AVX-VNNI vpdpbusd, its
 // second operand is read as exact unsigned 8 bits (flavor.ts dotI8U8). The
 // activation codes are then stored as x + 128 ∈ [1, 255] (activation.ts), the
@@ -187,51 +189,54 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
 // bit-identical outputs.
 
 /** u8 mode: corr + 128 · (row sums of the q8Rows-ordered weight load v; k80 = q8BiasBytes()); other modes: corr. */
-@inline export function q8Bias(u8: bool, v: v128, corr: v128, k80: v128): v128 {
-  if (u8) return dotI8U8(v, k80, corr);
+@inline export function q8Bias(mode: i32, v: v128, corr: v128, k80: v128): v128 {
+  if (mode == DOT_U8) return dotI8U8(v, k80, corr);
   return corr;
 }
 
 /** A block's int32 row sums without the u8 mode's bias: sum − corr (u8), else sum. */
-@inline export function q8Unbias(u8: bool, sum: v128, corr: v128): v128 {
-  if (u8) return i32x4.sub(sum, corr);
+@inline export function q8Unbias(mode: i32, sum: v128, corr: v128): v128 {
+  if (mode == DOT_U8) return i32x4.sub(sum, corr);
   return sum;
 }
 
-// Both flavors' GEMM (gemm.ts gemmQ8) share one loop over 16-byte weight loads
+// Every mode's GEMM (gemm.ts gemmQ8) shares one loop over 16-byte weight loads
 // (4 rows × 4 columns): q8Weight reorders the load once, q8WeightA/B derive the
 // two vectors every token reuses, and q8Dot adds one token's four columns.
-//   baseline:    A, B = column pairs as int16 · 256 (q8Lo, q8Hi); x = 4 int16 codes
+//   i16 (baseline; relaxed on x64 without AVX-VNNI):
+//                A, B = column pairs as int16 · 256 (q8Lo, q8Hi); x = 4 int16 codes
 //   relaxed i7:  A, B = |w|, w < 0 in q8Rows order;                x = 4 int8 codes
 //   relaxed u8:  A = w in q8Rows order (B unused);                 x = 4 codes + 128
 
-/** Bytes of one token's activation codes under one 16-byte q8 weight load (4 columns): int16 (baseline) or int8 (relaxed). */
-export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
+/** Bytes of one token's activation codes under one 16-byte q8 weight load (4 columns): int16 or int8 (int8Codes). */
+@inline export function q8XStep(mode: i32): usize {
+  return int8Codes(mode) ? 4 : 8;
+}
 
-/** A q8 16-byte weight load as the flavor's dot wants it: q8Rows order (relaxed) or as stored (baseline). */
-@inline export function q8Weight(v: v128, mask: v128): v128 {
-  if (RELAXED) return q8Rows(v, mask);
+/** A q8 16-byte weight load as the mode's dot wants it: q8Rows order (int8 codes) or as stored (int16). */
+@inline export function q8Weight(mode: i32, v: v128, mask: v128): v128 {
+  if (int8Codes(mode)) return q8Rows(v, mask);
   return v;
 }
 
-/** First prepared vector of a q8Weight: w (u8 mode), |w| (relaxed i7) or the first column pair · 256 (baseline). */
-@inline export function q8WeightA(u8: bool, v: v128): v128 {
-  if (u8) return v;
-  if (RELAXED) return i8x16.abs(v);
+/** First prepared vector of a q8Weight: w (u8 mode), |w| (relaxed i7) or the first column pair · 256 (i16). */
+@inline export function q8WeightA(mode: i32, v: v128): v128 {
+  if (mode == DOT_U8) return v;
+  if (int8Codes(mode)) return i8x16.abs(v);
   return q8Lo(v);
 }
 
-/** Second prepared vector: unused (u8 mode), the mask of w < 0 (relaxed i7) or the second column pair · 256 (baseline). */
-@inline export function q8WeightB(u8: bool, v: v128): v128 {
-  if (u8) return v;
-  if (RELAXED) return i8x16.lt_s(v, i8x16.splat(0));
+/** Second prepared vector: unused (u8 mode), the mask of w < 0 (relaxed i7) or the second column pair · 256 (i16). */
+@inline export function q8WeightB(mode: i32, v: v128): v128 {
+  if (mode == DOT_U8) return v;
+  if (int8Codes(mode)) return i8x16.lt_s(v, i8x16.splat(0));
   return q8Hi(v);
 }
 
 /** acc + the row sums (lanes = rows) of one prepared q8 weight load (q8WeightA/B) · one token's four activation codes at x. */
-@inline export function q8Dot(u8: bool, a: v128, b: v128, x: usize, acc: v128): v128 {
-  if (u8) return dotI8U8(a, v128.load32_splat(x), acc);
-  if (RELAXED) return q8Dot4(a, b, x, acc);
+@inline export function q8Dot(mode: i32, a: v128, b: v128, x: usize, acc: v128): v128 {
+  if (mode == DOT_U8) return dotI8U8(a, v128.load32_splat(x), acc);
+  if (int8Codes(mode)) return q8Dot4(a, b, x, acc);
   return i32x4.add(i32x4.add(acc, i32x4.dot_i16x8_s(a, v128.load32_splat(x, 0))), i32x4.dot_i16x8_s(b, v128.load32_splat(x, 4)));
 }
 
@@ -242,16 +247,16 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
     const a = q8Rows(v128.load(w + j), mask), b = q8Rows(v128.load(w + j + 16), mask);
     r0 = dotI8U8(a, v128.load32_splat(xq + (j >> 2)), r0);
     r1 = dotI8U8(b, v128.load32_splat(xq + (j >> 2) + 4), r1);
-    c0 = q8Bias(true, a, c0, k80);
-    c1 = q8Bias(true, b, c1, k80);
+    c0 = q8Bias(DOT_U8, a, c0, k80);
+    c1 = q8Bias(DOT_U8, b, c1, k80);
   }
   return i32x4.sub(i32x4.add(r0, r1), i32x4.add(c0, c1));
 }
 
-/** One q8 half tile · one block of activation codes → exact int32 sums (· 256 on baseline), lanes = rows. */
-@inline export function q8TileSum(u8: bool, w: usize, xq: usize, mask: v128, k80: v128): v128 {
-  if (u8) return q8TileSumU8(w, xq, mask, k80);
-  if (RELAXED) {
+/** One q8 half tile · one block of activation codes → exact int32 sums (· 256 with int16 codes), lanes = rows. */
+@inline export function q8TileSum(mode: i32, w: usize, xq: usize, mask: v128, k80: v128): v128 {
+  if (mode == DOT_U8) return q8TileSumU8(w, xq, mask, k80);
+  if (int8Codes(mode)) {
     let r0 = i32x4.splat(0), r1 = i32x4.splat(0);
     for (let j: usize = 0; j < 128; j += 32) {
       r0 = q8Dot4At(w + j, xq + (j >> 2), r0, mask);
@@ -272,25 +277,25 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
 }
 
 /** One half's blocks (stride TILE_Q8) · activation codes xq [nb · 32] i16 with scales xs [nb] f32. */
-@inline export function gemvQ8(u8: bool, w: usize, xq: usize, xs: usize, nb: i32): v128 {
+@inline export function gemvQ8(mode: i32, w: usize, xq: usize, xs: usize, nb: i32): v128 {
   let acc = f32x4.splat(0);
   const mask = q8RowsMask(), k80 = q8BiasBytes();
   for (let b = 0; b < nb; b++, w += TILE_Q8, xq += 64, xs += 4) {
-    const sum = q8TileSum(u8, w, xq, mask, k80);
-    acc = fmadd(f32x4.convert_i32x4_s(sum), q8Scale(w, xs), acc);
+    const sum = q8TileSum(mode, w, xq, mask, k80);
+    acc = fmadd(f32x4.convert_i32x4_s(sum), q8Scale(mode, w, xs), acc);
   }
   return acc;
 }
 
 /** Both halves of a row group's tile stream w · the activation → res[0..8) f32. */
-@inline export function gemvQ8x2(u8: bool, w: usize, xq: usize, xs: usize, nb: i32, res: usize): void {
+@inline export function gemvQ8x2(mode: i32, w: usize, xq: usize, xs: usize, nb: i32, res: usize): void {
   let acc = f32x4.splat(0), acd = f32x4.splat(0);
   const mask = q8RowsMask(), k80 = q8BiasBytes();
   for (let b = 0; b < nb; b++, w += TILE_Q8, xq += 64, xs += 4) {
     const v = w + HALF_Q8;
-    if (RELAXED) {
-      acc = fmadd(f32x4.convert_i32x4_s(q8TileSum(u8, w, xq, mask, k80)), q8Scale(w, xs), acc);
-      acd = fmadd(f32x4.convert_i32x4_s(q8TileSum(u8, v, xq, mask, k80)), q8Scale(v, xs), acd);
+    if (int8Codes(mode)) {
+      acc = fmadd(f32x4.convert_i32x4_s(q8TileSum(mode, w, xq, mask, k80)), q8Scale(mode, w, xs), acc);
+      acd = fmadd(f32x4.convert_i32x4_s(q8TileSum(mode, v, xq, mask, k80)), q8Scale(mode, v, xs), acd);
       continue;
     }
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0), t0 = i32x4.splat(0), t1 = i32x4.splat(0);
@@ -311,8 +316,8 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
       s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(a), x1));
       t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q8Hi(c), x1));
     }
-    acc = fmadd(f32x4.convert_i32x4_s(i32x4.add(s0, s1)), q8Scale(w, xs), acc);
-    acd = fmadd(f32x4.convert_i32x4_s(i32x4.add(t0, t1)), q8Scale(v, xs), acd);
+    acc = fmadd(f32x4.convert_i32x4_s(i32x4.add(s0, s1)), q8Scale(DOT_I16, w, xs), acc);
+    acd = fmadd(f32x4.convert_i32x4_s(i32x4.add(t0, t1)), q8Scale(DOT_I16, v, xs), acd);
   }
   v128.store(res, acc);
   v128.store(res, acd, 16);
@@ -362,7 +367,7 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
 // plane's four at xq + 8m', the high plane's at xq + 8m' + 4. The int32 sums
 // are exact, so outputs equal the int16 path's. Only GEMM calls (T > 1) in the
 // u8 mode take it (ops/linear.ts): for one token, or in the i7 mode, the int16
-// path measured faster.
+// path measured faster, so every other q4 call takes int16 codes (DOT_I16).
 
 /** The low nibbles of a q4 chunk as signed bytes (a 16-bit shift puts each at its byte's top, an 8-bit arithmetic shift brings it back). */
 @inline export function q4Lo(v: v128): v128 {
@@ -376,24 +381,24 @@ export const Q8_X_STEP: usize = RELAXED ? 4 : 8;
 
 /** Relaxed, u8 mode, T > 1 (GEMM leftovers): one q4 half tile · one block of activation codes + 128 (Q4_ORDER) → exact int32 sums, lanes = rows. */
 @inline export function q4TileSumU8(w: usize, xq: usize, k80: v128): v128 {
-  const u8 = true;
+  const mode = DOT_U8;
   let r0 = i32x4.splat(0), r1 = i32x4.splat(0), c0 = i32x4.splat(0), c1 = i32x4.splat(0);
   for (let m: usize = 0; m < 64; m += 16) {
     const v = v128.load(w + m);
     const lo = q4Lo(v), hi = q4Hi(v);
-    r0 = q8Dot(u8, q8WeightA(u8, lo), q8WeightB(u8, lo), xq + (m >> 1), r0);
-    r1 = q8Dot(u8, q8WeightA(u8, hi), q8WeightB(u8, hi), xq + (m >> 1) + 4, r1);
-    c0 = q8Bias(u8, lo, c0, k80);
-    c1 = q8Bias(u8, hi, c1, k80);
+    r0 = q8Dot(mode, q8WeightA(mode, lo), q8WeightB(mode, lo), xq + (m >> 1), r0);
+    r1 = q8Dot(mode, q8WeightA(mode, hi), q8WeightB(mode, hi), xq + (m >> 1) + 4, r1);
+    c0 = q8Bias(mode, lo, c0, k80);
+    c1 = q8Bias(mode, hi, c1, k80);
   }
-  return q8Unbias(u8, i32x4.add(r0, r1), i32x4.add(c0, c1));
+  return q8Unbias(mode, i32x4.add(r0, r1), i32x4.add(c0, c1));
 }
 
-@inline export function gemvQ4(u8: bool, w: usize, xq: usize, xs: usize, nb: i32): v128 {
+@inline export function gemvQ4(mode: i32, w: usize, xq: usize, xs: usize, nb: i32): v128 {
   const k80 = q8BiasBytes();
   let acc = f32x4.splat(0);
   for (let b = 0; b < nb; b++, w += TILE_Q4, xq += 64, xs += 4) {
-    const sum = RELAXED && u8 ? q4TileSumU8(w, xq, k80) : q4TileSum(w, xq);
+    const sum = int8Codes(mode) && mode == DOT_U8 ? q4TileSumU8(w, xq, k80) : q4TileSum(w, xq);
     acc = fmadd(f32x4.convert_i32x4_s(sum), q4Scale(w, xs), acc);
   }
   return acc;

@@ -13,7 +13,7 @@
 import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q8, GROUP, HALF, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
 import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8Rows8U8, gemmQ8x8 } from "./gemm";
-import { RELAXED } from "../runtime/flavor";
+import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
 
 @unmanaged class LinearArgs {
   /** Packed weight: [groups][nb] tiles of 8 rows × 32 columns. */
@@ -36,8 +36,8 @@ import { RELAXED } from "../runtime/flavor";
   /** Per-thread scratch (≥ 128 bytes each). */
   scratch: usize;
   scratchStride: i32;
-  /** q8 / q4, relaxed flavor: 1 in the u8 int8-dot mode (activation codes + 128, gemv.ts q8Bias), else 0. */
-  u8: i32;
+  /** q8 / q4: the integer dot the activation codes were prepared for (flavor.ts DOT_I16, DOT_I7, DOT_U8). */
+  dot: i32;
 }
 
 /** Stores the four lanes of res (rows row0 …) into out, adding bias, never past `rows`. */
@@ -59,7 +59,7 @@ import { RELAXED } from "../runtime/flavor";
 /** Tokens per sweep of the row groups for q8 (see linear): 64 tokens' codes of a 4864-column row are 311 KB (relaxed) to 622 KB. */
 const Q8_TOKEN_BLOCK: i32 = 64;
 
-@inline function linear(format: i32, u8: bool, item: i32, tid: i32, args: usize): void {
+@inline function linear(format: i32, mode: i32, item: i32, tid: i32, args: usize): void {
   const a = changetype<LinearArgs>(args);
   const g0 = item * a.groupsPerItem;
   const g1 = min(a.groups, g0 + a.groupsPerItem);
@@ -74,7 +74,7 @@ const Q8_TOKEN_BLOCK: i32 = 64;
       const w = a.w + <usize>g * groupBytes;
       if (format == FMT_F32) gemvF32x2(w, a.x, a.nb, res);
       else if (format == FMT_BF16) gemvBf16x2(w, a.x, a.nb, res);
-      else if (format == FMT_Q8) gemvQ8x2(u8, w, a.x, a.xs, a.nb, res);
+      else if (format == FMT_Q8) gemvQ8x2(mode, w, a.x, a.xs, a.nb, res);
       else gemvQ4x2(w, a.x, a.xs, a.nb, res);
       storeRows(a.out, g * GROUP, a.rows, v128.load(res), a.bias);
       storeRows(a.out, g * GROUP + HALF, a.rows, v128.load(res, 16), a.bias);
@@ -90,7 +90,7 @@ const Q8_TOKEN_BLOCK: i32 = 64;
     for (let g = g0; g < g1; g++) {
       // Relaxed q8, u8 mode: both halves × 4 tokens at once (gemm.ts gemmQ8Rows8U8), then per half the leftovers.
       let t8 = t0;
-      if (RELAXED && format == FMT_Q8 && u8) {
+      if (RELAXED && format == FMT_Q8 && mode == DOT_U8) {
         const w = a.w + <usize>g * groupBytes;
         for (; t8 + 4 <= tEnd; t8 += 4) {
           gemmQ8Rows8U8(w, a.x + <usize>t8 * xStride, xStride, a.xs + <usize>t8 * sStride, sStride, a.nb, res);
@@ -108,7 +108,7 @@ const Q8_TOKEN_BLOCK: i32 = 64;
         let t = t8;
         if (format == FMT_Q8) {
           for (; t + 8 <= tEnd; t += 8) {
-            gemmQ8x8(u8, w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
+            gemmQ8x8(mode, w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
             const out = a.out + <usize>t * outStride;
             for (let k = 0; k < 8; k++) storeRows(out + <usize>k * outStride, row0, a.rows, v128.load(res + (<usize>k << 4)), a.bias);
           }
@@ -118,8 +118,8 @@ const Q8_TOKEN_BLOCK: i32 = 64;
           const xs = a.xs + <usize>t * sStride;
           if (format == FMT_F32) gemmF32(w, x, xStride, a.nb, res);
           else if (format == FMT_BF16) gemmBf16(w, x, xStride, a.nb, res);
-          else if (format == FMT_Q8) gemmQ8(u8, w, x, xStride, xs, sStride, a.nb, res);
-          else gemmQ4(u8, w, x, xStride, xs, sStride, a.nb, res);
+          else if (format == FMT_Q8) gemmQ8(mode, w, x, xStride, xs, sStride, a.nb, res);
+          else gemmQ4(mode, w, x, xStride, xs, sStride, a.nb, res);
           const out = a.out + <usize>t * outStride;
           storeRows(out, row0, a.rows, v128.load(res), a.bias);
           storeRows(out + outStride, row0, a.rows, v128.load(res, 16), a.bias);
@@ -131,8 +131,8 @@ const Q8_TOKEN_BLOCK: i32 = 64;
           const xs = a.xs + <usize>t * sStride;
           const r = format == FMT_F32 ? gemvF32(w, x, a.nb)
             : format == FMT_BF16 ? gemvBf16(w, x, a.nb)
-            : format == FMT_Q8 ? gemvQ8(u8, w, x, xs, a.nb)
-            : gemvQ4(u8, w, x, xs, a.nb);
+            : format == FMT_Q8 ? gemvQ8(mode, w, x, xs, a.nb)
+            : gemvQ4(mode, w, x, xs, a.nb);
           storeRows(a.out + <usize>t * outStride, row0, a.rows, r, a.bias);
         }
       }
@@ -141,19 +141,23 @@ const Q8_TOKEN_BLOCK: i32 = 64;
 }
 
 export function task_linear_f32(item: i32, tid: i32, args: usize): void {
-  linear(FMT_F32, false, item, tid, args);
+  linear(FMT_F32, DOT_I16, item, tid, args);
 }
 
 export function task_linear_bf16(item: i32, tid: i32, args: usize): void {
-  linear(FMT_BF16, false, item, tid, args);
+  linear(FMT_BF16, DOT_I16, item, tid, args);
 }
 
+/** q8: one instance of linear() per integer dot the flavor has (the baseline only DOT_I16). */
 export function task_linear_q8(item: i32, tid: i32, args: usize): void {
-  if (RELAXED && changetype<LinearArgs>(args).u8 != 0) linear(FMT_Q8, true, item, tid, args);
-  else linear(FMT_Q8, false, item, tid, args);
+  const dot = changetype<LinearArgs>(args).dot;
+  if (RELAXED && dot == DOT_U8) linear(FMT_Q8, DOT_U8, item, tid, args);
+  else if (RELAXED && dot == DOT_I7) linear(FMT_Q8, DOT_I7, item, tid, args);
+  else linear(FMT_Q8, DOT_I16, item, tid, args);
 }
 
+/** q4: the relaxed dot only in the u8 mode with T > 1 (ops/linear.ts); every other call takes int16 codes. */
 export function task_linear_q4(item: i32, tid: i32, args: usize): void {
-  if (RELAXED && changetype<LinearArgs>(args).u8 != 0) linear(FMT_Q4, true, item, tid, args);
-  else linear(FMT_Q4, false, item, tid, args);
+  if (RELAXED && changetype<LinearArgs>(args).dot == DOT_U8) linear(FMT_Q4, DOT_U8, item, tid, args);
+  else linear(FMT_Q4, DOT_I16, item, tid, args);
 }

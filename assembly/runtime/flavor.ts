@@ -12,6 +12,22 @@
 /** True in build/kernels-relaxed.wasm. */
 export const RELAXED: bool = ASC_FEATURE_RELAXED_SIMD;
 
+// The q8 / q4 kernels' integer dot products, one per runtime (LinearArgs.dot,
+// ActArgs.dot; src/runtime/module.ts Int8DotMode). Each gives the same exact
+// int32 sums, so a flavor's outputs do not depend on the mode.
+
+/** int16 activation codes and i32x4.dot_i16x8_s: the baseline flavor's, and the relaxed flavor's on x64 without AVX-VNNI ("i16"). */
+export const DOT_I16: i32 = 0;
+/** Relaxed: int8 activation codes and the relaxed int8 dot on |w|, the weight's sign moved onto the codes ("i7", dotI8U7). */
+export const DOT_I7: i32 = 1;
+/** Relaxed: activation codes + 128 and the relaxed int8 dot read unsigned, where it lowers to AVX-VNNI vpdpbusd ("u8", dotI8U8). */
+export const DOT_U8: i32 = 2;
+
+/** Whether a q8 / q4 kernel in this mode takes int8 activation codes (the relaxed dot), not int16. */
+@inline export function int8Codes(mode: i32): bool {
+  return RELAXED && mode != DOT_I16;
+}
+
 /** acc + a·b on f32x4: one fused multiply-add (relaxed_madd, single rounding where the CPU has FMA), else mul then add. */
 @inline export function fmadd(a: v128, b: v128, acc: v128): v128 {
   if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(a, b, acc);

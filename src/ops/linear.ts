@@ -12,6 +12,7 @@
  * weights and stacks of several formats go to kquant-linear.ts.
  */
 import { ArgumentError, show } from "../errors.js";
+import type { Int8DotMode } from "../runtime/module.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { asMatrix, checkDistinctRows, checkNoOverlap, checkTensor, checkTensorDType } from "./check.js";
@@ -44,6 +45,9 @@ export interface LinearOptions {
  * arithmetic, so outputs stay bit-identical.
  */
 const INLINE_WORK = 256 << 10;
+
+/** The kernels' code for each integer dot (assembly/runtime/flavor.ts DOT_I16, DOT_I7, DOT_U8). */
+const DOT_CODES: Readonly<Record<Int8DotMode, number>> = { i16: 0, i7: 1, u8: 2 };
 
 export function linear(rt: Runtime, options: LinearOptions): void {
   const weight = checkWeight("weight", options.weight, rt);
@@ -87,12 +91,13 @@ export function linear(rt: Runtime, options: LinearOptions): void {
   }
 
   // Prepare the activation: quantized codes (q8, q4) or zero-padded rows (f32, bf16).
-  // q8 on the relaxed kernels' u8 int8-dot mode: codes + 128 (runtime/module.ts Int8DotMode).
-  // q4 in the u8 mode with T > 1 (the relaxed dot's GEMM, assembly/linalg/gemm.ts gemmQ4U8):
-  // codes + 128, each 8 in the q4 chunks' column order (activation.ts Q4_ORDER, q4 = 1);
-  // otherwise the relaxed flavor's q4 kernels take int16 codes, as the baseline's (q4 = 2).
-  const q4 = weight.format !== "q4" || rt.kernels !== "relaxed" ? 0 : rt.int8Dot === "u8" && T > 1 ? 1 : 2;
-  const u8 = (weight.format === "q8" && rt.int8Dot === "u8") || q4 === 1 ? 1 : 0;
+  // The codes' form follows the integer dot (runtime/module.ts Int8DotMode;
+  // assembly/runtime/flavor.ts DOT_I16 = 0, DOT_I7 = 1, DOT_U8 = 2): q8 takes
+  // the runtime's mode; q4 the relaxed dot only in the u8 mode with T > 1 (its
+  // GEMM, assembly/linalg/gemm.ts gemmQ4U8: codes + 128, each 8 in the q4
+  // chunks' column order, activation.ts Q4_ORDER), else int16 codes.
+  const dot = weight.format === "q8" ? DOT_CODES[rt.int8Dot] : weight.format === "q4" && rt.int8Dot === "u8" && T > 1 ? DOT_CODES.u8 : DOT_CODES.i16;
+  const q4 = weight.format === "q4" && dot === DOT_CODES.u8 ? 1 : 0;
   const nb = weight.blocks;
   const padded = nb * WEIGHT_BLOCK;
   let xPtr = x.ptr;
@@ -102,7 +107,7 @@ export function linear(rt: Runtime, options: LinearOptions): void {
     const codeBytes = T * padded * 2;
     const ws = opsWorkspace(rt, codeBytes + T * nb * 4 + 64);
     xs = ws + Math.ceil(codeBytes / 64) * 64;
-    const args = rt.args().ptr(x.ptr).i32(xm.rowStride * 4).i32(xm.cols).i32(nb).ptr(ws).i32(padded * 2).ptr(xs).i32(u8).i32(q4).end();
+    const args = rt.args().ptr(x.ptr).i32(xm.rowStride * 4).i32(xm.cols).i32(nb).ptr(ws).i32(padded * 2).ptr(xs).i32(dot).i32(q4).end();
     rt.parallelFor("task_act_quantize_q8", T, args);
     xPtr = ws;
     xStride = padded * 2;
@@ -132,7 +137,7 @@ export function linear(rt: Runtime, options: LinearOptions): void {
     .i32(gpi)
     .ptr(scratch.ptr)
     .i32(scratch.stride)
-    .i32(u8)
+    .i32(dot)
     .end();
   rt.parallelFor(`task_linear_${weight.format}`, Math.ceil(weight.groups / gpi), args);
 }

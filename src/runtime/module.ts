@@ -86,17 +86,24 @@ export function resolveKernelFlavor(requested?: string): KernelFlavor {
 }
 
 /**
- * How the relaxed kernels take their int8 dot products (assembly/linalg/gemv.ts):
- *   "u8"  the relaxed dot reads its 7-bit operand as exact unsigned 8 bits and
- *         sums in int32 without saturating (V8 ≥ 13 lowers it to AVX-VNNI
- *         vpdpbusd): the q8 kernels store activation codes + 128 and subtract
+ * How the q8 / q4 kernels take their integer dot products
+ * (assembly/runtime/flavor.ts DOT_*, assembly/linalg/gemv.ts):
+ *   "u8"  relaxed flavor, where the relaxed dot reads its 7-bit operand as
+ *         exact unsigned 8 bits and sums in int32 without saturating (V8 ≥ 13
+ *         lowers it to AVX-VNNI vpdpbusd): activation codes + 128, minus
  *         128 · Σw, one dot per 16 weight bytes per token.
- *   "i7"  anything else (V8 12's pmaddubsw saturates int16 pair sums, ARM's
- *         sdot reads the operand signed), and the baseline flavor, which takes
- *         no relaxed dot: the operand is kept in [0, 127].
- * Both modes give the same exact int32 sums, so outputs are bit-identical.
+ *   "i7"  relaxed flavor, any CPU: the relaxed dot with its operand kept in
+ *         [0, 127] (|w|, the weight's sign moved onto the int8 codes). The
+ *         default where the probe does not find "u8", but on x64: there the
+ *         dot is pmaddubsw + pmaddwd behind the sign fix-up, and q8 prefill
+ *         and decode ran at 0.81× and 0.87× of "i16" (Node 24, AMD EPYC with
+ *         AVX-512 VNNI but not AVX-VNNI, which V8 does not use).
+ *   "i16" no relaxed dot: int16 activation codes and i32x4.dot_i16x8_s, the
+ *         baseline flavor's only mode, and the relaxed flavor's on x64
+ *         without "u8", where its float kernels still take relaxed_madd.
+ * Every mode gives the same exact int32 sums, so outputs are bit-identical.
  */
-export const INT8_DOT_MODES = ["u8", "i7"] as const;
+export const INT8_DOT_MODES = ["u8", "i7", "i16"] as const;
 export type Int8DotMode = (typeof INT8_DOT_MODES)[number];
 
 /**
@@ -115,28 +122,49 @@ const INT8_DOT_PROBES: readonly (readonly [number, number, number])[] = [
  * Classifies this engine's relaxed int8 dot by running it (the kernel
  * int8_dot_probe, operands passed at run time) on one instance of the
  * flavor's module: "u8" only for the relaxed flavor where every probe is
- * exact with its second operand unsigned. One answer per process and CPU
+ * exact with its second operand unsigned, else "i7" ("i16" for the baseline
+ * flavor, which has no relaxed dot). One answer per process and CPU
  * (every instance shares the compiled module and the CPU's features); the
  * runtime passes it to the kernels in their arguments, so every thread of a
  * runtime takes the same path.
  */
-export function probeInt8Dot(flavor: KernelFlavor, exports: KernelExports): Int8DotMode {
-  if (flavor !== "relaxed") return "i7";
+export function probeInt8Dot(flavor: KernelFlavor, exports: KernelExports): "u8" | "i7" | "i16" {
+  if (flavor !== "relaxed") return "i16";
   const probe = exports["int8_dot_probe"]!;
   return INT8_DOT_PROBES.every(([a, b, acc]) => probe(a, b, acc) === 4 * a * b + acc) ? "u8" : "i7";
 }
 
 /**
- * Whether the relaxed flavor is the better default on a CPU architecture
- * (process.arch) whose relaxed int8 dot probes as `int8Dot`: everywhere but
- * on x64 without the "u8" (AVX-VNNI) lowering. There the dot is pmaddubsw +
- * pmaddwd behind a sign fix-up, and with the synthetic Qwen2.5-0.5B on Node
- * 22 relaxed decoded at 0.83× (q8) and 0.96× (q4) of baseline in one process,
- * its FMA gains (f32 layer 1.04×) not making up for it. ARM's sdot is one
- * instruction, so relaxed stays the default there.
+ * The mode a runtime of `flavor` takes without the int8Dot option, given what
+ * probeInt8Dot found on CPU architecture `arch` (process.arch): the baseline's
+ * "i16"; on relaxed, "u8" where probed, else "i16" on x64 and "i7" elsewhere
+ * (INT8_DOT_MODES says why).
  */
-export function relaxedPreferred(arch: string, int8Dot: Int8DotMode): boolean {
-  return arch !== "x64" || int8Dot === "u8";
+export function defaultInt8Dot(flavor: KernelFlavor, arch: string, probed: Int8DotMode): Int8DotMode {
+  if (flavor !== "relaxed") return "i16";
+  if (probed === "u8") return "u8";
+  return arch === "x64" ? "i16" : "i7";
+}
+
+/**
+ * Whether the relaxed flavor is the better default on a CPU architecture
+ * (process.arch) whose relaxed int8 dot probes as `int8Dot`, under V8 major
+ * version `v8Major`: everywhere but on x64 with V8 < 13 (Node 22) and no "u8"
+ * (AVX-VNNI) lowering. There the relaxed flavor's q8 runs the baseline's int16
+ * dot ("i16") and its FMA kernels measured slower: prefill 0.92× (q8), 0.91×
+ * (f32), 0.93× (bf16) of baseline, decode 1.02–1.05× (synthetic Qwen2.5-0.5B,
+ * 256-token prompt, two threads, one process; tools/ab-builds/ab-flavors.mjs).
+ * Node 24 (V8 13.6) on the same CPU: prefill 1.03× (q8), 1.16× (f32), 1.27×
+ * (bf16), decode 1.04–1.06×. ARM's sdot is one instruction, so relaxed stays
+ * the default there.
+ */
+export function relaxedPreferred(arch: string, int8Dot: Int8DotMode, v8Major: number): boolean {
+  return arch !== "x64" || int8Dot === "u8" || v8Major >= 13;
+}
+
+/** This engine's V8 major version (process.versions.v8 "13.6.233.17-node.40" → 13). */
+export function v8Major(): number {
+  return Number.parseInt(process.versions.v8, 10);
 }
 
 let relaxedDotHere: Int8DotMode | undefined;
@@ -152,7 +180,7 @@ export function relaxedInt8DotHere(): Int8DotMode {
 
 /** The flavor a runtime gets without an option or $KVFLASH_KERNELS: relaxed where it runs and relaxedPreferred says so, else baseline. */
 export function defaultKernelFlavor(): KernelFlavor {
-  return kernelFlavorAvailable("relaxed") && relaxedPreferred(process.arch, relaxedInt8DotHere()) ? "relaxed" : "baseline";
+  return kernelFlavorAvailable("relaxed") && relaxedPreferred(process.arch, relaxedInt8DotHere(), v8Major()) ? "relaxed" : "baseline";
 }
 
 /** The kernels as the startup lines name them: "baseline kernels", "relaxed kernels, int8 dot u8". */

@@ -30,7 +30,7 @@ import { Allocator, StepArena } from "./allocator.js";
 import { ArgsWriter } from "./args.js";
 import { CONTROL_BYTES } from "./control.js";
 import { nameMemory } from "../tensor/tensor.js";
-import { INT8_DOT_MODES, type Int8DotMode, type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, instantiate, kernelModule, probeInt8Dot, resolveKernelFlavor } from "./module.js";
+import { INT8_DOT_MODES, type Int8DotMode, type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, defaultInt8Dot, instantiate, kernelModule, probeInt8Dot, resolveKernelFlavor } from "./module.js";
 import { WorkerPool } from "./pool.js";
 
 export interface RuntimeOptions {
@@ -41,9 +41,10 @@ export interface RuntimeOptions {
   /** Kernel flavor (module.ts). Default: $KVFLASH_KERNELS, else relaxed where the engine supports it, else baseline. */
   kernels?: KernelFlavor;
   /**
-   * The relaxed kernels' int8 dot mode (module.ts Int8DotMode). Default: what
-   * probeInt8Dot finds. "i7" forces the portable path (tests compare the two);
-   * "u8" where the probe did not find it is an ArgumentError.
+   * The q8 / q4 kernels' integer dot (module.ts Int8DotMode). Default:
+   * defaultInt8Dot for what probeInt8Dot finds. The relaxed flavor takes
+   * "i7" and "i16" anywhere (tests compare the modes) and "u8" only where
+   * probed; the baseline flavor only "i16". Anything else is an ArgumentError.
    */
   int8Dot?: Int8DotMode;
 }
@@ -87,7 +88,7 @@ export class Runtime {
   readonly exports: KernelExports;
   /** The kernel flavor every thread runs: "baseline" (SIMD128) or "relaxed" (relaxed SIMD). */
   readonly kernels: KernelFlavor;
-  /** How the relaxed kernels take int8 dot products: "u8" (AVX-VNNI's unsigned operand) or "i7" (portable; always on baseline). */
+  /** How the q8 / q4 kernels take integer dot products (module.ts Int8DotMode): "u8" (AVX-VNNI's unsigned operand), "i7" (the portable relaxed dot) or "i16" (the int16 dot; always on baseline). */
   readonly int8Dot: Int8DotMode;
   /** Long-lived allocations: weights, KV pool, workspaces. */
   readonly heap: Allocator;
@@ -228,7 +229,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   const module = kernelModule(flavor);
   const memory = new WebAssembly.Memory({ initial: Math.ceil(initialBytes / WASM_PAGE), maximum: MAX_PAGES, shared: true });
   const kernels = instantiate(module, memory);
-  const int8Dot = resolveInt8Dot(options.int8Dot, probeInt8Dot(flavor, kernels));
+  const int8Dot = resolveInt8Dot(options.int8Dot, flavor, probeInt8Dot(flavor, kernels));
   const heap = new Allocator(memory, kernels["heap_base"]!() >>> 0);
   const control = heap.alloc(CONTROL_BYTES, "fork-join control");
   const pool = await WorkerPool.start(module, memory, kernels, control, threads);
@@ -236,11 +237,14 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   return addView(shared, 0, memory, kernels, heap);
 }
 
-/** The int8Dot option against what the probe found: "i7" always goes, "u8" only where probed. */
-function resolveInt8Dot(requested: Int8DotMode | undefined, probed: Int8DotMode): Int8DotMode {
-  if (requested === undefined) return probed;
+/** The int8Dot option against the flavor and what the probe found (RuntimeOptions.int8Dot). */
+function resolveInt8Dot(requested: Int8DotMode | undefined, flavor: KernelFlavor, probed: Int8DotMode): Int8DotMode {
+  if (requested === undefined) return defaultInt8Dot(flavor, process.arch, probed);
   if (!(INT8_DOT_MODES as readonly string[]).includes(requested)) {
     throw new ArgumentError("int8Dot", `must be one of ${INT8_DOT_MODES.map((m) => JSON.stringify(m)).join(", ")}, got ${show(requested)}`);
+  }
+  if (flavor !== "relaxed" && requested !== "i16") {
+    throw new ArgumentError("int8Dot", `is ${show(requested)}, but the ${flavor} kernels take only "i16" (the relaxed int8 dot needs kernels: "relaxed")`);
   }
   if (requested === "u8" && probed !== "u8") {
     throw new ArgumentError("int8Dot", `is "u8", but this engine's relaxed int8 dot is not exact on unsigned 8-bit operands here (probe: ${probed}; needs the relaxed kernels on a CPU with AVX-VNNI and V8 ≥ 13)`);

@@ -1,8 +1,10 @@
-// The relaxed q8 and q4 kernels' two int8-dot modes (src/runtime/module.ts
-// Int8DotMode): "u8" (the relaxed dot reads its second operand as exact
-// unsigned bytes, AVX-VNNI: activation codes + 128, minus 128 · Σw) and "i7"
-// (the portable path, forced by createRuntime({ int8Dot: "i7" })). Both take
-// the same exact int32 sums, so their outputs must be bit-identical; each must
+// The q8 and q4 kernels' integer dots (src/runtime/module.ts Int8DotMode): the
+// baseline flavor's "i16", and the relaxed flavor's "i16" (the same int16
+// dot beside the relaxed float kernels), "i7" (the portable relaxed dot, |w|
+// with the sign on the codes) and "u8" (the relaxed dot reads its second
+// operand as exact unsigned bytes, AVX-VNNI: activation codes + 128, minus
+// 128 · Σw; where probed). Every mode takes the same exact int32 sums, so the
+// relaxed flavor's outputs must be bit-identical across its modes; each must
 // match the float64 reference (bound as in linear.test.ts: (blocks + 4) · 2⁻²⁴
 // · Σ|x·w| on what the kernels multiply). Shapes hit the GEMV, the 8- and
 // 4-token GEMM tiles and the leftover tokens, with awkward cols (a partial
@@ -12,7 +14,7 @@
 // the chunks' column order (activation.ts Q4_ORDER).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, type Runtime, Tensor, createRuntime, createWeight, dequantizeWeight, linear } from "../../src/index.js";
+import { ArgumentError, type Int8DotMode, type Runtime, Tensor, createRuntime, createWeight, defaultInt8Dot, dequantizeWeight, kernelFlavorAvailable, linear, relaxedInt8DotHere } from "../../src/index.js";
 import { linearMagnitude, linearReference, quantizeActivationReference } from "../../src/ops/reference/linear.js";
 import { assertWithin, randn } from "../helpers/random.js";
 
@@ -63,53 +65,60 @@ function run(rt: Runtime, c: Case, seed: number, format: "q8" | "q4"): Float32Ar
   const mag = linearMagnitude(xk, deq.toFloat32(), shape);
   const bv = bias?.toFloat32();
   const n = Math.ceil(cols / 32);
-  assertWithin(got, want, (i) => (n + 4) * U * mag[i]! + (bv ? Math.abs(bv[i % rows]!) * U : 0) + 1e-30, `${format} ${rt.int8Dot} [${rows}×${cols}], T=${tokens}`);
+  assertWithin(got, want, (i) => (n + 4) * U * mag[i]! + (bv ? Math.abs(bv[i % rows]!) * U : 0) + 1e-30, `${format} ${rt.kernels} ${rt.int8Dot} [${rows}×${cols}], T=${tokens}`);
   weight.free();
   for (const t of [x, out, deq, ...(bias ? [bias] : [])]) rt.free(t);
   return got;
 }
 
-for (const format of ["q8", "q4"] as const) describe(`${format} linear on both int8-dot modes`, () => {
-  let auto: Runtime;
-  let i7: Runtime;
+const relaxedHere = kernelFlavorAvailable("relaxed");
+/** The relaxed flavor's modes on this engine: "u8" only where probed. */
+const RELAXED_MODES: Int8DotMode[] = relaxedHere ? ["i16", "i7", ...(relaxedInt8DotHere() === "u8" ? ["u8" as const] : [])] : [];
+
+for (const format of ["q8", "q4"] as const) describe(`${format} linear on every integer dot`, () => {
+  let baseline: Runtime;
+  let relaxed: Runtime[] = [];
   before(async () => {
-    auto = await createRuntime({ threads: 2 });
-    i7 = await createRuntime({ threads: 2, int8Dot: "i7" });
+    baseline = await createRuntime({ threads: 2, kernels: "baseline" });
+    relaxed = await Promise.all(RELAXED_MODES.map((int8Dot) => createRuntime({ threads: 2, kernels: "relaxed", int8Dot })));
   });
   after(async () => {
-    await auto.dispose();
-    await i7.dispose();
+    for (const rt of [baseline, ...relaxed]) await rt.dispose();
   });
 
-  test("rt.int8Dot: i7 on baseline; on relaxed, u8 exactly when the kernel's dot is exact on unsigned bytes; the option forces i7", () => {
-    assert.equal(i7.int8Dot, "i7");
+  test("rt.int8Dot: i16 on baseline; on relaxed, the probe finds u8 exactly when the kernel's dot is exact on unsigned bytes; the option picks the mode", async (t) => {
+    assert.equal(baseline.int8Dot, "i16");
+    assert.deepEqual(relaxed.map((rt) => rt.int8Dot), RELAXED_MODES);
+    if (!relaxedHere) {
+      t.skip("this engine has no relaxed kernels");
+      return;
+    }
+    const auto = await createRuntime({ threads: 1, kernels: "relaxed" });
     const probe = auto.exports["int8_dot_probe"]!;
     // 4 · (−127) · 255 − 7 only where the second operand is unsigned and nothing saturates.
     const unsignedExact = probe(127, 255, 1) === 129541 && probe(-127, 255, -7) === -129547;
-    assert.equal(auto.int8Dot, auto.kernels === "relaxed" && unsignedExact ? "u8" : "i7");
+    assert.equal(relaxedInt8DotHere(), unsignedExact ? "u8" : "i7");
+    assert.equal(auto.int8Dot, defaultInt8Dot("relaxed", process.arch, relaxedInt8DotHere()));
+    await auto.dispose();
   });
 
-  test("int8Dot: an unknown mode, or u8 where the probe did not find it, is an ArgumentError", async () => {
+  test("int8Dot: an unknown mode, u8 where the probe did not find it, or a relaxed mode on baseline is an ArgumentError", async () => {
     await assert.rejects(createRuntime({ threads: 1, int8Dot: "vnni" as never }), (e: Error) => e instanceof ArgumentError && e.argument === "int8Dot" && /"vnni"/.test(e.message));
-    if (auto.int8Dot === "u8") {
-      const rt = await createRuntime({ threads: 1, int8Dot: "u8" });
-      assert.equal(rt.int8Dot, "u8");
-      await rt.dispose();
-    } else {
-      await assert.rejects(createRuntime({ threads: 1, int8Dot: "u8" }), (e: Error) => e instanceof ArgumentError && e.argument === "int8Dot" && /probe: i7/.test(e.message));
+    await assert.rejects(createRuntime({ threads: 1, kernels: "baseline", int8Dot: "i7" }), (e: Error) => e instanceof ArgumentError && e.argument === "int8Dot" && /"i7"/.test(e.message) && /only "i16"/.test(e.message));
+    if (relaxedHere && relaxedInt8DotHere() !== "u8") {
+      await assert.rejects(createRuntime({ threads: 1, kernels: "relaxed", int8Dot: "u8" }), (e: Error) => e instanceof ArgumentError && e.argument === "int8Dot" && /probe: i7/.test(e.message));
     }
   });
 
   test("each mode matches the float64 reference (GEMV, GEMM tiles, leftovers, poisoned outputs, codes at ±127)", () => {
     CASES.forEach((c, i) => {
-      run(auto, c, 100 * i + 5, format);
-      run(i7, c, 100 * i + 5, format);
+      for (const rt of [baseline, ...relaxed]) run(rt, c, 100 * i + 5, format);
     });
   });
 
   test("a token's output in a 97-token batch (two 64-token blocks, leftovers) equals its output alone, on each mode", () => {
     const [rows, cols, T] = [19, 96, 97];
-    for (const rt of [auto, i7]) {
+    for (const rt of [baseline, ...relaxed]) {
       const source = rt.tensor("f32", [rows, cols]).set(randn(rows * cols, 41, 0.5));
       const weight = createWeight(rt, { source, format });
       const x = rt.tensor("f32", [T, cols]).set(randn(T * cols, 42));
@@ -119,7 +128,7 @@ for (const format of ["q8", "q4"] as const) describe(`${format} linear on both i
       for (const t of [0, 3, 62, 63, 64, 65, 95, 96]) {
         const one = rt.tensor("f32", [1, rows]).fill(NaN);
         linear(rt, { x: new Tensor(rt.memory, x.ptr + t * cols * 4, "f32", [1, cols]), weight, out: one });
-        assert.deepEqual(one.toFloat32(), batch.subarray(t * rows, (t + 1) * rows), `${rt.int8Dot} token ${t}`);
+        assert.deepEqual(one.toFloat32(), batch.subarray(t * rows, (t + 1) * rows), `${rt.kernels} ${rt.int8Dot} token ${t}`);
         rt.free(one);
       }
       weight.free();
@@ -127,13 +136,14 @@ for (const format of ["q8", "q4"] as const) describe(`${format} linear on both i
     }
   });
 
-  test("the u8 and i7 modes give bit-identical outputs", (t) => {
-    if (auto.int8Dot !== "u8") {
-      t.skip(`this engine's int8 dot is ${auto.int8Dot}: only one mode to run`);
+  test("the relaxed flavor's modes give bit-identical outputs", (t) => {
+    if (relaxed.length === 0) {
+      t.skip("this engine has no relaxed kernels");
       return;
     }
     CASES.forEach((c, i) => {
-      assert.deepEqual(run(auto, c, 100 * i + 7, format), run(i7, c, 100 * i + 7, format), `${format} [${c.rows}×${c.cols}], T=${c.tokens}`);
+      const [first, ...rest] = relaxed.map((rt) => run(rt, c, 100 * i + 7, format));
+      rest.forEach((got, k) => assert.deepEqual(got, first, `${format} ${RELAXED_MODES[k + 1]} vs i16 [${c.rows}×${c.cols}], T=${c.tokens}`));
     });
   });
 });
