@@ -106,7 +106,13 @@ const Q8_TOKEN_BLOCK: i32 = 64;
         if (row0 >= a.rows) break;
         const w = a.w + <usize>g * groupBytes + <usize>h * hb;
         let t = t8;
-        if (format == FMT_Q8) {
+        // The 8-token q8 tile on the relaxed flavor only: V8 12 (Node 22) and
+        // 11 (Node 20), which run the baseline flavor by default, place its 16
+        // activation splats ahead of the arithmetic and spill 12 registers a
+        // weight load (node --print-wasm-code); the 4-token tile does not
+        // spill. Baseline q8 prefill: Node 22 1.33×, Node 20 1.26×, Node 24
+        // 0.90× (BENCHMARKS.md "linalg"). Same sums, same outputs.
+        if (format == FMT_Q8 && RELAXED) {
           for (; t + 8 <= tEnd; t += 8) {
             gemmQ8x8(mode, w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
             const out = a.out + <usize>t * outStride;
