@@ -99,8 +99,12 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
     for (const { c, constrained } of passes) {
       const requests = Math.max(4, c);
       // One load run per level, in turn with the other flavors' servers (ctx.repeat).
+      // Prompts are drawn from the seed: the constrained pass must not reuse its
+      // free pass's (seed c), whose blocks the server's prefix cache still holds,
+      // or it skips the prefill the free pass paid for.
+      const seed = constrained ? 1000 + c : c;
       const r = (await ctx.repeat(() => runLoad({
-        url, model: target.model, concurrency: c, requests, promptTokens, maxTokens, lowToken: target.lowToken, highToken: target.highToken, seed: c,
+        url, model: target.model, concurrency: c, requests, promptTokens, maxTokens, lowToken: target.lowToken, highToken: target.highToken, seed,
         ...(constrained ? { extraBody: CONSTRAINED_BODY } : {}),
       }), 1))[0]!;
       const ttft = r.requests.map((q) => q.ttftMs);
