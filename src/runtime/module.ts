@@ -151,12 +151,13 @@ export function defaultInt8Dot(flavor: KernelFlavor, arch: string, probed: Int8D
  * (process.arch) whose relaxed int8 dot probes as `int8Dot`, under V8 major
  * version `v8Major`: everywhere but on x64 with V8 < 13 (Node 22) and no "u8"
  * (AVX-VNNI) lowering. There the relaxed flavor's q8 runs the baseline's int16
- * dot ("i16") and its FMA kernels measured slower: prefill 0.92× (q8), 0.91×
- * (f32), 0.93× (bf16) of baseline, decode 1.02–1.05× (synthetic Qwen2.5-0.5B,
- * 256-token prompt, two threads, one process; tools/ab-builds/ab-flavors.mjs).
- * Node 24 (V8 13.6) on the same CPU: prefill 1.03× (q8), 1.16× (f32), 1.27×
- * (bf16), decode 1.04–1.06×. ARM's sdot is one instruction, so relaxed stays
- * the default there.
+ * dot ("i16"), and the baseline's GEMM tiles are the ones built for V8 12
+ * (assembly/linalg/gemm.ts gemmFloat2, the 4-token q8 tile): relaxed prefill
+ * measured 0.79× (q8), 0.45× (f32), 0.66× (bf16) of baseline, decode
+ * 1.02–1.05× (synthetic Qwen2.5-0.5B, 256-token prompt, two threads, one
+ * process; tools/ab-builds/ab-flavors.mjs). Node 24 (V8 13.6) on the same
+ * CPU: prefill 1.03× (q8), 1.17× (f32), 1.52× (bf16), decode 1.05–1.08×.
+ * ARM's sdot is one instruction, so relaxed stays the default there.
  */
 export function relaxedPreferred(arch: string, int8Dot: Int8DotMode, v8Major: number): boolean {
   return arch !== "x64" || int8Dot === "u8" || v8Major >= 13;
