@@ -9,7 +9,7 @@
 // res[0..16) f32 as [token][row]; the caller adds bias and stores.
 
 import { HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
-import { bf16Even, bf16Odd, q4Hi, q4Lo, q4Plane, q4Scale, q8Bias, q8Dot, q8BiasBytes, q8RowsMask, q8Scale, q8Unbias, q8Weight, q8WeightA, q8WeightB, q8XStep, xPair } from "./gemv";
+import { bf16Even, bf16Odd, q4Hi, q4Lo, q4Plane, q4Scale, q8Bias, q8Dot, q8BiasBytes, q8Hi, q8Lo, q8RowsMask, q8Scale, q8Unbias, q8Weight, q8WeightA, q8WeightB, q8XStep, xPair } from "./gemv";
 import { DOT_I16, DOT_I7, DOT_U8, RELAXED, dotI8U8, fmadd } from "../runtime/flavor";
 
 /**
@@ -262,6 +262,55 @@ export function gemmQ8Rows8U8(w: usize, x0: usize, xStride: usize, s0: usize, sS
     q8Accumulate(res, 80, i32x4.sub(b2, cb), q8Scale(DOT_U8, v, s0 + 2 * sStride + so));
     q8Accumulate(res, 96, i32x4.sub(a3, ca), q8Scale(DOT_U8, w, s0 + 3 * sStride + so));
     q8Accumulate(res, 112, i32x4.sub(b3, cb), q8Scale(DOT_U8, v, s0 + 3 * sStride + so));
+    w += TILE_Q8;
+  }
+}
+
+/**
+ * q8, int16 dot (DOT_I16), relaxed flavor: both halves of a row group × four
+ * tokens, res = [token][8 rows] f32, as gemmQ8Rows8U8. Each token's two
+ * column-pair splats feed four dots (two per half): per 32 weight bytes and
+ * token 2 splats, 4 dots and 4 adds, where the 4-row × 8-token tile takes 2
+ * splats, 2 dots and 2 adds per 16. Per (row, token) the int sums and float
+ * steps are gemvQ8's, so outputs stay bit-identical. 8 int sums, 4 prepared
+ * weights and 2 splats fit V8 13's registers; V8 12 loads every splat of an
+ * iteration ahead of the arithmetic and would spill, so the baseline flavor
+ * (Node 20, 22) does not take it.
+ */
+export function gemmQ8Rows8I16(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
+    let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
+    let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0);
+    for (let j: usize = 0, k = xo; j < 128; j += 16, k += 8) {
+      const va = v128.load(w + j), vb = v128.load(w + HALF_Q8 + j);
+      const al = q8Lo(va), ah = q8Hi(va), bl = q8Lo(vb), bh = q8Hi(vb);
+      let p = v128.load32_splat(x0 + k), q = v128.load32_splat(x0 + k, 4);
+      a0 = i32x4.add(i32x4.add(a0, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b0 = i32x4.add(i32x4.add(b0, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      p = v128.load32_splat(x1 + k);
+      q = v128.load32_splat(x1 + k, 4);
+      a1 = i32x4.add(i32x4.add(a1, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b1 = i32x4.add(i32x4.add(b1, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      p = v128.load32_splat(x2 + k);
+      q = v128.load32_splat(x2 + k, 4);
+      a2 = i32x4.add(i32x4.add(a2, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b2 = i32x4.add(i32x4.add(b2, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      p = v128.load32_splat(x3 + k);
+      q = v128.load32_splat(x3 + k, 4);
+      a3 = i32x4.add(i32x4.add(a3, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b3 = i32x4.add(i32x4.add(b3, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+    }
+    const v = w + HALF_Q8;
+    q8Accumulate(res, 0, a0, q8Scale(DOT_I16, w, s0 + so));
+    q8Accumulate(res, 16, b0, q8Scale(DOT_I16, v, s0 + so));
+    q8Accumulate(res, 32, a1, q8Scale(DOT_I16, w, s0 + sStride + so));
+    q8Accumulate(res, 48, b1, q8Scale(DOT_I16, v, s0 + sStride + so));
+    q8Accumulate(res, 64, a2, q8Scale(DOT_I16, w, s0 + 2 * sStride + so));
+    q8Accumulate(res, 80, b2, q8Scale(DOT_I16, v, s0 + 2 * sStride + so));
+    q8Accumulate(res, 96, a3, q8Scale(DOT_I16, w, s0 + 3 * sStride + so));
+    q8Accumulate(res, 112, b3, q8Scale(DOT_I16, v, s0 + 3 * sStride + so));
     w += TILE_Q8;
   }
 }
