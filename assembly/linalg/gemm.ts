@@ -8,7 +8,7 @@
 // x_t = x0 + t·xStride is token t's prepared activation row; results land in
 // res[0..16) f32 as [token][row]; the caller adds bias and stores.
 
-import { HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
+import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
 import { bf16Even, bf16Odd, q4Hi, q4Lo, q4Plane, q4Scale, q8Bias, q8Dot, q8BiasBytes, q8Hi, q8Lo, q8RowsMask, q8Scale, q8Unbias, q8Weight, q8WeightA, q8WeightB, q8XStep, xPair } from "./gemv";
 import { DOT_I16, DOT_I7, DOT_U8, RELAXED, dotI8U8, fmadd } from "../runtime/flavor";
 
@@ -362,6 +362,53 @@ export function gemmQ4(mode: i32, w: usize, x0: usize, xStride: usize, s0: usize
   v128.store(res, a1, 16);
   v128.store(res, a2, 32);
   v128.store(res, a3, 48);
+}
+
+/**
+ * q4, int16 dot, relaxed flavor: both halves of a row group × four tokens,
+ * res = [token][8 rows] f32, as gemmQ8Rows8I16 for q8. Each pass over a
+ * chunk pair decodes two nibble planes of each half once (q4Plane) for the
+ * four tokens' two column-pair splats. Per (row, token) the sums and float
+ * steps are gemmQ4's, so outputs stay bit-identical.
+ */
+export function gemmQ4Rows8I16(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
+    let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
+    let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0);
+    for (let h: u32 = 0; h < 8; h++) {
+      const m = <usize>(h >> 1) << 4, sh = (h & 1) << 3;
+      const va = i16x8.shr_u(v128.load(w + m), sh), vb = i16x8.shr_u(v128.load(w + HALF_Q4 + m), sh);
+      const al = q4Plane(va, 0), ah = q4Plane(va, 1), bl = q4Plane(vb, 0), bh = q4Plane(vb, 1);
+      const o = xo + (<usize>h << 3);
+      let p = xPair(x0, o), q = xPair(x0, o + 4);
+      a0 = i32x4.add(i32x4.add(a0, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b0 = i32x4.add(i32x4.add(b0, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      p = xPair(x1, o);
+      q = xPair(x1, o + 4);
+      a1 = i32x4.add(i32x4.add(a1, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b1 = i32x4.add(i32x4.add(b1, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      p = xPair(x2, o);
+      q = xPair(x2, o + 4);
+      a2 = i32x4.add(i32x4.add(a2, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b2 = i32x4.add(i32x4.add(b2, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      p = xPair(x3, o);
+      q = xPair(x3, o + 4);
+      a3 = i32x4.add(i32x4.add(a3, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b3 = i32x4.add(i32x4.add(b3, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+    }
+    const v = w + HALF_Q4;
+    q8Accumulate(res, 0, a0, q4Scale(w, s0 + so));
+    q8Accumulate(res, 16, b0, q4Scale(v, s0 + so));
+    q8Accumulate(res, 32, a1, q4Scale(w, s0 + sStride + so));
+    q8Accumulate(res, 48, b1, q4Scale(v, s0 + sStride + so));
+    q8Accumulate(res, 64, a2, q4Scale(w, s0 + 2 * sStride + so));
+    q8Accumulate(res, 80, b2, q4Scale(v, s0 + 2 * sStride + so));
+    q8Accumulate(res, 96, a3, q4Scale(w, s0 + 3 * sStride + so));
+    q8Accumulate(res, 112, b3, q4Scale(v, s0 + 3 * sStride + so));
+    w += TILE_Q4;
+  }
 }
 
 /**

@@ -12,7 +12,7 @@
 
 import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q8, GROUP, HALF, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
-import { gemmBf16, gemmF32, gemmQ4, gemmQ8, gemmQ8Rows8I16, gemmQ8Rows8U8, gemmQ8x8 } from "./gemm";
+import { gemmBf16, gemmF32, gemmQ4, gemmQ4Rows8I16, gemmQ8, gemmQ8Rows8I16, gemmQ8Rows8U8, gemmQ8x8 } from "./gemm";
 import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
 
 @unmanaged class LinearArgs {
@@ -88,16 +88,18 @@ const Q8_TOKEN_BLOCK: i32 = 64;
   for (let t0 = 0; t0 < a.tokens; t0 += tb) {
     const tEnd = min(a.tokens, t0 + tb);
     for (let g = g0; g < g1; g++) {
-      // Relaxed q8, u8 and i16 modes: both halves × 4 tokens at once (gemm.ts
-      // gemmQ8Rows8U8, gemmQ8Rows8I16), then per half the leftovers. The
-      // baseline flavor keeps the 4-row tiles: on V8 11 / 12 the i16 kernel ran
-      // q8 prefill at 0.84–1.02× of them (Node 24: 1.10–1.24×).
+      // Relaxed q8 (u8 and i16 modes) and q4 (i16): both halves × 4 tokens at
+      // once (gemm.ts gemmQ8Rows8U8, gemmQ8Rows8I16, gemmQ4Rows8I16), then per
+      // half the leftovers. The baseline flavor keeps the 4-row tiles: on V8
+      // 11 / 12 the q8 i16 kernel ran prefill at 0.84–1.02× of them (Node 24:
+      // 1.10–1.24×).
       let t8 = t0;
-      if (RELAXED && format == FMT_Q8 && (mode == DOT_U8 || mode == DOT_I16)) {
+      if (RELAXED && ((format == FMT_Q8 && (mode == DOT_U8 || mode == DOT_I16)) || (format == FMT_Q4 && mode == DOT_I16))) {
         const w = a.w + <usize>g * groupBytes;
         for (; t8 + 4 <= tEnd; t8 += 4) {
           const xt = a.x + <usize>t8 * xStride, st = a.xs + <usize>t8 * sStride;
-          if (mode == DOT_U8) gemmQ8Rows8U8(w, xt, xStride, st, sStride, a.nb, res);
+          if (format == FMT_Q4) gemmQ4Rows8I16(w, xt, xStride, st, sStride, a.nb, res);
+          else if (mode == DOT_U8) gemmQ8Rows8U8(w, xt, xStride, st, sStride, a.nb, res);
           else gemmQ8Rows8I16(w, xt, xStride, st, sStride, a.nb, res);
           for (let k = 0; k < 4; k++) {
             const out = a.out + <usize>(t8 + k) * outStride;
