@@ -156,7 +156,8 @@ export function defaultInt8Dot(flavor: KernelFlavor, arch: string, probed: Int8D
  * measured 0.79× (q8), 0.45× (f32), 0.66× (bf16) of baseline, decode
  * 1.02–1.05× (synthetic Qwen2.5-0.5B, 256-token prompt, two threads, one
  * process; tools/ab-builds/ab-flavors.mjs). Node 24 (V8 13.6) on the same
- * CPU: prefill 1.03× (q8), 1.17× (f32), 1.52× (bf16), decode 1.05–1.08×.
+ * CPU: prefill 1.29× (q8), 1.42× (q4), 1.17× (f32), 1.52× (bf16), decode
+ * 1.05–1.08×.
  * ARM's sdot is one instruction, so relaxed stays the default there.
  */
 export function relaxedPreferred(arch: string, int8Dot: Int8DotMode, v8Major: number): boolean {
