@@ -90,9 +90,12 @@ export async function serveRows(ctx: SuiteContext, target: ServeTarget): Promise
   const { url, proc } = await startServer(target, ctx.rt.threads, ctx.rt.kernels, log);
   const rows: Row[] = [];
   try {
-    // Warm-up: one short request (first-call costs in the worker and the kernels).
-    await runLoad({ url, model: target.model, concurrency: 1, requests: 1, promptTokens, maxTokens: 2, lowToken: target.lowToken, highToken: target.highToken, seed: 99 });
-    await runLoad({ url, model: target.model, concurrency: 1, requests: 1, promptTokens, maxTokens: 2, lowToken: target.lowToken, highToken: target.highToken, seed: 98, extraBody: CONSTRAINED_BODY });
+    // Warm-up: full-length requests, free and constrained, until V8 has tiered
+    // the kernels' and the engine's code up (first-call costs, then Liftoff to
+    // TurboFan): with one 2-token request the first measured level, c = 1 and
+    // every speed-up's base, still ran partly on unoptimized code.
+    await runLoad({ url, model: target.model, concurrency: 1, requests: 4, promptTokens, maxTokens, lowToken: target.lowToken, highToken: target.highToken, seed: 99 });
+    await runLoad({ url, model: target.model, concurrency: 1, requests: 2, promptTokens, maxTokens, lowToken: target.lowToken, highToken: target.highToken, seed: 98, extraBody: CONSTRAINED_BODY });
     let base = NaN;
     const free = new Map<number, number>();
     const passes = levels.map((c) => ({ c, constrained: false })).concat(CONSTRAINED_LEVELS.filter((c) => levels.includes(c)).map((c) => ({ c, constrained: true })));
