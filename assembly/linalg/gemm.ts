@@ -100,38 +100,25 @@ export function gemmBf16(w: usize, x0: usize, xStride: usize, nb: i32, res: usiz
 }
 
 /**
- * q8 with activation scales s_t = s0 + t·sStride (f32 [nb]). Each 16-byte
- * weight load is prepared once (q8Weight, q8WeightA/B: the mode's form, see
- * gemv.ts) and dotted with four tokens' codes (q8Dot); per block the same
- * float steps as gemvQ8. mode: the integer dot (flavor.ts DOT_*; in the u8
- * mode gemv.ts q8Bias's bias 128 · Σw is taken once per weight load for all
- * tokens); branched on once per call.
+ * The integer dot of the 4-row q8 tiles (gemmQ8, gemmQ8x8): the one mode per
+ * flavor without an 8-row kernel, DOT_I16 on baseline and DOT_I7 on relaxed
+ * (linear.ts gives the relaxed u8 and i16 modes' tokens to gemmQ8Rows8U8 /
+ * gemmQ8Rows8I16 four at a time, so fewer than 4 reach these tiles, and they
+ * go to the GEMV). A compile-time constant: when these tiles were @inline
+ * copies per mode in sibling branches, AssemblyScript passed the mode through
+ * a local, binaryen folded the identical copies into one loop that tested it
+ * at every dot, and the relaxed i16 GEMM ran at 0.59× the baseline's.
  */
-export function gemmQ8(mode: i32, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  if (RELAXED && mode == DOT_U8) gemmQ8U8(w, x0, xStride, s0, sStride, nb, res);
-  else if (RELAXED && mode == DOT_I7) gemmQ8I7(w, x0, xStride, s0, sStride, nb, res);
-  else gemmQ8I16(w, x0, xStride, s0, sStride, nb, res);
-}
+const Q8_TILE_DOT: i32 = RELAXED ? DOT_I7 : DOT_I16;
 
-// One function per mode, not @inline: AssemblyScript inlines an @inline
-// function's body with its arguments in locals, so the three tiles would be
-// identical code in sibling branches, and binaryen folds them into one loop
-// that tests the mode at every dot (measured: the relaxed module's i16 q8
-// GEMM at 0.59× the baseline module's). In its own function the mode is a
-// constant that binaryen propagates before it inlines the function back.
-function gemmQ8U8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  gemmQ8Tile(DOT_U8, w, x0, xStride, s0, sStride, nb, res);
-}
-
-function gemmQ8I7(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  gemmQ8Tile(DOT_I7, w, x0, xStride, s0, sStride, nb, res);
-}
-
-function gemmQ8I16(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  gemmQ8Tile(DOT_I16, w, x0, xStride, s0, sStride, nb, res);
-}
-
-@inline function gemmQ8Tile(mode: i32, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+/**
+ * q8 with activation scales s_t = s0 + t·sStride (f32 [nb]), integer dot
+ * Q8_TILE_DOT. Each 16-byte weight load is prepared once (q8Weight,
+ * q8WeightA/B: the mode's form, see gemv.ts) and dotted with four tokens'
+ * codes (q8Dot); per block the same float steps as gemvQ8.
+ */
+export function gemmQ8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const mode = Q8_TILE_DOT;
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const s1 = s0 + sStride, s2 = s1 + sStride, s3 = s2 + sStride;
   const mask = q8RowsMask(), k80 = q8BiasBytes();
@@ -164,28 +151,10 @@ function gemmQ8I16(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usiz
  * with the weight load's preparation (q8Weight, q8WeightA/B, q8Bias) shared by
  * twice the tokens. The eight int32 sums stay in registers through a block;
  * the f32 accumulators live in res ([token][row] f32x4, 128 bytes) between
- * blocks, so V8 does not spill the int sums.
+ * blocks, so V8 does not spill the int sums. Relaxed flavor only (linear.ts).
  */
-export function gemmQ8x8(mode: i32, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  if (RELAXED && mode == DOT_U8) gemmQ8x8U8(w, x0, xStride, s0, sStride, nb, res);
-  else if (RELAXED && mode == DOT_I7) gemmQ8x8I7(w, x0, xStride, s0, sStride, nb, res);
-  else gemmQ8x8I16(w, x0, xStride, s0, sStride, nb, res);
-}
-
-// One function per mode, as for gemmQ8.
-function gemmQ8x8U8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  gemmQ8x8Tile(DOT_U8, w, x0, xStride, s0, sStride, nb, res);
-}
-
-function gemmQ8x8I7(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  gemmQ8x8Tile(DOT_I7, w, x0, xStride, s0, sStride, nb, res);
-}
-
-function gemmQ8x8I16(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  gemmQ8x8Tile(DOT_I16, w, x0, xStride, s0, sStride, nb, res);
-}
-
-@inline function gemmQ8x8Tile(mode: i32, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+export function gemmQ8x8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const mode = Q8_TILE_DOT;
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const x4 = x3 + xStride, x5 = x4 + xStride, x6 = x5 + xStride, x7 = x6 + xStride;
   for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));

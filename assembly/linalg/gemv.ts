@@ -28,7 +28,7 @@
 // 1/256 is folded into the activation scale (exact: a power of two).
 
 import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
-import { DOT_I16, DOT_U8, dotI8U7, dotI8U8, fmadd, int8Codes } from "../runtime/flavor";
+import { DOT_I16, DOT_U8, RELAXED, dotI8U7, dotI8U8, fmadd, int8Codes } from "../runtime/flavor";
 
 // ---- f32 ----------------------------------------------------------------------
 // A row group's tiles are one stream of 32-byte column records (half 0's four
@@ -398,7 +398,7 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
   const k80 = q8BiasBytes();
   let acc = f32x4.splat(0);
   for (let b = 0; b < nb; b++, w += TILE_Q4, xq += 64, xs += 4) {
-    const sum = int8Codes(mode) && mode == DOT_U8 ? q4TileSumU8(w, xq, k80) : q4TileSum(w, xq);
+    const sum = RELAXED && mode == DOT_U8 ? q4TileSumU8(w, xq, k80) : q4TileSum(w, xq);
     acc = fmadd(f32x4.convert_i32x4_s(sum), q4Scale(w, xs), acc);
   }
   return acc;

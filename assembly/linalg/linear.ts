@@ -121,7 +121,7 @@ const Q8_TOKEN_BLOCK: i32 = 64;
         // 0.90× (BENCHMARKS.md "linalg"). Same sums, same outputs.
         if (format == FMT_Q8 && RELAXED) {
           for (; t + 8 <= tEnd; t += 8) {
-            gemmQ8x8(mode, w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
+            gemmQ8x8(w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
             const out = a.out + <usize>t * outStride;
             for (let k = 0; k < 8; k++) storeRows(out + <usize>k * outStride, row0, a.rows, v128.load(res + (<usize>k << 4)), a.bias);
           }
@@ -131,7 +131,7 @@ const Q8_TOKEN_BLOCK: i32 = 64;
           const xs = a.xs + <usize>t * sStride;
           if (format == FMT_F32) gemmF32(w, x, xStride, a.nb, res);
           else if (format == FMT_BF16) gemmBf16(w, x, xStride, a.nb, res);
-          else if (format == FMT_Q8) gemmQ8(mode, w, x, xStride, xs, sStride, a.nb, res);
+          else if (format == FMT_Q8) gemmQ8(w, x, xStride, xs, sStride, a.nb, res);
           else gemmQ4(mode, w, x, xStride, xs, sStride, a.nb, res);
           const out = a.out + <usize>t * outStride;
           storeRows(out, row0, a.rows, v128.load(res), a.bias);
