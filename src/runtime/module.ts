@@ -128,7 +128,7 @@ const INT8_DOT_PROBES: readonly (readonly [number, number, number])[] = [
  * runtime passes it to the kernels in their arguments, so every thread of a
  * runtime takes the same path.
  */
-export function probeInt8Dot(flavor: KernelFlavor, exports: KernelExports): "u8" | "i7" | "i16" {
+export function probeInt8Dot(flavor: KernelFlavor, exports: KernelExports): Int8DotMode {
   if (flavor !== "relaxed") return "i16";
   const probe = exports["int8_dot_probe"]!;
   return INT8_DOT_PROBES.every(([a, b, acc]) => probe(a, b, acc) === 4 * a * b + acc) ? "u8" : "i7";
