@@ -19,3 +19,4 @@ export * from "./ops/elementwise";
 export * from "./linalg/ggml-pack";
 export * from "./linalg/kquant-activation";
 export * from "./linalg/kquant-linear";
+export * from "./ops/sampling";

@@ -41,6 +41,7 @@ const OTHER_FLAVOR_SUITES = [
   "test/kv",
   "test/ops",
   "test/runtime/kernel-flavor.test.ts",
+  "test/engine/sampler-kernels.test.ts",
   "test/model/decoder.test.ts",
   "test/model/decoder-formats.test.ts",
 ];

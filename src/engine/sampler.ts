@@ -20,8 +20,10 @@
  * SamplingState, so sequences sample independently and a seeded request
  * reproduces whatever else is in the batch. A Sampler holds only scratch.
  */
-import { ArgumentError, show } from "../errors.js";
+import { ArgumentError, OutOfMemoryError, show } from "../errors.js";
+import type { Runtime } from "../runtime/runtime.js";
 import { Prng, randomSeed } from "../tensor/prng.js";
+import { SamplerKernels, f32AtLeast } from "./sampler-kernels.js";
 import { GREEDY_EPSILON, type ResolvedSamplingParams } from "./sampling-params.js";
 
 /** Tokens more than this many temperature-scaled nats below the best one are never drawn. */
@@ -79,8 +81,20 @@ export class SamplingState {
   }
 }
 
+export interface SamplerOptions {
+  /**
+   * Run the O(V) passes as wasm SIMD kernels over scratch in this runtime's
+   * memory (sampler-kernels.ts) instead of in JavaScript. Throws if the
+   * memory cannot hold the scratch (≈ 30 bytes a vocabulary entry).
+   */
+  runtime?: Runtime;
+}
+
 export class Sampler {
   readonly vocabSize: number;
+  /** Where the O(V) passes run: "wasm" (SamplerOptions.runtime) or "js" (the float64 reference). */
+  readonly passes: "wasm" | "js";
+  readonly #kernels: SamplerKernels | null;
   readonly #scores: Float32Array; // [V] processed logits
   readonly #candIds: Int32Array; // [V] candidate ids, ascending
   readonly #candW: Float64Array; // [V] candidate weights exp((l − max)/T)
@@ -88,14 +102,23 @@ export class Sampler {
   readonly #bucketMass = new Float64Array(NUCLEUS_BUCKETS);
   readonly #bucketOf: Uint16Array; // [V] each candidate's top-p bucket
 
-  constructor(vocabSize: number) {
+  constructor(vocabSize: number, options: SamplerOptions = {}) {
     if (!Number.isInteger(vocabSize) || vocabSize < 1) throw new ArgumentError("vocabSize", `must be an integer ≥ 1, got ${show(vocabSize)}`);
     this.vocabSize = vocabSize;
-    this.#scores = new Float32Array(vocabSize);
-    this.#candIds = new Int32Array(vocabSize);
-    this.#candW = new Float64Array(vocabSize);
-    this.#work = new Float64Array(vocabSize);
-    this.#bucketOf = new Uint16Array(vocabSize);
+    this.#kernels = options.runtime === undefined ? null : new SamplerKernels(options.runtime, vocabSize, NUCLEUS_BUCKETS);
+    this.passes = this.#kernels === null ? "js" : "wasm";
+    // The JavaScript passes' scratch (the wasm passes keep theirs in the runtime's memory).
+    const js = this.#kernels === null ? vocabSize : 0;
+    this.#scores = new Float32Array(js);
+    this.#candIds = new Int32Array(js);
+    this.#candW = new Float64Array(js);
+    this.#work = new Float64Array(js);
+    this.#bucketOf = new Uint16Array(js);
+  }
+
+  /** Frees the wasm passes' scratch (nothing for the JavaScript passes). The sampler is unusable after. */
+  free(): void {
+    this.#kernels?.free();
   }
 
   /**
@@ -108,14 +131,15 @@ export class Sampler {
     this.#checkLogits(logits);
     const p = state.params;
     const scores = this.processLogits(state, logits, allowed);
-    const token = p.temperature < GREEDY_EPSILON ? argmax(scores) : this.#draw(state, scores);
+    const token = p.temperature < GREEDY_EPSILON ? this.#argmax(scores) : this.#draw(state, scores);
     state.accept(token);
     if (p.logprobs === null) return { token, logprob: null, topLogprobs: null };
-    const lse = logSumExp(logits);
+    const k = this.#kernels;
+    const lse = k === null ? logSumExp(logits) : k.rawLogSumExp(logits);
     return {
       token,
       logprob: logits[token]! - lse,
-      topLogprobs: topN(logits, p.logprobs).map((t) => ({ token: t, logprob: logits[t]! - lse })),
+      topLogprobs: (k === null ? topN(logits, p.logprobs) : k.topRaw(p.logprobs)).map((t) => ({ token: t, logprob: logits[t]! - lse })),
     };
   }
 
@@ -133,7 +157,19 @@ export class Sampler {
   distribution(state: SamplingState, logits: Float32Array, allowed: Int32Array | null = null): { ids: Int32Array; probs: Float64Array } {
     this.#checkLogits(logits);
     const scores = this.processLogits(state, logits, allowed);
-    if (state.params.temperature < GREEDY_EPSILON) return { ids: Int32Array.of(argmax(scores)), probs: Float64Array.of(1) };
+    if (state.params.temperature < GREEDY_EPSILON) return { ids: Int32Array.of(this.#argmax(scores)), probs: Float64Array.of(1) };
+    const k = this.#kernels;
+    if (k !== null) {
+      const n = this.#candidatesWasm(k, state, scores);
+      if (n < 0) {
+        const ids = overflowed(scores);
+        return { ids, probs: new Float64Array(ids.length).fill(1 / ids.length) };
+      }
+      const { ids, w } = k.candidateArrays(n);
+      let mass = 0;
+      for (let j = 0; j < n; j++) mass += w[j]!;
+      return { ids: ids.slice(), probs: Float64Array.from(w, (x) => x / mass) };
+    }
     const n = this.#candidates(state, scores);
     let mass = 0;
     for (let j = 0; j < n; j++) mass += this.#candW[j]!;
@@ -142,15 +178,17 @@ export class Sampler {
 
   /**
    * The grammar mask, logit bias, then the repetition, frequency and presence
-   * penalties. Returns `logits` itself when nothing changes it, else the
-   * sampler's scratch copy (valid until the next call).
+   * penalties. Returns `logits` itself when nothing changes it (JavaScript
+   * passes), else the sampler's scratch copy (valid until the next call; the
+   * wasm passes always work on their copy).
    */
   processLogits(state: SamplingState, logits: Float32Array, allowed: Int32Array | null = null): Float32Array {
     const p = state.params;
     const penalize = p.repetitionPenalty !== 1 || p.presencePenalty !== 0 || p.frequencyPenalty !== 0;
-    if (p.logitBias.size === 0 && !penalize && allowed === null) return logits;
-    const s = this.#scores;
-    s.set(logits);
+    const k = this.#kernels;
+    if (k === null && p.logitBias.size === 0 && !penalize && allowed === null) return logits;
+    const s = k === null ? this.#scores : k.loadScores(logits);
+    if (k === null) s.set(logits);
     if (allowed !== null) applyTokenMask(s, allowed);
     for (const [id, bias] of p.logitBias) s[id] = s[id]! + bias;
     if (p.repetitionPenalty !== 1) {
@@ -166,8 +204,55 @@ export class Sampler {
     return s;
   }
 
+  /** argmax(scores), by the kernels when they hold scores (the same errors: NaN, all −∞). */
+  #argmax(scores: Float32Array): number {
+    const k = this.#kernels;
+    if (k === null) return argmax(scores);
+    const max = k.maxScore();
+    if (Number.isNaN(max) || max === -Infinity) return argmax(scores); // throws the error naming the element
+    return k.firstAtLeast(max);
+  }
+
+  /**
+   * #candidates by the kernels over their scores copy: leaves the n kept ids
+   * and f32 weights in the kernels' scratch and returns n, or −1 when the
+   * logits overflowed (+∞: the callers draw among those, see overflowed()).
+   */
+  #candidatesWasm(k: SamplerKernels, state: SamplingState, scores: Float32Array): number {
+    const { temperature: T, minP, topK, topP } = state.params;
+    const max = k.maxScore();
+    if (Number.isNaN(max) || max === -Infinity) argmax(scores); // throws the error naming the element
+    if (max === Infinity) return -1;
+    let floor = max - NEGLIGIBLE_NATS * T;
+    if (minP > 0) floor = Math.max(floor, max + T * Math.log(minP));
+    if (topK > 0) floor = Math.max(floor, k.kthLargest(Math.min(topK, this.vocabSize), floor));
+    if (topP >= 1) return k.candidates(floor, max, T, null).n;
+    // Top-p: the mass histogram over NUCLEUS_BUCKETS logit buckets in [floor, max], then only the edge bucket is partitioned.
+    const f = f32AtLeast(floor); // the floor the kernel compares and buckets with
+    const scale = max > f ? NUCLEUS_BUCKETS / (max - f) : 0;
+    const { n, mass } = k.candidates(floor, max, T, scale);
+    const bucketMass = k.bucketMass;
+    let need = topP * mass;
+    let b = NUCLEUS_BUCKETS - 1;
+    for (; b >= 0; b--) {
+      if (bucketMass[b]! >= need) break;
+      need -= bucketMass[b]!;
+    }
+    if (b < 0) return n; // rounding left the whole mass short of topP · mass: keep everything
+    const work = k.bucketWeights(n, b);
+    const edge = nucleusEdge(work, work.length, need);
+    return k.keepNucleus(n, b, edge);
+  }
+
   /** One draw from the request's stream over the candidates. */
   #draw(state: SamplingState, scores: Float32Array): number {
+    const k = this.#kernels;
+    if (k !== null) {
+      const n = this.#candidatesWasm(k, state, scores);
+      if (n >= 0) return k.draw(n, state.rng.nextFloat());
+      const ids = overflowed(scores); // the +∞ logits share the mass equally, as in #candidates
+      return ids[Math.min(ids.length - 1, Math.floor(state.rng.nextFloat() * ids.length))]!;
+    }
     const n = this.#candidates(state, scores);
     const ids = this.#candIds;
     const w = this.#candW;
@@ -251,6 +336,28 @@ export class Sampler {
     let m = 0;
     for (let j = 0; j < n; j++) if (bucketOf[j] === b) work[m++] = w[j]!;
     return nucleusEdge(work, m, need);
+  }
+}
+
+/** Ids of the +∞ scores, ascending (logits that overflowed: they share all the mass). */
+function overflowed(scores: Float32Array): Int32Array {
+  const ids: number[] = [];
+  for (let i = 0; i < scores.length; i++) if (scores[i] === Infinity) ids.push(i);
+  return Int32Array.from(ids);
+}
+
+/**
+ * A sampler whose O(V) passes run as wasm kernels in `runtime`'s memory when
+ * one is given and its memory can hold their scratch, else in JavaScript (the
+ * same distribution: see sampler-kernels.ts).
+ */
+export function createSampler(vocabSize: number, runtime: Runtime | undefined): Sampler {
+  if (runtime === undefined) return new Sampler(vocabSize);
+  try {
+    return new Sampler(vocabSize, { runtime });
+  } catch (e) {
+    if (e instanceof OutOfMemoryError) return new Sampler(vocabSize);
+    throw e;
   }
 }
 
