@@ -53,7 +53,7 @@ async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runti
 
 export async function generateCommand(argv: readonly string[]): Promise<number> {
   const args = parseGenerateArgs(argv);
-  return withModel(args, (model) => {
+  return withModel(args, (model, rt) => {
     const { tokenizer } = model;
     const promptIds = args.chat
       ? tokenizer.encodeChat([...(args.system === undefined ? [] : [{ role: "system", content: args.system }]), { role: "user", content: args.prompt }])
@@ -66,6 +66,7 @@ export async function generateCommand(argv: readonly string[]): Promise<number> 
       promptIds,
       params,
       eosTokenIds: model.eosTokenIds,
+      runtime: rt,
       ...(args.json ? {} : { onText: (delta: string) => process.stdout.write(delta) }),
     });
     if (args.json) {

@@ -116,6 +116,7 @@ function addGroup(requests: EngineRequest[]): void {
 async function shutdown(): Promise<void> {
   stopped = true;
   try {
+    engine?.dispose();
     model?.runner.dispose();
   } finally {
     await rt?.dispose();
@@ -143,7 +144,7 @@ async function load(): Promise<void> {
   } catch (e) {
     grammarUnavailable = `XGrammar cannot load this tokenizer: ${(e as Error).message}`;
   }
-  engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, ...settings, ...(grammar === null ? {} : { grammar }) });
+  engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, runtime: rt, ...settings, ...(grammar === null ? {} : { grammar }) });
   const { numBlocks, blockSize } = model.runner.kvCache;
   post({
     type: "ready",

@@ -43,7 +43,8 @@ import { buildForwardBatch } from "./forward-batch-builder.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
 import { type EngineFinishReason, EngineMetrics, type EngineMetricsSnapshot } from "./metrics.js";
 import { Request } from "./request.js";
-import { Sampler, SamplingState, type TokenLogprob } from "./sampler.js";
+import type { Runtime } from "../runtime/runtime.js";
+import { Sampler, SamplingState, type TokenLogprob, createSampler } from "./sampler.js";
 import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { type RequestOutput, Scheduler, type StopDecision } from "./scheduler.js";
 import { StopChecker, type StopUpdate } from "./stop.js";
@@ -71,6 +72,12 @@ export interface EngineOptions {
   now?: () => number;
   /** Grammars for constrained requests (structured/grammar-backend.ts). Without one, a request with a grammar is refused. */
   grammar?: GrammarBackendLike;
+  /**
+   * A runtime whose memory holds the sampler's scratch, so its O(V) passes run
+   * as wasm SIMD kernels (sampler-kernels.ts; ~30 bytes a vocabulary entry).
+   * Without one, or when that memory is full, they run in JavaScript.
+   */
+  runtime?: Runtime;
 }
 
 export interface EngineRequest {
@@ -182,13 +189,23 @@ export class Engine {
       ...(config.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: config.maxWaitingRequests }),
       stopChecker: (request, token) => this.#stopCheck(request.state!, token),
     });
-    this.#sampler = new Sampler(runner.vocabSize);
+    this.#sampler = createSampler(runner.vocabSize, options.runtime);
     this.#textVocab = Math.min(options.tokenizer.vocabSize, runner.vocabSize);
     this.#grammar = options.grammar ?? null;
     if (this.#grammar !== null && this.#grammar.vocabSize !== runner.vocabSize) {
       throw new ArgumentError("grammar", `covers ${this.#grammar.vocabSize} tokens, the runner's vocabulary has ${runner.vocabSize}`);
     }
     this.#mask = new Int32Array(this.#grammar === null ? 0 : Math.ceil(runner.vocabSize / 32));
+  }
+
+  /** Where the sampler's O(V) passes run: "wasm" (EngineOptions.runtime) or "js". */
+  get samplerPasses(): "wasm" | "js" {
+    return this.#sampler.passes;
+  }
+
+  /** Frees the sampler's scratch in the runtime's memory (the runner is the caller's to dispose). */
+  dispose(): void {
+    this.#sampler.free();
   }
 
   get hasUnfinishedRequests(): boolean {

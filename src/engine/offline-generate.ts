@@ -20,7 +20,8 @@ import { buildForwardBatch } from "./forward-batch-builder.js";
 import { resolveEngineConfig } from "./engine-config.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
 import { Request } from "./request.js";
-import { Sampler, SamplingState, type TokenLogprob, argmax } from "./sampler.js";
+import type { Runtime } from "../runtime/runtime.js";
+import { Sampler, SamplingState, type TokenLogprob, argmax, createSampler } from "./sampler.js";
 import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { Scheduler, type StopDecision } from "./scheduler.js";
 import { type StopFinishReason, StopChecker, type StopUpdate } from "./stop.js";
@@ -49,6 +50,8 @@ export interface GenerateOptions extends StepLoopOptions {
   eosTokenIds?: readonly number[];
   /** Each piece of output text as it is decided (stop strings held back until they cannot match). */
   onText?: (delta: string) => void;
+  /** A runtime whose memory holds the sampler's scratch for the call (wasm passes: EngineOptions.runtime). Default: JavaScript passes. */
+  runtime?: Runtime;
 }
 
 export interface GenerateResult {
@@ -141,11 +144,20 @@ function checkPrompt(promptIds: readonly number[], runner: ModelRunner): void {
 
 /** Generates one completion of `promptIds` (see the module comment). */
 export function generate(options: GenerateOptions): GenerateResult {
-  const { runner, tokenizer, promptIds, params } = options;
+  const { runner, promptIds, params } = options;
   checkPrompt(promptIds, runner);
   // The model's length limit becomes the stop checker's, so text is flushed when it is reached.
   const maxTokens = Math.min(params.maxTokens, runner.maxModelLen - promptIds.length);
-  const sampler = new Sampler(runner.vocabSize);
+  const sampler = createSampler(runner.vocabSize, options.runtime);
+  try {
+    return generateWith(sampler, options, maxTokens);
+  } finally {
+    sampler.free();
+  }
+}
+
+function generateWith(sampler: Sampler, options: GenerateOptions, maxTokens: number): GenerateResult {
+  const { runner, tokenizer, promptIds, params } = options;
   const state = new SamplingState(params, [...promptIds]);
   const stop = new StopChecker(tokenizer, { ...params, maxTokens, eosTokenIds: options.eosTokenIds ?? [], promptIds: [...promptIds] });
   const logprobs: number[] | null = params.logprobs !== null ? [] : null;

@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { Engine, type EngineOutput, type EngineOptions } from "../../src/engine/engine.js";
-import { type SamplingParams, Tokenizer, defaultModelDir, parseModelConfig, resolveSamplingParams } from "../../src/index.js";
+import { type Runtime, type SamplingParams, Tokenizer, createRuntime, defaultModelDir, parseModelConfig, resolveSamplingParams } from "../../src/index.js";
 import { ToyRunner, type ToyRunnerOptions, toyGreedy } from "./toy-runner.js";
 
 const dir = defaultModelDir();
@@ -229,5 +229,30 @@ test("rows past the tokenizer (a padded vocab_size) are never sampled, greedy or
     assert.equal(tokens.length, 64, id);
     assert.ok(tokens.every((t) => t < V), `${id}: ${tokens.filter((t) => t >= V)}`);
     assert.equal(textOf(outs), continuation(prompts[id]!, tokens), id);
+  }
+});
+
+test("with a runtime the sampler runs its wasm passes: the same greedy tokens, seeded draws that reproduce, logprobs", async () => {
+  const rt = await createRuntime({ threads: 1 });
+  try {
+    const run = (runtime: Runtime | undefined, p: SamplingParams) => {
+      const { engine } = setup({}, runtime === undefined ? {} : { runtime });
+      assert.equal(engine.samplerPasses, runtime === undefined ? "js" : "wasm");
+      for (let i = 0; i < 3; i++) engine.addRequest({ requestId: `r${i}`, promptTokenIds: prompt(i + 1, 6), params: params({ maxTokens: 10, ignoreEos: true, ...p }) });
+      const by = runAll(engine);
+      engine.dispose();
+      return [0, 1, 2].map((i) => by.get(`r${i}`)!);
+    };
+    const tokens = (outs: EngineOutput[][]) => outs.map(tokensOf);
+    assert.deepEqual(tokens(run(rt, {})), tokens(run(undefined, {})), "greedy: the same tokens");
+    const sampled = { temperature: 0.9, topP: 0.9, topK: 40, seed: 5 };
+    const a = tokens(run(rt, sampled));
+    assert.deepEqual(tokens(run(rt, sampled)), a, "a seed reproduces");
+    for (const t of a.flat()) assert.ok(Number.isInteger(t) && t >= 0 && t < V);
+    const lp = run(rt, { logprobs: 2 })[0]!.flatMap((o) => o.logprobs ?? []);
+    assert.equal(lp.length, 10);
+    for (const l of lp) assert.ok(l.logprob <= 0 && l.top.length === 2 && l.top[0]!.logprob >= l.top[1]!.logprob);
+  } finally {
+    await rt.dispose();
   }
 });
