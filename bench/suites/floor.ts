@@ -85,7 +85,7 @@ function promptIds(vocab: number): number[] {
 function requestSide(rt: Runtime, model: LoadedModel, params: ResolvedSamplingParams, decode: number, row: Row): Side {
   const runner = model.runner;
   const ids = promptIds(runner.vocabSize);
-  const sampler = new Sampler(runner.vocabSize);
+  const sampler = new Sampler(runner.vocabSize, { runtime: rt }); // as generate() in `kvflash generate`: the wasm passes
   return {
     row,
     run: async () => {
@@ -112,7 +112,7 @@ function requestSide(rt: Runtime, model: LoadedModel, params: ResolvedSamplingPa
 
 /** Engine.step() in a loop, one request at a time: the server's engine worker without its message passing. */
 function engineSide(rt: Runtime, model: LoadedModel, params: ResolvedSamplingParams, row: Row): Side {
-  const engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, maxNumSeqs: 1, enablePrefixCaching: false });
+  const engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, maxNumSeqs: 1, enablePrefixCaching: false, runtime: rt });
   const ids = promptIds(model.runner.vocabSize);
   let n = 0;
   return {
