@@ -62,7 +62,7 @@ test("generate --json: the library's ids, text and logprobs; --temperature 0 is 
   assert.equal(out.code, 0, out.stderr);
   const json = JSON.parse(out.stdout) as { ids: number[]; text: string; logprobs: number[]; finish_reason: string };
   const params = resolveSamplingParams({ temperature: 0, maxTokens: 10, ignoreEos: true, logprobs: 0 }, model.config.vocabSize, samplingDefaults(model.generation));
-  const want = generate({ runner: model.runner, tokenizer: model.tokenizer, promptIds: model.tokenizer.encode("Hello there"), params, eosTokenIds: model.eosTokenIds });
+  const want = generate({ runner: model.runner, tokenizer: model.tokenizer, promptIds: model.tokenizer.encode("Hello there"), params, eosTokenIds: model.eosTokenIds, runtime: rt }); // as the CLI runs it: the wasm passes
   assert.deepEqual(json.ids, want.ids);
   assert.equal(json.text, want.text);
   assert.deepEqual(json.logprobs, want.logprobs);
@@ -82,7 +82,7 @@ test("generate streams the same text to stdout; --seed reproduces across process
   // The same request in the library, with the model's generation_config defaults (temperature 0.7, top_p 0.9).
   const params = resolveSamplingParams({ maxTokens: 12, seed: 7, ignoreEos: true }, model.config.vocabSize, samplingDefaults(model.generation));
   const promptIds = model.tokenizer.encodeChat([{ role: "user", content: "Once upon a time" }]);
-  assert.equal(generate({ runner: model.runner, tokenizer: model.tokenizer, promptIds, params }).text, text);
+  assert.equal(generate({ runner: model.runner, tokenizer: model.tokenizer, promptIds, params, runtime: rt }).text, text);
   const stop = text.slice(2, 5);
   const cut = await kvflash(...args, "--stop", stop, "--json");
   const cj = JSON.parse(cut.stdout) as { text: string; finish_reason: string };
