@@ -19,7 +19,7 @@
 
 import { AttnArgs, QUANT_PER_CHANNEL, QUANT_PER_TENSOR, QUANT_PER_TOKEN } from "./args";
 import {
-  DT_BF16, DT_F16, DT_F32, DT_FP8E4M3, DT_FP8E5M2, DT_INT8, dtypeBytes, loadAsF32, loadBf16x4, loadF16x4, loadFp8E4M3x4, loadFp8E5M2x4, loadInt8x4,
+  DT_BF16, DT_F16, DT_F32, DT_FP8E4M3, DT_FP8E5M2, DT_INT8, F16_CONSTS, FP8_CONSTS, decodeF16x4With, dtypeBytes, e5m2AsF16x4, loadAsF32, loadBf16x4, loadFp8E4M3x4With, loadInt8x4,
 } from "../tensor/dtype";
 
 /**
@@ -71,6 +71,12 @@ export function tileRows(a: AttnArgs, base: usize, sB: i32, sH: i32, sS: i32, b:
  */
 @inline function decodeRows(DT: i32, MODE: i32, rows: usize, n: i32, D: i32, tile: usize, dstStride: usize, scalar: f32, chScale: usize, chOffset: usize, tokSc: usize): void {
   const sv = f32x4.splat(scalar);
+  // The f16 / fp8 decoders' constants, read once here: V8 13 (Node 24) would
+  // rebuild each splat at every use in the loop (tools/v128-const-audit.mjs).
+  const fp8 = DT == DT_FP8E4M3;
+  const k = fp8 ? FP8_CONSTS : F16_CONSTS;
+  const c0 = v128.load(k), c1 = v128.load(k, 16), c2 = v128.load(k, 32), c3 = v128.load(k, 48);
+  const c4 = fp8 ? v128.load(k, 64) : c3;
   for (let t = 0; t < n; t++) {
     const s = load<usize>(rows + (<usize>t << 2));
     const d = tile + <usize>t * dstStride;
@@ -78,7 +84,17 @@ export function tileRows(a: AttnArgs, base: usize, sB: i32, sH: i32, sS: i32, b:
     const rv = f32x4.splat(rowScale);
     let e = 0;
     for (; e + 4 <= D; e += 4) {
-      let x = DT == DT_F32 ? v128.load(s + (<usize>e << 2)) : DT == DT_F16 ? loadF16x4(s + (<usize>e << 1)) : DT == DT_BF16 ? loadBf16x4(s + (<usize>e << 1)) : DT == DT_INT8 ? loadInt8x4(s + <usize>e) : DT == DT_FP8E4M3 ? loadFp8E4M3x4(s + <usize>e) : loadFp8E5M2x4(s + <usize>e);
+      let x = DT == DT_F32
+        ? v128.load(s + (<usize>e << 2))
+        : DT == DT_F16
+          ? decodeF16x4With(v128.load16x4_s(s + (<usize>e << 1)), c0, c1, c2, c3)
+          : DT == DT_BF16
+            ? loadBf16x4(s + (<usize>e << 1))
+            : DT == DT_INT8
+              ? loadInt8x4(s + <usize>e)
+              : DT == DT_FP8E4M3
+                ? loadFp8E4M3x4With(s + <usize>e, c0, c1, c2, c3, c4)
+                : decodeF16x4With(e5m2AsF16x4(s + <usize>e), c0, c1, c2, c3);
       if (MODE == QUANT_PER_TENSOR) x = f32x4.mul(x, sv);
       else if (MODE == QUANT_PER_CHANNEL) x = f32x4.mul(f32x4.add(x, v128.load(chOffset + (<usize>e << 2))), v128.load(chScale + (<usize>e << 2)));
       else if (MODE == QUANT_PER_TOKEN) x = f32x4.mul(x, rv);

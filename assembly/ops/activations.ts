@@ -9,28 +9,51 @@ const LN2_HI: f32 = 0.693359375;
 const LN2_LO: f32 = -2.12194440e-4;
 
 /**
- * e^x for four lanes. Inputs are clamped to [−87.3, 88.8]: below, the result
- * stays at 1.2e−38 (silu only adds it to 1); from 88.38 up, 2^n overflows and
- * the result is +Inf, where e^x is within a factor 1.5 of f32's largest.
+ * The constants of expf4At as 16-byte rows: a kernel passes this
+ * address and each use is one load, where V8 13 (Node 24) rebuilds a splat
+ * constant at every use inside a loop (three instructions;
+ * tools/v128-const-audit.mjs). Same arithmetic, same bits as with splats.
  */
-@inline function expf4(x: v128): v128 {
-  x = f32x4.min(f32x4.max(x, f32x4.splat(-87.3)), f32x4.splat(88.8));
-  const n = f32x4.nearest(f32x4.mul(x, f32x4.splat(LOG2E)));
-  let r = f32x4.sub(x, f32x4.mul(n, f32x4.splat(LN2_HI)));
-  r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(LN2_LO)));
-  let y = f32x4.splat(1.9875691500e-4);
-  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(1.3981999507e-3));
-  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(8.3334519073e-3));
-  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(4.1665795894e-2));
-  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(1.6666665459e-1));
-  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(5.0000001201e-1));
-  y = f32x4.add(f32x4.add(f32x4.mul(f32x4.mul(y, r), r), r), f32x4.splat(1));
-  const pow2n = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+const SILU_CONSTS: usize = memory.data<f32>([
+  -87.3, -87.3, -87.3, -87.3,
+  88.8, 88.8, 88.8, 88.8,
+  LOG2E, LOG2E, LOG2E, LOG2E,
+  LN2_HI, LN2_HI, LN2_HI, LN2_HI,
+  LN2_LO, LN2_LO, LN2_LO, LN2_LO,
+  1.9875691500e-4, 1.9875691500e-4, 1.9875691500e-4, 1.9875691500e-4,
+  1.3981999507e-3, 1.3981999507e-3, 1.3981999507e-3, 1.3981999507e-3,
+  8.3334519073e-3, 8.3334519073e-3, 8.3334519073e-3, 8.3334519073e-3,
+  4.1665795894e-2, 4.1665795894e-2, 4.1665795894e-2, 4.1665795894e-2,
+  1.6666665459e-1, 1.6666665459e-1, 1.6666665459e-1, 1.6666665459e-1,
+  5.0000001201e-1, 5.0000001201e-1, 5.0000001201e-1, 5.0000001201e-1,
+  1, 1, 1, 1,
+  reinterpret<f32>(127), reinterpret<f32>(127), reinterpret<f32>(127), reinterpret<f32>(127),
+], 16);
+
+/**
+ * e^x for four lanes, constants from SILU_CONSTS at c. Inputs are clamped to
+ * [−87.3, 88.8]: below, the result stays at 1.2e−38 (silu only adds it to 1);
+ * from 88.38 up, 2^n overflows and the result is +Inf, where e^x is within a
+ * factor 1.5 of f32's largest.
+ */
+@inline function expf4At(x: v128, c: usize): v128 {
+  x = f32x4.min(f32x4.max(x, v128.load(c)), v128.load(c, 16));
+  const n = f32x4.nearest(f32x4.mul(x, v128.load(c, 32)));
+  let r = f32x4.sub(x, f32x4.mul(n, v128.load(c, 48)));
+  r = f32x4.sub(r, f32x4.mul(n, v128.load(c, 64)));
+  let y = v128.load(c, 80);
+  y = f32x4.add(f32x4.mul(y, r), v128.load(c, 96));
+  y = f32x4.add(f32x4.mul(y, r), v128.load(c, 112));
+  y = f32x4.add(f32x4.mul(y, r), v128.load(c, 128));
+  y = f32x4.add(f32x4.mul(y, r), v128.load(c, 144));
+  y = f32x4.add(f32x4.mul(y, r), v128.load(c, 160));
+  y = f32x4.add(f32x4.add(f32x4.mul(f32x4.mul(y, r), r), r), v128.load(c, 176));
+  const pow2n = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), v128.load(c, 192)), 23);
   return f32x4.mul(y, pow2n);
 }
 
-@inline function silu4(g: v128): v128 {
-  return f32x4.div(g, f32x4.add(f32x4.splat(1), expf4(f32x4.neg(g))));
+@inline function silu4(g: v128, c: usize): v128 {
+  return f32x4.div(g, f32x4.add(v128.load(c, 176), expf4At(f32x4.neg(g), c)));
 }
 
 @unmanaged class SwigluArgs {
@@ -55,16 +78,17 @@ export function task_swiglu(item: i32, tid: i32, args: usize): void {
   const g = a.gate + <usize>row * <usize>a.gateStride;
   const u = a.up + <usize>row * <usize>a.upStride;
   const o = a.out + <usize>row * <usize>a.outStride;
+  const c = SILU_CONSTS;
   let i = c0;
   for (; i + 4 <= c1; i += 4) {
     const b = <usize>i << 2;
-    v128.store(o + b, f32x4.mul(silu4(v128.load(g + b)), v128.load(u + b)));
+    v128.store(o + b, f32x4.mul(silu4(v128.load(g + b), c), v128.load(u + b)));
   }
   if (i < c1) {
     // Tail: the last 1–3 columns, one lane each.
     for (; i < c1; i++) {
       const b = <usize>i << 2;
-      const s = silu4(f32x4.splat(load<f32>(g + b)));
+      const s = silu4(f32x4.splat(load<f32>(g + b)), c);
       store<f32>(o + b, f32x4.extract_lane(s, 0) * load<f32>(u + b));
     }
   }
