@@ -9,7 +9,7 @@
 // res[0..16) f32 as [token][row]; the caller adds bias and stores.
 
 import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
-import { bf16Even, bf16Odd, q4Hi, q4Lo, q4Plane, q4Scale, q8Bias, q8Dot, q8BiasBytes, q8Hi, q8Lo, q8RowsMask, q8Scale, q8Unbias, q8Weight, q8WeightA, q8WeightB, q8XStep, xPair } from "./gemv";
+import { BF16_HI, bf16Even, bf16Odd, q4Hi, q4Lo, q4Plane, q4Scale, q8Bias, q8Dot, q8BiasBytes, q8Hi, q8Lo, q8RowsMask, q8Scale, q8Unbias, q8Weight, q8WeightA, q8WeightB, q8XStep, xPair } from "./gemv";
 import { DOT_I16, DOT_I7, DOT_U8, RELAXED, dotI8U8, fmadd } from "../runtime/flavor";
 
 /**
@@ -28,6 +28,7 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED, dotI8U8, fmadd } from "../runtime/fla
     return;
   }
   let x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  const hi = v128.load(BF16_HI);
   let a00 = f32x4.splat(0), a01 = f32x4.splat(0), a10 = f32x4.splat(0), a11 = f32x4.splat(0);
   let a20 = f32x4.splat(0), a21 = f32x4.splat(0), a30 = f32x4.splat(0), a31 = f32x4.splat(0);
   const step: usize = bf16 ? 32 : 64;
@@ -37,7 +38,7 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED, dotI8U8, fmadd } from "../runtime/fla
     if (bf16) {
       const v = v128.load(w);
       e = bf16Even(v);
-      d = bf16Odd(v);
+      d = bf16Odd(v, hi);
     } else {
       e = v128.load(w, 0);
       d = v128.load(w, 32);
@@ -69,6 +70,7 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED, dotI8U8, fmadd } from "../runtime/fla
  * relaxed flavor (the default there) keeps one pass of four.
  */
 @inline function gemmFloat2(bf16: bool, w: usize, x0: usize, x1: usize, nb: i32, res: usize): void {
+  const hi = v128.load(BF16_HI);
   let a00 = f32x4.splat(0), a01 = f32x4.splat(0), a10 = f32x4.splat(0), a11 = f32x4.splat(0);
   const step: usize = bf16 ? 32 : 64;
   const end = w + <usize>nb * (bf16 ? TILE_BF16 : TILE_F32);
@@ -77,7 +79,7 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED, dotI8U8, fmadd } from "../runtime/fla
     if (bf16) {
       const v = v128.load(w);
       e = bf16Even(v);
-      d = bf16Odd(v);
+      d = bf16Odd(v, hi);
     } else {
       e = v128.load(w, 0);
       d = v128.load(w, 32);

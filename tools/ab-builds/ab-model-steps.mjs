@@ -1,11 +1,12 @@
 // Whole-model decode, step by step in lockstep across builds and KV dtypes:
-// synthetic Qwen2.5-0.5B shapes (bench model suite), q8 weights, one sequence;
+// synthetic Qwen2.5-0.5B shapes (bench model suite), q8 weights ($WEIGHTS), one sequence;
 // every side prefills the same PROMPT tokens, then the sides take one decode
 // step each in turn (order reversed every step, 0.3 ms pause before each),
 // so load that comes and goes hits all of them alike.
 //
 //   node tools/ab-builds/ab-model-steps.mjs KERNELS PROMPT STEPS DTYPES DIR1 [DIR2 …]
 //     DTYPES  KV cache dtypes, e.g. f16,bf16; DIR as in ab-attention.mjs
+//   env WEIGHTS: the weight format (default q8; f32 | bf16 | q8 | q4)
 //
 // Prints per side the median step time and the median of its per-step time
 // ratios against every other side.
@@ -25,7 +26,7 @@ for (const dir of dirs) {
   const { Request } = await import(url(dir, "dist/src/engine/request.js"));
   const rt = await lib.createRuntime({ threads: 2, kernels });
   for (const kv of dtypes) {
-    const model = lib.createSyntheticModel(rt, { config: lib.qwen25HalfBConfig(), weights: "q8", kvDtype: kv, numBlocks: Math.ceil((prompt + steps + 2) / 16), maxBatchTokens: prompt });
+    const model = lib.createSyntheticModel(rt, { config: lib.qwen25HalfBConfig(), weights: process.env.WEIGHTS ?? "q8", kvDtype: kv, numBlocks: Math.ceil((prompt + steps + 2) / 16), maxBatchTokens: prompt });
     const kvm = new KvCacheManager({ numBlocks: model.kvCache.numBlocks, blockSize: model.kvCache.blockSize, enablePrefixCaching: false });
     const sched = new Scheduler({ kvCacheManager: kvm, maxNumBatchedTokens: prompt, maxNumSeqs: 1, maxModelLen: model.maxModelLen, stopChecker: () => null });
     sched.addRequest(new Request({ requestId: "r", promptTokenIds: ids, maxTokens: steps + 2 }));
