@@ -41,11 +41,10 @@ export function sample_max(x: usize, n: i32): f32 {
   return best;
 }
 
-/** The first index i in [from, n) with x[i] ≥ v, or n when there is none. */
-export function sample_first_ge(x: usize, n: i32, v: f32, from: i32): i32 {
+/** The first index i with x[i] ≥ v, or n when there is none. */
+export function sample_first_ge(x: usize, n: i32, v: f32): i32 {
   const vv = f32x4.splat(v);
-  let i = from;
-  for (; i < n && (i & 3) != 0; i++) if (load<f32>(x + (<usize>i << 2)) >= v) return i;
+  let i = 0;
   for (; i + 4 <= n; i += 4) {
     const bits = i32x4.bitmask(f32x4.ge(v128.load(x + (<usize>i << 2)), vv));
     if (bits != 0) return i + ctz(bits);
@@ -89,6 +88,13 @@ export function sample_first_ge(x: usize, n: i32, v: f32, from: i32): i32 {
   store<f32>(heap + (<usize>j << 2), v);
 }
 
+/** Offers v to the full min-heap heap[0, k) whose root is `root`; returns the root after. */
+@inline function heapOffer(heap: usize, k: i32, root: f32, v: f32): f32 {
+  if (v <= root) return root;
+  heapReplaceRoot(heap, k, v);
+  return load<f32>(heap);
+}
+
 /**
  * The k-th largest of the x[i] ≥ floor (k ≥ 1), or −Infinity when fewer than
  * k are: one pass with a size-k min-heap in heap (f32 [k]). Once the heap is
@@ -103,31 +109,12 @@ export function sample_kth_largest(x: usize, n: i32, k: i32, floor: f32, heap: u
   }
   if (size < k) return -Infinity;
   let root = load<f32>(heap);
-  for (; i < n && (i & 3) != 0; i++) {
-    const v = load<f32>(x + (<usize>i << 2));
-    if (v > root) {
-      heapReplaceRoot(heap, k, v);
-      root = load<f32>(heap);
-    }
-  }
   for (; i + 4 <= n; i += 4) {
     const p = x + (<usize>i << 2);
     if (!v128.any_true(f32x4.gt(v128.load(p), f32x4.splat(root)))) continue;
-    for (let l = 0; l < 4; l++) {
-      const v = load<f32>(p + (<usize>l << 2));
-      if (v > root) {
-        heapReplaceRoot(heap, k, v);
-        root = load<f32>(heap);
-      }
-    }
+    for (let l = 0; l < 4; l++) root = heapOffer(heap, k, root, load<f32>(p + (<usize>l << 2)));
   }
-  for (; i < n; i++) {
-    const v = load<f32>(x + (<usize>i << 2));
-    if (v > root) {
-      heapReplaceRoot(heap, k, v);
-      root = load<f32>(heap);
-    }
-  }
+  for (; i < n; i++) root = heapOffer(heap, k, root, load<f32>(x + (<usize>i << 2)));
   return root;
 }
 

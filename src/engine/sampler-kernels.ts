@@ -103,11 +103,6 @@ export class SamplerKernels {
     return this.#views;
   }
 
-  /** The scores scratch f32 [V] (a view into wasm memory, valid until the memory grows). */
-  get scores(): Float32Array {
-    return this.#v().scores;
-  }
-
   /** Copies `logits` into the scores scratch and returns it. */
   loadScores(logits: Float32Array): Float32Array {
     const s = this.#v().scores;
@@ -122,7 +117,7 @@ export class SamplerKernels {
 
   /** First index of the largest score (call after maxScore gave a non-NaN `max`). */
   firstAtLeast(max: number): number {
-    return this.#k["sample_first_ge"]!(this.#ptrs.scores, this.vocabSize, max, 0);
+    return this.#k["sample_first_ge"]!(this.#ptrs.scores, this.vocabSize, max);
   }
 
   /** The k-th largest score among those ≥ floor, or −Infinity when fewer than k are. */

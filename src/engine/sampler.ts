@@ -219,29 +219,20 @@ export class Sampler {
    * logits overflowed (+∞: the callers draw among those, see overflowed()).
    */
   #candidatesWasm(k: SamplerKernels, state: SamplingState, scores: Float32Array): number {
-    const { temperature: T, minP, topK, topP } = state.params;
+    const { temperature: T, topP } = state.params;
     const max = k.maxScore();
     if (Number.isNaN(max) || max === -Infinity) argmax(scores); // throws the error naming the element
     if (max === Infinity) return -1;
-    let floor = max - NEGLIGIBLE_NATS * T;
-    if (minP > 0) floor = Math.max(floor, max + T * Math.log(minP));
-    if (topK > 0) floor = Math.max(floor, k.kthLargest(Math.min(topK, this.vocabSize), floor));
+    const floor = candidateFloor(state.params, max, (kk, f) => k.kthLargest(Math.min(kk, this.vocabSize), f));
     if (topP >= 1) return k.candidates(floor, max, T, null).n;
     // Top-p: the mass histogram over NUCLEUS_BUCKETS logit buckets in [floor, max], then only the edge bucket is partitioned.
     const f = f32AtLeast(floor); // the floor the kernel compares and buckets with
     const scale = max > f ? NUCLEUS_BUCKETS / (max - f) : 0;
     const { n, mass } = k.candidates(floor, max, T, scale);
-    const bucketMass = k.bucketMass;
-    let need = topP * mass;
-    let b = NUCLEUS_BUCKETS - 1;
-    for (; b >= 0; b--) {
-      if (bucketMass[b]! >= need) break;
-      need -= bucketMass[b]!;
-    }
-    if (b < 0) return n; // rounding left the whole mass short of topP · mass: keep everything
-    const work = k.bucketWeights(n, b);
-    const edge = nucleusEdge(work, work.length, need);
-    return k.keepNucleus(n, b, edge);
+    const edge = edgeBucket(k.bucketMass, topP * mass);
+    if (edge === null) return n; // rounding left the whole mass short of topP · mass: keep everything
+    const work = k.bucketWeights(n, edge.b);
+    return k.keepNucleus(n, edge.b, nucleusEdge(work, work.length, edge.need));
   }
 
   /** One draw from the request's stream over the candidates. */
@@ -271,7 +262,7 @@ export class Sampler {
    * #candIds and their unnormalized weights exp((l − l_max)/T) in #candW; returns n.
    */
   #candidates(state: SamplingState, scores: Float32Array): number {
-    const { temperature: T, minP, topK, topP } = state.params;
+    const { temperature: T, topP } = state.params;
     const V = this.vocabSize;
     const max = scores[argmax(scores)]!;
     const ids = this.#candIds;
@@ -282,9 +273,7 @@ export class Sampler {
       for (let i = 0; i < V; i++) if (scores[i] === Infinity) (ids[n] = i), (w[n++] = 1);
       return n;
     }
-    let floor = max - NEGLIGIBLE_NATS * T;
-    if (minP > 0) floor = Math.max(floor, max + T * Math.log(minP));
-    if (topK > 0) floor = Math.max(floor, kthLargest(scores, topK, floor));
+    const floor = candidateFloor(state.params, max, (k, f) => kthLargest(scores, k, f));
     for (let i = 0; i < V; i++) if (scores[i]! >= floor) ids[n++] = i;
 
     let mass = 0;
@@ -323,20 +312,40 @@ export class Sampler {
    * `need`; only that bucket's weights are partitioned (nucleusEdge). No sort.
    */
   #nucleusEdge(n: number, need: number): number {
-    const mass = this.#bucketMass;
-    let b = NUCLEUS_BUCKETS - 1;
-    for (; b >= 0; b--) {
-      if (mass[b]! >= need) break;
-      need -= mass[b]!;
-    }
-    if (b < 0) return 0; // rounding left the whole mass short of topP · mass: keep everything
+    const edge = edgeBucket(this.#bucketMass, need);
+    if (edge === null) return 0; // rounding left the whole mass short of topP · mass: keep everything
     const work = this.#work;
     const bucketOf = this.#bucketOf;
     const w = this.#candW;
     let m = 0;
-    for (let j = 0; j < n; j++) if (bucketOf[j] === b) work[m++] = w[j]!;
-    return nucleusEdge(work, m, need);
+    for (let j = 0; j < n; j++) if (bucketOf[j] === edge.b) work[m++] = w[j]!;
+    return nucleusEdge(work, m, edge.need);
   }
+}
+
+/**
+ * The lowest logit a candidate keeps: the highest of the negligible-mass
+ * cutoff (NEGLIGIBLE_NATS · T below max), min-p's threshold and top-k's k-th
+ * largest score (`kth(k, floor)`, among those ≥ floor).
+ */
+function candidateFloor(p: ResolvedSamplingParams, max: number, kth: (k: number, floor: number) => number): number {
+  let floor = max - NEGLIGIBLE_NATS * p.temperature;
+  if (p.minP > 0) floor = Math.max(floor, max + p.temperature * Math.log(p.minP));
+  if (p.topK > 0) floor = Math.max(floor, kth(p.topK, floor));
+  return floor;
+}
+
+/**
+ * From the top bucket of a top-p mass histogram down, the bucket b where the
+ * running mass reaches `need`, and the mass still needed inside it; null when
+ * rounding leaves the whole histogram short of it.
+ */
+function edgeBucket(bucketMass: Float64Array, need: number): { b: number; need: number } | null {
+  for (let b = bucketMass.length - 1; b >= 0; b--) {
+    if (bucketMass[b]! >= need) return { b, need };
+    need -= bucketMass[b]!;
+  }
+  return null;
 }
 
 /** Ids of the +∞ scores, ascending (logits that overflowed: they share all the mass). */

@@ -32,6 +32,16 @@ function poisonedKernels(V: number): SamplerKernels {
   return new SamplerKernels(rt, V, BUCKETS);
 }
 
+/** Runs `check` on poisoned kernels of vocabulary V, then frees them. */
+function withKernels(V: number, check: (k: SamplerKernels) => void): void {
+  const k = poisonedKernels(V);
+  try {
+    check(k);
+  } finally {
+    k.free();
+  }
+}
+
 function randomLogits(rng: Prng, V: number, spread: number): Float32Array {
   const x = Float32Array.from({ length: V }, () => spread * (rng.nextFloat() + rng.nextFloat() + rng.nextFloat() - 1.5));
   for (let i = 0; i < V / 50; i++) x[rng.nextInt(V)] = x[rng.nextInt(V)]!; // ties
@@ -59,8 +69,7 @@ test("f32AtLeast: the smallest f32 at or above x, so an f32 compare equals the f
 test("max, first index of the max, NaN and −∞ at every length", () => {
   const rng = new Prng(1);
   for (const V of LENGTHS) {
-    const k = poisonedKernels(V);
-    try {
+    withKernels(V, (k) => {
       const x = randomLogits(rng, V, 8);
       k.loadScores(x);
       const max = k.maxScore();
@@ -72,17 +81,14 @@ test("max, first index of the max, NaN and −∞ at every length", () => {
       assert.ok(Number.isNaN(k.maxScore()), `V ${V}: a NaN at ${at} is seen`);
       k.loadScores(new Float32Array(V).fill(-Infinity));
       assert.equal(k.maxScore(), -Infinity);
-    } finally {
-      k.free();
-    }
+    });
   }
 });
 
 test("k-th largest over a floor equals the heap in JavaScript (floors that are not f32)", () => {
   const rng = new Prng(2);
   for (const V of LENGTHS) {
-    const k = poisonedKernels(V);
-    try {
+    withKernels(V, (k) => {
       const x = randomLogits(rng, V, 6);
       k.loadScores(x);
       for (const kk of [1, 2, 7, 50, V]) {
@@ -92,17 +98,14 @@ test("k-th largest over a floor equals the heap in JavaScript (floors that are n
         const got = k.kthLargest(kk, floor);
         assert.equal(got === -Infinity ? floor : got, want, `V ${V} k ${kk} floor ${floor}`);
       }
-    } finally {
-      k.free();
-    }
+    });
   }
 });
 
 test("candidates: the ids ≥ floor in order, weights e^((l − max)/T), buckets monotone with exact masses", () => {
   const rng = new Prng(3);
   for (const V of LENGTHS) {
-    const k = poisonedKernels(V);
-    try {
+    withKernels(V, (k) => {
       const x = randomLogits(rng, V, 10);
       k.loadScores(x);
       const max = k.maxScore();
@@ -132,17 +135,14 @@ test("candidates: the ids ≥ floor in order, weights e^((l − max)/T), buckets
           assert.equal(total, n, "every candidate is in exactly one bucket");
         }
       }
-    } finally {
-      k.free();
-    }
+    });
   }
 });
 
 test("the nucleus cut keeps the buckets above and the edge bucket's weights ≥ edge, in order", () => {
   const rng = new Prng(4);
   const V = 4099;
-  const k = poisonedKernels(V);
-  try {
+  withKernels(V, (k) => {
     const x = randomLogits(rng, V, 6);
     k.loadScores(x);
     const max = k.maxScore();
@@ -159,15 +159,12 @@ test("the nucleus cut keeps the buckets above and the edge bucket's weights ≥ 
     const want = ids0.filter((id, j) => bucketOf(x[id]!) > b || (bucketOf(x[id]!) === b && w0[j]! >= edge));
     const m = k.keepNucleus(n, b, edge);
     assert.deepEqual([...k.candidateArrays(m).ids], want);
-  } finally {
-    k.free();
-  }
+  });
 });
 
 test("the draw walks the running sum: first, last, and every id at its own fraction", () => {
   for (const V of [1, 7, 97, 1000]) {
-    const k = poisonedKernels(V);
-    try {
+    withKernels(V, (k) => {
       const x = Float32Array.from({ length: V }, (_, i) => -((i * 7) % 5));
       k.loadScores(x);
       const { n } = k.candidates(-Infinity, 0, 1, null);
@@ -181,26 +178,21 @@ test("the draw walks the running sum: first, last, and every id at its own fract
         assert.equal(k.draw(n, mid), j, `V ${V}: fraction ${mid} lands on ${j}`);
         cum += w[j]!;
       }
-    } finally {
-      k.free();
-    }
+    });
   }
 });
 
 test("log-sum-exp and the top-n of the raw logits match JavaScript (ties by lower id)", () => {
   const rng = new Prng(5);
   for (const V of LENGTHS) {
-    const k = poisonedKernels(V);
-    try {
+    withKernels(V, (k) => {
       const x = randomLogits(rng, V, 12);
       const lse = k.rawLogSumExp(x);
       const want = logSumExp(x);
       assert.ok(Math.abs(lse - want) <= 1e-6 * Math.max(1, Math.abs(want)), `V ${V}: ${lse} vs ${want}`);
       for (const m of [0, 1, 5, 20]) assert.deepEqual(k.topRaw(m), topN(x, Math.min(m, V)), `V ${V} top ${m}`);
       assert.equal(k.rawLogSumExp(new Float32Array(V).fill(-Infinity)), -Infinity);
-    } finally {
-      k.free();
-    }
+    });
   }
 });
 
