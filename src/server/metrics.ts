@@ -57,9 +57,13 @@ export interface MetricsInput {
   stats: EngineMetricsSnapshot | null;
   /** Fraction of the model loaded, in [0, 1]. */
   loadProgress: number;
+  /** The KV cache's shape once loaded (vllm:cache_config_info), else null. */
+  cacheConfig?: { blockSize: number; numBlocks: number } | null;
+  /** Unix seconds now (the value of vllm:lora_requests_info). Default Date.now() / 1000. */
+  nowSeconds?: number;
 }
 
-export function renderMetrics({ modelName, stats, loadProgress }: MetricsInput): string {
+export function renderMetrics({ modelName, stats, loadProgress, cacheConfig = null, nowSeconds = Date.now() / 1000 }: MetricsInput): string {
   const e = new Exposition();
   const l = { model_name: modelName };
   e.gauge("kvflash:model_loaded", "1 once the model is loaded and the engine runs.", l, stats === null ? 0 : 1);
@@ -81,6 +85,13 @@ export function renderMetrics({ modelName, stats, loadProgress }: MetricsInput):
     e.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", l, stats.timeToFirstToken);
     e.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", l, stats.interTokenLatency);
     e.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", l, stats.e2eRequestLatency);
+    // The Gateway API Inference Extension's model server protocol (docs/proposals/003): the endpoint
+    // picker reads the LoRA info gauge (value: the last update's timestamp) and, optionally, the block
+    // size and block count from cache_config_info. No adapters are served: empty lists, max_lora 0.
+    e.gauge("vllm:lora_requests_info", "Running stats on lora requests.", { running_lora_adapters: "", max_lora: "0", waiting_lora_adapters: "" }, nowSeconds);
+    if (cacheConfig !== null) {
+      e.gauge("vllm:cache_config_info", "Information of the LLMEngine CacheConfig.", { block_size: String(cacheConfig.blockSize), num_gpu_blocks: String(cacheConfig.numBlocks) }, 1);
+    }
   }
   return `${e.lines.join("\n")}\n`;
 }

@@ -36,7 +36,9 @@ export const health: Handler = (_req, res, ctx) => {
 };
 
 export const metrics: Handler = async (_req, res, ctx) => {
-  const text = renderMetrics({ modelName: ctx.modelNames[0]!, stats: await ctx.engine.stats(), loadProgress: loadFraction(ctx) });
+  const s = ctx.engine.state;
+  const cacheConfig = s.state === "ready" ? { blockSize: s.info.blockSize, numBlocks: s.info.numBlocks } : null;
+  const text = renderMetrics({ modelName: ctx.modelNames[0]!, stats: await ctx.engine.stats(), loadProgress: loadFraction(ctx), cacheConfig });
   res.writeHead(200, { "content-type": PROMETHEUS_CONTENT_TYPE, "content-length": Buffer.byteLength(text) });
   res.end(text);
 };

@@ -1,0 +1,251 @@
+// The single-machine recipe of deploy/haproxy/haproxy.cfg, run for real: two `kvflash serve`
+// replicas (1 thread each, the embedded default model) behind Debian's HAProxy, exactly as
+// deploy/README.md starts them. Checks what an operator relies on: load spreads, SIGTERM on a
+// replica under load loses no request, kill -9 fails only that replica's in-flight requests, and
+// prefix affinity beats round robin on the prefix-cache hit rate read from /metrics.
+// HAProxy is required (.ci/run installs it): without it these tests fail, they do not skip.
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { MODEL, type ServerProcess, startServer } from "../server/harness.js";
+
+const HAPROXY = "/usr/sbin/haproxy";
+const CONFIG = fileURLToPath(new URL("../../../deploy/haproxy/haproxy.cfg", import.meta.url));
+const work = mkdtempSync(join(tmpdir(), "kvflash-haproxy-"));
+after(() => rmSync(work, { recursive: true, force: true }));
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+interface Cluster {
+  front: string;
+  replicas: ServerProcess[];
+  stop(): Promise<void>;
+}
+
+/** Two replicas and HAProxy over them; `balance` replaces the config's balance line (the round-robin baseline). */
+async function startCluster(replicaArgs: readonly string[] = [], balance?: string): Promise<Cluster> {
+  assert.ok(existsSync(HAPROXY), `${HAPROXY} is missing: install Debian's haproxy (apt-get install haproxy), as .ci/run does`);
+  const replicas = await Promise.all([0, 1].map(() => startServer(["--served-model-name", MODEL, ...replicaArgs])));
+  let config = readFileSync(CONFIG, "utf8");
+  if (balance !== undefined) config = config.replace(/^(\s*)balance .*$/m, `$1balance ${balance}`);
+  const cfgPath = join(work, `haproxy-${Date.now()}.cfg`);
+  writeFileSync(cfgPath, config);
+  const frontPort = await freePort();
+  const env = { ...process.env, KVFLASH_FRONT: `127.0.0.1:${frontPort}`, KVFLASH_R1: new URL(replicas[0]!.url).host, KVFLASH_R2: new URL(replicas[1]!.url).host };
+  const proxy: ChildProcess = spawn(HAPROXY, ["-db", "-f", cfgPath], { env, stdio: ["ignore", "ignore", "pipe"] });
+  let log = "";
+  proxy.stderr!.setEncoding("utf8").on("data", (c: string) => (log += c));
+  const front = `http://127.0.0.1:${frontPort}`;
+  const deadline = Date.now() + 30_000;
+  // Ready when both replicas pass HAProxy's health check: until then requests could pile onto one.
+  for (;;) {
+    const stat = await fetch(`${front}/health`).catch(() => null);
+    if (stat?.status === 200 && !/DOWN/.test(log.split("\n").slice(-3).join("\n"))) {
+      await new Promise((r) => setTimeout(r, 2200)); // rise 2 × inter 1 s
+      break;
+    }
+    if (proxy.exitCode !== null || Date.now() > deadline) throw new Error(`haproxy did not come up:\n${log}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    front,
+    replicas,
+    stop: async () => {
+      proxy.kill("SIGTERM");
+      await Promise.all(replicas.map((r) => r.stop("SIGKILL")));
+    },
+  };
+}
+
+/** A tenant's system prompt: about `words` tokens of text that differ from the first bytes on. */
+function systemPrompt(tenant: number, words: number): string {
+  const vocab = ["river", "stone", "bright", "calm", "winter", "garden", "quick", "silver", "open", "music", "paper", "cold", "warm", "tree", "house", "water"];
+  let x = tenant * 7919 + 17;
+  const out = [`Tenant ${tenant} (${String.fromCharCode(65 + tenant)}): answer briefly.`];
+  for (let i = 0; i < words; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    out.push(vocab[x % vocab.length]!);
+  }
+  return out.join(" ");
+}
+
+interface Outcome {
+  ok: boolean;
+  status: number;
+  replica: string | null;
+  error?: string;
+}
+
+/** One streamed chat completion through the front; resolves with how it ended and which replica served it. */
+async function chat(front: string, tenant: number, options: { maxTokens: number; words?: number; onHeaders?: (replica: string | null) => void }): Promise<Outcome> {
+  const body = JSON.stringify({
+    messages: [
+      { role: "system", content: systemPrompt(tenant, options.words ?? 40) },
+      { role: "user", content: "What does river mean?" },
+    ],
+    model: MODEL,
+    max_tokens: options.maxTokens,
+    temperature: 0,
+    stream: true,
+  });
+  let replica: string | null = null;
+  try {
+    const res = await fetch(`${front}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body });
+    replica = res.headers.get("x-served-by");
+    options.onHeaders?.(replica);
+    const text = await res.text();
+    const ok = res.status === 200 && text.includes("data: [DONE]") && !text.includes('"error"');
+    return { ok, status: res.status, replica, ...(ok ? {} : { error: text.slice(0, 300) }) };
+  } catch (e) {
+    return { ok: false, status: 0, replica, error: (e as Error).message };
+  }
+}
+
+function replicaCounts(outcomes: readonly Outcome[]): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const o of outcomes) if (o.replica !== null) m.set(o.replica, (m.get(o.replica) ?? 0) + 1);
+  return m;
+}
+
+test("haproxy.cfg spreads tenants over both replicas and names the one that served each", async () => {
+  const c = await startCluster();
+  try {
+    const outcomes = await Promise.all(Array.from({ length: 16 }, (_, t) => chat(c.front, t, { maxTokens: 4 })));
+    assert.deepEqual(outcomes.filter((o) => !o.ok), []);
+    const counts = replicaCounts(outcomes);
+    assert.deepEqual([...counts.keys()].sort(), ["r1", "r2"], `both replicas serve: ${JSON.stringify([...counts])}`);
+    // The same request body begins the same way, so the same tenant lands on the same replica again.
+    const again = await Promise.all(Array.from({ length: 16 }, (_, t) => chat(c.front, t, { maxTokens: 4 })));
+    assert.deepEqual(again.map((o) => o.replica), outcomes.map((o) => o.replica));
+  } finally {
+    await c.stop();
+  }
+});
+
+test("SIGTERM on one replica under load loses no request: in-flight ones finish, new ones go to the other", async () => {
+  const c = await startCluster();
+  try {
+    const outcomes: Promise<Outcome>[] = [];
+    let onR1 = 0;
+    for (let t = 0; t < 12; t++) outcomes.push(chat(c.front, t, { maxTokens: 48, onHeaders: (r) => void (r === "r1" && onR1++) }));
+    await new Promise((r) => setTimeout(r, 300));
+    const exit = c.replicas[0]!.stop("SIGTERM");
+    // New requests keep coming while r1 drains and after it has gone.
+    const deadline = Date.now() + 2500;
+    for (let t = 12; Date.now() < deadline; t++) {
+      outcomes.push(chat(c.front, t % 16, { maxTokens: 8 }));
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const done = await Promise.all(outcomes);
+    assert.deepEqual(done.filter((o) => !o.ok), [], "every request succeeded");
+    assert.ok(onR1 > 0, "some in-flight requests were on the replica that got SIGTERM");
+    assert.equal(await exit, 0, "the drained replica exits cleanly");
+    const late = done.slice(12);
+    assert.ok(late.length >= 10 && late.every((o) => o.replica === "r2" || o.replica === "r1"), `late requests: ${JSON.stringify(replicaCounts(late))}`);
+  } finally {
+    await c.stop();
+  }
+});
+
+test("kill -9 on one replica fails only its in-flight requests; the rest, and later ones, succeed", async () => {
+  const c = await startCluster();
+  try {
+    const started: Promise<Outcome>[] = [];
+    for (let t = 0; t < 12; t++) started.push(chat(c.front, t, { maxTokens: 200, words: 20 }));
+    await new Promise((r) => setTimeout(r, 400));
+    c.replicas[1]!.proc.kill("SIGKILL");
+    const first = await Promise.all(started);
+    const later = await Promise.all(Array.from({ length: 8 }, (_, t) => chat(c.front, t, { maxTokens: 4 })));
+    for (const o of first) {
+      if (o.replica === "r1") assert.ok(o.ok, `r1's request failed: ${o.error}`);
+    }
+    assert.ok(first.some((o) => o.replica === "r2" && !o.ok), `some of r2's in-flight requests failed: ${JSON.stringify(first.map((o) => [o.replica, o.ok]))}`);
+    assert.deepEqual(later.filter((o) => !o.ok), [], "requests after the kill succeed");
+    assert.ok(later.every((o) => o.replica === "r1"));
+  } finally {
+    await c.stop();
+  }
+});
+
+/** Prefix-cache hits over queries, summed over the replicas' /metrics. */
+async function hitRate(c: Cluster): Promise<number> {
+  let hits = 0;
+  let queries = 0;
+  for (const r of c.replicas) {
+    const m = await r.metrics();
+    hits += m.get(`vllm:prefix_cache_hits_total{model_name="${MODEL}"}`) ?? NaN;
+    queries += m.get(`vllm:prefix_cache_queries_total{model_name="${MODEL}"}`) ?? NaN;
+  }
+  return hits / queries;
+}
+
+test("16 tenants with long system prompts: prefix affinity's cache hit rate is at least 2x round robin's", async () => {
+  const words = 560;
+  // A fixed shuffled order: each of 8 rounds visits every tenant once.
+  const order: number[] = [];
+  let x = 12345;
+  for (let r = 0; r < 8; r++) {
+    const round = Array.from({ length: 16 }, (_, t) => t);
+    for (let i = round.length - 1; i > 0; i--) {
+      x = (x * 1103515245 + 12345) % 2147483648;
+      const j = x % (i + 1);
+      [round[i], round[j]] = [round[j]!, round[i]!];
+    }
+    order.push(...round);
+  }
+  // Size each replica's KV cache to hold what affinity sends it (the larger share of the tenants'
+  // prompts) and no more: the case where routing decides the hit rate. A probe pass learns the split
+  // and the prompt length through the same front.
+  const probe = await startCluster();
+  const share = new Map<string, number>();
+  let promptTokens = 0;
+  try {
+    for (let t = 0; t < 16; t++) {
+      const res = await fetch(`${probe.front}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ messages: [{ role: "system", content: systemPrompt(t, words) }, { role: "user", content: "What does river mean?" }], model: MODEL, max_tokens: 1 }),
+      });
+      assert.equal(res.status, 200);
+      const replica = res.headers.get("x-served-by")!;
+      share.set(replica, (share.get(replica) ?? 0) + 1);
+      promptTokens = Math.max(promptTokens, ((await res.json()) as { usage: { prompt_tokens: number } }).usage.prompt_tokens);
+    }
+  } finally {
+    await probe.stop();
+  }
+  const blockSize = 16;
+  const blocks = Math.ceil((Math.max(...share.values()) * promptTokens * 1.03) / blockSize) + 8;
+  const args = ["--num-gpu-blocks-override", String(blocks), "--block-size", String(blockSize), "--max-num-seqs", "4"];
+  const run = async (balance?: string): Promise<{ rate: number; counts: Map<string, number> }> => {
+    const c = await startCluster(args, balance);
+    try {
+      const outcomes: Outcome[] = [];
+      for (let i = 0; i < order.length; i += 2) {
+        outcomes.push(...(await Promise.all(order.slice(i, i + 2).map((t) => chat(c.front, t, { maxTokens: 1, words })))));
+      }
+      assert.deepEqual(outcomes.filter((o) => !o.ok), []);
+      return { rate: await hitRate(c), counts: replicaCounts(outcomes) };
+    } finally {
+      await c.stop();
+    }
+  };
+  const affinity = await run();
+  const roundRobin = await run("roundrobin");
+  const msg =
+    `${blocks} blocks a replica (prompts of ${promptTokens} tokens, split ${JSON.stringify([...share])}): ` +
+    `affinity ${affinity.rate.toFixed(3)} ${JSON.stringify([...affinity.counts])}, round robin ${roundRobin.rate.toFixed(3)} ${JSON.stringify([...roundRobin.counts])}`;
+  console.log(`# prefix-cache hit rate: ${msg}`);
+  assert.ok(affinity.rate >= 2 * roundRobin.rate, msg);
+});
