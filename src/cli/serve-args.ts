@@ -11,6 +11,7 @@ import { DEFAULT_MAX_NUM_SEQS, MIN_DEFAULT_BATCHED_TOKENS } from "../engine/engi
 import { KV_DTYPE_SETTINGS } from "../kv/kv-quant.js";
 import { DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
 import { WEIGHTS_SETTINGS } from "../ops/weight.js";
+import { MAX_DATA_PARALLEL_SIZE } from "../engine/data-parallel-engine.js";
 import { checkOneOf } from "../tensor/check.js";
 import { TOOL_PARSERS, type ToolParserName } from "../server/tool-parsers.js";
 
@@ -37,7 +38,9 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --max-num-batched-tokens N   token budget of one engine step (default max(${MIN_DEFAULT_BATCHED_TOKENS}, --max-num-seqs))
   --max-waiting-requests N     waiting queue bound, in client requests (a prompt list is one); beyond it 429 (default 1024)
   --no-enable-prefix-caching   turn automatic prefix caching off
-  --threads N                  kernel threads (default: $KVFLASH_THREADS or all cores)
+  --threads N                  kernel threads, of each engine (default: $KVFLASH_THREADS or all cores, shared out among the engines)
+  --data-parallel-size N       N engines behind one HTTP front, each with its own threads and KV cache; requests go
+                               by prompt-prefix affinity (default 1; vLLM's flag)
   --shutdown-timeout S         on SIGTERM, let in-flight requests finish for up to S seconds (default 10)
   --loader MODULE              model loader module, a path or URL exporting loadEngineModel (default: the decoder)
   --loader-options JSON        options for a custom loader
@@ -135,6 +138,10 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       }
       case "--threads":
         args.threads = read.integer(1);
+        break;
+      case "--data-parallel-size":
+        args.dataParallelSize = read.integer(1);
+        if (args.dataParallelSize > MAX_DATA_PARALLEL_SIZE) throw new ArgumentError(flag, `must be an integer in [1, ${MAX_DATA_PARALLEL_SIZE}], got ${args.dataParallelSize}`);
         break;
       case "--shutdown-timeout":
         args.shutdownTimeoutS = read.number();

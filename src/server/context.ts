@@ -5,14 +5,14 @@
  * the served model's names and limits, and the server's settings.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { EngineClient } from "../engine/engine-client.js";
+import type { ServingEngine } from "../engine/serving-engine.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { TokenizerPool } from "../tokenizer/tokenizer-pool.js";
 import type { ToolParserName } from "./tool-parsers.js";
 
 export interface ServerContext {
-  engine: EngineClient;
+  engine: ServingEngine;
   tokenizer: Tokenizer;
   /** Tokenizer workers: every prompt is encoded there, never on the HTTP thread (prompt-length.ts). */
   tokenizerPool: TokenizerPool;

@@ -17,7 +17,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { EngineClient } from "../engine/engine-client.js";
+import type { ServingEngine } from "../engine/serving-engine.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { TokenizerPool } from "../tokenizer/tokenizer-pool.js";
@@ -53,7 +53,7 @@ const ROUTES: Readonly<Record<string, Route>> = {
 const MODEL_ROUTE: Route = { method: "GET", handler: model, auth: true };
 
 export interface KvflashServerOptions {
-  engine: EngineClient;
+  engine: ServingEngine;
   tokenizer: Tokenizer;
   /** Workers that encode prompts. Default: a pool over modelDir's tokenizer.json, closed by close(). */
   tokenizerPool?: TokenizerPool;

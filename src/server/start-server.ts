@@ -13,6 +13,8 @@ import { type ModelConfig, parseModelConfig } from "../model/config.js";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig } from "../model/generation-config.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { EngineClient } from "../engine/engine-client.js";
+import { DataParallelEngine } from "../engine/data-parallel-engine.js";
+import type { ServingEngine } from "../engine/serving-engine.js";
 import type { EngineInfo, EngineSettings } from "../engine/protocol.js";
 import type { KvDtypeSetting } from "../kv/kv-quant.js";
 import type { WeightsSetting } from "../ops/weight.js";
@@ -45,8 +47,10 @@ export interface ServeOptions extends EngineSettings {
   weights?: WeightsSetting;
   blockSize?: number;
   maxModelLen?: number;
-  /** Runtime threads in the engine worker. Default: $KVFLASH_THREADS or all cores. */
+  /** Runtime threads in the engine worker (in each one, with dataParallelSize > 1). Default: $KVFLASH_THREADS or all cores (shared out among the engines). */
   threads?: number;
+  /** Engines behind the one HTTP front, each with its own threads and KV cache (vLLM's --data-parallel-size). Default 1. */
+  dataParallelSize?: number;
   /** URL of the model loader module (engine/loader-module.ts). Default DEFAULT_LOADER. */
   loader?: string;
   /** Loader-specific options. */
@@ -55,7 +59,7 @@ export interface ServeOptions extends EngineSettings {
 
 export interface RunningServer {
   server: KvflashServer;
-  engine: EngineClient;
+  engine: ServingEngine;
   /** http://host:port */
   url: string;
   /** The engine is loaded and takes requests. */
@@ -67,7 +71,7 @@ export interface RunningServer {
 export async function serve(options: ServeOptions = {}): Promise<RunningServer> {
   const modelDir = options.modelDir ?? defaultModelDir();
   const { config, generation, tokenizer } = readServedModel(modelDir);
-  const engine = EngineClient.start({
+  const workerConfig = {
     loader: options.loader ?? DEFAULT_LOADER,
     load: {
       modelDir,
@@ -87,7 +91,9 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
       ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
     },
     ...(options.threads === undefined ? {} : { threads: options.threads }),
-  });
+  };
+  const dp = options.dataParallelSize ?? 1;
+  const engine: ServingEngine = dp === 1 ? EngineClient.start(workerConfig) : DataParallelEngine.start(workerConfig, dp);
   const server = new KvflashServer({
     engine,
     tokenizer,
