@@ -28,6 +28,8 @@ export interface LoadOptions {
   apiKey?: string;
   /** More request fields (e.g. response_format for constrained decoding). */
   extraBody?: Record<string, unknown>;
+  /** These prompts, in order, instead of `requests` random ones of promptTokens (a workload with shared prefixes). */
+  prompts?: readonly number[][];
 }
 
 export interface RequestTiming {
@@ -44,7 +46,7 @@ export interface LoadResult {
   requests: RequestTiming[];
 }
 
-async function oneRequest(o: LoadOptions, prompt: number[]): Promise<RequestTiming> {
+async function oneRequest(o: LoadOptions, prompt: readonly number[]): Promise<RequestTiming> {
   const start = performance.now();
   const res = await fetch(`${o.url}/v1/completions`, {
     method: "POST",
@@ -92,7 +94,7 @@ async function oneRequest(o: LoadOptions, prompt: number[]): Promise<RequestTimi
 
 export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   const rng = new Prng(o.seed ?? 1);
-  const prompts = Array.from({ length: o.requests }, () => Array.from({ length: o.promptTokens }, () => o.lowToken + rng.nextInt(o.highToken - o.lowToken)));
+  const prompts = o.prompts ?? Array.from({ length: o.requests }, () => Array.from({ length: o.promptTokens }, () => o.lowToken + rng.nextInt(o.highToken - o.lowToken)));
   let next = 0;
   const results: RequestTiming[] = [];
   const start = performance.now();

@@ -11,8 +11,9 @@ import { model } from "./model.js";
 import { paged } from "./paged.js";
 import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
+import { scale } from "./scale.js";
 import { serve } from "./serve.js";
 import { stall } from "./stall.js";
 import { tokenize } from "./tokenize.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, tokenize, ggufKernels, gguf, defaultModel, floor];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, scale, tokenize, ggufKernels, gguf, defaultModel, floor];
