@@ -12,6 +12,7 @@
  *   engine.abort(request.requestId);                     // e.g. the client went away
  */
 import { Worker } from "node:worker_threads";
+import { workerExecArgv } from "../runtime/worker-exec-argv.js";
 import type { EngineOutput, EngineRequest } from "./engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
 import type { LoadProgressInfo } from "./loader-module.js";
@@ -98,7 +99,7 @@ export class EngineClient {
   #exited: Promise<void>;
 
   private constructor(config: EngineWorkerConfig) {
-    this.#worker = new Worker(new URL("./engine-worker.js", import.meta.url), { workerData: config });
+    this.#worker = new Worker(new URL("./engine-worker.js", import.meta.url), { execArgv: workerExecArgv(), workerData: config });
     let resolveReady!: (info: EngineInfo) => void;
     let rejectReady!: (e: Error) => void;
     this.ready = new Promise((resolve, reject) => ((resolveReady = resolve), (rejectReady = reject)));

@@ -17,6 +17,7 @@
  * broadcasts ADD_MEMORY; the descriptor itself stays in memory 0.
  */
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
+import { workerExecArgv } from "./worker-exec-argv.js";
 import { ArgumentError, KernelError, show } from "../errors.js";
 import {
   ADD_MEMORY,
@@ -94,7 +95,7 @@ export class WorkerPool {
     const ready: Promise<void>[] = [];
     for (let tid = 1; tid < threads; tid++) {
       const { port1, port2 } = new MessageChannel();
-      const w = new Worker(url, { workerData: { module, memory, control, controlSlots: CONTROL_SLOTS, tid, port: port2 }, transferList: [port2] });
+      const w = new Worker(url, { execArgv: workerExecArgv(), workerData: { module, memory, control, controlSlots: CONTROL_SLOTS, tid, port: port2 }, transferList: [port2] });
       workers.push(w);
       ports.push(port1);
       port1.unref();

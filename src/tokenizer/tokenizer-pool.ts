@@ -12,6 +12,7 @@
  *   await pool.close();
  */
 import { Worker } from "node:worker_threads";
+import { workerExecArgv } from "../runtime/worker-exec-argv.js";
 import { ArgumentError } from "../errors.js";
 import type { EncodeOptions } from "./tokenizer.js";
 import { JsonBytesError } from "../json-bytes.js";
@@ -84,7 +85,7 @@ export class TokenizerPool {
   }
 
   #start(slot: Slot): Worker {
-    const worker = new Worker(new URL("./tokenizer-worker.js", import.meta.url), { workerData: { dir: this.dir } });
+    const worker = new Worker(new URL("./tokenizer-worker.js", import.meta.url), { execArgv: workerExecArgv(), workerData: { dir: this.dir } });
     slot.worker = worker;
     worker.unref(); // an idle pool never keeps the process alive
     worker.on("message", (m: WorkerResult) => {
