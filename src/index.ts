@@ -1,3 +1,6 @@
+/// <reference types="node" preserve="true" />
+// The public types use Node's (node:http servers, NodeJS.ProcessEnv): this reference, kept in the
+// emitted .d.ts, brings @types/node (a dependency of the package) into a consumer's program.
 // kvflash: the public API.
 export { ArgumentError, KernelError, OutOfMemoryError } from "./errors.js";
 export { createRuntime, Runtime, type RuntimeOptions, resolveThreads } from "./runtime/runtime.js";

@@ -1,3 +1,6 @@
+/// <reference types="node" preserve="true" />
+// The public types use Node's (node:http servers, NodeJS.ProcessEnv): this reference, kept in the
+// emitted .d.ts, brings @types/node (a dependency of the package) into a consumer's program.
 /**
  * kvflash/testing: what tests (ours, and those of code built on kvflash) use
  * to make models, kept out of the main entry point: tiny Hugging Face model
