@@ -8,14 +8,15 @@
  *   structured_outputs  {json | regex | choice | grammar | json_object | structural_tag}
  *   guided_json, guided_regex, guided_choice, guided_grammar
  *
- * At most one constraint per request. Shapes are checked here; whether the
- * schema, regex or grammar means anything is XGrammar's call (checkPlanGrammar):
- * either way a bad one is a 400 naming the field.
+ * At most one constraint per request. Shapes and size limits are checked
+ * here; whether the schema, regex or grammar means anything is XGrammar's
+ * call, in the engine's compile sandbox (grammarRejection): either way a bad
+ * one is a 400 naming the field.
  */
 import { show } from "../errors.js";
 import { checkGrammar } from "../structured/grammar-check.js";
 import type { GrammarSpec } from "../structured/grammar-spec.js";
-import { badRequest } from "./errors.js";
+import { type HttpError, badRequest } from "./errors.js";
 import { type Fields, type Json, isObject } from "./fields.js";
 
 export interface GrammarRequest {
@@ -105,9 +106,19 @@ export function parseGrammarFields(f: Fields): GrammarRequest | null {
   return found[0] ?? null;
 }
 
-/** XGrammar's verdict on the constraint: a 400 quoting its message, naming the field. */
-export async function checkRequestGrammar(g: GrammarRequest | null): Promise<void> {
+/** The constraint's size limits and JSON syntax: a 400 naming the field (its message names the sub-field at fault) before any work. */
+export function checkRequestGrammar(g: GrammarRequest | null): void {
   if (g === null) return;
-  const message = await checkGrammar(g.spec);
-  if (message !== null) throw badRequest(g.param, `${g.param} is invalid: ${message}`);
+  const over = checkGrammar(g.spec);
+  if (over !== null) throw badRequest(g.param, `${g.param}${over.path} ${over.message}`);
+}
+
+/**
+ * The engine's refusal of a constraint (param "grammar" or "grammar.<path>":
+ * the sandbox's compile failed, ran out of budget, or the grammar admits
+ * nothing) as a 400 naming the request's field.
+ */
+export function grammarRejection(g: GrammarRequest, param: string, message: string): HttpError {
+  const path = param.slice("grammar".length);
+  return badRequest(g.param, path === "" ? `${g.param} is invalid: ${message}` : `${g.param}${path} ${message}`);
 }
