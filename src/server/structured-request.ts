@@ -23,6 +23,8 @@ export interface GrammarRequest {
   spec: GrammarSpec;
   /** The request field it came from, e.g. "response_format.json_schema.schema". */
   param: string;
+  /** The schema as the body held it (an object), when it was not text: the limits walk it instead of parsing the text again. */
+  parsed?: unknown;
 }
 
 function schemaText(param: string, v: unknown): string {
@@ -41,6 +43,11 @@ function choices(param: string, v: unknown): string[] {
   return v as string[];
 }
 
+/** A JSON-schema constraint from a field that holds a schema object or its text. */
+function jsonRequest(param: string, v: unknown): GrammarRequest {
+  return { spec: { type: "json", schema: schemaText(param, v) }, param, ...(typeof v === "string" ? {} : { parsed: v }) };
+}
+
 function fromResponseFormat(format: Json): GrammarRequest | null {
   const type = format["type"];
   if (type === "text") return null;
@@ -49,8 +56,7 @@ function fromResponseFormat(format: Json): GrammarRequest | null {
     const js = format["json_schema"];
     if (!isObject(js)) throw badRequest("response_format.json_schema", `response_format.json_schema must be an object { name, schema, strict }, got ${show(js)}`);
     if (js["schema"] === undefined || js["schema"] === null) return { spec: { type: "json", schema: null }, param: "response_format.json_schema" };
-    const param = "response_format.json_schema.schema";
-    return { spec: { type: "json", schema: schemaText(param, js["schema"]) }, param };
+    return jsonRequest("response_format.json_schema.schema", js["schema"]);
   }
   throw badRequest("response_format.type", `response_format.type must be "text", "json_object" or "json_schema", got ${show(type)}`);
 }
@@ -59,7 +65,7 @@ function fromResponseFormat(format: Json): GrammarRequest | null {
 function fromMember(name: string, v: unknown, param: string): GrammarRequest | null {
   switch (name) {
     case "json":
-      return { spec: { type: "json", schema: schemaText(param, v) }, param };
+      return jsonRequest(param, v);
     case "json_object":
       if (v !== true) throw badRequest(param, `${param} must be true, got ${show(v)}`);
       return { spec: { type: "json", schema: null }, param };
@@ -109,7 +115,7 @@ export function parseGrammarFields(f: Fields): GrammarRequest | null {
 /** The constraint's size limits and JSON syntax: a 400 naming the field (its message names the sub-field at fault) before any work. */
 export function checkRequestGrammar(g: GrammarRequest | null): void {
   if (g === null) return;
-  const over = checkGrammar(g.spec);
+  const over = checkGrammar(g.spec, g.parsed);
   if (over !== null) throw badRequest(g.param, `${g.param}${over.path} ${over.message}`);
 }
 

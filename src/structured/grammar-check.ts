@@ -9,10 +9,10 @@
 import { type LimitViolation, checkGrammarLimits } from "./grammar-limits.js";
 import type { GrammarSpec } from "./grammar-spec.js";
 
-/** null when the spec is within the limits, else the sub-field at fault and why. */
-export function checkGrammar(spec: GrammarSpec): LimitViolation | null {
+/** null when the spec is within the limits, else the sub-field at fault and why. `parsed`: its JSON as the request body held it. */
+export function checkGrammar(spec: GrammarSpec, parsed?: unknown): LimitViolation | null {
   if (spec.type === "choice" && spec.choices.length === 0) return { path: "", message: "needs at least one choice" };
-  const over = checkGrammarLimits(spec);
+  const over = checkGrammarLimits(spec, parsed);
   if (over !== null && spec.type === "json" && over.message.startsWith("is not JSON")) return { path: "", message: `the schema ${over.message}` };
   return over;
 }

@@ -40,6 +40,8 @@ export const GRAMMAR_LIMITS = {
   grammarDepth: 64,
   /** Tags of a structural tag, or functions a tool call may name. OpenAI accepts 128 tools. */
   tags: 128,
+  /** Characters of a schema's or structural tag's JSON text (the engine parses it again to key its cache). */
+  schemaChars: 2 ** 20,
 } as const;
 
 /** The first limit `spec` breaks: the sub-field at fault (appended to the request's field) and the message; null when within all. */
@@ -169,13 +171,16 @@ function parseJson(text: string): { value: unknown } | LimitViolation {
 /** Longest sub-field path named in an error (a 60-level path is cut, not echoed whole). */
 const MAX_PATH_CHARS = 80;
 
-/** The first limit `spec` breaks (or its JSON does not parse), else null. */
-export function checkGrammarLimits(spec: GrammarSpec): LimitViolation | null {
-  const v = firstViolation(spec);
+/**
+ * The first limit `spec` breaks (or its JSON does not parse), else null.
+ * `parsed`: the spec's JSON already parsed (the request body's own value), so a large schema is not parsed twice.
+ */
+export function checkGrammarLimits(spec: GrammarSpec, parsed?: unknown): LimitViolation | null {
+  const v = firstViolation(spec, parsed);
   return v === null || v.path.length <= MAX_PATH_CHARS ? v : { ...v, path: `${v.path.slice(0, MAX_PATH_CHARS)}…` };
 }
 
-function firstViolation(spec: GrammarSpec): LimitViolation | null {
+function firstViolation(spec: GrammarSpec, given: unknown): LimitViolation | null {
   switch (spec.type) {
     case "regex":
       return checkPattern(spec.pattern, false);
@@ -188,7 +193,8 @@ function firstViolation(spec: GrammarSpec): LimitViolation | null {
     case "tool_calls": {
       const text = spec.type === "json" ? spec.schema : spec.type === "structural_tag" ? spec.tag : spec.schema;
       if (text === null) return null;
-      const parsed = parseJson(text);
+      if (text.length > L.schemaChars) return { path: "", message: `is ${text.length} characters of JSON; at most ${L.schemaChars}` };
+      const parsed = given === undefined ? parseJson(text) : { value: given };
       if (!("value" in parsed)) return parsed;
       if (spec.type === "tool_calls") {
         const any = (parsed.value as { anyOf?: unknown } | null)?.anyOf;
