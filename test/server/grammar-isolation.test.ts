@@ -7,7 +7,7 @@
 // nesting, sizes, unicode, $ref cycles) never gets a 500 or breaks a later request.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { type ErrorBody, MODEL, type ServerProcess, modelArgs, post, startServer } from "./harness.js";
+import { type ErrorBody, MODEL, type ServerProcess, metric, modelArgs, post, startServer, waitMetrics } from "./harness.js";
 
 let server: ServerProcess;
 before(async () => {
@@ -128,6 +128,25 @@ test("a grammar compiling past its budget: a 400 'too complex', while another st
   assert.ok(chunks >= 20, `the stream produced ${chunks} chunks while the grammar compiled`);
   assert.ok(Math.max(...gaps) < 1000, `longest gap between stream chunks ${Math.max(...gaps)} ms`);
   await normalJsonSchemaWorks("a compile past its budget");
+});
+
+test("a client that leaves while its grammar compiles: the request is dropped, never run", async () => {
+  // A grammar new to the server (its property names), slow enough to compile that the client leaves meanwhile.
+  const schema = { type: "object", properties: Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`left${i}`, { type: "integer" }])) };
+  const generated = async () => metric(await server.metrics(), "vllm:generation_tokens_total");
+  const before = await generated();
+  const t0 = Date.now();
+  const leaving = new AbortController();
+  const left = fetch(compUrl(), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: MODEL, prompt: "x", max_tokens: 50, guided_json: schema }), signal: leaving.signal }).catch(() => null);
+  setTimeout(() => leaving.abort(), 200);
+  // The same grammar again: it waits for the same compile, then runs.
+  const stays = await server.openai.completions.create({ model: MODEL, prompt: "y", max_tokens: 5, seed: 3, guided_json: schema } as never);
+  const compileMs = Date.now() - t0;
+  assert.ok(compileMs > 300, `the compile outlasted the client (${compileMs} ms)`);
+  await left;
+  await waitMetrics(server, (m) => metric(m, "vllm:num_requests_running") === 0 && metric(m, "vllm:num_requests_waiting") === 0);
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal((await generated()) - before, stays.usage!.completion_tokens, "only the request that stayed generated tokens");
 });
 
 /** A seeded PRNG (mulberry32). */

@@ -16,9 +16,11 @@ import { ToolCallStream } from "../tool-call-output.js";
 import { SseStream } from "../sse.js";
 import { grammarRejection } from "../structured-request.js";
 
-export async function runGeneration(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext, plan: GenerationPlan): Promise<void> {
+export async function runGeneration(req: IncomingMessage, res: ServerResponse, ctx: ServerContext, plan: GenerationPlan): Promise<void> {
   if (ctx.shuttingDown) throw new HttpError(503, "the server is shutting down");
   const ids = plan.prompts.map((_, i) => `${plan.id}-${i}`);
+  // A client that left while its request was parsed or tokenized: nothing to submit ('close' fired before the listener below).
+  if (req.socket.destroyed || res.destroyed) return;
   let gone = false;
   res.on("close", () => {
     if (res.writableEnded) return;
