@@ -10,6 +10,9 @@
  * prompt_bytes 0 measures the same window with no request: the floor of
  * this machine under its current load (load1, from os.loadavg()).
  *
+ * On the default server, the grammar attacks of issue #32 follow
+ * (stall-grammar.ts: one row each, endpoint "grammar: <case>").
+ *
  * Two servers: `default` (models/default, max_model_len 1024: every size
  * here is refused by its length before tokenizing) and `long-context` (a tiny
  * model with the default model's tokenizer and max_model_len 32768: a
@@ -26,6 +29,7 @@ import { defaultModelDir } from "../../src/index.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { GapMeter } from "../gap-watch.js";
 import type { Row, Suite } from "../harness.js";
+import { grammarRows } from "./stall-grammar.js";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const MODEL = "stall-bench";
@@ -90,7 +94,7 @@ async function startServer(args: string[], log: (line: string) => void): Promise
   });
 }
 
-async function measureServer(config: string, args: string[], sizes: readonly number[], log: (line: string) => void): Promise<Row[]> {
+async function measureServer(config: string, args: string[], sizes: readonly number[], log: (line: string) => void, grammars = false): Promise<Row[]> {
   const { url, proc } = await startServer(args, log);
   const rows: Row[] = [];
   try {
@@ -121,6 +125,7 @@ async function measureServer(config: string, args: string[], sizes: readonly num
           rows.push(r);
         }
       }
+      if (grammars) rows.push(...(await grammarRows(url, MODEL, meter, post, log, row)));
     } finally {
       await meter.close();
     }
@@ -133,10 +138,10 @@ async function measureServer(config: string, args: string[], sizes: readonly num
 
 export const stall: Suite = {
   name: "stall",
-  description: "longest /health and stream gaps while another client sends a 256 KiB–15 MB text prompt to /v1/completions, chat and /tokenize (#14 item 1)",
+  description: "longest /health and stream gaps while another client sends a 256 KiB–15 MB text prompt to /v1/completions, chat and /tokenize (#14 item 1), or a hostile grammar (#32)",
   async run({ quick, log }) {
     const sizes = quick ? [256 * 1024, 4 * 2 ** 20] : SIZES;
-    const rows = await measureServer("default", ["--model", defaultModelDir()], sizes, log);
+    const rows = await measureServer("default", ["--model", defaultModelDir(), "--tool-call-parser", "hermes"], sizes, log, true);
     if (quick) return rows;
     const dir = mkdtempSync(join(tmpdir(), "kvflash-stall-bench-"));
     try {

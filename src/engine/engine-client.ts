@@ -158,7 +158,8 @@ export class EngineClient {
 
   /** Cancels a request (its stream ends with finishReason "abort"). Unknown or finished ids are ignored. */
   abort(requestId: string): void {
-    if (this.#state.state === "ready" && this.#streams.has(requestId)) this.#post({ type: "abort", requestId });
+    // Submitted and not yet accepted too: its grammar may be compiling (the worker then drops it).
+    if (this.#state.state === "ready" && (this.#streams.has(requestId) || this.#submits.has(requestId))) this.#post({ type: "abort", requestId });
   }
 
   /** The engine's counters and histograms, or null when it is not running. */

@@ -10,14 +10,15 @@
  * messages.
  *
  * A constrained request's grammar is compiled (GrammarBackend.prepare) before
- * it is added: asynchronously, between steps, and cached by its text, so a
- * grammar seen before adds nothing; its matcher then lives here, beside the
- * sampler.
+ * it is added: first in the backend's sandbox worker (time budget, memory
+ * cap) while steps go on, then here, and cached by its text, so a grammar
+ * seen before adds nothing; its matcher then lives here, beside the sampler.
+ * A request aborted while "compiling" is dropped when its compile ends.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
-import { GrammarBackend } from "../structured/grammar-backend.js";
+import { GrammarBackend, GrammarRejectedError } from "../structured/grammar-backend.js";
 import { Engine, type EngineRequest } from "./engine.js";
 import { resolveEngineConfig } from "./engine-config.js";
 import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./loader-module.js";
@@ -34,6 +35,8 @@ let engine: Engine | null = null;
 let grammar: GrammarBackend | null = null;
 /** Why there is no grammar backend (XGrammar failed to load for this tokenizer), for the requests that need one. */
 let grammarUnavailable: string | null = null;
+/** Requests whose grammar is compiling (not yet added); an abort removes its id, and the request is then dropped. */
+const compiling = new Set<string>();
 let stepScheduled = false;
 let stopped = false;
 
@@ -64,19 +67,29 @@ function handle(m: ToWorker): void {
       const requests = m.requests;
       const specs = requests.flatMap((r) => (r.grammar === undefined ? [] : [r.grammar]));
       if (specs.length === 0 || engine === null) return addGroup(requests);
-      const rejectAll = (message: string): void => {
-        for (const { requestId } of requests) post({ type: "rejected", requestId, reason: "invalid", message, param: "grammar" });
+      const rejectAll = (message: string, param: string): void => {
+        for (const { requestId } of requests) post({ type: "rejected", requestId, reason: "invalid", message, param });
       };
-      if (grammar === null) return rejectAll(`structured output is unavailable: ${grammarUnavailable ?? "no grammar backend"}`);
-      Promise.all(specs.map((spec) => grammar!.prepare(spec))).then(
-        () => {
-          if (!stopped) addGroup(requests);
-        },
-        (e: unknown) => rejectAll(`the grammar does not compile: ${(e as Error).message}`),
-      );
+      if (grammar === null) return rejectAll(`structured output is unavailable: ${grammarUnavailable ?? "no grammar backend"}`, "grammar");
+      // "compiling": the request waits here, off the step loop, while the engine steps for everyone else.
+      for (const { requestId } of requests) compiling.add(requestId);
+      Promise.all(specs.map((spec) => grammar!.prepare(spec)))
+        .then(
+          () => {
+            if (stopped) return;
+            if (requests.some((r) => !compiling.has(r.requestId))) return rejectAll("the request was aborted while its grammar compiled", "grammar"); // the client left
+            addGroup(requests);
+          },
+          (e: unknown) => {
+            if (e instanceof ArgumentError) rejectAll((e as Error).message.slice(e.argument.length + 1), e.argument);
+            else rejectAll(e instanceof GrammarRejectedError ? e.message : `the grammar does not compile: ${(e as Error).message}`, "grammar");
+          },
+        )
+        .finally(() => requests.forEach((r) => compiling.delete(r.requestId)));
       return;
     }
     case "abort":
+      if (compiling.delete(m.requestId)) return;
       if (engine?.abort(m.requestId)) scheduleStep();
       return;
     case "stats":
@@ -118,6 +131,7 @@ async function shutdown(): Promise<void> {
   try {
     engine?.dispose();
     model?.runner.dispose();
+    await grammar?.dispose();
   } finally {
     await rt?.dispose();
     port!.close();

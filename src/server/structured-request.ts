@@ -8,20 +8,23 @@
  *   structured_outputs  {json | regex | choice | grammar | json_object | structural_tag}
  *   guided_json, guided_regex, guided_choice, guided_grammar
  *
- * At most one constraint per request. Shapes are checked here; whether the
- * schema, regex or grammar means anything is XGrammar's call (checkPlanGrammar):
- * either way a bad one is a 400 naming the field.
+ * At most one constraint per request. Shapes and size limits are checked
+ * here; whether the schema, regex or grammar means anything is XGrammar's
+ * call, in the engine's compile sandbox (grammarRejection): either way a bad
+ * one is a 400 naming the field.
  */
 import { show } from "../errors.js";
 import { checkGrammar } from "../structured/grammar-check.js";
 import type { GrammarSpec } from "../structured/grammar-spec.js";
-import { badRequest } from "./errors.js";
+import { type HttpError, badRequest } from "./errors.js";
 import { type Fields, type Json, isObject } from "./fields.js";
 
 export interface GrammarRequest {
   spec: GrammarSpec;
   /** The request field it came from, e.g. "response_format.json_schema.schema". */
   param: string;
+  /** The schema as the body held it (an object), when it was not text: the limits walk it instead of parsing the text again. */
+  parsed?: unknown;
 }
 
 function schemaText(param: string, v: unknown): string {
@@ -40,6 +43,11 @@ function choices(param: string, v: unknown): string[] {
   return v as string[];
 }
 
+/** A JSON-schema constraint from a field that holds a schema object or its text. */
+function jsonRequest(param: string, v: unknown): GrammarRequest {
+  return { spec: { type: "json", schema: schemaText(param, v) }, param, ...(typeof v === "string" ? {} : { parsed: v }) };
+}
+
 function fromResponseFormat(format: Json): GrammarRequest | null {
   const type = format["type"];
   if (type === "text") return null;
@@ -48,8 +56,7 @@ function fromResponseFormat(format: Json): GrammarRequest | null {
     const js = format["json_schema"];
     if (!isObject(js)) throw badRequest("response_format.json_schema", `response_format.json_schema must be an object { name, schema, strict }, got ${show(js)}`);
     if (js["schema"] === undefined || js["schema"] === null) return { spec: { type: "json", schema: null }, param: "response_format.json_schema" };
-    const param = "response_format.json_schema.schema";
-    return { spec: { type: "json", schema: schemaText(param, js["schema"]) }, param };
+    return jsonRequest("response_format.json_schema.schema", js["schema"]);
   }
   throw badRequest("response_format.type", `response_format.type must be "text", "json_object" or "json_schema", got ${show(type)}`);
 }
@@ -58,7 +65,7 @@ function fromResponseFormat(format: Json): GrammarRequest | null {
 function fromMember(name: string, v: unknown, param: string): GrammarRequest | null {
   switch (name) {
     case "json":
-      return { spec: { type: "json", schema: schemaText(param, v) }, param };
+      return jsonRequest(param, v);
     case "json_object":
       if (v !== true) throw badRequest(param, `${param} must be true, got ${show(v)}`);
       return { spec: { type: "json", schema: null }, param };
@@ -105,9 +112,19 @@ export function parseGrammarFields(f: Fields): GrammarRequest | null {
   return found[0] ?? null;
 }
 
-/** XGrammar's verdict on the constraint: a 400 quoting its message, naming the field. */
-export async function checkRequestGrammar(g: GrammarRequest | null): Promise<void> {
+/** The constraint's size limits and JSON syntax: a 400 naming the field (its message names the sub-field at fault) before any work. */
+export function checkRequestGrammar(g: GrammarRequest | null): void {
   if (g === null) return;
-  const message = await checkGrammar(g.spec);
-  if (message !== null) throw badRequest(g.param, `${g.param} is invalid: ${message}`);
+  const over = checkGrammar(g.spec, g.parsed);
+  if (over !== null) throw badRequest(g.param, `${g.param}${over.path} ${over.message}`);
+}
+
+/**
+ * The engine's refusal of a constraint (param "grammar" or "grammar.<path>":
+ * the sandbox's compile failed, ran out of budget, or the grammar admits
+ * nothing) as a 400 naming the request's field.
+ */
+export function grammarRejection(g: GrammarRequest, param: string, message: string): HttpError {
+  const path = param.slice("grammar".length);
+  return badRequest(g.param, path === "" ? `${g.param} is invalid: ${message}` : `${g.param}${path} ${message}`);
 }

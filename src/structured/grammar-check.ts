@@ -1,33 +1,18 @@
 /**
- * The HTTP thread's syntax check of a constrained request, so a bad JSON
- * schema, regex or grammar is a 400 that quotes XGrammar's own message before
- * anything reaches the engine. Parsing needs no vocabulary (it is the cheap
- * half of compiling); the engine worker compiles what passes. The check runs
- * on a private XGrammar instance, loaded on first use: a compiler abort there
- * cannot disturb the engine's.
+ * The HTTP thread's check of a constrained request: the size limits
+ * (grammar-limits.ts) and whether its JSON parses, in time linear in the
+ * request and with no XGrammar instance on this thread (a trap in one used
+ * to poison every later request). Whether the schema, regex or grammar means
+ * anything is the compile sandbox's call, in the engine worker
+ * (grammar-sandbox.ts), which answers with XGrammar's own message.
  */
-import { type GrammarSpec, parseGrammar } from "./grammar-spec.js";
-import { type XGrammar, loadXGrammar } from "./xgrammar.js";
+import { type LimitViolation, checkGrammarLimits } from "./grammar-limits.js";
+import type { GrammarSpec } from "./grammar-spec.js";
 
-let instance: Promise<XGrammar> | null = null;
-
-/** null when the spec parses, else XGrammar's message ("Unsupported type \"nope\"", "Regex parsing error at position 5: …"). */
-export async function checkGrammar(spec: GrammarSpec): Promise<string | null> {
-  if (spec.type === "json" && spec.schema !== null) {
-    try {
-      JSON.parse(spec.schema);
-    } catch (e) {
-      return `the schema is not JSON: ${(e as Error).message}`;
-    }
-  }
-  if (spec.type === "choice" && spec.choices.length === 0) return "at least one choice is needed";
-  instance ??= loadXGrammar();
-  const xg = await instance;
-  try {
-    const grammar = await xg.explain(() => parseGrammar(xg, spec));
-    grammar.dispose();
-    return null;
-  } catch (e) {
-    return (e as Error).message;
-  }
+/** null when the spec is within the limits, else the sub-field at fault and why. `parsed`: its JSON as the request body held it. */
+export function checkGrammar(spec: GrammarSpec, parsed?: unknown): LimitViolation | null {
+  if (spec.type === "choice" && spec.choices.length === 0) return { path: "", message: "needs at least one choice" };
+  const over = checkGrammarLimits(spec, parsed);
+  if (over !== null && spec.type === "json" && over.message.startsWith("is not JSON")) return { path: "", message: `the schema ${over.message}` };
+  return over;
 }

@@ -15,12 +15,21 @@
  *                                 "[FATAL] … message" lines (it aborts on a bad
  *                                 schema, regex or grammar) are captured for the
  *                                 error instead of going to stderr
+ *   `var getHeapMax=()=>2147483648;`  caps the wasm heap at `heapMaxBytes`
+ *                                 (emscripten's memory growth asks it): past the
+ *                                 cap an allocation fails and the instance aborts,
+ *                                 instead of growing to 2 GiB
+ *
+ * An instance that aborted or trapped (out-of-bounds access, stack overflow,
+ * failed allocation) is dead: emscripten answers every later call with
+ * "Aborted()". isTrap() tells such errors apart; the owner drops the instance.
  *
  * Each call of loadXGrammar() evaluates a fresh instance with its own wasm heap.
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
+import { ArgumentError, show } from "../errors.js";
 
 const require = createRequire(import.meta.url);
 
@@ -92,7 +101,18 @@ export interface XGrammar {
 const PATCHES: readonly [string, string][] = [
   ["let binding = null;", "let binding = null; exports.__binding = () => binding;"],
   ["binding = await Module();", "binding = await Module(exports.__moduleArg);"],
+  ["var getHeapMax=()=>2147483648;", "var getHeapMax=()=>exports.__moduleArg.heapMax;"],
 ];
+
+/** The wasm heap of an instance, at most (emscripten's own maximum: 2 GiB). */
+export const XGRAMMAR_MAX_HEAP_BYTES = 2 ** 31;
+
+/** Whether `e` is a trap or abort of the wasm instance (which is then unusable), not a compiler's error message. */
+export function isTrap(e: unknown): boolean {
+  if (e instanceof WebAssembly.RuntimeError) return true;
+  const m = e instanceof Error ? e.message : String(e);
+  return /Aborted\(|memory access out of bounds|call stack|unreachable|out of memory|bad_alloc/i.test(m);
+}
 
 let source: { text: string; path: string } | null = null;
 
@@ -108,11 +128,15 @@ function patchedSource(): { text: string; path: string } {
   return source;
 }
 
-/** A fresh XGrammar instance. */
-export async function loadXGrammar(): Promise<XGrammar> {
+/** A fresh XGrammar instance; its wasm heap grows to `heapMaxBytes` at most (a multiple of 64 KiB, ≤ 2 GiB). */
+export async function loadXGrammar(options: { heapMaxBytes?: number } = {}): Promise<XGrammar> {
+  const heapMax = options.heapMaxBytes ?? XGRAMMAR_MAX_HEAP_BYTES;
+  if (!Number.isInteger(heapMax) || heapMax % 65536 !== 0 || heapMax < 2 ** 24 || heapMax > XGRAMMAR_MAX_HEAP_BYTES) {
+    throw new ArgumentError("heapMaxBytes", `must be a multiple of 64 KiB from 16 MiB to 2 GiB, got ${show(heapMax)}`);
+  }
   const { text, path } = patchedSource();
   const messages: string[] = [];
-  const exports: Record<string, unknown> = { __moduleArg: { print: (s: string) => messages.push(s), printErr: (s: string) => messages.push(s) } };
+  const exports: Record<string, unknown> = { __moduleArg: { heapMax, print: (s: string) => messages.push(s), printErr: (s: string) => messages.push(s) } };
   const module = { exports };
   new Function("module", "exports", "require", "__filename", "__dirname", text)(module, exports, createRequire(path), path, dirname(path));
   const xg = module.exports as unknown as Omit<XGrammar, "binding" | "explain"> & { __binding(): XGrammarBinding | null };

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { before, test } from "node:test";
+import { after, before, test } from "node:test";
 import { Engine, type EngineOutput, type EngineRequest } from "../../src/engine/engine.js";
 import { Tokenizer, applyTokenMask, defaultModelDir, parseModelConfig, resolveSamplingParams } from "../../src/index.js";
 import { GrammarBackend } from "../../src/structured/grammar-backend.js";
@@ -23,6 +23,7 @@ let backend: GrammarBackend;
 before(async () => {
   backend = await GrammarBackend.create({ tokenizer, vocabSize: V, stopTokenIds: [2] });
 });
+after(() => backend.dispose());
 
 const prompt = (seed: number, n: number) => Array.from({ length: n }, (_, i) => 3 + ((seed * 7919 + i * 104729) % (V - 3)));
 const REGEX: GrammarSpec = { type: "regex", pattern: "[a-z]{3,6}-[0-9]{2}" };
@@ -66,7 +67,7 @@ test("constrained and free requests batched through preemptions equal each run a
 });
 
 test("a grammar the backend has not compiled, or an engine without a backend, refuse the request by name", async () => {
-  await assert.rejects(backend.prepare({ type: "json", schema: "{not json" }), /the grammar's JSON does not parse/);
+  await assert.rejects(backend.prepare({ type: "json", schema: "{not json" }), /grammar is not JSON/);
   await assert.rejects(backend.prepare({ type: "regex", pattern: "(a" }), /Regex parsing error/);
   const engine = engineWith(16);
   assert.throws(() => engine.addRequest(request("x", 1, { type: "regex", pattern: "[0-9]+" })), /grammar was not prepared/);

@@ -23,7 +23,7 @@ export const chatCompletions: Handler = async (req, res, ctx) => {
   const body = await readJsonBody(req, bodyOptions(ctx));
   requireReady(ctx);
   const plan = await parseChatRequest(body, ctx);
-  await checkRequestGrammar(plan.grammar);
+  checkRequestGrammar(plan.grammar);
   await runGeneration(req, res, ctx, plan);
 };
 
@@ -31,7 +31,7 @@ export const completions: Handler = async (req, res, ctx) => {
   const body = await readJsonBody(req, bodyOptions(ctx));
   requireReady(ctx);
   const plan = await parseCompletionRequest(body, ctx);
-  await checkRequestGrammar(plan.grammar);
+  checkRequestGrammar(plan.grammar);
   await runGeneration(req, res, ctx, plan);
 };
 

@@ -6,7 +6,7 @@
  * which frees their KV blocks at the next step boundary.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { OutputStream } from "../../engine/engine-client.js";
+import { EngineRejectedError, type OutputStream } from "../../engine/engine-client.js";
 import type { EngineOutput } from "../../engine/engine.js";
 import type { ServerContext } from "../context.js";
 import { HttpError, sendJson } from "../errors.js";
@@ -14,10 +14,13 @@ import type { GenerationPlan } from "../openai-request.js";
 import { type ChoiceState, chunk, deltaChunk, fullResponse, usageChunk, usageOf } from "../openai-response.js";
 import { ToolCallStream } from "../tool-call-output.js";
 import { SseStream } from "../sse.js";
+import { grammarRejection } from "../structured-request.js";
 
-export async function runGeneration(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext, plan: GenerationPlan): Promise<void> {
+export async function runGeneration(req: IncomingMessage, res: ServerResponse, ctx: ServerContext, plan: GenerationPlan): Promise<void> {
   if (ctx.shuttingDown) throw new HttpError(503, "the server is shutting down");
   const ids = plan.prompts.map((_, i) => `${plan.id}-${i}`);
+  // A client that left while its request was parsed or tokenized: nothing to submit ('close' fired before the listener below).
+  if (req.socket.destroyed || res.destroyed) return;
   let gone = false;
   res.on("close", () => {
     if (res.writableEnded) return;
@@ -42,6 +45,9 @@ export async function runGeneration(_req: IncomingMessage, res: ServerResponse, 
     );
   } catch (e) {
     if (gone) return;
+    if (e instanceof EngineRejectedError && e.reason === "invalid" && plan.grammar !== null && e.param?.startsWith("grammar") === true) {
+      throw grammarRejection(plan.grammar, e.param, e.message);
+    }
     throw e;
   }
   if (gone) {
