@@ -19,6 +19,7 @@
  * its own instance what passed here (grammar-backend.ts).
  */
 import { Worker } from "node:worker_threads";
+import { workerExecArgv } from "../runtime/worker-exec-argv.js";
 import type { GrammarSpec } from "./grammar-spec.js";
 import type { CompileReply, CompileWorkerData } from "./grammar-compile-worker.js";
 
@@ -96,6 +97,7 @@ export class GrammarSandbox {
     const { budgetMs: _b, jsHeapMb, ...data } = this.#options;
     this.workersStarted++;
     const worker = new Worker(new URL("./grammar-compile-worker.js", import.meta.url), {
+      execArgv: workerExecArgv(),
       workerData: data satisfies CompileWorkerData,
       resourceLimits: { maxOldGenerationSizeMb: jsHeapMb, maxYoungGenerationSizeMb: 16 },
     });
