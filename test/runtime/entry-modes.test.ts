@@ -5,6 +5,8 @@
 // and fail them with ERR_INPUT_TYPE_NOT_ALLOWED.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { workerExecArgv } from "../../src/runtime/worker-exec-argv.js";
@@ -58,6 +60,21 @@ test("workerExecArgv drops the entry point's own options and keeps the rest", ()
   assert.deepEqual(workerExecArgv(["--input-type", "module", "--enable-source-maps"]), ["--enable-source-maps"]);
   assert.deepEqual(workerExecArgv(["-e", "code()", "--no-warnings", "-i"]), ["--no-warnings"]);
   assert.deepEqual(workerExecArgv(["--eval=code()", "--print", "x", "--conditions", "dev"]), ["--conditions", "dev"]);
+});
+
+test("every worker the product starts is given workerExecArgv()", () => {
+  const src = join(ROOT, "src");
+  const files = readdirSync(src, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".ts"));
+  let workers = 0;
+  for (const f of files) {
+    const text = readFileSync(join(src, f), "utf8");
+    for (const m of text.matchAll(/new Worker\(/g)) {
+      workers++;
+      const call = text.slice(m.index, m.index + 400);
+      assert.match(call, /execArgv: workerExecArgv\(\)/, `src/${f}: a Worker without execArgv: workerExecArgv()`);
+    }
+  }
+  assert.ok(workers >= 4, `found ${workers} Worker constructions`);
 });
 
 test("node --input-type=module with the script on stdin", async () => {
