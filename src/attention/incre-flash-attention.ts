@@ -40,7 +40,7 @@ export interface IncreFlashAttentionOptions extends AttentionOptions {
   splitKv?: number;
 }
 
-interface DecodeProblem extends AttentionProblem {
+export interface DecodeProblem extends AttentionProblem {
   Sq: number;
   lengths: Int32Array;
 }
@@ -114,26 +114,39 @@ function decodeProblem(rt: Runtime, options: IncreFlashAttentionOptions): Decode
  * @returns out f32 (q's shape) and, with returnLse / lse, lse f32 (out's shape without D).
  */
 export function increFlashAttention(rt: Runtime, options: IncreFlashAttentionOptions): AttentionResult {
-  const p = decodeProblem(rt, options);
-  let plan = options.plan;
-  const ownPlan = plan === undefined;
+  const { p, plan, ownPlan } = prepareIncreFlashAttention(rt, options);
   try {
-    if (!plan) {
-      plan = AttentionPlan.create(rt, {
-        actualSeqLengths: p.lengths,
-        numHeads: p.H,
-        numKvHeads: p.Hkv,
-        headDim: p.D,
-        qLen: p.Sq,
-        ...(options.splitKv === undefined ? {} : { splitKv: options.splitKv }),
-      });
-    }
     runPlan(rt, p, plan);
   } catch (e) {
     for (const t of p.allocated) rt.free(t);
     throw e;
   } finally {
-    if (ownPlan && plan) plan.dispose();
+    if (ownPlan) plan.dispose();
   }
   return p.lse ? { out: p.out, lse: p.lse } : { out: p.out };
+}
+
+/**
+ * The check and plan steps of increFlashAttention, for every backend: the
+ * checked problem and the plan (the caller's, or one built for this call,
+ * `ownPlan`: the caller disposes it after dispatch). Frees what it allocated
+ * if planning throws.
+ */
+export function prepareIncreFlashAttention(rt: Runtime, options: IncreFlashAttentionOptions): { p: DecodeProblem; plan: AttentionPlan; ownPlan: boolean } {
+  const p = decodeProblem(rt, options);
+  if (options.plan) return { p, plan: options.plan, ownPlan: false };
+  try {
+    const plan = AttentionPlan.create(rt, {
+      actualSeqLengths: p.lengths,
+      numHeads: p.H,
+      numKvHeads: p.Hkv,
+      headDim: p.D,
+      qLen: p.Sq,
+      ...(options.splitKv === undefined ? {} : { splitKv: options.splitKv }),
+    });
+    return { p, plan, ownPlan: true };
+  } catch (e) {
+    for (const t of p.allocated) rt.free(t);
+    throw e;
+  }
 }

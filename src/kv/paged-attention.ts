@@ -294,6 +294,24 @@ export function readQuery(rt: Runtime, options: { q: unknown; layout?: unknown }
  * @returns out f32 (q's shape) and, with returnLse / lse, lse f32 ([T, H] for TND).
  */
 export function pagedAttention(rt: Runtime, options: PagedAttentionOptions): AttentionResult {
+  const { p, plan, ownPlan } = preparePagedAttention(rt, options);
+  try {
+    runPlan(rt, p, plan);
+  } catch (e) {
+    for (const t of p.allocated) rt.free(t);
+    throw e;
+  } finally {
+    if (ownPlan) plan.dispose();
+  }
+  return p.lse ? { out: p.out, lse: p.lse } : { out: p.out };
+}
+
+/**
+ * The check and plan steps of pagedAttention, for every backend: the checked
+ * problem and the plan (the caller's, or one built for this call, `ownPlan`:
+ * the caller disposes it after dispatch).
+ */
+export function preparePagedAttention(rt: Runtime, options: PagedAttentionOptions): { p: AttentionProblem; plan: AttentionPlan; ownPlan: boolean } {
   if (typeof options !== "object" || options === null) throw new ArgumentError("options", `must be an object, got ${show(options)}`);
   const cache = checkCache(options.cache, rt);
   const { q, layout, qd } = readQuery(rt, options);
@@ -308,15 +326,9 @@ export function pagedAttention(rt: Runtime, options: PagedAttentionOptions): Att
     plan = planFromOptions(rt, options, cache, layout, qd);
   }
   try {
-    const p = pagedProblem(rt, options, plan, cache, layout, q, qd);
-    try {
-      runPlan(rt, p, plan);
-    } catch (e) {
-      for (const t of p.allocated) rt.free(t);
-      throw e;
-    }
-    return p.lse ? { out: p.out, lse: p.lse } : { out: p.out };
-  } finally {
+    return { p: pagedProblem(rt, options, plan, cache, layout, q, qd), plan, ownPlan };
+  } catch (e) {
     if (ownPlan) plan.dispose();
+    throw e;
   }
 }

@@ -1,0 +1,192 @@
+/**
+ * Runs a checked AttentionProblem (src/attention/problem.ts) on a GpuDevice:
+ * the dispatch step of the one operator API, after the entry points have
+ * validated and planned. The operands live in the runtime's wasm memory:
+ * each tensor's byte span is uploaded once (strides kept, so views work), the
+ * plan tables once, the FlashAttention-2 kernel and, for split sequences, the
+ * FlashDecoding merge run in one submission, and the compact out [T, H, D]
+ * and lse [T, H] come back into the problem's out and lse tensors.
+ */
+import type { AttentionProblem } from "../attention/problem.js";
+import { ArgumentError, show } from "../errors.js";
+import type { Tensor } from "../tensor/tensor.js";
+import { type GpuPlanTables, buildGpuPlan } from "./attention-plan.js";
+import { BufferUsage, MapMode } from "./constants.js";
+import type { GpuDevice } from "./device.js";
+import { GPU_KV_DTYPES, GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
+import { WORKGROUP, chooseTile, dmaxFor, flashAttentionWgsl } from "./wgsl/flash-attention.js";
+import { mergeStatesWgsl } from "./wgsl/merge-states.js";
+import { type AttnParams, FLAG_ALIBI, FLAG_BIAS, FLAG_MASK, packAttnParams } from "./wgsl/params.js";
+
+/** The tensors behind a problem's operands (their spans are uploaded). */
+export interface ProblemTensors {
+  q: Tensor;
+  k: Tensor;
+  v: Tensor;
+  bias?: Tensor | undefined;
+  mask?: Tensor | undefined;
+  alibiSlopes?: Tensor | undefined;
+}
+
+/** How the keys are split: per sequence chunk bounds [0, …, sk]; the paged table when paged. */
+export interface ProblemSplit {
+  bounds: readonly ArrayLike<number>[];
+  table: Int32Array | null;
+}
+
+/** A tensor's bytes from its first to its last element, from a 4-byte boundary; `base` = its first element's index there. */
+function span(t: Tensor): { bytes: Uint8Array; start: number } {
+  const start = t.ptr & ~3;
+  return { bytes: new Uint8Array(t.memory.buffer, start, t.ptr + t.byteLength - start), start };
+}
+
+function checkKvDtype(dtype: string): GpuKvDtype {
+  if (!(GPU_KV_DTYPES as readonly string[]).includes(dtype)) throw new ArgumentError("k.dtype", `must be one of ${GPU_KV_DTYPES.join(" | ")} on the webgpu backend, got ${show(dtype)}`);
+  return dtype as GpuKvDtype;
+}
+
+/** The aux buffer: bias (f32), mask (u8) and ALiBi slopes (f32) concatenated at 4-byte boundaries. */
+function packAux(p: AttentionProblem, t: ProblemTensors): { bytes: Uint8Array; at: Partial<Record<"bias" | "mask" | "alibi", number>> } {
+  const parts: { name: "bias" | "mask" | "alibi"; tensor: Tensor; ptr: number }[] = [];
+  if (p.score.bias && t.bias) parts.push({ name: "bias", tensor: t.bias, ptr: p.score.bias.ptr });
+  if (p.score.mask && t.mask) parts.push({ name: "mask", tensor: t.mask, ptr: p.score.mask.ptr });
+  if (p.score.alibi && t.alibiSlopes) parts.push({ name: "alibi", tensor: t.alibiSlopes, ptr: p.score.alibi.ptr });
+  const spans = parts.map((x) => span(x.tensor));
+  const total = spans.reduce((n, s) => n + Math.ceil(s.bytes.byteLength / 4) * 4, 0);
+  const bytes = new Uint8Array(Math.max(4, total));
+  const at: Partial<Record<"bias" | "mask" | "alibi", number>> = {};
+  let o = 0;
+  parts.forEach((x, i) => {
+    const s = spans[i]!;
+    bytes.set(s.bytes, o);
+    // bias and slopes index words, the mask indexes bytes.
+    at[x.name] = x.name === "mask" ? o + (x.ptr - s.start) : (o + (x.ptr - s.start)) / 4;
+    o += Math.ceil(s.bytes.byteLength / 4) * 4;
+  });
+  return { bytes, at };
+}
+
+function checkBinding(gpu: GpuDevice, what: string, bytes: number): void {
+  const max = gpu.limits.maxStorageBufferBindingSize;
+  if (bytes > max) throw new ArgumentError(what, `needs a ${bytes}-byte GPU binding, beyond the adapter's maxStorageBufferBindingSize ${max}`);
+}
+
+function dispatchSize(gpu: GpuDevice, groups: number): [number, number] {
+  const x = Math.max(1, Math.min(groups, gpu.limits.maxComputeWorkgroupsPerDimension));
+  return [x, Math.ceil(groups / x)];
+}
+
+/** Runs `p` and writes its out (and lse) tensors. */
+export async function runAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem, t: ProblemTensors, split: ProblemSplit): Promise<void> {
+  const kvDtype = checkKvDtype(p.kvDtype);
+  const DMAX = dmaxFor(p.D);
+  const tile = chooseTile(DMAX, gpu.limits.maxComputeWorkgroupStorageSize);
+  const plan = buildGpuPlan(p.seqs, split.bounds, p.Hkv, p.G, tile.BR, split.table);
+  const paged = p.paged !== undefined;
+  const [flash, merge] = await Promise.all([
+    gpu.pipeline(flashAttentionWgsl({ DMAX, tile }), `flash attention DMAX=${DMAX}`),
+    plan.slots > 0 ? gpu.pipeline(mergeStatesWgsl(), "merge states") : Promise.resolve(null),
+  ]);
+  const q = span(t.q);
+  const k = span(t.k);
+  const v = span(t.v);
+  const aux = packAux(p, t);
+  const outFloats = plan.T * p.H * p.D;
+  const lseFloats = plan.T * p.H;
+  const partO = plan.slots * p.H * plan.partSq * p.D;
+  const partL = plan.slots * p.H * plan.partSq;
+  for (const [what, n] of [["q", q.bytes.byteLength], ["k", k.bytes.byteLength], ["v", v.bytes.byteLength], ["out", (outFloats + partO) * 4]] as const) checkBinding(gpu, what, n);
+
+  const [wgX, wgY] = dispatchSize(gpu, plan.nItems);
+  const s = p.score;
+  const params: AttnParams = {
+    H: p.H, Hkv: p.Hkv, G: p.G, nItems: plan.nItems,
+    qOff: (t.q.ptr - q.start) / 4, qsB: p.q.sB, qsH: p.q.sH, qsS: p.q.sS,
+    kOff: (t.k.ptr - k.start) / t.k.elementBytes, ksB: p.k.sB, ksH: p.k.sH, ksS: p.k.sS,
+    vOff: (t.v.ptr - v.start) / t.v.elementBytes, vsB: p.v.sB, vsH: p.v.sH, vsS: p.v.sS,
+    scale: s.scale, softcap: s.softcap, causal: s.causal ? 1 : 0, winL: s.winLeft,
+    winR: s.winRight, flags: (s.bias ? FLAG_BIAS : 0) | (s.mask ? FLAG_MASK : 0) | (s.alibi ? FLAG_ALIBI : 0), seqsOff: plan.seqsOff, itemsOff: plan.itemsOff,
+    tableOff: plan.tableOff, maxBlocks: p.paged?.maxBlocksPerSeq ?? 0, blockSize: p.paged?.blockSize ?? 1, partSq: Math.max(1, plan.partSq),
+    biasOff: aux.at.bias ?? 0, bsB: s.bias?.sB ?? 0, bsH: s.bias?.sH ?? 0, bsI: s.bias?.sI ?? 0,
+    bsJ: s.bias?.sJ ?? 0, maskOff: aux.at.mask ?? 0, msB: s.mask?.sB ?? 0, msH: s.mask?.sH ?? 0,
+    msI: s.mask?.sI ?? 0, msJ: s.mask?.sJ ?? 0, alibiOff: aux.at.alibi ?? 0, asB: s.alibi?.sB ?? 0,
+    partOOff: outFloats, partLOff: lseFloats, wgX, chunksOff: plan.chunksOff,
+    D: p.D, kvDtype: GPU_KV_DTYPE_CODE[kvDtype], paged: paged ? 1 : 0, pad0: 0,
+  };
+  const d = gpu.device;
+  const owned: GPUBuffer[] = [];
+  const pooled: GPUBuffer[] = [];
+  const up = (bytes: Uint8Array, label: string) => {
+    const b = gpu.upload(bytes, label);
+    pooled.push(b);
+    return b;
+  };
+  try {
+    await gpu.scoped("running flash attention", async () => {
+      const bufs = {
+        q: up(q.bytes, "attention q"),
+        k: up(k.bytes, "attention k"),
+        v: up(v.bytes, "attention v"),
+        plan: up(new Uint8Array(plan.data.buffer), "attention plan"),
+        aux: up(aux.bytes, "attention aux"),
+        out: gpu.pool.acquire(Math.max(4, (outFloats + partO) * 4), "attention out"),
+        lse: gpu.pool.acquire(Math.max(4, (lseFloats + partL) * 4), "attention lse"),
+      };
+      pooled.push(bufs.out, bufs.lse);
+      const paramsBuf = gpu.uniform(packAttnParams(params), "attention params");
+      owned.push(paramsBuf);
+      const enc = d.createCommandEncoder({ label: "attention" });
+      const pass = enc.beginComputePass();
+      pass.setPipeline(flash);
+      pass.setBindGroup(0, d.createBindGroup({
+        layout: flash.getBindGroupLayout(0),
+        entries: [paramsBuf, bufs.q, bufs.k, bufs.v, bufs.plan, bufs.aux, bufs.out, bufs.lse].map((buffer, binding) => ({ binding, resource: { buffer } })),
+      }));
+      pass.dispatchWorkgroups(wgX, wgY);
+      if (merge) {
+        const rows = p.B * p.H * plan.partSq;
+        const [mx, my] = dispatchSize(gpu, Math.ceil(rows / WORKGROUP));
+        const mergeParams = gpu.uniform(packAttnParams({ ...params, nItems: rows, wgX: mx }), "merge params");
+        owned.push(mergeParams);
+        pass.setPipeline(merge);
+        pass.setBindGroup(0, d.createBindGroup({
+          layout: merge.getBindGroupLayout(0),
+          entries: [[0, mergeParams], [4, bufs.plan], [6, bufs.out], [7, bufs.lse]].map(([binding, buffer]) => ({ binding: binding as number, resource: { buffer: buffer as GPUBuffer } })),
+        }));
+        pass.dispatchWorkgroups(mx, my);
+      }
+      pass.end();
+      const readO = d.createBuffer({ size: Math.max(4, outFloats * 4), usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: "out readback" });
+      const readL = d.createBuffer({ size: Math.max(4, lseFloats * 4), usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: "lse readback" });
+      owned.push(readO, readL);
+      if (outFloats > 0) enc.copyBufferToBuffer(bufs.out, 0, readO, 0, outFloats * 4);
+      if (lseFloats > 0) enc.copyBufferToBuffer(bufs.lse, 0, readL, 0, lseFloats * 4);
+      d.queue.submit([enc.finish()]);
+      await Promise.all([readO.mapAsync(MapMode.READ), readL.mapAsync(MapMode.READ)]);
+      scatter(p, plan, new Float32Array(readO.getMappedRange()), new Float32Array(readL.getMappedRange()));
+    });
+  } finally {
+    for (const b of owned) b.destroy();
+    for (const b of pooled) gpu.pool.release(b);
+  }
+}
+
+/** Writes the compact rows back through out's and lse's strides. */
+function scatter(p: AttentionProblem, plan: GpuPlanTables, o: Float32Array, lse: Float32Array): void {
+  const out = new Float32Array(p.out.memory.buffer);
+  const lseT = p.lse ? new Float32Array(p.lse.memory.buffer) : null;
+  const { H, D } = p;
+  const ob = p.outOp.ptr / 4;
+  const lb = p.lseOp.ptr / 4;
+  p.seqs.forEach((s, b) => {
+    const t0 = plan.data[plan.seqsOff + b * 5 + 4]!;
+    for (let i = 0; i < s.sq; i++) {
+      for (let h = 0; h < H; h++) {
+        const src = ((t0 + i) * H + h) * D;
+        const dst = ob + b * p.outOp.sB + h * p.outOp.sH + (s.q0 + i) * p.outOp.sS;
+        for (let d = 0; d < D; d++) out[dst + d] = o[src + d]!;
+        if (lseT) lseT[lb + b * p.lseOp.sB + h * p.lseOp.sH + (s.q0 + i) * p.lseOp.sS] = lse[(t0 + i) * H + h]!;
+      }
+    }
+  });
+}

@@ -1,0 +1,60 @@
+/**
+ * The attention operators on a GpuDevice: the same options, checks and plans
+ * as flashAttention, increFlashAttention and pagedAttention (src/attention,
+ * src/kv), then the WebGPU dispatch (attention-run.ts) instead of the wasm
+ * one. Asynchronous, as GPU readback is; the result tensors are the CPU
+ * operator's (out and lse in the runtime's memory, allocated or the caller's).
+ *
+ *   const gpu = await GpuDevice.open({ device: "webgpu" });
+ *   const { out, lse } = await gpuFlashAttention(gpu, rt, { q, k, v, causal: true, returnLse: true });
+ */
+import { type FlashAttentionOptions, prefillProblem } from "../attention/flash-attention.js";
+import { type IncreFlashAttentionOptions, prepareIncreFlashAttention } from "../attention/incre-flash-attention.js";
+import type { AttentionPlan } from "../attention/plan.js";
+import type { AttentionProblem } from "../attention/problem.js";
+import type { AttentionResult } from "../attention/types.js";
+import { type PagedAttentionOptions, preparePagedAttention } from "../kv/paged-attention.js";
+import type { Runtime } from "../runtime/runtime.js";
+import { type ProblemSplit, type ProblemTensors, runAttentionOnGpu } from "./attention-run.js";
+import type { GpuDevice } from "./device.js";
+
+async function dispatch(rt: Runtime, gpu: GpuDevice, p: AttentionProblem, tensors: ProblemTensors, split: ProblemSplit): Promise<AttentionResult> {
+  try {
+    await runAttentionOnGpu(gpu, p, tensors, split);
+  } catch (e) {
+    for (const t of p.allocated) rt.free(t);
+    throw e;
+  }
+  return p.lse ? { out: p.out, lse: p.lse } : { out: p.out };
+}
+
+function planSplit(plan: AttentionPlan): ProblemSplit {
+  return { bounds: plan.chunkBounds, table: plan.paged?.table ?? null };
+}
+
+/** flashAttention (prefill, FlashAttention-2) on the GPU. */
+export function gpuFlashAttention(gpu: GpuDevice, rt: Runtime, options: FlashAttentionOptions): Promise<AttentionResult> {
+  const p = prefillProblem(rt, options);
+  return dispatch(rt, gpu, p, options, { bounds: p.seqs.map((s) => [0, s.sk]), table: null });
+}
+
+/** increFlashAttention (decode over a padded cache; FlashDecoding split-KV as the plan says) on the GPU. */
+export async function gpuIncreFlashAttention(gpu: GpuDevice, rt: Runtime, options: IncreFlashAttentionOptions): Promise<AttentionResult> {
+  const { p, plan, ownPlan } = prepareIncreFlashAttention(rt, options);
+  try {
+    return await dispatch(rt, gpu, p, options, planSplit(plan));
+  } finally {
+    if (ownPlan) plan.dispose();
+  }
+}
+
+/** pagedAttention (a ragged or uniform batch over a PagedKvCache with its block table) on the GPU. f32 | f16 | bf16 caches. */
+export async function gpuPagedAttention(gpu: GpuDevice, rt: Runtime, options: PagedAttentionOptions): Promise<AttentionResult> {
+  const { p, plan, ownPlan } = preparePagedAttention(rt, options);
+  try {
+    const layer = options.cache.layer(options.layer);
+    return await dispatch(rt, gpu, p, { ...options, k: layer.k, v: layer.v }, planSplit(plan));
+  } finally {
+    if (ownPlan) plan.dispose();
+  }
+}

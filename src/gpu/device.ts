@@ -1,0 +1,199 @@
+/**
+ * GpuDevice: one WebGPU device and what every kernel launch needs from it —
+ * limits read from the adapter, the optional features it has (shader-f16,
+ * subgroups; each kernel has a path without them), a pipeline cache keyed by
+ * WGSL source, a buffer pool, error scopes turned into GpuError, and device
+ * loss surfaced as a GpuError on every later call. Beside src/runtime (the
+ * wasm side); the operators in ./attention.ts dispatch through it.
+ *
+ *   const gpu = await GpuDevice.open({ device: "webgpu" });
+ *   console.log(gpu.describe());
+ *   …
+ *   gpu.destroy();
+ */
+/// <reference types="@webgpu/types" />
+import { type AdapterDescription, type DeviceKind, describeAdapter, formatAdapter, requestAdapter } from "./adapter.js";
+import { GpuBufferPool } from "./buffer-pool.js";
+import { BufferUsage, MapMode } from "./constants.js";
+
+/** A WebGPU validation, out-of-memory or internal error, or a lost device. */
+export class GpuError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "GpuError";
+  }
+}
+
+export interface GpuDeviceOptions {
+  /** "webgpu": any adapter (software included); "auto": a real GPU only, else open() answers null. Default "webgpu". */
+  device?: Exclude<DeviceKind, "cpu">;
+  /** Turn features off although the adapter has them (tests run the fallback paths). */
+  disable?: readonly GpuFeature[];
+}
+
+/** Optional features the kernels use where the adapter has them. */
+export type GpuFeature = "shader-f16" | "subgroups";
+const OPTIONAL_FEATURES: readonly GpuFeature[] = ["shader-f16", "subgroups"];
+
+/** The limits the kernels plan with, as the adapter reports them (requested at their maximum). */
+export interface GpuLimits {
+  maxStorageBufferBindingSize: number;
+  maxBufferSize: number;
+  maxComputeWorkgroupStorageSize: number;
+  maxComputeInvocationsPerWorkgroup: number;
+  maxComputeWorkgroupSizeX: number;
+  maxComputeWorkgroupsPerDimension: number;
+  maxStorageBuffersPerShaderStage: number;
+}
+
+export class GpuDevice {
+  readonly device: GPUDevice;
+  readonly adapter: AdapterDescription;
+  readonly limits: Readonly<GpuLimits>;
+  readonly features: ReadonlySet<GpuFeature>;
+  readonly pool: GpuBufferPool;
+  readonly #pipelines = new Map<string, GPUComputePipeline>();
+  #lost: GpuError | null = null;
+  #destroyed = false;
+
+  private constructor(device: GPUDevice, adapter: AdapterDescription, limits: GpuLimits, features: Set<GpuFeature>) {
+    this.device = device;
+    this.adapter = adapter;
+    this.limits = Object.freeze(limits);
+    this.features = features;
+    this.pool = new GpuBufferPool(device);
+    void device.lost.then((info) => {
+      if (!this.#destroyed) this.#lost = new GpuError(`the WebGPU device was lost (${info.reason}): ${info.message}`);
+    });
+    device.addEventListener("uncapturederror", (ev) => {
+      const error = (ev as GPUUncapturedErrorEvent).error;
+      this.#lost ??= new GpuError(`uncaptured WebGPU error: ${error.message}`);
+    });
+  }
+
+  /**
+   * Opens a device on the adapter `options.device` picks. Returns null for
+   * "auto" without a real GPU; throws WebGpuUnavailableError (saying what to
+   * install) for "webgpu" without any adapter.
+   */
+  static async open(options: GpuDeviceOptions = {}): Promise<GpuDevice | null> {
+    const adapter = await requestAdapter(options.device ?? "webgpu");
+    if (adapter === null) return null;
+    const features = new Set<GpuFeature>(OPTIONAL_FEATURES.filter((f) => adapter.features.has(f) && !options.disable?.includes(f)));
+    const a = adapter.limits;
+    const limits: GpuLimits = {
+      maxStorageBufferBindingSize: a.maxStorageBufferBindingSize,
+      maxBufferSize: a.maxBufferSize,
+      maxComputeWorkgroupStorageSize: a.maxComputeWorkgroupStorageSize,
+      maxComputeInvocationsPerWorkgroup: a.maxComputeInvocationsPerWorkgroup,
+      maxComputeWorkgroupSizeX: a.maxComputeWorkgroupSizeX,
+      maxComputeWorkgroupsPerDimension: a.maxComputeWorkgroupsPerDimension,
+      maxStorageBuffersPerShaderStage: a.maxStorageBuffersPerShaderStage,
+    };
+    const device = await adapter.requestDevice({ requiredFeatures: [...features], requiredLimits: { ...limits } });
+    return new GpuDevice(device, describeAdapter(adapter), limits, features);
+  }
+
+  /** The startup line: vendor, architecture, driver, features. */
+  describe(): string {
+    const f = this.features.size ? [...this.features].join(", ") : "no optional features";
+    return `${formatAdapter(this.adapter)}; ${f}`;
+  }
+
+  /** Throws the loss (or an uncaptured error) if the device can no longer be trusted. */
+  checkAlive(): void {
+    if (this.#destroyed) throw new GpuError("the GpuDevice was destroyed");
+    if (this.#lost) throw this.#lost;
+  }
+
+  /** The compute pipeline for a WGSL source (entry point `main`), compiled once and cached. */
+  async pipeline(code: string, label: string): Promise<GPUComputePipeline> {
+    this.checkAlive();
+    const hit = this.#pipelines.get(code);
+    if (hit) return hit;
+    const pipeline = await this.scoped(`compiling ${label}`, async () => {
+      const module = this.device.createShaderModule({ code, label });
+      const info = await module.getCompilationInfo();
+      const errors = info.messages.filter((m) => m.type === "error");
+      if (errors.length) throw new GpuError(`WGSL ${label} does not compile: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join("; ")}`);
+      return this.device.createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: "main" }, label });
+    });
+    this.#pipelines.set(code, pipeline);
+    return pipeline;
+  }
+
+  /** Pipelines compiled so far. */
+  get pipelineCount(): number {
+    return this.#pipelines.size;
+  }
+
+  /**
+   * Runs `fn` inside validation, out-of-memory and internal error scopes;
+   * the first error any of them caught becomes a GpuError naming `what`.
+   */
+  async scoped<T>(what: string, fn: () => T | Promise<T>): Promise<T> {
+    this.checkAlive();
+    const d = this.device;
+    d.pushErrorScope("internal");
+    d.pushErrorScope("out-of-memory");
+    d.pushErrorScope("validation");
+    let result: T | undefined;
+    let thrown: unknown;
+    try {
+      result = await fn();
+    } catch (e) {
+      thrown = e;
+    }
+    const [validation, oom, internal] = [await d.popErrorScope(), await d.popErrorScope(), await d.popErrorScope()];
+    const error = validation ?? oom ?? internal;
+    if (error) {
+      const kind = error === validation ? "validation" : error === oom ? "out-of-memory" : "internal";
+      throw new GpuError(`WebGPU ${kind} error while ${what}: ${error.message}`);
+    }
+    if (thrown !== undefined) throw thrown;
+    this.checkAlive();
+    return result as T;
+  }
+
+  /** A uniform buffer holding `data` (created per call: uniforms are small). */
+  uniform(data: ArrayBuffer, label: string): GPUBuffer {
+    const size = Math.max(16, Math.ceil(data.byteLength / 16) * 16);
+    const b = this.device.createBuffer({ size, usage: BufferUsage.UNIFORM | BufferUsage.COPY_DST, label });
+    this.device.queue.writeBuffer(b, 0, data);
+    return b;
+  }
+
+  /** A pooled storage buffer holding a copy of `bytes` (padded to 4 bytes). */
+  upload(bytes: Uint8Array, label: string): GPUBuffer {
+    const padded = Math.max(4, Math.ceil(bytes.byteLength / 4) * 4);
+    const buffer = this.pool.acquire(padded, label);
+    const copy = new Uint8Array(padded);
+    copy.set(bytes);
+    this.device.queue.writeBuffer(buffer, 0, copy);
+    return buffer;
+  }
+
+  /** Reads `bytes` bytes from the start of `buffer` back to the CPU. */
+  async read(buffer: GPUBuffer, bytes: number): Promise<ArrayBuffer> {
+    const size = Math.max(4, Math.ceil(bytes / 4) * 4);
+    const staging = this.device.createBuffer({ size, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: "readback" });
+    try {
+      const enc = this.device.createCommandEncoder();
+      enc.copyBufferToBuffer(buffer, 0, staging, 0, size);
+      this.device.queue.submit([enc.finish()]);
+      await staging.mapAsync(MapMode.READ);
+      return staging.getMappedRange().slice(0, bytes);
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  /** Frees everything; later calls throw. Idempotent. */
+  destroy(): void {
+    if (this.#destroyed) return;
+    this.#destroyed = true;
+    this.pool.clear();
+    this.#pipelines.clear();
+    this.device.destroy();
+  }
+}

@@ -1,0 +1,5 @@
+// The WebGPU backend (../shared/ARCHITECTURE.md, "runtime/ gpu/"): device, adapter choice, operators.
+export { DEVICE_KINDS, type DeviceKind, type AdapterDescription, describeAdapter, formatAdapter, parseDeviceKind } from "./adapter.js";
+export { GpuDevice, type GpuDeviceOptions, GpuError, type GpuFeature, type GpuLimits } from "./device.js";
+export { SWIFTSHADER_ICD, WebGpuUnavailableError, loadWebGpu } from "./webgpu-module.js";
+export { gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "./attention.js";

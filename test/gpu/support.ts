@@ -1,0 +1,69 @@
+// Shared helpers of the WebGPU suites: the device they run on, and the
+// comparison against the float64 references with the GPU tolerances.
+//
+// The device: SwiftShader (Debian chromium's CPU Vulkan driver) when no
+// VK_ICD_FILENAMES is set and its manifest exists, else whatever adapter the
+// machine has. Without an adapter the suites skip with the reason printed —
+// unless KVFLASH_REQUIRE_WEBGPU=1 (CI sets it: .ci/run installs chromium and
+// the Vulkan loader), which turns the skip into a failure.
+//
+// Tolerances (WGSL exp/log carry a few ULP more error than wasm's, and the
+// kernels sum in another order than the reference):
+//   out: per query row, max_d |o − ref| / max_d |ref| ≤ 2e-5; a row whose
+//        reference is all zero (no kept key) must be exactly 0.
+//   lse: |lse − ref| / max(1, |ref|) ≤ 2e-5; −Infinity must match exactly.
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { GpuDevice, SWIFTSHADER_ICD, WebGpuUnavailableError } from "../../src/gpu/index.js";
+
+export const GPU_OUT_TOL = 2e-5;
+export const GPU_LSE_TOL = 2e-5;
+
+/** The test device, or the reason the suites skip. */
+export async function openTestGpu(): Promise<{ gpu: GpuDevice; skip: false } | { gpu: null; skip: string }> {
+  if (process.env["VK_ICD_FILENAMES"] === undefined && existsSync(SWIFTSHADER_ICD)) process.env["VK_ICD_FILENAMES"] = SWIFTSHADER_ICD;
+  try {
+    const gpu = await GpuDevice.open({ device: "webgpu" });
+    if (gpu === null) throw new WebGpuUnavailableError("no adapter");
+    return { gpu, skip: false };
+  } catch (e) {
+    if (!(e instanceof WebGpuUnavailableError)) throw e;
+    if (process.env["KVFLASH_REQUIRE_WEBGPU"] === "1") throw new Error(`KVFLASH_REQUIRE_WEBGPU=1, but: ${e.message}`);
+    const why = `no WebGPU adapter (${e.message.slice(0, 160)}…); set KVFLASH_REQUIRE_WEBGPU=1 to fail instead`;
+    process.stderr.write(`# skipping the WebGPU suites: ${why}\n`);
+    return { gpu: null, skip: why };
+  }
+}
+
+/** out (rows of D) and lse against the reference, with the GPU tolerances. */
+export function assertGpuClose(what: string, got: { out: ArrayLike<number>; lse?: ArrayLike<number> }, ref: { out: ArrayLike<number>; lse: ArrayLike<number> }, D: number): void {
+  assert.equal(got.out.length, ref.out.length, `${what}: out length`);
+  for (let r = 0; r < ref.out.length / D; r++) {
+    let err = 0;
+    let scale = 0;
+    for (let d = 0; d < D; d++) {
+      const g = got.out[r * D + d]!;
+      const e = ref.out[r * D + d]!;
+      if (Number.isNaN(g)) assert.fail(`${what}: out row ${r} dim ${d} is NaN (reference ${e})`);
+      err = Math.max(err, Math.abs(g - e));
+      scale = Math.max(scale, Math.abs(e));
+    }
+    if (scale === 0) {
+      if (err !== 0) assert.fail(`${what}: out row ${r} must be exactly 0 (no kept key), max |o| = ${err}`);
+    } else if (err / scale > GPU_OUT_TOL) {
+      assert.fail(`${what}: out row ${r} relative error ${(err / scale).toExponential(2)} > ${GPU_OUT_TOL}`);
+    }
+  }
+  if (got.lse) {
+    assert.equal(got.lse.length, ref.lse.length, `${what}: lse length`);
+    for (let i = 0; i < ref.lse.length; i++) {
+      const g: number = got.lse[i]!;
+      const e: number = ref.lse[i]!;
+      if (e === -Infinity || g === -Infinity) {
+        if (g !== e) assert.fail(`${what}: lse[${i}] = ${g}, reference ${e}`);
+        continue;
+      }
+      if (!(Math.abs(g - e) / Math.max(1, Math.abs(e)) <= GPU_LSE_TOL)) assert.fail(`${what}: lse[${i}] = ${g}, reference ${e}`);
+    }
+  }
+}
