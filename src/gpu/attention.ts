@@ -33,7 +33,7 @@ function planSplit(plan: AttentionPlan): ProblemSplit {
 }
 
 /** flashAttention (prefill, FlashAttention-2) on the GPU. */
-export function gpuFlashAttention(gpu: GpuDevice, rt: Runtime, options: FlashAttentionOptions): Promise<AttentionResult> {
+export async function gpuFlashAttention(gpu: GpuDevice, rt: Runtime, options: FlashAttentionOptions): Promise<AttentionResult> {
   const p = prefillProblem(rt, options);
   return dispatch(rt, gpu, p, options, { bounds: p.seqs.map((s) => [0, s.sk]), table: null });
 }
