@@ -15,5 +15,6 @@ import { scale } from "./scale.js";
 import { serve } from "./serve.js";
 import { stall } from "./stall.js";
 import { tokenize } from "./tokenize.js";
+import { webgpu } from "./webgpu.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, scale, tokenize, ggufKernels, gguf, defaultModel, floor];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, scale, tokenize, ggufKernels, gguf, defaultModel, floor, webgpu];

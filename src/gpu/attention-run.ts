@@ -11,7 +11,6 @@ import type { AttentionProblem } from "../attention/problem.js";
 import { ArgumentError, show } from "../errors.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { type GpuPlanTables, buildGpuPlan } from "./attention-plan.js";
-import { BufferUsage, MapMode } from "./constants.js";
 import type { GpuDevice } from "./device.js";
 import { GPU_KV_DTYPES, GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
 import { WORKGROUP, chooseTile, dmaxFor, flashAttentionWgsl } from "./wgsl/flash-attention.js";
@@ -76,8 +75,24 @@ function dispatchSize(gpu: GpuDevice, groups: number): [number, number] {
   return [x, Math.ceil(groups / x)];
 }
 
-/** Runs `p` and writes its out (and lse) tensors. */
-export async function runAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem, t: ProblemTensors, split: ProblemSplit): Promise<void> {
+/**
+ * An attention call uploaded to the GPU (FlashInfer's plan, then run): the
+ * operands, the plan tables and the uniforms live in GPU buffers; encode()
+ * records the kernels (any number of times: benchmarks repeat it), read()
+ * writes the result into the problem's out and lse, release() returns the
+ * buffers to the pool.
+ */
+export interface GpuAttentionLaunch {
+  /** Work items (workgroups) of the attention kernel, and whether a merge follows. */
+  readonly nItems: number;
+  readonly split: boolean;
+  encode(pass: GPUComputePassEncoder): void;
+  read(): Promise<void>;
+  release(): void;
+}
+
+/** Checks the GPU limits, compiles (or reuses) the pipelines and uploads everything `p` reads. */
+export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem, t: ProblemTensors, split: ProblemSplit): Promise<GpuAttentionLaunch> {
   const kvDtype = checkKvDtype(p.kvDtype);
   const DMAX = dmaxFor(p.D);
   const tile = chooseTile(DMAX, gpu.limits.maxComputeWorkgroupStorageSize);
@@ -116,58 +131,85 @@ export async function runAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem, t: 
   const d = gpu.device;
   const owned: GPUBuffer[] = [];
   const pooled: GPUBuffer[] = [];
+  const release = () => {
+    for (const b of owned.splice(0)) b.destroy();
+    for (const b of pooled.splice(0)) gpu.pool.release(b);
+  };
   const up = (bytes: Uint8Array, label: string) => {
     const b = gpu.upload(bytes, label);
     pooled.push(b);
     return b;
   };
+  const acquire = (bytes: number, label: string) => {
+    const b = gpu.pool.acquire(Math.max(4, bytes), label);
+    pooled.push(b);
+    return b;
+  };
   try {
-    await gpu.scoped("running flash attention", async () => {
+    return await gpu.scoped("uploading an attention call", () => {
       const bufs = {
         q: up(q.bytes, "attention q"),
         k: up(k.bytes, "attention k"),
         v: up(v.bytes, "attention v"),
         plan: up(new Uint8Array(plan.data.buffer), "attention plan"),
         aux: up(aux.bytes, "attention aux"),
-        out: gpu.pool.acquire(Math.max(4, (outFloats + partO) * 4), "attention out"),
-        lse: gpu.pool.acquire(Math.max(4, (lseFloats + partL) * 4), "attention lse"),
+        out: acquire((outFloats + partO) * 4, "attention out"),
+        lse: acquire((lseFloats + partL) * 4, "attention lse"),
       };
-      pooled.push(bufs.out, bufs.lse);
       const paramsBuf = gpu.uniform(packAttnParams(params), "attention params");
       owned.push(paramsBuf);
-      const enc = d.createCommandEncoder({ label: "attention" });
-      const pass = enc.beginComputePass();
-      pass.setPipeline(flash);
-      pass.setBindGroup(0, d.createBindGroup({
+      const flashGroup = d.createBindGroup({
         layout: flash.getBindGroupLayout(0),
         entries: [paramsBuf, bufs.q, bufs.k, bufs.v, bufs.plan, bufs.aux, bufs.out, bufs.lse].map((buffer, binding) => ({ binding, resource: { buffer } })),
-      }));
-      pass.dispatchWorkgroups(wgX, wgY);
+      });
+      let mergeStep: { group: GPUBindGroup; size: [number, number] } | null = null;
       if (merge) {
         const rows = p.B * p.H * plan.partSq;
-        const [mx, my] = dispatchSize(gpu, Math.ceil(rows / WORKGROUP));
-        const mergeParams = gpu.uniform(packAttnParams({ ...params, nItems: rows, wgX: mx }), "merge params");
+        const size = dispatchSize(gpu, Math.ceil(rows / WORKGROUP));
+        const mergeParams = gpu.uniform(packAttnParams({ ...params, nItems: rows, wgX: size[0] }), "merge params");
         owned.push(mergeParams);
-        pass.setPipeline(merge);
-        pass.setBindGroup(0, d.createBindGroup({
+        const group = d.createBindGroup({
           layout: merge.getBindGroupLayout(0),
-          entries: [[0, mergeParams], [4, bufs.plan], [6, bufs.out], [7, bufs.lse]].map(([binding, buffer]) => ({ binding: binding as number, resource: { buffer: buffer as GPUBuffer } })),
-        }));
-        pass.dispatchWorkgroups(mx, my);
+          entries: ([[0, mergeParams], [4, bufs.plan], [6, bufs.out], [7, bufs.lse]] as const).map(([binding, buffer]) => ({ binding, resource: { buffer } })),
+        });
+        mergeStep = { group, size };
       }
+      const encode = (pass: GPUComputePassEncoder) => {
+        pass.setPipeline(flash);
+        pass.setBindGroup(0, flashGroup);
+        pass.dispatchWorkgroups(wgX, wgY);
+        if (merge && mergeStep) {
+          pass.setPipeline(merge);
+          pass.setBindGroup(0, mergeStep.group);
+          pass.dispatchWorkgroups(...mergeStep.size);
+        }
+      };
+      const read = async () => {
+        const [o, l] = await Promise.all([gpu.read(bufs.out, outFloats * 4), gpu.read(bufs.lse, lseFloats * 4)]);
+        scatter(p, plan, new Float32Array(o), new Float32Array(l));
+      };
+      return { nItems: plan.nItems, split: merge !== null, encode, read, release };
+    });
+  } catch (e) {
+    release();
+    throw e;
+  }
+}
+
+/** Runs `p` and writes its out (and lse) tensors. */
+export async function runAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem, t: ProblemTensors, split: ProblemSplit): Promise<void> {
+  const launch = await prepareAttentionOnGpu(gpu, p, t, split);
+  try {
+    await gpu.scoped("running flash attention", async () => {
+      const enc = gpu.device.createCommandEncoder({ label: "attention" });
+      const pass = enc.beginComputePass();
+      launch.encode(pass);
       pass.end();
-      const readO = d.createBuffer({ size: Math.max(4, outFloats * 4), usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: "out readback" });
-      const readL = d.createBuffer({ size: Math.max(4, lseFloats * 4), usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: "lse readback" });
-      owned.push(readO, readL);
-      if (outFloats > 0) enc.copyBufferToBuffer(bufs.out, 0, readO, 0, outFloats * 4);
-      if (lseFloats > 0) enc.copyBufferToBuffer(bufs.lse, 0, readL, 0, lseFloats * 4);
-      d.queue.submit([enc.finish()]);
-      await Promise.all([readO.mapAsync(MapMode.READ), readL.mapAsync(MapMode.READ)]);
-      scatter(p, plan, new Float32Array(readO.getMappedRange()), new Float32Array(readL.getMappedRange()));
+      gpu.device.queue.submit([enc.finish()]);
+      await launch.read();
     });
   } finally {
-    for (const b of owned) b.destroy();
-    for (const b of pooled) gpu.pool.release(b);
+    launch.release();
   }
 }
 

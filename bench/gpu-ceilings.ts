@@ -1,0 +1,89 @@
+/**
+ * The GPU's ceilings, measured in the same run as the kernels they judge
+ * (as bench/ceilings.ts does for the CPU): memory bandwidth from a copy
+ * kernel (vec4 read + write; bytes = read + written) and FMA throughput from
+ * a kernel of independent vec4 fma chains (flops = 2 per lane per fma).
+ * Benchmark code only: nothing in src/ reaches it.
+ */
+import type { GpuDevice } from "../src/gpu/device.js";
+
+export interface GpuCeilings {
+  copy_gbps: number;
+  fma_gflops: number;
+}
+
+const COPY_WGSL = `@group(0) @binding(0) var<storage, read> src: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> dst: array<vec4<f32>>;
+@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+  let i = g.x + g.y * n.x * 256u;
+  if (i < arrayLength(&dst)) { dst[i] = src[i]; }
+}`;
+
+/** ITERS rounds of 4 independent vec4 fma chains per invocation. */
+const FMA_ITERS = 512;
+const FMA_WGSL = `@group(0) @binding(0) var<storage, read_write> out: array<vec4<f32>>;
+@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  let x = vec4<f32>(f32(g.x) * 1e-7, 0.5, 0.25, 0.125);
+  var a = x; var b = x + 1.0; var c = x + 2.0; var d = x + 3.0;
+  let m = vec4<f32>(0.9999);
+  let k = vec4<f32>(1e-4);
+  for (var i = 0u; i < ${FMA_ITERS}u; i++) {
+    a = fma(a, m, k); b = fma(b, m, k); c = fma(c, m, k); d = fma(d, m, k);
+  }
+  out[g.x] = a + b + c + d;
+}`;
+
+/**
+ * Median ms per repetition of what `encode` records: `perSubmit` repetitions
+ * in one submission, timed to onSubmittedWorkDone, `rounds` times after one
+ * warm-up submission.
+ */
+export async function timeGpu(gpu: GpuDevice, encode: (pass: GPUComputePassEncoder) => void, perSubmit: number, rounds: number): Promise<number> {
+  const once = async () => {
+    const enc = gpu.device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    for (let i = 0; i < perSubmit; i++) encode(pass);
+    pass.end();
+    const t0 = performance.now();
+    gpu.device.queue.submit([enc.finish()]);
+    await gpu.device.queue.onSubmittedWorkDone();
+    return (performance.now() - t0) / perSubmit;
+  };
+  await gpu.scoped("warming up a benchmark", once);
+  const times: number[] = [];
+  for (let r = 0; r < rounds; r++) times.push(await once());
+  times.sort((a, b) => a - b);
+  return times[Math.floor(times.length / 2)]!;
+}
+
+export async function measureGpuCeilings(gpu: GpuDevice, quick: boolean): Promise<GpuCeilings> {
+  const d = gpu.device;
+  const floats = (quick ? 4 : 64) << 20;
+  const bytes = Math.min(floats * 4, gpu.limits.maxStorageBufferBindingSize);
+  const src = gpu.pool.acquire(bytes, "copy src");
+  const dst = gpu.pool.acquire(bytes, "copy dst");
+  const fmaGroups = quick ? 64 : 4096;
+  const fmaOut = gpu.pool.acquire(fmaGroups * 256 * 16, "fma out");
+  try {
+    const copy = await gpu.pipeline(COPY_WGSL, "copy ceiling");
+    const fma = await gpu.pipeline(FMA_WGSL, "fma ceiling");
+    const copyGroup = d.createBindGroup({ layout: copy.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: src, size: bytes } }, { binding: 1, resource: { buffer: dst, size: bytes } }] });
+    const fmaGroup = d.createBindGroup({ layout: fma.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: fmaOut } }] });
+    const groups = Math.ceil(bytes / 16 / 256);
+    const gx = Math.min(groups, gpu.limits.maxComputeWorkgroupsPerDimension);
+    const copyMs = await timeGpu(gpu, (pass) => {
+      pass.setPipeline(copy);
+      pass.setBindGroup(0, copyGroup);
+      pass.dispatchWorkgroups(gx, Math.ceil(groups / gx));
+    }, quick ? 1 : 10, quick ? 3 : 7);
+    const fmaMs = await timeGpu(gpu, (pass) => {
+      pass.setPipeline(fma);
+      pass.setBindGroup(0, fmaGroup);
+      pass.dispatchWorkgroups(fmaGroups);
+    }, quick ? 1 : 10, quick ? 3 : 7);
+    const flops = fmaGroups * 256 * FMA_ITERS * 4 * 4 * 2;
+    return { copy_gbps: (2 * bytes) / (copyMs * 1e6), fma_gflops: flops / (fmaMs * 1e6) };
+  } finally {
+    for (const b of [src, dst, fmaOut]) gpu.pool.release(b);
+  }
+}
