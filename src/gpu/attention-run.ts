@@ -14,6 +14,7 @@ import { type GpuPlanTables, buildGpuPlan } from "./attention-plan.js";
 import type { GpuDevice } from "./device.js";
 import { GPU_KV_DTYPES, GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
 import { WORKGROUP, chooseTile, dmaxFor, flashAttentionWgsl } from "./wgsl/flash-attention.js";
+import { DECODE_RMAX, decodeAttentionWgsl } from "./wgsl/decode-attention.js";
 import { mergeStatesWgsl } from "./wgsl/merge-states.js";
 import { type AttnParams, FLAG_ALIBI, FLAG_BIAS, FLAG_MASK, packAttnParams } from "./wgsl/params.js";
 
@@ -76,6 +77,23 @@ function dispatchSize(gpu: GpuDevice, groups: number): [number, number] {
 }
 
 /**
+ * The kernel for a problem: IncreFlashAttention (decode-attention.ts: keys
+ * split over the workgroup) when every sequence has at most DECODE_RMAX
+ * query rows per KV head (sq·G, as in decode steps), else FlashAttention-2
+ * (flash-attention.ts: query rows split over the workgroup). Both read the
+ * same plan tables, with `rows` rows a work item.
+ */
+export function chooseAttentionKernel(gpu: GpuDevice, p: AttentionProblem): { code: string; label: string; rows: number } {
+  const DMAX = dmaxFor(p.D);
+  if (p.seqs.every((s) => s.sq * p.G <= DECODE_RMAX)) {
+    const subgroups = gpu.features.has("subgroups");
+    return { code: decodeAttentionWgsl({ DMAX, subgroups }), label: `decode attention DMAX=${DMAX}${subgroups ? " subgroups" : ""}`, rows: DECODE_RMAX };
+  }
+  const tile = chooseTile(DMAX, gpu.limits.maxComputeWorkgroupStorageSize);
+  return { code: flashAttentionWgsl({ DMAX, tile }), label: `flash attention DMAX=${DMAX} BR=${tile.BR} BC=${tile.BC}`, rows: tile.BR };
+}
+
+/**
  * An attention call uploaded to the GPU (FlashInfer's plan, then run): the
  * operands, the plan tables and the uniforms live in GPU buffers; encode()
  * records the kernels (any number of times: benchmarks repeat it), read()
@@ -83,6 +101,8 @@ function dispatchSize(gpu: GpuDevice, groups: number): [number, number] {
  * buffers to the pool.
  */
 export interface GpuAttentionLaunch {
+  /** Which kernel runs (decode or FlashAttention-2, and its compile-time shape). */
+  readonly kernel: string;
   /** Work items (workgroups) of the attention kernel, and whether a merge follows. */
   readonly nItems: number;
   readonly split: boolean;
@@ -94,12 +114,11 @@ export interface GpuAttentionLaunch {
 /** Checks the GPU limits, compiles (or reuses) the pipelines and uploads everything `p` reads. */
 export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem, t: ProblemTensors, split: ProblemSplit): Promise<GpuAttentionLaunch> {
   const kvDtype = checkKvDtype(p.kvDtype);
-  const DMAX = dmaxFor(p.D);
-  const tile = chooseTile(DMAX, gpu.limits.maxComputeWorkgroupStorageSize);
-  const plan = buildGpuPlan(p.seqs, split.bounds, p.Hkv, p.G, tile.BR, split.table);
+  const kernel = chooseAttentionKernel(gpu, p);
+  const plan = buildGpuPlan(p.seqs, split.bounds, p.Hkv, p.G, kernel.rows, split.table);
   const paged = p.paged !== undefined;
-  const [flash, merge] = await Promise.all([
-    gpu.pipeline(flashAttentionWgsl({ DMAX, tile }), `flash attention DMAX=${DMAX}`),
+  const [attend, merge] = await Promise.all([
+    gpu.pipeline(kernel.code, kernel.label),
     plan.slots > 0 ? gpu.pipeline(mergeStatesWgsl(), "merge states") : Promise.resolve(null),
   ]);
   const q = span(t.q);
@@ -158,8 +177,8 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
       };
       const paramsBuf = gpu.uniform(packAttnParams(params), "attention params");
       owned.push(paramsBuf);
-      const flashGroup = d.createBindGroup({
-        layout: flash.getBindGroupLayout(0),
+      const attendGroup = d.createBindGroup({
+        layout: attend.getBindGroupLayout(0),
         entries: [paramsBuf, bufs.q, bufs.k, bufs.v, bufs.plan, bufs.aux, bufs.out, bufs.lse].map((buffer, binding) => ({ binding, resource: { buffer } })),
       });
       let mergeStep: { group: GPUBindGroup; size: [number, number] } | null = null;
@@ -175,8 +194,8 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
         mergeStep = { group, size };
       }
       const encode = (pass: GPUComputePassEncoder) => {
-        pass.setPipeline(flash);
-        pass.setBindGroup(0, flashGroup);
+        pass.setPipeline(attend);
+        pass.setBindGroup(0, attendGroup);
         pass.dispatchWorkgroups(wgX, wgY);
         if (merge && mergeStep) {
           pass.setPipeline(merge);
@@ -188,7 +207,7 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
         const [o, l] = await Promise.all([gpu.read(bufs.out, outFloats * 4), gpu.read(bufs.lse, lseFloats * 4)]);
         scatter(p, plan, new Float32Array(o), new Float32Array(l));
       };
-      return { nItems: plan.nItems, split: merge !== null, encode, read, release };
+      return { kernel: kernel.label, nItems: plan.nItems, split: merge !== null, encode, read, release };
     });
   } catch (e) {
     release();
@@ -200,7 +219,7 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
 export async function runAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem, t: ProblemTensors, split: ProblemSplit): Promise<void> {
   const launch = await prepareAttentionOnGpu(gpu, p, t, split);
   try {
-    await gpu.scoped("running flash attention", async () => {
+    await gpu.scoped("running attention", async () => {
       const enc = gpu.device.createCommandEncoder({ label: "attention" });
       const pass = enc.beginComputePass();
       launch.encode(pass);

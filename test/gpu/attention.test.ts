@@ -18,7 +18,7 @@ import {
   referenceIncreFlashAttention,
   referencePagedAttention,
 } from "../../src/index.js";
-import { type GpuDevice, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "../../src/gpu/index.js";
+import { GpuDevice, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "../../src/gpu/index.js";
 import { freeAll, host, hostCache, lseShapeOf, materialize, randomTensor, rng, tensorOf, uniform } from "../attention/support.js";
 import { pagedFixture } from "../kv/paged-support.js";
 import { assertGpuClose, openTestGpu } from "./support.js";
@@ -127,7 +127,7 @@ describe("WebGPU attention kernels against the float64 references", () => {
     freeAll(rt, o);
   });
 
-  gpuTest("decode IncreFlashAttention: lengths 1, 97, 1000 with FlashDecoding split-KV and the LSE merge, f16 cache, G = 4, D = 80", async () => {
+  gpuTest("decode IncreFlashAttention: lengths 1, 97, 1000 with FlashDecoding split-KV and the LSE merge, f16 cache, G = 4, D = 80, with and without subgroups", async () => {
     const random = rng(5);
     const D = 80;
     const lengths = [1, 97, 1000];
@@ -138,8 +138,44 @@ describe("WebGPU attention kernels against the float64 references", () => {
     };
     const o = { ...materialize(rt, spec), actualSeqLengths: lengths };
     const ref = referenceIncreFlashAttention(o);
-    for (const splitKv of [1, 4]) {
-      const got = await poisoned(rt, o.q, "BNSD", (out, lse) => gpuIncreFlashAttention(gpu, rt, { ...o, splitKv, out, lse }));
+    const plain = (await GpuDevice.open({ device: "webgpu", disable: ["subgroups"] }))!;
+    try {
+      assert.equal(plain.features.has("subgroups"), false);
+      for (const [name, device] of [["adapter features", gpu], ["no subgroups", plain]] as const) {
+        for (const splitKv of [1, 4]) {
+          const got = await poisoned(rt, o.q, "BNSD", (out, lse) => gpuIncreFlashAttention(device, rt, { ...o, splitKv, out, lse }));
+          assertGpuClose(`${name}, splitKv=${splitKv}`, got, ref, D);
+        }
+      }
+    } finally {
+      plain.destroy();
+    }
+    freeAll(rt, o);
+  });
+
+  gpuTest("decode kernel with every score option: 2 queries × G = 4, window, softcap, ALiBi, bias, mask (BSND, bf16, D = 64)", async () => {
+    const random = rng(10);
+    const D = 64;
+    const lengths = [97, 7];
+    const maskValues = Float32Array.from({ length: 2 * 2 * 97 }, () => (random() < 0.2 ? 1 : 0));
+    const spec = {
+      q: host("f32", [2, 2, 8, D], Float32Array.from(uniform(2 * 2 * 8 * D, random))),
+      k: hostCache("bf16", "BSND", 2, 2, 97, D, lengths, random),
+      v: hostCache("bf16", "BSND", 2, 2, 97, D, lengths, random),
+    };
+    const o = {
+      ...materialize(rt, spec),
+      layout: "BSND" as const,
+      actualSeqLengths: lengths,
+      window: [40, -1] as const,
+      softcap: 3,
+      alibiSlopes: tensorOf(rt, "f32", [2, 8], uniform(16, random, 0, 0.05)),
+      bias: tensorOf(rt, "f32", [8, 1, 97], uniform(8 * 97, random)),
+      mask: tensorOf(rt, "uint8", [2, 1, 2, 97], maskValues),
+    };
+    const ref = referenceIncreFlashAttention(o);
+    for (const splitKv of [1, 3]) {
+      const got = await poisoned(rt, o.q, "BSND", (out, lse) => gpuIncreFlashAttention(gpu, rt, { ...o, splitKv, out, lse }));
       assertGpuClose(`splitKv=${splitKv}`, got, ref, D);
     }
     freeAll(rt, o);
@@ -150,15 +186,18 @@ describe("WebGPU attention kernels against the float64 references", () => {
       const random = rng(dtype === "f32" ? 6 : 7);
       const D = 64;
       const f = pagedFixture(rt, { dtype, lengths: [7, 97, 1000], blockSize: 16, numKvHeads: 2, headDim: D, random });
-      const cuSeqlensQ = [0, 1, 8, 9]; // decode, a 7-token prefill chunk, decode
-      const q = randomTensor(rt, "f32", [9, 4, D], random);
-      const o = { q, cache: f.cache, layer: 0, cuSeqlensQ, seqLens: f.lengths, blockTable: f.blockTable, maxBlocksPerSeq: f.maxBlocksPerSeq, causal: true };
-      const ref = referencePagedAttention(o);
-      for (const splitKv of [1, 3]) {
-        const got = await poisoned(rt, q, "TND", (out, lse) => gpuPagedAttention(gpu, rt, { ...o, splitKv, out, lse }));
-        assertGpuClose(`${dtype} paged splitKv=${splitKv}`, got, ref, D);
+      // A mixed step (decode, a 7-token prefill chunk: FlashAttention-2) and a decode-only step (the decode kernel).
+      for (const cuSeqlensQ of [[0, 1, 8, 9], [0, 1, 2, 3]]) {
+        const T = cuSeqlensQ[3]!;
+        const q = randomTensor(rt, "f32", [T, 4, D], random);
+        const o = { q, cache: f.cache, layer: 0, cuSeqlensQ, seqLens: f.lengths, blockTable: f.blockTable, maxBlocksPerSeq: f.maxBlocksPerSeq, causal: true };
+        const ref = referencePagedAttention(o);
+        for (const splitKv of [1, 3]) {
+          const got = await poisoned(rt, q, "TND", (out, lse) => gpuPagedAttention(gpu, rt, { ...o, splitKv, out, lse }));
+          assertGpuClose(`${dtype} paged T=${T} splitKv=${splitKv}`, got, ref, D);
+        }
+        rt.free(q);
       }
-      rt.free(q);
       f.cache.dispose();
     }
   });

@@ -25,7 +25,7 @@
  * (the key loop bounds); keys inside it are masked per element. Scores
  * follow ARCHITECTURE.md: scale, softcap, bias, ALiBi, then the masks.
  */
-import { kvLoadFn } from "./kv-load.js";
+import { attentionBindingsWgsl, attentionScoreWgsl } from "./attention-common.js";
 import { attnParamsStruct } from "./params.js";
 
 export const WORKGROUP = 64;
@@ -75,52 +75,13 @@ const BC: u32 = ${BC}u;
 const WG: u32 = ${WORKGROUP}u;
 const TPR: u32 = WG / BR;
 const DPT: u32 = DMAX / TPR;
-const EXCLUDED: f32 = -3.0e38;
-const NEG_INF_BITS: u32 = 0xff800000u;
 
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> qb: array<f32>;
-@group(0) @binding(2) var<storage, read> kb: array<u32>;
-@group(0) @binding(3) var<storage, read> vb: array<u32>;
-@group(0) @binding(4) var<storage, read> plan: array<u32>;
-@group(0) @binding(5) var<storage, read> aux: array<u32>;
-@group(0) @binding(6) var<storage, read_write> ob: array<f32>;
-@group(0) @binding(7) var<storage, read_write> lb: array<u32>;  // lse as f32 bits (−∞ written as bits)
-
+${attentionBindingsWgsl()}
 var<workgroup> qs: array<f32, ${BR * DMAX}>;
 var<workgroup> kvs: array<f32, ${BC * DMAX}>;
 var<workgroup> ss: array<f32, ${BR * BC}>;
 
-${kvLoadFn("loadK", "kb")}
-${kvLoadFn("loadV", "vb")}
-// Element index of key row j (0-based in the sequence) of KV head kvh: dense strides or the block table.
-fn keySlot(b: u32, j: u32, k0: u32) -> u32 {
-  let t = k0 + j;
-  if (P.paged == 0u) { return t; }
-  let blk = plan[P.tableOff + b * P.maxBlocks + t / P.blockSize];
-  return blk * P.blockSize + t % P.blockSize;
-}
-fn kAddr(b: u32, kvh: u32, j: u32, k0: u32) -> u32 { return P.kOff + b * P.ksB + kvh * P.ksH + keySlot(b, j, k0) * P.ksS; }
-fn vAddr(b: u32, kvh: u32, j: u32, k0: u32) -> u32 { return P.vOff + b * P.vsB + kvh * P.vsH + keySlot(b, j, k0) * P.vsS; }
-fn maskedOut(b: u32, h: u32, i: u32, j: u32) -> bool {
-  let e = P.maskOff + b * P.msB + h * P.msH + i * P.msI + j * P.msJ;
-  return ((aux[e >> 2u] >> (8u * (e & 3u))) & 0xffu) != 0u;
-}
-
-// s_j of ARCHITECTURE.md for query (b, h, position i, diagonal diag) and key j, or EXCLUDED.
-fn score(b: u32, h: u32, i: u32, diag: i32, j: u32, dot: f32) -> f32 {
-  let jj = i32(j);
-  if (P.causal != 0u && jj > diag) { return EXCLUDED; }
-  if (P.winL >= 0 && jj < diag - P.winL) { return EXCLUDED; }
-  if (P.winR >= 0 && jj > diag + P.winR) { return EXCLUDED; }
-  if ((P.flags & 2u) != 0u && maskedOut(b, h, i, j)) { return EXCLUDED; }
-  var s = P.scale * dot;
-  if (P.softcap > 0.0) { s = P.softcap * tanh(clamp(s / P.softcap, -15.0, 15.0)); }
-  if ((P.flags & 1u) != 0u) { s += bitcast<f32>(aux[P.biasOff + b * P.bsB + h * P.bsH + i * P.bsI + j * P.bsJ]); }
-  if ((P.flags & 4u) != 0u) { s -= bitcast<f32>(aux[P.alibiOff + b * P.asB + h]) * f32(abs(diag - jj)); }
-  return s;
-}
-
+${attentionScoreWgsl()}
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let item = wid.x + wid.y * P.wgX;
