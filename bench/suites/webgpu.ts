@@ -99,6 +99,7 @@ async function measure(rt: Runtime, gpu: GpuDevice, c: Case, ceil: GpuCeilings, 
     return {
       adapter: gpu.adapter.architecture,
       op: c.op === "decode" ? "increFlashAttention" : "flashAttention (causal)",
+      kernel: l.kernel,
       kv: c.kv,
       B: 1,
       H: c.H,

@@ -144,15 +144,36 @@ export class GpuDevice {
     } catch (e) {
       thrown = e;
     }
-    const [validation, oom, internal] = [await d.popErrorScope(), await d.popErrorScope(), await d.popErrorScope()];
+    let scopes: (GPUError | null)[];
+    try {
+      scopes = [await d.popErrorScope(), await d.popErrorScope(), await d.popErrorScope()];
+    } catch (e) {
+      thrown ??= e;
+      scopes = [null, null, null];
+    }
+    if (thrown !== undefined) await this.#settleLoss();
+    const [validation, oom, internal] = scopes;
     const error = validation ?? oom ?? internal;
     if (error) {
       const kind = error === validation ? "validation" : error === oom ? "out-of-memory" : "internal";
       throw new GpuError(`WebGPU ${kind} error while ${what}: ${error.message}`);
     }
-    if (thrown !== undefined) throw thrown;
+    if (thrown !== undefined) {
+      // A loss during fn (a mapAsync or a submit that failed with it) reads as the loss, not as its symptom.
+      if (this.#lost) throw this.#lost;
+      throw thrown;
+    }
     this.checkAlive();
     return result as T;
+  }
+
+  /** Gives a loss that is under way a moment to be reported (device.lost resolves after the failed call). */
+  async #settleLoss(): Promise<void> {
+    if (this.#lost || this.#destroyed) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.device.lost.then(() => undefined), new Promise<void>((r) => (timer = setTimeout(r, 100)))]);
+    clearTimeout(timer);
+    await new Promise<void>((r) => setImmediate(r));
   }
 
   /** A uniform buffer holding `data` (created per call: uniforms are small). */

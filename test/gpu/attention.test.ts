@@ -18,7 +18,7 @@ import {
   referenceIncreFlashAttention,
   referencePagedAttention,
 } from "../../src/index.js";
-import { GpuDevice, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "../../src/gpu/index.js";
+import { GpuDevice, GpuError, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "../../src/gpu/index.js";
 import { freeAll, host, hostCache, lseShapeOf, materialize, randomTensor, rng, tensorOf, uniform } from "../attention/support.js";
 import { pagedFixture } from "../kv/paged-support.js";
 import { assertGpuClose, openTestGpu } from "./support.js";
@@ -210,6 +210,20 @@ describe("WebGPU attention kernels against the float64 references", () => {
     const qd = randomTensor(rt, "f32", [1, 2, 1, 16], random);
     await assert.rejects(gpuIncreFlashAttention(gpu, rt, { q: qd, k, v: k, actualSeqLengths: [5] }), (e: Error) => e instanceof ArgumentError && /actualSeqLengths\[0\] must be ≤ 4/.test(e.message));
     freeAll(rt, { q, k, qd });
+  });
+
+  gpuTest("a device lost during a call fails that call with a GpuError, and the runtime goes on", async () => {
+    const random = rng(11);
+    const own = (await GpuDevice.open({ device: "webgpu" }))!;
+    const o = { q: randomTensor(rt, "f32", [1, 2, 7, 64], random), k: randomTensor(rt, "f32", [1, 2, 97, 64], random), v: randomTensor(rt, "f32", [1, 2, 97, 64], random) };
+    const call = gpuFlashAttention(own, rt, o);
+    own.device.destroy(); // as a driver reset would, while the call is in flight
+    await assert.rejects(call, (e: Error) => e instanceof GpuError && /device was lost/.test(e.message));
+    await assert.rejects(gpuFlashAttention(own, rt, o), GpuError);
+    own.destroy();
+    const got = await poisoned(rt, o.q, "BNSD", (out, lse) => gpuFlashAttention(gpu, rt, { ...o, out, lse }));
+    assertGpuClose("the other device still computes", got, referenceFlashAttention(o), 64);
+    freeAll(rt, o);
   });
 
   gpuTest("an int8 cache is refused by name on the webgpu backend (f32 | f16 | bf16 only)", async () => {
