@@ -130,9 +130,10 @@ export function increFlashAttention(rt: Runtime, options: IncreFlashAttentionOpt
  * The check and plan steps of increFlashAttention, for every backend: the
  * checked problem and the plan (the caller's, or one built for this call,
  * `ownPlan`: the caller disposes it after dispatch). Frees what it allocated
- * if planning throws.
+ * if planning throws. `planThreads`: the parallel units a built plan balances
+ * for (default the runtime's threads; a GPU backend passes its own).
  */
-export function prepareIncreFlashAttention(rt: Runtime, options: IncreFlashAttentionOptions): { p: DecodeProblem; plan: AttentionPlan; ownPlan: boolean } {
+export function prepareIncreFlashAttention(rt: Runtime, options: IncreFlashAttentionOptions, planThreads?: number): { p: DecodeProblem; plan: AttentionPlan; ownPlan: boolean } {
   const p = decodeProblem(rt, options);
   if (options.plan) return { p, plan: options.plan, ownPlan: false };
   try {
@@ -142,6 +143,7 @@ export function prepareIncreFlashAttention(rt: Runtime, options: IncreFlashAtten
       numKvHeads: p.Hkv,
       headDim: p.D,
       qLen: p.Sq,
+      ...(planThreads === undefined ? {} : { threads: planThreads }),
       ...(options.splitKv === undefined ? {} : { splitKv: options.splitKv }),
     });
     return { p, plan, ownPlan: true };

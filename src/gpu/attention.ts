@@ -18,6 +18,15 @@ import type { Runtime } from "../runtime/runtime.js";
 import { type ProblemSplit, type ProblemTensors, runAttentionOnGpu } from "./attention-run.js";
 import type { GpuDevice } from "./device.js";
 
+/**
+ * The parallel units a plan these operators build balances for (the CPU
+ * plan's `threads`): workgroups to fill a GPU's compute units a few times
+ * over, so one long decode sequence splits into FlashDecoding chunks. A
+ * caller's own plan (built once per step for every layer) is used as it is:
+ * build it with `threads: GPU_PLAN_SLOTS` for the GPU.
+ */
+export const GPU_PLAN_SLOTS = 256;
+
 async function dispatch(rt: Runtime, gpu: GpuDevice, p: AttentionProblem, tensors: ProblemTensors, split: ProblemSplit): Promise<AttentionResult> {
   try {
     await runAttentionOnGpu(gpu, p, tensors, split);
@@ -40,7 +49,7 @@ export async function gpuFlashAttention(gpu: GpuDevice, rt: Runtime, options: Fl
 
 /** increFlashAttention (decode over a padded cache; FlashDecoding split-KV as the plan says) on the GPU. */
 export async function gpuIncreFlashAttention(gpu: GpuDevice, rt: Runtime, options: IncreFlashAttentionOptions): Promise<AttentionResult> {
-  const { p, plan, ownPlan } = prepareIncreFlashAttention(rt, options);
+  const { p, plan, ownPlan } = prepareIncreFlashAttention(rt, options, GPU_PLAN_SLOTS);
   try {
     return await dispatch(rt, gpu, p, options, planSplit(plan));
   } finally {
@@ -50,7 +59,7 @@ export async function gpuIncreFlashAttention(gpu: GpuDevice, rt: Runtime, option
 
 /** pagedAttention (a ragged or uniform batch over a PagedKvCache with its block table) on the GPU. f32 | f16 | bf16 caches. */
 export async function gpuPagedAttention(gpu: GpuDevice, rt: Runtime, options: PagedAttentionOptions): Promise<AttentionResult> {
-  const { p, plan, ownPlan } = preparePagedAttention(rt, options);
+  const { p, plan, ownPlan } = preparePagedAttention(rt, options, GPU_PLAN_SLOTS);
   try {
     const layer = options.cache.layer(options.layer);
     return await dispatch(rt, gpu, p, { ...options, k: layer.k, v: layer.v }, planSplit(plan));

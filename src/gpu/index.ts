@@ -2,4 +2,4 @@
 export { DEVICE_KINDS, type DeviceKind, type AdapterDescription, describeAdapter, formatAdapter, parseDeviceKind } from "./adapter.js";
 export { GpuDevice, type GpuDeviceOptions, GpuError, type GpuFeature, type GpuLimits } from "./device.js";
 export { SWIFTSHADER_ICD, WebGpuUnavailableError, loadWebGpu } from "./webgpu-module.js";
-export { gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "./attention.js";
+export { GPU_PLAN_SLOTS, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "./attention.js";

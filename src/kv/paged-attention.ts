@@ -191,7 +191,7 @@ function checkPlan(rt: Runtime, plan: unknown, cache: PagedKvCache, layout: Atte
  * A plan for one call without a plan (planPagedAttention over the batch fields
  * of the options), then checked against q as a given plan is.
  */
-function planFromOptions(rt: Runtime, options: PagedAttentionOptions, cache: PagedKvCache, layout: AttentionLayout, qd: LayoutDims): AttentionPlan {
+function planFromOptions(rt: Runtime, options: PagedAttentionOptions, cache: PagedKvCache, layout: AttentionLayout, qd: LayoutDims, planThreads?: number): AttentionPlan {
   if (options.seqLens === undefined) throw new ArgumentError("seqLens", "is required without a plan, got undefined");
   if (options.blockTable === undefined) throw new ArgumentError("blockTable", "is required without a plan, got undefined");
   if (layout === "TND" && options.cuSeqlensQ === undefined) throw new ArgumentError("cuSeqlensQ", "is required for layout TND without a plan, got undefined");
@@ -206,6 +206,7 @@ function planFromOptions(rt: Runtime, options: PagedAttentionOptions, cache: Pag
     ...(options.maxBlocksPerSeq === undefined ? {} : { maxBlocksPerSeq: options.maxBlocksPerSeq }),
     ...(layout === "TND" ? { cuSeqlensQ: options.cuSeqlensQ! } : { qLen: qd.S }),
     ...(options.splitKv === undefined ? {} : { splitKv: options.splitKv }),
+    ...(planThreads === undefined ? {} : { threads: planThreads }),
   });
   try {
     // What q fixes is named as the options spell it; checkPlan then checks the rest (block ids against the cache).
@@ -309,9 +310,11 @@ export function pagedAttention(rt: Runtime, options: PagedAttentionOptions): Att
 /**
  * The check and plan steps of pagedAttention, for every backend: the checked
  * problem and the plan (the caller's, or one built for this call, `ownPlan`:
- * the caller disposes it after dispatch).
+ * the caller disposes it after dispatch). `planThreads`: the parallel units a
+ * built plan balances for (default the runtime's threads; a GPU backend
+ * passes its own).
  */
-export function preparePagedAttention(rt: Runtime, options: PagedAttentionOptions): { p: AttentionProblem; plan: AttentionPlan; ownPlan: boolean } {
+export function preparePagedAttention(rt: Runtime, options: PagedAttentionOptions, planThreads?: number): { p: AttentionProblem; plan: AttentionPlan; ownPlan: boolean } {
   if (typeof options !== "object" || options === null) throw new ArgumentError("options", `must be an object, got ${show(options)}`);
   const cache = checkCache(options.cache, rt);
   const { q, layout, qd } = readQuery(rt, options);
@@ -323,7 +326,7 @@ export function preparePagedAttention(rt: Runtime, options: PagedAttentionOption
       if (options[name] !== undefined) throw new ArgumentError(name, `is a plan field; got ${show(options[name])} together with a plan`);
     }
   } else {
-    plan = planFromOptions(rt, options, cache, layout, qd);
+    plan = planFromOptions(rt, options, cache, layout, qd, planThreads);
   }
   try {
     return { p: pagedProblem(rt, options, plan, cache, layout, q, qd), plan, ownPlan };

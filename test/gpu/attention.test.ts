@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import {
   ArgumentError,
+  AttentionPlan,
   type AttentionResult,
   type Runtime,
   type Tensor,
@@ -18,7 +19,7 @@ import {
   referenceIncreFlashAttention,
   referencePagedAttention,
 } from "../../src/index.js";
-import { GpuDevice, GpuError, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "../../src/gpu/index.js";
+import { GPU_PLAN_SLOTS, GpuDevice, GpuError, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "../../src/gpu/index.js";
 import { freeAll, host, hostCache, lseShapeOf, materialize, randomTensor, rng, tensorOf, uniform } from "../attention/support.js";
 import { pagedFixture } from "../kv/paged-support.js";
 import { assertGpuClose, openTestGpu } from "./support.js";
@@ -138,12 +139,16 @@ describe("WebGPU attention kernels against the float64 references", () => {
     };
     const o = { ...materialize(rt, spec), actualSeqLengths: lengths };
     const ref = referenceIncreFlashAttention(o);
+    const gpuPlan = AttentionPlan.create(rt, { actualSeqLengths: lengths, numHeads: 8, numKvHeads: 2, headDim: D, threads: GPU_PLAN_SLOTS });
+    assert.ok(gpuPlan.split, `a plan for GPU_PLAN_SLOTS splits the 1000 keys (${gpuPlan.reason})`);
+    gpuPlan.dispose();
     const plain = (await GpuDevice.open({ device: "webgpu", disable: ["subgroups"] }))!;
     try {
       assert.equal(plain.features.has("subgroups"), false);
       for (const [name, device] of [["adapter features", gpu], ["no subgroups", plain]] as const) {
-        for (const splitKv of [1, 4]) {
-          const got = await poisoned(rt, o.q, "BNSD", (out, lse) => gpuIncreFlashAttention(device, rt, { ...o, splitKv, out, lse }));
+        // undefined: the plan the operator builds for the GPU (GPU_PLAN_SLOTS splits the 1000 keys).
+        for (const splitKv of [undefined, 1, 4]) {
+          const got = await poisoned(rt, o.q, "BNSD", (out, lse) => gpuIncreFlashAttention(device, rt, { ...o, ...(splitKv === undefined ? {} : { splitKv }), out, lse }));
           assertGpuClose(`${name}, splitKv=${splitKv}`, got, ref, D);
         }
       }
