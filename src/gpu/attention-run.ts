@@ -3,7 +3,8 @@
  * the dispatch step of the one operator API, after the entry points have
  * validated and planned. The operands live in the runtime's wasm memory:
  * each tensor's byte span is uploaded once (strides kept, so views work), the
- * plan tables once, the FlashAttention-2 kernel and, for split sequences, the
+ * plan tables once, the attention kernel (decode or FlashAttention-2) and, for
+ * split sequences, the
  * FlashDecoding merge run in one submission, and the compact out [T, H, D]
  * and lse [T, H] come back into the problem's out and lse tensors.
  */
