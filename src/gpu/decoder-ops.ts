@@ -1,0 +1,160 @@
+/**
+ * The decoder kernels of wgsl/decoder-ops.ts on GPU buffers: what the WebGPU
+ * ModelRunner will record per layer, with its weights, activations and KV
+ * resident on the GPU (buffers, element offsets). Each `encode*` checks its
+ * sizes against the buffers, naming the argument and the value, and records
+ * one dispatch into the caller's compute pass; nothing is read back;
+ * recycle() frees the recorded dispatches' uniforms once they have run.
+ * Pipelines come from the device's cache (`GpuDecoderOps.create` compiles
+ * them once).
+ *
+ *   const ops = await GpuDecoderOps.create(gpu);
+ *   ops.rmsNorm(pass, { x, weight, out, rows: T, cols: hidden, eps, delta });
+ *   ops.gemv(pass, { x, weight: wq, out: q, tokens: T, rows: qDim, cols: hidden });
+ */
+import { ArgumentError, show } from "../errors.js";
+import type { GpuDevice } from "./device.js";
+import { gemvWgsl, rmsNormWgsl, swigluWgsl } from "./wgsl/decoder-ops.js";
+import { GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
+
+/** A tensor in a GPU buffer: `offset` elements in (f32 elements; for f16/bf16 weights, 2-byte elements). */
+export interface GpuView {
+  buffer: GPUBuffer;
+  offset?: number;
+}
+
+export interface GpuRmsNormArgs {
+  /** f32 [rows, cols] (row stride `xStride`, default cols); the residual stream, updated in place with delta. */
+  x: GpuView;
+  xStride?: number;
+  /** f32 [rows, cols], added into x first (fused residual add). */
+  delta?: GpuView;
+  /** [cols], f32 | f16 | bf16. */
+  weight: GpuView;
+  weightDtype?: GpuKvDtype;
+  /** f32 [rows, cols]; a buffer other than x's. */
+  out: GpuView;
+  rows: number;
+  cols: number;
+  eps: number;
+}
+
+export interface GpuSwigluArgs {
+  /** f32 [n] each. */
+  gate: GpuView;
+  up: GpuView;
+  out: GpuView;
+  n: number;
+}
+
+export interface GpuGemvArgs {
+  /** f32 [tokens, cols]. */
+  x: GpuView;
+  /** f32 [rows, cols], row-major. */
+  weight: GpuView;
+  /** f32 [tokens, rows]. */
+  out: GpuView;
+  tokens: number;
+  rows: number;
+  cols: number;
+}
+
+function fits(argument: string, view: GpuView, elements: number, elementBytes = 4): number {
+  const offset = view.offset ?? 0;
+  if (!Number.isInteger(offset) || offset < 0) throw new ArgumentError(`${argument}.offset`, `must be an integer ≥ 0, got ${show(view.offset)}`);
+  const need = (offset + elements) * elementBytes;
+  if (need > view.buffer.size) throw new ArgumentError(argument, `needs ${need} bytes (offset ${offset} + ${elements} elements), its buffer has ${view.buffer.size}`);
+  return offset;
+}
+
+function count(argument: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) throw new ArgumentError(argument, `must be an integer ≥ 1, got ${show(value)}`);
+  return value;
+}
+
+export class GpuDecoderOps {
+  readonly #gpu: GpuDevice;
+  readonly #rms: GPUComputePipeline;
+  readonly #swiglu: GPUComputePipeline;
+  readonly #gemv: GPUComputePipeline;
+  readonly #dummy: GPUBuffer;
+  /** Uniform buffers of recorded dispatches, destroyed by recycle(). */
+  readonly #uniforms: GPUBuffer[] = [];
+
+  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline) {
+    this.#gpu = gpu;
+    this.#rms = rms;
+    this.#swiglu = swiglu;
+    this.#gemv = gemv;
+    this.#dummy = gpu.pool.acquire(4, "absent operand");
+  }
+
+  static async create(gpu: GpuDevice): Promise<GpuDecoderOps> {
+    const [rms, swiglu, gemv] = await Promise.all([gpu.pipeline(rmsNormWgsl(), "rmsnorm"), gpu.pipeline(swigluWgsl(), "swiglu"), gpu.pipeline(gemvWgsl(), "gemv f32")]);
+    return new GpuDecoderOps(gpu, rms, swiglu, gemv);
+  }
+
+  #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: GPUBuffer[], groups: number): number {
+    const uniform = this.#gpu.uniform(params instanceof Uint32Array ? (params.buffer as ArrayBuffer) : params, "op params");
+    this.#uniforms.push(uniform);
+    const bind = this.#gpu.device.createBindGroup({
+      layout: pipeline.getBindGroupLayout(0),
+      entries: [uniform, ...buffers].map((buffer, binding) => ({ binding, resource: { buffer } })),
+    });
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, bind);
+    const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    pass.dispatchWorkgroups(x, Math.ceil(groups / x));
+    return x;
+  }
+
+  /** out = weight ⊙ x / sqrt(mean(x²) + eps) per row, after x ← x + delta when delta is given. */
+  rmsNorm(pass: GPUComputePassEncoder, a: GpuRmsNormArgs): void {
+    const rows = count("rows", a.rows);
+    const cols = count("cols", a.cols);
+    if (rows > this.#gpu.limits.maxComputeWorkgroupsPerDimension) throw new ArgumentError("rows", `must be ≤ ${this.#gpu.limits.maxComputeWorkgroupsPerDimension}, got ${rows}`);
+    if (!(a.eps >= 0)) throw new ArgumentError("eps", `must be a number ≥ 0, got ${show(a.eps)}`);
+    const xStride = a.xStride ?? cols;
+    const dtype = a.weightDtype ?? "f32";
+    const xOff = fits("x", a.x, (rows - 1) * xStride + cols);
+    const dOff = a.delta ? fits("delta", a.delta, rows * cols) : 0;
+    const wOff = fits("weight", a.weight, cols, dtype === "f32" ? 4 : 2);
+    const oOff = fits("out", a.out, rows * cols);
+    if (a.out.buffer === a.x.buffer) throw new ArgumentError("out", "must be a buffer other than x's (WebGPU binds no buffer twice for writing)");
+    const p = new ArrayBuffer(48);
+    const u = new Uint32Array(p);
+    u.set([rows, cols, 0, a.delta ? 1 : 0, xOff, xStride, dOff, cols, oOff, cols, wOff, GPU_KV_DTYPE_CODE[dtype]]);
+    new Float32Array(p)[2] = a.eps;
+    this.#dispatch(pass, this.#rms, p, [a.x.buffer, a.delta?.buffer ?? this.#dummy, a.weight.buffer, a.out.buffer], rows);
+  }
+
+  /** out = silu(gate) · up, elementwise. */
+  swiglu(pass: GPUComputePassEncoder, a: GpuSwigluArgs): void {
+    const n = count("n", a.n);
+    const groups = Math.ceil(n / 64);
+    const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    this.#dispatch(pass, this.#swiglu, new Uint32Array([n, fits("gate", a.gate, n), fits("up", a.up, n), fits("out", a.out, n), x, 0, 0, 0]), [a.gate.buffer, a.up.buffer, a.out.buffer], groups);
+  }
+
+  /** out[t, r] = Σ_c x[t, c] · weight[r, c] (f32). */
+  gemv(pass: GPUComputePassEncoder, a: GpuGemvArgs): void {
+    const tokens = count("tokens", a.tokens);
+    const rows = count("rows", a.rows);
+    const cols = count("cols", a.cols);
+    const groups = rows * tokens;
+    const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    const params = new Uint32Array([tokens, rows, cols, fits("x", a.x, tokens * cols), fits("weight", a.weight, rows * cols), fits("out", a.out, tokens * rows), x, 0]);
+    this.#dispatch(pass, this.#gemv, params, [a.x.buffer, a.weight.buffer, a.out.buffer], groups);
+  }
+
+  /** Frees the uniforms of the dispatches recorded so far: call it once the submissions that ran them have completed. */
+  recycle(): void {
+    for (const b of this.#uniforms.splice(0)) b.destroy();
+  }
+
+  /** recycle(), and the placeholder buffer back to the pool. */
+  dispose(): void {
+    this.recycle();
+    this.#gpu.pool.release(this.#dummy);
+  }
+}

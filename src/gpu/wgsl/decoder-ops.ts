@@ -1,0 +1,104 @@
+/**
+ * WGSL kernels of a decoder layer besides attention, for the WebGPU
+ * ModelRunner to come (llama2.c's forward(): rmsnorm, matmul, swiglu), each
+ * with its float64 twin in src/ops/reference/:
+ *
+ *   rmsnorm  one workgroup per row: (x ← x + delta, when fused as vLLM's
+ *            fused_add_rms_norm), sum of squares reduced over the workgroup,
+ *            out = w ⊙ x / sqrt(mean(x²) + eps); weight f32 | f16 | bf16
+ *   swiglu   out = silu(gate) · up, silu(g) = g / (1 + e^(−g)), elementwise
+ *   gemv     out[t, r] = Σ_c x[t, c] · W[r, c] for f32 W [rows, cols]: one
+ *            workgroup per (row, token), the columns strided over its 64
+ *            invocations (W rows read coalesced), then a workgroup reduction
+ *
+ * Every kernel takes element offsets into its buffers from a uniform, so one
+ * buffer can hold many tensors.
+ */
+import { kvLoadFn } from "./kv-load.js";
+
+const WG = 64;
+
+/** The workgroup sum of `v` into red[0] (every invocation reads it after). */
+const REDUCE = `fn reduceSum(v: f32, lid: u32) -> f32 {
+  red[lid] = v;
+  workgroupBarrier();
+  for (var s = ${WG / 2}u; s > 0u; s >>= 1u) {
+    if (lid < s) { red[lid] += red[lid + s]; }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}`;
+
+export function rmsNormWgsl(): string {
+  return `// RMSNorm (+ residual add)
+struct Params { rows: u32, cols: u32, eps: f32, hasDelta: u32, xOff: u32, xStride: u32, dOff: u32, dStride: u32, oOff: u32, oStride: u32, wOff: u32, kvDtype: u32 }
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@group(0) @binding(2) var<storage, read> delta: array<f32>;
+@group(0) @binding(3) var<storage, read> w: array<u32>;
+@group(0) @binding(4) var<storage, read_write> o: array<f32>;
+var<workgroup> red: array<f32, ${WG}>;
+${kvLoadFn("loadW", "w")}
+${REDUCE}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let row = wid.x;
+  if (row >= P.rows) { return; }
+  let xb = P.xOff + row * P.xStride;
+  var ss = 0.0;
+  for (var i = lid; i < P.cols; i += ${WG}u) {
+    var v = x[xb + i];
+    if (P.hasDelta != 0u) {
+      v += delta[P.dOff + row * P.dStride + i];
+      x[xb + i] = v;
+    }
+    ss += v * v;
+  }
+  let inv = inverseSqrt(reduceSum(ss, lid) / f32(P.cols) + P.eps);
+  let ob = P.oOff + row * P.oStride;
+  for (var i = lid; i < P.cols; i += ${WG}u) { o[ob + i] = loadW(P.wOff + i) * x[xb + i] * inv; }
+}
+`;
+}
+
+export function swigluWgsl(): string {
+  return `// SwiGLU
+struct Params { n: u32, gOff: u32, uOff: u32, oOff: u32, wgX: u32, pad0: u32, pad1: u32, pad2: u32 }
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> g: array<f32>;
+@group(0) @binding(2) var<storage, read> u: array<f32>;
+@group(0) @binding(3) var<storage, read_write> o: array<f32>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let i = gid.x + gid.y * P.wgX * ${WG}u;
+  if (i >= P.n) { return; }
+  let a = g[P.gOff + i];
+  o[P.oOff + i] = a / (1.0 + exp(-a)) * u[P.uOff + i];
+}
+`;
+}
+
+export function gemvWgsl(): string {
+  return `// GEMV f32
+struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, pad0: u32 }
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(3) var<storage, read_write> o: array<f32>;
+var<workgroup> red: array<f32, ${WG}>;
+${REDUCE}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let item = wid.x + wid.y * P.wgX;
+  if (item >= P.rows * P.tokens) { return; }
+  let r = item % P.rows;
+  let t = item / P.rows;
+  var s = 0.0;
+  for (var c = lid; c < P.cols; c += ${WG}u) { s += x[P.xOff + t * P.cols + c] * w[P.wOff + r * P.cols + c]; }
+  let total = reduceSum(s, lid);
+  if (lid == 0u) { o[P.oOff + t * P.rows + r] = total; }
+}
+`;
+}

@@ -1,0 +1,121 @@
+// Conformance of the WGSL decoder kernels (src/gpu/wgsl/decoder-ops.ts)
+// against their float64 twins in src/ops/reference: RMSNorm with the fused
+// residual add (f32, f16 and bf16 weights, strided rows), SwiGLU and the f32
+// GEMV, on awkward sizes (97 columns, 1000 elements, 7 tokens), outputs
+// poisoned with NaN first. Tolerances: RMSNorm and SwiGLU per element
+// |got − ref| ≤ 1e-5 · max(1, |ref|); GEMV |got − ref| ≤ 1e-5 · Σ|x·w|
+// (linearMagnitude: f32 accumulation in another order).
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { ArgumentError } from "../../src/index.js";
+import { GpuDecoderOps } from "../../src/gpu/decoder-ops.js";
+import type { GpuDevice } from "../../src/gpu/index.js";
+import { linearMagnitude, linearReference } from "../../src/ops/reference/linear.js";
+import { rmsNormReference } from "../../src/ops/reference/rmsnorm.js";
+import { swigluReference } from "../../src/ops/reference/swiglu.js";
+import { decodeValue, encodeValue } from "../../src/tensor/codec.js";
+import { uniform } from "../helpers/random.js";
+import { openTestGpu } from "./support.js";
+
+const opened = await openTestGpu();
+const gpuTest = (name: string, fn: () => Promise<void>) => test(name, { skip: opened.skip }, fn);
+
+describe("WebGPU decoder kernels against the float64 references", () => {
+  let gpu: GpuDevice;
+  let ops: GpuDecoderOps;
+  before(async () => {
+    if (!opened.gpu) return;
+    gpu = opened.gpu;
+    ops = await GpuDecoderOps.create(gpu);
+  });
+  after(() => {
+    ops?.dispose();
+    opened.gpu?.destroy();
+  });
+
+  const upload = (data: ArrayLike<number>, label: string) => gpu.upload(new Uint8Array(Float32Array.from(data).buffer), label);
+  const poisoned = (n: number, label: string) => upload(new Float32Array(n).fill(NaN), label);
+  async function run(record: (pass: GPUComputePassEncoder) => void, out: GPUBuffer, n: number): Promise<Float32Array> {
+    await gpu.scoped("a decoder-ops test", async () => {
+      const enc = gpu.device.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      record(pass);
+      pass.end();
+      gpu.device.queue.submit([enc.finish()]);
+      await gpu.device.queue.onSubmittedWorkDone();
+    });
+    ops.recycle();
+    return new Float32Array(await gpu.read(out, n * 4));
+  }
+  function close(what: string, got: ArrayLike<number>, ref: ArrayLike<number>, tol: (i: number) => number): void {
+    assert.equal(got.length, ref.length, `${what}: length`);
+    for (let i = 0; i < ref.length; i++) {
+      if (!(Math.abs(got[i]! - ref[i]!) <= tol(i))) assert.fail(`${what}: element ${i} = ${got[i]}, reference ${ref[i]} (tolerance ${tol(i)})`);
+    }
+  }
+
+  gpuTest("RMSNorm with the fused residual add: 7 rows of 97 (row stride 100), f32 / f16 / bf16 weights", async () => {
+    const rows = 7;
+    const cols = 97;
+    const stride = 100;
+    for (const [seed, dtype] of [[1, "f32"], [2, "f16"], [3, "bf16"]] as const) {
+      const x = uniform(rows * stride, seed, -2, 2);
+      const delta = uniform(rows * cols, seed + 10);
+      const wValues = Array.from(uniform(cols, seed + 20, 0.5, 1.5));
+      const wCodes = wValues.map((v) => (dtype === "f32" ? v : encodeValue(dtype, v)));
+      const wDecoded = wCodes.map((c) => (dtype === "f32" ? Math.fround(c) : decodeValue(dtype, c)));
+      const wBytes = dtype === "f32" ? new Uint8Array(Float32Array.from(wCodes).buffer) : new Uint8Array(Uint16Array.from(wCodes).buffer);
+      const xb = upload(x, "x");
+      const db = upload(delta, "delta");
+      const wb = gpu.upload(wBytes, "w");
+      const ob = poisoned(rows * cols, "out");
+      const got = await run((pass) => ops.rmsNorm(pass, { x: { buffer: xb }, xStride: stride, delta: { buffer: db }, weight: { buffer: wb }, weightDtype: dtype, out: { buffer: ob }, rows, cols, eps: 1e-5 }), ob, rows * cols);
+      const summed = Array.from({ length: rows * cols }, (_, i) => x[Math.floor(i / cols) * stride + (i % cols)]! + delta[i]!);
+      const ref = rmsNormReference(summed.map(Math.fround), wDecoded, rows, cols, 1e-5);
+      close(`rmsnorm ${dtype}`, got, ref, (i) => 1e-5 * Math.max(1, Math.abs(ref[i]!)));
+      const residual = new Float32Array(await gpu.read(xb, rows * stride * 4));
+      close(`residual ${dtype}`, Array.from({ length: rows * cols }, (_, i) => residual[Math.floor(i / cols) * stride + (i % cols)]!), summed.map(Math.fround), () => 0);
+      for (const b of [xb, db, wb, ob]) gpu.pool.release(b);
+    }
+  });
+
+  gpuTest("SwiGLU over 1000 elements", async () => {
+    const n = 1000;
+    const g = uniform(n, 4, -8, 8);
+    const u = uniform(n, 5);
+    const [gb, ub, ob] = [upload(g, "gate"), upload(u, "up"), poisoned(n, "out")];
+    const got = await run((pass) => ops.swiglu(pass, { gate: { buffer: gb }, up: { buffer: ub }, out: { buffer: ob }, n }), ob, n);
+    const ref = swigluReference(g, u);
+    close("swiglu", got, ref, (i) => 1e-5 * Math.max(1, Math.abs(ref[i]!)));
+    for (const b of [gb, ub, ob]) gpu.pool.release(b);
+  });
+
+  gpuTest("GEMV f32: 1 and 7 tokens, 97 rows × 1000 columns, at element offsets", async () => {
+    const rows = 97;
+    const cols = 1000;
+    for (const tokens of [1, 7]) {
+      const x = uniform(tokens * cols, 6 + tokens);
+      const w = uniform(rows * cols, 7);
+      const xb = upload([0, 0, 0, ...x], "x"); // x at element offset 3
+      const wb = upload(w, "w");
+      const ob = poisoned(5 + tokens * rows, "out");
+      const got = (await run((pass) => ops.gemv(pass, { x: { buffer: xb, offset: 3 }, weight: { buffer: wb }, out: { buffer: ob, offset: 5 }, tokens, rows, cols }), ob, 5 + tokens * rows)).subarray(5);
+      const shape = { tokens, rows, cols };
+      const ref = linearReference(x, w, shape);
+      const mag = linearMagnitude(x, w, shape);
+      close(`gemv T=${tokens}`, got, ref, (i) => 1e-5 * mag[i]!);
+      for (const b of [xb, wb, ob]) gpu.pool.release(b);
+    }
+  });
+
+  gpuTest("sizes beyond a buffer and a zero count are ArgumentErrors naming the argument", async () => {
+    const b = gpu.pool.acquire(256, "small");
+    const enc = gpu.device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    assert.throws(() => ops.gemv(pass, { x: { buffer: b }, weight: { buffer: b }, out: { buffer: b, offset: 60 }, tokens: 1, rows: 8, cols: 8 }), (e: Error) => e instanceof ArgumentError && /^x needs 4096 bytes|^weight needs 256 bytes|^out needs 272 bytes/.test(e.message));
+    assert.throws(() => ops.swiglu(pass, { gate: { buffer: b }, up: { buffer: b }, out: { buffer: b }, n: 0 }), /n must be an integer ≥ 1, got 0/);
+    pass.end();
+    enc.finish();
+    gpu.pool.release(b);
+  });
+});
