@@ -14,7 +14,7 @@
  */
 import { ArgumentError, show } from "../errors.js";
 import type { GpuDevice } from "./device.js";
-import { gemvWgsl, rmsNormWgsl, swigluWgsl } from "./wgsl/decoder-ops.js";
+import { gemvWgsl, rmsNormWgsl, ropeWgsl, swigluWgsl } from "./wgsl/decoder-ops.js";
 import { GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
 
 /** A tensor in a GPU buffer: `offset` elements in (f32 elements; for f16/bf16 weights, 2-byte elements). */
@@ -47,6 +47,41 @@ export interface GpuSwigluArgs {
   n: number;
 }
 
+export interface GpuRopeArgs {
+  /** f32 [tokens, heads, headDim], rotated in place; tokens `tokenStride` elements apart (default heads · headDim). */
+  x: GpuView;
+  tokenStride?: number;
+  /** int32 [tokens]: each token's position, in [0, maxPos). */
+  positions: GpuView;
+  /** ropeCosSinCache's table f32 [maxPos, rotaryDim]. */
+  cosSin: GpuView;
+  maxPos: number;
+  tokens: number;
+  heads: number;
+  headDim: number;
+  /** Even, ≤ headDim; dims past it pass through. */
+  rotaryDim: number;
+}
+
+/**
+ * The cos/sin cache of RoPE (vLLM's cos_sin_cache): f32 [maxPos, rotaryDim],
+ * row p = cos θ_i then sin θ_i for i < rotaryDim / 2, with θ_i = f32(f32(p) ·
+ * invFreq[i]) as the CPU kernel and transformers compute it, cos and sin in
+ * float64 rounded once. `invFreq` carries any scaling (llama3's included).
+ */
+export function ropeCosSinCache(invFreq: ArrayLike<number>, maxPos: number): Float32Array {
+  const half = invFreq.length;
+  const table = new Float32Array(maxPos * 2 * half);
+  for (let p = 0; p < maxPos; p++) {
+    for (let i = 0; i < half; i++) {
+      const theta = Math.fround(Math.fround(p) * Math.fround(invFreq[i]!));
+      table[p * 2 * half + i] = Math.cos(theta);
+      table[p * 2 * half + half + i] = Math.sin(theta);
+    }
+  }
+  return table;
+}
+
 export interface GpuGemvArgs {
   /** f32 [tokens, cols]. */
   x: GpuView;
@@ -77,12 +112,14 @@ export class GpuDecoderOps {
   readonly #rms: GPUComputePipeline;
   readonly #swiglu: GPUComputePipeline;
   readonly #gemv: GPUComputePipeline;
+  readonly #rope: GPUComputePipeline;
   readonly #dummy: GPUBuffer;
   /** Uniform buffers of recorded dispatches, destroyed by recycle(). */
   readonly #uniforms: GPUBuffer[] = [];
 
-  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline) {
+  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline, rope: GPUComputePipeline) {
     this.#gpu = gpu;
+    this.#rope = rope;
     this.#rms = rms;
     this.#swiglu = swiglu;
     this.#gemv = gemv;
@@ -90,8 +127,13 @@ export class GpuDecoderOps {
   }
 
   static async create(gpu: GpuDevice): Promise<GpuDecoderOps> {
-    const [rms, swiglu, gemv] = await Promise.all([gpu.pipeline(rmsNormWgsl(), "rmsnorm"), gpu.pipeline(swigluWgsl(), "swiglu"), gpu.pipeline(gemvWgsl(), "gemv f32")]);
-    return new GpuDecoderOps(gpu, rms, swiglu, gemv);
+    const [rms, swiglu, gemv, rope] = await Promise.all([
+      gpu.pipeline(rmsNormWgsl(), "rmsnorm"),
+      gpu.pipeline(swigluWgsl(), "swiglu"),
+      gpu.pipeline(gemvWgsl(), "gemv f32"),
+      gpu.pipeline(ropeWgsl(), "rope"),
+    ]);
+    return new GpuDecoderOps(gpu, rms, swiglu, gemv, rope);
   }
 
   #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: GPUBuffer[], groups: number): number {
@@ -134,6 +176,23 @@ export class GpuDecoderOps {
     const groups = Math.ceil(n / 64);
     const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
     this.#dispatch(pass, this.#swiglu, new Uint32Array([n, fits("gate", a.gate, n), fits("up", a.up, n), fits("out", a.out, n), x, 0, 0, 0]), [a.gate.buffer, a.up.buffer, a.out.buffer], groups);
+  }
+
+  /** Rotate-half RoPE of x in place. Positions must lie in [0, maxPos) (the caller's plan checks them; the kernel trusts them). */
+  rope(pass: GPUComputePassEncoder, a: GpuRopeArgs): void {
+    const tokens = count("tokens", a.tokens);
+    const heads = count("heads", a.heads);
+    const headDim = count("headDim", a.headDim);
+    const rotaryDim = count("rotaryDim", a.rotaryDim);
+    const maxPos = count("maxPos", a.maxPos);
+    if (rotaryDim % 2 !== 0 || rotaryDim > headDim) throw new ArgumentError("rotaryDim", `must be even and ≤ headDim ${headDim}, got ${rotaryDim}`);
+    const stride = a.tokenStride ?? heads * headDim;
+    const xOff = fits("x", a.x, (tokens - 1) * stride + heads * headDim);
+    if (fits("positions", a.positions, tokens) !== 0) throw new ArgumentError("positions.offset", `must be 0, got ${a.positions.offset}`);
+    if (fits("cosSin", a.cosSin, maxPos * rotaryDim) !== 0) throw new ArgumentError("cosSin.offset", `must be 0, got ${a.cosSin.offset}`);
+    const groups = Math.ceil((tokens * heads * (rotaryDim / 2)) / 64);
+    const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    this.#dispatch(pass, this.#rope, new Uint32Array([tokens, heads, headDim, rotaryDim / 2, xOff, stride, maxPos, wgX]), [a.x.buffer, a.positions.buffer, a.cosSin.buffer], groups);
   }
 
   /** out[t, r] = Σ_c x[t, c] · weight[r, c] (f32). */

@@ -1,17 +1,19 @@
 // Conformance of the WGSL decoder kernels (src/gpu/wgsl/decoder-ops.ts)
 // against their float64 twins in src/ops/reference: RMSNorm with the fused
-// residual add (f32, f16 and bf16 weights, strided rows), SwiGLU and the f32
-// GEMV, on awkward sizes (97 columns, 1000 elements, 7 tokens), outputs
+// residual add (f32, f16 and bf16 weights, strided rows), SwiGLU, RoPE (from
+// the cos/sin cache; 1e-6 relative) and the f32 GEMV, on awkward sizes (97 columns, 1000 elements, 7 tokens), outputs
 // poisoned with NaN first. Tolerances: RMSNorm and SwiGLU per element
 // |got − ref| ≤ 1e-5 · max(1, |ref|); GEMV |got − ref| ≤ 1e-5 · Σ|x·w|
 // (linearMagnitude: f32 accumulation in another order).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ArgumentError } from "../../src/index.js";
-import { GpuDecoderOps } from "../../src/gpu/decoder-ops.js";
+import { GpuDecoderOps, ropeCosSinCache } from "../../src/gpu/decoder-ops.js";
 import type { GpuDevice } from "../../src/gpu/index.js";
 import { linearMagnitude, linearReference } from "../../src/ops/reference/linear.js";
 import { rmsNormReference } from "../../src/ops/reference/rmsnorm.js";
+import { ropeReference } from "../../src/ops/reference/rope.js";
+import { ropeInvFreq } from "../../src/ops/rope.js";
 import { swigluReference } from "../../src/ops/reference/swiglu.js";
 import { decodeValue, encodeValue } from "../../src/tensor/codec.js";
 import { uniform } from "../helpers/random.js";
@@ -106,6 +108,29 @@ describe("WebGPU decoder kernels against the float64 references", () => {
       close(`gemv T=${tokens}`, got, ref, (i) => 1e-5 * mag[i]!);
       for (const b of [xb, wb, ob]) gpu.pool.release(b);
     }
+  });
+
+  gpuTest("RoPE from the cos/sin cache: 7 tokens at positions up to 4000, 3 heads of 80 with rotary dim 64, token stride 250, llama3-scaled frequencies", async () => {
+    const tokens = 7;
+    const heads = 3;
+    const headDim = 80;
+    const rotaryDim = 64;
+    const stride = 250;
+    const maxPos = 4096;
+    // Llama 3.1's scaling, through the CPU side's own inv_freq.
+    const invFreq = ropeInvFreq({ headDim, rotaryDim, theta: 500000, scaling: { type: "llama3", factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalMaxPositionEmbeddings: 8192 } });
+    const positions = [0, 1, 7, 97, 1000, 2047, 4000];
+    const x = uniform(tokens * stride, 8);
+    const xb = upload(x, "x");
+    const pb = gpu.upload(new Uint8Array(Int32Array.from(positions).buffer), "positions");
+    const cb = upload(ropeCosSinCache(invFreq, maxPos), "cos/sin");
+    const got = await run((pass) => ops.rope(pass, { x: { buffer: xb }, tokenStride: stride, positions: { buffer: pb }, cosSin: { buffer: cb }, maxPos, tokens, heads, headDim, rotaryDim }), xb, tokens * stride);
+    const packed = Array.from({ length: tokens * heads * headDim }, (_, i) => x[Math.floor(i / (heads * headDim)) * stride + (i % (heads * headDim))]!);
+    const ref = ropeReference(packed, positions, invFreq, { tokens, heads, headDim, rotaryDim });
+    const gotPacked = Array.from({ length: tokens * heads * headDim }, (_, i) => got[Math.floor(i / (heads * headDim)) * stride + (i % (heads * headDim))]!);
+    close("rope", gotPacked, ref, (i) => 1e-6 * Math.max(1, Math.abs(ref[i]!)));
+    for (let t = 0; t < tokens; t++) for (let i = heads * headDim; i < stride; i++) assert.equal(got[t * stride + i], x[t * stride + i], "bytes between tokens are untouched");
+    for (const b of [xb, pb, cb]) gpu.pool.release(b);
   });
 
   gpuTest("sizes beyond a buffer and a zero count are ArgumentErrors naming the argument", async () => {

@@ -7,6 +7,11 @@
  *            fused_add_rms_norm), sum of squares reduced over the workgroup,
  *            out = w ⊙ x / sqrt(mean(x²) + eps); weight f32 | f16 | bf16
  *   swiglu   out = silu(gate) · up, silu(g) = g / (1 + e^(−g)), elementwise
+ *   rope     rotate-half RoPE in place on x [T, heads, headDim] (token
+ *            stride free), θ's cos and sin gathered from a cos/sin cache
+ *            [maxPos, rotaryDim] built on the CPU (vLLM's cos_sin_cache):
+ *            WGSL's sin/cos promise 2⁻¹¹ only inside [−π, π], the table is
+ *            exact to f32 at any position, and llama3 scaling is in its θ
  *   gemv     out[t, r] = Σ_c x[t, c] · W[r, c] for f32 W [rows, cols]: one
  *            workgroup per (row, token), the columns strided over its 64
  *            invocations (W rows read coalesced), then a workgroup reduction
@@ -99,6 +104,32 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   for (var c = lid; c < P.cols; c += ${WG}u) { s += x[P.xOff + t * P.cols + c] * w[P.wOff + r * P.cols + c]; }
   let total = reduceSum(s, lid);
   if (lid == 0u) { o[P.oOff + t * P.rows + r] = total; }
+}
+`;
+}
+
+export function ropeWgsl(): string {
+  return `// RoPE (rotate-half) from a cos/sin cache
+struct Params { tokens: u32, heads: u32, headDim: u32, half: u32, xOff: u32, tokenStride: u32, maxPos: u32, wgX: u32 }
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+@group(0) @binding(2) var<storage, read> positions: array<i32>;
+@group(0) @binding(3) var<storage, read> cosSin: array<f32>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let idx = gid.x + gid.y * P.wgX * ${WG}u;       // one (token, head, i < half) each
+  if (idx >= P.tokens * P.heads * P.half) { return; }
+  let i = idx % P.half;
+  let h = (idx / P.half) % P.heads;
+  let t = idx / (P.half * P.heads);
+  let pos = u32(positions[t]);
+  let c = cosSin[pos * 2u * P.half + i];
+  let s = cosSin[pos * 2u * P.half + P.half + i];
+  let base = P.xOff + t * P.tokenStride + h * P.headDim;
+  let x1 = x[base + i];
+  let x2 = x[base + i + P.half];
+  x[base + i] = x1 * c - x2 * s;
+  x[base + i + P.half] = x2 * c + x1 * s;
 }
 `;
 }
