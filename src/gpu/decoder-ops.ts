@@ -15,6 +15,7 @@
 import { ArgumentError, show } from "../errors.js";
 import type { GpuDevice } from "./device.js";
 import { gemvWgsl, rmsNormWgsl, ropeWgsl, swigluWgsl } from "./wgsl/decoder-ops.js";
+import { kvAppendWgsl } from "./wgsl/kv-append.js";
 import { GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
 
 /** A tensor in a GPU buffer: `offset` elements in (f32 elements; for f16/bf16 weights, 2-byte elements). */
@@ -82,6 +83,23 @@ export function ropeCosSinCache(invFreq: ArrayLike<number>, maxPos: number): Flo
   return table;
 }
 
+export interface GpuKvAppendArgs {
+  /** f32 [tokens, Hkv, D] each, tokens `tokenStride` elements apart (default Hkv · D), at the same offsets pattern. */
+  k: GpuView;
+  v: GpuView;
+  tokenStride?: number;
+  /** int32 [tokens]: blockId · blockSize + offset, or −1 to skip the token. Checked on the CPU (checkSlotMapping) before upload. */
+  slots: GpuView;
+  /** The cache's K and V [numSlots, Hkv, D] in `dtype`. */
+  cacheK: GpuView;
+  cacheV: GpuView;
+  dtype: GpuKvDtype;
+  numSlots: number;
+  tokens: number;
+  numKvHeads: number;
+  headDim: number;
+}
+
 export interface GpuGemvArgs {
   /** f32 [tokens, cols]. */
   x: GpuView;
@@ -113,12 +131,14 @@ export class GpuDecoderOps {
   readonly #swiglu: GPUComputePipeline;
   readonly #gemv: GPUComputePipeline;
   readonly #rope: GPUComputePipeline;
+  readonly #append: GPUComputePipeline;
   readonly #dummy: GPUBuffer;
   /** Uniform buffers of recorded dispatches, destroyed by recycle(). */
   readonly #uniforms: GPUBuffer[] = [];
 
-  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline, rope: GPUComputePipeline) {
+  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline) {
     this.#gpu = gpu;
+    this.#append = append;
     this.#rope = rope;
     this.#rms = rms;
     this.#swiglu = swiglu;
@@ -127,13 +147,14 @@ export class GpuDecoderOps {
   }
 
   static async create(gpu: GpuDevice): Promise<GpuDecoderOps> {
-    const [rms, swiglu, gemv, rope] = await Promise.all([
+    const [rms, swiglu, gemv, rope, append] = await Promise.all([
       gpu.pipeline(rmsNormWgsl(), "rmsnorm"),
       gpu.pipeline(swigluWgsl(), "swiglu"),
       gpu.pipeline(gemvWgsl(), "gemv f32"),
       gpu.pipeline(ropeWgsl(), "rope"),
+      gpu.pipeline(kvAppendWgsl(), "kv append"),
     ]);
-    return new GpuDecoderOps(gpu, rms, swiglu, gemv, rope);
+    return new GpuDecoderOps(gpu, rms, swiglu, gemv, rope, append);
   }
 
   #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: GPUBuffer[], groups: number): number {
@@ -193,6 +214,28 @@ export class GpuDecoderOps {
     const groups = Math.ceil((tokens * heads * (rotaryDim / 2)) / 64);
     const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
     this.#dispatch(pass, this.#rope, new Uint32Array([tokens, heads, headDim, rotaryDim / 2, xOff, stride, maxPos, wgX]), [a.x.buffer, a.positions.buffer, a.cosSin.buffer], groups);
+  }
+
+  /** Writes the tokens' K and V rows into their cache slots (vLLM's reshape_and_cache), encoding to the cache's dtype. */
+  appendKv(pass: GPUComputePassEncoder, a: GpuKvAppendArgs): void {
+    const tokens = count("tokens", a.tokens);
+    const hkv = count("numKvHeads", a.numKvHeads);
+    const d = count("headDim", a.headDim);
+    const numSlots = count("numSlots", a.numSlots);
+    if (a.dtype !== "f32" && d % 2 !== 0) throw new ArgumentError("headDim", `must be even for a ${a.dtype} cache on the GPU (two elements a word), got ${d}`);
+    const stride = a.tokenStride ?? hkv * d;
+    const kOff = fits("k", a.k, (tokens - 1) * stride + hkv * d);
+    const vOff = fits("v", a.v, (tokens - 1) * stride + hkv * d);
+    if (fits("slots", a.slots, tokens) !== 0) throw new ArgumentError("slots.offset", `must be 0, got ${a.slots.offset}`);
+    const eb = a.dtype === "f32" ? 4 : 2;
+    for (const name of ["cacheK", "cacheV"] as const) {
+      if (fits(name, a[name], numSlots * hkv * d, eb) !== 0) throw new ArgumentError(`${name}.offset`, `must be 0, got ${a[name].offset}`);
+    }
+    const words = (tokens * hkv * d * eb) / 4;
+    const groups = Math.ceil((2 * words) / 64);
+    const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    const params = new Uint32Array([tokens, hkv, d, GPU_KV_DTYPE_CODE[a.dtype], kOff, vOff, stride, wgX]);
+    this.#dispatch(pass, this.#append, params, [a.k.buffer, a.v.buffer, a.slots.buffer, a.cacheK.buffer, a.cacheV.buffer], groups);
   }
 
   /** out[t, r] = Σ_c x[t, c] · weight[r, c] (f32). */

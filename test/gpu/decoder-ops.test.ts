@@ -1,7 +1,8 @@
 // Conformance of the WGSL decoder kernels (src/gpu/wgsl/decoder-ops.ts)
 // against their float64 twins in src/ops/reference: RMSNorm with the fused
 // residual add (f32, f16 and bf16 weights, strided rows), SwiGLU, RoPE (from
-// the cos/sin cache; 1e-6 relative) and the f32 GEMV, on awkward sizes (97 columns, 1000 elements, 7 tokens), outputs
+// the cos/sin cache; 1e-6 relative), KV append (bit-exact codes) and the f32
+// GEMV, on awkward sizes (97 columns, 1000 elements, 7 tokens), outputs
 // poisoned with NaN first. Tolerances: RMSNorm and SwiGLU per element
 // |got − ref| ≤ 1e-5 · max(1, |ref|); GEMV |got − ref| ≤ 1e-5 · Σ|x·w|
 // (linearMagnitude: f32 accumulation in another order).
@@ -131,6 +132,43 @@ describe("WebGPU decoder kernels against the float64 references", () => {
     close("rope", gotPacked, ref, (i) => 1e-6 * Math.max(1, Math.abs(ref[i]!)));
     for (let t = 0; t < tokens; t++) for (let i = heads * headDim; i < stride; i++) assert.equal(got[t * stride + i], x[t * stride + i], "bytes between tokens are untouched");
     for (const b of [xb, pb, cb]) gpu.pool.release(b);
+  });
+
+  gpuTest("KV append into a paged cache: 7 tokens (one skipped by slot −1) into scattered slots, f32 / f16 / bf16 codes equal the CPU codec's, other slots untouched", async () => {
+    const tokens = 7;
+    const hkv = 2;
+    const d = 80;
+    const numSlots = 40;
+    const stride = 170;
+    const slots = [33, 0, -1, 17, 5, 39, 16];
+    const k = uniform(tokens * stride, 9, -3, 3);
+    const v = uniform(tokens * stride, 10, -3, 3);
+    k[3] = NaN; // token 0, head 0, dim 3: a NaN stays NaN
+    for (const dtype of ["f32", "f16", "bf16"] as const) {
+      const eb = dtype === "f32" ? 4 : 2;
+      const fill = new Uint8Array(numSlots * hkv * d * eb).fill(0xab);
+      const [kb, vb] = [upload(k, "k"), upload(v, "v")];
+      const sb = gpu.upload(new Uint8Array(Int32Array.from(slots).buffer), "slots");
+      const [ck, cv] = [gpu.upload(fill, "cache k"), gpu.upload(fill, "cache v")];
+      await run((pass) => ops.appendKv(pass, { k: { buffer: kb }, v: { buffer: vb }, tokenStride: stride, slots: { buffer: sb }, cacheK: { buffer: ck }, cacheV: { buffer: cv }, dtype, numSlots, tokens, numKvHeads: hkv, headDim: d }), ck, 4);
+      for (const [name, src, buf] of [["k", k, ck], ["v", v, cv]] as const) {
+        const bytes = new Uint8Array(await gpu.read(buf, fill.byteLength));
+        const codes = dtype === "f32" ? new Uint32Array(bytes.buffer) : new Uint16Array(bytes.buffer);
+        const want = dtype === "f32" ? new Uint32Array(new Uint8Array(fill).buffer) : new Uint16Array(new Uint8Array(fill).buffer);
+        slots.forEach((slot, t) => {
+          if (slot < 0) return;
+          for (let e = 0; e < hkv * d; e++) {
+            const x = src[t * stride + e]!;
+            want[slot * hkv * d + e] = dtype === "f32" ? new Uint32Array(Float32Array.of(x).buffer)[0]! : encodeValue(dtype, x);
+          }
+        });
+        for (let i = 0; i < want.length; i++) {
+          const nan = (c: number) => (dtype === "f32" ? Number.isNaN(new Float32Array(Uint32Array.of(c).buffer)[0]) : Number.isNaN(decodeValue(dtype, c)));
+          if (codes[i] !== want[i] && !(nan(codes[i]!) && nan(want[i]!))) assert.fail(`${dtype} ${name}: element ${i} code ${codes[i]!.toString(16)}, want ${want[i]!.toString(16)}`);
+        }
+      }
+      for (const b of [kb, vb, sb, ck, cv]) gpu.pool.release(b);
+    }
   });
 
   gpuTest("sizes beyond a buffer and a zero count are ArgumentErrors naming the argument", async () => {
