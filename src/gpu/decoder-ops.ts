@@ -13,8 +13,9 @@
  *   ops.gemv(pass, { x, weight: wq, out: q, tokens: T, rows: qDim, cols: hidden });
  */
 import { ArgumentError, show } from "../errors.js";
+import { quantizeQ8 } from "../ops/reference/quantize.js";
 import type { GpuDevice } from "./device.js";
-import { gemvWgsl, rmsNormWgsl, ropeWgsl, swigluWgsl } from "./wgsl/decoder-ops.js";
+import { gemvQ8Wgsl, gemvWgsl, rmsNormWgsl, ropeWgsl, swigluWgsl } from "./wgsl/decoder-ops.js";
 import { kvAppendWgsl } from "./wgsl/kv-append.js";
 import { GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
 
@@ -100,6 +101,31 @@ export interface GpuKvAppendArgs {
   headDim: number;
 }
 
+/** Q8_0 weights as the q8 GEMV reads them: int8 codes [rows, blocks · 32] and f32 scales [rows, blocks], blocks = ⌈cols / 32⌉. */
+export interface GpuQ8Weight {
+  codes: GpuView;
+  scales: GpuView;
+}
+
+/**
+ * Quantizes f32 W [rows, cols] to the q8 GEMV's layout: each row as the CPU's
+ * Q8_0 quantizer does it (quantizeQ8: d = max|w| / 127 per block of 32,
+ * codes round-half-even of w / d), so GPU and CPU q8 weights hold the same codes.
+ */
+export function packQ8Weight(w: ArrayLike<number>, rows: number, cols: number): { codes: Int8Array; scales: Float32Array } {
+  const blocks = Math.ceil(cols / 32);
+  const codes = new Int8Array(rows * blocks * 32);
+  const scales = new Float32Array(rows * blocks);
+  const row = new Float64Array(cols);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) row[c] = w[r * cols + c]!;
+    const q = quantizeQ8(row);
+    codes.set(q.codes, r * blocks * 32);
+    scales.set(q.scales, r * blocks);
+  }
+  return { codes, scales };
+}
+
 export interface GpuGemvArgs {
   /** f32 [tokens, cols]. */
   x: GpuView;
@@ -132,12 +158,14 @@ export class GpuDecoderOps {
   readonly #gemv: GPUComputePipeline;
   readonly #rope: GPUComputePipeline;
   readonly #append: GPUComputePipeline;
+  readonly #gemvQ8: GPUComputePipeline;
   readonly #dummy: GPUBuffer;
   /** Uniform buffers of recorded dispatches, destroyed by recycle(). */
   readonly #uniforms: GPUBuffer[] = [];
 
-  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline) {
+  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline, gemvQ8: GPUComputePipeline) {
     this.#gpu = gpu;
+    this.#gemvQ8 = gemvQ8;
     this.#append = append;
     this.#rope = rope;
     this.#rms = rms;
@@ -147,14 +175,15 @@ export class GpuDecoderOps {
   }
 
   static async create(gpu: GpuDevice): Promise<GpuDecoderOps> {
-    const [rms, swiglu, gemv, rope, append] = await Promise.all([
+    const [rms, swiglu, gemv, rope, append, gemvQ8] = await Promise.all([
       gpu.pipeline(rmsNormWgsl(), "rmsnorm"),
       gpu.pipeline(swigluWgsl(), "swiglu"),
       gpu.pipeline(gemvWgsl(), "gemv f32"),
       gpu.pipeline(ropeWgsl(), "rope"),
       gpu.pipeline(kvAppendWgsl(), "kv append"),
+      gpu.pipeline(gemvQ8Wgsl(), "gemv q8"),
     ]);
-    return new GpuDecoderOps(gpu, rms, swiglu, gemv, rope, append);
+    return new GpuDecoderOps(gpu, rms, swiglu, gemv, rope, append, gemvQ8);
   }
 
   #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: GPUBuffer[], groups: number): number {
@@ -236,6 +265,20 @@ export class GpuDecoderOps {
     const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
     const params = new Uint32Array([tokens, hkv, d, GPU_KV_DTYPE_CODE[a.dtype], kOff, vOff, stride, wgX]);
     this.#dispatch(pass, this.#append, params, [a.k.buffer, a.v.buffer, a.slots.buffer, a.cacheK.buffer, a.cacheV.buffer], groups);
+  }
+
+  /** out[t, r] = Σ_c x[t, c] · code[r, c] · scale[r, c / 32] (Q8_0 weights, f32 activations). */
+  gemvQ8(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight"> & { weight: GpuQ8Weight }): void {
+    const tokens = count("tokens", a.tokens);
+    const rows = count("rows", a.rows);
+    const cols = count("cols", a.cols);
+    const blocks = Math.ceil(cols / 32);
+    if (fits("weight.codes", a.weight.codes, rows * blocks * 32, 1) !== 0) throw new ArgumentError("weight.codes.offset", `must be 0, got ${a.weight.codes.offset}`);
+    if (fits("weight.scales", a.weight.scales, rows * blocks) !== 0) throw new ArgumentError("weight.scales.offset", `must be 0, got ${a.weight.scales.offset}`);
+    const groups = rows * tokens;
+    const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    const params = new Uint32Array([tokens, rows, cols, fits("x", a.x, tokens * cols), blocks, fits("out", a.out, tokens * rows), x, 0]);
+    this.#dispatch(pass, this.#gemvQ8, params, [a.x.buffer, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer], groups);
   }
 
   /** out[t, r] = Σ_c x[t, c] · weight[r, c] (f32). */

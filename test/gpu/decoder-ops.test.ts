@@ -2,14 +2,14 @@
 // against their float64 twins in src/ops/reference: RMSNorm with the fused
 // residual add (f32, f16 and bf16 weights, strided rows), SwiGLU, RoPE (from
 // the cos/sin cache; 1e-6 relative), KV append (bit-exact codes) and the f32
-// GEMV, on awkward sizes (97 columns, 1000 elements, 7 tokens), outputs
+// and q8 GEMV, on awkward sizes (97 columns, 1000 elements, 7 tokens), outputs
 // poisoned with NaN first. Tolerances: RMSNorm and SwiGLU per element
 // |got − ref| ≤ 1e-5 · max(1, |ref|); GEMV |got − ref| ≤ 1e-5 · Σ|x·w|
 // (linearMagnitude: f32 accumulation in another order).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ArgumentError } from "../../src/index.js";
-import { GpuDecoderOps, ropeCosSinCache } from "../../src/gpu/decoder-ops.js";
+import { GpuDecoderOps, packQ8Weight, ropeCosSinCache } from "../../src/gpu/decoder-ops.js";
 import type { GpuDevice } from "../../src/gpu/index.js";
 import { linearMagnitude, linearReference } from "../../src/ops/reference/linear.js";
 import { rmsNormReference } from "../../src/ops/reference/rmsnorm.js";
@@ -109,6 +109,29 @@ describe("WebGPU decoder kernels against the float64 references", () => {
       close(`gemv T=${tokens}`, got, ref, (i) => 1e-5 * mag[i]!);
       for (const b of [xb, wb, ob]) gpu.pool.release(b);
     }
+  });
+
+  gpuTest("GEMV q8 (Q8_0 codes, f32 scales): 7 tokens, 97 rows × 1000 columns (a partial last block), against the dequantized weights", async () => {
+    const [tokens, rows, cols] = [7, 97, 1000];
+    const x = uniform(tokens * cols, 11);
+    const w = uniform(rows * cols, 12);
+    const q = packQ8Weight(w, rows, cols);
+    const blocks = Math.ceil(cols / 32);
+    const dequantized = Array.from({ length: rows * cols }, (_, i) => {
+      const [r, c] = [Math.floor(i / cols), i % cols];
+      return Math.fround(q.codes[r * blocks * 32 + c]! * q.scales[r * blocks + Math.floor(c / 32)]!);
+    });
+    assert.ok(dequantized.some((v, i) => v !== Math.fround(w[i]!)), "the weights were quantized");
+    const xb = upload(x, "x");
+    const cb = gpu.upload(new Uint8Array(q.codes.buffer), "codes");
+    const sb = upload(q.scales, "scales");
+    const ob = poisoned(tokens * rows, "out");
+    const got = await run((pass) => ops.gemvQ8(pass, { x: { buffer: xb }, weight: { codes: { buffer: cb }, scales: { buffer: sb } }, out: { buffer: ob }, tokens, rows, cols }), ob, tokens * rows);
+    const shape = { tokens, rows, cols };
+    const ref = linearReference(x, dequantized, shape);
+    const mag = linearMagnitude(x, dequantized, shape);
+    close("gemv q8", got, ref, (i) => 1e-5 * mag[i]!);
+    for (const b of [xb, cb, sb, ob]) gpu.pool.release(b);
   });
 
   gpuTest("RoPE from the cos/sin cache: 7 tokens at positions up to 4000, 3 heads of 80 with rotary dim 64, token stride 250, llama3-scaled frequencies", async () => {

@@ -15,6 +15,9 @@
  *   gemv     out[t, r] = Σ_c x[t, c] · W[r, c] for f32 W [rows, cols]: one
  *            workgroup per (row, token), the columns strided over its 64
  *            invocations (W rows read coalesced), then a workgroup reduction
+ *   gemv q8  the same over Q8_0-quantized W: int8 codes [rows, ⌈cols/32⌉·32]
+ *            (4 a word) and f32 scales [rows, ⌈cols/32⌉], w = code · scale,
+ *            times the f32 activation (not quantized, unlike the CPU's q8 dot)
  *
  * Every kernel takes element offsets into its buffers from a uniform, so one
  * buffer can hold many tensors.
@@ -130,6 +133,35 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let x2 = x[base + i + P.half];
   x[base + i] = x1 * c - x2 * s;
   x[base + i + P.half] = x2 * c + x1 * s;
+}
+`;
+}
+
+export function gemvQ8Wgsl(): string {
+  return `// GEMV Q8_0 (f32 scales)
+struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, blocks: u32, oOff: u32, wgX: u32, pad0: u32 }
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> codes: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<f32>;
+@group(0) @binding(4) var<storage, read_write> o: array<f32>;
+var<workgroup> red: array<f32, ${WG}>;
+${REDUCE}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
+  let item = wid.x + wid.y * P.wgX;
+  if (item >= P.rows * P.tokens) { return; }
+  let r = item % P.rows;
+  let t = item / P.rows;
+  let rowWords = P.blocks * 8u;
+  var s = 0.0;
+  for (var c = lid; c < P.cols; c += ${WG}u) {
+    let w = codes[r * rowWords + c / 4u];
+    let code = bitcast<i32>(w << (24u - 8u * (c % 4u))) >> 24u;   // sign-extended byte c % 4
+    s += x[P.xOff + t * P.cols + c] * (f32(code) * scales[r * P.blocks + c / 32u]);
+  }
+  let total = reduceSum(s, lid);
+  if (lid == 0u) { o[P.oOff + t * P.rows + r] = total; }
 }
 `;
 }
