@@ -6,6 +6,12 @@
  * `--input-type` there, and a Worker started with a file URL then fails with
  * ERR_INPUT_TYPE_NOT_ALLOWED; `--eval`/`--print` and their code would be
  * meaningless to a worker too.
+ *
+ * Only then is an explicit list given. Otherwise the result is undefined and
+ * the worker inherits as Worker does by default, which also leaves out the
+ * per-process and V8 options a worker refuses when they are listed explicitly
+ * (ERR_WORKER_INVALID_EXEC_ARGV: node --test's children run with
+ * --stack-trace-limit and --v8-pool-size, for one).
  */
 
 /** Flags that concern the main entry only, and whether each takes a separate value. */
@@ -19,7 +25,7 @@ const ENTRY_ONLY_FLAGS: ReadonlyMap<string, boolean> = new Map([
   ["-i", false],
 ]);
 
-export function workerExecArgv(execArgv: readonly string[] = process.execArgv): string[] {
+export function workerExecArgv(execArgv: readonly string[] = process.execArgv): string[] | undefined {
   const out: string[] = [];
   for (let i = 0; i < execArgv.length; i++) {
     const arg = execArgv[i]!;
@@ -28,5 +34,5 @@ export function workerExecArgv(execArgv: readonly string[] = process.execArgv): 
     if (takesValue === undefined) out.push(arg);
     else if (takesValue && name === arg) i++; // skip its value too
   }
-  return out;
+  return out.length === execArgv.length ? undefined : out;
 }

@@ -55,7 +55,9 @@ function assertWorked(r: { code: number | null; out: string }): void {
   assert.match(r.out, /served 200/);
 }
 
-test("workerExecArgv drops the entry point's own options and keeps the rest", () => {
+test("workerExecArgv drops the entry point's own options and keeps the rest; with none to drop, workers inherit", () => {
+  assert.equal(workerExecArgv(["--stack-trace-limit=10", "--v8-pool-size=4"]), undefined);
+  assert.equal(workerExecArgv([]), undefined);
   assert.deepEqual(workerExecArgv(["--input-type=module", "--max-old-space-size=512"]), ["--max-old-space-size=512"]);
   assert.deepEqual(workerExecArgv(["--input-type", "module", "--enable-source-maps"]), ["--enable-source-maps"]);
   assert.deepEqual(workerExecArgv(["-e", "code()", "--no-warnings", "-i"]), ["--no-warnings"]);
