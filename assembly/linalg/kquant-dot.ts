@@ -7,6 +7,8 @@
 //
 //   Q4_K, Q5_K: acc += f32(Σ_s sc_s·Σ q·xq) · (d·dx) + f32(Σ_s m_s·bsum_s) · (dmin·(−dx))
 //   Q6_K: acc += f32(Σ_t sc_t·(Σ q·xq − 32·bsum_t)) · (d·dx)
+//   Q2_K (ggml_vec_dot_q2_K_q8_K): as Q4_K over 16 sub-blocks of 16
+//   Q3_K (ggml_vec_dot_q3_K_q8_K): acc += f32(Σ_t sc_t·(Σ c·xq − 4·bsum_t)) · (d·dx)
 //
 // with dx the token's superblock scale and bsum the sums of its codes per 32
 // (Q4_K sub-block) or 16 (Q6_K). All lanes = the quad's 4 rows.
@@ -27,7 +29,10 @@
 
 import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
 import { XSHIFT } from "./kquant-activation";
-import { Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K } from "./kquant-layout";
+import {
+  Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_HIGH, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K,
+  TILE_Q2_K, TILE_Q3_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K,
+} from "./kquant-layout";
 
 /** Bytes of a superblock of activation codes. */
 const XBLOCK: usize = <usize>QK_K << XSHIFT;
@@ -39,11 +44,14 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
  * use), where V8 11–12 (Node 20, 22) keep it in a register; a loaded value
  * stays in a register or becomes one memory operand.
  *   +0: 0x0f (a nibble)   +16: 0x10 (Q5_K's 5th bit)   +32: 0x3f (Q6_K's 6 bits)
+ *   +48: 0x03 (Q2_K / Q3_K's 2 low bits)   +64: 0x04 (Q3_K's third bit)
  */
 const MASKS: usize = memory.data<u8>([
   0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f,
   0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
   0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f,
+  0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03,
+  0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04,
 ], 16);
 
 @inline function maskLow4(): v128 {
@@ -56,6 +64,14 @@ const MASKS: usize = memory.data<u8>([
 
 @inline function maskLow6(): v128 {
   return v128.load(MASKS, 32);
+}
+
+@inline function maskLow2(): v128 {
+  return v128.load(MASKS, 48);
+}
+
+@inline function maskBit2(): v128 {
+  return v128.load(MASKS, 64);
 }
 
 /** Baseline: pair sums [r0, r0, r1, r1] (a) and [r2, r2, r3, r3] (b) → row sums [r0, r1, r2, r3]. */
@@ -367,4 +383,144 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
   v128.store(res, a1, 16);
   v128.store(res, a2, 32);
   v128.store(res, a3, 48);
+}
+
+// ---- Q2_K, Q3_K ----------------------------------------------------------------
+// One source for both (three = false: Q2_K). A sub-block is 16 columns × 4 rows:
+// one vector of 2-bit codes (code vector j = (v >> 2j) & 3: columns 16t + 4j …
+// + 3), and for Q3_K a bit j (+ 4 for odd t) of the sub-block pair's third-bit
+// vector. Codes are ≤ 7, the 7-bit operand as they are. Integer sums are
+// exact: |Σ| ≤ 16·15·(16·3·127) + 16·15·(16·127) (Q2_K), 16·32·(16·7·127 + 4·16·127) (Q3_K), < 2^31.
+
+/** Code vector j of a sub-block: v's 2-bit codes, plus for Q3_K the third bits from H (odd: the pair's second sub-block). */
+@inline function lowCode(three: bool, v: v128, H: v128, j: i32, odd: bool, low2: v128, bit2: v128): v128 {
+  const q = v128.and(j == 0 ? v : i16x8.shr_u(v, j << 1), low2);
+  if (!three) return q;
+  // Bit s of each byte of H moved to bit 2 (masked after the 16-bit shift, so no bit crosses a byte).
+  const s = j + (odd ? 4 : 0);
+  const h = s >= 2 ? i16x8.shr_u(H, s - 2) : i16x8.shl(H, 2 - s);
+  return v128.or(q, v128.and(h, bit2));
+}
+
+/** Row sums Σ c·xq of one sub-block's 4 code vectors q0..q3 · one token's 16 activation codes at x. */
+@inline function lowSum16(q0: v128, q1: v128, q2: v128, q3: v128, x: usize): v128 {
+  if (RELAXED) {
+    let s0 = dotI8U7(xs4(x, 0), q0, i32x4.splat(0));
+    let s1 = dotI8U7(xs4(x, 4), q1, i32x4.splat(0));
+    s0 = dotI8U7(xs4(x, 8), q2, s0);
+    s1 = dotI8U7(xs4(x, 12), q3, s1);
+    return i32x4.add(s0, s1);
+  }
+  let x4 = xs4w(x, 0);
+  let a = pairDot(q0, true, x4, i32x4.splat(0)), b = pairDot(q0, false, x4, i32x4.splat(0));
+  x4 = xs4w(x, 8);
+  a = pairDot(q1, true, x4, a);
+  b = pairDot(q1, false, x4, b);
+  x4 = xs4w(x, 16);
+  a = pairDot(q2, true, x4, a);
+  b = pairDot(q2, false, x4, b);
+  x4 = xs4w(x, 24);
+  a = pairDot(q3, true, x4, a);
+  b = pairDot(q3, false, x4, b);
+  return reducePairs(a, b);
+}
+
+/** Sub-block t's scales and the next one's (t even), 4 rows each, as i16x8: Q2_K u8, Q3_K i8. */
+@inline function lowScalePair(three: bool, w: usize, t: usize): v128 {
+  return three ? v128.load8x8_s(w + Q3K_SCALES + (t << 2)) : v128.load8x8_u(w + Q2K_SCALES + (t << 2));
+}
+
+/** i32x4 of the scales of sub-block t (odd: the pair's second) from lowScalePair. */
+@inline function lowScale(three: bool, sc: v128, odd: bool): v128 {
+  if (three) return odd ? i32x4.extend_high_i16x8_s(sc) : i32x4.extend_low_i16x8_s(sc);
+  return odd ? i32x4.extend_high_i16x8_u(sc) : i32x4.extend_low_i16x8_u(sc);
+}
+
+/** The superblock's float step: Q2_K as Q4_K's (scales, then mins), Q3_K as Q6_K's. */
+@inline function lowAccumulate(three: bool, w: usize, tot: v128, mins: v128, dx: f32, acc: v128): v128 {
+  const d = f32x4.splat(dx);
+  if (three) return fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + Q3K_D), d), acc);
+  acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + Q2K_D), d), acc);
+  return fmadd(f32x4.convert_i32x4_s(mins), f32x4.mul(v128.load(w + Q2K_DMIN), f32x4.neg(d)), acc);
+}
+
+/**
+ * One superblock's integer sums for one token (codes x, scales xd, code sums xs):
+ * tot += Σ_t sc_t·(Σ c·xq [− 4·bsum_t for Q3_K]) and (Q2_K) mins += Σ_t m_t·bsum_t,
+ * returned through the two accumulators of `st` (tot at +0, mins at +16).
+ */
+@inline function lowSuper(three: bool, w: usize, x: usize, xs: usize, st: usize, low2: v128, bit2: v128): void {
+  let tot = i32x4.splat(0), mins = i32x4.splat(0);
+  for (let t: usize = 0; t < 16; t += 2) {
+    const sc = lowScalePair(three, w, t);
+    const H = three ? v128.load(w + Q3K_HIGH + (t << 3)) : i32x4.splat(0);
+    for (let u: usize = 0; u < 2; u++) {
+      const odd = u == 1;
+      const v = v128.load(w + ((t + u) << 4));
+      let s = lowSum16(lowCode(three, v, H, 0, odd, low2, bit2), lowCode(three, v, H, 1, odd, low2, bit2), lowCode(three, v, H, 2, odd, low2, bit2), lowCode(three, v, H, 3, odd, low2, bit2), x + ((t + u) << (4 + XSHIFT)));
+      if (three) s = i32x4.sub(s, i32x4.splat(load<i32>(xs + ((t + u) << 2)) << 2));
+      tot = i32x4.add(tot, i32x4.mul(s, lowScale(three, sc, odd)));
+    }
+    if (!three) {
+      const mn = v128.load8x8_u(w + Q2K_MINS + (t << 2));
+      mins = i32x4.add(mins, i32x4.mul(i32x4.extend_low_i16x8_u(mn), i32x4.splat(load<i32>(xs + (t << 2)))));
+      mins = i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(mn), i32x4.splat(load<i32>(xs + (t << 2), 4))));
+    }
+  }
+  v128.store(st, tot);
+  v128.store(st, mins, 16);
+}
+
+/** One quad's superblocks · one token; st: 32 bytes of scratch. */
+@inline function gemvLowK(three: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32, st: usize): v128 {
+  const low2 = maskLow2(), bit2 = maskBit2();
+  let acc = f32x4.splat(0);
+  const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
+  for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
+    lowSuper(three, w, xq, xsum, st, low2, bit2);
+    acc = lowAccumulate(three, w, v128.load(st), v128.load(st, 16), load<f32>(xd), acc);
+  }
+  return acc;
+}
+
+/**
+ * One quad · 4 tokens → res [4 tokens][4 rows] f32; res[64..96) is scratch.
+ * Each token goes through gemvLowK's steps in the same order (the tile is
+ * decoded once per token, from L1): outputs do not depend on the batch.
+ */
+@inline function gemmLowK(three: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  const low2 = maskLow2(), bit2 = maskBit2();
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  const st = res + 64;
+  const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
+  for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
+    lowSuper(three, w, xq, xsum, st, low2, bit2);
+    a0 = lowAccumulate(three, w, v128.load(st), v128.load(st, 16), load<f32>(xd), a0);
+    lowSuper(three, w, xq + xStride, xsum + sStride, st, low2, bit2);
+    a1 = lowAccumulate(three, w, v128.load(st), v128.load(st, 16), load<f32>(xd + dStride), a1);
+    lowSuper(three, w, xq + 2 * xStride, xsum + 2 * sStride, st, low2, bit2);
+    a2 = lowAccumulate(three, w, v128.load(st), v128.load(st, 16), load<f32>(xd + 2 * dStride), a2);
+    lowSuper(three, w, xq + 3 * xStride, xsum + 3 * sStride, st, low2, bit2);
+    a3 = lowAccumulate(three, w, v128.load(st), v128.load(st, 16), load<f32>(xd + 3 * dStride), a3);
+  }
+  v128.store(res, a0, 0);
+  v128.store(res, a1, 16);
+  v128.store(res, a2, 32);
+  v128.store(res, a3, 48);
+}
+
+export function gemvQ2K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32, st: usize): v128 {
+  return gemvLowK(false, w, xq, xd, xsum, nsb, st);
+}
+
+export function gemvQ3K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32, st: usize): v128 {
+  return gemvLowK(true, w, xq, xd, xsum, nsb, st);
+}
+
+export function gemmQ2K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmLowK(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+export function gemmQ3K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmLowK(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
