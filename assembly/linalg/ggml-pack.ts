@@ -1,9 +1,8 @@
 // Native ggml weights: rows of ggml blocks as a GGUF file stores them →
 // the packed layouts the linear kernels read, without requantizing:
 //   Q8_0, Q5_0 → q8 tiles (layout.ts): the same codes (Q5_0's q − 16), the f16 scale widened to f32 (exact);
-//   IQ4_NL, IQ4_XS → q8 tiles: the codes as the values of ggml's kvalues_iq4nl table (int8),
-//                 the scale of each 32 values f32(d) / f32(d·(ls − 32)) (exact: an f16 times a 6-bit integer);
-//   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K → K-quant tiles (kquant-layout.ts): the same codes, scales and mins.
+//   IQ4_NL → q8 tiles: the codes as the values of ggml's kvalues_iq4nl table (int8), the f16 scale as f32;
+//   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS → K-quant tiles (kquant-layout.ts): the same codes, scales and mins.
 // And the way back for K-quant tiles (one row → f32, with ggml's own f32
 // steps), which the embedding lookup and dequantizeWeight use.
 //
@@ -27,7 +26,7 @@
 import { decodeF16 } from "../tensor/dtype";
 import { BLOCK, FMT_Q8, GROUP, HALF_Q8, Q8_SCALES, TILE_Q8 } from "./layout";
 import {
-  FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES,
+  FMT_IQ4_XS, IQ4XS_D, IQ4XS_SCALES, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES,
   Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, lowCodeByte, q3kHighBit, q3kHighByte, q6kCodeByte,
 } from "./kquant-layout";
 
@@ -196,13 +195,18 @@ function packIq4(qs: usize, tile: usize, row: i32, d: f32): void {
   }
 }
 
-/** One block_iq4_xs at p → `row`'s lanes of the 8 q8 tiles from `tile` on (tile bytes apart): block ib's scale f32(d)·(ls − 32), exact. */
-function packIq4Xs(p: usize, tile: usize, row: i32): void {
-  const d = decodeF16(<u32>load<u16>(p));
+/** One block_iq4_xs at p → lane r of an IQ4_XS tile: the nibbles as Q4_K's codes, i8 scales ls − 32, f32 d. */
+function packIq4Xs(p: usize, tile: usize, r: i32): void {
+  store<f32>(tile + IQ4XS_D + (<usize>r << 2), decodeF16(<u32>load<u16>(p)));
   const sh = <i32>load<u16>(p, 2);
   for (let ib = 0; ib < 8; ib++) {
     const ls = ((<i32>load<u8>(p + 4 + <usize>(ib >> 1)) >> ((ib & 1) << 2)) & 15) | (((sh >> (ib << 1)) & 3) << 4);
-    packIq4(p + 8 + (<usize>ib << 4), tile + <usize>ib * TILE_Q8, row, d * <f32>(ls - 32));
+    store<i8>(tile + IQ4XS_SCALES + (<usize>ib << 2) + <usize>r, <i8>(ls - 32));
+  }
+  for (let v = 0; v < QK_K; v++) {
+    // ggml: value 32ib + j is the low nibble of qs[16ib + j] (j < 16), the high nibble of qs[16ib + j − 16] (j ≥ 16).
+    const byte = <u32>load<u8>(p + 8 + <usize>(((v >> 5) << 4) + (v & 15)));
+    putNibble(tile, v, r, (v & 16) ? byte >> 4 : byte);
   }
 }
 
@@ -227,7 +231,7 @@ function packQ8(q5: bool, p: usize, tile: usize, row: i32): void {
 
 /** The K-quant format of a ggml type, or -1 for those kept as q8. */
 @inline function kquantFormatOf(type: i32): i32 {
-  return type == GGML_Q4_K ? FMT_Q4_K : type == GGML_Q5_K ? FMT_Q5_K : type == GGML_Q6_K ? FMT_Q6_K : type == GGML_Q2_K ? FMT_Q2_K : type == GGML_Q3_K ? FMT_Q3_K : -1;
+  return type == GGML_Q4_K ? FMT_Q4_K : type == GGML_Q5_K ? FMT_Q5_K : type == GGML_Q6_K ? FMT_Q6_K : type == GGML_Q2_K ? FMT_Q2_K : type == GGML_Q3_K ? FMT_Q3_K : type == GGML_IQ4_XS ? FMT_IQ4_XS : -1;
 }
 
 @inline function ggmlBlockBytes(type: i32): i32 {
@@ -246,8 +250,7 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
   const q8 = format < 0;
   const rowsPerItem = q8 ? GROUP : QUAD;
   const tb = <usize>(q8 ? TILE_Q8 : kquantTileBytes(format));
-  // Tiles per row: IQ4_XS's 256-value blocks become 8 q8 tiles of 32.
-  const tilesPerRow = <usize>a.nb * (a.type == GGML_IQ4_XS ? 8 : 1);
+  const tilesPerRow = <usize>a.nb;
   const srcBlock = <usize>ggmlBlockBytes(a.type);
   const tiles = a.w + <usize>(a.rowOffset / rowsPerItem + item) * tilesPerRow * tb;
   memory.fill(tiles, 0, tilesPerRow * tb);
@@ -256,10 +259,6 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
     const row = item * rowsPerItem + r;
     let p = a.src + <usize>row * <usize>a.nb * srcBlock;
     for (let b = 0; b < a.nb; b++, p += srcBlock) {
-      if (a.type == GGML_IQ4_XS) {
-        packIq4Xs(p, tiles + <usize>b * 8 * tb, row);
-        continue;
-      }
       const tile = tiles + <usize>b * tb;
       if (a.type == GGML_IQ4_NL) packIq4(p + 2, tile, row, decodeF16(<u32>load<u16>(p)));
       else if (q8) packQ8(a.type == GGML_Q5_0, p, tile, row);
@@ -267,6 +266,7 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
       else if (format == FMT_Q5_K) packQ45K(true, p, tile, r);
       else if (format == FMT_Q2_K) packLowK(false, p, tile, r);
       else if (format == FMT_Q3_K) packLowK(true, p, tile, r);
+      else if (format == FMT_IQ4_XS) packIq4Xs(p, tile, r);
       else packQ6K(p, tile, r);
     }
   }
@@ -274,6 +274,11 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
 
 /** Value v of lane r of a K-quant tile, decoded with ggml's f32 steps. */
 @inline function kquantValue(format: i32, tile: usize, v: i32, r: i32): f32 {
+  if (format == FMT_IQ4_XS) {
+    const q = (<usize>load<u8>(tile + <usize>codeByte(v, r)) >> (<usize>((v >> 2) & 1) << 2)) & 15;
+    const dl: f32 = load<f32>(tile + IQ4XS_D + (<usize>r << 2)) * <f32>load<i8>(tile + IQ4XS_SCALES + (<usize>(v >> 5) << 2) + <usize>r);
+    return dl * <f32>load<i8>(KVALUES_IQ4NL + q);
+  }
   if (format == FMT_Q2_K || format == FMT_Q3_K) {
     const t = <usize>(v >> 4);
     let q = (<i32>load<u8>(tile + <usize>lowCodeByte(v, r)) >> (((v >> 2) & 3) << 1)) & 3;

@@ -9,6 +9,7 @@
 //   Q6_K: acc += f32(Σ_t sc_t·(Σ q·xq − 32·bsum_t)) · (d·dx)
 //   Q2_K (ggml_vec_dot_q2_K_q8_K): as Q4_K over 16 sub-blocks of 16
 //   Q3_K (ggml_vec_dot_q3_K_q8_K): acc += f32(Σ_t sc_t·(Σ c·xq − 4·bsum_t)) · (d·dx)
+//   IQ4_XS (ggml_vec_dot_iq4_xs_q8_K): acc += f32(Σ_s sc_s·Σ kv[q]·xq) · (d·dx)
 //
 // with dx the token's superblock scale and bsum the sums of its codes per 32
 // (Q4_K sub-block) or 16 (Q6_K). All lanes = the quad's 4 rows.
@@ -30,7 +31,7 @@
 import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
 import { XSHIFT } from "./kquant-activation";
 import {
-  Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_HIGH, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K,
+  IQ4XS_D, IQ4XS_SCALES, TILE_IQ4_XS, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_HIGH, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K,
   TILE_Q2_K, TILE_Q3_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K,
 } from "./kquant-layout";
 
@@ -45,6 +46,7 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
  * stays in a register or becomes one memory operand.
  *   +0: 0x0f (a nibble)   +16: 0x10 (Q5_K's 5th bit)   +32: 0x3f (Q6_K's 6 bits)
  *   +48: 0x03 (Q2_K / Q3_K's 2 low bits)   +64: 0x04 (Q3_K's third bit)
+ *   +80: kvalues_iq4nl (IQ4_XS's 16 values, i8)   +96: their magnitudes   +112: 0xff where negative
  */
 const MASKS: usize = memory.data<u8>([
   0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f,
@@ -52,6 +54,9 @@ const MASKS: usize = memory.data<u8>([
   0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f,
   0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03,
   0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04,
+  0x81, 0x98, 0xad, 0xbf, 0xcf, 0xdd, 0xea, 0xf6, 0x01, 0x0d, 0x19, 0x26, 0x35, 0x45, 0x59, 0x71,
+  127, 104, 83, 65, 49, 35, 22, 10, 1, 13, 25, 38, 53, 69, 89, 113,
+  0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
 ], 16);
 
 @inline function maskLow4(): v128 {
@@ -523,4 +528,151 @@ export function gemmQ2K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
 
 export function gemmQ3K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   gemmLowK(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+// ---- IQ4_XS --------------------------------------------------------------------
+// Q4_K's code layout holding 4-bit indices into kvalues_iq4nl (signed, |v| ≤ 127),
+// one i8 scale per sub-block of 32, no mins. Relaxed: the int8 dot wants one
+// operand in [0, 127], so it takes the values' magnitudes (one swizzle) and
+// the activation codes with the values' signs (a second swizzle gives the
+// sign mask m; x ^ m − m negates where m = −1; |x| ≤ 127, so exact), as x86's
+// maddubs kernels do. Baseline: the values (one swizzle) widened signed to
+// int16 against the int16 codes. Integer sums are exact: |Σ| ≤ 8·32·(32·127·127) < 2^31.
+
+/** Relaxed: acc + Σ kv[idx]·x per lane (idx: 16 nibble indices, xv: 4 int8 codes splat). */
+@inline function iq4Dot(xv: v128, idx: v128, tab: v128, sgn: v128, acc: v128): v128 {
+  const m = i8x16.swizzle(sgn, idx);
+  return dotI8U7(i8x16.sub(v128.xor(xv, m), m), i8x16.swizzle(tab, idx), acc);
+}
+
+/** Baseline: acc pair sums (rows 0-1: a, rows 2-3: b) + kv[idx] widened · the 4 int16 codes xv. */
+@inline function iq4PairDots(kv: v128, xv: v128, lo: bool, acc: v128): v128 {
+  return i32x4.add(acc, i32x4.dot_i16x8_s(lo ? i16x8.extend_low_i8x16_s(kv) : i16x8.extend_high_i8x16_s(kv), xv));
+}
+
+/** Exact row sums Σ kv[q]·xq of sub-block c (4 rows × 32 indices, 64 bytes) · one token's 32 codes at x. kvt: values (baseline) or magnitudes (relaxed). */
+@inline function iq4Sub(c: usize, x: usize, low4: v128, kvt: v128, sgn: v128): v128 {
+  if (RELAXED) {
+    let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
+    for (let j: usize = 0; j < 64; j += 16) {
+      const v = v128.load(c + j);
+      s0 = iq4Dot(xs4(x, j >> 1), lowNibbles(v, low4), kvt, sgn, s0);
+      s1 = iq4Dot(xs4(x, (j >> 1) + 4), highNibbles(v, low4), kvt, sgn, s1);
+    }
+    return i32x4.add(s0, s1);
+  }
+  let a = i32x4.splat(0), b = i32x4.splat(0);
+  for (let j: usize = 0; j < 64; j += 16) {
+    const v = v128.load(c + j);
+    const lo = i8x16.swizzle(kvt, lowNibbles(v, low4)), hi = i8x16.swizzle(kvt, highNibbles(v, low4));
+    const xl = xs4w(x, j), xh = xs4w(x, j + 8);
+    a = iq4PairDots(lo, xl, true, a);
+    b = iq4PairDots(lo, xl, false, b);
+    a = iq4PairDots(hi, xh, true, a);
+    b = iq4PairDots(hi, xh, false, b);
+  }
+  return reducePairs(a, b);
+}
+
+/** iq4Sub for 4 tokens (x + t·xStride), each index vector looked up once; row sums to out[0..64) as [token][row]. */
+@inline function iq4Sub4(c: usize, x: usize, xStride: usize, out: usize, low4: v128, kvt: v128, sgn: v128): void {
+  const x1 = x + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  if (RELAXED) {
+    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
+    for (let j: usize = 0; j < 64; j += 16) {
+      const v = v128.load(c + j);
+      const o = j >> 1;
+      for (let h: usize = 0; h < 2; h++) {
+        const idx = h ? highNibbles(v, low4) : lowNibbles(v, low4);
+        const m = i8x16.swizzle(sgn, idx), mag = i8x16.swizzle(kvt, idx);
+        const oo = o + (h << 2);
+        i0 = dotI8U7(i8x16.sub(v128.xor(xs4(x, oo), m), m), mag, i0);
+        i1 = dotI8U7(i8x16.sub(v128.xor(xs4(x1, oo), m), m), mag, i1);
+        i2 = dotI8U7(i8x16.sub(v128.xor(xs4(x2, oo), m), m), mag, i2);
+        i3 = dotI8U7(i8x16.sub(v128.xor(xs4(x3, oo), m), m), mag, i3);
+      }
+    }
+    v128.store(out, i0, 0);
+    v128.store(out, i1, 16);
+    v128.store(out, i2, 32);
+    v128.store(out, i3, 48);
+    return;
+  }
+  let a0 = i32x4.splat(0), b0 = i32x4.splat(0), a1 = i32x4.splat(0), b1 = i32x4.splat(0);
+  let a2 = i32x4.splat(0), b2 = i32x4.splat(0), a3 = i32x4.splat(0), b3 = i32x4.splat(0);
+  for (let j: usize = 0; j < 64; j += 16) {
+    const v = v128.load(c + j);
+    for (let h: usize = 0; h < 16; h += 8) {
+      const kv = i8x16.swizzle(kvt, h ? highNibbles(v, low4) : lowNibbles(v, low4));
+      const wl = i16x8.extend_low_i8x16_s(kv), wh = i16x8.extend_high_i8x16_s(kv);
+      let xv = xs4w(x, j + h);
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(wl, xv));
+      b0 = i32x4.add(b0, i32x4.dot_i16x8_s(wh, xv));
+      xv = xs4w(x1, j + h);
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(wl, xv));
+      b1 = i32x4.add(b1, i32x4.dot_i16x8_s(wh, xv));
+      xv = xs4w(x2, j + h);
+      a2 = i32x4.add(a2, i32x4.dot_i16x8_s(wl, xv));
+      b2 = i32x4.add(b2, i32x4.dot_i16x8_s(wh, xv));
+      xv = xs4w(x3, j + h);
+      a3 = i32x4.add(a3, i32x4.dot_i16x8_s(wl, xv));
+      b3 = i32x4.add(b3, i32x4.dot_i16x8_s(wh, xv));
+    }
+  }
+  v128.store(out, reducePairs(a0, b0), 0);
+  v128.store(out, reducePairs(a1, b1), 16);
+  v128.store(out, reducePairs(a2, b2), 32);
+  v128.store(out, reducePairs(a3, b3), 48);
+}
+
+/** Sub-block s's i8 scales (4 rows) as i32x4. */
+@inline function iq4Scales(w: usize, s: usize): v128 {
+  return i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(w + IQ4XS_SCALES + (s << 2))));
+}
+
+/** The IQ4_XS value table for this flavor: magnitudes (relaxed) or signed values (baseline). */
+@inline function iq4Table(): v128 {
+  return v128.load(MASKS, RELAXED ? 96 : 80);
+}
+
+@inline function iq4Signs(): v128 {
+  return v128.load(MASKS, 112);
+}
+
+export function gemvIq4Xs(w: usize, xq: usize, xd: usize, nsb: i32): v128 {
+  const low4 = maskLow4(), kvt = iq4Table(), sgn = iq4Signs();
+  let acc = f32x4.splat(0);
+  for (let b = 0; b < nsb; b++, w += TILE_IQ4_XS, xq += XBLOCK, xd += 4) {
+    let tot = i32x4.splat(0);
+    for (let s: usize = 0; s < 8; s++) tot = i32x4.add(tot, i32x4.mul(iq4Sub(w + (s << 6), xq + (s << (5 + XSHIFT)), low4, kvt, sgn), iq4Scales(w, s)));
+    acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + IQ4XS_D), f32x4.splat(load<f32>(xd))), acc);
+  }
+  return acc;
+}
+
+/** One quad · 4 tokens → res [4 tokens][4 rows] f32; res[64..128) is scratch. Same float steps per output as gemvIq4Xs. */
+export function gemmIq4Xs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, nsb: i32, res: usize): void {
+  const low4 = maskLow4(), kvt = iq4Table(), sgn = iq4Signs();
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  const sums = res + 64;
+  for (let b = 0; b < nsb; b++, w += TILE_IQ4_XS, xq += XBLOCK, xd += 4) {
+    let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
+    for (let s: usize = 0; s < 8; s++) {
+      iq4Sub4(w + (s << 6), xq + (s << (5 + XSHIFT)), xStride, sums, low4, kvt, sgn);
+      const sc = iq4Scales(w, s);
+      t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));
+      t1 = i32x4.add(t1, i32x4.mul(v128.load(sums, 16), sc));
+      t2 = i32x4.add(t2, i32x4.mul(v128.load(sums, 32), sc));
+      t3 = i32x4.add(t3, i32x4.mul(v128.load(sums, 48), sc));
+    }
+    const d = v128.load(w + IQ4XS_D);
+    a0 = fmadd(f32x4.convert_i32x4_s(t0), f32x4.mul(d, f32x4.splat(load<f32>(xd))), a0);
+    a1 = fmadd(f32x4.convert_i32x4_s(t1), f32x4.mul(d, f32x4.splat(load<f32>(xd + dStride))), a1);
+    a2 = fmadd(f32x4.convert_i32x4_s(t2), f32x4.mul(d, f32x4.splat(load<f32>(xd + 2 * dStride))), a2);
+    a3 = fmadd(f32x4.convert_i32x4_s(t3), f32x4.mul(d, f32x4.splat(load<f32>(xd + 3 * dStride))), a3);
+  }
+  v128.store(res, a0, 0);
+  v128.store(res, a1, 16);
+  v128.store(res, a2, 32);
+  v128.store(res, a3, 48);
 }

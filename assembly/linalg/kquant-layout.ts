@@ -45,6 +45,10 @@
 //                 [384, 448): sub-block t at 384 + 4t: i8 scale[r] (ggml's 6-bit scale − 32)
 //                 [448, 464): f32 d[r]
 //                 value = f32(d·scale)·(c − 4)   (ggml dequantize_row_q3_K)
+//   IQ4_XS 560 B  [0, 512): 4-bit indices into kvalues_iq4nl, laid out as Q4_K's codes;
+//                 [512, 544): sub-block s (32 columns) at 512 + 4s: i8 scale[r] (ggml's ls − 32)
+//                 [544, 560): f32 d[r]
+//                 value = f32(d·scale)·kvalues_iq4nl[q]   (ggml dequantize_row_iq4_xs)
 //
 // Rows past the matrix (the last quad of a matrix whose rows are not a
 // multiple of 4) hold zero codes and zero scales. d and dmin are ggml's f16
@@ -60,12 +64,17 @@ export const FMT_Q6_K: i32 = 5;
 export const FMT_Q5_K: i32 = 6;
 export const FMT_Q2_K: i32 = 7;
 export const FMT_Q3_K: i32 = 8;
+export const FMT_IQ4_XS: i32 = 9;
 
 export const TILE_Q4_K: i32 = 608;
 export const TILE_Q5_K: i32 = 736;
 export const TILE_Q6_K: i32 = 848;
 export const TILE_Q2_K: i32 = 416;
 export const TILE_Q3_K: i32 = 464;
+export const TILE_IQ4_XS: i32 = 560;
+
+export const IQ4XS_SCALES: i32 = 512;
+export const IQ4XS_D: i32 = 544;
 
 export const Q2K_SCALES: i32 = 256;
 export const Q2K_MINS: i32 = 320;
@@ -90,10 +99,10 @@ export const Q6K_SCALES: i32 = 768;
 export const Q6K_D: i32 = 832;
 
 @inline export function kquantTileBytes(format: i32): i32 {
-  return format == FMT_Q4_K ? TILE_Q4_K : format == FMT_Q5_K ? TILE_Q5_K : format == FMT_Q2_K ? TILE_Q2_K : format == FMT_Q3_K ? TILE_Q3_K : TILE_Q6_K;
+  return format == FMT_Q4_K ? TILE_Q4_K : format == FMT_Q5_K ? TILE_Q5_K : format == FMT_Q2_K ? TILE_Q2_K : format == FMT_Q3_K ? TILE_Q3_K : format == FMT_IQ4_XS ? TILE_IQ4_XS : TILE_Q6_K;
 }
 
-/** Q4_K / Q5_K: byte offset, inside a tile's code area, of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. */
+/** Q4_K / Q5_K / IQ4_XS: byte offset, inside a tile's code area, of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. */
 @inline export function codeByte(v: i32, r: i32): i32 {
   return ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3);
 }

@@ -108,8 +108,8 @@ const TOKENIZERS: { name: string; dir: string; pre: string }[] = [
  * block maximum) before its dot products, which kvflash does not. Seen:
  * F32 3.7e-5, Q8_0 ≤ 2.3e-3, Q4_K_M ≤ 8.3e-3 while kvflash requantizes
  * Q4_K/Q6_K to q8 (its rounding on top of the file's). Native (--weights
- * auto): Q2_K 5.3e-3, Q3_K 1.5e-3, IQ4_NL 1.5e-3, IQ4_XS 5.5e-3 (kept as
- * q8 codes) — stated as Q4_K_M's, 0.02.
+ * auto): Q2_K 5.3e-3, Q3_K 1.5e-3, IQ4_NL 1.5e-3 (kept as q8 codes),
+ * IQ4_XS 4.7e-3 — stated as Q4_K_M's, 0.02.
  */
 const TOLERANCE: Readonly<Partial<Record<GgufQuantMix, number>>> = { F32: 2e-4, Q8_0: 0.01, Q4_K_M: 0.02, Q2_K: 0.02, Q3_K: 0.02, IQ4_NL: 0.02, IQ4_XS: 0.02 };
 
