@@ -449,64 +449,83 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
   return fmadd(f32x4.convert_i32x4_s(mins), f32x4.mul(v128.load(w + Q2K_DMIN), f32x4.neg(d)), acc);
 }
 
-/**
- * One superblock's integer sums for one token (codes x, scales xd, code sums xs):
- * tot += Σ_t sc_t·(Σ c·xq [− 4·bsum_t for Q3_K]) and (Q2_K) mins += Σ_t m_t·bsum_t,
- * returned through the two accumulators of `st` (tot at +0, mins at +16).
- */
-@inline function lowSuper(three: bool, w: usize, x: usize, xs: usize, st: usize, low2: v128, bit2: v128): void {
-  let tot = i32x4.splat(0), mins = i32x4.splat(0);
-  for (let t: usize = 0; t < 16; t += 2) {
-    const sc = lowScalePair(three, w, t);
-    const H = three ? v128.load(w + Q3K_HIGH + (t << 3)) : i32x4.splat(0);
-    for (let u: usize = 0; u < 2; u++) {
-      const odd = u == 1;
-      const v = v128.load(w + ((t + u) << 4));
-      let s = lowSum16(lowCode(three, v, H, 0, odd, low2, bit2), lowCode(three, v, H, 1, odd, low2, bit2), lowCode(three, v, H, 2, odd, low2, bit2), lowCode(three, v, H, 3, odd, low2, bit2), x + ((t + u) << (4 + XSHIFT)));
-      if (three) s = i32x4.sub(s, i32x4.splat(load<i32>(xs + ((t + u) << 2)) << 2));
-      tot = i32x4.add(tot, i32x4.mul(s, lowScale(three, sc, odd)));
-    }
-    if (!three) {
-      const mn = v128.load8x8_u(w + Q2K_MINS + (t << 2));
-      mins = i32x4.add(mins, i32x4.mul(i32x4.extend_low_i16x8_u(mn), i32x4.splat(load<i32>(xs + (t << 2)))));
-      mins = i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(mn), i32x4.splat(load<i32>(xs + (t << 2), 4))));
-    }
-  }
-  v128.store(st, tot);
-  v128.store(st, mins, 16);
+/** tot + sub-block sums for one token (codes x, code sums xs at sub-block t) weighted by sc; Q3_K's − 4·bsum included. */
+@inline function lowAddSub(three: bool, tot: v128, q0: v128, q1: v128, q2: v128, q3: v128, x: usize, xs: usize, sc: v128): v128 {
+  let s = lowSum16(q0, q1, q2, q3, x);
+  if (three) s = i32x4.sub(s, i32x4.splat(load<i32>(xs) << 2));
+  return i32x4.add(tot, i32x4.mul(s, sc));
 }
 
-/** One quad's superblocks · one token; st: 32 bytes of scratch. */
-@inline function gemvLowK(three: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32, st: usize): v128 {
+/** Q2_K: mins + the sub-block pair (t, t + 1)'s mins mn (i16x8 from one load) · one token's code sums at xs (sub-block t). */
+@inline function lowAddMins(mins: v128, mn: v128, xs: usize): v128 {
+  mins = i32x4.add(mins, i32x4.mul(i32x4.extend_low_i16x8_u(mn), i32x4.splat(load<i32>(xs))));
+  return i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(mn), i32x4.splat(load<i32>(xs, 4))));
+}
+
+/** One quad's superblocks · one token. */
+@inline function gemvLowK(three: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   const low2 = maskLow2(), bit2 = maskBit2();
   let acc = f32x4.splat(0);
   const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
   for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
-    lowSuper(three, w, xq, xsum, st, low2, bit2);
-    acc = lowAccumulate(three, w, v128.load(st), v128.load(st, 16), load<f32>(xd), acc);
+    let tot = i32x4.splat(0), mins = i32x4.splat(0);
+    for (let t: usize = 0; t < 16; t += 2) {
+      const scp = lowScalePair(three, w, t);
+      const H = three ? v128.load(w + Q3K_HIGH + (t << 3)) : i32x4.splat(0);
+      for (let u: usize = 0; u < 2; u++) {
+        const odd = u == 1;
+        const v = v128.load(w + ((t + u) << 4));
+        tot = lowAddSub(three, tot, lowCode(three, v, H, 0, odd, low2, bit2), lowCode(three, v, H, 1, odd, low2, bit2), lowCode(three, v, H, 2, odd, low2, bit2),
+          lowCode(three, v, H, 3, odd, low2, bit2), xq + ((t + u) << (4 + XSHIFT)), xsum + ((t + u) << 2), lowScale(three, scp, odd));
+      }
+      if (!three) mins = lowAddMins(mins, v128.load8x8_u(w + Q2K_MINS + (t << 2)), xsum + (t << 2));
+    }
+    acc = lowAccumulate(three, w, tot, mins, load<f32>(xd), acc);
   }
   return acc;
 }
 
 /**
- * One quad · 4 tokens → res [4 tokens][4 rows] f32; res[64..96) is scratch.
- * Each token goes through gemvLowK's steps in the same order (the tile is
- * decoded once per token, from L1): outputs do not depend on the batch.
+ * One quad · 4 tokens (token k: xq + k·xStride, xd + k·dStride, xsum + k·sStride) → res [4 tokens][4 rows] f32.
+ * Each sub-block's code vectors are decoded once for the 4 tokens; per token the
+ * integer sums are exact and the float steps are gemvLowK's, so outputs do not
+ * depend on the batch.
  */
 @inline function gemmLowK(three: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const low2 = maskLow2(), bit2 = maskBit2();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
-  const st = res + 64;
   const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
   for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
-    lowSuper(three, w, xq, xsum, st, low2, bit2);
-    a0 = lowAccumulate(three, w, v128.load(st), v128.load(st, 16), load<f32>(xd), a0);
-    lowSuper(three, w, xq + xStride, xsum + sStride, st, low2, bit2);
-    a1 = lowAccumulate(three, w, v128.load(st), v128.load(st, 16), load<f32>(xd + dStride), a1);
-    lowSuper(three, w, xq + 2 * xStride, xsum + 2 * sStride, st, low2, bit2);
-    a2 = lowAccumulate(three, w, v128.load(st), v128.load(st, 16), load<f32>(xd + 2 * dStride), a2);
-    lowSuper(three, w, xq + 3 * xStride, xsum + 3 * sStride, st, low2, bit2);
-    a3 = lowAccumulate(three, w, v128.load(st), v128.load(st, 16), load<f32>(xd + 3 * dStride), a3);
+    let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
+    let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
+    for (let t: usize = 0; t < 16; t += 2) {
+      const scp = lowScalePair(three, w, t);
+      const H = three ? v128.load(w + Q3K_HIGH + (t << 3)) : i32x4.splat(0);
+      for (let u: usize = 0; u < 2; u++) {
+        const odd = u == 1;
+        const v = v128.load(w + ((t + u) << 4));
+        const q0 = lowCode(three, v, H, 0, odd, low2, bit2), q1 = lowCode(three, v, H, 1, odd, low2, bit2);
+        const q2 = lowCode(three, v, H, 2, odd, low2, bit2), q3 = lowCode(three, v, H, 3, odd, low2, bit2);
+        const sc = lowScale(three, scp, odd);
+        const x = xq + ((t + u) << (4 + XSHIFT)), xs = xsum + ((t + u) << 2);
+        t0 = lowAddSub(three, t0, q0, q1, q2, q3, x, xs, sc);
+        t1 = lowAddSub(three, t1, q0, q1, q2, q3, x + xStride, xs + sStride, sc);
+        t2 = lowAddSub(three, t2, q0, q1, q2, q3, x + 2 * xStride, xs + 2 * sStride, sc);
+        t3 = lowAddSub(three, t3, q0, q1, q2, q3, x + 3 * xStride, xs + 3 * sStride, sc);
+      }
+      if (!three) {
+        const mn = v128.load8x8_u(w + Q2K_MINS + (t << 2));
+        const xs = xsum + (t << 2);
+        m0 = lowAddMins(m0, mn, xs);
+        m1 = lowAddMins(m1, mn, xs + sStride);
+        m2 = lowAddMins(m2, mn, xs + 2 * sStride);
+        m3 = lowAddMins(m3, mn, xs + 3 * sStride);
+      }
+    }
+    a0 = lowAccumulate(three, w, t0, m0, load<f32>(xd), a0);
+    a1 = lowAccumulate(three, w, t1, m1, load<f32>(xd + dStride), a1);
+    a2 = lowAccumulate(three, w, t2, m2, load<f32>(xd + 2 * dStride), a2);
+    a3 = lowAccumulate(three, w, t3, m3, load<f32>(xd + 3 * dStride), a3);
   }
   v128.store(res, a0, 0);
   v128.store(res, a1, 16);
@@ -514,12 +533,12 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
   v128.store(res, a3, 48);
 }
 
-export function gemvQ2K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32, st: usize): v128 {
-  return gemvLowK(false, w, xq, xd, xsum, nsb, st);
+export function gemvQ2K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvLowK(false, w, xq, xd, xsum, nsb);
 }
 
-export function gemvQ3K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32, st: usize): v128 {
-  return gemvLowK(true, w, xq, xd, xsum, nsb, st);
+export function gemvQ3K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvLowK(true, w, xq, xd, xsum, nsb);
 }
 
 export function gemmQ2K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {

@@ -80,11 +80,11 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
         : format == FMT_Q5_K
         ? gemvQ5K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : format == FMT_Q2_K
-        ? gemvQ2K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb, res + 64)
+        ? gemvQ2K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : format == FMT_IQ4_XS
         ? gemvIq4Xs(w, a.xq + ut * xStride, a.xd + ut * dStride, a.nsb)
         : format == FMT_Q3_K
-        ? gemvQ3K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb, res + 64)
+        ? gemvQ3K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : gemvQ6K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb);
       storeQuad(a.out + ut * outStride, row0, a.rows, r, a.bias);
     }
