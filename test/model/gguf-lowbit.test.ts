@@ -5,7 +5,7 @@
  * IQ4_NL as q8 holding its kvalues_iq4nl codes), the memory plan counts those
  * sizes, and the logits stay within a stated error of the same file decoded
  * to f32 (llama.cpp's dequantized values; the one difference is the
- * activation's Q8_K quantization, as in llama.cpp). --weights q8 | bf16
+ * activation's Q8_K quantization, as in llama.cpp). --weights q8 | q4 | bf16
  * convert every matrix. A decode step equals the same token in a prefill
  * batch (GEMV and GEMM rows agree). Files come from the test-helper converter
  * (convert.ts, with the reference quantizer quantize.ts); the same files
@@ -52,7 +52,7 @@ const CASES: { type: GgufQuantMix; arch: "llama" | "qwen2" | "qwen3"; format: st
 ];
 
 for (const c of CASES) {
-  test(`${c.type} (${c.arch}) under auto: every matrix ${c.format}, ${c.bits[0]}–${c.bits[1]} bits a weight as planned, logits within ${NATIVE_VS_F32} of the f32 decode; q8 and bf16 convert`, () => {
+  test(`${c.type} (${c.arch}) under auto: every matrix ${c.format}, ${c.bits[0]}–${c.bits[1]} bits a weight as planned, logits within ${NATIVE_VS_F32} of the f32 decode; q8, q4 and bf16 convert`, () => {
     const dir = writeTinyModel(join(root, `${c.type}-src`), { arch: c.arch, seed: 21, ...SHAPE }).dir;
     const file = join(root, `${c.type}.gguf`);
     const types = convertModelDirToGguf(dir, file, { type: c.type });
@@ -75,7 +75,7 @@ for (const c of CASES) {
       native.runner.dispose();
       f32.runner.dispose();
     }
-    for (const weights of ["q8", "bf16"] as const) {
+    for (const weights of ["q8", "q4", "bf16"] as const) {
       const m = load(file, weights);
       try {
         assert.equal(m.runner.weights.format, weights, `--weights ${weights} converts`);
