@@ -182,9 +182,12 @@ describe("native ggml weights", () => {
     });
   }
 
-  test("a stack of Q4_K, Q6_K, Q8_0 and Q5_K parts (a Q4_K_M fused QKV, and more) is one linear over all its rows", () => {
+  const STACKS: { name: string; parts: [GgmlNativeType, number][]; bytes: number }[] = [
+    { name: "Q4_K, Q6_K, Q8_0 and Q5_K parts (a Q4_K_M fused QKV, and more)", parts: [["Q4_K", 12], ["Q4_K", 5], ["Q6_K", 6], ["Q8_0", 3], ["Q5_K", 2]], bytes: 608 * 3 * 2 + 608 * 2 * 2 + 848 * 2 * 2 + 288 * 1 * 16 + 736 * 1 * 2 },
+    { name: "Q3_K, Q5_K, IQ4_XS, Q2_K and IQ4_NL parts (a Q3_K_M fused QKV, and more)", parts: [["Q3_K", 8], ["Q5_K", 4], ["IQ4_XS", 5], ["Q2_K", 3], ["IQ4_NL", 2]], bytes: 464 * 2 * 2 + 736 * 1 * 2 + 560 * 2 * 2 + 416 * 1 * 2 + 288 * 1 * 16 },
+  ];
+  for (const { name, parts, bytes: stackBytes } of STACKS) test(`a stack of ${name} is one linear over all its rows`, () => {
     const cols = 512;
-    const parts: [GgmlNativeType, number][] = [["Q4_K", 12], ["Q4_K", 5], ["Q6_K", 6], ["Q8_0", 3], ["Q5_K", 2]];
     assert.equal(GGML_NATIVE.Q5_0.format, "q8");
     const bytes = parts.map(([type, rows], i) => blocks(type, rows, cols, 40 + i, i % 2 === 0));
     const w = stackWeights(rt, parts.map(([type, rows], i) => weightOf(type, bytes[i]!, rows, cols)));
@@ -216,7 +219,7 @@ describe("native ggml weights", () => {
       assert.ok((dq.data() as Float32Array).every(Number.isFinite), "the stack decodes every row");
       for (const t of [x, out, bias, dq]) rt.free(t);
     }
-    assert.equal(w.byteLength, 608 * 3 * 2 + 608 * 2 * 2 + 848 * 2 * 2 + 288 * 1 * 16 + 736 * 1 * 2);
+    assert.equal(w.byteLength, stackBytes);
   });
 
   test("bad sources are refused with the argument named", () => {
