@@ -27,7 +27,7 @@ import { decodeF16 } from "../tensor/dtype";
 import { BLOCK, FMT_Q8, GROUP, HALF_Q8, Q8_SCALES, TILE_Q8 } from "./layout";
 import {
   FMT_IQ4_XS, IQ4XS_D, IQ4XS_SCALES, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES,
-  Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, lowCodeByte, q3kHighBit, q3kHighByte, q6kCodeByte,
+  Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, lowCodeByte, q3kByteA, q3kGroup, q6kCodeByte,
 } from "./kquant-layout";
 
 const Q8_0_BYTES: i32 = 34;
@@ -138,7 +138,7 @@ function packQ6K(p: usize, tile: usize, r: i32): void {
   }
 }
 
-/** Q2_K / Q3_K: ORs the 2-bit code q of value v, lane r, into a tile's low-code area (bytes start zeroed). */
+/** Q2_K: ORs the 2-bit code q of value v, lane r, into a tile's code area (bytes start zeroed). */
 @inline function putLow2(tile: usize, v: i32, r: i32, q: u32): void {
   const p = tile + <usize>lowCodeByte(v, r);
   store<u8>(p, load<u8>(p) | <u8>((q & 3) << <u32>(((v >> 2) & 3) << 1)));
@@ -166,13 +166,32 @@ function packLowK(three: bool, p: usize, tile: usize, r: i32): void {
     }
   }
   for (let v = 0; v < QK_K; v++) {
-    putLow2(tile, v, r, <u32>load<u8>(qs + <usize>(((v >> 7) << 5) + (v & 31))) >> <u32>(((v >> 5) & 3) << 1));
-    if (three) {
-      const bit = (<u32>load<u8>(p + <usize>(v & 31)) >> <u32>(v >> 5)) & 1;
-      const h = tile + <usize>q3kHighByte(v, r);
-      store<u8>(h, load<u8>(h) | <u8>(bit << <u32>q3kHighBit(v)));
-    }
+    const low = <u32>load<u8>(qs + <usize>(((v >> 7) << 5) + (v & 31))) >> <u32>(((v >> 5) & 3) << 1);
+    if (three) putQ3K(tile, v, r, (low & 3) | (((<u32>load<u8>(p + <usize>(v & 31)) >> <u32>(v >> 5)) & 1) << 2));
+    else putLow2(tile, v, r, low);
   }
+}
+
+/** Q3_K: ORs the 3-bit code c of value v, lane r, into a tile (kquant-layout.ts; bytes start zeroed). */
+function putQ3K(tile: usize, v: i32, r: i32, c: u32): void {
+  const g = q3kGroup(v);
+  const a = tile + <usize>q3kByteA(v, r);
+  if (g < 6) {
+    const at = a + <usize>((g >> 1) << 4);
+    store<u8>(at, load<u8>(at) | <u8>(c << <u32>((g & 1) * 3)));
+    return;
+  }
+  const at = a + <usize>((g - 6) << 4); // A for g6, B for g7
+  store<u8>(at, load<u8>(at) | <u8>((c & 3) << 6));
+  store<u8>(a + 32, load<u8>(a + 32) | <u8>((c >> 2) << <u32>g)); // C's bit 6 / 7
+}
+
+/** Q3_K: the 3-bit code of value v, lane r, of a tile. */
+@inline function q3kCode(tile: usize, v: i32, r: i32): i32 {
+  const g = q3kGroup(v);
+  const a = tile + <usize>q3kByteA(v, r);
+  if (g < 6) return (<i32>load<u8>(a + <usize>((g >> 1) << 4)) >> ((g & 1) * 3)) & 7;
+  return (<i32>load<u8>(a + <usize>((g - 6) << 4)) >> 6) | (((<i32>load<u8>(a, 32) >> g) & 1) << 2);
 }
 
 /** Code c of a q8 tile (layout.ts) for `row`, with its half's scale at `half` + Q8_SCALES. */
@@ -281,13 +300,13 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
   }
   if (format == FMT_Q2_K || format == FMT_Q3_K) {
     const t = <usize>(v >> 4);
-    let q = (<i32>load<u8>(tile + <usize>lowCodeByte(v, r)) >> (((v >> 2) & 3) << 1)) & 3;
     if (format == FMT_Q2_K) {
+      const q = (<i32>load<u8>(tile + <usize>lowCodeByte(v, r)) >> (((v >> 2) & 3) << 1)) & 3;
       const dl: f32 = load<f32>(tile + Q2K_D + (<usize>r << 2)) * <f32>load<u8>(tile + Q2K_SCALES + (t << 2) + <usize>r);
       const ml: f32 = load<f32>(tile + Q2K_DMIN + (<usize>r << 2)) * <f32>load<u8>(tile + Q2K_MINS + (t << 2) + <usize>r);
       return dl * <f32>q - ml;
     }
-    q |= ((<i32>load<u8>(tile + <usize>q3kHighByte(v, r)) >> q3kHighBit(v)) & 1) << 2;
+    const q = q3kCode(tile, v, r);
     const dl: f32 = load<f32>(tile + Q3K_D + (<usize>r << 2)) * <f32>load<i8>(tile + Q3K_SCALES + (t << 2) + <usize>r);
     return dl * <f32>(q - 4);
   }

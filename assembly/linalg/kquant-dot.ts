@@ -31,7 +31,7 @@
 import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
 import { XSHIFT } from "./kquant-activation";
 import {
-  IQ4XS_D, IQ4XS_SCALES, TILE_IQ4_XS, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_HIGH, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K,
+  IQ4XS_D, IQ4XS_SCALES, TILE_IQ4_XS, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K,
   TILE_Q2_K, TILE_Q3_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K,
 } from "./kquant-layout";
 
@@ -47,6 +47,7 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
  *   +0: 0x0f (a nibble)   +16: 0x10 (Q5_K's 5th bit)   +32: 0x3f (Q6_K's 6 bits)
  *   +48: 0x03 (Q2_K / Q3_K's 2 low bits)   +64: 0x04 (Q3_K's third bit)
  *   +80: kvalues_iq4nl (IQ4_XS's 16 values, i8)   +96: their magnitudes   +112: 0xff where negative
+ *   +128: 0x07 (Q3_K's 3-bit codes)
  */
 const MASKS: usize = memory.data<u8>([
   0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f,
@@ -57,6 +58,7 @@ const MASKS: usize = memory.data<u8>([
   0x81, 0x98, 0xad, 0xbf, 0xcf, 0xdd, 0xea, 0xf6, 0x01, 0x0d, 0x19, 0x26, 0x35, 0x45, 0x59, 0x71,
   127, 104, 83, 65, 49, 35, 22, 10, 1, 13, 25, 38, 53, 69, 89, 113,
   0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+  0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07,
 ], 16);
 
 @inline function maskLow4(): v128 {
@@ -77,6 +79,10 @@ const MASKS: usize = memory.data<u8>([
 
 @inline function maskBit2(): v128 {
   return v128.load(MASKS, 64);
+}
+
+@inline function maskLow3(): v128 {
+  return v128.load(MASKS, 128);
 }
 
 /** Baseline: pair sums [r0, r0, r1, r1] (a) and [r2, r2, r3, r3] (b) → row sums [r0, r1, r2, r3]. */
@@ -391,20 +397,28 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
 }
 
 // ---- Q2_K, Q3_K ----------------------------------------------------------------
-// One source for both (three = false: Q2_K). A sub-block is 16 columns × 4 rows:
-// one vector of 2-bit codes (code vector j = (v >> 2j) & 3: columns 16t + 4j …
-// + 3), and for Q3_K a bit j (+ 4 for odd t) of the sub-block pair's third-bit
-// vector. Codes are ≤ 7, the 7-bit operand as they are. Integer sums are
-// exact: |Σ| ≤ 16·15·(16·3·127) + 16·15·(16·127) (Q2_K), 16·32·(16·7·127 + 4·16·127) (Q3_K), < 2^31.
+// One source for both (three = false: Q2_K). A sub-block is 16 columns × 4 rows.
+// Q2_K: one vector of 2-bit codes, code vector j = (v >> 2j) & 3 (columns 16t +
+// 4j … + 3). Q3_K: a sub-block pair's 8 code vectors in three vectors A, B, C
+// (kquant-layout.ts). Codes are ≤ 7, the 7-bit operand as they are. Integer
+// sums are exact: |Σ| ≤ 16·15·(16·3·127) + 16·15·(16·127) (Q2_K), 16·32·(16·7·127 + 4·16·127) (Q3_K), < 2^31.
 
-/** Code vector j of a sub-block: v's 2-bit codes, plus for Q3_K the third bits from H (odd: the pair's second sub-block). */
-@inline function lowCode(three: bool, v: v128, H: v128, j: i32, odd: bool, low2: v128, bit2: v128): v128 {
-  const q = v128.and(j == 0 ? v : i16x8.shr_u(v, j << 1), low2);
-  if (!three) return q;
-  // Bit s of each byte of H moved to bit 2 (masked after the 16-bit shift, so no bit crosses a byte).
-  const s = j + (odd ? 4 : 0);
-  const h = s >= 2 ? i16x8.shr_u(H, s - 2) : i16x8.shl(H, 2 - s);
-  return v128.or(q, v128.and(h, bit2));
+/** Q2_K: code vector j of a sub-block's code vector v. */
+@inline function q2kCode(v: v128, j: i32, low2: v128): v128 {
+  return v128.and(j == 0 ? v : i16x8.shr_u(v, j << 1), low2);
+}
+
+/**
+ * Q3_K: code vector g (0..7) of a sub-block pair (A, B, C): g0..g5 one mask or
+ * a shift and a mask; g6 / g7 their low bits from A / B's bits 6-7, bit 2 from
+ * C's bit 6 / 7 (masked after each 16-bit shift, so no bit crosses a byte).
+ */
+@inline function q3kCode(A: v128, B: v128, C: v128, g: i32, low2: v128, bit2: v128, low3: v128): v128 {
+  if (g < 6) {
+    const v = g < 2 ? A : g < 4 ? B : C;
+    return v128.and(g & 1 ? i16x8.shr_u(v, 3) : v, low3);
+  }
+  return v128.or(v128.and(i16x8.shr_u(g == 6 ? A : B, 6), low2), v128.and(i16x8.shr_u(C, g == 6 ? 4 : 5), bit2));
 }
 
 /** Row sums Σ c·xq of one sub-block's 4 code vectors q0..q3 · one token's 16 activation codes at x. */
@@ -464,19 +478,25 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
 
 /** One quad's superblocks · one token. */
 @inline function gemvLowK(three: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  const low2 = maskLow2(), bit2 = maskBit2();
+  const low2 = maskLow2(), bit2 = maskBit2(), low3 = maskLow3();
   let acc = f32x4.splat(0);
   const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
   for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
     let tot = i32x4.splat(0), mins = i32x4.splat(0);
     for (let t: usize = 0; t < 16; t += 2) {
       const scp = lowScalePair(three, w, t);
-      const H = three ? v128.load(w + Q3K_HIGH + (t << 3)) : i32x4.splat(0);
+      if (three) {
+        const A = v128.load(w + t * 24), B = v128.load(w + t * 24, 16), C = v128.load(w + t * 24, 32);
+        tot = lowAddSub(true, tot, q3kCode(A, B, C, 0, low2, bit2, low3), q3kCode(A, B, C, 1, low2, bit2, low3), q3kCode(A, B, C, 2, low2, bit2, low3),
+          q3kCode(A, B, C, 3, low2, bit2, low3), xq + (t << (4 + XSHIFT)), xsum + (t << 2), lowScale(true, scp, false));
+        tot = lowAddSub(true, tot, q3kCode(A, B, C, 4, low2, bit2, low3), q3kCode(A, B, C, 5, low2, bit2, low3), q3kCode(A, B, C, 6, low2, bit2, low3),
+          q3kCode(A, B, C, 7, low2, bit2, low3), xq + ((t + 1) << (4 + XSHIFT)), xsum + ((t + 1) << 2), lowScale(true, scp, true));
+        continue;
+      }
       for (let u: usize = 0; u < 2; u++) {
-        const odd = u == 1;
         const v = v128.load(w + ((t + u) << 4));
-        tot = lowAddSub(three, tot, lowCode(three, v, H, 0, odd, low2, bit2), lowCode(three, v, H, 1, odd, low2, bit2), lowCode(three, v, H, 2, odd, low2, bit2),
-          lowCode(three, v, H, 3, odd, low2, bit2), xq + ((t + u) << (4 + XSHIFT)), xsum + ((t + u) << 2), lowScale(three, scp, odd));
+        tot = lowAddSub(false, tot, q2kCode(v, 0, low2), q2kCode(v, 1, low2), q2kCode(v, 2, low2), q2kCode(v, 3, low2),
+          xq + ((t + u) << (4 + XSHIFT)), xsum + ((t + u) << 2), lowScale(false, scp, u == 1));
       }
       if (!three) mins = lowAddMins(mins, v128.load8x8_u(w + Q2K_MINS + (t << 2)), xsum + (t << 2));
     }
@@ -492,7 +512,7 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
  * depend on the batch.
  */
 @inline function gemmLowK(three: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  const low2 = maskLow2(), bit2 = maskBit2();
+  const low2 = maskLow2(), bit2 = maskBit2(), low3 = maskLow3();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
   for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
@@ -500,13 +520,24 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
     let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
     for (let t: usize = 0; t < 16; t += 2) {
       const scp = lowScalePair(three, w, t);
-      const H = three ? v128.load(w + Q3K_HIGH + (t << 3)) : i32x4.splat(0);
+      if (three) {
+        // The pair's 8 code vectors decoded once; each token adds sub-block t, then t + 1, as gemvLowK does.
+        const A = v128.load(w + t * 24), B = v128.load(w + t * 24, 16), C = v128.load(w + t * 24, 32);
+        const c0 = q3kCode(A, B, C, 0, low2, bit2, low3), c1 = q3kCode(A, B, C, 1, low2, bit2, low3), c2 = q3kCode(A, B, C, 2, low2, bit2, low3), c3 = q3kCode(A, B, C, 3, low2, bit2, low3);
+        const c4 = q3kCode(A, B, C, 4, low2, bit2, low3), c5 = q3kCode(A, B, C, 5, low2, bit2, low3), c6 = q3kCode(A, B, C, 6, low2, bit2, low3), c7 = q3kCode(A, B, C, 7, low2, bit2, low3);
+        const s0 = lowScale(true, scp, false), s1 = lowScale(true, scp, true);
+        const x = xq + (t << (4 + XSHIFT)), x1 = x + (16 << XSHIFT), xs = xsum + (t << 2);
+        t0 = lowAddSub(true, lowAddSub(true, t0, c0, c1, c2, c3, x, xs, s0), c4, c5, c6, c7, x1, xs + 4, s1);
+        t1 = lowAddSub(true, lowAddSub(true, t1, c0, c1, c2, c3, x + xStride, xs + sStride, s0), c4, c5, c6, c7, x1 + xStride, xs + sStride + 4, s1);
+        t2 = lowAddSub(true, lowAddSub(true, t2, c0, c1, c2, c3, x + 2 * xStride, xs + 2 * sStride, s0), c4, c5, c6, c7, x1 + 2 * xStride, xs + 2 * sStride + 4, s1);
+        t3 = lowAddSub(true, lowAddSub(true, t3, c0, c1, c2, c3, x + 3 * xStride, xs + 3 * sStride, s0), c4, c5, c6, c7, x1 + 3 * xStride, xs + 3 * sStride + 4, s1);
+        continue;
+      }
       for (let u: usize = 0; u < 2; u++) {
         const odd = u == 1;
         const v = v128.load(w + ((t + u) << 4));
-        const q0 = lowCode(three, v, H, 0, odd, low2, bit2), q1 = lowCode(three, v, H, 1, odd, low2, bit2);
-        const q2 = lowCode(three, v, H, 2, odd, low2, bit2), q3 = lowCode(three, v, H, 3, odd, low2, bit2);
-        const sc = lowScale(three, scp, odd);
+        const q0 = q2kCode(v, 0, low2), q1 = q2kCode(v, 1, low2), q2 = q2kCode(v, 2, low2), q3 = q2kCode(v, 3, low2);
+        const sc = lowScale(false, scp, odd);
         const x = xq + ((t + u) << (4 + XSHIFT)), xs = xsum + ((t + u) << 2);
         t0 = lowAddSub(three, t0, q0, q1, q2, q3, x, xs, sc);
         t1 = lowAddSub(three, t1, q0, q1, q2, q3, x + xStride, xs + sStride, sc);

@@ -38,10 +38,13 @@
 //                 [320, 384): the same for u8 min[r] (0..15);
 //                 [384, 400): f32 d[r];  [400, 416): f32 dmin[r]
 //                 value = f32(d·scale)·q − f32(dmin·min)   (ggml dequantize_row_q2_K)
-//   Q3_K  464 B   [0, 256): the low 2 bits of each 3-bit code c, laid out as Q2_K's codes;
-//                 [256, 384): the third bits, sub-blocks 2p, 2p + 1 at 256 + 16p: byte
-//                 4r + k holds in bit j (sub-block 2p) / 4 + j (2p + 1) bit 2 of the code
-//                 of column 16t + 4j + k;
+//   Q3_K  464 B   [0, 384): sub-blocks 2p, 2p + 1 (32 columns) at 48p, 3-bit codes c
+//                 of their 8 code vectors g = 4·(t & 1) + j (columns 16t + 4j + k) in three
+//                 vectors A, B, C at +0, +16, +32; byte 4r + k of A / B / C holds code g0 / g2 / g4
+//                 in bits 0-2 and g1 / g3 / g5 in bits 3-5; A's bits 6-7 hold bits 0-1 of g6,
+//                 B's those of g7, C's bit 6 / 7 bit 2 of g6 / g7 (eight codes in three bytes:
+//                 a mask, or a shift and a mask, for six code vectors, five operations for
+//                 the other two — kquant-dot.ts q3kCode);
 //                 [384, 448): sub-block t at 384 + 4t: i8 scale[r] (ggml's 6-bit scale − 32)
 //                 [448, 464): f32 d[r]
 //                 value = f32(d·scale)·(c − 4)   (ggml dequantize_row_q3_K)
@@ -81,7 +84,6 @@ export const Q2K_MINS: i32 = 320;
 export const Q2K_D: i32 = 384;
 export const Q2K_DMIN: i32 = 400;
 
-export const Q3K_HIGH: i32 = 256;
 export const Q3K_SCALES: i32 = 384;
 export const Q3K_D: i32 = 448;
 
@@ -112,16 +114,16 @@ export const Q6K_D: i32 = 832;
   return (v >> 4) * 48 + (((v >> 2) & 3) << 4) + (r << 2) + (v & 3);
 }
 
-/** Q2_K / Q3_K: byte offset, inside a tile, of the byte whose bits 2j, 2j + 1 (j = (v >> 2) & 3) hold the low 2 bits of value v of lane r. */
+/** Q2_K: byte offset, inside a tile, of the byte whose bits 2j, 2j + 1 (j = (v >> 2) & 3) hold the code of value v of lane r. */
 @inline export function lowCodeByte(v: i32, r: i32): i32 {
   return ((v >> 4) << 4) + (r << 2) + (v & 3);
 }
 
-/** Q3_K: byte offset of the byte holding value v's third bit (lane r), and that bit's index. */
-@inline export function q3kHighByte(v: i32, r: i32): i32 {
-  return Q3K_HIGH + ((v >> 5) << 4) + (r << 2) + (v & 3);
+/** Q3_K: the code vector (0..7) of value v within its sub-block pair, and the byte of lane r at vector A of that pair. */
+@inline export function q3kGroup(v: i32): i32 {
+  return (((v >> 4) & 1) << 2) + ((v >> 2) & 3);
 }
 
-@inline export function q3kHighBit(v: i32): i32 {
-  return ((v >> 2) & 3) + (((v >> 4) & 1) << 2);
+@inline export function q3kByteA(v: i32, r: i32): i32 {
+  return (v >> 5) * 48 + (r << 2) + (v & 3);
 }
