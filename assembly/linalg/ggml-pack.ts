@@ -1,7 +1,8 @@
 // Native ggml weights: rows of ggml blocks as a GGUF file stores them →
 // the packed layouts the linear kernels read, without requantizing:
 //   Q8_0, Q5_0 → q8 tiles (layout.ts): the same codes (Q5_0's q − 16), the f16 scale widened to f32 (exact);
-//   Q4_K, Q5_K, Q6_K → K-quant tiles (kquant-layout.ts): the same codes, scales and mins.
+//   IQ4_NL → q8 tiles: the codes as the values of ggml's kvalues_iq4nl table (int8), the f16 scale as f32;
+//   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS → K-quant tiles (kquant-layout.ts): the same codes, scales and mins.
 // And the way back for K-quant tiles (one row → f32, with ggml's own f32
 // steps), which the embedding lookup and dequantizeWeight use.
 //
@@ -14,22 +15,44 @@
 //   block_q5_K 176 B: block_q4_K's fields with u8 qh[32] before qs: bit s of qh[l] is the
 //                     5th bit of value 32s + l
 //   block_q6_K 210 B: u8 ql[128] · u8 qh[64] · i8 scales[16] · f16 d
+//   block_q2_K  84 B: u8 scales[16] (scale | min << 4 of sub-block t of 16) · u8 qs[64] · f16 d · f16 dmin;
+//                     value v's code: (qs[32·(v >> 7) + (v & 31)] >> 2·((v >> 5) & 3)) & 3
+//   block_q3_K 110 B: u8 hmask[32] · u8 qs[64] (low 2 bits, as Q2_K's) · u8 scales[12] (6-bit) · f16 d;
+//                     value v's third bit: bit v >> 5 of hmask[v & 31]; x = d·(sc − 32)·(c − 4)
+//   block_iq4_nl 18 B: f16 d · u8 qs[16] (value j: low nibble of qs[j], value j + 16: high); x = d·kv[nibble]
+//   block_iq4_xs 136 B: f16 d · u16 scales_h · u8 scales_l[4] · u8 qs[128]: 8 blocks of 32 as iq4_nl's,
+//                     block ib's scale ls = nibble ib of scales_l | bits 2ib.. of scales_h << 4; x = d·(ls − 32)·kv[nibble]
 
 import { decodeF16 } from "../tensor/dtype";
 import { BLOCK, FMT_Q8, GROUP, HALF_Q8, Q8_SCALES, TILE_Q8 } from "./layout";
-import { FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, q6kCodeByte } from "./kquant-layout";
+import {
+  FMT_IQ4_XS, IQ4XS_D, IQ4XS_SCALES, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES,
+  Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, lowCodeByte, q3kByteA, q3kGroup, q6kCodeByte,
+} from "./kquant-layout";
 
 const Q8_0_BYTES: i32 = 34;
 const Q5_0_BYTES: i32 = 22;
 const Q4_K_BYTES: i32 = 144;
 const Q5_K_BYTES: i32 = 176;
 const Q6_K_BYTES: i32 = 210;
+const Q2_K_BYTES: i32 = 84;
+const Q3_K_BYTES: i32 = 110;
+const IQ4_NL_BYTES: i32 = 18;
+const IQ4_XS_BYTES: i32 = 136;
 
 /** ggml type ids (ggml.h enum ggml_type). */
 const GGML_Q5_0: i32 = 6;
 const GGML_Q8_0: i32 = 8;
 const GGML_Q4_K: i32 = 12;
 const GGML_Q5_K: i32 = 13;
+const GGML_Q6_K: i32 = 14;
+const GGML_Q2_K: i32 = 10;
+const GGML_Q3_K: i32 = 11;
+const GGML_IQ4_NL: i32 = 20;
+const GGML_IQ4_XS: i32 = 23;
+
+/** ggml's kvalues_iq4nl: the 16 values an IQ4 nibble stands for. */
+const KVALUES_IQ4NL: usize = memory.data<i8>([-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113]);
 
 @unmanaged class GgmlPackArgs {
   /** ggml rows [srcRows][nb blocks], contiguous. */
@@ -39,9 +62,9 @@ const GGML_Q5_K: i32 = 13;
   rowOffset: i32;
   /** Packed weight (layout.ts for q8, kquant-layout.ts for K-quants). */
   w: usize;
-  /** The ggml type of the source blocks: Q8_0, Q5_0 (→ q8), Q4_K, Q5_K, Q6_K. */
+  /** The ggml type of the source blocks: Q8_0, Q5_0, IQ4_NL, IQ4_XS (→ q8), Q2_K, Q3_K, Q4_K, Q5_K, Q6_K. */
   type: i32;
-  /** Blocks per row: cols / 32 (Q8_0, Q5_0) or cols / 256 (K-quants). */
+  /** Blocks per row: cols / 32 (Q8_0, Q5_0, IQ4_NL) or cols / 256 (K-quants, IQ4_XS). */
   nb: i32;
 }
 
@@ -115,15 +138,104 @@ function packQ6K(p: usize, tile: usize, r: i32): void {
   }
 }
 
+/** Q2_K: ORs the 2-bit code q of value v, lane r, into a tile's code area (bytes start zeroed). */
+@inline function putLow2(tile: usize, v: i32, r: i32, q: u32): void {
+  const p = tile + <usize>lowCodeByte(v, r);
+  store<u8>(p, load<u8>(p) | <u8>((q & 3) << <u32>(((v >> 2) & 3) << 1)));
+}
+
+/** One block_q2_K (three = false) or block_q3_K at p → lane r of a Q2_K / Q3_K tile. */
+function packLowK(three: bool, p: usize, tile: usize, r: i32): void {
+  const qs = p + (three ? 32 : 16);
+  if (three) {
+    store<f32>(tile + Q3K_D + (<usize>r << 2), decodeF16(<u32>load<u16>(p, 108)));
+    const s = p + 96;
+    for (let t = 0; t < 16; t++) {
+      // ggml's scale unpacking (dequantize_row_q3_K's kmask shuffle), one scale at a time.
+      const lo = t < 8 ? <i32>load<u8>(s + <usize>t) & 15 : <i32>load<u8>(s + <usize>(t - 8)) >> 4;
+      const hi = (<i32>load<u8>(s + 8 + <usize>(t & 3)) >> ((t >> 2) << 1)) & 3;
+      store<i8>(tile + Q3K_SCALES + (<usize>t << 2) + <usize>r, <i8>((lo | (hi << 4)) - 32));
+    }
+  } else {
+    store<f32>(tile + Q2K_D + (<usize>r << 2), decodeF16(<u32>load<u16>(p, 80)));
+    store<f32>(tile + Q2K_DMIN + (<usize>r << 2), decodeF16(<u32>load<u16>(p, 82)));
+    for (let t = 0; t < 16; t++) {
+      const sc = <u32>load<u8>(p + <usize>t);
+      store<u8>(tile + Q2K_SCALES + (<usize>t << 2) + <usize>r, <u8>(sc & 15));
+      store<u8>(tile + Q2K_MINS + (<usize>t << 2) + <usize>r, <u8>(sc >> 4));
+    }
+  }
+  for (let v = 0; v < QK_K; v++) {
+    const low = <u32>load<u8>(qs + <usize>(((v >> 7) << 5) + (v & 31))) >> <u32>(((v >> 5) & 3) << 1);
+    if (three) putQ3K(tile, v, r, (low & 3) | (((<u32>load<u8>(p + <usize>(v & 31)) >> <u32>(v >> 5)) & 1) << 2));
+    else putLow2(tile, v, r, low);
+  }
+}
+
+/** Q3_K: ORs the 3-bit code c of value v, lane r, into a tile (kquant-layout.ts; bytes start zeroed). */
+function putQ3K(tile: usize, v: i32, r: i32, c: u32): void {
+  const g = q3kGroup(v);
+  const a = tile + <usize>q3kByteA(v, r);
+  if (g < 6) {
+    const at = a + <usize>((g >> 1) << 4);
+    store<u8>(at, load<u8>(at) | <u8>(c << <u32>((g & 1) * 3)));
+    return;
+  }
+  const at = a + <usize>((g - 6) << 4); // A for g6, B for g7
+  store<u8>(at, load<u8>(at) | <u8>((c & 3) << 6));
+  store<u8>(a + 32, load<u8>(a + 32) | <u8>((c >> 2) << <u32>g)); // C's bit 6 / 7
+}
+
+/** Q3_K: the 3-bit code of value v, lane r, of a tile. */
+@inline function q3kCode(tile: usize, v: i32, r: i32): i32 {
+  const g = q3kGroup(v);
+  const a = tile + <usize>q3kByteA(v, r);
+  if (g < 6) return (<i32>load<u8>(a + <usize>((g >> 1) << 4)) >> ((g & 1) * 3)) & 7;
+  return (<i32>load<u8>(a + <usize>((g - 6) << 4)) >> 6) | (((<i32>load<u8>(a, 32) >> g) & 1) << 2);
+}
+
+/** Code c of a q8 tile (layout.ts) for `row`, with its half's scale at `half` + Q8_SCALES. */
+@inline function putQ8(tile: usize, row: i32, c: i32, q: i32): void {
+  const half = tile + <usize>(((row >> 2) & 1) * HALF_Q8);
+  store<i8>(half + (<usize>(c >> 1) << 3) + (<usize>(row & 3) << 1) + <usize>(c & 1), <i8>q);
+}
+
+@inline function putQ8Scale(tile: usize, row: i32, d: f32): void {
+  store<f32>(tile + <usize>(((row >> 2) & 1) * HALF_Q8) + Q8_SCALES + (<usize>(row & 3) << 2), d);
+}
+
+/** 16 bytes of IQ4 nibbles at qs → the 32 codes of `row` in a q8 tile: kvalues_iq4nl[nibble], value j low nibble of qs[j], j + 16 high. */
+function packIq4(qs: usize, tile: usize, row: i32, d: f32): void {
+  putQ8Scale(tile, row, d);
+  for (let j = 0; j < 16; j++) {
+    const b = <usize>load<u8>(qs + <usize>j);
+    putQ8(tile, row, j, <i32>load<i8>(KVALUES_IQ4NL + (b & 15)));
+    putQ8(tile, row, j + 16, <i32>load<i8>(KVALUES_IQ4NL + (b >> 4)));
+  }
+}
+
+/** One block_iq4_xs at p → lane r of an IQ4_XS tile: the nibbles as Q4_K's codes, i8 scales ls − 32, f32 d. */
+function packIq4Xs(p: usize, tile: usize, r: i32): void {
+  store<f32>(tile + IQ4XS_D + (<usize>r << 2), decodeF16(<u32>load<u16>(p)));
+  const sh = <i32>load<u16>(p, 2);
+  for (let ib = 0; ib < 8; ib++) {
+    const ls = ((<i32>load<u8>(p + 4 + <usize>(ib >> 1)) >> ((ib & 1) << 2)) & 15) | (((sh >> (ib << 1)) & 3) << 4);
+    store<i8>(tile + IQ4XS_SCALES + (<usize>ib << 2) + <usize>r, <i8>(ls - 32));
+  }
+  for (let v = 0; v < QK_K; v++) {
+    // ggml: value 32ib + j is the low nibble of qs[16ib + j] (j < 16), the high nibble of qs[16ib + j − 16] (j ≥ 16).
+    const byte = <u32>load<u8>(p + 8 + <usize>(((v >> 5) << 4) + (v & 15)));
+    putNibble(tile, v, r, (v & 16) ? byte >> 4 : byte);
+  }
+}
+
 /**
  * One block_q8_0 or block_q5_0 at p → the lane of `row` in its half of a q8 tile
  * (layout.ts): Q8_0's codes as they are (a −128, never written by ggml, becomes
  * −127), Q5_0's q − 16 ∈ [−16, 15]; the f16 scale as f32. Both exact.
  */
 function packQ8(q5: bool, p: usize, tile: usize, row: i32): void {
-  const half = tile + <usize>(((row >> 2) & 1) * HALF_Q8);
-  const r = <usize>(row & 3);
-  store<f32>(half + Q8_SCALES + (r << 2), decodeF16(<u32>load<u16>(p)));
+  putQ8Scale(tile, row, decodeF16(<u32>load<u16>(p)));
   const qh = q5 ? load<u32>(p, 2) : 0;
   for (let c = 0; c < BLOCK; c++) {
     let q: i32;
@@ -132,8 +244,18 @@ function packQ8(q5: bool, p: usize, tile: usize, row: i32): void {
       const nib = (<i32>load<u8>(p + 6 + <usize>(c & 15)) >> ((c >> 4) << 2)) & 15;
       q = (nib | (<i32>((qh >> <u32>c) & 1) << 4)) - 16;
     } else q = max<i32>(-127, <i32>load<i8>(p + 2 + <usize>c));
-    store<i8>(half + (<usize>(c >> 1) << 3) + (r << 1) + <usize>(c & 1), <i8>q);
+    putQ8(tile, row, c, q);
   }
+}
+
+/** The K-quant format of a ggml type, or -1 for those kept as q8. */
+@inline function kquantFormatOf(type: i32): i32 {
+  return type == GGML_Q4_K ? FMT_Q4_K : type == GGML_Q5_K ? FMT_Q5_K : type == GGML_Q6_K ? FMT_Q6_K : type == GGML_Q2_K ? FMT_Q2_K : type == GGML_Q3_K ? FMT_Q3_K : type == GGML_IQ4_XS ? FMT_IQ4_XS : -1;
+}
+
+@inline function ggmlBlockBytes(type: i32): i32 {
+  return type == GGML_Q8_0 ? Q8_0_BYTES : type == GGML_Q5_0 ? Q5_0_BYTES : type == GGML_IQ4_NL ? IQ4_NL_BYTES : type == GGML_IQ4_XS ? IQ4_XS_BYTES
+    : type == GGML_Q4_K ? Q4_K_BYTES : type == GGML_Q5_K ? Q5_K_BYTES : type == GGML_Q2_K ? Q2_K_BYTES : type == GGML_Q3_K ? Q3_K_BYTES : Q6_K_BYTES;
 }
 
 /**
@@ -143,22 +265,27 @@ function packQ8(q5: bool, p: usize, tile: usize, row: i32): void {
  */
 export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
   const a = changetype<GgmlPackArgs>(args);
-  const q8 = a.type == GGML_Q8_0 || a.type == GGML_Q5_0;
-  const format = q8 ? FMT_Q8 : a.type == GGML_Q4_K ? FMT_Q4_K : a.type == GGML_Q5_K ? FMT_Q5_K : FMT_Q6_K;
+  const format = kquantFormatOf(a.type);
+  const q8 = format < 0;
   const rowsPerItem = q8 ? GROUP : QUAD;
   const tb = <usize>(q8 ? TILE_Q8 : kquantTileBytes(format));
-  const srcBlock = <usize>(a.type == GGML_Q8_0 ? Q8_0_BYTES : a.type == GGML_Q5_0 ? Q5_0_BYTES : format == FMT_Q4_K ? Q4_K_BYTES : format == FMT_Q5_K ? Q5_K_BYTES : Q6_K_BYTES);
-  const tiles = a.w + <usize>(a.rowOffset / rowsPerItem + item) * <usize>a.nb * tb;
-  memory.fill(tiles, 0, <usize>a.nb * tb);
+  const tilesPerRow = <usize>a.nb;
+  const srcBlock = <usize>ggmlBlockBytes(a.type);
+  const tiles = a.w + <usize>(a.rowOffset / rowsPerItem + item) * tilesPerRow * tb;
+  memory.fill(tiles, 0, tilesPerRow * tb);
   const r1 = min(rowsPerItem, a.srcRows - item * rowsPerItem);
   for (let r = 0; r < r1; r++) {
     const row = item * rowsPerItem + r;
     let p = a.src + <usize>row * <usize>a.nb * srcBlock;
     for (let b = 0; b < a.nb; b++, p += srcBlock) {
       const tile = tiles + <usize>b * tb;
-      if (q8) packQ8(a.type == GGML_Q5_0, p, tile, row);
+      if (a.type == GGML_IQ4_NL) packIq4(p + 2, tile, row, decodeF16(<u32>load<u16>(p)));
+      else if (q8) packQ8(a.type == GGML_Q5_0, p, tile, row);
       else if (format == FMT_Q4_K) packQ45K(false, p, tile, r);
       else if (format == FMT_Q5_K) packQ45K(true, p, tile, r);
+      else if (format == FMT_Q2_K) packLowK(false, p, tile, r);
+      else if (format == FMT_Q3_K) packLowK(true, p, tile, r);
+      else if (format == FMT_IQ4_XS) packIq4Xs(p, tile, r);
       else packQ6K(p, tile, r);
     }
   }
@@ -166,6 +293,23 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
 
 /** Value v of lane r of a K-quant tile, decoded with ggml's f32 steps. */
 @inline function kquantValue(format: i32, tile: usize, v: i32, r: i32): f32 {
+  if (format == FMT_IQ4_XS) {
+    const q = (<usize>load<u8>(tile + <usize>codeByte(v, r)) >> (<usize>((v >> 2) & 1) << 2)) & 15;
+    const dl: f32 = load<f32>(tile + IQ4XS_D + (<usize>r << 2)) * <f32>load<i8>(tile + IQ4XS_SCALES + (<usize>(v >> 5) << 2) + <usize>r);
+    return dl * <f32>load<i8>(KVALUES_IQ4NL + q);
+  }
+  if (format == FMT_Q2_K || format == FMT_Q3_K) {
+    const t = <usize>(v >> 4);
+    if (format == FMT_Q2_K) {
+      const q = (<i32>load<u8>(tile + <usize>lowCodeByte(v, r)) >> (((v >> 2) & 3) << 1)) & 3;
+      const dl: f32 = load<f32>(tile + Q2K_D + (<usize>r << 2)) * <f32>load<u8>(tile + Q2K_SCALES + (t << 2) + <usize>r);
+      const ml: f32 = load<f32>(tile + Q2K_DMIN + (<usize>r << 2)) * <f32>load<u8>(tile + Q2K_MINS + (t << 2) + <usize>r);
+      return dl * <f32>q - ml;
+    }
+    const q = q3kCode(tile, v, r);
+    const dl: f32 = load<f32>(tile + Q3K_D + (<usize>r << 2)) * <f32>load<i8>(tile + Q3K_SCALES + (t << 2) + <usize>r);
+    return dl * <f32>(q - 4);
+  }
   if (format == FMT_Q4_K || format == FMT_Q5_K) {
     const lo = (<u32>load<u8>(tile + <usize>codeByte(v, r)) >> (<u32>((v >> 2) & 1) << 2)) & 15;
     const five = format == FMT_Q5_K;

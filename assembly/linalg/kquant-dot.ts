@@ -7,6 +7,9 @@
 //
 //   Q4_K, Q5_K: acc += f32(Σ_s sc_s·Σ q·xq) · (d·dx) + f32(Σ_s m_s·bsum_s) · (dmin·(−dx))
 //   Q6_K: acc += f32(Σ_t sc_t·(Σ q·xq − 32·bsum_t)) · (d·dx)
+//   Q2_K (ggml_vec_dot_q2_K_q8_K): as Q4_K over 16 sub-blocks of 16
+//   Q3_K (ggml_vec_dot_q3_K_q8_K): acc += f32(Σ_t sc_t·(Σ c·xq − 4·bsum_t)) · (d·dx)
+//   IQ4_XS (ggml_vec_dot_iq4_xs_q8_K): acc += f32(Σ_s sc_s·Σ kv[q]·xq) · (d·dx)
 //
 // with dx the token's superblock scale and bsum the sums of its codes per 32
 // (Q4_K sub-block) or 16 (Q6_K). All lanes = the quad's 4 rows.
@@ -27,7 +30,10 @@
 
 import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
 import { XSHIFT } from "./kquant-activation";
-import { Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K } from "./kquant-layout";
+import {
+  IQ4XS_D, IQ4XS_SCALES, TILE_IQ4_XS, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K,
+  TILE_Q2_K, TILE_Q3_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K,
+} from "./kquant-layout";
 
 /** Bytes of a superblock of activation codes. */
 const XBLOCK: usize = <usize>QK_K << XSHIFT;
@@ -39,11 +45,20 @@ const XBLOCK: usize = <usize>QK_K << XSHIFT;
  * use), where V8 11–12 (Node 20, 22) keep it in a register; a loaded value
  * stays in a register or becomes one memory operand.
  *   +0: 0x0f (a nibble)   +16: 0x10 (Q5_K's 5th bit)   +32: 0x3f (Q6_K's 6 bits)
+ *   +48: 0x03 (Q2_K / Q3_K's 2 low bits)   +64: 0x04 (Q3_K's third bit)
+ *   +80: kvalues_iq4nl (IQ4_XS's 16 values, i8)   +96: their magnitudes   +112: 0xff where negative
+ *   +128: 0x07 (Q3_K's 3-bit codes)
  */
 const MASKS: usize = memory.data<u8>([
   0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f, 0x0f,
   0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x10,
   0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f,
+  0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03, 0x03,
+  0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04,
+  0x81, 0x98, 0xad, 0xbf, 0xcf, 0xdd, 0xea, 0xf6, 0x01, 0x0d, 0x19, 0x26, 0x35, 0x45, 0x59, 0x71,
+  127, 104, 83, 65, 49, 35, 22, 10, 1, 13, 25, 38, 53, 69, 89, 113,
+  0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+  0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07, 0x07,
 ], 16);
 
 @inline function maskLow4(): v128 {
@@ -56,6 +71,18 @@ const MASKS: usize = memory.data<u8>([
 
 @inline function maskLow6(): v128 {
   return v128.load(MASKS, 32);
+}
+
+@inline function maskLow2(): v128 {
+  return v128.load(MASKS, 48);
+}
+
+@inline function maskBit2(): v128 {
+  return v128.load(MASKS, 64);
+}
+
+@inline function maskLow3(): v128 {
+  return v128.load(MASKS, 128);
 }
 
 /** Baseline: pair sums [r0, r0, r1, r1] (a) and [r2, r2, r3, r3] (b) → row sums [r0, r1, r2, r3]. */
@@ -358,6 +385,337 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
       t3 = q6kAddSub(t3, c, x + 3 * xStride, s + 3 * sStride, sc, low6);
     }
     const d = v128.load(w + Q6K_D);
+    a0 = fmadd(f32x4.convert_i32x4_s(t0), f32x4.mul(d, f32x4.splat(load<f32>(xd))), a0);
+    a1 = fmadd(f32x4.convert_i32x4_s(t1), f32x4.mul(d, f32x4.splat(load<f32>(xd + dStride))), a1);
+    a2 = fmadd(f32x4.convert_i32x4_s(t2), f32x4.mul(d, f32x4.splat(load<f32>(xd + 2 * dStride))), a2);
+    a3 = fmadd(f32x4.convert_i32x4_s(t3), f32x4.mul(d, f32x4.splat(load<f32>(xd + 3 * dStride))), a3);
+  }
+  v128.store(res, a0, 0);
+  v128.store(res, a1, 16);
+  v128.store(res, a2, 32);
+  v128.store(res, a3, 48);
+}
+
+// ---- Q2_K, Q3_K ----------------------------------------------------------------
+// One source for both (three = false: Q2_K). A sub-block is 16 columns × 4 rows.
+// Q2_K: one vector of 2-bit codes, code vector j = (v >> 2j) & 3 (columns 16t +
+// 4j … + 3). Q3_K: a sub-block pair's 8 code vectors in three vectors A, B, C
+// (kquant-layout.ts). Codes are ≤ 7, the 7-bit operand as they are. Integer
+// sums are exact: |Σ| ≤ 16·15·(16·3·127) + 16·15·(16·127) (Q2_K), 16·32·(16·7·127 + 4·16·127) (Q3_K), < 2^31.
+
+/** Q2_K: code vector j of a sub-block's code vector v. */
+@inline function q2kCode(v: v128, j: i32, low2: v128): v128 {
+  return v128.and(j == 0 ? v : i16x8.shr_u(v, j << 1), low2);
+}
+
+/**
+ * Q3_K: code vector g (0..7) of a sub-block pair (A, B, C): g0..g5 one mask or
+ * a shift and a mask; g6 / g7 their low bits from A / B's bits 6-7, bit 2 from
+ * C's bit 6 / 7 (masked after each 16-bit shift, so no bit crosses a byte).
+ */
+@inline function q3kCode(A: v128, B: v128, C: v128, g: i32, low2: v128, bit2: v128, low3: v128): v128 {
+  if (g < 6) {
+    const v = g < 2 ? A : g < 4 ? B : C;
+    return v128.and(g & 1 ? i16x8.shr_u(v, 3) : v, low3);
+  }
+  return v128.or(v128.and(i16x8.shr_u(g == 6 ? A : B, 6), low2), v128.and(i16x8.shr_u(C, g == 6 ? 4 : 5), bit2));
+}
+
+/** Row sums Σ c·xq of one sub-block's 4 code vectors q0..q3 · one token's 16 activation codes at x. */
+@inline function lowSum16(q0: v128, q1: v128, q2: v128, q3: v128, x: usize): v128 {
+  if (RELAXED) {
+    let s0 = dotI8U7(xs4(x, 0), q0, i32x4.splat(0));
+    let s1 = dotI8U7(xs4(x, 4), q1, i32x4.splat(0));
+    s0 = dotI8U7(xs4(x, 8), q2, s0);
+    s1 = dotI8U7(xs4(x, 12), q3, s1);
+    return i32x4.add(s0, s1);
+  }
+  let x4 = xs4w(x, 0);
+  let a = pairDot(q0, true, x4, i32x4.splat(0)), b = pairDot(q0, false, x4, i32x4.splat(0));
+  x4 = xs4w(x, 8);
+  a = pairDot(q1, true, x4, a);
+  b = pairDot(q1, false, x4, b);
+  x4 = xs4w(x, 16);
+  a = pairDot(q2, true, x4, a);
+  b = pairDot(q2, false, x4, b);
+  x4 = xs4w(x, 24);
+  a = pairDot(q3, true, x4, a);
+  b = pairDot(q3, false, x4, b);
+  return reducePairs(a, b);
+}
+
+/** Sub-block t's scales and the next one's (t even), 4 rows each, as i16x8: Q2_K u8, Q3_K i8. */
+@inline function lowScalePair(three: bool, w: usize, t: usize): v128 {
+  return three ? v128.load8x8_s(w + Q3K_SCALES + (t << 2)) : v128.load8x8_u(w + Q2K_SCALES + (t << 2));
+}
+
+/** i32x4 of the scales of sub-block t (odd: the pair's second) from lowScalePair. */
+@inline function lowScale(three: bool, sc: v128, odd: bool): v128 {
+  if (three) return odd ? i32x4.extend_high_i16x8_s(sc) : i32x4.extend_low_i16x8_s(sc);
+  return odd ? i32x4.extend_high_i16x8_u(sc) : i32x4.extend_low_i16x8_u(sc);
+}
+
+/** The superblock's float step: Q2_K as Q4_K's (scales, then mins), Q3_K as Q6_K's. */
+@inline function lowAccumulate(three: bool, w: usize, tot: v128, mins: v128, dx: f32, acc: v128): v128 {
+  const d = f32x4.splat(dx);
+  if (three) return fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + Q3K_D), d), acc);
+  acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + Q2K_D), d), acc);
+  return fmadd(f32x4.convert_i32x4_s(mins), f32x4.mul(v128.load(w + Q2K_DMIN), f32x4.neg(d)), acc);
+}
+
+/** tot + sub-block sums for one token (codes x, code sums xs at sub-block t) weighted by sc; Q3_K's − 4·bsum included. */
+@inline function lowAddSub(three: bool, tot: v128, q0: v128, q1: v128, q2: v128, q3: v128, x: usize, xs: usize, sc: v128): v128 {
+  let s = lowSum16(q0, q1, q2, q3, x);
+  if (three) s = i32x4.sub(s, i32x4.splat(load<i32>(xs) << 2));
+  return i32x4.add(tot, i32x4.mul(s, sc));
+}
+
+/** Q2_K: mins + the sub-block pair (t, t + 1)'s mins mn (i16x8 from one load) · one token's code sums at xs (sub-block t). */
+@inline function lowAddMins(mins: v128, mn: v128, xs: usize): v128 {
+  mins = i32x4.add(mins, i32x4.mul(i32x4.extend_low_i16x8_u(mn), i32x4.splat(load<i32>(xs))));
+  return i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(mn), i32x4.splat(load<i32>(xs, 4))));
+}
+
+/** One quad's superblocks · one token. */
+@inline function gemvLowK(three: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  const low2 = maskLow2(), bit2 = maskBit2(), low3 = maskLow3();
+  let acc = f32x4.splat(0);
+  const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
+  for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
+    let tot = i32x4.splat(0), mins = i32x4.splat(0);
+    for (let t: usize = 0; t < 16; t += 2) {
+      const scp = lowScalePair(three, w, t);
+      if (three) {
+        const A = v128.load(w + t * 24), B = v128.load(w + t * 24, 16), C = v128.load(w + t * 24, 32);
+        tot = lowAddSub(true, tot, q3kCode(A, B, C, 0, low2, bit2, low3), q3kCode(A, B, C, 1, low2, bit2, low3), q3kCode(A, B, C, 2, low2, bit2, low3),
+          q3kCode(A, B, C, 3, low2, bit2, low3), xq + (t << (4 + XSHIFT)), xsum + (t << 2), lowScale(true, scp, false));
+        tot = lowAddSub(true, tot, q3kCode(A, B, C, 4, low2, bit2, low3), q3kCode(A, B, C, 5, low2, bit2, low3), q3kCode(A, B, C, 6, low2, bit2, low3),
+          q3kCode(A, B, C, 7, low2, bit2, low3), xq + ((t + 1) << (4 + XSHIFT)), xsum + ((t + 1) << 2), lowScale(true, scp, true));
+        continue;
+      }
+      for (let u: usize = 0; u < 2; u++) {
+        const v = v128.load(w + ((t + u) << 4));
+        tot = lowAddSub(false, tot, q2kCode(v, 0, low2), q2kCode(v, 1, low2), q2kCode(v, 2, low2), q2kCode(v, 3, low2),
+          xq + ((t + u) << (4 + XSHIFT)), xsum + ((t + u) << 2), lowScale(false, scp, u == 1));
+      }
+      if (!three) mins = lowAddMins(mins, v128.load8x8_u(w + Q2K_MINS + (t << 2)), xsum + (t << 2));
+    }
+    acc = lowAccumulate(three, w, tot, mins, load<f32>(xd), acc);
+  }
+  return acc;
+}
+
+/**
+ * One quad · 4 tokens (token k: xq + k·xStride, xd + k·dStride, xsum + k·sStride) → res [4 tokens][4 rows] f32.
+ * Each sub-block's code vectors are decoded once for the 4 tokens; per token the
+ * integer sums are exact and the float steps are gemvLowK's, so outputs do not
+ * depend on the batch.
+ */
+@inline function gemmLowK(three: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  const low2 = maskLow2(), bit2 = maskBit2(), low3 = maskLow3();
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
+  for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
+    let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
+    let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
+    for (let t: usize = 0; t < 16; t += 2) {
+      const scp = lowScalePair(three, w, t);
+      if (three) {
+        // The pair's 8 code vectors decoded once; each token adds sub-block t, then t + 1, as gemvLowK does.
+        const A = v128.load(w + t * 24), B = v128.load(w + t * 24, 16), C = v128.load(w + t * 24, 32);
+        const c0 = q3kCode(A, B, C, 0, low2, bit2, low3), c1 = q3kCode(A, B, C, 1, low2, bit2, low3), c2 = q3kCode(A, B, C, 2, low2, bit2, low3), c3 = q3kCode(A, B, C, 3, low2, bit2, low3);
+        const c4 = q3kCode(A, B, C, 4, low2, bit2, low3), c5 = q3kCode(A, B, C, 5, low2, bit2, low3), c6 = q3kCode(A, B, C, 6, low2, bit2, low3), c7 = q3kCode(A, B, C, 7, low2, bit2, low3);
+        const s0 = lowScale(true, scp, false), s1 = lowScale(true, scp, true);
+        const x = xq + (t << (4 + XSHIFT)), x1 = x + (16 << XSHIFT), xs = xsum + (t << 2);
+        t0 = lowAddSub(true, lowAddSub(true, t0, c0, c1, c2, c3, x, xs, s0), c4, c5, c6, c7, x1, xs + 4, s1);
+        t1 = lowAddSub(true, lowAddSub(true, t1, c0, c1, c2, c3, x + xStride, xs + sStride, s0), c4, c5, c6, c7, x1 + xStride, xs + sStride + 4, s1);
+        t2 = lowAddSub(true, lowAddSub(true, t2, c0, c1, c2, c3, x + 2 * xStride, xs + 2 * sStride, s0), c4, c5, c6, c7, x1 + 2 * xStride, xs + 2 * sStride + 4, s1);
+        t3 = lowAddSub(true, lowAddSub(true, t3, c0, c1, c2, c3, x + 3 * xStride, xs + 3 * sStride, s0), c4, c5, c6, c7, x1 + 3 * xStride, xs + 3 * sStride + 4, s1);
+        continue;
+      }
+      for (let u: usize = 0; u < 2; u++) {
+        const odd = u == 1;
+        const v = v128.load(w + ((t + u) << 4));
+        const q0 = q2kCode(v, 0, low2), q1 = q2kCode(v, 1, low2), q2 = q2kCode(v, 2, low2), q3 = q2kCode(v, 3, low2);
+        const sc = lowScale(false, scp, odd);
+        const x = xq + ((t + u) << (4 + XSHIFT)), xs = xsum + ((t + u) << 2);
+        t0 = lowAddSub(three, t0, q0, q1, q2, q3, x, xs, sc);
+        t1 = lowAddSub(three, t1, q0, q1, q2, q3, x + xStride, xs + sStride, sc);
+        t2 = lowAddSub(three, t2, q0, q1, q2, q3, x + 2 * xStride, xs + 2 * sStride, sc);
+        t3 = lowAddSub(three, t3, q0, q1, q2, q3, x + 3 * xStride, xs + 3 * sStride, sc);
+      }
+      if (!three) {
+        const mn = v128.load8x8_u(w + Q2K_MINS + (t << 2));
+        const xs = xsum + (t << 2);
+        m0 = lowAddMins(m0, mn, xs);
+        m1 = lowAddMins(m1, mn, xs + sStride);
+        m2 = lowAddMins(m2, mn, xs + 2 * sStride);
+        m3 = lowAddMins(m3, mn, xs + 3 * sStride);
+      }
+    }
+    a0 = lowAccumulate(three, w, t0, m0, load<f32>(xd), a0);
+    a1 = lowAccumulate(three, w, t1, m1, load<f32>(xd + dStride), a1);
+    a2 = lowAccumulate(three, w, t2, m2, load<f32>(xd + 2 * dStride), a2);
+    a3 = lowAccumulate(three, w, t3, m3, load<f32>(xd + 3 * dStride), a3);
+  }
+  v128.store(res, a0, 0);
+  v128.store(res, a1, 16);
+  v128.store(res, a2, 32);
+  v128.store(res, a3, 48);
+}
+
+export function gemvQ2K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvLowK(false, w, xq, xd, xsum, nsb);
+}
+
+export function gemvQ3K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvLowK(true, w, xq, xd, xsum, nsb);
+}
+
+export function gemmQ2K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmLowK(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+export function gemmQ3K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmLowK(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+// ---- IQ4_XS --------------------------------------------------------------------
+// Q4_K's code layout holding 4-bit indices into kvalues_iq4nl (signed, |v| ≤ 127),
+// one i8 scale per sub-block of 32, no mins. Relaxed: the int8 dot wants one
+// operand in [0, 127], so it takes the values' magnitudes (one swizzle) and
+// the activation codes with the values' signs (a second swizzle gives the
+// sign mask m; x ^ m − m negates where m = −1; |x| ≤ 127, so exact), as x86's
+// maddubs kernels do. Baseline: the values (one swizzle) widened signed to
+// int16 against the int16 codes. Integer sums are exact: |Σ| ≤ 8·32·(32·127·127) < 2^31.
+
+/** Relaxed: acc + Σ kv[idx]·x per lane (idx: 16 nibble indices, xv: 4 int8 codes splat). */
+@inline function iq4Dot(xv: v128, idx: v128, tab: v128, sgn: v128, acc: v128): v128 {
+  const m = i8x16.swizzle(sgn, idx);
+  return dotI8U7(i8x16.sub(v128.xor(xv, m), m), i8x16.swizzle(tab, idx), acc);
+}
+
+/** Baseline: acc pair sums (rows 0-1: a, rows 2-3: b) + kv[idx] widened · the 4 int16 codes xv. */
+@inline function iq4PairDots(kv: v128, xv: v128, lo: bool, acc: v128): v128 {
+  return i32x4.add(acc, i32x4.dot_i16x8_s(lo ? i16x8.extend_low_i8x16_s(kv) : i16x8.extend_high_i8x16_s(kv), xv));
+}
+
+/** Exact row sums Σ kv[q]·xq of sub-block c (4 rows × 32 indices, 64 bytes) · one token's 32 codes at x. kvt: values (baseline) or magnitudes (relaxed). */
+@inline function iq4Sub(c: usize, x: usize, low4: v128, kvt: v128, sgn: v128): v128 {
+  if (RELAXED) {
+    let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
+    for (let j: usize = 0; j < 64; j += 16) {
+      const v = v128.load(c + j);
+      s0 = iq4Dot(xs4(x, j >> 1), lowNibbles(v, low4), kvt, sgn, s0);
+      s1 = iq4Dot(xs4(x, (j >> 1) + 4), highNibbles(v, low4), kvt, sgn, s1);
+    }
+    return i32x4.add(s0, s1);
+  }
+  let a = i32x4.splat(0), b = i32x4.splat(0);
+  for (let j: usize = 0; j < 64; j += 16) {
+    const v = v128.load(c + j);
+    const lo = i8x16.swizzle(kvt, lowNibbles(v, low4)), hi = i8x16.swizzle(kvt, highNibbles(v, low4));
+    const xl = xs4w(x, j), xh = xs4w(x, j + 8);
+    a = iq4PairDots(lo, xl, true, a);
+    b = iq4PairDots(lo, xl, false, b);
+    a = iq4PairDots(hi, xh, true, a);
+    b = iq4PairDots(hi, xh, false, b);
+  }
+  return reducePairs(a, b);
+}
+
+/** iq4Sub for 4 tokens (x + t·xStride), each index vector looked up once; row sums to out[0..64) as [token][row]. */
+@inline function iq4Sub4(c: usize, x: usize, xStride: usize, out: usize, low4: v128, kvt: v128, sgn: v128): void {
+  const x1 = x + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  if (RELAXED) {
+    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
+    for (let j: usize = 0; j < 64; j += 16) {
+      const v = v128.load(c + j);
+      const o = j >> 1;
+      for (let h: usize = 0; h < 2; h++) {
+        const idx = h ? highNibbles(v, low4) : lowNibbles(v, low4);
+        const m = i8x16.swizzle(sgn, idx), mag = i8x16.swizzle(kvt, idx);
+        const oo = o + (h << 2);
+        i0 = dotI8U7(i8x16.sub(v128.xor(xs4(x, oo), m), m), mag, i0);
+        i1 = dotI8U7(i8x16.sub(v128.xor(xs4(x1, oo), m), m), mag, i1);
+        i2 = dotI8U7(i8x16.sub(v128.xor(xs4(x2, oo), m), m), mag, i2);
+        i3 = dotI8U7(i8x16.sub(v128.xor(xs4(x3, oo), m), m), mag, i3);
+      }
+    }
+    v128.store(out, i0, 0);
+    v128.store(out, i1, 16);
+    v128.store(out, i2, 32);
+    v128.store(out, i3, 48);
+    return;
+  }
+  let a0 = i32x4.splat(0), b0 = i32x4.splat(0), a1 = i32x4.splat(0), b1 = i32x4.splat(0);
+  let a2 = i32x4.splat(0), b2 = i32x4.splat(0), a3 = i32x4.splat(0), b3 = i32x4.splat(0);
+  for (let j: usize = 0; j < 64; j += 16) {
+    const v = v128.load(c + j);
+    for (let h: usize = 0; h < 16; h += 8) {
+      const kv = i8x16.swizzle(kvt, h ? highNibbles(v, low4) : lowNibbles(v, low4));
+      const wl = i16x8.extend_low_i8x16_s(kv), wh = i16x8.extend_high_i8x16_s(kv);
+      let xv = xs4w(x, j + h);
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(wl, xv));
+      b0 = i32x4.add(b0, i32x4.dot_i16x8_s(wh, xv));
+      xv = xs4w(x1, j + h);
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(wl, xv));
+      b1 = i32x4.add(b1, i32x4.dot_i16x8_s(wh, xv));
+      xv = xs4w(x2, j + h);
+      a2 = i32x4.add(a2, i32x4.dot_i16x8_s(wl, xv));
+      b2 = i32x4.add(b2, i32x4.dot_i16x8_s(wh, xv));
+      xv = xs4w(x3, j + h);
+      a3 = i32x4.add(a3, i32x4.dot_i16x8_s(wl, xv));
+      b3 = i32x4.add(b3, i32x4.dot_i16x8_s(wh, xv));
+    }
+  }
+  v128.store(out, reducePairs(a0, b0), 0);
+  v128.store(out, reducePairs(a1, b1), 16);
+  v128.store(out, reducePairs(a2, b2), 32);
+  v128.store(out, reducePairs(a3, b3), 48);
+}
+
+/** Sub-block s's i8 scales (4 rows) as i32x4. */
+@inline function iq4Scales(w: usize, s: usize): v128 {
+  return i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(w + IQ4XS_SCALES + (s << 2))));
+}
+
+/** The IQ4_XS value table for this flavor: magnitudes (relaxed) or signed values (baseline). */
+@inline function iq4Table(): v128 {
+  return v128.load(MASKS, RELAXED ? 96 : 80);
+}
+
+@inline function iq4Signs(): v128 {
+  return v128.load(MASKS, 112);
+}
+
+export function gemvIq4Xs(w: usize, xq: usize, xd: usize, nsb: i32): v128 {
+  const low4 = maskLow4(), kvt = iq4Table(), sgn = iq4Signs();
+  let acc = f32x4.splat(0);
+  for (let b = 0; b < nsb; b++, w += TILE_IQ4_XS, xq += XBLOCK, xd += 4) {
+    let tot = i32x4.splat(0);
+    for (let s: usize = 0; s < 8; s++) tot = i32x4.add(tot, i32x4.mul(iq4Sub(w + (s << 6), xq + (s << (5 + XSHIFT)), low4, kvt, sgn), iq4Scales(w, s)));
+    acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + IQ4XS_D), f32x4.splat(load<f32>(xd))), acc);
+  }
+  return acc;
+}
+
+/** One quad · 4 tokens → res [4 tokens][4 rows] f32; res[64..128) is scratch. Same float steps per output as gemvIq4Xs. */
+export function gemmIq4Xs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, nsb: i32, res: usize): void {
+  const low4 = maskLow4(), kvt = iq4Table(), sgn = iq4Signs();
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  const sums = res + 64;
+  for (let b = 0; b < nsb; b++, w += TILE_IQ4_XS, xq += XBLOCK, xd += 4) {
+    let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
+    for (let s: usize = 0; s < 8; s++) {
+      iq4Sub4(w + (s << 6), xq + (s << (5 + XSHIFT)), xStride, sums, low4, kvt, sgn);
+      const sc = iq4Scales(w, s);
+      t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));
+      t1 = i32x4.add(t1, i32x4.mul(v128.load(sums, 16), sc));
+      t2 = i32x4.add(t2, i32x4.mul(v128.load(sums, 32), sc));
+      t3 = i32x4.add(t3, i32x4.mul(v128.load(sums, 48), sc));
+    }
+    const d = v128.load(w + IQ4XS_D);
     a0 = fmadd(f32x4.convert_i32x4_s(t0), f32x4.mul(d, f32x4.splat(load<f32>(xd))), a0);
     a1 = fmadd(f32x4.convert_i32x4_s(t1), f32x4.mul(d, f32x4.splat(load<f32>(xd + dStride))), a1);
     a2 = fmadd(f32x4.convert_i32x4_s(t2), f32x4.mul(d, f32x4.splat(load<f32>(xd + 2 * dStride))), a2);

@@ -1,4 +1,4 @@
-// The packed layout of the native ggml K-quant weights (Q4_K, Q6_K), the
+// The packed layout of the native ggml K-quant weights (Q2_K … Q6_K), the
 // K-quant counterpart of layout.ts. ggml's blocks (ggml-common.h: block_q4_K,
 // block_q6_K) hold one row's 256 values ("superblock"); here the same codes,
 // scales and f16-exact super-scales are regrouped so that four rows ("a quad")
@@ -31,6 +31,27 @@
 //                 [768, 832): sub-block t at 768 + 4t: i8 scale[r] at +r
 //                 [832, 848): f32 d[r]
 //                 value = f32(d·scale)·(q − 32)   (ggml dequantize_row_q6_K)
+//   Q2_K  416 B   [0, 256): sub-block t (16 columns, 16t … 16t + 15) at 16t: byte 4r + k
+//                 holds in bits 2j, 2j + 1 the 2-bit code of column 16t + 4j + k (j = 0..3:
+//                 code vector j is (byte >> 2j) & 3, one shift and one mask);
+//                 [256, 320): sub-block t at 256 + 4t: u8 scale[r] (0..15);
+//                 [320, 384): the same for u8 min[r] (0..15);
+//                 [384, 400): f32 d[r];  [400, 416): f32 dmin[r]
+//                 value = f32(d·scale)·q − f32(dmin·min)   (ggml dequantize_row_q2_K)
+//   Q3_K  464 B   [0, 384): sub-blocks 2p, 2p + 1 (32 columns) at 48p, 3-bit codes c
+//                 of their 8 code vectors g = 4·(t & 1) + j (columns 16t + 4j + k) in three
+//                 vectors A, B, C at +0, +16, +32; byte 4r + k of A / B / C holds code g0 / g2 / g4
+//                 in bits 0-2 and g1 / g3 / g5 in bits 3-5; A's bits 6-7 hold bits 0-1 of g6,
+//                 B's those of g7, C's bit 6 / 7 bit 2 of g6 / g7 (eight codes in three bytes:
+//                 a mask, or a shift and a mask, for six code vectors, five operations for
+//                 the other two — kquant-dot.ts q3kCode);
+//                 [384, 448): sub-block t at 384 + 4t: i8 scale[r] (ggml's 6-bit scale − 32)
+//                 [448, 464): f32 d[r]
+//                 value = f32(d·scale)·(c − 4)   (ggml dequantize_row_q3_K)
+//   IQ4_XS 560 B  [0, 512): 4-bit indices into kvalues_iq4nl, laid out as Q4_K's codes;
+//                 [512, 544): sub-block s (32 columns) at 512 + 4s: i8 scale[r] (ggml's ls − 32)
+//                 [544, 560): f32 d[r]
+//                 value = f32(d·scale)·kvalues_iq4nl[q]   (ggml dequantize_row_iq4_xs)
 //
 // Rows past the matrix (the last quad of a matrix whose rows are not a
 // multiple of 4) hold zero codes and zero scales. d and dmin are ggml's f16
@@ -44,10 +65,27 @@ export const QUAD: i32 = 4;
 export const FMT_Q4_K: i32 = 4;
 export const FMT_Q6_K: i32 = 5;
 export const FMT_Q5_K: i32 = 6;
+export const FMT_Q2_K: i32 = 7;
+export const FMT_Q3_K: i32 = 8;
+export const FMT_IQ4_XS: i32 = 9;
 
 export const TILE_Q4_K: i32 = 608;
 export const TILE_Q5_K: i32 = 736;
 export const TILE_Q6_K: i32 = 848;
+export const TILE_Q2_K: i32 = 416;
+export const TILE_Q3_K: i32 = 464;
+export const TILE_IQ4_XS: i32 = 560;
+
+export const IQ4XS_SCALES: i32 = 512;
+export const IQ4XS_D: i32 = 544;
+
+export const Q2K_SCALES: i32 = 256;
+export const Q2K_MINS: i32 = 320;
+export const Q2K_D: i32 = 384;
+export const Q2K_DMIN: i32 = 400;
+
+export const Q3K_SCALES: i32 = 384;
+export const Q3K_D: i32 = 448;
 
 /** Q5_K: the 5th bits; then the Q4_K fields moved up by 128 bytes. */
 export const Q5K_HIGH: i32 = 512;
@@ -63,10 +101,10 @@ export const Q6K_SCALES: i32 = 768;
 export const Q6K_D: i32 = 832;
 
 @inline export function kquantTileBytes(format: i32): i32 {
-  return format == FMT_Q4_K ? TILE_Q4_K : format == FMT_Q5_K ? TILE_Q5_K : TILE_Q6_K;
+  return format == FMT_Q4_K ? TILE_Q4_K : format == FMT_Q5_K ? TILE_Q5_K : format == FMT_Q2_K ? TILE_Q2_K : format == FMT_Q3_K ? TILE_Q3_K : format == FMT_IQ4_XS ? TILE_IQ4_XS : TILE_Q6_K;
 }
 
-/** Q4_K / Q5_K: byte offset, inside a tile's code area, of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. */
+/** Q4_K / Q5_K / IQ4_XS: byte offset, inside a tile's code area, of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. */
 @inline export function codeByte(v: i32, r: i32): i32 {
   return ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3);
 }
@@ -74,4 +112,18 @@ export const Q6K_D: i32 = 832;
 /** Q6_K: byte offset, inside a tile, of the byte whose bits 0-5 hold value v of lane r (columns 16t + k … 16t + 11 + k: v & 15 < 12). */
 @inline export function q6kCodeByte(v: i32, r: i32): i32 {
   return (v >> 4) * 48 + (((v >> 2) & 3) << 4) + (r << 2) + (v & 3);
+}
+
+/** Q2_K: byte offset, inside a tile, of the byte whose bits 2j, 2j + 1 (j = (v >> 2) & 3) hold the code of value v of lane r. */
+@inline export function lowCodeByte(v: i32, r: i32): i32 {
+  return ((v >> 4) << 4) + (r << 2) + (v & 3);
+}
+
+/** Q3_K: the code vector (0..7) of value v within its sub-block pair, and the byte of lane r at vector A of that pair. */
+@inline export function q3kGroup(v: i32): i32 {
+  return (((v >> 4) & 1) << 2) + ((v >> 2) & 3);
+}
+
+@inline export function q3kByteA(v: i32, r: i32): i32 {
+  return (v >> 5) * 48 + (r << 2) + (v & 3);
 }

@@ -6,9 +6,9 @@
 // through gemv<F>; both do the same float steps per output (kquant-dot.ts),
 // so outputs are independent of T, the batch and the thread count.
 
-import { gemmQ4K, gemmQ5K, gemmQ6K, gemvQ4K, gemvQ5K, gemvQ6K } from "./kquant-dot";
+import { gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ3K, gemmQ4K, gemmQ5K, gemmQ6K, gemvQ2K, gemvQ3K, gemvQ4K, gemvQ5K, gemvQ6K } from "./kquant-dot";
 import { XSHIFT } from "./kquant-activation";
-import { FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
+import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
 
 @unmanaged class KquantLinearArgs {
   /** Packed weight: [quads][nsb] tiles. */
@@ -63,6 +63,9 @@ import { FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kqu
       const ut = <usize>t;
       if (format == FMT_Q4_K) gemmQ4K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q5_K) gemmQ5K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      else if (format == FMT_Q2_K) gemmQ2K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      else if (format == FMT_IQ4_XS) gemmIq4Xs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.nsb, res);
+      else if (format == FMT_Q3_K) gemmQ3K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else gemmQ6K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       const out = a.out + ut * outStride;
       storeQuad(out, row0, a.rows, v128.load(res), a.bias);
@@ -76,6 +79,12 @@ import { FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kqu
         ? gemvQ4K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : format == FMT_Q5_K
         ? gemvQ5K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
+        : format == FMT_Q2_K
+        ? gemvQ2K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
+        : format == FMT_IQ4_XS
+        ? gemvIq4Xs(w, a.xq + ut * xStride, a.xd + ut * dStride, a.nsb)
+        : format == FMT_Q3_K
+        ? gemvQ3K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : gemvQ6K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb);
       storeQuad(a.out + ut * outStride, row0, a.rows, r, a.bias);
     }
@@ -92,4 +101,16 @@ export function task_linear_q5_k(item: i32, tid: i32, args: usize): void {
 
 export function task_linear_q6_k(item: i32, tid: i32, args: usize): void {
   kquantLinear(FMT_Q6_K, item, tid, args);
+}
+
+export function task_linear_q2_k(item: i32, tid: i32, args: usize): void {
+  kquantLinear(FMT_Q2_K, item, tid, args);
+}
+
+export function task_linear_q3_k(item: i32, tid: i32, args: usize): void {
+  kquantLinear(FMT_Q3_K, item, tid, args);
+}
+
+export function task_linear_iq4_xs(item: i32, tid: i32, args: usize): void {
+  kquantLinear(FMT_IQ4_XS, item, tid, args);
 }

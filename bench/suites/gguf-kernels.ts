@@ -1,6 +1,6 @@
 /**
- * Suite `gguf-kernels`: the native ggml linear kernels (Q4_K, Q5_K, Q6_K, and Q8_0
- * kept as kvflash q8) against kvflash's own q8 in the same process, on
+ * Suite `gguf-kernels`: the native ggml linear kernels (Q2_K, Q3_K, Q4_K, Q5_K,
+ * Q6_K, IQ4_XS, and Q8_0 / IQ4_NL kept as kvflash q8) against kvflash's own q8 in the same process, on
  * Qwen2.5-1.5B's projection shapes (hidden 1536, intermediate 8960, 12 heads ×
  * 128, 2 KV heads: every width a multiple of ggml's 256-value superblock).
  *
@@ -34,13 +34,17 @@ const LAYER: Projection[] = [
 ];
 const ROTATION_BYTES = 128 << 20;
 /** What each row's weights are: kvflash q8 converted from floats, or ggml blocks kept native. */
-const FORMATS = ["q8", "Q8_0", "Q4_K", "Q5_K", "Q6_K"] as const;
+const FORMATS = ["q8", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS", "IQ4_NL"] as const;
 type BenchFormat = (typeof FORMATS)[number];
 const BLOCK: Readonly<Record<Exclude<BenchFormat, "q8">, { size: number; bytes: number; scales: number[] }>> = {
   Q8_0: { size: 32, bytes: 34, scales: [0] },
   Q4_K: { size: 256, bytes: 144, scales: [0, 2] },
   Q5_K: { size: 256, bytes: 176, scales: [0, 2] },
   Q6_K: { size: 256, bytes: 210, scales: [208] },
+  Q2_K: { size: 256, bytes: 84, scales: [80, 82] },
+  Q3_K: { size: 256, bytes: 110, scales: [108] },
+  IQ4_XS: { size: 256, bytes: 136, scales: [0] },
+  IQ4_NL: { size: 32, bytes: 18, scales: [0] },
 };
 
 /** A deterministic pseudo-random byte stream. */
@@ -102,7 +106,7 @@ function interleaved(calls: readonly (() => void)[], rounds: number, timing: { m
 export const ggufKernels: Suite = {
   name: "gguf-kernels",
   bothKernels: true,
-  description: "native ggml Q4_K / Q5_K / Q6_K / Q8_0 linear GEMV and GEMM vs kvflash q8, interleaved in one process, Qwen2.5-1.5B shapes",
+  description: "native ggml Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_XS / IQ4_NL / Q8_0 linear GEMV and GEMM vs kvflash q8, interleaved in one process, Qwen2.5-1.5B shapes",
   run({ rt, quick, ceilings, log }): Row[] {
     const rows: Row[] = [];
     const timing = quick ? { minReps: 3, minTimeMs: 20 } : { minReps: 3, minTimeMs: 60 };

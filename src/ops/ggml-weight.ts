@@ -8,6 +8,13 @@
  *   Q5_0       q8             the codes q − 16 ∈ [−16, 15]; the f16 scale as f32 (exact, 9 bits a
  *                             weight instead of 5.5: llama.cpp's Q4_K_M falls back to Q5_0 for
  *                             matrices whose width is not a multiple of 256)
+ *   IQ4_NL     q8             the codes as the values of ggml's kvalues_iq4nl (int8, |v| ≤ 127); the f16
+ *                             scale as f32 (exact; 9 bits a weight instead of 4.5: llama.cpp writes
+ *                             IQ4_NL mostly as the fallback of IQ4_XS / Q2_K / Q3_K for widths that are
+ *                             not a multiple of 256)
+ *   IQ4_XS     iq4_xs         4-bit indices into kvalues_iq4nl, i8 sub-block scales (ls − 32), f16 d
+ *   Q2_K       q2_k           2-bit codes, 4-bit sub-block scales and mins, f16 d and dmin
+ *   Q3_K       q3_k           3-bit codes, 6-bit sub-block scales (− 32), f16 d
  *   Q4_K       q4_k           codes, 6-bit sub-block scales and mins, f16 d and dmin
  *   Q5_K       q5_k           the same, with the 5th bit of each code
  *   Q6_K       q6_k           codes, int8 sub-block scales, f16 d
@@ -27,6 +34,10 @@ import { Weight, type StorageFormat, tileShape, weightBytes } from "./weight.js"
 export const GGML_NATIVE = {
   Q8_0: { id: 8, blockSize: 32, typeSize: 34, format: "q8" },
   Q5_0: { id: 6, blockSize: 32, typeSize: 22, format: "q8" },
+  IQ4_NL: { id: 20, blockSize: 32, typeSize: 18, format: "q8" },
+  IQ4_XS: { id: 23, blockSize: 256, typeSize: 136, format: "iq4_xs" },
+  Q2_K: { id: 10, blockSize: 256, typeSize: 84, format: "q2_k" },
+  Q3_K: { id: 11, blockSize: 256, typeSize: 110, format: "q3_k" },
   Q4_K: { id: 12, blockSize: 256, typeSize: 144, format: "q4_k" },
   Q5_K: { id: 13, blockSize: 256, typeSize: 176, format: "q5_k" },
   Q6_K: { id: 14, blockSize: 256, typeSize: 210, format: "q6_k" },

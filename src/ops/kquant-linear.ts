@@ -1,8 +1,9 @@
 /**
- * linear() for native K-quant weights (q4_k, q6_k) and for stacks of
- * weights of several formats; linear.ts validates, then hands over here.
+ * linear() for native K-quant weights (q2_k, q3_k, q4_k, q5_k, q6_k,
+ * iq4_xs) and for stacks of weights of several formats; linear.ts
+ * validates, then hands over here.
  *
- * K-quants follow llama.cpp's ggml_vec_dot_q4_K_q8_K / q6_K_q8_K: the
+ * K-quants follow llama.cpp's ggml_vec_dot_q{2..6}_K_q8_K / iq4_xs_q8_K: the
  * activation is quantized once per call per superblock of 256 like ggml's
  * Q8_K (d = max|x|/127, int8 codes — int16 on the baseline flavor — and the
  * sums of the codes per 16), and the

@@ -41,7 +41,10 @@
  * sub-block scales and f16 super-scales regrouped for SIMD
  * (assembly/linalg/kquant-layout.ts):
  *
+ *   q2_k   416 B  per 4 × 256: 3.25 bits a weight (ggml's block_q2_K: 2.625)
+ *   q3_k   464 B  per 4 × 256: 3.625 bits a weight (ggml's block_q3_K: 3.4375)
  *   q4_k   608 B  per 4 × 256: 4.75 bits a weight (ggml's block_q4_K: 4.5)
+ *   iq4_xs 560 B  per 4 × 256: 4.375 bits a weight (ggml's block_iq4_xs: 4.25)
  *   q5_k   736 B  per 4 × 256: 5.75 bits a weight (ggml's block_q5_K: 5.5)
  *   q6_k   848 B  per 4 × 256: 6.625 bits a weight (ggml's block_q6_K: 6.5625)
  *
@@ -61,17 +64,17 @@ import { Tensor, checkSameMemory, memoryName } from "../tensor/tensor.js";
 /** The formats any matrix can be converted to (createWeight, --weights). */
 export type WeightFormat = "f32" | "bf16" | "q8" | "q4";
 /** ggml K-quants, kept natively from a GGUF file (createGgmlWeight); never converted to. */
-export type KquantFormat = "q4_k" | "q5_k" | "q6_k";
+export type KquantFormat = "q2_k" | "q3_k" | "q4_k" | "q5_k" | "q6_k" | "iq4_xs";
 /** Every format a Weight can be stored in. */
 export type StorageFormat = WeightFormat | KquantFormat;
 export const WEIGHT_FORMATS: readonly WeightFormat[] = ["f32", "bf16", "q8", "q4"];
-export const KQUANT_FORMATS: readonly KquantFormat[] = ["q4_k", "q5_k", "q6_k"];
+export const KQUANT_FORMATS: readonly KquantFormat[] = ["q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs"];
 /** What a user may ask for (--weights, loadModel's weights): a format, or "auto" (the checkpoint's). */
 export type WeightsSetting = WeightFormat | "auto";
 export const WEIGHTS_SETTINGS: readonly WeightsSetting[] = [...WEIGHT_FORMATS, "auto"];
 
 export function isKquantFormat(format: StorageFormat): format is KquantFormat {
-  return format === "q4_k" || format === "q5_k" || format === "q6_k";
+  return (KQUANT_FORMATS as readonly StorageFormat[]).includes(format);
 }
 
 /** Columns per block (one scale per row and block in q8/q4). */
@@ -84,9 +87,9 @@ export const KQUANT_BLOCK = 256;
 export const KQUANT_ROW_GROUP = 4;
 
 /** Format codes shared with assembly/linalg/layout.ts and kquant-layout.ts. */
-export const WEIGHT_FORMAT_CODE: Readonly<Record<StorageFormat, number>> = { f32: 0, bf16: 1, q8: 2, q4: 3, q4_k: 4, q6_k: 5, q5_k: 6 };
+export const WEIGHT_FORMAT_CODE: Readonly<Record<StorageFormat, number>> = { f32: 0, bf16: 1, q8: 2, q4: 3, q4_k: 4, q6_k: 5, q5_k: 6, q2_k: 7, q3_k: 8, iq4_xs: 9 };
 /** Bytes of one tile of each format: 8 rows × 32 columns, or 4 rows × 256 columns for the K-quants. */
-export const WEIGHT_TILE_BYTES: Readonly<Record<StorageFormat, number>> = { f32: 1024, bf16: 512, q8: 288, q4: 160, q4_k: 608, q5_k: 736, q6_k: 848 };
+export const WEIGHT_TILE_BYTES: Readonly<Record<StorageFormat, number>> = { f32: 1024, bf16: 512, q8: 288, q4: 160, q4_k: 608, q5_k: 736, q6_k: 848, q2_k: 416, q3_k: 464, iq4_xs: 560 };
 
 /** Columns and rows of one tile of `format`. */
 export function tileShape(format: StorageFormat): { cols: number; rows: number } {

@@ -8,7 +8,9 @@
  *     (pre-tokenizers "llama-bpe", "qwen2", "smollm", "default"), on
  *     tokenizer-only files;
  *   - kvflash's last-position logits are within the format's error of
- *     llama.cpp's (F32, Q8_0, Q4_K_M), and llama.cpp's top token is kvflash's
+ *     llama.cpp's (F32, Q8_0, Q4_K_M, Q2_K, Q3_K, IQ4_NL, IQ4_XS; the
+ *     quantized files by the project's reference quantizer, quantize.ts:
+ *     node-llama-cpp has no quantize API), and llama.cpp's top token is kvflash's
  *     top token within that error.
  *
  * llama.cpp is node-llama-cpp's prebuilt CPU build, loaded with
@@ -105,9 +107,11 @@ const TOKENIZERS: { name: string; dir: string; pre: string }[] = [
  * also quantizes the activations to Q8_0 / Q8_K (≈ 0.4% of each value's
  * block maximum) before its dot products, which kvflash does not. Seen:
  * F32 3.7e-5, Q8_0 ≤ 2.3e-3, Q4_K_M ≤ 8.3e-3 while kvflash requantizes
- * Q4_K/Q6_K to q8 (its rounding on top of the file's).
+ * Q4_K/Q6_K to q8 (its rounding on top of the file's). Native (--weights
+ * auto): Q2_K 5.3e-3, Q3_K 1.5e-3, IQ4_NL 1.5e-3 (kept as q8 codes),
+ * IQ4_XS 4.7e-3 — stated as Q4_K_M's, 0.02.
  */
-const TOLERANCE: Readonly<Partial<Record<GgufQuantMix, number>>> = { F32: 2e-4, Q8_0: 0.01, Q4_K_M: 0.02 };
+const TOLERANCE: Readonly<Partial<Record<GgufQuantMix, number>>> = { F32: 2e-4, Q8_0: 0.01, Q4_K_M: 0.02, Q2_K: 0.02, Q3_K: 0.02, IQ4_NL: 0.02, IQ4_XS: 0.02 };
 
 const TINY = { numLayers: 2, numHeads: 4, numKvHeads: 2, tokenizer: { kind: "copy", dir: SPM } } as const;
 /** Tiny random models with the 32 000-token SentencePiece vocabulary; K-quants need rows of 256. */
@@ -116,6 +120,10 @@ const CASES: { name: string; type: GgufQuantMix; model: TinyModelOptions }[] = [
   { name: "qwen2 Q8_0", type: "Q8_0", model: { arch: "qwen2", seed: 12, hiddenSize: 128, intermediateSize: 256, ...TINY } },
   { name: "llama Q4_K_M", type: "Q4_K_M", model: { arch: "llama", seed: 13, hiddenSize: 256, intermediateSize: 512, ...TINY } },
   { name: "qwen3 Q4_K_M", type: "Q4_K_M", model: { arch: "qwen3", seed: 14, hiddenSize: 256, intermediateSize: 512, ...TINY } },
+  { name: "llama Q2_K", type: "Q2_K", model: { arch: "llama", seed: 15, hiddenSize: 256, intermediateSize: 512, ...TINY } },
+  { name: "qwen2 Q3_K", type: "Q3_K", model: { arch: "qwen2", seed: 16, hiddenSize: 256, intermediateSize: 512, ...TINY } },
+  { name: "qwen3 IQ4_NL", type: "IQ4_NL", model: { arch: "qwen3", seed: 17, hiddenSize: 128, intermediateSize: 256, ...TINY } },
+  { name: "llama IQ4_XS", type: "IQ4_XS", model: { arch: "llama", seed: 18, hiddenSize: 256, intermediateSize: 512, ...TINY } },
 ];
 
 function needLlamaCpp(t: { skip(message: string): void }): Llama | null {

@@ -80,6 +80,48 @@ test("Q6_K: 16 sub-blocks of 16 with i8 scales, x = d·sc·(q − 32), q split i
   assert.deepEqual([...decode("Q6_K", [...ql, ...qh, ...scales.map((s) => s & 255), 0x00, 0x40])], want);
 });
 
+test("Q2_K: 16 sub-blocks of 16, x = d·(s & 15)·q − dmin·(s >> 4), 2-bit q in 4 shifts of qs[32n + l]", () => {
+  const q = (v: number) => (v * 5 + (v >> 4)) % 4;
+  const sc = Array.from({ length: 16 }, (_, t) => (t * 7) % 16);
+  const mn = Array.from({ length: 16 }, (_, t) => 15 - t);
+  const qs = new Array<number>(64).fill(0);
+  for (let v = 0; v < 256; v++) qs[32 * (v >> 7) + (v & 31)] |= q(v) << (2 * ((v >> 5) & 3)); // dequantize_row_q2_K: shift 2j for j = (v >> 5) & 3
+  const want = Array.from({ length: 256 }, (_, v) => 0.5 * sc[v >> 4]! * q(v) - 0.25 * mn[v >> 4]!);
+  assert.deepEqual([...decode("Q2_K", [...sc.map((s, t) => s | (mn[t]! << 4)), ...qs, ...f16Half, ...f16Quarter])], want);
+});
+
+test("Q3_K: x = d·(sc − 32)·(q − 4), q's 2 low bits as Q2_K's, bit 2 from hmask (set: +0, clear: −4), 6-bit scales split 4 + 2", () => {
+  const q = (v: number) => (v * 3 + (v >> 5)) % 8;
+  const sc = Array.from({ length: 16 }, (_, t) => (t * 21 + 5) % 64); // 6-bit, stored with + 32
+  const hmask = new Array<number>(32).fill(0);
+  const qs = new Array<number>(64).fill(0);
+  for (let v = 0; v < 256; v++) {
+    qs[32 * (v >> 7) + (v & 31)] |= (q(v) & 3) << (2 * ((v >> 5) & 3));
+    hmask[v & 31] |= (q(v) >> 2) << (v >> 5);
+  }
+  // ggml's packing (the inverse of dequantize_row_q3_K's kmask shuffle): low nibbles of scales 0-7 in bytes 0-7, of 8-15 in their high nibbles; 2 high bits of scale t in byte 8 + (t & 3) at bit 2·(t >> 2).
+  const packed = new Array<number>(12).fill(0);
+  for (let t = 0; t < 16; t++) {
+    packed[t & 7] |= (sc[t]! & 15) << (t < 8 ? 0 : 4);
+    packed[8 + (t & 3)] |= (sc[t]! >> 4) << (2 * (t >> 2));
+  }
+  const want = Array.from({ length: 256 }, (_, v) => 2 * (sc[v >> 4]! - 32) * (q(v) - 4));
+  assert.deepEqual([...decode("Q3_K", [...hmask, ...qs, ...packed, 0x00, 0x40])], want);
+});
+
+test("IQ4_NL and IQ4_XS: nibbles index kvalues_iq4nl; IQ4_XS's 8 blocks scaled d·(ls − 32), ls from scales_l nibbles and scales_h bit pairs", () => {
+  const KV = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+  const nib = (j: number) => (j * 7 + 3) % 16;
+  const qs = Array.from({ length: 16 }, (_, j) => nib(j) | (nib(j + 16) << 4));
+  assert.deepEqual([...decode("IQ4_NL", [...f16Half, ...qs])], Array.from({ length: 32 }, (_, j) => 0.5 * KV[nib(j)]!));
+  const ls = [0, 63, 32, 33, 17, 48, 1, 40];
+  const scalesH = ls.reduce((h, l, ib) => h | ((l >> 4) << (2 * ib)), 0);
+  const scalesL = [0, 1, 2, 3].map((k) => (ls[2 * k]! & 15) | ((ls[2 * k + 1]! & 15) << 4));
+  const blocks = ls.flatMap((_, ib) => Array.from({ length: 16 }, (_, j) => nib(j + ib) | (nib(j + 16 + ib) << 4)));
+  const want = Array.from({ length: 256 }, (_, v) => 0.25 * (ls[v >> 5]! - 32) * KV[nib((v & 31) + (v >> 5))]!);
+  assert.deepEqual([...decode("IQ4_XS", [...f16Quarter, scalesH & 255, scalesH >> 8, ...scalesL, ...blocks])], want);
+});
+
 test("F32, F16 and BF16 decode exactly", () => {
   assert.deepEqual([...decode("F32", [0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0])], [1, -2]);
   assert.deepEqual([...decode("F16", [0x00, 0x3c, 0x00, 0xb8, 0x01, 0x00])], [1, -0.5, 2 ** -24]);
@@ -97,6 +139,11 @@ const STEP_BOUND: Readonly<Record<string, { block: number; levels: number; k: nu
   Q4_K: { block: 32, levels: 15, k: 1.5, symmetric: false },
   Q5_K: { block: 32, levels: 31, k: 1.5, symmetric: false },
   Q6_K: { block: 16, levels: 64, k: 1.5, symmetric: true },
+  Q2_K: { block: 16, levels: 3, k: 1.5, symmetric: false },
+  Q3_K: { block: 16, levels: 8, k: 1.5, symmetric: true },
+  // The block's largest-magnitude value maps to kvalues_iq4nl's −127; its opposite clamps to 113: |e| ≤ 14/127·max|x| < 2·max|x|/18.
+  IQ4_NL: { block: 32, levels: 18, k: 1, symmetric: true },
+  IQ4_XS: { block: 32, levels: 18, k: 1, symmetric: true },
 };
 
 test("every type round-trips random rows and awkward blocks within its stated error", () => {
@@ -124,7 +171,8 @@ test("every type round-trips random rows and awkward blocks within its stated er
       const hi = Math.max(0, ...block);
       const absMax = Math.max(...block.map(Math.abs));
       // K-quants: the sub-block scale and min sit on a 6-bit (Q6_K: 8-bit) grid of the 256-value super-block's largest.
-      const superMax = name.endsWith("_K") ? Math.max(...[...x.subarray(i - (i % 256), i - (i % 256) + 256)].map(Math.abs)) / 60 : 0;
+      // (Q2_K: a 4-bit grid; IQ4_XS: its 6-bit block scales likewise.)
+      const superMax = name.endsWith("_K") || name === "IQ4_XS" ? Math.max(...[...x.subarray(i - (i % 256), i - (i % 256) + 256)].map(Math.abs)) / (name === "Q2_K" ? 28 : 60) : 0;
       const tol = superMax + (bound ? bound.k * ((bound.symmetric ? 2 * absMax : hi - lo) / bound.levels) * 1.01 + absMax * 2 ** -10 : name === "F32" ? 0 : name === "F16" ? Math.max(absMax * 2 ** -11, 2 ** -25) : absMax * 2 ** -8); // F16: half an ulp, subnormals 2^-25
       for (let j = 0; j < n; j++) {
         const e = Math.abs(out[i + j]! - x[i + j]!);

@@ -1,4 +1,4 @@
-// Native ggml weights (Q8_0, Q5_0, Q4_K, Q5_K, Q6_K kept as the file stores them) against
+// Native ggml weights (Q8_0, Q5_0, IQ4_NL, IQ4_XS, Q2_K … Q6_K kept as the file stores them) against
 // the float64 reference: the repacked Weight decodes to ggml's
 // dequantize_row_* values, and linear (GEMV at T = 1, GEMM at T ≥ 4) matches
 // the reference on awkward shapes (rows not a multiple of the tile, several
@@ -12,8 +12,8 @@
 // quantizer writes.
 //
 // Tolerances. The reference multiplies what the kernels multiply: ggml's
-// decoded weights and the activation quantized per 256 like Q8_K (Q8_0 weights:
-// per 32, as the q8 kernels do). The kernels' sums of code products are exact
+// decoded weights and the activation quantized per 256 like Q8_K (types kept as
+// q8 — Q8_0, Q5_0, IQ4_NL, IQ4_XS: per 32, as the q8 kernels do). The kernels' sums of code products are exact
 // int32; what remains is f32 rounding of one or two terms per superblock and
 // of ggml's own f32 decode steps: |out − ref| ≤ (nb + 8) · 2⁻²² · Σ|x·w| + 2⁻²⁴·|bias|.
 // The decoded weights equal the float64 decode within 2⁻²² relative to the
@@ -41,7 +41,7 @@ import { linearMagnitude, linearReference, quantizeActivationReference } from ".
 import { encodeMiniFloat, F16 } from "../../src/tensor/minifloat.js";
 import { assertWithin, randn, rng } from "../helpers/random.js";
 
-const TYPES: GgmlNativeType[] = ["Q4_K", "Q5_K", "Q6_K", "Q8_0", "Q5_0"];
+const TYPES: GgmlNativeType[] = ["Q4_K", "Q5_K", "Q6_K", "Q8_0", "Q5_0", "Q2_K", "Q3_K", "IQ4_NL", "IQ4_XS"];
 
 /** Raw random blocks of `type` for a [rows, cols] matrix: random bytes, the f16 super-scales set to finite values. */
 function randomBlocks(type: GgmlNativeType, rows: number, cols: number, seed: number): Uint8Array {
@@ -54,11 +54,16 @@ function randomBlocks(type: GgmlNativeType, rows: number, cols: number, seed: nu
     bytes[at + 1] = c >> 8;
   };
   for (let at = 0; at < bytes.length; at += t.typeSize) {
-    if (type === "Q8_0" || type === "Q5_0") f16(at, (r() - 0.5) * 0.02);
+    if (type === "Q8_0" || type === "Q5_0" || type === "IQ4_NL") f16(at, (r() - 0.5) * 0.02);
+    else if (type === "IQ4_XS") f16(at, (r() - 0.5) * 0.001);
     else if (type === "Q4_K" || type === "Q5_K") {
       f16(at, (r() - 0.5) * 0.004);
       f16(at + 2, r() * 0.004);
-    } else f16(at + 208, (r() - 0.5) * 0.002);
+    } else if (type === "Q2_K") {
+      f16(at + 80, (r() - 0.5) * 0.01);
+      f16(at + 82, r() * 0.01);
+    } else if (type === "Q3_K") f16(at + 108, (r() - 0.5) * 0.002);
+    else f16(at + 208, (r() - 0.5) * 0.002);
   }
   if (type === "Q8_0") for (let at = 0; at < bytes.length; at += t.typeSize) for (let j = 2; j < 34; j++) if (bytes[at + j] === 128) bytes[at + j] = 129; // ggml never writes −128
   return bytes;
@@ -66,7 +71,7 @@ function randomBlocks(type: GgmlNativeType, rows: number, cols: number, seed: nu
 
 /** Types kept as q8, whose kernels quantize the activation per 32 (Q8_0) rather than per 256 (Q8_K). */
 function perBlock32(type: GgmlNativeType | "stack"): boolean {
-  return type === "Q8_0" || type === "Q5_0";
+  return type !== "stack" && GGML_NATIVE[type].format === "q8";
 }
 
 /** The ggml blocks of a [rows, cols] matrix: quantized from random values, or raw random bytes. */
@@ -177,9 +182,12 @@ describe("native ggml weights", () => {
     });
   }
 
-  test("a stack of Q4_K, Q6_K, Q8_0 and Q5_K parts (a Q4_K_M fused QKV, and more) is one linear over all its rows", () => {
+  const STACKS: { name: string; parts: [GgmlNativeType, number][]; bytes: number }[] = [
+    { name: "Q4_K, Q6_K, Q8_0 and Q5_K parts (a Q4_K_M fused QKV, and more)", parts: [["Q4_K", 12], ["Q4_K", 5], ["Q6_K", 6], ["Q8_0", 3], ["Q5_K", 2]], bytes: 608 * 3 * 2 + 608 * 2 * 2 + 848 * 2 * 2 + 288 * 1 * 16 + 736 * 1 * 2 },
+    { name: "Q3_K, Q5_K, IQ4_XS, Q2_K and IQ4_NL parts (a Q3_K_M fused QKV, and more)", parts: [["Q3_K", 8], ["Q5_K", 4], ["IQ4_XS", 5], ["Q2_K", 3], ["IQ4_NL", 2]], bytes: 464 * 2 * 2 + 736 * 1 * 2 + 560 * 2 * 2 + 416 * 1 * 2 + 288 * 1 * 16 },
+  ];
+  for (const { name, parts, bytes: stackBytes } of STACKS) test(`a stack of ${name} is one linear over all its rows`, () => {
     const cols = 512;
-    const parts: [GgmlNativeType, number][] = [["Q4_K", 12], ["Q4_K", 5], ["Q6_K", 6], ["Q8_0", 3], ["Q5_K", 2]];
     assert.equal(GGML_NATIVE.Q5_0.format, "q8");
     const bytes = parts.map(([type, rows], i) => blocks(type, rows, cols, 40 + i, i % 2 === 0));
     const w = stackWeights(rt, parts.map(([type, rows], i) => weightOf(type, bytes[i]!, rows, cols)));
@@ -211,7 +219,7 @@ describe("native ggml weights", () => {
       assert.ok((dq.data() as Float32Array).every(Number.isFinite), "the stack decodes every row");
       for (const t of [x, out, bias, dq]) rt.free(t);
     }
-    assert.equal(w.byteLength, 608 * 3 * 2 + 608 * 2 * 2 + 848 * 2 * 2 + 288 * 1 * 16 + 736 * 1 * 2);
+    assert.equal(w.byteLength, stackBytes);
   });
 
   test("bad sources are refused with the argument named", () => {

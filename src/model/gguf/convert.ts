@@ -8,8 +8,8 @@
  *
  * "Q4_K_M" is llama-quantize's mix: Q4_K, with attn_v, ffn_down and the
  * output matrix in Q6_K. A matrix whose rows are not whole blocks of its type
- * falls back as llama.cpp does (Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0, and
- * 32-blocks → F16).
+ * falls back as llama.cpp does (Q2_K, Q3_K, IQ4_XS → IQ4_NL, Q4_K → Q5_0,
+ * Q5_K → Q5_1, Q6_K → Q8_0, and 32-blocks → F16).
  */
 import { closeSync, openSync, readSync } from "node:fs";
 import { join } from "node:path";
@@ -46,7 +46,7 @@ function ggufName(hf: string): string {
   throw new ArgumentError("tensor", `has no llama.cpp name: ${hf}`);
 }
 
-const FALLBACK: Readonly<Partial<Record<GgmlTypeName, GgmlTypeName>>> = { Q4_K: "Q5_0", Q5_K: "Q5_1", Q6_K: "Q8_0", Q4_0: "F16", Q4_1: "F16", Q5_0: "F16", Q5_1: "F16", Q8_0: "F16" };
+const FALLBACK: Readonly<Partial<Record<GgmlTypeName, GgmlTypeName>>> = { Q2_K: "IQ4_NL", Q3_K: "IQ4_NL", IQ4_XS: "IQ4_NL", IQ4_NL: "F16", Q4_K: "Q5_0", Q5_K: "Q5_1", Q6_K: "Q8_0", Q4_0: "F16", Q4_1: "F16", Q5_0: "F16", Q5_1: "F16", Q8_0: "F16" };
 
 /** The type a matrix gets under `mix`, after llama.cpp's fallback for rows that are not whole blocks. */
 export function matrixType(ggufTensor: string, cols: number, mix: GgufQuantMix): GgmlTypeName {

@@ -12,6 +12,13 @@
  *              6-bit sc, m packed in `scales` (getScaleMinK4); q 4-bit, sub-blocks 2i and 2i+1 share bytes
  *   Q5_K  256: Q4_K plus u8 qh[32] holding bit 4 of q (bit 2i / 2i+1 of qh[l] for sub-blocks 2i / 2i+1)
  *   Q6_K  256: u8 ql[128] · u8 qh[64] · i8 scales[16] · f16 d  16 sub-blocks of 16: x = d·sc·(q − 32), q 6-bit
+ *   Q2_K  256: u8 scales[16] · u8 qs[64] · f16 d, f16 dmin     16 sub-blocks of 16: x = d·(s & 15)·q − dmin·(s >> 4),
+ *              q 2-bit: value 128n + 32j + l is bits 2j, 2j+1 of qs[32n + l]
+ *   Q3_K  256: u8 hmask[32] · u8 qs[64] · u8 scales[12] · f16 d  16 sub-blocks of 16: x = d·(sc − 32)·(q − 4),
+ *              q's low 2 bits as Q2_K's, bit 2 is bit (v >> 5) of hmask[v & 31]; 6-bit sc (getScaleQ3K)
+ *   IQ4_NL 32: f16 d · u8 qs[16]                            x = d·kvalues_iq4nl[nibble], nibbles as Q4_0's
+ *   IQ4_XS 256: f16 d · u16 scales_h · u8 scales_l[4] · u8 qs[128]  8 blocks of 32 as IQ4_NL's, scale d·(ls − 32),
+ *              ls = nibble ib of scales_l | bits 2ib, 2ib+1 of scales_h << 4
  */
 import { ArgumentError } from "../../errors.js";
 import { F16, decodeMiniFloat } from "../../tensor/minifloat.js";
@@ -32,6 +39,23 @@ function f16(b: Uint8Array, at: number): number {
 export function getScaleMinK4(j: number, b: Uint8Array, s: number): [number, number] {
   if (j < 4) return [b[s + j]! & 63, b[s + j + 4]! & 63];
   return [(b[s + j + 4]! & 0xf) | ((b[s + j - 4]! >> 6) << 4), (b[s + j + 4]! >> 4) | ((b[s + j]! >> 6) << 4)];
+}
+
+/** ggml's kvalues_iq4nl: the value each IQ4 nibble stands for. */
+export const KVALUES_IQ4NL: readonly number[] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+
+/** Q3_K's 6-bit scale t (0..15) from its 12 scale bytes at `s` (dequantize_row_q3_K's kmask shuffle, one scale at a time): low 4 bits, then 2 high bits. */
+export function getScaleQ3K(t: number, b: Uint8Array, s: number): number {
+  const lo = t < 8 ? b[s + t]! & 15 : b[s + t - 8]! >> 4;
+  return lo | (((b[s + 8 + (t & 3)]! >> (2 * (t >> 2))) & 3) << 4);
+}
+
+/** 16 bytes of IQ4 nibbles at `qs` → 32 values scaled by d. */
+function iq4Block(b: Uint8Array, qs: number, d: number, out: Float32Array | Float64Array, o: number): void {
+  for (let j = 0; j < 16; j++) {
+    out[o + j] = d * KVALUES_IQ4NL[b[qs + j]! & 15]!;
+    out[o + j + 16] = d * KVALUES_IQ4NL[b[qs + j]! >> 4]!;
+  }
 }
 
 type BlockDecoder = (b: Uint8Array, at: number, out: Float32Array | Float64Array, o: number) => void;
@@ -75,6 +99,34 @@ const DECODERS: Readonly<Record<string, BlockDecoder>> = {
       const q = b[at + 8 + j]!;
       out[o + j] = d * ((q & 15) | (((qh >>> j) & 1) << 4)) + m;
       out[o + j + 16] = d * ((q >> 4) | (((qh >>> (j + 16)) & 1) << 4)) + m;
+    }
+  },
+  Q2_K(b, at, out, o) {
+    const d = f16(b, at + 80);
+    const dmin = f16(b, at + 82);
+    for (let v = 0; v < 256; v++) {
+      const sc = b[at + (v >> 4)]!;
+      const q = (b[at + 16 + 32 * (v >> 7) + (v & 31)]! >> (2 * ((v >> 5) & 3))) & 3;
+      out[o + v] = d * (sc & 15) * q - dmin * (sc >> 4);
+    }
+  },
+  Q3_K(b, at, out, o) {
+    const d = f16(b, at + 108);
+    for (let v = 0; v < 256; v++) {
+      const low = (b[at + 32 + 32 * (v >> 7) + (v & 31)]! >> (2 * ((v >> 5) & 3))) & 3;
+      const high = (b[at + (v & 31)]! >> (v >> 5)) & 1;
+      out[o + v] = d * (getScaleQ3K(v >> 4, b, at + 96) - 32) * ((low | (high << 2)) - 4);
+    }
+  },
+  IQ4_NL(b, at, out, o) {
+    iq4Block(b, at + 2, f16(b, at), out, o);
+  },
+  IQ4_XS(b, at, out, o) {
+    const d = f16(b, at);
+    const sh = b[at + 2]! | (b[at + 3]! << 8);
+    for (let ib = 0; ib < 8; ib++) {
+      const ls = ((b[at + 4 + (ib >> 1)]! >> (4 * (ib & 1))) & 15) | (((sh >> (2 * ib)) & 3) << 4);
+      iq4Block(b, at + 8 + 16 * ib, d * (ls - 32), out, o + 32 * ib);
     }
   },
   Q4_K(b, at, out, o) {

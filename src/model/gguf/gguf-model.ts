@@ -7,8 +7,8 @@
  *   ggufTensorSource(rt, m)    a TensorSource (decoder-weights.ts): tensors by HF
  *                              name, decoded to f32 in the runtime's memory,
  *                              Q/K rows un-permuted for `llama`
- *   resolveGgufWeights         --weights for a GGUF file: "auto" keeps Q8_0, Q5_0,
- *                              Q4_K, Q5_K and Q6_K as they are (ops/ggml-weight.ts) and
+ *   resolveGgufWeights         --weights for a GGUF file: "auto" keeps Q8_0, Q5_0, IQ4_NL,
+ *                              IQ4_XS and Q2_K … Q6_K as they are (ops/ggml-weight.ts) and
  *                              converts the other types to the nearest format;
  *                              f32 | bf16 | q8 | q4 convert every matrix
  *   ggufWeightSizes            the bytes each part's matrices take, for the memory plan
@@ -139,7 +139,7 @@ const WIDTH: Readonly<Record<WeightFormat, number>> = { q4: 0, q8: 1, bf16: 2, f
 export interface GgufWeights {
   /** The format every matrix that is not kept natively is converted to. */
   format: WeightFormat;
-  /** Whether Q8_0, Q5_0, Q4_K, Q5_K and Q6_K matrices stay as they are (GGML_NATIVE): true under "auto". */
+  /** Whether Q8_0, Q5_0, IQ4_NL, IQ4_XS and Q2_K … Q6_K matrices stay as they are (GGML_NATIVE): true under "auto". */
   native: boolean;
 }
 
@@ -150,7 +150,7 @@ function isMatrix(t: GgufTensorInfo): boolean {
 
 /**
  * Resolves --weights for a GGUF model: f32 | bf16 | q8 | q4 convert every
- * matrix. "auto" keeps Q8_0, Q5_0, Q4_K, Q5_K and Q6_K matrices natively (llama.cpp's
+ * matrix. "auto" keeps the GGML_NATIVE types (Q8_0, Q5_0, IQ4_NL, IQ4_XS, Q2_K … Q6_K) natively (llama.cpp's
  * own values, no requantizing) and converts the others to the widest of the
  * formats their types map to (AUTO_FORMAT): Q4_0 → q4 keeps llama.cpp's
  * codes, the other quantized types become q8 (|e| ≤ d/2 of a 32-value block

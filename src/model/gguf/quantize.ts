@@ -9,12 +9,16 @@
  * stored (f16-rounded) scale of the value's block or sub-block:
  *   Q8_0 |e| ≤ d/2;   Q4_0, Q5_0 |e| ≤ d (the largest-magnitude value is exact, its opposite may clamp);
  *   Q4_1, Q5_1 |e| ≤ d/2 + f16 rounding of the min;
- *   Q4_K, Q5_K, Q6_K |e| ≤ 1.5·step of the sub-block + max|x| of the super-block / 60
- *   (the sub-block scales and mins sit on a 6-bit, Q6_K 8-bit, grid of the super-block's largest).
+ *   Q3_K, Q4_K, Q5_K, Q6_K |e| ≤ 1.5·step of the sub-block + max|x| of the super-block / 60
+ *   (the sub-block scales and mins sit on a 6-bit, Q6_K 8-bit, grid of the super-block's largest);
+ *   Q2_K the same with max|x| / 28 (4-bit scales and mins);
+ *   IQ4_NL |e| ≤ 14/127·max|x| of the block (the largest-magnitude value maps to kvalues_iq4nl's
+ *   −127, its opposite clamps at 113; the widest gap is 23), IQ4_XS that + max|x| of the super-block / 60.
  */
 import { ArgumentError } from "../../errors.js";
 import { BF16, F16, encodeMiniFloat, decodeMiniFloat } from "../../tensor/minifloat.js";
 import { GGML_TYPES, type GgmlTypeName, ggmlRowBytes } from "./format.js";
+import { KVALUES_IQ4NL } from "./dequantize.js";
 
 function putF16(b: Uint8Array, at: number, x: number): number {
   const code = encodeMiniFloat(F16, x, true);
@@ -145,6 +149,93 @@ const q6k: BlockEncoder = (x, i, b, at) => {
   }
 };
 
+/** Q2_K / Q3_K: the 2 low bits of code v (0..255) into qs at `qs` (bits 2j of qs[32·(v >> 7) + (v & 31)], j = (v >> 5) & 3); bytes start zeroed. */
+function putLow2(b: Uint8Array, qs: number, v: number, q: number): void {
+  b[qs + 32 * (v >> 7) + (v & 31)] |= (q & 3) << (2 * ((v >> 5) & 3));
+}
+
+/** Q2_K: 16 sub-blocks of 16, x ≈ d·sc·q − dmin·m with 4-bit sc, m under f16 d, dmin; q ∈ [0, 3]. */
+const q2k: BlockEncoder = (x, i, b, at) => {
+  const scale = new Float64Array(16);
+  const min = new Float64Array(16);
+  for (let s = 0; s < 16; s++) {
+    let lo = 0;
+    let hi = -Infinity;
+    for (let l = 0; l < 16; l++) {
+      lo = Math.min(lo, x[i + 16 * s + l]!);
+      hi = Math.max(hi, x[i + 16 * s + l]!);
+    }
+    scale[s] = (hi - lo) / 3;
+    min[s] = -lo;
+  }
+  const d = putF16(b, at + 80, Math.max(...scale) / 15);
+  const dmin = putF16(b, at + 82, Math.max(...min) / 15);
+  b.fill(0, at + 16, at + 80);
+  for (let s = 0; s < 16; s++) {
+    const sc = d === 0 ? 0 : clamp(Math.ceil(scale[s]! / d), 0, 15); // round up: the range still fits
+    const m = dmin === 0 ? 0 : clamp(round(min[s]! / dmin), 0, 15);
+    b[at + s] = sc | (m << 4);
+    for (let l = 0; l < 16; l++) {
+      const v = 16 * s + l;
+      const ds = d * sc;
+      putLow2(b, at + 16, v, ds === 0 ? 0 : clamp(round((x[i + v]! + dmin * m) / ds), 0, 3));
+    }
+  }
+};
+
+/** Q3_K: 16 sub-blocks of 16, x ≈ d·sc·(c − 4) with sc ∈ [−32, 31] (stored + 32, 6 bits) under an f16 d; c ∈ [0, 7]. */
+const q3k: BlockEncoder = (x, i, b, at) => {
+  const sub = new Float64Array(16);
+  for (let s = 0; s < 16; s++) sub[s] = signedMax(x, i + 16 * s, 16) / -4;
+  const d = putF16(b, at + 108, signedMax(sub, 0, 16) / -32);
+  b.fill(0, at, at + 108);
+  for (let s = 0; s < 16; s++) {
+    const sc = d === 0 ? 0 : clamp(round(sub[s]! / d), -32, 31);
+    const l6 = sc + 32;
+    // Inverse of getScaleQ3K: low 4 bits in a nibble of bytes 0-7, high 2 bits in bytes 8-11.
+    b[at + 96 + (s & 7)] |= (l6 & 15) << (s < 8 ? 0 : 4);
+    b[at + 96 + 8 + (s & 3)] |= (l6 >> 4) << (2 * (s >> 2));
+    const ds = d * sc;
+    for (let l = 0; l < 16; l++) {
+      const v = 16 * s + l;
+      const c = ds === 0 ? 4 : clamp(round(x[i + v]! / ds), -4, 3) + 4;
+      putLow2(b, at + 32, v, c);
+      if (c & 4) b[at + (v & 31)] |= 1 << (v >> 5);
+    }
+  }
+};
+
+/** The index of the kvalues_iq4nl entry nearest to y (the first on ties). */
+function nearestIq4(y: number): number {
+  let best = 0;
+  for (let k = 1; k < 16; k++) if (Math.abs(KVALUES_IQ4NL[k]! - y) < Math.abs(KVALUES_IQ4NL[best]! - y)) best = k;
+  return best;
+}
+
+/** 32 values from x[i] → 16 bytes of IQ4 nibbles at `qs` under scale ds (value j low nibble of qs[j], j + 16 high). */
+function iq4Nibbles(x: Float32Array | Float64Array, i: number, ds: number, b: Uint8Array, qs: number): void {
+  const id = ds === 0 ? 0 : 1 / ds;
+  for (let j = 0; j < 16; j++) b[qs + j] = nearestIq4(x[i + j]! * id) | (nearestIq4(x[i + j + 16]! * id) << 4);
+}
+
+/** IQ4_XS: 8 blocks of 32 as IQ4_NL's under scales d·(ls − 32), ls 6-bit. */
+const iq4xs: BlockEncoder = (x, i, b, at) => {
+  const sub = new Float64Array(8);
+  for (let ib = 0; ib < 8; ib++) sub[ib] = signedMax(x, i + 32 * ib, 32) / KVALUES_IQ4NL[0]!;
+  const d = putF16(b, at, signedMax(sub, 0, 8) / -32);
+  let sh = 0;
+  b.fill(0, at + 4, at + 8);
+  for (let ib = 0; ib < 8; ib++) {
+    const l = d === 0 ? 0 : clamp(round(sub[ib]! / d), -32, 31);
+    const ls = l + 32;
+    b[at + 4 + (ib >> 1)] |= (ls & 15) << (4 * (ib & 1));
+    sh |= (ls >> 4) << (2 * ib);
+    iq4Nibbles(x, i + 32 * ib, d * l, b, at + 8 + 16 * ib);
+  }
+  b[at + 2] = sh & 255;
+  b[at + 3] = sh >> 8;
+};
+
 const ENCODERS: Readonly<Partial<Record<GgmlTypeName, BlockEncoder>>> = {
   Q8_0(x, i, b, at) {
     const d = putF16(b, at, Math.abs(signedMax(x, i, 32)) / 127);
@@ -158,6 +249,12 @@ const ENCODERS: Readonly<Partial<Record<GgmlTypeName, BlockEncoder>>> = {
   Q4_K: kAffine(4),
   Q5_K: kAffine(5),
   Q6_K: q6k,
+  Q2_K: q2k,
+  Q3_K: q3k,
+  IQ4_NL(x, i, b, at) {
+    iq4Nibbles(x, i, putF16(b, at, signedMax(x, i, 32) / KVALUES_IQ4NL[0]!), b, at + 2);
+  },
+  IQ4_XS: iq4xs,
 };
 
 /** Encodes a row-major [rows, cols] matrix (or a vector: rows = 1) as `type`. cols must be a multiple of the type's block. */
