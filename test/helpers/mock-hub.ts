@@ -9,7 +9,9 @@
 //   401 X-Error-Code GatedRepo without the repo's token; 404 RepoNotFound / RevisionNotFound / EntryNotFound
 //
 // Faults for the tests: cut a response after N bytes (socket destroyed), serve
-// corrupted bytes, and a log of every request (method, path, Range, Authorization).
+// corrupted bytes, announce more bytes than are served (X-Linked-Size), serve a
+// blob as a server that knows no sizes would (200, no Content-Length, Range
+// ignored), and a log of every request (method, path, Range, Authorization).
 import { createHash } from "node:crypto";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
@@ -60,6 +62,10 @@ export class MockHub {
   readonly cuts = new Map<string, { times: number; afterBytes: number }>();
   /** sha256 / sha1 of files whose bytes are served with one byte flipped. */
   readonly corrupt = new Set<string>();
+  /** sha256 of LFS files whose X-Linked-Size announces this many bytes more than the blob has. */
+  readonly oversize = new Map<string, number>();
+  /** sha256 of blobs the CDN serves with status 200, no Content-Length (chunked) and the Range header ignored. */
+  readonly unsized = new Set<string>();
   readonly #repos = new Map<string, MockRepo>();
   readonly #blobs = new Map<string, Buffer>();
   readonly #server: Server;
@@ -142,7 +148,7 @@ export class MockHub {
         Location: `${this.url}/cdn/${file.etag}`,
         "X-Repo-Commit": commit,
         "X-Linked-Etag": `"${file.etag}"`,
-        "X-Linked-Size": String(file.bytes.length),
+        "X-Linked-Size": String(file.bytes.length + (this.oversize.get(file.etag) ?? 0)),
         ETag: `"${gitBlobSha1(Buffer.from("lfs pointer"))}"`,
       });
       res.end();
@@ -163,6 +169,11 @@ export class MockHub {
     if (this.corrupt.has(etag)) {
       bytes = Buffer.from(stored);
       bytes[bytes.length >> 1] = bytes[bytes.length >> 1]! ^ 0x5a;
+    }
+    if (this.unsized.has(etag)) {
+      res.writeHead(200, { "Content-Type": "application/octet-stream" });
+      res.end(req.method === "HEAD" ? undefined : bytes);
+      return;
     }
     let start = 0;
     const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? "");

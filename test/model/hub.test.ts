@@ -3,9 +3,12 @@
 // connection resumes with a Range request, a wrong checksum leaves nothing in
 // the cache, revisions pin commits, gated repos need HF_TOKEN, offline uses
 // the cache only, and a GGUF quant is picked by name (or the ones there are listed).
+// Hostile servers and caches: a size that disagrees with the hub's stops the
+// download (at once, or after a bounded number of requests when the server
+// states no size), and a symlink planted as a blob's .incomplete file is not followed.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, beforeEach, test } from "node:test";
@@ -47,6 +50,8 @@ beforeEach(() => {
   hub.requests.length = 0;
   hub.cuts.clear();
   hub.corrupt.clear();
+  hub.oversize.clear();
+  hub.unsized.clear();
 });
 
 test("org/name downloads only the model's files into the hub cache layout, then is a cache hit offline", async () => {
@@ -101,6 +106,46 @@ test("a cut connection resumes with a Range request from the bytes on disk (in t
   assert.equal(resumed.from, "hub");
   assert.ok(readFileSync(join(resumed.source.path, shard)).equals(tiny.get(shard)!));
   assert.deepEqual(hub.requests.filter((q) => q.path === `/cdn/${etag}`).map((q) => q.range), ["bytes=2800-", "bytes=3500-"]);
+});
+
+test("a server that sends fewer bytes than the hub announced is refused at its first response, naming both sizes", { timeout: 20_000 }, async () => {
+  const shard = [...tiny.keys()].find((f) => f.endsWith(".safetensors"))!;
+  const etag = hub.etag("org/tiny", tinyCommit, shard);
+  const size = tiny.get(shard)!.length;
+  hub.oversize.set(etag, 100);
+  await assert.rejects(
+    resolve("org/tiny"),
+    (e: Error) => e instanceof HubError && e.kind === "protocol" && e.message.includes(`${shard}: the server at ${hub.url} sends a file of ${size} bytes, but the hub announced ${size + 100}; refused`),
+  );
+  assert.equal(hub.requests.filter((q) => q.path === `/cdn/${etag}`).length, 1);
+  assert.ok(!existsSync(join(repoDir("org/tiny"), "refs", "main")));
+});
+
+test("a server that states no size and ignores Range: a bounded number of full downloads, then an error (not an endless loop)", { timeout: 20_000 }, async () => {
+  const shard = [...tiny.keys()].find((f) => f.endsWith(".safetensors"))!;
+  const etag = hub.etag("org/tiny", tinyCommit, shard);
+  const size = tiny.get(shard)!.length;
+  hub.oversize.set(etag, 100);
+  hub.unsized.add(etag);
+  await assert.rejects(resolve("org/tiny"), (e: Error) => e instanceof HubError && e.kind === "network" && e.message.includes(`stopped after ${size} of ${size + 100} bytes (the response ended after ${size} of ${size + 100} bytes)`));
+  // The first request and 3 retries (DownloadFileOptions.retries), each starting over: the server ignores Range.
+  assert.deepEqual(hub.requests.filter((q) => q.path === `/cdn/${etag}`).map((q) => q.range), [null, `bytes=${size}-`, `bytes=${size}-`, `bytes=${size}-`]);
+  assert.equal(statSync(join(repoDir("org/tiny"), "blobs", `${etag}.incomplete`)).size, size);
+});
+
+test("a symlink planted as a blob's .incomplete file is removed, never written through", async () => {
+  const shard = [...tiny.keys()].find((f) => f.endsWith(".safetensors"))!;
+  const etag = hub.etag("org/tiny", tinyCommit, shard);
+  const victim = join(root, `victim-${Date.now()}`);
+  writeFileSync(victim, "outside the cache\n");
+  const blobs = join(repoDir("org/tiny"), "blobs");
+  mkdirSync(blobs, { recursive: true });
+  symlinkSync(victim, join(blobs, `${etag}.incomplete`));
+  const r = await resolve("org/tiny");
+  assert.equal(readFileSync(victim, "utf8"), "outside the cache\n", "the file the link pointed at is untouched");
+  assert.ok(readFileSync(join(r.source.path, shard)).equals(tiny.get(shard)!));
+  assert.ok(lstatSync(join(blobs, etag)).isFile());
+  assert.deepEqual(hub.requests.filter((q) => q.path === `/cdn/${etag}`).map((q) => q.range), [null], "downloaded from byte 0, not resumed from the link's target");
 });
 
 test("a blob another live process is downloading is refused with its pid; a stale lock is taken over", async () => {

@@ -156,10 +156,11 @@ export class HubCache {
   }
 }
 
-/** Writes a small file whole or not at all (temp file + rename). */
+/** Writes a small file whole or not at all (temp file + rename); the temp file is created anew ("wx"), so a symlink planted under its name is not followed. */
 export function writeAtomically(path: string, text: string): void {
   const temp = `${path}.${process.pid}.tmp`;
-  writeFileSync(temp, text);
+  rmSync(temp, { force: true });
+  writeFileSync(temp, text, { flag: "wx" });
   renameSync(temp, path);
 }
 

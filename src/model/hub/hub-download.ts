@@ -10,9 +10,18 @@
  *
  * A wrong checksum deletes the .incomplete file and throws: nothing
  * half-written stays in the cache. The snapshot link is made last.
+ *
+ * Hostile servers and caches (issue 32): every request that does not finish
+ * the file counts against `retries` (a response that ends short as much as a
+ * cut one), so a server that announces more bytes than it serves fails after
+ * retries + 1 requests instead of looping; a response whose own length
+ * (Content-Length of a 200, the total of a 206's Content-Range) disagrees with
+ * the size the hub announced fails at once. The .incomplete file is opened
+ * with O_NOFOLLOW and checked with lstat, so a symlink planted in its place is
+ * removed, never followed out of the cache (huggingface_hub has no such check).
  */
 import { createHash, type Hash } from "node:crypto";
-import { closeSync, createReadStream, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import { closeSync, constants, createReadStream, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { type FileMeta, type HubClient, HubError } from "./hub-client.js";
 import type { HubCache } from "./hub-cache.js";
@@ -101,17 +110,14 @@ async function downloadLocked(options: DownloadFileOptions, partial: string, pro
     progress.add(meta.size);
     return { path: cache.link(repo, commit, meta.path, meta.etag), fetched: 0 };
   }
-  let have = existsSync(partial) ? statSync(partial).size : 0;
-  if (have > meta.size) {
-    rmSync(partial);
-    have = 0;
-  }
+  const have = resumableBytes(partial, meta.size);
   const state: DownloadState = { have, hash: newHash(meta), fetched: 0 };
   if (have > 0) await hashFile(state.hash, partial);
   progress.add(have);
 
   const retries = options.retries ?? 3;
   let url = meta.url;
+  if (meta.size === 0) closeSync(openPartial(partial, false)); // nothing to fetch, but the blob must exist
   for (let attempt = 0; state.have < meta.size; attempt++) {
     try {
       if (attempt > 0) url = await freshUrl(options, url);
@@ -142,6 +148,32 @@ async function downloadLocked(options: DownloadFileOptions, partial: string, pro
   return { path: cache.link(repo, commit, meta.path, meta.etag), fetched: state.fetched };
 }
 
+/** Opens the .incomplete file for writing without following a symlink (O_NOFOLLOW: ELOOP if one was planted since resumableBytes). */
+function openPartial(partial: string, append: boolean): number {
+  const { O_WRONLY, O_CREAT, O_APPEND, O_TRUNC } = constants;
+  return openSync(partial, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC) | NOFOLLOW, 0o644);
+}
+
+/** O_NOFOLLOW where the platform has it (not on Windows, where creating symlinks needs privileges). */
+const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+
+/**
+ * Bytes of the .incomplete file to resume from: 0 when there is none, or when
+ * what is there is not a plain file (a symlink, possibly into another part of
+ * the disk, is removed, not followed) or is longer than the blob can be.
+ */
+function resumableBytes(partial: string, size: number): number {
+  let st;
+  try {
+    st = lstatSync(partial);
+  } catch {
+    return 0;
+  }
+  if (st.isFile() && st.size <= size) return st.size;
+  rmSync(partial, { force: true, recursive: st.isDirectory() });
+  return 0;
+}
+
 /** sha256 for an LFS ETag; git's blob sha1 (with its "blob <size>\0" header) for a 40-hex ETag. */
 function newHash(meta: FileMeta): Hash {
   if (meta.etag.length === 64) return createHash("sha256");
@@ -149,7 +181,12 @@ function newHash(meta: FileMeta): Hash {
 }
 
 async function hashFile(hash: Hash, path: string): Promise<void> {
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  const fd = openSync(path, constants.O_RDONLY | NOFOLLOW);
+  if (!fstatSync(fd).isFile()) {
+    closeSync(fd);
+    throw new HubError("protocol", `${path} is not a plain file`);
+  }
+  for await (const chunk of createReadStream(path, { fd })) hash.update(chunk as Buffer);
 }
 
 /** The bytes on disk in the .incomplete file and the running checksum over them. */
@@ -160,7 +197,6 @@ interface DownloadState {
   fetched: number;
 }
 
-/** One GET from `state.have` on, appended to `partial`. Throws on a cut connection, with `state` matching the bytes on disk. */
 /** The download URL asked again (a CDN's signed URL expires); the old one if the hub cannot be asked right now. */
 async function freshUrl(options: DownloadFileOptions, url: string): Promise<string> {
   try {
@@ -171,6 +207,7 @@ async function freshUrl(options: DownloadFileOptions, url: string): Promise<stri
   }
 }
 
+/** One GET from `state.have` on, appended to `partial`. Throws on a cut or short response, with `state` matching the bytes on disk. */
 async function fetchInto(options: DownloadFileOptions, meta: FileMeta, partial: string, state: DownloadState, progress: ByteProgress): Promise<void> {
   const { client } = options;
   const stallMs = options.stallMs ?? 60_000;
@@ -183,13 +220,13 @@ async function fetchInto(options: DownloadFileOptions, meta: FileMeta, partial: 
   } finally {
     clearTimeout(stall);
   }
-  let flags = "a";
+  let append = true;
   if (state.have > 0 && res.status !== 206) {
     // The server ignored the Range and sends the whole file: start over.
     progress.add(-state.have);
     state.have = 0;
     state.hash = newHash(meta);
-    flags = "w";
+    append = false;
   } else if (state.have > 0) {
     const range = /^bytes (\d+)-/.exec(res.headers.get("content-range") ?? "");
     if (range === null || Number(range[1]) !== state.have) {
@@ -197,11 +234,19 @@ async function fetchInto(options: DownloadFileOptions, meta: FileMeta, partial: 
       throw new HubError("protocol", `${meta.url}: asked for bytes ${state.have}- and got Content-Range ${JSON.stringify(res.headers.get("content-range"))}`, res.status);
     }
   }
-  if (res.body === null) return;
-  const fd = openSync(partial, flags);
+  const announced = announcedSize(res);
+  if (announced !== null && announced !== meta.size) {
+    await res.body?.cancel();
+    throw new HubError(
+      "protocol",
+      `${meta.path}: the server at ${new URL(meta.url).origin} sends a file of ${announced} bytes, but the hub announced ${meta.size}; refused (the mirror, a proxy or the hub's metadata is wrong)`,
+      res.status,
+    );
+  }
+  const fd = openPartial(partial, append);
   stall = setTimeout(stalled, stallMs);
   try {
-    for await (const chunk of res.body) {
+    for await (const chunk of res.body ?? []) {
       stall.refresh();
       const bytes = chunk as Uint8Array;
       if (state.have + bytes.length > meta.size) throw new HubError("checksum", `${meta.path}: the server sent more than the ${meta.size} bytes the hub announced; the download was deleted`);
@@ -215,4 +260,17 @@ async function fetchInto(options: DownloadFileOptions, meta: FileMeta, partial: 
     clearTimeout(stall);
     closeSync(fd);
   }
+  if (state.have < meta.size) throw new HubError("network", `the response ended after ${state.have} of ${meta.size} bytes`);
+}
+
+/** The whole file's size as the response states it: a 206's Content-Range total, a 200's Content-Length; null when it states none. */
+function announcedSize(res: Response): number | null {
+  if (res.status === 206) {
+    const total = /\/(\d+)\s*$/.exec(res.headers.get("content-range") ?? "");
+    return total === null ? null : Number(total[1]);
+  }
+  const length = res.headers.get("content-length");
+  const encoding = res.headers.get("content-encoding");
+  // A compressed body's Content-Length counts the compressed bytes (fetch hands out the decoded ones).
+  return length === null || (encoding !== null && encoding !== "identity") ? null : Number(length);
 }
