@@ -83,14 +83,19 @@ function readIndex(dir: string): Map<string, string> {
 function locateWeights(dir: string): { files: string[]; locations: Map<string, WeightLocation> } {
   const locations = new Map<string, WeightLocation>();
   if (existsSync(join(dir, WEIGHTS_INDEX_FILE))) {
-    const index = readIndex(dir);
-    const files = [...new Set(index.values())].sort().map((f) => join(dir, f));
+    // Tensor names grouped by shard once: linear in shards + tensors (issue 32: 8000 shards matched pairwise took minutes).
+    const byShard = new Map<string, string[]>();
+    for (const [name, shard] of readIndex(dir)) {
+      const names = byShard.get(shard);
+      if (names === undefined) byShard.set(shard, [name]);
+      else names.push(name);
+    }
+    const files = [...byShard.keys()].sort().map((f) => join(dir, f));
     for (const file of files) {
       if (!existsSync(file)) throw new ArgumentError(join(dir, WEIGHTS_INDEX_FILE), `lists shard ${basename(file)}, which is not in ${dir}`);
       const header = readSafetensorsHeader(file);
       const inShard = new Map(header.tensors.map((t) => [t.name, t]));
-      for (const [name, shard] of index) {
-        if (join(dir, shard) !== file) continue;
+      for (const name of byShard.get(basename(file))!) {
         const entry = inShard.get(name);
         if (!entry) throw new ArgumentError(file, `has no tensor ${show(name)}, which ${WEIGHTS_INDEX_FILE} places in it`);
         locations.set(name, { ...entry, file });
@@ -158,8 +163,9 @@ export function loadModelDir(rt: Runtime, dir: string, options: LoadModelDirOpti
   const progress = new LoadProgress(info.weightBytes, typeof p === "object" ? p : p === undefined ? {} : { enabled: p });
   const tensors = new Map<string, Tensor>();
   try {
-    for (const file of info.weightFiles) {
-      const names = info.weights.filter((w) => w.file === file).map((w) => w.name);
+    const byFile = new Map<string, string[]>(info.weightFiles.map((f) => [f, []]));
+    for (const w of info.weights) byFile.get(w.file)!.push(w.name);
+    for (const [file, names] of byFile) {
       if (names.length === 0) continue;
       for (const [name, t] of loadSafetensors(rt, file, { names, progress })) tensors.set(name, t);
     }

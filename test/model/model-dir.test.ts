@@ -178,3 +178,18 @@ test("generation_config.json: eos id or list, defaults, and typed errors", () =>
   assert.throws(() => parseGenerationConfig({ eos_token_id: ["2"] }), /eos_token_id must be a token id or a list of token ids, got \["2"\]/);
   assert.throws(() => parseGenerationConfig({ do_sample: "yes" }), /do_sample must be true or false/);
 });
+
+test("8000 shards are matched to the index in linear time: every tensor in the shard the index names (a liveness bound, not a benchmark)", () => {
+  // 900 layers of a hidden size 8 Llama: 8103 tensors in 8000 files. Matched pairwise (shards × tensors) this took minutes.
+  const dir = fresh();
+  writeTinyModel(dir, { arch: "llama", hiddenSize: 8, numHeads: 2, numKvHeads: 1, intermediateSize: 8, numLayers: 900, shards: 8000 });
+  const index = (readJson(join(dir, "model.safetensors.index.json"))["weight_map"]) as Record<string, string>;
+  const t0 = performance.now();
+  const info = readModelDirInfo(dir);
+  const seconds = (performance.now() - t0) / 1000;
+  assert.ok(seconds < 20, `matching 8000 shards took ${seconds.toFixed(1)} s`);
+  assert.equal(info.weightFiles.length, 8000);
+  assert.equal(info.weights.length, Object.keys(index).length);
+  for (const w of info.weights) assert.equal(w.file, join(dir, index[w.name]!), w.name);
+  rmSync(dir, { recursive: true });
+});

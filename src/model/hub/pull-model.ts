@@ -71,7 +71,8 @@ export async function pullModel(options: PullModelOptions): Promise<PulledModel>
   if (small.includes(WEIGHTS_INDEX)) {
     const indexPath = join(snapshot, WEIGHTS_INDEX);
     weights = shardsOfIndex(readJsonFile(indexPath), `${repo}/${WEIGHTS_INDEX}`);
-    const missing = weights.filter((s) => !info.files.includes(s));
+    const inRepo = new Set(info.files); // linear in shards + files, for an index naming thousands of shards
+    const missing = weights.filter((s) => !inRepo.has(s));
     if (missing.length > 0) throw new HubError("not-found", `${repo}/${WEIGHTS_INDEX} names shards the repository does not have at ${revision}: ${missing.join(", ")}`, 404);
   }
 
