@@ -17,7 +17,7 @@
  */
 import type { RopeScaling } from "../../ops/rope.js";
 import { type Architecture, type ModelConfig, sizeLimitError } from "../config.js";
-import type { GgufHeader } from "./reader.js";
+import type { GgufHeader, GgufTensorInfo } from "./reader.js";
 import { GgufMetadata, shortestDecimal } from "./metadata.js";
 
 export const GGUF_ARCHITECTURES: Readonly<Record<string, Architecture>> = {
@@ -56,8 +56,12 @@ function llama3FromFactors(factors: Float32Array, theta: number, headDim: number
 }
 
 export interface GgufConfigOptions {
-  /** rope_freqs.weight's values, when the file has that tensor. */
-  ropeFreqs?: Float32Array | null;
+  /**
+   * Reads a tensor's values (gguf-model.ts reads the file). rope_freqs.weight is
+   * read through it only after its shape is checked to be [head dim / 2], so a
+   * forged 1 GiB rope_freqs never reaches memory. Without it, rope_freqs is ignored.
+   */
+  readTensor?: (tensor: GgufTensorInfo) => Float32Array;
 }
 
 /** Reads the architecture's hyperparameters; `header.tensors` decide biases, q/k norm and tying. */
@@ -103,9 +107,12 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
   const scalingType = m.string(k("rope.scaling.type"), "none");
   if (scalingType === "linear") ropeScaling = { type: "linear", factor: m.positive(k("rope.scaling.factor"), 1) };
   else if (scalingType !== "none") throw m.error(k("rope.scaling.type"), `must be "none" or "linear" (YaRN is not supported), got ${JSON.stringify(scalingType)}`);
-  if (options.ropeFreqs) {
-    if (options.ropeFreqs.length !== headDim / 2) throw m.error("rope_freqs.weight", `must hold ${headDim / 2} values (head dim / 2), got ${options.ropeFreqs.length}`);
-    const llama3 = llama3FromFactors(options.ropeFreqs, ropeTheta, headDim);
+  const ropeTensor = tensors.get("rope_freqs.weight");
+  if (ropeTensor !== undefined && options.readTensor !== undefined) {
+    if (ropeTensor.shape.length !== 1 || ropeTensor.numel !== headDim / 2) {
+      throw m.error("rope_freqs.weight", `must be a [${headDim / 2}] tensor (head dim / 2), got [${ropeTensor.shape.join(", ")}]`);
+    }
+    const llama3 = llama3FromFactors(options.readTensor(ropeTensor), ropeTheta, headDim);
     if (!llama3) throw m.error("rope_freqs.weight", "holds RoPE frequency divisors that match no Llama 3 scaling (factor, low/high freq factor 1/4, original context 2048..16384)");
     ropeScaling = llama3;
   }

@@ -91,8 +91,7 @@ function readRange(fd: number, into: Uint8Array, position: number, path: string)
 /** Reads a GGUF file's metadata and tensor index into a checked model description. Loads no weights. */
 export function openGgufModel(path: string): GgufModel {
   const header = readGgufHeader(path);
-  const ropeFreqs = header.tensors.find((t) => t.name === "rope_freqs.weight");
-  const config = parseGgufConfig(header, { ropeFreqs: ropeFreqs ? readF32Tensor(path, ropeFreqs) : null });
+  const config = parseGgufConfig(header, { readTensor: (t) => readF32Tensor(path, t) }); // reads rope_freqs once its shape is checked
   const tensors = new Map<string, GgufTensorInfo>();
   const unknown: string[] = [];
   for (const t of header.tensors) {
