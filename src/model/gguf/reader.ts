@@ -8,7 +8,8 @@
  * before anything is allocated for it, so a truncated or forged header fails
  * fast with an error naming the file, the field and the value, and never
  * allocates more than the file could describe (plus fixed caps on strings,
- * arrays and counts far above any real model's).
+ * arrays and counts far above any real model's; tighter ones for the
+ * tokenizer's arrays, tokenizer-limits.ts).
  */
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { ArgumentError, show } from "../../errors.js";
@@ -21,6 +22,7 @@ import {
   GGUF_VALUE,
   type GgmlType,
 } from "./format.js";
+import { GGUF_TOKENIZER_ARRAY_LIMITS } from "./tokenizer-limits.js";
 
 /** A metadata value: scalars as JS values (64-bit integers as numbers when safe, else bigint), arrays as JS arrays. */
 export type GgufScalar = number | bigint | boolean | string;
@@ -168,7 +170,8 @@ function safe(v: bigint): number | bigint {
   return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
 }
 
-function readValue(c: Cursor, type: number, what: string): GgufValue {
+/** One metadata value; an array longer than `arrayLimit` (GGUF_LIMITS.maxArrayLength by default) fails before its first element is read. */
+function readValue(c: Cursor, type: number, what: string, arrayLimit?: number): GgufValue {
   if (type === GGUF_VALUE.STRING) return c.string(what);
   if (GGUF_SCALAR_BYTES[type] !== undefined) return c.scalar(type, what);
   if (type !== GGUF_VALUE.ARRAY) throw c.fail(what, `has unknown value type ${type} (GGUF knows 0..12)`);
@@ -177,7 +180,8 @@ function readValue(c: Cursor, type: number, what: string): GgufValue {
   if (elemType === GGUF_VALUE.ARRAY) throw c.fail(what, "is an array of arrays, which GGUF readers do not support");
   const minBytes = elemType === GGUF_VALUE.STRING ? 8 : GGUF_SCALAR_BYTES[elemType];
   if (minBytes === undefined) throw c.fail(`${what} element type`, `is unknown: ${elemType} (GGUF knows 0..12)`);
-  if (count > GGUF_LIMITS.maxArrayLength) throw c.fail(what, `has ${count} elements, above the limit of ${GGUF_LIMITS.maxArrayLength}`);
+  const limit = arrayLimit ?? GGUF_LIMITS.maxArrayLength;
+  if (count > limit) throw c.fail(what, `has ${count} elements, above the limit of ${limit}`);
   if (count * minBytes > c.fileBytes - c.pos) throw c.fail(what, `has ${count} elements, which need at least ${count * minBytes} bytes but the file has ${c.fileBytes - c.pos} left`);
   const out: GgufScalar[] = new Array(count);
   for (let i = 0; i < count; i++) out[i] = elemType === GGUF_VALUE.STRING ? c.string(`${what}[${i}]`) : c.scalar(elemType, `${what}[${i}]`);
@@ -237,7 +241,7 @@ function readHeader(c: Cursor): GgufHeader {
     const key = c.string(`metadata key #${i}`);
     if (metadata.has(key)) throw c.fail(`metadata key ${show(key)}`, "appears twice");
     const type = c.u32(`metadata ${key} type`);
-    metadata.set(key, readValue(c, type, `metadata ${key}`));
+    metadata.set(key, readValue(c, type, `metadata ${key}`, GGUF_TOKENIZER_ARRAY_LIMITS.get(key)));
   }
   const alignment = metadata.get("general.alignment") ?? GGUF_DEFAULT_ALIGNMENT;
   if (typeof alignment !== "number" || !Number.isInteger(alignment) || alignment < 1 || (alignment & (alignment - 1)) !== 0) {

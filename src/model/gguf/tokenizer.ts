@@ -19,10 +19,16 @@
  * added tokens (both split out of the text before the model runs, as
  * llama.cpp's tokenizer_st_partition does); BOS/EOS/add_bos_token/
  * add_eos_token and tokenizer.chat_template fill tokenizer_config.
+ *
+ * Sizes (vocabulary, token length, merges) are checked before any of this
+ * work (tokenizer-limits.ts), and the SentencePiece merges are derived in
+ * linear time (spm-merges.ts).
  */
 import { ArgumentError } from "../../errors.js";
 import { Tokenizer } from "../../tokenizer/tokenizer.js";
 import { GgufMetadata, isNumber, isString } from "./metadata.js";
+import { MergeLimitError, mergesFromScores } from "./spm-merges.js";
+import { MERGE_LIMITS, checkTokenizerSizes, mergeLimitError } from "./tokenizer-limits.js";
 
 /** llama.cpp's llama_token_type. */
 export const TOKEN_TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
@@ -54,26 +60,8 @@ export const LLAMA_CPP_EOG_TEXTS: ReadonlySet<string> = new Set([
   "<|end_of_text|>", "<end_of_utterance>", "</s>", "<|return|>", "<|call|>", "<｜end▁of▁sentence｜>",
 ]);
 
-/** transformers' SentencePieceExtractor: every split (a, b) of a piece into two pieces, ordered by the piece's score (highest first), then by the ids of a and b. */
-export function mergesFromScores(tokens: readonly string[], scores: readonly number[], mergeable: (id: number) => boolean): [string, string][] {
-  const ids = new Map<string, number>();
-  tokens.forEach((t, id) => {
-    if (mergeable(id) && !ids.has(t)) ids.set(t, id);
-  });
-  const merges: { a: string; b: string; score: number; ia: number; ib: number; id: number }[] = [];
-  for (const [piece, id] of ids) {
-    const chars = [...piece];
-    for (let i = 1; i < chars.length; i++) {
-      const a = chars.slice(0, i).join("");
-      const b = chars.slice(i).join("");
-      const ia = ids.get(a);
-      const ib = ids.get(b);
-      if (ia !== undefined && ib !== undefined) merges.push({ a, b, score: scores[id]!, ia, ib, id });
-    }
-  }
-  merges.sort((x, y) => y.score - x.score || x.id - y.id || x.ia - y.ia || x.ib - y.ib);
-  return merges.map((m) => [m.a, m.b]);
-}
+/** transformers' SentencePieceExtractor merges, in linear time (spm-merges.ts). */
+export { mergesFromScores } from "./spm-merges.js";
 
 function template(bos: string | null, eos: string | null): Json {
   const seq = (id: string, typeId: number) => ({ Sequence: { id, type_id: typeId } });
@@ -93,6 +81,8 @@ export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; to
   }
   const tokens = meta.array("tokenizer.ggml.tokens", "a string", isString);
   if (!tokens || tokens.length === 0) throw meta.error("tokenizer.ggml.tokens", "must be a non-empty array of strings");
+  const gpt2Merges = model === "gpt2" ? meta.array("tokenizer.ggml.merges", "a string", isString) : null;
+  checkTokenizerSizes(meta, tokens, gpt2Merges); // before any work (tokenizer-limits.ts)
   const n = tokens.length;
   const types = meta.array("tokenizer.ggml.token_type", "an integer", isNumber) ?? new Array<number>(n).fill(TOKEN_TYPE.NORMAL);
   if (types.length !== n) throw meta.error("tokenizer.ggml.token_type", `must have one entry per token (${n}), got ${types.length}`);
@@ -124,7 +114,12 @@ export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; to
     const scores = meta.array("tokenizer.ggml.scores", "a number", isNumber);
     if (!scores || scores.length !== n) throw meta.error("tokenizer.ggml.scores", `must have one score per token (${n}), got ${scores ? scores.length : "nothing"}`);
     const spacePrefix = meta.bool("tokenizer.ggml.add_space_prefix", true);
-    const merges = mergesFromScores(tokens, scores, (i) => types[i] === TOKEN_TYPE.NORMAL || types[i] === TOKEN_TYPE.USER_DEFINED);
+    let merges: [string, string][];
+    try {
+      merges = mergesFromScores(tokens, scores, (i) => types[i] === TOKEN_TYPE.NORMAL || types[i] === TOKEN_TYPE.USER_DEFINED, MERGE_LIMITS);
+    } catch (e) {
+      throw e instanceof MergeLimitError ? mergeLimitError(meta, e) : e;
+    }
     tokenizerJson = {
       version: "1.0",
       added_tokens: added,
@@ -146,7 +141,7 @@ export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; to
       model: { type: "BPE", dropout: null, unk_token: tok(unkId ?? 0), continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true, byte_fallback: true, ignore_merges: false, vocab, merges },
     };
   } else {
-    const merges = meta.array("tokenizer.ggml.merges", "a string", isString);
+    const merges = gpt2Merges;
     if (!merges) throw meta.error("tokenizer.ggml.merges", "is required for tokenizer.ggml.model \"gpt2\"");
     const pre = meta.string("tokenizer.ggml.pre", "default");
     const regexes = GGUF_PRE_TOKENIZERS[pre];
