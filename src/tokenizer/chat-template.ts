@@ -7,9 +7,15 @@
  * (e.g. Qwen3's `enable_thinking`), and may call `raise_exception(msg)`. A
  * tokenizer compiles its templates once, at load (ChatTemplate), so one that
  * does not parse fails the load rather than every chat request.
+ *
+ * Every render runs under a time and size bound (bounded-render.ts), and the
+ * load renders a sample conversation under it: a template that loops, or
+ * grows a value without bound, fails the load naming where it came from, and
+ * one that does so only for some conversations fails that request alone.
  */
 import { Template } from "@huggingface/jinja";
 import { ArgumentError, show } from "../errors.js";
+import { RENDER_LIMITS, RenderLimitError, type RenderLimits, renderBounded } from "./bounded-render.js";
 
 /** An OpenAI-style content part; only text parts can be rendered into a text prompt. */
 export interface ChatContentPart {
@@ -48,13 +54,30 @@ export class ChatTemplate {
   readonly source: string;
   readonly #program: Template;
 
-  constructor(source: string, origin = "chat_template") {
+  readonly #limits: RenderLimits;
+
+  constructor(source: string, origin = "chat_template", limits: RenderLimits = RENDER_LIMITS) {
     try {
       this.#program = new Template(source);
     } catch (e) {
       throw new ArgumentError(origin, `does not parse as Jinja: ${(e as Error).message}`);
     }
     this.source = source;
+    this.#limits = limits;
+    this.#checkRender(origin);
+  }
+
+  /**
+   * Renders SAMPLE_CONVERSATION under the bound: past it, the load fails. The
+   * template's own errors (raise_exception on roles it does not accept, a
+   * variable the sample lacks) are not the template's fault here and are ignored.
+   */
+  #checkRender(origin: string): void {
+    try {
+      renderBounded(this.#program, { messages: SAMPLE_CONVERSATION, add_generation_prompt: true, bos_token: "<s>", eos_token: "</s>" }, this.#limits);
+    } catch (e) {
+      if (e instanceof RenderLimitError) throw new ArgumentError(origin, `${e.message} on a four-message sample conversation: the template loops or grows without bound`);
+    }
   }
 
   /**
@@ -72,12 +95,21 @@ export class ChatTemplate {
     if (options.tools !== undefined) context["tools"] = options.tools;
     if (options.documents !== undefined) context["documents"] = options.documents;
     try {
-      return this.#program.render(context);
+      return renderBounded(this.#program, context, this.#limits);
     } catch (e) {
+      if (e instanceof RenderLimitError) throw new ArgumentError("messages", `could not be rendered: the chat template ${e.message}`);
       throw new ArgumentError("messages", `were rejected by the chat template: ${(e as Error).message}`);
     }
   }
 }
+
+/** What the load renders every template with (the roles most templates accept, in the order they require). */
+const SAMPLE_CONVERSATION: readonly ChatMessage[] = [
+  { role: "system", content: "You are a helpful assistant." },
+  { role: "user", content: "Hello! What is 2 + 2?" },
+  { role: "assistant", content: "2 + 2 = 4." },
+  { role: "user", content: "Thanks. And 3 + 3?" },
+];
 
 const compiled = new Map<string, ChatTemplate>();
 
