@@ -4,7 +4,8 @@
  * added tokens) run by @huggingface/tokenizers (the transformers.js
  * tokenizers), plus `tokenizer_config.json` (special tokens, chat templates,
  * clean-up flags) and an optional `chat_template.jinja` file, which newer
- * checkpoints ship instead of the `chat_template` key.
+ * checkpoints ship instead of the `chat_template` key. The file's own regexes
+ * are tried on adversarial texts under a time bound at load (regex-check.ts).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -12,6 +13,7 @@ import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
 import { ArgumentError, show } from "../errors.js";
 import { type ChatMessage, ChatTemplate, type ChatTemplateOptions } from "./chat-template.js";
 import { CHUNK_CHARS, chunkCuts, chunkableSentencePiece } from "./chunked-encoding.js";
+import { checkTokenizerRegexes } from "./regex-check.js";
 import { readJsonFile } from "../json-file.js";
 
 type Json = Record<string, unknown>;
@@ -95,6 +97,7 @@ export class Tokenizer {
     } catch (e) {
       throw new ArgumentError(`${where} tokenizer.json`, `cannot be loaded by @huggingface/tokenizers: ${(e as Error).message}`);
     }
+    checkTokenizerRegexes(tj, where); // the file's regexes, on adversarial texts, under a time bound
 
     this.#tokens = new Map();
     const vocab = (tj["model"] as Json)["vocab"];
