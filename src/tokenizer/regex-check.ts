@@ -25,6 +25,7 @@
  */
 import { Worker } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
+import { workerExecArgv } from "../runtime/worker-exec-argv.js";
 
 export const REGEX_CHECK = {
   /** Wall-clock ms for all the texts, the worker's start included (Qwen 3's check: about 0.3 s on a 2-core machine at load average 23). */
@@ -72,6 +73,7 @@ export function checkTokenizerRegexes(tokenizerJson: Readonly<Record<string, unk
   const state = new SharedArrayBuffer(8);
   const flags = new Int32Array(state);
   const worker = new Worker(new URL("./regex-check-worker.js", import.meta.url), {
+    execArgv: workerExecArgv(),
     workerData: { normalizer, preTokenizer, texts: ADVERSARIAL_TEXTS.map((t) => t.text), state },
     resourceLimits: { maxOldGenerationSizeMb: REGEX_CHECK.heapMb },
   });
