@@ -60,9 +60,6 @@ export const LLAMA_CPP_EOG_TEXTS: ReadonlySet<string> = new Set([
   "<|end_of_text|>", "<end_of_utterance>", "</s>", "<|return|>", "<|call|>", "<｜end▁of▁sentence｜>",
 ]);
 
-/** transformers' SentencePieceExtractor merges, in linear time (spm-merges.ts). */
-export { mergesFromScores } from "./spm-merges.js";
-
 function template(bos: string | null, eos: string | null): Json {
   const seq = (id: string, typeId: number) => ({ Sequence: { id, type_id: typeId } });
   const sp = (id: string, typeId: number) => ({ SpecialToken: { id, type_id: typeId } });

@@ -148,14 +148,14 @@ async function downloadLocked(options: DownloadFileOptions, partial: string, pro
   return { path: cache.link(repo, commit, meta.path, meta.etag), fetched: state.fetched };
 }
 
+/** O_NOFOLLOW where the platform has it (not on Windows, where creating symlinks needs privileges). */
+const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
+
 /** Opens the .incomplete file for writing without following a symlink (O_NOFOLLOW: ELOOP if one was planted since resumableBytes). */
 function openPartial(partial: string, append: boolean): number {
   const { O_WRONLY, O_CREAT, O_APPEND, O_TRUNC } = constants;
   return openSync(partial, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC) | NOFOLLOW, 0o644);
 }
-
-/** O_NOFOLLOW where the platform has it (not on Windows, where creating symlinks needs privileges). */
-const NOFOLLOW = constants.O_NOFOLLOW ?? 0;
 
 /**
  * Bytes of the .incomplete file to resume from: 0 when there is none, or when
