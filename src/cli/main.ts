@@ -12,13 +12,13 @@
  * The benchmarks are not part of the package: `kvflash bench` says to run
  * `npm run bench` from a checkout.
  */
-import { readFileSync } from "node:fs";
 import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
 import { generateCommand, logitsCommand } from "./generate-command.js";
 import { LS_USAGE, PULL_USAGE, lsCommand, pullCommand } from "./hub.js";
 import { serveCommand } from "./serve-command.js";
 import { SERVE_USAGE } from "./serve-args.js";
 import { closest } from "./suggest.js";
+import { packageVersion } from "../package-version.js";
 
 const USAGE = `kvflash — LLM inference on WebAssembly SIMD
 
@@ -49,12 +49,6 @@ const BENCH_USAGE = `usage, from a checkout of the kvflash repository:
 /** The commands, for "did you mean". */
 const COMMANDS = ["serve", "generate", "logits", "pull", "ls", "bench", "help"];
 
-/** The version in the package's package.json (dist/src/cli/ → the package root). */
-function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../../package.json", import.meta.url), "utf8")) as { version: string };
-  return pkg.version;
-}
-
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   const help = rest.includes("--help") || rest.includes("-h");
@@ -80,7 +74,7 @@ async function main(argv: string[]): Promise<number> {
       return 1;
     case "--version":
     case "-v":
-      return usage(`kvflash ${version()}\n`);
+      return usage(`kvflash ${packageVersion()}\n`);
     case undefined:
     case "help":
     case "--help":

@@ -14,6 +14,7 @@ import { WEIGHTS_SETTINGS } from "../ops/weight.js";
 import { MAX_DATA_PARALLEL_SIZE } from "../engine/data-parallel-engine.js";
 import { checkOneOf } from "../tensor/check.js";
 import { TOOL_PARSERS, type ToolParserName } from "../server/tool-parsers.js";
+import { DEFAULT_LOG_STATS_INTERVAL_S } from "../server/stats-log.js";
 
 export const SERVE_USAGE = `usage: kvflash serve [options]
 
@@ -42,6 +43,8 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --data-parallel-size N       N engines behind one HTTP front, each with its own threads and KV cache; requests go
                                by prompt-prefix affinity (default 1; vLLM's flag)
   --shutdown-timeout S         on SIGTERM, let in-flight requests finish for up to S seconds (default 10)
+  --disable-log-requests       no log line per request (by default: id, route, status, tokens, time to first token, total time)
+  --disable-log-stats          no throughput line every $KVFLASH_LOG_STATS_INTERVAL seconds (default ${DEFAULT_LOG_STATS_INTERVAL_S}) while there is load
   --loader MODULE              model loader module, a path or URL exporting loadEngineModel (default: the decoder)
   --loader-options JSON        options for a custom loader
 `;
@@ -51,13 +54,23 @@ export interface ServeArgs extends ServeOptions {
   shutdownTimeoutS: number;
   /** --revision of a hub --model (the CLI resolves --model to a path before serve()). */
   revision?: string;
+  /** One log line per request (off with --disable-log-requests). */
+  logRequests: boolean;
+  /** Seconds between throughput lines ($KVFLASH_LOG_STATS_INTERVAL), or null with --disable-log-stats. */
+  logStatsIntervalS: number | null;
 }
 
 export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): ServeArgs {
-  const args: ServeArgs = { shutdownTimeoutS: 10, maxWaitingRequests: 1024 };
+  const args: ServeArgs = { shutdownTimeoutS: 10, maxWaitingRequests: 1024, logRequests: true, logStatsIntervalS: DEFAULT_LOG_STATS_INTERVAL_S };
   const key = env["KVFLASH_API_KEY"];
   if (key !== undefined && key !== "") args.apiKey = key;
-  walkFlags(argv, { usage: SERVE_USAGE, what: "a serve option", switches: ["--enable-prefix-caching", "--no-enable-prefix-caching"] }, (flag, read) => {
+  const interval = env["KVFLASH_LOG_STATS_INTERVAL"];
+  if (interval !== undefined && interval.trim() !== "") {
+    args.logStatsIntervalS = Number(interval);
+    if (!(args.logStatsIntervalS > 0)) throw new ArgumentError("KVFLASH_LOG_STATS_INTERVAL", `must be a number of seconds > 0, got ${JSON.stringify(interval)}`);
+  }
+  const switches = ["--enable-prefix-caching", "--no-enable-prefix-caching", "--disable-log-requests", "--disable-log-stats"];
+  walkFlags(argv, { usage: SERVE_USAGE, what: "a serve option", switches }, (flag, read) => {
     switch (flag) {
       case "--model":
         args.modelDir = read.string();
@@ -121,6 +134,12 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         break;
       case "--no-enable-prefix-caching":
         args.enablePrefixCaching = false;
+        break;
+      case "--disable-log-requests":
+        args.logRequests = false;
+        break;
+      case "--disable-log-stats":
+        args.logStatsIntervalS = null;
         break;
       case "--loader": {
         const v = read.string();

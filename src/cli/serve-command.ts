@@ -8,6 +8,7 @@ import { formatBytes } from "../runtime/allocator.js";
 import { describeKernels } from "../runtime/module.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { serve } from "../server/start-server.js";
+import { StatsLogger } from "../server/stats-log.js";
 import { resolveModelArg } from "./hub.js";
 import { checkModelDirArg } from "./model-dir-arg.js";
 import { parseServeArgs } from "./serve-args.js";
@@ -25,9 +26,11 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   }
   checkModelDirArg(args.modelDir ?? defaultModelDir());
   log(`loading ${args.modelDir ?? "the embedded default model"}…`);
-  const running = await serve(args);
+  const running = await serve({ ...args, requestLog: args.logRequests ? log : null });
   const names = running.server.context.modelNames;
   log(`listening on ${running.url} (model ${names.map((n) => JSON.stringify(n)).join(", ")}; GET /health is 503 until loaded)`);
+
+  const statsLog = args.logStatsIntervalS === null ? null : new StatsLogger({ stats: () => running.engine.stats(), write: log, intervalS: args.logStatsIntervalS });
 
   let lastDecile = -1;
   const progress = setInterval(() => {
@@ -73,6 +76,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     if (!stopping) {
       log((e as Error).message);
       clearInterval(progress);
+      statsLog?.stop();
       await running.close(0);
       return 1;
     }
@@ -80,6 +84,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     clearInterval(progress);
   }
   const code = await stopped;
+  statsLog?.stop();
   log("stopped");
   return code;
 }

@@ -8,6 +8,7 @@
  *   GET  /                       the web chat page (public/)
  *   GET  /health                 200 ok | 503 loading (with progress) | 503 failed / shutting down
  *   GET  /metrics                Prometheus text, vLLM's names
+ *   GET  /version                { version } (vLLM's)
  *   GET  /v1/models
  *   GET  /v1/models/{id}
  *   POST /v1/chat/completions    stream: SSE chunks ending in data: [DONE]
@@ -25,10 +26,11 @@ import type { Handler, ServerContext } from "./context.js";
 import { clip } from "../errors.js";
 import { ClientGoneError, HttpError, sendError, toHttpError } from "./errors.js";
 import { LogLimiter } from "./log-limiter.js";
+import { UNLOGGED_PATHS, logRequest } from "./request-log.js";
 import { chatCompletions, completions, model, models } from "./routes/openai.js";
 import { PUBLIC_FILES, staticFile } from "./routes/static.js";
 import type { ToolParserName } from "./tool-parsers.js";
-import { health, metrics } from "./routes/status.js";
+import { health, metrics, version } from "./routes/status.js";
 import { detokenize, tokenize } from "./routes/tokenize.js";
 
 interface Route {
@@ -42,6 +44,7 @@ const ROUTES: Readonly<Record<string, Route>> = {
   ...Object.fromEntries(Object.keys(PUBLIC_FILES).map((path) => [path, { method: "GET", handler: staticFile, auth: false } satisfies Route])),
   "/health": { method: "GET", handler: health, auth: false },
   "/metrics": { method: "GET", handler: metrics, auth: false },
+  "/version": { method: "GET", handler: version, auth: false },
   "/v1/models": { method: "GET", handler: models, auth: true },
   "/v1/chat/completions": { method: "POST", handler: chatCompletions, auth: true },
   "/v1/completions": { method: "POST", handler: completions, auth: true },
@@ -64,6 +67,8 @@ export interface KvflashServerOptions {
   apiKey?: string | null;
   corsOrigin?: string | null;
   toolCallParser?: ToolParserName | null;
+  /** Where the one line per request goes (request-log.ts), or null for none (vLLM's --disable-log-requests). Default null. */
+  requestLog?: ((line: string) => void) | null;
 }
 
 export class KvflashServer {
@@ -72,6 +77,9 @@ export class KvflashServer {
   /** Responses not yet finished. */
   readonly #active = new Set<ServerResponse>();
   readonly #clientLog = new LogLimiter();
+  readonly #requestLog: ((line: string) => void) | null;
+  /** Requests dispatched so far: the id of one that is not a generation is req-N. */
+  #numRequests = 0;
 
   constructor(options: KvflashServerOptions) {
     if (options.modelNames.length === 0) throw new Error("modelNames must name the model at least once");
@@ -89,6 +97,7 @@ export class KvflashServer {
       created: Math.floor(Date.now() / 1000),
       shuttingDown: false,
     };
+    this.#requestLog = options.requestLog ?? null;
     this.http = createServer((req, res) => {
       this.#active.add(res);
       res.once("close", () => this.#active.delete(res));
@@ -131,6 +140,9 @@ export class KvflashServer {
   }
 
   async #dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const id = `req-${++this.#numRequests}`;
+    const path = requestPath(req.url ?? "/");
+    const log = this.#requestLog === null || UNLOGGED_PATHS.has(path) ? null : logRequest(req, res, path, id, this.#requestLog);
     try {
       const ctx = this.context;
       if (ctx.shuttingDown) res.setHeader("connection", "close");
@@ -138,7 +150,6 @@ export class KvflashServer {
         res.setHeader("access-control-allow-origin", ctx.corsOrigin);
         if (ctx.corsOrigin !== "*") res.setHeader("vary", "Origin");
       }
-      const path = requestPath(req.url ?? "/");
       const route = Object.hasOwn(ROUTES, path) ? ROUTES[path] : /^\/v1\/models\/[^/]/.test(path) ? MODEL_ROUTE : undefined;
       if (req.method === "OPTIONS" && ctx.corsOrigin !== null && route !== undefined) {
         res.writeHead(204, {
@@ -159,13 +170,17 @@ export class KvflashServer {
     } catch (e) {
       if (e instanceof ClientGoneError) {
         this.#clientLog.line("client-gone", `kvflash: ${req.method} ${clip(req.url ?? "")}: ${e.message}`);
+        log?.skip(); // a request never read whole: counted by the rate-limited line above, not one line each
         res.destroy();
         return;
       }
       const error = toHttpError(e);
+      if (log !== null) log.entry.error = error.message;
       if (error.status >= 500 && !(e instanceof HttpError)) process.stderr.write(`kvflash: ${req.method} ${req.url}: ${(e as Error).stack ?? String(e)}\n`);
       if (!res.headersSent) sendError(res, error);
       else res.end();
+    } finally {
+      log?.done();
     }
   }
 

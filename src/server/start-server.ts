@@ -55,6 +55,8 @@ export interface ServeOptions extends EngineSettings {
   loader?: string;
   /** Loader-specific options. */
   loaderExtra?: Record<string, unknown>;
+  /** Where the one line per request goes (server/request-log.ts); null or absent: none (vLLM's --disable-log-requests). */
+  requestLog?: ((line: string) => void) | null;
 }
 
 export interface RunningServer {
@@ -104,22 +106,44 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
     apiKey: options.apiKey ?? null,
     corsOrigin: options.corsOrigin ?? null,
     toolCallParser: options.toolCallParser ?? null,
+    requestLog: options.requestLog ?? null,
   });
+  const port = options.port ?? 8000;
+  const host = options.host ?? "127.0.0.1";
   let address;
   try {
-    address = await server.listen(options.port ?? 8000, options.host ?? "127.0.0.1");
+    address = await server.listen(port, host);
   } catch (e) {
-    await engine.shutdown();
-    throw e;
+    // Nothing may keep the process alive after a failed listen: the engine worker and the tokenizer workers stop here.
+    await Promise.all([engine.shutdown(), server.context.tokenizerPool.close()]);
+    throw listenError(e as NodeJS.ErrnoException, host, port);
   }
-  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return {
     server,
     engine,
-    url: `http://${host}:${address.port}`,
+    url: `http://${shownHost}:${address.port}`,
     ready: engine.ready,
     close: (drainMs = 0) => server.close(drainMs),
   };
+}
+
+/** A failed listen as an error that says which address, what went wrong and what to do (the flag to change). */
+export function listenError(e: NodeJS.ErrnoException, host: string, port: number): ArgumentError {
+  const where = `${host.includes(":") ? `[${host}]` : host}:${port}`;
+  switch (e.code) {
+    case "EADDRINUSE":
+      return new ArgumentError("--port", `${port}: ${where} is already in use (another server is listening there); pick another --port, or --port 0 for a free one`);
+    case "EACCES":
+      return new ArgumentError("--port", `${port}: permission denied listening on ${where} (ports below 1024 need privileges); pick a port ≥ 1024`);
+    case "EADDRNOTAVAIL":
+      return new ArgumentError("--host", `${JSON.stringify(host)} is not an address of this machine (cannot listen on ${where}); use 127.0.0.1, or 0.0.0.0 for every interface`);
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return new ArgumentError("--host", `${JSON.stringify(host)} does not resolve to an address (${e.code}); use an IP address such as 127.0.0.1 or 0.0.0.0`);
+    default:
+      return new ArgumentError("--port", `${port}: cannot listen on ${where}: ${e.message}`);
+  }
 }
 
 /**

@@ -16,6 +16,8 @@ test("flags map to serve options", () => {
   assert.deepEqual(a, {
     shutdownTimeoutS: 10,
     maxWaitingRequests: 1024,
+    logRequests: true,
+    logStatsIntervalS: 10,
     modelDir: "/m",
     port: 9000,
     host: "0.0.0.0",
@@ -31,6 +33,15 @@ test("flags map to serve options", () => {
     loaderExtra: { n: 1 },
   });
   assert.equal(parseServeArgs([], { KVFLASH_API_KEY: "env-key" }).apiKey, "env-key");
+});
+
+test("request and throughput logging: vLLM's --disable-log-requests and --disable-log-stats, the interval from $KVFLASH_LOG_STATS_INTERVAL", () => {
+  const off = parseServeArgs(["--disable-log-requests", "--disable-log-stats"], { KVFLASH_LOG_STATS_INTERVAL: "2" });
+  assert.deepEqual([off.logRequests, off.logStatsIntervalS], [false, null]);
+  assert.equal(parseServeArgs([], { KVFLASH_LOG_STATS_INTERVAL: "2.5" }).logStatsIntervalS, 2.5);
+  assert.throws(() => parseServeArgs([], { KVFLASH_LOG_STATS_INTERVAL: "0" }), /KVFLASH_LOG_STATS_INTERVAL must be a number of seconds > 0, got "0"/);
+  assert.throws(() => parseServeArgs([], { KVFLASH_LOG_STATS_INTERVAL: "often" }), /KVFLASH_LOG_STATS_INTERVAL must be a number of seconds > 0, got "often"/);
+  assert.throws(() => parseServeArgs(["--disable-log-requests=yes"], {}), /--disable-log-requests takes no value/);
 });
 
 test("bad flags name themselves and the value", () => {

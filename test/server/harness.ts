@@ -77,8 +77,9 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-export async function startServer(args: readonly string[], options: { apiKey?: string; waitReady?: boolean } = {}): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, [CLI, "serve", "--port", "0", "--threads", "1", ...args], { stdio: ["ignore", "ignore", "pipe"] });
+export async function startServer(args: readonly string[], options: { apiKey?: string; waitReady?: boolean; env?: Record<string, string> } = {}): Promise<ServerProcess> {
+  const env = options.env === undefined ? process.env : { ...process.env, ...options.env };
+  const proc = spawn(process.execPath, [CLI, "serve", "--port", "0", "--threads", "1", ...args], { stdio: ["ignore", "ignore", "pipe"], env });
   let stderr = "";
   proc.stderr!.setEncoding("utf8");
   const url = await new Promise<string>((resolve, reject) => {

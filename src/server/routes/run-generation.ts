@@ -15,6 +15,7 @@ import { type ChoiceState, chunk, deltaChunk, fullResponse, usageChunk, usageOf 
 import { ToolCallStream } from "../tool-call-output.js";
 import { SseStream } from "../sse.js";
 import { grammarRejection } from "../structured-request.js";
+import { type RequestLogEntry, requestLogEntry } from "../request-log.js";
 
 export async function runGeneration(req: IncomingMessage, res: ServerResponse, ctx: ServerContext, plan: GenerationPlan): Promise<void> {
   if (ctx.shuttingDown) throw new HttpError(503, "the server is shutting down");
@@ -65,8 +66,28 @@ export async function runGeneration(req: IncomingMessage, res: ServerResponse, c
     group: p.group,
   }));
   const abortAll = (): void => ids.forEach((id) => ctx.engine.abort(id));
-  if (plan.stream) await streamChoices(res, ctx, plan, streams, states, abortAll);
-  else await collectChoices(res, ctx, plan, streams, states, abortAll, () => gone);
+  const entry = requestLogEntry(res);
+  if (entry !== undefined) entry.id = plan.id;
+  const noted = entry === undefined ? streams : streams.map((s) => noteOutputs(s, entry));
+  try {
+    if (plan.stream) await streamChoices(res, ctx, plan, noted, states, abortAll);
+    else await collectChoices(res, ctx, plan, noted, states, abortAll, () => gone);
+  } finally {
+    if (entry !== undefined) {
+      const usage = usageOf(states);
+      entry.promptTokens = usage.prompt_tokens;
+      entry.outputTokens = usage.completion_tokens;
+    }
+  }
+}
+
+/** The stream as it is, noting in the request's log entry when its first token came and why it failed. */
+async function* noteOutputs(stream: OutputStream, entry: RequestLogEntry): AsyncGenerator<EngineOutput> {
+  for await (const out of stream) {
+    if (out.tokenIds.length > 0) entry.firstToken();
+    if (out.finishReason === "error") entry.error ??= out.error ?? "generation failed";
+    yield out;
+  }
 }
 
 function apply(state: ChoiceState, out: EngineOutput): void {
@@ -79,7 +100,7 @@ function apply(state: ChoiceState, out: EngineOutput): void {
   state.stopReason = out.stopReason;
 }
 
-async function streamChoices(res: ServerResponse, ctx: ServerContext, plan: GenerationPlan, streams: OutputStream[], states: ChoiceState[], abortAll: () => void): Promise<void> {
+async function streamChoices(res: ServerResponse, ctx: ServerContext, plan: GenerationPlan, streams: AsyncIterable<EngineOutput>[], states: ChoiceState[], abortAll: () => void): Promise<void> {
   const sse = new SseStream(res);
   const tok = ctx.tokenizer;
   const first = (i: number) => (plan.kind === "chat" || plan.echo ? states[i]!.text : null);
@@ -125,7 +146,7 @@ async function collectChoices(
   res: ServerResponse,
   ctx: ServerContext,
   plan: GenerationPlan,
-  streams: OutputStream[],
+  streams: AsyncIterable<EngineOutput>[],
   states: ChoiceState[],
   abortAll: () => void,
   gone: () => boolean,

@@ -3,10 +3,12 @@
  * runs; 503 with the load progress while the model loads, and 503 when the
  * engine failed or the server is shutting down.
  * GET /metrics: Prometheus text (metrics.ts).
+ * GET /version: { version } of kvflash (vLLM's route and shape).
  */
 import type { Handler, ServerContext } from "../context.js";
 import { sendJson } from "../errors.js";
 import { PROMETHEUS_CONTENT_TYPE, renderMetrics } from "../metrics.js";
+import { packageVersion } from "../../package-version.js";
 
 function loadFraction(ctx: ServerContext): number {
   const s = ctx.engine.state;
@@ -42,3 +44,5 @@ export const metrics: Handler = async (_req, res, ctx) => {
   res.writeHead(200, { "content-type": PROMETHEUS_CONTENT_TYPE, "content-length": Buffer.byteLength(text) });
   res.end(text);
 };
+
+export const version: Handler = (_req, res) => sendJson(res, 200, { version: packageVersion() });

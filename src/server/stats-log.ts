@@ -1,0 +1,88 @@
+/**
+ * The periodic throughput line while the server has load, as vLLM's
+ * LoggingStatLogger writes it (vllm/v1/metrics/loggers.py) every
+ * VLLM_LOG_STATS_INTERVAL seconds:
+ *
+ *   Avg prompt throughput: 412.0 tokens/s, Avg generation throughput: 38.5 tokens/s, Running: 3 reqs, Waiting: 0 reqs, KV cache usage: 4.2%, Prefix cache hit rate: 50.0%
+ *
+ * Throughputs are the engine's prompt and generation token counters over the
+ * interval; the hit rate is the prefix cache's hits over its queries in the
+ * interval. As in vLLM, an idle server writes nothing: a line is written when
+ * this interval or the one before had tokens or requests, so the last line of
+ * a burst shows the drop to zero.
+ */
+import type { EngineMetricsSnapshot } from "../engine/metrics.js";
+
+/** vLLM's default interval (VLLM_LOG_STATS_INTERVAL), seconds. */
+export const DEFAULT_LOG_STATS_INTERVAL_S = 10;
+
+type Counters = Pick<EngineMetricsSnapshot, "promptTokens" | "generationTokens" | "prefixCacheQueries" | "prefixCacheHits">;
+type Sample = Counters & Pick<EngineMetricsSnapshot, "numRequestsRunning" | "numRequestsWaiting" | "kvCacheUsage">;
+
+/** Whether an interval saw work: tokens computed, or requests running or waiting. */
+function busy(prev: Counters, cur: Sample): boolean {
+  return cur.promptTokens > prev.promptTokens || cur.generationTokens > prev.generationTokens || cur.numRequestsRunning > 0 || cur.numRequestsWaiting > 0;
+}
+
+/** The line for one interval of `seconds` between two snapshots. */
+export function throughputLine(prev: Counters, cur: Sample, seconds: number): string {
+  const rate = (a: number, b: number): string => ((b - a) / seconds).toFixed(1);
+  const queries = cur.prefixCacheQueries - prev.prefixCacheQueries;
+  const hitRate = queries > 0 ? (100 * (cur.prefixCacheHits - prev.prefixCacheHits)) / queries : 0;
+  return (
+    `Avg prompt throughput: ${rate(prev.promptTokens, cur.promptTokens)} tokens/s, ` +
+    `Avg generation throughput: ${rate(prev.generationTokens, cur.generationTokens)} tokens/s, ` +
+    `Running: ${cur.numRequestsRunning} reqs, Waiting: ${cur.numRequestsWaiting} reqs, ` +
+    `KV cache usage: ${(100 * cur.kvCacheUsage).toFixed(1)}%, Prefix cache hit rate: ${hitRate.toFixed(1)}%`
+  );
+}
+
+export interface StatsLoggerOptions {
+  /** The engine's metrics now (null while it does not run: no line). */
+  stats: () => Promise<EngineMetricsSnapshot | null>;
+  write: (line: string) => void;
+  /** Seconds between lines. Default DEFAULT_LOG_STATS_INTERVAL_S. */
+  intervalS?: number;
+}
+
+/** Writes throughputLine every interval while there is load; stop() ends it. */
+export class StatsLogger {
+  readonly #options: StatsLoggerOptions;
+  readonly #timer: NodeJS.Timeout;
+  #prev: { sample: Sample; at: number } | null = null;
+  #lastBusy = false;
+  #ticking = false;
+
+  constructor(options: StatsLoggerOptions) {
+    this.#options = options;
+    const intervalS = options.intervalS ?? DEFAULT_LOG_STATS_INTERVAL_S;
+    if (!(intervalS > 0)) throw new RangeError(`intervalS must be > 0, got ${intervalS}`);
+    const tick = (): void => void this.tick().catch(() => {}); // the engine went away: no line
+    this.#timer = setInterval(tick, intervalS * 1000);
+    this.#timer.unref();
+    tick(); // the counters' starting point
+  }
+
+  /** One interval: reads the stats and writes the line if this or the last interval was busy. */
+  async tick(): Promise<void> {
+    if (this.#ticking) return; // a slow stats answer: skip rather than pile up
+    this.#ticking = true;
+    try {
+      const cur = await this.#options.stats();
+      const at = performance.now();
+      if (cur === null) return;
+      const prev = this.#prev;
+      this.#prev = { sample: cur, at };
+      if (prev === null) return; // the first snapshot only starts the counters
+      const now = busy(prev.sample, cur);
+      if (now || this.#lastBusy) this.#options.write(throughputLine(prev.sample, cur, Math.max(at - prev.at, 1) / 1000));
+      this.#lastBusy = now;
+    } finally {
+      this.#ticking = false;
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}
