@@ -7,6 +7,8 @@
  *   kvflash logits (--ids 1,2,3 | --prompt TEXT) [--model DIR] [--json]
  *   kvflash pull org/name[:QUANT] [--revision REV]
  *   kvflash ls [--json]
+ *   kvflash rm org/name[:QUANT]
+ *   kvflash show MODEL [--json]
  *   kvflash --version
  *
  * The benchmarks are not part of the package: `kvflash bench` says to run
@@ -15,7 +17,9 @@
 import { GENERATE_USAGE, LOGITS_USAGE } from "./generate-args.js";
 import { generateCommand, logitsCommand } from "./generate-command.js";
 import { LS_USAGE, PULL_USAGE, lsCommand, pullCommand } from "./hub.js";
+import { RM_USAGE, rmCommand } from "./rm-command.js";
 import { serveCommand } from "./serve-command.js";
+import { SHOW_USAGE, showCommand } from "./show-command.js";
 import { SERVE_USAGE } from "./serve-args.js";
 import { closest } from "./suggest.js";
 import { packageVersion } from "../package-version.js";
@@ -33,6 +37,8 @@ usage:
                                                                 the last position's logits
   kvflash pull org/name[:QUANT] [--revision REV]                download a model into the Hugging Face cache
   kvflash ls [--json]                                           list the models in the Hugging Face cache
+  kvflash rm org/name[:QUANT]                                   remove a model (or one quant) from the Hugging Face cache
+  kvflash show MODEL [--json]                                   architecture, parameters, quant, context, template, files
   kvflash bench --help                                          where the benchmarks are (a checkout: npm run bench)
   kvflash --version                                             the package's version
   kvflash help                                                  this text
@@ -47,7 +53,7 @@ const BENCH_USAGE = `usage, from a checkout of the kvflash repository:
 `;
 
 /** The commands, for "did you mean". */
-const COMMANDS = ["serve", "generate", "logits", "pull", "ls", "bench", "help"];
+const COMMANDS = ["serve", "generate", "logits", "pull", "ls", "rm", "show", "bench", "help"];
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -68,6 +74,12 @@ async function main(argv: string[]): Promise<number> {
     case "ls":
       if (help) return usage(LS_USAGE);
       return lsCommand(rest);
+    case "rm":
+      if (help) return usage(RM_USAGE);
+      return rmCommand(rest);
+    case "show":
+      if (help) return usage(SHOW_USAGE);
+      return showCommand(rest);
     case "bench":
       if (help) return usage(BENCH_USAGE);
       process.stderr.write(`kvflash bench: the benchmarks are not installed with kvflash.\n${BENCH_USAGE}`);
