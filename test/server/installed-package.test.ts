@@ -1,17 +1,20 @@
 // The package as users get it: `npm pack` of this checkout, installed with
-// npm into a temporary directory, and `kvflash serve` run from that copy
-// serves the chat page and every file the page loads (its markdown parser and
-// sanitizer come from the installed dependencies). A file missing from the
-// installation gives a 500 that names it relative to the package, never by
-// its absolute path. Offline: the runtime dependencies are linked from this
-// checkout's node_modules (file: dependencies, which npm links), npm's cache
-// is a fresh temporary directory, and --offline makes any fetch an error.
-// Needs `npm` on PATH.
+// npm into a temporary directory — with install scripts on, so a build step
+// would fail there (the tarball has no sources and no compiler) — and no dev
+// dependency comes with it. `npx kvflash` in that directory and `kvflash serve`
+// run from that copy; the server serves the chat page and every file the page
+// loads (its markdown parser and sanitizer come from the installed
+// dependencies). A file missing from the installation gives a 500 that names
+// it relative to the package, never by its absolute path. Every file the
+// command can load is in the tarball. Offline: the runtime dependencies are
+// linked from this checkout's node_modules (file: dependencies, which npm
+// links), npm's cache is a fresh temporary directory, and --offline makes any
+// fetch an error. Needs `npm` and `npx` on PATH.
 import assert from "node:assert/strict";
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, test } from "node:test";
@@ -42,12 +45,17 @@ before(async () => {
   tmp = mkdtempSync(join(tmpdir(), "kvflash-installed-"));
   const [pack] = JSON.parse(await npm(["pack", "--ignore-scripts", "--json", "--pack-destination", tmp], ROOT)) as { filename: string; files: PackedFile[] }[];
   packed = pack!.files.map((f) => f.path);
-  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { dependencies: Record<string, string> };
-  const links = Object.fromEntries(Object.keys(pkg.dependencies).map((name) => [name, `file:${realpathSync(join(ROOT, "node_modules", name))}`]));
+  // The runtime dependencies (and theirs) as tarballs packed from this checkout's node_modules, the registry's
+  // shape: a linked folder would run its own prepare script (dompurify's calls husky) where a tarball runs none.
+  const deps = join(tmp, "deps");
+  mkdirSync(deps);
+  const runtime = (await npm(["ls", "--omit=dev", "--all", "--parseable"], ROOT)).trim().split("\n").slice(1);
+  const depPacks = JSON.parse(await npm(["pack", "--ignore-scripts", "--json", "--pack-destination", deps, ...runtime], ROOT)) as { name: string; filename: string }[];
+  const tarballs = Object.fromEntries(depPacks.map((d) => [d.name, `file:${join(deps, d.filename)}`]));
   app = join(tmp, "app");
   mkdirSync(app);
-  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "kvflash-install-test", private: true, dependencies: { kvflash: `file:${join(tmp, pack!.filename)}`, ...links } }));
-  await npm(["install", "--ignore-scripts", "--no-package-lock"], app);
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "kvflash-install-test", private: true, dependencies: { kvflash: `file:${join(tmp, pack!.filename)}`, ...tarballs } }));
+  await npm(["install", "--no-package-lock"], app); // scripts on: a prepare or install step would run (and fail: no sources, no compiler) here
 
   server = spawn(join(app, "node_modules", ".bin", "kvflash"), ["serve", "--port", "0", "--threads", "1"], { cwd: app, stdio: ["ignore", "ignore", "pipe"] });
   server.stderr!.setEncoding("utf8");
@@ -84,9 +92,50 @@ test("the tarball holds the page and the kernels, and neither benchmarks nor tes
   assert.deepEqual(packed.filter((f) => /^dist\/(bench|test)\//.test(f)), []);
 });
 
-test("the installed kvflash command runs", async () => {
+test("the installed kvflash command runs, directly and through npx, and no dev dependency was installed", async () => {
   const { stdout } = await run(join(app, "node_modules", ".bin", "kvflash"), ["--version"]);
   assert.match(stdout, /^kvflash \d+\.\d+\.\d+/);
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.toLowerCase().startsWith("npm_")));
+  const npx = await run("npx", [`--cache=${join(tmp, "npm-cache")}`, "--offline", "kvflash", "--help"], { cwd: app, env });
+  assert.match(npx.stdout, /^kvflash — LLM inference on WebAssembly SIMD\n/);
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string> };
+  const installed = Object.keys(pkg.devDependencies).filter((name) => existsSync(join(app, "node_modules", name)));
+  assert.deepEqual(installed, [], "dev dependencies in the installation");
+});
+
+test("every file the kvflash command can load is in the tarball, and every package it imports is a dependency", () => {
+  const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { bin: Record<string, string>; dependencies: Record<string, string> };
+  const seen = new Set<string>();
+  const packages = new Set<string>();
+  const queue = Object.values(pkg.bin).map((b) => join(ROOT, b));
+  // import … from "x", import("x"), new URL("x", import.meta.url): the ways src/ reaches a file.
+  const REFS = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)"([^"]+)"|new URL\("([^"]+)", import\.meta\.url\)/g;
+  while (queue.length > 0) {
+    const file = queue.pop()!;
+    const rel = relative(ROOT, file).split(sep).join("/");
+    if (seen.has(rel)) continue;
+    seen.add(rel);
+    if (!rel.endsWith(".js")) continue;
+    for (const m of readFileSync(file, "utf8").matchAll(REFS)) {
+      const ref = m[1] ?? m[2]!;
+      if (ref.startsWith("node:")) continue;
+      if (!ref.startsWith(".")) {
+        packages.add(ref.startsWith("@") ? ref.split("/").slice(0, 2).join("/") : ref.split("/")[0]!);
+        continue;
+      }
+      const target = join(dirname(file), ref);
+      const targetRel = relative(ROOT, target).split(sep).join("/");
+      if (targetRel.startsWith("..") || targetRel.startsWith("node_modules")) continue; // outside the package: the installation's node_modules
+      if (existsSync(target) && statSync(target).isDirectory()) {
+        assert.ok(packed.some((f) => f.startsWith(`${targetRel.replace(/\/$/, "")}/`)), `${rel} reads the folder ${targetRel}, which is not in the package`);
+        continue;
+      }
+      assert.ok(packed.includes(targetRel), `${rel} loads ${targetRel}, which is not in the package`);
+      queue.push(target);
+    }
+  }
+  assert.ok(seen.size > 50, `only ${seen.size} files reached from the bin`);
+  assert.deepEqual([...packages].filter((p) => !Object.hasOwn(pkg.dependencies, p)).sort(), [], "packages the command imports that are not dependencies");
 });
 
 test("a file missing from the installation is a 500 that names it without an absolute path", async () => {
