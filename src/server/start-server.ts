@@ -21,6 +21,7 @@ import type { WeightsSetting } from "../ops/weight.js";
 import { samplingDefaults } from "../engine/sampling-params.js";
 import { Tokenizer } from "../tokenizer/tokenizer.js";
 import { KvflashServer } from "./server.js";
+import { listenError } from "./listen-error.js";
 import { isGgufPath, openGgufModel } from "../model/gguf/gguf-model.js";
 
 /** The model loader the server uses unless told otherwise: the decoder over a Hugging Face directory. */
@@ -108,42 +109,24 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
     toolCallParser: options.toolCallParser ?? null,
     requestLog: options.requestLog ?? null,
   });
-  const port = options.port ?? 8000;
-  const host = options.host ?? "127.0.0.1";
+  const bindPort = options.port ?? 8000;
+  const bindHost = options.host ?? "127.0.0.1";
   let address;
   try {
-    address = await server.listen(port, host);
+    address = await server.listen(bindPort, bindHost);
   } catch (e) {
     // Nothing may keep the process alive after a failed listen: the engine worker and the tokenizer workers stop here.
     await Promise.all([engine.shutdown(), server.context.tokenizerPool.close()]);
-    throw listenError(e as NodeJS.ErrnoException, host, port);
+    throw listenError(e as NodeJS.ErrnoException, bindHost, bindPort);
   }
-  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   return {
     server,
     engine,
-    url: `http://${shownHost}:${address.port}`,
+    url: `http://${host}:${address.port}`,
     ready: engine.ready,
     close: (drainMs = 0) => server.close(drainMs),
   };
-}
-
-/** A failed listen as an error that says which address, what went wrong and what to do (the flag to change). */
-export function listenError(e: NodeJS.ErrnoException, host: string, port: number): ArgumentError {
-  const where = `${host.includes(":") ? `[${host}]` : host}:${port}`;
-  switch (e.code) {
-    case "EADDRINUSE":
-      return new ArgumentError("--port", `${port}: ${where} is already in use (another server is listening there); pick another --port, or --port 0 for a free one`);
-    case "EACCES":
-      return new ArgumentError("--port", `${port}: permission denied listening on ${where} (ports below 1024 need privileges); pick a port ≥ 1024`);
-    case "EADDRNOTAVAIL":
-      return new ArgumentError("--host", `${JSON.stringify(host)} is not an address of this machine (cannot listen on ${where}); use 127.0.0.1, or 0.0.0.0 for every interface`);
-    case "ENOTFOUND":
-    case "EAI_AGAIN":
-      return new ArgumentError("--host", `${JSON.stringify(host)} does not resolve to an address (${e.code}); use an IP address such as 127.0.0.1 or 0.0.0.0`);
-    default:
-      return new ArgumentError("--port", `${port}: cannot listen on ${where}: ${e.message}`);
-  }
 }
 
 /**
