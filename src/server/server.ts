@@ -91,8 +91,13 @@ export class KvflashServer {
     };
     this.http = createServer((req, res) => {
       this.#active.add(res);
-      res.once("close", () => this.#active.delete(res));
-      void this.#dispatch(req, res);
+      // Fires once the client is gone before its answer was sent: every phase of the request (body, parse, render, tokenize, queue, run) drops its work.
+      const gone = new AbortController();
+      res.once("close", () => {
+        this.#active.delete(res);
+        if (!res.writableEnded) gone.abort(new ClientGoneError("the client went away before its answer was sent"));
+      });
+      void this.#dispatch(req, res, gone.signal);
     });
     this.http.keepAliveTimeout = 5000;
   }
@@ -130,7 +135,7 @@ export class KvflashServer {
     await closed;
   }
 
-  async #dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #dispatch(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
     try {
       const ctx = this.context;
       if (ctx.shuttingDown) res.setHeader("connection", "close");
@@ -155,7 +160,7 @@ export class KvflashServer {
         throw new HttpError(405, `${path} takes ${route.method}, got ${req.method}`);
       }
       if (route.auth && ctx.apiKey !== null) this.#checkApiKey(req, ctx.apiKey);
-      await route.handler(req, res, ctx);
+      await route.handler(req, res, ctx, signal);
     } catch (e) {
       if (e instanceof ClientGoneError) {
         this.#clientLog.line("client-gone", `kvflash: ${req.method} ${clip(req.url ?? "")}: ${e.message}`);

@@ -5,9 +5,10 @@
  * accepted the request or while it runs — has all of its requests aborted,
  * which frees their KV blocks at the next step boundary.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import { EngineRejectedError, type OutputStream } from "../../engine/engine-client.js";
 import type { EngineOutput } from "../../engine/engine.js";
+import { throwIfGone } from "../client-gone.js";
 import type { ServerContext } from "../context.js";
 import { HttpError, sendJson } from "../errors.js";
 import type { GenerationPlan } from "../openai-request.js";
@@ -16,17 +17,19 @@ import { ToolCallStream } from "../tool-call-output.js";
 import { SseStream } from "../sse.js";
 import { grammarRejection } from "../structured-request.js";
 
-export async function runGeneration(req: IncomingMessage, res: ServerResponse, ctx: ServerContext, plan: GenerationPlan): Promise<void> {
+export async function runGeneration(res: ServerResponse, ctx: ServerContext, plan: GenerationPlan, signal: AbortSignal): Promise<void> {
   if (ctx.shuttingDown) throw new HttpError(503, "the server is shutting down");
+  throwIfGone(signal); // a client that left during the earlier phases never reaches the engine
   const ids = plan.prompts.map((_, i) => `${plan.id}-${i}`);
-  // A client that left while its request was parsed or tokenized: nothing to submit ('close' fired before the listener below).
-  if (req.socket.destroyed || res.destroyed) return;
   let gone = false;
-  res.on("close", () => {
-    if (res.writableEnded) return;
-    gone = true;
-    for (const id of ids) ctx.engine.abort(id);
-  });
+  signal.addEventListener(
+    "abort",
+    () => {
+      gone = true;
+      for (const id of ids) ctx.engine.abort(id);
+    },
+    { once: true },
+  );
   const arrivalTime = performance.timeOrigin + performance.now();
   let streams: OutputStream[];
   try {

@@ -9,14 +9,15 @@
 import { clip, show } from "../../errors.js";
 import type { ChatMessage } from "../../tokenizer/chat-template.js";
 import { bodyOptions, readJsonBody } from "../body.js";
+import { whileConnected } from "../client-gone.js";
 import { type Handler, maxModelLen } from "../context.js";
 import { HttpError, badRequest, sendJson } from "../errors.js";
 import { Fields } from "../fields.js";
 import { contentChars } from "../../prompt-text.js";
 import { encodePrompt, refuseLongText } from "../prompt-length.js";
 
-export const tokenize: Handler = async (req, res, ctx) => {
-  const f = new Fields(await readJsonBody(req, bodyOptions(ctx)));
+export const tokenize: Handler = async (req, res, ctx, signal) => {
+  const f = new Fields(await whileConnected(signal, readJsonBody(req, bodyOptions(ctx))));
   checkModel(f, ctx.modelNames);
   const tok = ctx.tokenizer;
   let tokens: number[];
@@ -30,11 +31,11 @@ export const tokenize: Handler = async (req, res, ctx) => {
     } catch (e) {
       throw badRequest("messages", `the chat template cannot render these messages: ${(e as Error).message}`);
     }
-    tokens = await encodePrompt(ctx, text, f.boolean("add_special_tokens") ?? false, "messages");
+    tokens = await whileConnected(signal, encodePrompt(ctx, text, f.boolean("add_special_tokens") ?? false, "messages"));
   } else {
     const prompt = f.string("prompt");
     if (prompt === undefined) throw badRequest("prompt", "prompt (a string) or messages is required");
-    tokens = await encodePrompt(ctx, prompt, f.boolean("add_special_tokens") ?? true, "prompt");
+    tokens = await whileConnected(signal, encodePrompt(ctx, prompt, f.boolean("add_special_tokens") ?? true, "prompt"));
   }
   const strs = f.boolean("return_token_strs") ?? false;
   sendJson(res, 200, {
@@ -45,8 +46,8 @@ export const tokenize: Handler = async (req, res, ctx) => {
   });
 };
 
-export const detokenize: Handler = async (req, res, ctx) => {
-  const f = new Fields(await readJsonBody(req, bodyOptions(ctx)));
+export const detokenize: Handler = async (req, res, ctx, signal) => {
+  const f = new Fields(await whileConnected(signal, readJsonBody(req, bodyOptions(ctx))));
   checkModel(f, ctx.modelNames);
   const tokens = f.integers("tokens");
   if (tokens === undefined) throw badRequest("tokens", "tokens (an array of token ids) is required");
