@@ -72,12 +72,13 @@ export async function runGeneration(res: ServerResponse, ctx: ServerContext, pla
   else await collectChoices(res, ctx, plan, streams, states, abortAll, () => gone);
 }
 
-function apply(state: ChoiceState, out: EngineOutput): void {
+/** Adds an output to its choice; logprobs are kept only for a non-streamed response (a stream sends each step's and forgets them). */
+function apply(state: ChoiceState, out: EngineOutput, keepLogprobs: boolean): void {
   state.text += out.text;
   state.numOutputTokens = out.numOutputTokens;
   state.numCachedTokens = out.numCachedTokens;
   if (out.numPromptTokens > 0) state.numPromptTokens = out.numPromptTokens;
-  if (out.logprobs !== null) state.logprobs.push(...out.logprobs);
+  if (keepLogprobs && out.logprobs !== null) for (const lp of out.logprobs) state.logprobs.push(lp);
   state.finishReason = out.finishReason;
   state.stopReason = out.stopReason;
 }
@@ -99,7 +100,7 @@ async function streamChoices(res: ServerResponse, ctx: ServerContext, plan: Gene
       const toolStream = tools === null ? null : new ToolCallStream(tools);
       for await (const out of stream) {
         const offset = state.text.length;
-        apply(state, out);
+        apply(state, out, false);
         if (out.finishReason === "error") {
           error ??= out.error ?? "generation failed";
           abortAll();
@@ -137,7 +138,7 @@ async function collectChoices(
   await Promise.all(
     streams.map(async (stream, i) => {
       for await (const out of stream) {
-        apply(states[i]!, out);
+        apply(states[i]!, out, true);
         if (out.finishReason === "error") {
           error ??= out.error ?? "generation failed";
           abortAll();
