@@ -60,7 +60,9 @@ async function unrelatedStream(started: () => void, stopped: () => boolean): Pro
 
 /**
  * Runs `attack` while /health is polled and a stream runs; checks the three
- * liveness rules and returns what the attack resolved with.
+ * liveness rules and returns what the attack resolved with. Big bodies are
+ * JSON text built before (building them here would stall this process's own
+ * /health polling).
  */
 async function underAttack<T>(attack: () => Promise<T>): Promise<T> {
   let stop = false;
@@ -98,7 +100,8 @@ const chat = `/v1/chat/completions`;
 test("a chat of 300k messages the template would skip (4 MB): refused in the parsing worker", async () => {
   const messages = Array.from({ length: 300_000 }, () => ({ role: "system", content: "" }));
   messages.push({ role: "user", content: "hi" });
-  const r = await underAttack(() => post(`${server.url}${chat}`, { model: MODEL, messages, max_tokens: 1 }));
+  const body = JSON.stringify({ model: MODEL, messages, max_tokens: 1 });
+  const r = await underAttack(() => post(`${server.url}${chat}`, body));
   refused(r, "messages", /^messages has 300001 messages, more than the 2048 one request may have$/);
   assert.equal(r.body.error.code, "array_above_max_length");
 });
@@ -106,7 +109,8 @@ test("a chat of 300k messages the template would skip (4 MB): refused in the par
 test("2049 messages in a small body: refused on the HTTP thread before rendering; 2048 render in a worker", async () => {
   const messages = (n: number) => Array.from({ length: n }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: "ok" }));
   refused(await post(`${server.url}${chat}`, { model: MODEL, messages: messages(SHAPE_LIMITS.messages + 1), max_tokens: 1 }), "messages", /has 2049 messages/);
-  const r = await underAttack(() => post(`${server.url}${chat}`, { model: MODEL, messages: messages(SHAPE_LIMITS.messages - 1), max_tokens: 1 }));
+  const body = JSON.stringify({ model: MODEL, messages: messages(SHAPE_LIMITS.messages - 1), max_tokens: 1 });
+  const r = await underAttack(() => post(`${server.url}${chat}`, body));
   // Rendered (in a worker) and encoded: far more tokens than the 2048 context.
   refused(r, "messages", /maximum context length is 2048 tokens/);
   const parts = [{ role: "user", content: Array.from({ length: 2100 }, () => ({ type: "text", text: "x" })) }];
@@ -115,7 +119,8 @@ test("2049 messages in a small body: refused on the HTTP thread before rendering
 
 test("/detokenize of 1M ids: refused in the parsing worker; the context's worth is decoded in a worker", async () => {
   const tokens = Array.from({ length: 1_000_000 }, (_, i) => 100 + (i % 1000));
-  const r = await underAttack(() => post(`${server.url}/detokenize`, { model: MODEL, tokens }));
+  const body = JSON.stringify({ model: MODEL, tokens });
+  const r = await underAttack(() => post(`${server.url}/detokenize`, body));
   refused(r, "tokens", /^tokens has 1000000 token ids, more than this model's context \(max_model_len 2048\) holds$/);
   refused(await post(`${server.url}/detokenize`, { tokens: tokens.slice(0, 2049) }), "tokens", /has 2049 token ids/);
   const ok = await post<{ prompt: string }>(`${server.url}/detokenize`, { tokens: tokens.slice(0, 2048) });
@@ -126,18 +131,21 @@ test("/detokenize of 1M ids: refused in the parsing worker; the context's worth 
 test("a structural_tag of 5000 tags, and 1000 tools with tool_choice required: refused before any grammar work", async () => {
   const tags = Array.from({ length: 5000 }, (_, i) => ({ begin: `<f${i}>`, schema: { type: "object" }, end: `</f${i}>` }));
   const tag = { type: "structural_tag", structures: tags, triggers: ["<f"] };
-  const r = await underAttack(() => post(`${server.url}${chat}`, { model: MODEL, messages: [{ role: "user", content: "x" }], max_tokens: 4, structured_outputs: { structural_tag: tag } }));
+  const body = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x" }], max_tokens: 4, structured_outputs: { structural_tag: tag } });
+  const r = await underAttack(() => post(`${server.url}${chat}`, body));
   refused(r, "structured_outputs.structural_tag", /more than 128 tags and triggers/);
   // As JSON text, the same.
   refused(await post(`${server.url}${chat}`, { model: MODEL, messages: [{ role: "user", content: "x" }], structured_outputs: { structural_tag: JSON.stringify(tag) } }), "structured_outputs.structural_tag", /more than 128/);
   const tools = Array.from({ length: 1000 }, (_, i) => ({ type: "function", function: { name: `f${i}`, parameters: { type: "object", properties: { a: { type: "string" } } } } }));
-  const t = await underAttack(() => post(`${server.url}${chat}`, { model: MODEL, messages: [{ role: "user", content: "x" }], tools, tool_choice: "required", max_tokens: 4 }));
+  const toolsBody = JSON.stringify({ model: MODEL, messages: [{ role: "user", content: "x" }], tools, tool_choice: "required", max_tokens: 4 });
+  const t = await underAttack(() => post(`${server.url}${chat}`, toolsBody));
   refused(t, "tools", /^tools has 1000 tools, more than the 128 one request may have$/);
 });
 
 test("logit_bias with 300k entries (5 MB) is refused in the parsing worker; 301 on the HTTP thread", async () => {
   const bias = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [String(i), -1]));
-  const r = await underAttack(() => post(`${server.url}/v1/completions`, { model: MODEL, prompt: "x", max_tokens: 1, logit_bias: bias(300_000) }));
+  const body = JSON.stringify({ model: MODEL, prompt: "x", max_tokens: 1, logit_bias: bias(300_000) });
+  const r = await underAttack(() => post(`${server.url}/v1/completions`, body));
   refused(r, "logit_bias", /^logit_bias has 300000 entries, more than the 300 one request may have$/);
   refused(await post(`${server.url}/v1/completions`, { model: MODEL, prompt: "x", logit_bias: bias(301) }), "logit_bias", /has 301 entries/);
   const ok = await post(`${server.url}/v1/completions`, { model: MODEL, prompt: "x", max_tokens: 1, logit_bias: bias(300) });
@@ -157,4 +165,24 @@ test("n 128 × top_logprobs 20 × 900 tokens, non-streamed: refused before it ru
   const ok = await server.openai.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "x" }], n: 2, max_tokens: 8, logprobs: true, top_logprobs: 5 });
   assert.equal(ok.choices.length, 2);
   assert.equal(ok.choices[0]!.logprobs!.content!.length, ok.usage!.completion_tokens / 2);
+});
+
+test("a non-streamed response with n 2 × top_logprobs 20 × 390 tokens of logprobs is built in slices while /health answers", { timeout: 120_000 }, async () => {
+  const r = await underAttack(() =>
+    post<{ choices: { logprobs: { content: { top_logprobs: unknown[] }[] } }[] }>(`${server.url}${chat}`, {
+      model: MODEL,
+      messages: [{ role: "user", content: "x" }],
+      n: 2,
+      max_tokens: 390,
+      ignore_eos: true,
+      logprobs: true,
+      top_logprobs: 20,
+    }),
+  );
+  assert.equal(r.status, 200);
+  assert.equal(r.body.choices.length, 2);
+  for (const c of r.body.choices) {
+    assert.equal(c.logprobs.content.length, 390);
+    assert.equal(c.logprobs.content[389]!.top_logprobs.length, 20);
+  }
 });

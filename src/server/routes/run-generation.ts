@@ -10,9 +10,10 @@ import { EngineRejectedError, type OutputStream } from "../../engine/engine-clie
 import type { EngineOutput } from "../../engine/engine.js";
 import { throwIfGone } from "../client-gone.js";
 import type { ServerContext } from "../context.js";
-import { HttpError, sendJson } from "../errors.js";
+import { HttpError } from "../errors.js";
 import type { GenerationPlan } from "../openai-request.js";
-import { type ChoiceState, chunk, deltaChunk, fullResponse, usageChunk, usageOf } from "../openai-response.js";
+import { type ChoiceState, chunk, deltaChunk, usageChunk, usageOf } from "../openai-response.js";
+import { writeFullResponse } from "../response-writer.js";
 import { ToolCallStream } from "../tool-call-output.js";
 import { SseStream } from "../sse.js";
 import { grammarRejection } from "../structured-request.js";
@@ -148,5 +149,5 @@ async function collectChoices(
   );
   if (gone()) return;
   if (error !== null) throw new HttpError(500, error);
-  sendJson(res, 200, fullResponse(plan, ctx.tokenizer, states));
+  await writeFullResponse(res, plan, ctx.tokenizer, states);
 }
