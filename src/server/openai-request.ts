@@ -120,11 +120,13 @@ export const MAX_CHOICES = 128;
 
 /**
  * The most logprob entries a non-streamed response may hold: Σ over choices of
- * max_tokens × (top_logprobs + 1). The whole body is built and serialized at
- * once on the HTTP thread (~75 bytes an entry in chat's format: 2¹⁶ entries
- * are ~5 MB); more is refused with a pointer to stream: true, whose chunks are
- * built a step at a time. vLLM bounds the factors (--max-logprobs 20, n);
- * n 128 × top_logprobs 20 × 900 tokens built a 60 MB body (/health 4.5 s).
+ * max_tokens × (top_logprobs + 1). The outputs are held until the last
+ * token and the body is written from them (in slices: response-writer.ts),
+ * ~75 bytes an entry in chat's format, so 2¹⁶ entries are ~5 MB; more is
+ * refused with a pointer to stream: true, whose chunks are built and
+ * forgotten a step at a time. vLLM bounds the factors (--max-logprobs 20, n);
+ * n 128 × top_logprobs 20 × 900 tokens built a 60 MB body (/health 4.5 s,
+ * RSS 1175 MiB).
  */
 export const MAX_RESPONSE_LOGPROBS = 2 ** 16;
 
