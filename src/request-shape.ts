@@ -1,7 +1,9 @@
 /**
  * Bounds on the shape of an OpenAI request body (issue #32 item 2): how many
  * messages, content parts, tool calls, tools, logit_bias entries, stop
- * strings and ids, structural tags and token ids one request may carry. Work
+ * strings and ids, structural tags and token ids one request may carry
+ * (the grammar's own limits — schema depth, properties, enum sizes — are
+ * structured/'s, checked before compiling). Work
  * on the HTTP thread, in a tokenizer worker and in the engine step grows with
  * these counts (a chat template walks every message; the sampler applies
  * every logit_bias entry at every step), so each is checked on the parsed
@@ -31,7 +33,7 @@ export const SHAPE_LIMITS = {
   stop: 64,
   /** Stop token ids. */
   stopTokenIds: 1024,
-  /** Tags plus triggers in a structural_tag (one tag per tool when tools are "auto"). */
+  /** Tags in a structural_tag (one per tool when tools are "auto"; the grammar limits count them the same way). */
   structuralTags: 128,
 } as const;
 
@@ -52,7 +54,7 @@ function tooMany(param: string, count: number, limit: number, what: string): Sha
   return { param, message: `${param} has ${count} ${what}, more than the ${limit} one request may have` };
 }
 
-/** Tags (objects with a `begin`) and triggers in a structural tag, counted until `limit` is passed. */
+/** Tags (objects with a `begin`) in a structural tag, counted until `limit` is passed. */
 function countTags(v: unknown, limit: number): number {
   let n = 0;
   const stack: unknown[] = [v];
@@ -61,8 +63,7 @@ function countTags(v: unknown, limit: number): number {
     if (Array.isArray(x)) stack.push(...x);
     else if (isObject(x)) {
       if (typeof x["begin"] === "string") n++;
-      if (Array.isArray(x["triggers"])) n += x["triggers"].length;
-      for (const [k, child] of Object.entries(x)) if (k !== "triggers" && typeof child === "object") stack.push(child);
+      for (const child of Object.values(x)) if (typeof child === "object") stack.push(child);
     }
   }
   return n;
@@ -114,7 +115,7 @@ export function findShapeViolation(body: unknown, bounds: ShapeBounds): ShapeVio
   }
   if (isObject(so) && so["structural_tag"] !== undefined) {
     const n = countTags(structuralTag(so["structural_tag"]), L.structuralTags);
-    if (n > L.structuralTags) return { param: "structured_outputs.structural_tag", message: `structured_outputs.structural_tag has more than ${L.structuralTags} tags and triggers, the most one request may have` };
+    if (n > L.structuralTags) return { param: "structured_outputs.structural_tag", message: `structured_outputs.structural_tag has more than ${L.structuralTags} tags, the most one request may have` };
   }
   return null;
 }
