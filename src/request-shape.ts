@@ -29,6 +29,8 @@ export const SHAPE_LIMITS = {
   tools: 128,
   /** logit_bias entries (the brief's figure for OpenAI's limit; each entry is applied at every sampling step). */
   logitBias: 300,
+  /** Prompts in one /v1/completions list (each is an engine request; vLLM bounds the list too). */
+  prompts: 128,
   /** Stop strings (each is searched for in every new piece of text). */
   stop: 64,
   /** Stop token ids. */
@@ -44,7 +46,7 @@ export interface ShapeViolation {
 }
 
 export interface ShapeBounds {
-  /** The most token ids one `tokens` list (/detokenize) may have, or null for no bound (the context length). */
+  /** The most token ids one `tokens` list (/detokenize) or token-id prompt may have (the context length), or null for no bound. */
   maxTokenIds: number | null;
 }
 
@@ -93,10 +95,32 @@ function messagesViolation(messages: unknown[]): ShapeViolation | null {
   return null;
 }
 
+const isIdList = (v: unknown): v is unknown[] => Array.isArray(v) && v.length > 0 && typeof v[0] === "number";
+
+/** A /v1/completions prompt: at most SHAPE_LIMITS.prompts of them, token-id prompts within the context. */
+function promptViolation(prompt: unknown, maxTokenIds: number | null): ShapeViolation | null {
+  if (!Array.isArray(prompt)) return null;
+  const list = isIdList(prompt) ? [prompt] : prompt;
+  if (list.length > SHAPE_LIMITS.prompts) {
+    return { param: "prompt", message: `prompt lists ${list.length} prompts, more than the ${SHAPE_LIMITS.prompts} one request may have; send them in several requests` };
+  }
+  if (maxTokenIds === null) return null;
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i];
+    if (isIdList(p) && p.length > maxTokenIds) {
+      const param = list.length === 1 ? "prompt" : `prompt[${i}]`;
+      return { param, message: `${param} has ${p.length} token ids, more than this model's context (max_model_len ${maxTokenIds}) holds` };
+    }
+  }
+  return null;
+}
+
 /** The first bound `body` breaks, or null. Only counts: types and values are the routes' checks. */
 export function findShapeViolation(body: unknown, bounds: ShapeBounds): ShapeViolation | null {
   if (!isObject(body)) return null;
   const L = SHAPE_LIMITS;
+  const prompt = promptViolation(body["prompt"], bounds.maxTokenIds);
+  if (prompt !== null) return prompt;
   const { messages, tools, logit_bias: logitBias, stop, stop_token_ids: stopIds, tokens, structured_outputs: so } = body;
   if (Array.isArray(messages)) {
     const v = messagesViolation(messages);

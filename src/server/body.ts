@@ -19,6 +19,7 @@ import type { IncomingMessage } from "node:http";
 import { JsonBytesError, parseJsonBytes } from "../json-bytes.js";
 import type { LongPromptText } from "../prompt-text.js";
 import { type ServerContext, maxModelLen } from "./context.js";
+import { whileConnected } from "./client-gone.js";
 import { ClientGoneError, HttpError, badRequest } from "./errors.js";
 import { refuseLongText } from "./prompt-length.js";
 import { type ShapeViolation, findShapeViolation } from "../request-shape.js";
@@ -45,6 +46,8 @@ export interface ReadJsonOptions {
   parseOffThread?: (segments: Uint8Array[], maxDepth: number) => Promise<unknown>;
   /** Checks a body parsed here (a small one): throws the HTTP error it earns (parseOffThread checks its own). */
   checkParsed?: (value: unknown) => void;
+  /** The client-gone signal (client-gone.ts): a client that leaves while its body is parsed elsewhere ends the read at once. */
+  signal?: AbortSignal;
 }
 
 /** A body's bytes: small ones as Node's chunks, big ones copied into shared segments as they come. */
@@ -113,7 +116,10 @@ export async function readJsonBody(req: IncomingMessage, options: ReadJsonOption
   }
   try {
     const segments = body.segments();
-    if (segments !== null) return await options.parseOffThread!(segments, MAX_JSON_DEPTH);
+    if (segments !== null) {
+      const parsed = options.parseOffThread!(segments, MAX_JSON_DEPTH);
+      return await (options.signal === undefined ? parsed : whileConnected(options.signal, parsed));
+    }
     value = parseJsonBytes(body.whole(), MAX_JSON_DEPTH);
   } catch (e) {
     if (!(e instanceof JsonBytesError)) throw e;
@@ -128,8 +134,9 @@ export async function readJsonBody(req: IncomingMessage, options: ReadJsonOption
  * which also refuses a prompt text the context cannot hold (prompt-length.ts's
  * character bound, the same 400 the routes give for a small body).
  */
-export function bodyOptions(ctx: ServerContext): ReadJsonOptions {
+export function bodyOptions(ctx: ServerContext, signal: AbortSignal): ReadJsonOptions {
   return {
+    signal,
     parseOffThread: async (segments, maxDepth) => {
       const limit = maxModelLen(ctx);
       const r = await ctx.tokenizerPool.parseJson(segments, maxDepth, limit === null ? null : limit * ctx.tokenizer.maxTokenChars, { maxTokenIds: limit });

@@ -2,8 +2,9 @@
  * A request's work, dropped once its client is gone (issue #32 item 3). The
  * server gives each request an AbortSignal that fires when the connection
  * closes before the answer was sent (server.ts); a handler runs each phase
- * — reading and parsing the body, rendering, tokenizing, checking the
- * grammar — through `whileConnected`, so a client that leaves mid-phase ends
+ * — parsing a big body in a worker (body.ts; a drop mid-upload fails the
+ * read itself), rendering, tokenizing, checking the grammar — through
+ * `whileConnected`, so a client that leaves mid-phase ends
  * the handler at once with a ClientGoneError (one rate-limited log line, no
  * answer), and nothing of its request reaches the engine. Work already
  * handed to a worker finishes there and its result is dropped; a request

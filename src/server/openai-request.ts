@@ -20,6 +20,7 @@ import { Fields, isObject } from "./fields.js";
 import { type GrammarRequest, parseGrammarFields } from "./structured-request.js";
 import { type ToolPlan, parseToolFields, templateMessages } from "./tool-calls.js";
 import { contentChars } from "../prompt-text.js";
+import { SHAPE_LIMITS } from "../request-shape.js";
 import { encodeChatPrompt, encodePrompt, refuseLongText } from "./prompt-length.js";
 
 export interface PromptInput {
@@ -65,7 +66,7 @@ export interface GenerationPlan {
  * and starve other clients. vLLM bounds the list too (VLLM_MAX_COMPLETION_PROMPTS,
  * checked before any tokenizing); kvflash's bound is an eighth of its default queue.
  */
-export const MAX_PROMPTS_PER_REQUEST = 128;
+export const MAX_PROMPTS_PER_REQUEST = SHAPE_LIMITS.prompts;
 
 /** Sampling parameter → the request field it came from (for error messages). */
 const FIELD_OF: Record<string, string> = {

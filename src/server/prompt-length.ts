@@ -45,7 +45,7 @@ export async function encodeChatPrompt(ctx: ServerContext, chat: ChatPromptJob, 
     throw e;
   }
   if (ids.length > limit) {
-    throw badRequest("messages", `This model's maximum context length is ${limit} tokens. However, your messages resulted in more than ${limit} tokens.`, "context_length_exceeded");
+    throw badRequest("messages", `This model's maximum context length is ${limit} tokens. However, your messages has more than ${limit} tokens.`, "context_length_exceeded");
   }
   return ids;
 }

@@ -117,12 +117,16 @@ test("2049 messages in a small body: refused on the HTTP thread before rendering
   refused(await post(`${server.url}${chat}`, { model: MODEL, messages: parts }), "messages[0].content", /more than 2048 content parts/);
 });
 
-test("/detokenize of 1M ids: refused in the parsing worker; the context's worth is decoded in a worker", async () => {
+test("/detokenize and a completion prompt of 1M ids: refused in the parsing worker; the context's worth is decoded in a worker", async () => {
   const tokens = Array.from({ length: 1_000_000 }, (_, i) => 100 + (i % 1000));
   const body = JSON.stringify({ model: MODEL, tokens });
   const r = await underAttack(() => post(`${server.url}/detokenize`, body));
   refused(r, "tokens", /^tokens has 1000000 token ids, more than this model's context \(max_model_len 2048\) holds$/);
   refused(await post(`${server.url}/detokenize`, { tokens: tokens.slice(0, 2049) }), "tokens", /has 2049 token ids/);
+  // The same ids as a completion prompt: refused with the count, before a single id is checked on the HTTP thread.
+  const prompt = JSON.stringify({ model: MODEL, prompt: tokens, max_tokens: 1 });
+  refused(await underAttack(() => post(`${server.url}/v1/completions`, prompt)), "prompt", /^prompt has 1000000 token ids, more than this model's context \(max_model_len 2048\) holds$/);
+  refused(await post(`${server.url}/v1/completions`, { prompt: ["a", tokens] }), "prompt[1]", /has 1000000 token ids/);
   const ok = await post<{ prompt: string }>(`${server.url}/detokenize`, { tokens: tokens.slice(0, 2048) });
   assert.equal(ok.status, 200);
   assert.ok(ok.body.prompt.length > 2048);

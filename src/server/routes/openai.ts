@@ -21,7 +21,7 @@ function requireReady(ctx: ServerContext): void {
 }
 
 export const chatCompletions: Handler = async (req, res, ctx, signal) => {
-  const body = await whileConnected(signal, readJsonBody(req, bodyOptions(ctx)));
+  const body = await readJsonBody(req, bodyOptions(ctx, signal));
   requireReady(ctx);
   const plan = await whileConnected(signal, parseChatRequest(body, ctx));
   checkRequestGrammar(plan.grammar);
@@ -29,7 +29,7 @@ export const chatCompletions: Handler = async (req, res, ctx, signal) => {
 };
 
 export const completions: Handler = async (req, res, ctx, signal) => {
-  const body = await whileConnected(signal, readJsonBody(req, bodyOptions(ctx)));
+  const body = await readJsonBody(req, bodyOptions(ctx, signal));
   requireReady(ctx);
   const plan = await whileConnected(signal, parseCompletionRequest(body, ctx));
   checkRequestGrammar(plan.grammar);

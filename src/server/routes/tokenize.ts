@@ -17,7 +17,7 @@ import { contentChars } from "../../prompt-text.js";
 import { encodeChatPrompt, encodePrompt, refuseLongText } from "../prompt-length.js";
 
 export const tokenize: Handler = async (req, res, ctx, signal) => {
-  const f = new Fields(await whileConnected(signal, readJsonBody(req, bodyOptions(ctx))));
+  const f = new Fields(await readJsonBody(req, bodyOptions(ctx, signal)));
   checkModel(f, ctx.modelNames);
   const tok = ctx.tokenizer;
   let tokens: number[];
@@ -42,7 +42,7 @@ export const tokenize: Handler = async (req, res, ctx, signal) => {
 };
 
 export const detokenize: Handler = async (req, res, ctx, signal) => {
-  const f = new Fields(await whileConnected(signal, readJsonBody(req, bodyOptions(ctx))));
+  const f = new Fields(await readJsonBody(req, bodyOptions(ctx, signal)));
   checkModel(f, ctx.modelNames);
   const tokens = f.integers("tokens");
   if (tokens === undefined) throw badRequest("tokens", "tokens (an array of token ids) is required");
