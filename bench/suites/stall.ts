@@ -10,8 +10,10 @@
  * prompt_bytes 0 measures the same window with no request: the floor of
  * this machine under its current load (load1, from os.loadavg()).
  *
- * On the default server, the grammar attacks of issue #32 follow
- * (stall-grammar.ts: one row each, endpoint "grammar: <case>").
+ * On the default server, the hostile requests of issue #32 first
+ * (bench/hostile-cases.ts): a row each, `endpoint` naming the case and
+ * `was` what the issue measured before their bounds; then its grammar
+ * attacks (stall-grammar.ts: one row each, endpoint "grammar: <case>").
  *
  * Two servers: `default` (models/default, max_model_len 1024: every size
  * here is refused by its length before tokenizing) and `long-context` (a tiny
@@ -28,6 +30,7 @@ import { fileURLToPath } from "node:url";
 import { defaultModelDir } from "../../src/index.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { GapMeter } from "../gap-watch.js";
+import { HOSTILE_CASES } from "../hostile-cases.js";
 import type { Row, Suite } from "../harness.js";
 import { grammarRows } from "./stall-grammar.js";
 
@@ -114,6 +117,16 @@ async function measureServer(config: string, args: string[], sizes: readonly num
     try {
       const idle = await meter.during(() => new Promise((r) => setTimeout(r, 1000)));
       rows.push(row(0, "none", 0, 1000, idle.gaps));
+      if (config === "default") {
+        for (const c of HOSTILE_CASES) {
+          const payload = Buffer.from(JSON.stringify(c.body(MODEL)));
+          const t0 = performance.now();
+          const { value, gaps } = await meter.during(() => post(url, c.path, payload));
+          const r: Row = { ...row(payload.length, c.name, value.status, performance.now() - t0 - 400, gaps), was: c.was };
+          log(`  hostile: ${c.name} → ${value.status} in ${r["response_ms"]} ms; longest gap /health ${gaps.health.max_ms} ms, stream ${gaps.stream.max_ms} ms`);
+          rows.push(r);
+        }
+      }
       for (const size of sizes) {
         const text = asciiWords(size);
         for (const endpoint of ENDPOINTS) {
@@ -138,7 +151,7 @@ async function measureServer(config: string, args: string[], sizes: readonly num
 
 export const stall: Suite = {
   name: "stall",
-  description: "longest /health and stream gaps while another client sends a 256 KiB–15 MB text prompt to /v1/completions, chat and /tokenize (#14 item 1), or a hostile grammar (#32)",
+  description: "longest /health and stream gaps while another client sends a hostile request or grammar (#32), or a 256 KiB–15 MB text prompt to /v1/completions, chat and /tokenize (#14 item 1)",
   async run({ quick, log }) {
     const sizes = quick ? [256 * 1024, 4 * 2 ** 20] : SIZES;
     const rows = await measureServer("default", ["--model", defaultModelDir(), "--tool-call-parser", "hermes"], sizes, log, true);

@@ -8,7 +8,10 @@
  * context comes back as a count and a 400, not as a 15 MB string (copying,
  * concatenating and cloning megabytes cost the HTTP thread 100–300 ms on a
  * loaded machine, which /health and every stream waited out). A client that
- * goes away mid-upload is a ClientGoneError, not a server error. The content
+ * goes away mid-upload is a ClientGoneError, not a server error.
+ * A body beyond a shape bound (request-shape.ts: 10⁶ logit_bias entries or
+ * messages) is a 400 naming the field, found in the worker for a big body,
+ * here for a small one, before any route works on it. The content
  * type is not checked: `curl -d '{…}'` sends
  * application/x-www-form-urlencoded, and the body is JSON all the same.
  */
@@ -16,8 +19,10 @@ import type { IncomingMessage } from "node:http";
 import { JsonBytesError, parseJsonBytes } from "../json-bytes.js";
 import type { LongPromptText } from "../prompt-text.js";
 import { type ServerContext, maxModelLen } from "./context.js";
+import { whileConnected } from "./client-gone.js";
 import { ClientGoneError, HttpError, badRequest } from "./errors.js";
 import { refuseLongText } from "./prompt-length.js";
+import { type ShapeViolation, findShapeViolation } from "../request-shape.js";
 
 /** Default largest body: 16 MiB (long prompts as token ids fit many times over). */
 export const MAX_BODY_BYTES = 16 * 2 ** 20;
@@ -39,6 +44,10 @@ export interface ReadJsonOptions {
    * throws the HTTP error the body earns.
    */
   parseOffThread?: (segments: Uint8Array[], maxDepth: number) => Promise<unknown>;
+  /** Checks a body parsed here (a small one): throws the HTTP error it earns (parseOffThread checks its own). */
+  checkParsed?: (value: unknown) => void;
+  /** The client-gone signal (client-gone.ts): a client that leaves while its body is parsed elsewhere ends the read at once. */
+  signal?: AbortSignal;
 }
 
 /** A body's bytes: small ones as Node's chunks, big ones copied into shared segments as they come. */
@@ -95,6 +104,7 @@ export async function readJsonBody(req: IncomingMessage, options: ReadJsonOption
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > maxBytes) throw new HttpError(413, `the request body is ${declared} bytes, more than the limit of ${maxBytes}`);
   const body = new BodyBytes(options.parseOffThread !== undefined);
+  let value: unknown;
   try {
     for await (const chunk of req as AsyncIterable<Buffer>) {
       if (body.size + chunk.length > maxBytes) throw new HttpError(413, `the request body is more than the limit of ${maxBytes} bytes`);
@@ -106,12 +116,17 @@ export async function readJsonBody(req: IncomingMessage, options: ReadJsonOption
   }
   try {
     const segments = body.segments();
-    if (segments !== null) return await options.parseOffThread!(segments, MAX_JSON_DEPTH);
-    return parseJsonBytes(body.whole(), MAX_JSON_DEPTH);
+    if (segments !== null) {
+      const parsed = options.parseOffThread!(segments, MAX_JSON_DEPTH);
+      return await (options.signal === undefined ? parsed : whileConnected(options.signal, parsed));
+    }
+    value = parseJsonBytes(body.whole(), MAX_JSON_DEPTH);
   } catch (e) {
     if (!(e instanceof JsonBytesError)) throw e;
     throw badRequest(null, `the request body ${e.message}`, e.message.startsWith("is empty") ? null : "invalid_json");
   }
+  options.checkParsed?.(value);
+  return value;
 }
 
 /**
@@ -119,15 +134,26 @@ export async function readJsonBody(req: IncomingMessage, options: ReadJsonOption
  * which also refuses a prompt text the context cannot hold (prompt-length.ts's
  * character bound, the same 400 the routes give for a small body).
  */
-export function bodyOptions(ctx: ServerContext): ReadJsonOptions {
+export function bodyOptions(ctx: ServerContext, signal: AbortSignal): ReadJsonOptions {
   return {
+    signal,
     parseOffThread: async (segments, maxDepth) => {
       const limit = maxModelLen(ctx);
-      const r = await ctx.tokenizerPool.parseJson(segments, maxDepth, limit === null ? null : limit * ctx.tokenizer.maxTokenChars);
+      const r = await ctx.tokenizerPool.parseJson(segments, maxDepth, limit === null ? null : limit * ctx.tokenizer.maxTokenChars, { maxTokenIds: limit });
+      if ("shape" in r) throw shapeError(r.shape);
       if ("longPrompt" in r) refuseLongPrompt(ctx, r.longPrompt);
       return (r as { value: unknown }).value;
     },
+    checkParsed: (value) => {
+      const v = findShapeViolation(value, { maxTokenIds: maxModelLen(ctx) });
+      if (v !== null) throw shapeError(v);
+    },
   };
+}
+
+/** A 400 for a body beyond a shape bound (OpenAI's code for an array past its maximum length). */
+function shapeError(v: ShapeViolation): HttpError {
+  return badRequest(v.param, v.message, "array_above_max_length");
 }
 
 function refuseLongPrompt(ctx: ServerContext, found: LongPromptText): never {

@@ -36,7 +36,12 @@ export interface ServerContext {
   shuttingDown: boolean;
 }
 
-export type Handler = (req: IncomingMessage, res: ServerResponse, ctx: ServerContext) => Promise<void> | void;
+/**
+ * A route. `signal` aborts (with a ClientGoneError) once the client closed its
+ * connection before the answer was sent: a handler checks it between phases
+ * (clientGone.ts) and drops its work.
+ */
+export type Handler = (req: IncomingMessage, res: ServerResponse, ctx: ServerContext, signal: AbortSignal) => Promise<void> | void;
 
 /** The engine's context length, once loaded. */
 export function maxModelLen(ctx: ServerContext): number | null {

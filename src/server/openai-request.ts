@@ -14,18 +14,18 @@
 import { randomUUID } from "node:crypto";
 import { ArgumentError, clip, show } from "../errors.js";
 import { MAX_LOGPROBS, type ResolvedSamplingParams, type SamplingParams, resolveSamplingParams } from "../engine/sampling-params.js";
-import type { ChatMessage } from "../tokenizer/chat-template.js";
 import { type ServerContext, maxModelLen } from "./context.js";
 import { HttpError, badRequest } from "./errors.js";
 import { Fields, isObject } from "./fields.js";
 import { type GrammarRequest, parseGrammarFields } from "./structured-request.js";
 import { type ToolPlan, parseToolFields, templateMessages } from "./tool-calls.js";
 import { contentChars } from "../prompt-text.js";
-import { encodePrompt, refuseLongText } from "./prompt-length.js";
+import { SHAPE_LIMITS } from "../request-shape.js";
+import { encodeChatPrompt, encodePrompt, refuseLongText } from "./prompt-length.js";
 
 export interface PromptInput {
   tokenIds: number[];
-  /** The prompt as text (for echo). */
+  /** The prompt as text (for echo; "" for chat, whose prompt is rendered and encoded in a tokenizer worker). */
   text: string;
   params: ResolvedSamplingParams;
   /** Which prompt of the request this choice samples (usage counts each prompt once). */
@@ -66,7 +66,7 @@ export interface GenerationPlan {
  * and starve other clients. vLLM bounds the list too (VLLM_MAX_COMPLETION_PROMPTS,
  * checked before any tokenizing); kvflash's bound is an eighth of its default queue.
  */
-export const MAX_PROMPTS_PER_REQUEST = 128;
+export const MAX_PROMPTS_PER_REQUEST = SHAPE_LIMITS.prompts;
 
 /** Sampling parameter → the request field it came from (for error messages). */
 const FIELD_OF: Record<string, string> = {
@@ -111,6 +111,37 @@ function refuseUnsupported(f: Fields): void {
 
 /** The most samples per prompt (n). */
 export const MAX_N = 128;
+
+/**
+ * The most choices (prompts × n) one request may have: each is an engine
+ * request, and 128 prompts × n 128 (16384 of them) stalled every other
+ * stream for ~12 s. The same bound as n alone and as the prompt list alone.
+ */
+export const MAX_CHOICES = 128;
+
+/**
+ * The most logprob entries a non-streamed response may hold: Σ over choices of
+ * max_tokens × (top_logprobs + 1). The outputs are held until the last
+ * token and the body is written from them (in slices: response-writer.ts),
+ * ~75 bytes an entry in chat's format, so 2¹⁶ entries are ~5 MB; more is
+ * refused with a pointer to stream: true, whose chunks are built and
+ * forgotten a step at a time. vLLM bounds the factors (--max-logprobs 20, n);
+ * n 128 × top_logprobs 20 × 900 tokens built a 60 MB body (/health 4.5 s,
+ * RSS 1175 MiB).
+ */
+export const MAX_RESPONSE_LOGPROBS = 2 ** 16;
+
+/** Refuses a non-streamed response of more than MAX_RESPONSE_LOGPROBS logprob entries (the choices are bounded before tokenizing). */
+function checkResponseSize(prompts: readonly PromptInput[], n: number, stream: boolean, logprobs: number | null, logprobsParam: string): void {
+  if (stream || logprobs === null) return;
+  const entries = prompts.reduce((sum, p) => sum + p.params.maxTokens * (logprobs + 1), 0) * n;
+  if (entries > MAX_RESPONSE_LOGPROBS) {
+    throw badRequest(
+      logprobsParam,
+      `${logprobsParam} ${logprobs} with n ${n} and max_tokens up to ${Math.max(...prompts.map((p) => p.params.maxTokens))} asks for ${entries} logprob entries in one response, more than the ${MAX_RESPONSE_LOGPROBS} a non-streamed response may hold; send stream: true, lower max_tokens, n or ${logprobsParam}`,
+    );
+  }
+}
 
 /** Each prompt n times: sample i with seed + i (when seeded), waiting for sample 0's prefill. */
 function sampleEach(prompts: PromptInput[], n: number): PromptInput[] {
@@ -241,26 +272,12 @@ export async function parseChatRequest(body: unknown, ctx: ServerContext): Promi
   if (tools.grammar !== null && c.grammar !== null) {
     throw badRequest(c.grammar.param, `${c.grammar.param} cannot be combined with tools (tool_choice ${show(f.raw("tool_choice") ?? "auto")}); send tool_choice "none" for structured output`);
   }
-  let text: string;
-  try {
-    text = tok.applyChatTemplate(templateMessages(messages) as ChatMessage[], { addGenerationPrompt, variables, ...(tools.templateTools === undefined ? {} : { tools: tools.templateTools }) });
-    if (continueFinal) text = cutAfterFinalMessage(text, messages.at(-1) as ChatMessage);
-  } catch (e) {
-    if (e instanceof HttpError) throw e;
-    throw badRequest("messages", `the chat template cannot render these messages: ${(e as Error).message}`);
-  }
-  const tokenIds = await encodePrompt(ctx, text, f.boolean("add_special_tokens") ?? false, "messages");
+  const chat = { messages: templateMessages(messages), addGenerationPrompt, variables, tools: tools.templateTools, continueFinal };
+  const tokenIds = await encodeChatPrompt(ctx, chat, f.boolean("add_special_tokens") ?? false);
   const base = { ...samplingFields(f), logprobs: logprobsOn ? (top ?? 0) : null };
-  const prompt = fitPrompt(tokenIds, text, c.explicitMax, "chat", base, ctx, "messages");
+  const prompt = fitPrompt(tokenIds, "", c.explicitMax, "chat", base, ctx, "messages");
+  checkResponseSize([prompt], c.n, c.stream, base.logprobs, top === undefined ? "logprobs" : "top_logprobs");
   return { kind: "chat", ...c, grammar: c.grammar ?? tools.grammar, prompts: sampleEach([prompt], c.n), logprobs: base.logprobs, echo: false, tools: tools.plan };
-}
-
-/** continue_final_message: the rendered text ends where the final message's content ends (transformers' rule). */
-function cutAfterFinalMessage(text: string, final: ChatMessage): string {
-  const content = typeof final.content === "string" ? final.content : (final.content ?? []).map((p) => p.text ?? "").join("\n");
-  const at = text.lastIndexOf(content.trim());
-  if (content.trim() === "" || at < 0) throw badRequest("continue_final_message", "the final message's content cannot be found in the rendered chat template");
-  return text.slice(0, at + content.trim().length);
 }
 
 export async function parseCompletionRequest(body: unknown, ctx: ServerContext): Promise<GenerationPlan> {
@@ -279,6 +296,9 @@ export async function parseCompletionRequest(body: unknown, ctx: ServerContext):
   if (items.length > MAX_PROMPTS_PER_REQUEST) {
     throw badRequest("prompt", `prompt lists ${items.length} prompts, more than the ${MAX_PROMPTS_PER_REQUEST} one request may have; send them in several requests`);
   }
+  if (items.length * c.n > MAX_CHOICES) {
+    throw badRequest("n", `n is ${c.n} for ${items.length} prompts: ${items.length * c.n} choices, more than the ${MAX_CHOICES} one request may have; send the prompts in several requests`);
+  }
   const base = { ...samplingFields(f), logprobs };
   const prompts = await Promise.all(items.map(async (p, i) => {
     const param = items.length === 1 ? "prompt" : `prompt[${i}]`;
@@ -288,6 +308,7 @@ export async function parseCompletionRequest(body: unknown, ctx: ServerContext):
     });
     return fitPrompt(p, echo ? decodeForEcho(ctx, p) : "", c.explicitMax, "completion", base, ctx, param);
   }));
+  checkResponseSize(prompts, c.n, c.stream, logprobs, "logprobs");
   return { kind: "completion", ...c, prompts: sampleEach(prompts, c.n), logprobs, echo, tools: null };
 }
 

@@ -3,8 +3,10 @@
  * A text of more characters than maxModelLen × the tokenizer's maxTokenChars
  * cannot fit the context, so it is refused with a 400 context_length_exceeded
  * before any tokenizing; any other text is tokenized in the tokenizer pool's
- * workers, which stop once the prompt is known not to fit (stopAfter).
+ * workers, which stop once the prompt is known not to fit (stopAfter). Chat
+ * prompts are rendered there too.
  */
+import { type ChatPromptJob, ChatPromptError } from "../tokenizer/chat-prompt.js";
 import { type ServerContext, maxModelLen } from "./context.js";
 import { HttpError, badRequest } from "./errors.js";
 
@@ -26,6 +28,26 @@ export function refuseLongText(ctx: ServerContext, chars: number, param: string)
       "context_length_exceeded",
     );
   }
+}
+
+/**
+ * Renders and encodes a chat prompt in the tokenizer pool (the chat template
+ * never runs on the HTTP thread); a template that refuses the messages is a
+ * 400 naming the field, more tokens than the context holds a 400 context_length_exceeded.
+ */
+export async function encodeChatPrompt(ctx: ServerContext, chat: ChatPromptJob, addSpecialTokens: boolean): Promise<number[]> {
+  const limit = contextLimit(ctx);
+  let ids: number[];
+  try {
+    ids = await ctx.tokenizerPool.encodeChat(chat, { addSpecialTokens, stopAfter: limit });
+  } catch (e) {
+    if (e instanceof ChatPromptError) throw badRequest(e.param, e.message);
+    throw e;
+  }
+  if (ids.length > limit) {
+    throw badRequest("messages", `This model's maximum context length is ${limit} tokens. However, your messages has more than ${limit} tokens.`, "context_length_exceeded");
+  }
+  return ids;
 }
 
 /** Encodes a prompt in the tokenizer pool; more tokens than the context holds is a 400 context_length_exceeded. */

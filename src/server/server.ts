@@ -100,8 +100,13 @@ export class KvflashServer {
     this.#requestLog = options.requestLog ?? null;
     this.http = createServer((req, res) => {
       this.#active.add(res);
-      res.once("close", () => this.#active.delete(res));
-      void this.#dispatch(req, res);
+      // Fires once the client is gone before its answer was sent: every phase of the request (body, parse, render, tokenize, queue, run) drops its work.
+      const gone = new AbortController();
+      res.once("close", () => {
+        this.#active.delete(res);
+        if (!res.writableEnded) gone.abort(new ClientGoneError("the client went away before its answer was sent"));
+      });
+      void this.#dispatch(req, res, gone.signal);
     });
     this.http.keepAliveTimeout = 5000;
   }
@@ -139,7 +144,7 @@ export class KvflashServer {
     await closed;
   }
 
-  async #dispatch(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #dispatch(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
     const id = `req-${++this.#numRequests}`;
     const path = requestPath(req.url ?? "/");
     const log = this.#requestLog === null || UNLOGGED_PATHS.has(path) ? null : logRequest(req, res, path, id, this.#requestLog);
@@ -166,7 +171,7 @@ export class KvflashServer {
         throw new HttpError(405, `${path} takes ${route.method}, got ${req.method}`);
       }
       if (route.auth && ctx.apiKey !== null) this.#checkApiKey(req, ctx.apiKey);
-      await route.handler(req, res, ctx);
+      await route.handler(req, res, ctx, signal);
     } catch (e) {
       if (e instanceof ClientGoneError) {
         this.#clientLog.line("client-gone", `kvflash: ${req.method} ${clip(req.url ?? "")}: ${e.message}`);

@@ -2,7 +2,7 @@
  * Server-sent events as OpenAI streams them: `data: {json}\n\n` per chunk,
  * `data: [DONE]\n\n` at the end. Once the client went away (the socket
  * closed before end()) writes are dropped; cancelling the request behind the
- * stream is the route's job (routes/run-generation.ts watches the same close event).
+ * stream is the route's job (routes/run-generation.ts: the request's client-gone signal).
  */
 import type { ServerResponse } from "node:http";
 

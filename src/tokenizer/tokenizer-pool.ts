@@ -15,8 +15,10 @@ import { Worker } from "node:worker_threads";
 import { workerExecArgv } from "../runtime/worker-exec-argv.js";
 import { ArgumentError } from "../errors.js";
 import type { EncodeOptions } from "./tokenizer.js";
+import { type ChatPromptJob, ChatPromptError } from "./chat-prompt.js";
 import { JsonBytesError } from "../json-bytes.js";
 import type { LongPromptText } from "../prompt-text.js";
+import type { ShapeBounds, ShapeViolation } from "../request-shape.js";
 import type { WorkerJob, WorkerResult } from "./tokenizer-worker.js";
 
 export interface TokenizerPoolOptions {
@@ -54,15 +56,40 @@ export class TokenizerPool {
   }
 
   /**
+   * A chat request's messages → prompt token ids, in a worker: rendered with
+   * the chat template (chat-prompt.ts), then encoded (stopAfter as in encode).
+   * Throws a ChatPromptError naming the request field at fault.
+   */
+  async encodeChat(chat: ChatPromptJob, options: EncodeOptions = {}): Promise<number[]> {
+    const r = await this.#run({ id: 0, kind: "chat", chat, addSpecialTokens: options.addSpecialTokens ?? false, stopAfter: options.stopAfter ?? null });
+    if ("error" in r) throw new ChatPromptError(r.param ?? "messages", r.error);
+    return Array.from((r as { ids: Int32Array }).ids);
+  }
+
+  /** Token ids → text, in a worker (Tokenizer.decode: special tokens kept; an id outside the vocabulary is an ArgumentError). */
+  async decode(ids: readonly number[]): Promise<string> {
+    const r = await this.#run({ id: 0, kind: "decode", ids: Int32Array.from(ids) });
+    if ("error" in r) throw new ArgumentError("ids", r.error);
+    return (r as { text: string }).text;
+  }
+
+  /**
    * UTF-8 JSON bytes, in order in `segments`, → a value, in a worker
    * (json-bytes.ts parseJsonBytes; throws its JsonBytesError). With
    * `maxPromptChars`, a body with a longer prompt text (prompt-text.ts) comes
-   * back as `{ longPrompt }` instead of the value. Segments on SharedArrayBuffers
-   * reach the worker without a copy.
+   * back as `{ longPrompt }` instead of the value, and with `shape`, a body
+   * that breaks a shape bound (request-shape.ts) as `{ shape }`. Segments on
+   * SharedArrayBuffers reach the worker without a copy.
    */
-  async parseJson(segments: Uint8Array[], maxDepth: number, maxPromptChars: number | null = null): Promise<{ value: unknown } | { longPrompt: LongPromptText }> {
-    const r = await this.#run({ id: 0, kind: "json", segments, maxDepth, maxPromptChars });
+  async parseJson(
+    segments: Uint8Array[],
+    maxDepth: number,
+    maxPromptChars: number | null = null,
+    shape: ShapeBounds | null = null,
+  ): Promise<{ value: unknown } | { longPrompt: LongPromptText } | { shape: ShapeViolation }> {
+    const r = await this.#run({ id: 0, kind: "json", segments, maxDepth, maxPromptChars, shape });
     if ("error" in r) throw r.json ? new JsonBytesError(r.error) : new Error(r.error);
+    if ("shape" in r) return { shape: r.shape };
     return "longPrompt" in r ? { longPrompt: r.longPrompt } : { value: (r as { value: unknown }).value };
   }
 

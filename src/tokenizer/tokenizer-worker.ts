@@ -5,15 +5,21 @@
  * It also parses big JSON request bodies (json-bytes.ts), the HTTP thread's
  * other work that grows with a request's size, and counts their prompt text
  * (prompt-text.ts): a body whose text cannot fit the context comes back as
- * that count alone, so a 15 MB string is never copied back.
+ * that count alone, so a 15 MB string is never copied back; a body that
+ * breaks a shape bound (request-shape.ts: 10⁶ logit_bias entries, 10⁶
+ * messages) comes back as the bound it breaks, never as the value.
  *
  *   in:  { id, kind: "encode", text, addSpecialTokens, stopAfter }
- *      | { id, kind: "json", segments, maxDepth, maxPromptChars }
- *   out: { id, ids: Int32Array } | { id, value } | { id, longPrompt } | { id, error, json }
+ *      | { id, kind: "json", segments, maxDepth, maxPromptChars, shape }
+ *      | { id, kind: "decode", ids: Int32Array }
+ *      | { id, kind: "chat", chat: ChatPromptJob, addSpecialTokens, stopAfter }   (render, then encode)
+ *   out: { id, ids: Int32Array } | { id, text } | { id, value } | { id, longPrompt } | { id, shape } | { id, error, json, param }
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { JsonBytesError, parseJsonBytes } from "../json-bytes.js";
 import { type LongPromptText, findLongPromptText } from "../prompt-text.js";
+import { type ShapeBounds, type ShapeViolation, findShapeViolation } from "../request-shape.js";
+import { type ChatPromptJob, ChatPromptError, chatPromptText } from "./chat-prompt.js";
 import { Tokenizer } from "./tokenizer.js";
 
 export type WorkerJob =
@@ -33,14 +39,32 @@ export type WorkerJob =
       maxDepth: number;
       /** A prompt text longer than this is answered with its count (findLongPromptText), or null for no limit. */
       maxPromptChars: number | null;
+      /** The shape bounds to check (findShapeViolation), or null for none. */
+      shape: ShapeBounds | null;
+    }
+  | {
+      id: number;
+      kind: "chat";
+      chat: ChatPromptJob;
+      addSpecialTokens: boolean;
+      stopAfter: number | null;
+    }
+  | {
+      id: number;
+      kind: "decode";
+      /** Token ids, each in [0, vocabSize) (Tokenizer.decode checks). */
+      ids: Int32Array;
     };
 
 /** `json`: the error is a JsonBytesError (what is wrong with the body). */
 export type WorkerResult =
   | { id: number; ids: Int32Array }
+  | { id: number; text: string }
   | { id: number; value: unknown }
   | { id: number; longPrompt: LongPromptText }
-  | { id: number; error: string; json: boolean };
+  | { id: number; shape: ShapeViolation }
+  /** `param`: the request field a chat prompt failed on (ChatPromptError). */
+  | { id: number; error: string; json: boolean; param?: string };
 
 function joinSegments(segments: readonly Uint8Array[]): Uint8Array {
   if (segments.length === 1) return segments[0]!;
@@ -61,13 +85,20 @@ port.on("message", (job: WorkerJob) => {
   try {
     if (job.kind === "json") {
       const value = parseJsonBytes(joinSegments(job.segments), job.maxDepth);
+      const shape = job.shape === null ? null : findShapeViolation(value, job.shape);
       const longPrompt = job.maxPromptChars === null ? null : findLongPromptText(value, job.maxPromptChars);
-      port.postMessage((longPrompt === null ? { id: job.id, value } : { id: job.id, longPrompt }) satisfies WorkerResult);
+      port.postMessage((shape !== null ? { id: job.id, shape } : longPrompt !== null ? { id: job.id, longPrompt } : { id: job.id, value }) satisfies WorkerResult);
       return;
     }
-    const ids = Int32Array.from(tokenizer.encode(job.text, { addSpecialTokens: job.addSpecialTokens, ...(job.stopAfter === null ? {} : { stopAfter: job.stopAfter }) }));
+    if (job.kind === "decode") {
+      port.postMessage({ id: job.id, text: tokenizer.decode(Array.from(job.ids)) } satisfies WorkerResult);
+      return;
+    }
+    const text = job.kind === "chat" ? chatPromptText(tokenizer, job.chat) : job.text;
+    const ids = Int32Array.from(tokenizer.encode(text, { addSpecialTokens: job.addSpecialTokens, ...(job.stopAfter === null ? {} : { stopAfter: job.stopAfter }) }));
     port.postMessage({ id: job.id, ids } satisfies WorkerResult, [ids.buffer]);
   } catch (e) {
-    port.postMessage({ id: job.id, error: e instanceof Error ? e.message : String(e), json: e instanceof JsonBytesError } satisfies WorkerResult);
+    const param = e instanceof ChatPromptError ? { param: e.param } : {};
+    port.postMessage({ id: job.id, error: e instanceof Error ? e.message : String(e), json: e instanceof JsonBytesError, ...param } satisfies WorkerResult);
   }
 });

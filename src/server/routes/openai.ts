@@ -3,6 +3,7 @@
  * GET /v1/models and GET /v1/models/{id} (the openai client's models.retrieve).
  */
 import { bodyOptions, readJsonBody } from "../body.js";
+import { whileConnected } from "../client-gone.js";
 import { type Handler, type ServerContext, maxModelLen } from "../context.js";
 import { HttpError, sendJson } from "../errors.js";
 import { parseChatRequest, parseCompletionRequest } from "../openai-request.js";
@@ -19,20 +20,20 @@ function requireReady(ctx: ServerContext): void {
   if (s.state !== "ready") throw new HttpError(503, s.state === "failed" ? `the engine failed: ${s.message}` : "the engine is stopped");
 }
 
-export const chatCompletions: Handler = async (req, res, ctx) => {
-  const body = await readJsonBody(req, bodyOptions(ctx));
+export const chatCompletions: Handler = async (req, res, ctx, signal) => {
+  const body = await readJsonBody(req, bodyOptions(ctx, signal));
   requireReady(ctx);
-  const plan = await parseChatRequest(body, ctx);
+  const plan = await whileConnected(signal, parseChatRequest(body, ctx));
   checkRequestGrammar(plan.grammar);
-  await runGeneration(req, res, ctx, plan);
+  await runGeneration(res, ctx, plan, signal);
 };
 
-export const completions: Handler = async (req, res, ctx) => {
-  const body = await readJsonBody(req, bodyOptions(ctx));
+export const completions: Handler = async (req, res, ctx, signal) => {
+  const body = await readJsonBody(req, bodyOptions(ctx, signal));
   requireReady(ctx);
-  const plan = await parseCompletionRequest(body, ctx);
+  const plan = await whileConnected(signal, parseCompletionRequest(body, ctx));
   checkRequestGrammar(plan.grammar);
-  await runGeneration(req, res, ctx, plan);
+  await runGeneration(res, ctx, plan, signal);
 };
 
 function modelCard(ctx: ServerContext, id: string) {

@@ -5,29 +5,33 @@
  * accepted the request or while it runs — has all of its requests aborted,
  * which frees their KV blocks at the next step boundary.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import { EngineRejectedError, type OutputStream } from "../../engine/engine-client.js";
 import type { EngineOutput } from "../../engine/engine.js";
+import { throwIfGone } from "../client-gone.js";
 import type { ServerContext } from "../context.js";
-import { HttpError, sendJson } from "../errors.js";
+import { HttpError } from "../errors.js";
 import type { GenerationPlan } from "../openai-request.js";
-import { type ChoiceState, chunk, deltaChunk, fullResponse, usageChunk, usageOf } from "../openai-response.js";
+import { type ChoiceState, chunk, deltaChunk, usageChunk, usageOf } from "../openai-response.js";
+import { writeFullResponse } from "../response-writer.js";
 import { ToolCallStream } from "../tool-call-output.js";
 import { SseStream } from "../sse.js";
 import { grammarRejection } from "../structured-request.js";
 import { type RequestLogEntry, requestLogEntry } from "../request-log.js";
 
-export async function runGeneration(req: IncomingMessage, res: ServerResponse, ctx: ServerContext, plan: GenerationPlan): Promise<void> {
+export async function runGeneration(res: ServerResponse, ctx: ServerContext, plan: GenerationPlan, signal: AbortSignal): Promise<void> {
   if (ctx.shuttingDown) throw new HttpError(503, "the server is shutting down");
+  throwIfGone(signal); // a client that left during the earlier phases never reaches the engine
   const ids = plan.prompts.map((_, i) => `${plan.id}-${i}`);
-  // A client that left while its request was parsed or tokenized: nothing to submit ('close' fired before the listener below).
-  if (req.socket.destroyed || res.destroyed) return;
   let gone = false;
-  res.on("close", () => {
-    if (res.writableEnded) return;
-    gone = true;
-    for (const id of ids) ctx.engine.abort(id);
-  });
+  signal.addEventListener(
+    "abort",
+    () => {
+      gone = true;
+      for (const id of ids) ctx.engine.abort(id);
+    },
+    { once: true },
+  );
   const arrivalTime = performance.timeOrigin + performance.now();
   let streams: OutputStream[];
   try {
@@ -90,12 +94,13 @@ async function* noteOutputs(stream: OutputStream, entry: RequestLogEntry): Async
   }
 }
 
-function apply(state: ChoiceState, out: EngineOutput): void {
+/** Adds an output to its choice; logprobs are kept only for a non-streamed response (a stream sends each step's and forgets them). */
+function apply(state: ChoiceState, out: EngineOutput, keepLogprobs: boolean): void {
   state.text += out.text;
   state.numOutputTokens = out.numOutputTokens;
   state.numCachedTokens = out.numCachedTokens;
   if (out.numPromptTokens > 0) state.numPromptTokens = out.numPromptTokens;
-  if (out.logprobs !== null) state.logprobs.push(...out.logprobs);
+  if (keepLogprobs && out.logprobs !== null) for (const lp of out.logprobs) state.logprobs.push(lp);
   state.finishReason = out.finishReason;
   state.stopReason = out.stopReason;
 }
@@ -117,7 +122,7 @@ async function streamChoices(res: ServerResponse, ctx: ServerContext, plan: Gene
       const toolStream = tools === null ? null : new ToolCallStream(tools);
       for await (const out of stream) {
         const offset = state.text.length;
-        apply(state, out);
+        apply(state, out, false);
         if (out.finishReason === "error") {
           error ??= out.error ?? "generation failed";
           abortAll();
@@ -155,7 +160,7 @@ async function collectChoices(
   await Promise.all(
     streams.map(async (stream, i) => {
       for await (const out of stream) {
-        apply(states[i]!, out);
+        apply(states[i]!, out, true);
         if (out.finishReason === "error") {
           error ??= out.error ?? "generation failed";
           abortAll();
@@ -165,5 +170,5 @@ async function collectChoices(
   );
   if (gone()) return;
   if (error !== null) throw new HttpError(500, error);
-  sendJson(res, 200, fullResponse(plan, ctx.tokenizer, states));
+  await writeFullResponse(res, plan, ctx.tokenizer, states);
 }

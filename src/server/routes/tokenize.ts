@@ -5,18 +5,19 @@
  *                     → { count, max_model_len, tokens, token_strs }
  *                     (encoded in the tokenizer pool; beyond the context: 400 context_length_exceeded)
  *   POST /detokenize  { tokens } → { prompt }
+ *                     (at most max_model_len ids, request-shape.ts; decoded in the tokenizer pool)
  */
 import { clip, show } from "../../errors.js";
-import type { ChatMessage } from "../../tokenizer/chat-template.js";
 import { bodyOptions, readJsonBody } from "../body.js";
+import { whileConnected } from "../client-gone.js";
 import { type Handler, maxModelLen } from "../context.js";
 import { HttpError, badRequest, sendJson } from "../errors.js";
 import { Fields } from "../fields.js";
 import { contentChars } from "../../prompt-text.js";
-import { encodePrompt, refuseLongText } from "../prompt-length.js";
+import { encodeChatPrompt, encodePrompt, refuseLongText } from "../prompt-length.js";
 
-export const tokenize: Handler = async (req, res, ctx) => {
-  const f = new Fields(await readJsonBody(req, bodyOptions(ctx)));
+export const tokenize: Handler = async (req, res, ctx, signal) => {
+  const f = new Fields(await readJsonBody(req, bodyOptions(ctx, signal)));
   checkModel(f, ctx.modelNames);
   const tok = ctx.tokenizer;
   let tokens: number[];
@@ -24,17 +25,12 @@ export const tokenize: Handler = async (req, res, ctx) => {
     const messages = f.raw("messages");
     if (!Array.isArray(messages) || messages.length === 0) throw badRequest("messages", `messages must be a non-empty array of { role, content }, got ${show(messages)}`);
     refuseLongText(ctx, contentChars(messages), "messages");
-    let text: string;
-    try {
-      text = tok.applyChatTemplate(messages as ChatMessage[], { addGenerationPrompt: f.boolean("add_generation_prompt") ?? true, variables: f.object("chat_template_kwargs") ?? {} });
-    } catch (e) {
-      throw badRequest("messages", `the chat template cannot render these messages: ${(e as Error).message}`);
-    }
-    tokens = await encodePrompt(ctx, text, f.boolean("add_special_tokens") ?? false, "messages");
+    const chat = { messages, addGenerationPrompt: f.boolean("add_generation_prompt") ?? true, variables: f.object("chat_template_kwargs") ?? {}, tools: undefined, continueFinal: false };
+    tokens = await whileConnected(signal, encodeChatPrompt(ctx, chat, f.boolean("add_special_tokens") ?? false));
   } else {
     const prompt = f.string("prompt");
     if (prompt === undefined) throw badRequest("prompt", "prompt (a string) or messages is required");
-    tokens = await encodePrompt(ctx, prompt, f.boolean("add_special_tokens") ?? true, "prompt");
+    tokens = await whileConnected(signal, encodePrompt(ctx, prompt, f.boolean("add_special_tokens") ?? true, "prompt"));
   }
   const strs = f.boolean("return_token_strs") ?? false;
   sendJson(res, 200, {
@@ -45,15 +41,15 @@ export const tokenize: Handler = async (req, res, ctx) => {
   });
 };
 
-export const detokenize: Handler = async (req, res, ctx) => {
-  const f = new Fields(await readJsonBody(req, bodyOptions(ctx)));
+export const detokenize: Handler = async (req, res, ctx, signal) => {
+  const f = new Fields(await readJsonBody(req, bodyOptions(ctx, signal)));
   checkModel(f, ctx.modelNames);
   const tokens = f.integers("tokens");
   if (tokens === undefined) throw badRequest("tokens", "tokens (an array of token ids) is required");
   tokens.forEach((t, i) => {
     if (t < 0 || t >= ctx.tokenizer.vocabSize) throw badRequest("tokens", `tokens[${i}] must be a token id in [0, ${ctx.tokenizer.vocabSize}), got ${t}`);
   });
-  sendJson(res, 200, { prompt: ctx.tokenizer.decode(tokens) });
+  sendJson(res, 200, { prompt: await whileConnected(signal, ctx.tokenizerPool.decode(tokens)) });
 };
 
 function checkModel(f: Fields, names: readonly string[]): void {
