@@ -161,17 +161,19 @@ function rng(seed: number): () => number {
 
 const WORDS = ["a", "name", "ключ", "名前", "😀x", "\u0000z", "\\\"", "\ud800", "é", " "];
 
-function randomSchema(r: () => number, depth: number): unknown {
+/** A random schema of at most `budget.left` nodes (without the bound, 60 properties a level over 80 levels ran the test process out of memory). */
+function randomSchema(r: () => number, depth: number, budget = { left: 4000 }): unknown {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
   const k = r();
-  if (depth <= 0 || k < 0.2) return pick([{ type: "string", maxLength: 1 + Math.floor(r() * 4) }, { type: "integer" }, { type: "boolean" }, { const: pick(WORDS) }, { enum: WORDS.slice(0, 1 + Math.floor(r() * WORDS.length)) }, { type: "string", pattern: pick(["[a-z]+", "(a|b", "\\d{2,", "ü+", "((((a))))"]) }, true, false, {}]);
+  budget.left--;
+  if (depth <= 0 || k < 0.2 || budget.left <= 0) return pick([{ type: "string", maxLength: 1 + Math.floor(r() * 4) }, { type: "integer" }, { type: "boolean" }, { const: pick(WORDS) }, { enum: WORDS.slice(0, 1 + Math.floor(r() * WORDS.length)) }, { type: "string", pattern: pick(["[a-z]+", "(a|b", "\\d{2,", "ü+", "((((a))))"]) }, true, false, {}]);
   if (k < 0.45) {
     const n = Math.floor(r() * (r() < 0.1 ? 60 : 5));
-    const properties = Object.fromEntries(Array.from({ length: n }, (_, i) => [`${pick(WORDS)}${i}`, randomSchema(r, depth - 1)]));
+    const properties = Object.fromEntries(Array.from({ length: n }, (_, i) => [`${pick(WORDS)}${i}`, randomSchema(r, depth - 1, budget)]));
     return { type: "object", properties, required: Object.keys(properties).filter(() => r() < 0.5), additionalProperties: r() < 0.5 };
   }
-  if (k < 0.6) return { type: "array", items: randomSchema(r, depth - 1), minItems: Math.floor(r() * 3), maxItems: Math.floor(r() * 4) };
-  if (k < 0.75) return { anyOf: Array.from({ length: 1 + Math.floor(r() * 4) }, () => randomSchema(r, depth - 1)) };
+  if (k < 0.6) return { type: "array", items: randomSchema(r, depth - 1, budget), minItems: Math.floor(r() * 3), maxItems: Math.floor(r() * 4) };
+  if (k < 0.75) return { anyOf: Array.from({ length: 1 + Math.floor(r() * 4) }, () => randomSchema(r, depth - 1, budget)) };
   if (k < 0.9) {
     // $ref cycles and chains, sometimes dangling
     const n = 1 + Math.floor(r() * 12);
