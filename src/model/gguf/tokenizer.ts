@@ -180,6 +180,8 @@ export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; to
     eos_token: tok(eosId),
     unk_token: tok(unkId),
     pad_token: tok(padId),
+    // llama.cpp's detokenizer never drops the space before punctuation (transformers' clean-up, on unless told otherwise).
+    clean_up_tokenization_spaces: false,
     ...(chatTemplate !== null ? { chat_template: chatTemplate } : {}),
   };
   return { tokenizerJson, tokenizerConfig };
