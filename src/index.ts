@@ -177,7 +177,8 @@ export {
   promptLogits,
   runRequest,
 } from "./engine/offline-generate.js";
-export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localModelSource, resolveModelSource } from "./model/source.js";
+export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localModelSource, localModelSourceOf, resolveModelSource } from "./model/source.js";
+export { type ModelMetadata, readModelMetadata } from "./model/model-metadata.js";
 export { type CachedRepo, type CachedSnapshot, HubCache } from "./model/hub/hub-cache.js";
 export { type HubSettings, hubSettings } from "./model/hub/hub-settings.js";
 export { HubError, type HubErrorKind } from "./model/hub/hub-client.js";

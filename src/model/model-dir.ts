@@ -107,7 +107,7 @@ function locateWeights(dir: string): { files: string[]; locations: Map<string, W
   const hint = present.some((f) => f.endsWith(".bin") || f.endsWith(".pt") || f.endsWith(".pth"))
     ? "; PyTorch pickle checkpoints (.bin/.pt) are not supported: use the repository's safetensors files"
     : present.some((f) => f.endsWith(".gguf"))
-      ? "; GGUF files are not supported yet: use the Hugging Face safetensors checkpoint"
+      ? "; for a GGUF model, give the .gguf file itself as the model"
       : "";
   throw new ArgumentError(dir, `has neither ${SINGLE_WEIGHTS_FILE} nor ${WEIGHTS_INDEX_FILE} (found: ${present.join(", ") || "nothing"})${hint}`);
 }

@@ -16,7 +16,7 @@ test("flags map to serve options", () => {
   assert.deepEqual(a, {
     shutdownTimeoutS: 10,
     maxWaitingRequests: 1024,
-    modelDir: "/m",
+    model: "/m",
     port: 9000,
     host: "0.0.0.0",
     kvCacheBytes: 2 ** 29,

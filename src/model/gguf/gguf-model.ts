@@ -15,8 +15,8 @@
  *
  * Tensors are read a few MiB of whole rows at a time and decoded straight into
  * their f32 tensor (dequantize.ts), so no JS buffer larger than one chunk is
- * ever held. The loader (loader.ts) picks this source for a path to a file
- * with the GGUF magic.
+ * ever held. The loader (loader.ts) reads a ModelSource of kind "gguf"
+ * (source.ts) through here.
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { ArgumentError, show } from "../../errors.js";
