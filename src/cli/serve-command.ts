@@ -25,6 +25,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   const running = await serve({ ...options, source, servedModelNames: options.servedModelNames ?? [model ?? "kvflash-default"] });
   const names = running.server.context.modelNames;
   log(`listening on ${running.url} (model ${names.map((n) => JSON.stringify(n)).join(", ")}; GET /health is 503 until loaded)`);
+  log(`chat template: ${running.server.context.tokenizer.chatTemplateOrigin ?? "none"}`);
 
   let lastDecile = -1;
   const progress = setInterval(() => {

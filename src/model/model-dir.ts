@@ -20,6 +20,7 @@ import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { Tokenizer } from "../tokenizer/tokenizer.js";
+import { fallbackFor } from "./chat-template-fallback.js";
 import { type ModelConfig, parseModelConfig } from "./config.js";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig } from "./generation-config.js";
 import { LoadProgress, type ProgressOptions } from "./progress.js";
@@ -137,7 +138,7 @@ export interface OpenModelDir extends ModelDirInfo {
 /** Reads everything of a model directory but the weights (readModelDirInfo, the tokenizer, the stop ids). */
 export function openModelDir(dir: string): OpenModelDir {
   const info = readModelDirInfo(dir);
-  const tokenizer = Tokenizer.fromDir(dir);
+  const tokenizer = Tokenizer.fromDir(dir, fallbackFor(info.config.architecture));
   if (tokenizer.vocabSize > info.config.vocabSize) {
     throw new ArgumentError(
       join(dir, "config.json"),

@@ -2,8 +2,8 @@
  * What a model source (source.ts) holds besides its weights, read by its
  * kind — never guessed from a path — for the threads that never touch the
  * weights: the HTTP thread (config, generation defaults, the tokenizer with
- * its chat template); the tokenizer workers read the tokenizer alone
- * (source-tokenizer.ts). The loader (loader.ts) reads the same through
+ * its chat template, own or fallback); the tokenizer workers read the
+ * tokenizer alone (source-tokenizer.ts). The loader (loader.ts) reads the same through
  * openModelDir / openGgufModel, which check the weights too.
  *
  *   HF directory   config.json, generation_config.json, tokenizer.json (+ tokenizer_config.json, chat_template.jinja)
@@ -14,6 +14,7 @@ import { join } from "node:path";
 import { ArgumentError, show } from "../errors.js";
 import { readJsonFile } from "../json-file.js";
 import { Tokenizer } from "../tokenizer/tokenizer.js";
+import { fallbackFor } from "./chat-template-fallback.js";
 import { type ModelConfig, parseModelConfig } from "./config.js";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig } from "./generation-config.js";
 import { openGgufModel } from "./gguf/gguf-model.js";
@@ -25,7 +26,7 @@ export interface ModelMetadata {
   config: ModelConfig;
   /** Request defaults and stop ids (a GGUF has no generation_config: its stop and BOS ids only). */
   generation: GenerationConfig;
-  /** With the model's chat template. */
+  /** With the model's chat template, or the fallback chosen for it (tokenizer.chatTemplateOrigin says which). */
   tokenizer: Tokenizer;
 }
 
@@ -42,5 +43,5 @@ export function readModelMetadata(source: ModelSource): ModelMetadata {
   const config = parseModelConfig(readJsonFile(configPath), { source: configPath });
   const genPath = join(dir, "generation_config.json");
   const generation = existsSync(genPath) ? parseGenerationConfig(readJsonFile(genPath), genPath) : { ...EMPTY_GENERATION_CONFIG, eosTokenIds: [] };
-  return { source, config, generation, tokenizer: Tokenizer.fromDir(dir) };
+  return { source, config, generation, tokenizer: Tokenizer.fromDir(dir, fallbackFor(config.architecture)) };
 }

@@ -32,6 +32,7 @@ import type { WeightSizes } from "../memory-plan.js";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig } from "../generation-config.js";
 import type { LoadProgress } from "../progress.js";
 import { checkWeights } from "../weight-names.js";
+import { fallbackFor } from "../chat-template-fallback.js";
 import { parseGgufConfig } from "./config.js";
 import { dequantize } from "./dequantize.js";
 import { GgufMetadata } from "./metadata.js";
@@ -106,7 +107,7 @@ export function openGgufModel(path: string): GgufModel {
   }
   const specs = checkWeights(config, new Map([...tensors].map(([name, t]) => [name, t.shape])), path);
   const meta = new GgufMetadata(header.metadata, path);
-  const tokenizer = ggufTokenizer(meta);
+  const tokenizer = ggufTokenizer(meta, fallbackFor(config.architecture));
   if (tokenizer.vocabSize > config.vocabSize) {
     throw new ArgumentError(path, `token_embd.weight has ${config.vocabSize} rows, fewer than the tokenizer's ${tokenizer.vocabSize} tokens`);
   }

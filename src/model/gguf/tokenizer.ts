@@ -18,10 +18,11 @@
  * CONTROL tokens become special added tokens and USER_DEFINED ones plain
  * added tokens (both split out of the text before the model runs, as
  * llama.cpp's tokenizer_st_partition does); BOS/EOS/add_bos_token/
- * add_eos_token and tokenizer.chat_template fill tokenizer_config.
+ * add_eos_token fill tokenizer_config; tokenizer.chat_template is the default
+ * chat template (named as such in errors and in the startup log).
  */
 import { ArgumentError } from "../../errors.js";
-import { Tokenizer } from "../../tokenizer/tokenizer.js";
+import { type TokenizerOptions, Tokenizer } from "../../tokenizer/tokenizer.js";
 import { GgufMetadata, isNumber, isString } from "./metadata.js";
 
 /** llama.cpp's llama_token_type. */
@@ -85,8 +86,8 @@ function template(bos: string | null, eos: string | null): Json {
   return { type: "TemplateProcessing", single, pair, special_tokens: specials };
 }
 
-/** The tokenizer.json and tokenizer_config.json objects a GGUF file's metadata describes. */
-export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; tokenizerConfig: Json } {
+/** The tokenizer.json and tokenizer_config.json objects a GGUF file's metadata describes, and its tokenizer.chat_template (or null). */
+export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; tokenizerConfig: Json; chatTemplate: string | null } {
   const model = meta.string("tokenizer.ggml.model");
   if (model !== "llama" && model !== "gpt2") {
     throw meta.error("tokenizer.ggml.model", `must be "llama" (SentencePiece) or "gpt2" (byte-level BPE), got ${model === null ? "nothing" : JSON.stringify(model)}`);
@@ -182,16 +183,21 @@ export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; to
     pad_token: tok(padId),
     // llama.cpp's detokenizer never drops the space before punctuation (transformers' clean-up, on unless told otherwise).
     clean_up_tokenization_spaces: false,
-    ...(chatTemplate !== null ? { chat_template: chatTemplate } : {}),
   };
-  return { tokenizerJson, tokenizerConfig };
+  return { tokenizerJson, tokenizerConfig, chatTemplate };
 }
 
-/** The Tokenizer of a GGUF file's metadata. */
-export function ggufTokenizer(meta: GgufMetadata): Tokenizer {
-  const { tokenizerJson, tokenizerConfig } = ggufTokenizerJson(meta);
+/** The Tokenizer of a GGUF file's metadata, its chat template from tokenizer.chat_template (else `options`' fallback). */
+export function ggufTokenizer(meta: GgufMetadata, options: TokenizerOptions = {}): Tokenizer {
+  const { tokenizerJson, tokenizerConfig, chatTemplate } = ggufTokenizerJson(meta);
   try {
-    return new Tokenizer({ tokenizerJson, tokenizerConfig, source: meta.source });
+    return new Tokenizer({
+      tokenizerJson,
+      tokenizerConfig,
+      source: meta.source,
+      ...(chatTemplate === null ? {} : { chatTemplate, chatTemplateOrigin: `${meta.source} tokenizer.chat_template` }),
+      ...options,
+    });
   } catch (e) {
     throw new ArgumentError(`${meta.source} tokenizer metadata`, `does not make a tokenizer: ${(e as Error).message}`);
   }
