@@ -23,8 +23,12 @@ export interface TokenizerSource {
   tokenizerConfig?: unknown;
   /** A chat template that overrides tokenizer_config's (the contents of chat_template.jinja). */
   chatTemplate?: string;
-  /** Where chatTemplate came from, for messages. Default "<source> chat_template.jinja". */
-  chatTemplateOrigin?: string;
+  /**
+   * Named chat templates kept elsewhere than tokenizer_config (a GGUF's tokenizer.chat_template
+   * and tokenizer.chat_template.NAME), each with the origin messages name; they win over
+   * tokenizer_config's of the same name.
+   */
+  namedChatTemplates?: Readonly<Record<string, { source: string; origin: string }>>;
   /** Names the source in error messages. */
   source?: string;
   /**
@@ -149,8 +153,8 @@ export class Tokenizer {
     this.eosToken = tokenContent(config["eos_token"]);
     this.bosTokenId = this.bosToken === null ? null : (this.tokenToId(this.bosToken) ?? null);
     this.eosTokenId = this.eosToken === null ? null : (this.tokenToId(this.eosToken) ?? null);
-    const override = source.chatTemplate === undefined ? undefined : { source: source.chatTemplate, origin: source.chatTemplateOrigin ?? `${where} chat_template.jinja` };
-    const templates = chatTemplatesOf(config, override, where);
+    const overrides = { ...source.namedChatTemplates, ...(source.chatTemplate === undefined ? {} : { default: { source: source.chatTemplate, origin: `${where} chat_template.jinja` } }) };
+    const templates = chatTemplatesOf(config, overrides, where);
     if (templates["default"] === undefined && source.fallbackChatTemplate !== undefined) {
       const fallback = source.fallbackChatTemplate(this);
       templates["default"] = { template: new ChatTemplate(fallback.source, `the ${fallback.name} fallback chat template`), origin: `fallback ${fallback.name} (${fallback.reason})` };
@@ -304,10 +308,10 @@ function normalizerShrink(n: unknown): number {
 
 /**
  * `chat_template` is a string or a list of `{ name, template }`; chat_template.jinja
- * (or a GGUF's tokenizer.chat_template) overrides the default. Each template in use is compiled here, so one that does
+ * (or a GGUF's tokenizer.chat_template[.NAME]) overrides the template of its name. Each template in use is compiled here, so one that does
  * not parse fails the load with an error naming where it came from.
  */
-function chatTemplatesOf(config: Json, override: { source: string; origin: string } | undefined, where: string): Record<string, { template: ChatTemplate; origin: string }> {
+function chatTemplatesOf(config: Json, overrides: Readonly<Record<string, { source: string; origin: string }>>, where: string): Record<string, { template: ChatTemplate; origin: string }> {
   const found: Record<string, { source: string; origin: string }> = {};
   const raw = config["chat_template"];
   if (typeof raw === "string") found["default"] = { source: raw, origin: `${where} tokenizer_config.json chat_template` };
@@ -321,7 +325,7 @@ function chatTemplatesOf(config: Json, override: { source: string; origin: strin
   } else if (raw !== undefined && raw !== null) {
     throw new ArgumentError(`${where} tokenizer_config.json chat_template`, `must be a string or a list of { name, template }, got ${show(raw)}`);
   }
-  if (override !== undefined) found["default"] = override;
+  Object.assign(found, overrides);
   const out: Record<string, { template: ChatTemplate; origin: string }> = {};
   for (const [name, { source, origin }] of Object.entries(found)) out[name] = { template: new ChatTemplate(source, origin), origin };
   const names = Object.keys(out);

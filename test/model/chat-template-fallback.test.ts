@@ -4,7 +4,7 @@
 // template renders (Meta's Llama 3 and Llama 2 Chat templates, Qwen3's,
 // Mistral Instruct's), where that template accepts the conversation; the
 // [INST] formats also fold a system message in. A GGUF's own
-// tokenizer.chat_template is used and named as such; without one, the GGUF
+// tokenizer.chat_template (and .NAME ones) are used and named as such; without one, the GGUF
 // and a Hugging Face directory get the fallback, through every reader
 // (readModelMetadata for the server, openModelDir / openGgufModel for the loader).
 import assert from "node:assert/strict";
@@ -15,6 +15,9 @@ import { after, before, test } from "node:test";
 import { type ChatMessage, ArgumentError, Tokenizer, openGgufModel, openModelDir, readModelMetadata, renderChatTemplate } from "../../src/index.js";
 import { CHATML_TEMPLATE, fallbackChatTemplate } from "../../src/model/chat-template-fallback.js";
 import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
+import { GgufMetadata } from "../../src/model/gguf/metadata.js";
+import { readGgufHeader } from "../../src/model/gguf/reader.js";
+import { ggufTokenizer } from "../../src/model/gguf/tokenizer.js";
 import { LLAMA2_CHAT_TEMPLATE, writeTinyModel } from "../../src/testing/index.js";
 import { buildTinyTokenizer } from "../../src/testing/tiny-tokenizer.js";
 import { realTokenizerDir } from "../tokenizer/real-tokenizers.js";
@@ -113,7 +116,7 @@ before(() => {
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
-test("a GGUF's tokenizer.chat_template is its template, named as such; without one, GGUF and directory readers all give the fallback", () => {
+test("a GGUF's tokenizer.chat_template[.NAME] are its templates, named as such; without one, GGUF and directory readers all give the fallback", () => {
   const own = join(root, "own.gguf");
   convertModelDirToGguf(dir, own, { type: "Q8_0" });
   const template = (JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8")) as Json)["chat_template"];
@@ -121,6 +124,17 @@ test("a GGUF's tokenizer.chat_template is its template, named as such; without o
   assert.equal(meta.tokenizer.chatTemplate, template);
   assert.equal(meta.tokenizer.chatTemplateOrigin, `${own} tokenizer.chat_template`);
   assert.equal(openGgufModel(own).tokenizer.chatTemplateOrigin, `${own} tokenizer.chat_template`);
+
+  // Named templates (gguf-py writes a list of them as tokenizer.chat_template.NAME): tools pick "tool_use", as in transformers.
+  const named = new Map(readGgufHeader(own).metadata);
+  named.set("tokenizer.chat_template.tool_use", "TOOLS:{{ tools | length }}");
+  named.set("tokenizer.chat_templates", ["tool_use"]);
+  const withTools = ggufTokenizer(new GgufMetadata(named, own));
+  assert.deepEqual(Object.keys(withTools.chatTemplates).sort(), ["default", "tool_use"]);
+  assert.equal(withTools.applyChatTemplate([{ role: "user", content: "Hi" }], { tools: [{}, {}] }), "TOOLS:2");
+  assert.equal(withTools.chatTemplate, template);
+  named.set("tokenizer.chat_template.tool_use", "{% if %}");
+  assert.throws(() => ggufTokenizer(new GgufMetadata(named, own)), /own\.gguf tokenizer\.chat_template\.tool_use does not parse as Jinja/);
 
   const bare = join(root, "bare.gguf");
   convertModelDirToGguf(bareDir, bare, { type: "Q8_0" });
