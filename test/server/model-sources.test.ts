@@ -8,7 +8,8 @@
 // json_schema request and a named tool call. The model is one tiny Qwen2
 // whose chat template renders tools (Hermes <tool_call>), so the GGUF
 // sources only pass when the template they carry in tokenizer.chat_template
-// is the one used.
+// is the one used. Last, serve({ modelDir }) with a local .gguf path: the
+// library's path form, resolved once at that call.
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -183,4 +184,19 @@ test("the cached hub GGUF with HF_HUB_OFFLINE=1: no request reaches the hub", { 
   assert.equal(resolved.from, "cache");
   await exercise(resolved, "gguf");
   assert.deepEqual(hub.requests, []);
+});
+
+test("serve({ modelDir }) still takes a local path, resolved once at that call: a .gguf path serves the GGUF", { timeout: 120_000 }, async () => {
+  const running = await serve({ modelDir: gguf, port: 0, numBlocks: 16, threads: 1 });
+  try {
+    await running.ready;
+    assert.deepEqual(running.server.context.source, { kind: "gguf", path: gguf });
+    const rootClient = new OpenAI({ baseURL: running.url, apiKey: "unused", maxRetries: 0 });
+    const tokenized = await rootClient.post<{ tokens: number[] }>("/tokenize", { body: { prompt: "Hello world" } });
+    assert.deepEqual(tokenized.tokens, hfTokenizer.encode("Hello world"));
+  } finally {
+    await running.close();
+  }
+  await assert.rejects(serve({ modelDir: join(root, "nowhere"), port: 0 }), /^ArgumentError: modelDir ".*nowhere": no such file or directory$/);
+  await assert.rejects(serve({ modelDir: gguf, source: { kind: "dir", path: dir }, port: 0 }), /modelDir and source both name the model: give one/);
 });
