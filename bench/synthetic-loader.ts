@@ -16,7 +16,7 @@ import { LLAMA2_CHAT_TEMPLATE, llama2TokenizerDir } from "../src/testing/index.j
 export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
   const runner = createSyntheticModel(rt, { weights: options.weights ?? "bf16", ...runnerOptionsFor(options) });
   onProgress({ done: 1, total: 1 });
-  const tokenizer = Tokenizer.fromDir(options.modelDir);
+  const tokenizer = Tokenizer.fromDir(options.source.path);
   return { runner, tokenizer, eosTokenIds: tokenizer.eosTokenId === null ? [] : [tokenizer.eosTokenId] };
 }
 

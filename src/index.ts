@@ -96,7 +96,7 @@ export {
 } from "./model/model-dir.js";
 export { type GgufModel, isGgufPath, openGgufModel, readGgufHeader, type GgufHeader, type GgufTensorInfo, writeGguf, convertModelDirToGguf } from "./model/gguf/index.js";
 export { defaultModelDir } from "./model/default-model.js";
-export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, Tokenizer, type TokenizerSource } from "./tokenizer/tokenizer.js";
+export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, type FallbackChatTemplate, Tokenizer, type TokenizerOptions, type TokenizerSource } from "./tokenizer/tokenizer.js";
 export { type ChatContentPart, type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./tokenizer/chat-template.js";
 export { type DetokenizerOptions, IncrementalDetokenizer } from "./tokenizer/detokenizer.js";
 export {
@@ -177,7 +177,9 @@ export {
   promptLogits,
   runRequest,
 } from "./engine/offline-generate.js";
-export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localModelSource, resolveModelSource } from "./model/source.js";
+export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localModelSource, localModelSourceOf, resolveModelSource } from "./model/source.js";
+export { type ModelMetadata, readModelMetadata } from "./model/model-metadata.js";
+export { type FallbackTemplateName, fallbackChatTemplate } from "./model/chat-template-fallback.js";
 export { type CachedRepo, type CachedSnapshot, HubCache } from "./model/hub/hub-cache.js";
 export { type HubSettings, hubSettings } from "./model/hub/hub-settings.js";
 export { HubError, type HubErrorKind } from "./model/hub/hub-client.js";

@@ -9,6 +9,7 @@ import { topN } from "../engine/sampler.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { type LoadedModel, loadModel } from "../model/loader.js";
 import { describePlacement } from "../model/placement.js";
+import type { ModelSource } from "../model/source.js";
 import { describeKernels } from "../runtime/module.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
 import { ArgumentError } from "../errors.js";
@@ -25,14 +26,14 @@ const say = (line: string): void => {
 
 async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runtime) => T): Promise<T> {
   if (args.model === undefined && args.revision !== undefined) throw new ArgumentError("--revision", "needs a hub --model (org/name)");
-  // A hub spec or .gguf path becomes a path before the runtime starts (downloading if need be).
-  const dir = args.model === undefined ? defaultModelDir() : (await resolveModelArg(args.model, args.revision, say)).source.path;
-  checkModelDirArg(dir);
+  // --model becomes a typed source before the runtime starts (downloading if need be).
+  const source: ModelSource = args.model === undefined ? { kind: "dir", path: defaultModelDir() } : (await resolveModelArg(args.model, args.revision, say)).source;
+  checkModelDirArg(source);
   const rt = await createRuntime(args.threads === undefined ? {} : { threads: args.threads });
   try {
     const t0 = performance.now();
     // A bar on a terminal; on a pipe or a log file, a line per 10 % (as serve prints).
-    const model = loadModel(rt, dir, {
+    const model = loadModel(rt, source, {
       progress: true,
       ...(args.weights === undefined ? {} : { weights: args.weights }),
       ...(args.kvDtype === undefined ? {} : { kvDtype: args.kvDtype }),
@@ -41,7 +42,7 @@ async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runti
     });
     try {
       const r = model.runner;
-      say(`loaded ${dir}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads, ${describeKernels(rt.kernels, rt.int8Dot)} (${((performance.now() - t0) / 1000).toFixed(2)} s); ${describePlacement(model.plan.placement)}`);
+      say(`loaded ${source.path}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads, ${describeKernels(rt.kernels, rt.int8Dot)} (${((performance.now() - t0) / 1000).toFixed(2)} s); ${describePlacement(model.plan.placement)}`);
       return run(model, rt);
     } finally {
       model.runner.dispose();

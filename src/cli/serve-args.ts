@@ -49,10 +49,12 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --loader-options JSON        options for a custom loader
 `;
 
-export interface ServeArgs extends ServeOptions {
+export interface ServeArgs extends Omit<ServeOptions, "source" | "modelDir"> {
   /** Seconds SIGTERM waits for in-flight requests. */
   shutdownTimeoutS: number;
-  /** --revision of a hub --model (the CLI resolves --model to a path before serve()). */
+  /** --model as given: a path or a hub spec (the CLI resolves it to a ModelSource before serve()). */
+  model?: string;
+  /** --revision of a hub --model. */
   revision?: string;
   /** One log line per request (off with --disable-log-requests). */
   logRequests: boolean;
@@ -73,7 +75,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   walkFlags(argv, { usage: SERVE_USAGE, what: "a serve option", switches }, (flag, read) => {
     switch (flag) {
       case "--model":
-        args.modelDir = read.string();
+        args.model = read.string();
         break;
       case "--revision":
         args.revision = read.string();

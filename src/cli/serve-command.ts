@@ -7,6 +7,7 @@ import { ArgumentError } from "../errors.js";
 import { formatBytes } from "../runtime/allocator.js";
 import { describeKernels } from "../runtime/module.js";
 import { defaultModelDir } from "../model/default-model.js";
+import type { ModelSource } from "../model/source.js";
 import { serve } from "../server/start-server.js";
 import { StatsLogger } from "../server/stats-log.js";
 import { resolveModelArg } from "./hub.js";
@@ -16,19 +17,16 @@ import { parseServeArgs } from "./serve-args.js";
 export async function serveCommand(argv: readonly string[]): Promise<number> {
   const args = parseServeArgs(argv);
   const log = (line: string): void => void process.stderr.write(`kvflash: ${line}\n`);
-  if (args.modelDir !== undefined) {
-    // A hub spec or .gguf path becomes a path here, before the engine worker starts (downloading if need be).
-    const spec = args.modelDir;
-    args.modelDir = (await resolveModelArg(spec, args.revision, log)).source.path;
-    args.servedModelNames ??= [spec];
-  } else if (args.revision !== undefined) {
-    throw new ArgumentError("--revision", "needs a hub --model (org/name)");
-  }
-  checkModelDirArg(args.modelDir ?? defaultModelDir());
-  log(`loading ${args.modelDir ?? "the embedded default model"}…`);
-  const running = await serve({ ...args, requestLog: args.logRequests ? log : null });
+  const { model, revision, ...options } = args;
+  if (model === undefined && revision !== undefined) throw new ArgumentError("--revision", "needs a hub --model (org/name)");
+  // --model becomes a typed source here, once, before the engine worker starts (downloading if need be).
+  const source: ModelSource = model === undefined ? { kind: "dir", path: defaultModelDir() } : (await resolveModelArg(model, revision, log)).source;
+  checkModelDirArg(source);
+  log(`loading ${model === undefined ? "the embedded default model" : source.path}…`);
+  const running = await serve({ ...options, source, servedModelNames: options.servedModelNames ?? [model ?? "kvflash-default"], requestLog: args.logRequests ? log : null });
   const names = running.server.context.modelNames;
   log(`listening on ${running.url} (model ${names.map((n) => JSON.stringify(n)).join(", ")}; GET /health is 503 until loaded)`);
+  log(`chat template: ${running.server.context.tokenizer.chatTemplateOrigin ?? "none"}`);
 
   const statsLog = args.logStatsIntervalS === null ? null : new StatsLogger({ stats: () => running.engine.stats(), write: log, intervalS: args.logStatsIntervalS });
 

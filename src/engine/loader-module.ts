@@ -2,19 +2,21 @@
  * How the engine worker gets a model: a loader module exporting
  * `loadEngineModel: ModelLoader`, imported by URL inside the worker (the
  * worker owns the runtime, so the model must be built there). The server's
- * default loader builds the decoder from a Hugging Face directory; tests and
+ * default loader builds the decoder from the model source (a Hugging Face
+ * directory or a GGUF file); tests and
  * embedders may name another module (a different runner, fault injection).
  */
 import type { KvDtypeSetting } from "../kv/kv-quant.js";
 import type { ModelRunner } from "../model/model-runner.js";
+import type { ModelSource } from "../model/source.js";
 import type { WeightsSetting } from "../ops/weight.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 
 /** Plain data (it crosses the worker boundary). */
 export interface ModelLoadOptions {
-  /** A Hugging Face model directory. */
-  modelDir: string;
+  /** The model, resolved at the edge (model/source.ts): a Hugging Face directory or a GGUF file. */
+  source: ModelSource;
   /** Compute format of the weights ("f32" | "bf16" | "q8" | "q4" | "auto"); the loader's default if omitted. */
   weights?: WeightsSetting;
   /** Storage dtype of the KV cache ("f32" | "f16" | "bf16" | "int8" | "fp8_e4m3" …); the loader's default if omitted. */

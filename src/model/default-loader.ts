@@ -1,6 +1,6 @@
 /**
- * The server's default model loader (engine/loader-module.ts): a Hugging Face
- * directory through loadModel — weights converted to `weights` as they
+ * The server's default model loader (engine/loader-module.ts): the model
+ * source (a Hugging Face directory or a GGUF file) through loadModel — weights converted to `weights` as they
  * stream from disk, a paged KV cache of `numBlocks` or `kvCacheBytes` (never
  * more than the engine's max_num_seqs sequences of max_model_len need), step
  * buffers sized for the engine's most tokens and sequences a step. The
@@ -24,7 +24,7 @@ export function runnerOptionsFor(options: ModelLoadOptions): RunnerOptions {
 }
 
 export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
-  const model = loadModel(rt, options.modelDir, {
+  const model = loadModel(rt, options.source, {
     ...(options.weights === undefined ? {} : { weights: options.weights }),
     ...runnerOptionsFor(options),
     progress: false,

@@ -1,8 +1,8 @@
 /**
- * A Hugging Face model directory → a running decoder:
+ * A model source (a Hugging Face directory or a GGUF file, source.ts) → a running decoder:
  *
  *   const rt = await createRuntime();
- *   const model = loadModel(rt, dir, { weights: "q8", kvDtype: "bf16", kvCacheBytes: 512 << 20 });
+ *   const model = loadModel(rt, source, { weights: "q8", kvDtype: "bf16", kvCacheBytes: 512 << 20 });
  *   model.runner.forward(batch);        // ModelRunner: logits of batch.logitIndices
  *   model.tokenizer, model.generation, model.eosTokenIds, model.config
  *   model.runner.dispose();
@@ -30,9 +30,10 @@ import type { ModelConfig } from "./config.js";
 import { type DecoderWeights, type TensorSource, buildDecoderWeights } from "./decoder-weights.js";
 import { Decoder } from "./decoder.js";
 import type { GenerationConfig } from "./generation-config.js";
-import { ggufTensorSource, ggufWeightSizes, isGgufPath, openGgufModel, resolveGgufWeights } from "./gguf/gguf-model.js";
+import { ggufTensorSource, ggufWeightSizes, openGgufModel, resolveGgufWeights } from "./gguf/gguf-model.js";
 import { type MachineMemory, type MemoryPlan, type WeightSizes, kvBytesPerLayerBlock, planModelMemory } from "./memory-plan.js";
 import { openModelDir } from "./model-dir.js";
+import { type ModelSource, localModelSourceOf } from "./source.js";
 import { LoadProgress, type ProgressOptions } from "./progress.js";
 import { freeTensors, loadSafetensors } from "./safetensors.js";
 import { expectedWeights } from "./weight-names.js";
@@ -86,6 +87,9 @@ export interface LoadedModel {
   /** Token ids that end a sequence (generation_config ∪ config.json ∪ the tokenizer's EOS). */
   eosTokenIds: number[];
   config: ModelConfig;
+  /** Where the model was read from. */
+  source: ModelSource;
+  /** source.path: the model directory or the .gguf file. */
   dir: string;
   /** Sizes, KV blocks and placement (which layers in which memory, bytes each): describePlacement(plan.placement). */
   plan: MemoryPlan;
@@ -213,14 +217,16 @@ export function withRuntimeMachine<T extends RunnerOptions>(rt: Runtime, options
 }
 
 /**
- * Loads a Hugging Face model directory (config, tokenizer, generation config,
- * safetensors weights converted to `weights`), or a .gguf file (gguf/gguf-model.ts),
- * and builds its Decoder with a paged KV cache. Everything is checked (config keys, every tensor's name and
+ * Loads a model source (source.ts): a Hugging Face model directory (config, tokenizer, generation config,
+ * safetensors weights converted to `weights`), or a GGUF file (gguf/gguf-model.ts),
+ * and builds its Decoder with a paged KV cache. A local path instead of a source is
+ * resolved here as `--model` would be (localModelSourceOf). Everything is checked (config keys, every tensor's name and
  * shape, the options) before the first weight byte is read.
  */
-export function loadModel(rt: Runtime, dir: string, options: LoadModelOptions = {}): LoadedModel {
-  const gguf = isGgufPath(dir) ? openGgufModel(dir) : null; // a .gguf file instead of a directory (gguf/gguf-model.ts)
-  const info = gguf ?? openModelDir(dir);
+export function loadModel(rt: Runtime, model: ModelSource | string, options: LoadModelOptions = {}): LoadedModel {
+  const from = typeof model === "string" ? localModelSourceOf(model, "model") : model;
+  const gguf = from.kind === "gguf" ? openGgufModel(from.path) : null;
+  const info = gguf ?? openModelDir(from.path);
   const { config } = info;
   // A GGUF under "auto" keeps its Q8_0 / Q5_0 / Q4_K / Q5_K / Q6_K matrices as they are (gguf/gguf-model.ts); `format` is for the rest.
   const ggufWeights = gguf ? resolveGgufWeights(options.weights, gguf) : null;
@@ -257,5 +263,5 @@ export function loadModel(rt: Runtime, dir: string, options: LoadModelOptions = 
     progress.finish();
   }
   const runner = createDecoder(rt, config, weights, options, plan);
-  return { runner, tokenizer: info.tokenizer, generation: info.generation, eosTokenIds: info.eosTokenIds, config, dir, plan };
+  return { runner, tokenizer: info.tokenizer, generation: info.generation, eosTokenIds: info.eosTokenIds, config, source: from, dir: from.path, plan };
 }

@@ -20,6 +20,7 @@ import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { Tokenizer } from "../tokenizer/tokenizer.js";
+import { fallbackFor } from "./chat-template-fallback.js";
 import { type ModelConfig, parseModelConfig } from "./config.js";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig } from "./generation-config.js";
 import { LoadProgress, type ProgressOptions } from "./progress.js";
@@ -112,7 +113,7 @@ function locateWeights(dir: string): { files: string[]; locations: Map<string, W
   const hint = present.some((f) => f.endsWith(".bin") || f.endsWith(".pt") || f.endsWith(".pth"))
     ? "; PyTorch pickle checkpoints (.bin/.pt) are not supported: use the repository's safetensors files"
     : present.some((f) => f.endsWith(".gguf"))
-      ? "; GGUF files are not supported yet: use the Hugging Face safetensors checkpoint"
+      ? "; for a GGUF model, give the .gguf file itself as the model"
       : "";
   throw new ArgumentError(dir, `has neither ${SINGLE_WEIGHTS_FILE} nor ${WEIGHTS_INDEX_FILE} (found: ${present.join(", ") || "nothing"})${hint}`);
 }
@@ -142,7 +143,7 @@ export interface OpenModelDir extends ModelDirInfo {
 /** Reads everything of a model directory but the weights (readModelDirInfo, the tokenizer, the stop ids). */
 export function openModelDir(dir: string): OpenModelDir {
   const info = readModelDirInfo(dir);
-  const tokenizer = Tokenizer.fromDir(dir);
+  const tokenizer = Tokenizer.fromDir(dir, fallbackFor(info.config.architecture));
   if (tokenizer.vocabSize > info.config.vocabSize) {
     throw new ArgumentError(
       join(dir, "config.json"),

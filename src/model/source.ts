@@ -61,13 +61,25 @@ function isGgufFile(path: string): boolean {
   }
 }
 
-/** A local path's ModelSource, or null if nothing is there. */
-export function localModelSource(spec: string): ModelSource | null {
+/** A local path's ModelSource, or null if nothing is there. `name` is the argument errors name. */
+export function localModelSource(spec: string, name = "--model"): ModelSource | null {
   const path = resolve(spec.startsWith("~/") ? join(homedir(), spec.slice(2)) : spec);
   if (!existsSync(path)) return null;
   if (statSync(path).isDirectory()) return { kind: "dir", path };
   if (isGgufFile(path)) return { kind: "gguf", path };
-  throw new ArgumentError("--model", `${JSON.stringify(spec)} is a file but not a GGUF file; give a model directory, a .gguf file, or a hub repository (org/name)`);
+  throw new ArgumentError(name, `${JSON.stringify(spec)} is a file but not a GGUF file; give a model directory, a .gguf file, or a hub repository (org/name)`);
+}
+
+/**
+ * The ModelSource of a library call given a local path rather than a source
+ * (loadModel(rt, path), serve({ modelDir })): resolved here, once, at that
+ * call's edge, as `--model` is. `name` is the argument errors name.
+ */
+export function localModelSourceOf(path: string, name: string): ModelSource {
+  if (typeof path !== "string" || path === "") throw new ArgumentError(name, `must be a model directory or a .gguf file, got ${JSON.stringify(path)}`);
+  const source = localModelSource(path, name);
+  if (source === null) throw new ArgumentError(name, `${JSON.stringify(path)}: no such file or directory`);
+  return source;
 }
 
 export async function resolveModelSource(spec: string, options: ResolveModelOptions = {}): Promise<ResolvedModel> {

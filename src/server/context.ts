@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ServingEngine } from "../engine/serving-engine.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
+import type { ModelSource } from "../model/source.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { TokenizerPool } from "../tokenizer/tokenizer-pool.js";
 import type { ToolParserName } from "./tool-parsers.js";
@@ -18,8 +19,8 @@ export interface ServerContext {
   tokenizerPool: TokenizerPool;
   /** Names clients may use for the model; the first is the one responses report. */
   modelNames: readonly string[];
-  /** The model directory (reported as the model's root). */
-  modelDir: string;
+  /** The served model: a Hugging Face directory or a GGUF file (its path is reported as the model's root). */
+  source: ModelSource;
   /** The model's vocabulary (logits per row): bounds logit_bias and stop_token_ids. */
   vocabSize: number;
   /** Request defaults from generation_config.json (vLLM's --generation-config auto). */

@@ -20,6 +20,7 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import type { AddressInfo } from "node:net";
 import type { ServingEngine } from "../engine/serving-engine.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
+import type { ModelSource } from "../model/source.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { TokenizerPool } from "../tokenizer/tokenizer-pool.js";
 import type { Handler, ServerContext } from "./context.js";
@@ -58,10 +59,11 @@ const MODEL_ROUTE: Route = { method: "GET", handler: model, auth: true };
 export interface KvflashServerOptions {
   engine: ServingEngine;
   tokenizer: Tokenizer;
-  /** Workers that encode prompts. Default: a pool over modelDir's tokenizer.json, closed by close(). */
+  /** Workers that encode prompts. Default: a pool over the source's tokenizer, closed by close(). */
   tokenizerPool?: TokenizerPool;
   modelNames: readonly string[];
-  modelDir: string;
+  /** The served model, as resolved at the edge (model/source.ts). */
+  source: ModelSource;
   vocabSize: number;
   generationDefaults?: SamplingParams;
   apiKey?: string | null;
@@ -86,9 +88,9 @@ export class KvflashServer {
     this.context = {
       engine: options.engine,
       tokenizer: options.tokenizer,
-      tokenizerPool: options.tokenizerPool ?? new TokenizerPool({ dir: options.modelDir }),
+      tokenizerPool: options.tokenizerPool ?? new TokenizerPool({ source: options.source }),
       modelNames: options.modelNames,
-      modelDir: options.modelDir,
+      source: options.source,
       vocabSize: options.vocabSize,
       generationDefaults: options.generationDefaults ?? {},
       apiKey: options.apiKey ?? null,

@@ -1,17 +1,16 @@
 /**
- * Starting a server — `kvflash serve` as a function (`serve()`): starts the engine worker (the model loads in
- * it), reads the tokenizer and the model's metadata on this thread, and
+ * Starting a server — `kvflash serve` as a function (`serve()`): takes the
+ * model source resolved at the edge (or resolves a local path, once), starts the engine worker (the model loads in
+ * it, from that source), reads the tokenizer and the model's metadata on this thread, and
  * listens at once, so /health answers 503 with the load progress until the
  * model is ready. The CLI, the tests and the serve benchmark all start
  * servers through here.
  */
 import type { ToolParserName } from "./tool-parsers.js";
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { ArgumentError } from "../errors.js";
-import { type ModelConfig, parseModelConfig } from "../model/config.js";
-import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig } from "../model/generation-config.js";
 import { defaultModelDir } from "../model/default-model.js";
+import { readModelMetadata } from "../model/model-metadata.js";
+import { type ModelSource, localModelSourceOf } from "../model/source.js";
 import { EngineClient } from "../engine/engine-client.js";
 import { DataParallelEngine } from "../engine/data-parallel-engine.js";
 import type { ServingEngine } from "../engine/serving-engine.js";
@@ -19,22 +18,22 @@ import type { EngineInfo, EngineSettings } from "../engine/protocol.js";
 import type { KvDtypeSetting } from "../kv/kv-quant.js";
 import type { WeightsSetting } from "../ops/weight.js";
 import { samplingDefaults } from "../engine/sampling-params.js";
-import { Tokenizer } from "../tokenizer/tokenizer.js";
 import { KvflashServer } from "./server.js";
 import { listenError } from "./listen-error.js";
-import { isGgufPath, openGgufModel } from "../model/gguf/gguf-model.js";
 
-/** The model loader the server uses unless told otherwise: the decoder over a Hugging Face directory. */
+/** The model loader the server uses unless told otherwise: the decoder over the model source. */
 export const DEFAULT_LOADER = new URL("../model/default-loader.js", import.meta.url).href;
 
 export interface ServeOptions extends EngineSettings {
-  /** A Hugging Face model directory. Default: the embedded default model (models/default). */
+  /** The model, as resolveModelSource (model/source.ts) gives it: a Hugging Face directory or a GGUF file, local or from the hub cache. */
+  source?: ModelSource;
+  /** Or a local path to one (a model directory or a .gguf file), resolved here as --model is. Default: the embedded default model (models/default). */
   modelDir?: string;
   /** Default 127.0.0.1 (loopback only). */
   host?: string;
   /** Default 8000; 0 picks a free port. */
   port?: number;
-  /** Names clients may use (vLLM's --served-model-name). Default: the --model argument, or "kvflash-default". */
+  /** Names clients may use (vLLM's --served-model-name). Default: modelDir, source.path, or "kvflash-default". */
   servedModelNames?: readonly string[];
   apiKey?: string | null;
   corsOrigin?: string | null;
@@ -72,12 +71,15 @@ export interface RunningServer {
 }
 
 export async function serve(options: ServeOptions = {}): Promise<RunningServer> {
-  const modelDir = options.modelDir ?? defaultModelDir();
-  const { config, generation, tokenizer } = readServedModel(modelDir);
+  if (options.source !== undefined && options.modelDir !== undefined) throw new ArgumentError("modelDir", `and source both name the model: give one, got ${JSON.stringify(options.modelDir)} and ${JSON.stringify(options.source)}`);
+  // Resolved once, here: everything below gets the typed source, never a path to guess from.
+  const source: ModelSource = options.source ?? (options.modelDir !== undefined ? localModelSourceOf(options.modelDir, "modelDir") : { kind: "dir", path: defaultModelDir() });
+  // What the HTTP thread needs: the vocabulary, request defaults and the tokenizer with its chat template (the weights are the engine worker's).
+  const { config, generation, tokenizer } = readModelMetadata(source);
   const workerConfig = {
     loader: options.loader ?? DEFAULT_LOADER,
     load: {
-      modelDir,
+      source,
       ...(options.weights === undefined ? {} : { weights: options.weights }),
       ...(options.kvDtype === undefined ? {} : { kvDtype: options.kvDtype }),
       ...(options.kvCacheBytes === undefined ? {} : { kvCacheBytes: options.kvCacheBytes }),
@@ -100,8 +102,8 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
   const server = new KvflashServer({
     engine,
     tokenizer,
-    modelNames: options.servedModelNames ?? [options.modelDir ?? "kvflash-default"],
-    modelDir,
+    modelNames: options.servedModelNames ?? [options.modelDir ?? options.source?.path ?? "kvflash-default"],
+    source,
     vocabSize: config.vocabSize,
     generationDefaults: samplingDefaults(generation),
     apiKey: options.apiKey ?? null,
@@ -127,25 +129,4 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
     ready: engine.ready,
     close: (drainMs = 0) => server.close(drainMs),
   };
-}
-
-/**
- * What the HTTP thread needs of the model: config.json (the vocabulary),
- * generation_config.json (request defaults) and the tokenizer. The weights
- * are the engine worker's business (its loader checks them).
- */
-function readServedModel(dir: string): { config: ModelConfig; generation: GenerationConfig; tokenizer: Tokenizer } {
-  if (isGgufPath(dir)) return openGgufModel(dir); // a .gguf file: its metadata holds all three
-  const json = (file: string): unknown => {
-    try {
-      return JSON.parse(readFileSync(join(dir, file), "utf8"));
-    } catch (e) {
-      throw new ArgumentError(join(dir, file), `cannot be read as JSON: ${(e as Error).message}`);
-    }
-  };
-  if (!existsSync(join(dir, "config.json"))) throw new ArgumentError("modelDir", `${JSON.stringify(dir)} has no config.json (is it a Hugging Face model directory?)`);
-  const config = parseModelConfig(json("config.json"), { source: join(dir, "config.json") });
-  const genPath = join(dir, "generation_config.json");
-  const generation = existsSync(genPath) ? parseGenerationConfig(json("generation_config.json"), genPath) : { ...EMPTY_GENERATION_CONFIG, eosTokenIds: [] };
-  return { config, generation, tokenizer: Tokenizer.fromDir(dir) };
 }

@@ -1,13 +1,13 @@
 /**
  * Tokenization off the calling thread: a few worker threads, each owning a
- * Tokenizer built from the same tokenizer.json (tokenizer-worker.ts); they
+ * Tokenizer built from the same model source (tokenizer-worker.ts); they
  * also parse big JSON bodies. The server encodes every prompt through here, so one long prompt occupies one
  * worker for a while and the HTTP thread keeps answering /health and feeding
  * other streams. A job goes to the worker with the fewest jobs queued (as a
  * least-connections balancer would); a worker that dies fails its jobs and
  * is started again on the next one.
  *
- *   const pool = new TokenizerPool({ dir });
+ *   const pool = new TokenizerPool({ source });   // model/source.ts: { kind: "dir" | "gguf", path }
  *   const ids = await pool.encode(text, { addSpecialTokens: true, stopAfter: maxModelLen });
  *   await pool.close();
  */
@@ -19,11 +19,12 @@ import { type ChatPromptJob, ChatPromptError } from "./chat-prompt.js";
 import { JsonBytesError } from "../json-bytes.js";
 import type { LongPromptText } from "../prompt-text.js";
 import type { ShapeBounds, ShapeViolation } from "../request-shape.js";
-import type { WorkerJob, WorkerResult } from "./tokenizer-worker.js";
+import type { ModelSource } from "../model/source.js";
+import type { WorkerData, WorkerJob, WorkerResult } from "./tokenizer-worker.js";
 
 export interface TokenizerPoolOptions {
-  /** The model directory holding tokenizer.json (and tokenizer_config.json). */
-  dir: string;
+  /** The model whose tokenizer the workers build (model/source-tokenizer.ts): a Hugging Face directory or a GGUF file. */
+  source: ModelSource;
   /** Worker threads. Default 2: one long prompt leaves one for everyone else. */
   size?: number;
 }
@@ -34,7 +35,7 @@ interface Slot {
 }
 
 export class TokenizerPool {
-  readonly dir: string;
+  readonly source: ModelSource;
   readonly #slots: Slot[];
   #nextId = 0;
   #closed = false;
@@ -42,9 +43,9 @@ export class TokenizerPool {
   constructor(options: TokenizerPoolOptions) {
     const size = options.size ?? 2;
     if (!Number.isInteger(size) || size < 1) throw new ArgumentError("size", `must be an integer ≥ 1, got ${size}`);
-    this.dir = options.dir;
+    this.source = options.source;
     this.#slots = Array.from({ length: size }, () => ({ worker: null, pending: new Map() }));
-    for (const slot of this.#slots) this.#start(slot); // each reads tokenizer.json now, not on the first request
+    for (const slot of this.#slots) this.#start(slot); // each reads the tokenizer now, not on the first request
   }
 
   /** Text → token ids, in a worker (Tokenizer.encode's semantics, stopAfter included). */
@@ -112,7 +113,7 @@ export class TokenizerPool {
   }
 
   #start(slot: Slot): Worker {
-    const worker = new Worker(new URL("./tokenizer-worker.js", import.meta.url), { execArgv: workerExecArgv(), workerData: { dir: this.dir } });
+    const worker = new Worker(new URL("./tokenizer-worker.js", import.meta.url), { execArgv: workerExecArgv(), workerData: { source: this.source } satisfies WorkerData });
     slot.worker = worker;
     worker.unref(); // an idle pool never keeps the process alive
     worker.on("message", (m: WorkerResult) => {

@@ -1,6 +1,7 @@
 /**
  * A tokenizer worker thread (TokenizerPool starts it): builds its own
- * Tokenizer from the model directory's tokenizer.json and answers encode
+ * Tokenizer from the model source (a directory's tokenizer.json or a GGUF's
+ * metadata, model/source-tokenizer.ts) and answers encode
  * jobs, so a long prompt is tokenized here and never on the HTTP thread.
  * It also parses big JSON request bodies (json-bytes.ts), the HTTP thread's
  * other work that grows with a request's size, and counts their prompt text
@@ -20,7 +21,14 @@ import { JsonBytesError, parseJsonBytes } from "../json-bytes.js";
 import { type LongPromptText, findLongPromptText } from "../prompt-text.js";
 import { type ShapeBounds, type ShapeViolation, findShapeViolation } from "../request-shape.js";
 import { type ChatPromptJob, ChatPromptError, chatPromptText } from "./chat-prompt.js";
-import { Tokenizer } from "./tokenizer.js";
+import { readSourceTokenizer } from "../model/source-tokenizer.js";
+import type { ModelSource } from "../model/source.js";
+
+/** What the pool starts a worker with. */
+export interface WorkerData {
+  /** The model whose tokenizer to build, by its kind: tokenizer.json of a directory, or a GGUF's metadata. */
+  source: ModelSource;
+}
 
 export type WorkerJob =
   | {
@@ -79,7 +87,7 @@ function joinSegments(segments: readonly Uint8Array[]): Uint8Array {
 
 const port = parentPort;
 if (port === null) throw new Error("tokenizer-worker.js must run in a worker thread (TokenizerPool starts it)");
-const tokenizer = Tokenizer.fromDir((workerData as { dir: string }).dir);
+const tokenizer = readSourceTokenizer((workerData as WorkerData).source);
 
 port.on("message", (job: WorkerJob) => {
   try {

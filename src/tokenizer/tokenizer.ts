@@ -25,9 +25,33 @@ export interface TokenizerSource {
   tokenizerConfig?: unknown;
   /** A chat template that overrides tokenizer_config's (the contents of chat_template.jinja). */
   chatTemplate?: string;
+  /**
+   * Named chat templates kept elsewhere than tokenizer_config (a GGUF's tokenizer.chat_template
+   * and tokenizer.chat_template.NAME), each with the origin messages name; they win over
+   * tokenizer_config's of the same name.
+   */
+  namedChatTemplates?: Readonly<Record<string, { source: string; origin: string }>>;
   /** Names the source in error messages. */
   source?: string;
+  /**
+   * The template for a model that ships none (model/chat-template-fallback.ts),
+   * asked once at load, with the built tokenizer (its vocabulary tells the family).
+   */
+  fallbackChatTemplate?: (tokenizer: Tokenizer) => FallbackChatTemplate;
 }
+
+/** A chat template a model did not ship, chosen for it. */
+export interface FallbackChatTemplate {
+  /** Its name: "chatml", "llama3", … */
+  name: string;
+  /** The Jinja source. */
+  source: string;
+  /** Why this one, for the startup log ("llama-server's default", "its vocabulary has <|eot_id|>", …). */
+  reason: string;
+}
+
+/** Options of the readers of a model's tokenizer (fromDir, a GGUF's): the fallback for a model without a chat template. */
+export type TokenizerOptions = Pick<TokenizerSource, "fallbackChatTemplate">;
 
 export interface EncodeOptions {
   /** Apply the post-processor's special tokens (BOS for Llama / Mistral). Default true, as in transformers. */
@@ -72,6 +96,12 @@ export class Tokenizer {
   /** Named chat templates; the one used by default is `default` (or the only one). */
   readonly chatTemplates: Readonly<Record<string, string>>;
   /**
+   * Where the default chat template came from: the file or metadata key of the
+   * model that holds it, or `fallback NAME (REASON)` for a model without one;
+   * null when there is none.
+   */
+  readonly chatTemplateOrigin: string | null;
+  /**
    * The longest text one token can stand for, in UTF-16 code units (the
    * longest vocabulary piece or added token; a byte-level piece's characters
    * are bytes, never fewer than the text's code units), times the most a
@@ -81,12 +111,15 @@ export class Tokenizer {
   readonly maxTokenChars: number;
   /** chatTemplates compiled at load, so a template that does not parse fails here, naming where it came from. */
   readonly #compiledTemplates: ReadonlyMap<string, ChatTemplate>;
+  /** Names the model in messages (TokenizerSource.source). */
+  readonly #where: string;
   readonly #tokens: Map<number, string>;
   /** Legacy SentencePiece: encode in pieces (chunked-encoding.ts), with these special ids around them. */
   readonly #chunks: { prefix: number[]; suffix: number[]; added: string[] } | null;
 
   constructor(source: TokenizerSource) {
     const where = source.source ?? "tokenizer";
+    this.#where = source.source ?? "this tokenizer";
     const tj = source.tokenizerJson;
     if (!isObject(tj) || !isObject(tj["model"])) throw new ArgumentError(`${where} tokenizer.json`, `must be an object with a "model", got ${show(tj)}`);
     const config = source.tokenizerConfig ?? {};
@@ -123,13 +156,19 @@ export class Tokenizer {
     this.eosToken = tokenContent(config["eos_token"]);
     this.bosTokenId = this.bosToken === null ? null : (this.tokenToId(this.bosToken) ?? null);
     this.eosTokenId = this.eosToken === null ? null : (this.tokenToId(this.eosToken) ?? null);
-    const templates = chatTemplatesOf(config, source.chatTemplate, where);
-    this.chatTemplates = Object.fromEntries(Object.entries(templates).map(([name, t]) => [name, t.source]));
-    this.#compiledTemplates = new Map(Object.entries(templates));
+    const overrides = { ...source.namedChatTemplates, ...(source.chatTemplate === undefined ? {} : { default: { source: source.chatTemplate, origin: `${where} chat_template.jinja` } }) };
+    const templates = chatTemplatesOf(config, overrides, where);
+    if (templates["default"] === undefined && source.fallbackChatTemplate !== undefined) {
+      const fallback = source.fallbackChatTemplate(this);
+      templates["default"] = { template: new ChatTemplate(fallback.source, `the ${fallback.name} fallback chat template`), origin: `fallback ${fallback.name} (${fallback.reason})` };
+    }
+    this.chatTemplates = Object.fromEntries(Object.entries(templates).map(([name, t]) => [name, t.template.source]));
+    this.chatTemplateOrigin = templates["default"]?.origin ?? null;
+    this.#compiledTemplates = new Map(Object.entries(templates).map(([name, t]) => [name, t.template]));
   }
 
   /** Reads tokenizer.json, tokenizer_config.json (if present) and chat_template.jinja (if present) from a model directory. */
-  static fromDir(dir: string): Tokenizer {
+  static fromDir(dir: string, options: TokenizerOptions = {}): Tokenizer {
     const tokenizerPath = join(dir, "tokenizer.json");
     if (!existsSync(tokenizerPath)) throw new ArgumentError(dir, "has no tokenizer.json (kvflash needs the fast-tokenizer file that Hugging Face model repositories ship)");
     const configPath = join(dir, "tokenizer_config.json");
@@ -139,6 +178,7 @@ export class Tokenizer {
       ...(existsSync(configPath) ? { tokenizerConfig: readJsonFile(configPath) } : {}),
       ...(existsSync(templatePath) ? { chatTemplate: readFileSync(templatePath, "utf8") } : {}),
       source: dir,
+      ...options,
     });
   }
 
@@ -201,12 +241,8 @@ export class Tokenizer {
     const template = this.#compiledTemplates.get(name);
     if (template === undefined) {
       const names = Object.keys(this.chatTemplates);
-      throw new ArgumentError(
-        "templateName",
-        names.length === 0
-          ? "cannot be resolved: this tokenizer has no chat template (tokenizer_config.json chat_template or chat_template.jinja)"
-          : `must be one of ${names.map((n) => JSON.stringify(n)).join(" | ")}, got ${show(name)}`,
-      );
+      if (names.length === 0) throw new ArgumentError("messages", `cannot be rendered: ${this.#where} has no chat template`);
+      throw new ArgumentError("templateName", `must be one of ${names.map((n) => JSON.stringify(n)).join(" | ")}, got ${show(name)}`);
     }
     return template.render(messages, options, this.#specialTokensMap());
   }
@@ -275,10 +311,10 @@ function normalizerShrink(n: unknown): number {
 
 /**
  * `chat_template` is a string or a list of `{ name, template }`; chat_template.jinja
- * overrides the default. Each template in use is compiled here, so one that does
+ * (or a GGUF's tokenizer.chat_template[.NAME]) overrides the template of its name. Each template in use is compiled here, so one that does
  * not parse fails the load with an error naming where it came from.
  */
-function chatTemplatesOf(config: Json, override: string | undefined, where: string): Record<string, ChatTemplate> {
+function chatTemplatesOf(config: Json, overrides: Readonly<Record<string, { source: string; origin: string }>>, where: string): Record<string, { template: ChatTemplate; origin: string }> {
   const found: Record<string, { source: string; origin: string }> = {};
   const raw = config["chat_template"];
   if (typeof raw === "string") found["default"] = { source: raw, origin: `${where} tokenizer_config.json chat_template` };
@@ -292,9 +328,9 @@ function chatTemplatesOf(config: Json, override: string | undefined, where: stri
   } else if (raw !== undefined && raw !== null) {
     throw new ArgumentError(`${where} tokenizer_config.json chat_template`, `must be a string or a list of { name, template }, got ${show(raw)}`);
   }
-  if (override !== undefined) found["default"] = { source: override, origin: `${where} chat_template.jinja` };
-  const out: Record<string, ChatTemplate> = {};
-  for (const [name, { source, origin }] of Object.entries(found)) out[name] = new ChatTemplate(source, origin);
+  Object.assign(found, overrides);
+  const out: Record<string, { template: ChatTemplate; origin: string }> = {};
+  for (const [name, { source, origin }] of Object.entries(found)) out[name] = { template: new ChatTemplate(source, origin), origin };
   const names = Object.keys(out);
   if (out["default"] === undefined && names.length === 1) out["default"] = out[names[0]!]!;
   return out;

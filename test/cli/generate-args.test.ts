@@ -28,7 +28,7 @@ test("--weights and --kv-dtype take their literal settings only", () => {
   // @ts-expect-error "q5" is not a WeightsSetting
   const w: LoadModelOptions = { weights: "q5" };
   // @ts-expect-error "int4" is not a KvDtypeSetting
-  const k: ModelLoadOptions = { modelDir: "/m", kvDtype: "int4" };
+  const k: ModelLoadOptions = { source: { kind: "dir", path: "/m" }, kvDtype: "int4" };
   // @ts-expect-error "fp16" is not a KvDtypeSetting
   const s: ServeOptions = { kvDtype: "fp16" };
   assert.ok(w && k && s);

@@ -18,7 +18,7 @@ test("flags map to serve options", () => {
     maxWaitingRequests: 1024,
     logRequests: true,
     logStatsIntervalS: 10,
-    modelDir: "/m",
+    model: "/m",
     port: 9000,
     host: "0.0.0.0",
     kvCacheBytes: 2 ** 29,

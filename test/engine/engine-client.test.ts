@@ -16,7 +16,7 @@ const V = (JSON.parse(readFileSync(join(defaultModelDir(), "config.json"), "utf8
 const loader = new URL("./toy-loader.js", import.meta.url).href;
 const config = (extra: Record<string, unknown> = {}, engine: EngineWorkerConfig["engine"] = {}): EngineWorkerConfig => ({
   loader,
-  load: { modelDir: defaultModelDir(), extra: { numBlocks: 32, blockSize: 4, progressSteps: 4, ...extra } },
+  load: { source: { kind: "dir", path: defaultModelDir() }, extra: { numBlocks: 32, blockSize: 4, progressSteps: 4, ...extra } },
   engine,
   threads: 1,
 });

@@ -16,8 +16,8 @@ export function loadEngineModel(_rt: Runtime, options: ModelLoadOptions, onProgr
   if (extra["failLoad"] === true) throw new Error("toy loader: asked to fail");
   const steps = Number(extra["progressSteps"] ?? 1);
   for (let i = 1; i <= steps; i++) onProgress({ done: i, total: steps });
-  const config = parseModelConfig(JSON.parse(readFileSync(join(options.modelDir, "config.json"), "utf8")));
-  const tokenizer = Tokenizer.fromDir(options.modelDir);
+  const config = parseModelConfig(JSON.parse(readFileSync(join(options.source.path, "config.json"), "utf8")));
+  const tokenizer = Tokenizer.fromDir(options.source.path);
   const runner = new ToyRunner({
     config,
     numBlocks: options.numBlocks ?? Number(extra["numBlocks"] ?? 64),

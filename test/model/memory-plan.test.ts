@@ -61,7 +61,7 @@ test("the default model's KV cache is sized to what its sequences need, not 1 Gi
   const perBlock = kvBytesPerBlock(config, 16, "bf16");
   const maxLen = config.maxPositionEmbeddings;
   // The server's loader, with serve's default max_num_seqs 64: 64 sequences × max_position_embeddings / 16 blocks (4096 for 1024 tokens, 128 MiB), where 131072 were reserved before.
-  const served = loadEngineModel(rt, { modelDir: defaultModelDir(), maxNumSeqs: 64, maxNumBatchedTokens: 512 }, () => {});
+  const served = loadEngineModel(rt, { source: { kind: "dir", path: defaultModelDir() }, maxNumSeqs: 64, maxNumBatchedTokens: 512 }, () => {});
   assert.deepEqual(served.runner.kvCache, { numBlocks: (64 * maxLen) / 16, blockSize: 16 });
   assert.equal(served.runner.maxModelLen, maxLen);
   assert.match(served.placement!, /^memory 0: embedding, layers 0–3, head, \d+\.\d+ MiB$/);

@@ -15,8 +15,8 @@
  *
  * Tensors are read a few MiB of whole rows at a time and decoded straight into
  * their f32 tensor (dequantize.ts), so no JS buffer larger than one chunk is
- * ever held. The loader (loader.ts) picks this source for a path to a file
- * with the GGUF magic.
+ * ever held. The loader (loader.ts) reads a ModelSource of kind "gguf"
+ * (source.ts) through here.
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { ArgumentError, show } from "../../errors.js";
@@ -32,6 +32,7 @@ import type { WeightSizes } from "../memory-plan.js";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig } from "../generation-config.js";
 import type { LoadProgress } from "../progress.js";
 import { checkWeights } from "../weight-names.js";
+import { fallbackFor } from "../chat-template-fallback.js";
 import { parseGgufConfig } from "./config.js";
 import { dequantize } from "./dequantize.js";
 import { GgufMetadata } from "./metadata.js";
@@ -105,7 +106,7 @@ export function openGgufModel(path: string): GgufModel {
   }
   const specs = checkWeights(config, new Map([...tensors].map(([name, t]) => [name, t.shape])), path);
   const meta = new GgufMetadata(header.metadata, path);
-  const tokenizer = ggufTokenizer(meta);
+  const tokenizer = ggufTokenizer(meta, fallbackFor(config.architecture));
   if (tokenizer.vocabSize > config.vocabSize) {
     throw new ArgumentError(path, `token_embd.weight has ${config.vocabSize} rows, fewer than the tokenizer's ${tokenizer.vocabSize} tokens`);
   }

@@ -18,17 +18,22 @@
  * CONTROL tokens become special added tokens and USER_DEFINED ones plain
  * added tokens (both split out of the text before the model runs, as
  * llama.cpp's tokenizer_st_partition does); BOS/EOS/add_bos_token/
- * add_eos_token and tokenizer.chat_template fill tokenizer_config.
+ * add_eos_token fill tokenizer_config; tokenizer.chat_template is the default
+ * chat template and tokenizer.chat_template.NAME the one named NAME (named
+ * as such in errors and in the startup log).
  *
  * Sizes (vocabulary, token length, merges) are checked before any of this
  * work (tokenizer-limits.ts), and the SentencePiece merges are derived in
  * linear time (spm-merges.ts).
  */
 import { ArgumentError } from "../../errors.js";
-import { Tokenizer } from "../../tokenizer/tokenizer.js";
+import { type TokenizerOptions, Tokenizer } from "../../tokenizer/tokenizer.js";
 import { GgufMetadata, isNumber, isString } from "./metadata.js";
 import { MergeLimitError, mergesFromScores } from "./spm-merges.js";
 import { MERGE_LIMITS, checkTokenizerSizes, mergeLimitError } from "./tokenizer-limits.js";
+
+/** The key of the default chat template; NAMEd ones are CHAT_TEMPLATE_KEY.NAME (gguf-py Keys.Tokenizer.CHAT_TEMPLATE, CHAT_TEMPLATE_N). */
+const CHAT_TEMPLATE_KEY = "tokenizer.chat_template";
 
 /** llama.cpp's llama_token_type. */
 export const TOKEN_TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
@@ -70,8 +75,13 @@ function template(bos: string | null, eos: string | null): Json {
   return { type: "TemplateProcessing", single, pair, special_tokens: specials };
 }
 
-/** The tokenizer.json and tokenizer_config.json objects a GGUF file's metadata describes. */
-export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; tokenizerConfig: Json } {
+/**
+ * The tokenizer.json and tokenizer_config.json objects a GGUF file's metadata
+ * describes, and its chat templates by name: tokenizer.chat_template is
+ * "default", tokenizer.chat_template.NAME is NAME (gguf-py's add_chat_template
+ * for a list of named templates; llama.cpp reads "tool_use" so).
+ */
+export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; tokenizerConfig: Json; chatTemplates: Record<string, string> } {
   const model = meta.string("tokenizer.ggml.model");
   if (model !== "llama" && model !== "gpt2") {
     throw meta.error("tokenizer.ggml.model", `must be "llama" (SentencePiece) or "gpt2" (byte-level BPE), got ${model === null ? "nothing" : JSON.stringify(model)}`);
@@ -164,7 +174,11 @@ export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; to
       },
     };
   }
-  const chatTemplate = meta.string("tokenizer.chat_template");
+  const chatTemplates: Record<string, string> = {};
+  for (const key of meta.map.keys()) {
+    const name = key === CHAT_TEMPLATE_KEY ? "default" : key.startsWith(`${CHAT_TEMPLATE_KEY}.`) ? key.slice(CHAT_TEMPLATE_KEY.length + 1) : null;
+    if (name !== null && name !== "") chatTemplates[name] = meta.string(key)!;
+  }
   const tokenizerConfig: Json = {
     add_bos_token: addBos,
     add_eos_token: addEos,
@@ -172,16 +186,24 @@ export function ggufTokenizerJson(meta: GgufMetadata): { tokenizerJson: Json; to
     eos_token: tok(eosId),
     unk_token: tok(unkId),
     pad_token: tok(padId),
-    ...(chatTemplate !== null ? { chat_template: chatTemplate } : {}),
+    // llama.cpp's detokenizer never drops the space before punctuation (transformers' clean-up, on unless told otherwise).
+    clean_up_tokenization_spaces: false,
   };
-  return { tokenizerJson, tokenizerConfig };
+  return { tokenizerJson, tokenizerConfig, chatTemplates };
 }
 
-/** The Tokenizer of a GGUF file's metadata. */
-export function ggufTokenizer(meta: GgufMetadata): Tokenizer {
-  const { tokenizerJson, tokenizerConfig } = ggufTokenizerJson(meta);
+/** The Tokenizer of a GGUF file's metadata, its chat templates from tokenizer.chat_template[.NAME] (else `options`' fallback). */
+export function ggufTokenizer(meta: GgufMetadata, options: TokenizerOptions = {}): Tokenizer {
+  const { tokenizerJson, tokenizerConfig, chatTemplates } = ggufTokenizerJson(meta);
+  const origin = (name: string): string => `${meta.source} ${name === "default" ? CHAT_TEMPLATE_KEY : `${CHAT_TEMPLATE_KEY}.${name}`}`;
   try {
-    return new Tokenizer({ tokenizerJson, tokenizerConfig, source: meta.source });
+    return new Tokenizer({
+      tokenizerJson,
+      tokenizerConfig,
+      source: meta.source,
+      namedChatTemplates: Object.fromEntries(Object.entries(chatTemplates).map(([name, source]) => [name, { source, origin: origin(name) }])),
+      ...options,
+    });
   } catch (e) {
     throw new ArgumentError(`${meta.source} tokenizer metadata`, `does not make a tokenizer: ${(e as Error).message}`);
   }

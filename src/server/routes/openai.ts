@@ -37,7 +37,7 @@ export const completions: Handler = async (req, res, ctx, signal) => {
 };
 
 function modelCard(ctx: ServerContext, id: string) {
-  return { id, object: "model", created: ctx.created, owned_by: "kvflash", root: ctx.modelDir, parent: null, max_model_len: maxModelLen(ctx) };
+  return { id, object: "model", created: ctx.created, owned_by: "kvflash", root: ctx.source.path, parent: null, max_model_len: maxModelLen(ctx) };
 }
 
 export const models: Handler = (_req, res, ctx) => {

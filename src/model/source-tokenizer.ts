@@ -1,0 +1,27 @@
+/**
+ * The tokenizer of a model source (source.ts), read by its kind: a
+ * directory's tokenizer.json (+ tokenizer_config.json), or a GGUF file's
+ * tokenizer.ggml.* metadata (gguf/tokenizer.ts). What a tokenizer worker
+ * (tokenizer/tokenizer-worker.ts) builds, so it imports nothing of the
+ * weights' side; for encoding only, it picks no fallback chat template
+ * (model-metadata.ts does, for the thread that renders templates).
+ */
+import { ArgumentError, show } from "../errors.js";
+import { Tokenizer } from "../tokenizer/tokenizer.js";
+import { GgufMetadata } from "./gguf/metadata.js";
+import { readGgufHeader } from "./gguf/reader.js";
+import { ggufTokenizer } from "./gguf/tokenizer.js";
+import type { ModelSource } from "./source.js";
+
+/** Throws unless `source` is a ModelSource (it may have crossed a worker boundary or come from JavaScript). */
+export function checkSource(source: ModelSource): void {
+  if (typeof source !== "object" || source === null || (source.kind !== "dir" && source.kind !== "gguf") || typeof source.path !== "string") {
+    throw new ArgumentError("source", `must be { kind: "dir" | "gguf", path } (resolveModelSource's), got ${show(source)}`);
+  }
+}
+
+export function readSourceTokenizer(source: ModelSource): Tokenizer {
+  checkSource(source);
+  if (source.kind === "gguf") return ggufTokenizer(new GgufMetadata(readGgufHeader(source.path).metadata, source.path));
+  return Tokenizer.fromDir(source.path);
+}
