@@ -19,6 +19,7 @@ import { type ServerContext, maxModelLen } from "./context.js";
 import { HttpError, badRequest } from "./errors.js";
 import { Fields, isObject } from "./fields.js";
 import { type GrammarRequest, parseGrammarFields } from "./structured-request.js";
+import { genericToolMessages } from "./generic-tool-prompt.js";
 import { type ToolPlan, parseToolFields, templateMessages } from "./tool-calls.js";
 import { contentChars } from "../prompt-text.js";
 import { encodePrompt, refuseLongText } from "./prompt-length.js";
@@ -243,7 +244,9 @@ export async function parseChatRequest(body: unknown, ctx: ServerContext): Promi
   }
   let text: string;
   try {
-    text = tok.applyChatTemplate(templateMessages(messages) as ChatMessage[], { addGenerationPrompt, variables, ...(tools.templateTools === undefined ? {} : { tools: tools.templateTools }) });
+    const plain = templateMessages(messages);
+    const rendered = tools.plan?.parser === "generic" ? genericToolMessages(plain, tools.plan) : plain;
+    text = tok.applyChatTemplate(rendered as ChatMessage[], { addGenerationPrompt, variables, ...(tools.templateTools === undefined ? {} : { tools: tools.templateTools }) });
     if (continueFinal) text = cutAfterFinalMessage(text, messages.at(-1) as ChatMessage);
   } catch (e) {
     if (e instanceof HttpError) throw e;
