@@ -13,7 +13,7 @@
  *                the only next token is end-of-sequence
  */
 import type { GrammarSpec } from "../structured/grammar-spec.js";
-import type { Json } from "./fields.js";
+import { type Json, isObject } from "./fields.js";
 import type { ToolDefinition, ToolPlan } from "./tool-calls.js";
 
 /** One call's JSON schema: {"name": <one of the tools>, "<key>": <its parameters>}, in that order. */
@@ -43,9 +43,18 @@ function mistralGrammar(tools: readonly ToolDefinition[], choice: ToolPlan["choi
   return structuralTag({ type: "sequence", elements: [{ type: "const_string", value: "[TOOL_CALLS]" }, array] });
 }
 
-/** qwen3_coder: each call a <tool_call> tag whose parameters are XGrammar's qwen_xml_parameter of the tool's schema. */
+/**
+ * qwen3_coder: each call a <tool_call> tag whose parameters are XGrammar's
+ * qwen_xml_parameter of the tool's schema (which writes an enum's strings
+ * JSON-quoted; the parser reads both). A tool with no properties takes no
+ * parameters: XGrammar 0.1.27 cannot convert a schema without properties.
+ */
 function qwen3CoderGrammar(tools: readonly ToolDefinition[], choice: ToolPlan["choice"], parallel: boolean): GrammarSpec {
-  const tags = tools.map((t) => ({ type: "tag", begin: `<tool_call>\n<function=${t.name}>\n`, content: { type: "qwen_xml_parameter", json_schema: t.parameters }, end: "\n</function>\n</tool_call>" }));
+  const content = (t: ToolDefinition) => {
+    const properties = isObject(t.parameters["properties"]) ? t.parameters["properties"] : {};
+    return Object.keys(properties).length === 0 ? { type: "grammar", grammar: 'root ::= ""' } : { type: "qwen_xml_parameter", json_schema: t.parameters };
+  };
+  const tags = tools.map((t) => ({ type: "tag", begin: `<tool_call>\n<function=${t.name}>\n`, content: content(t), end: "\n</function>\n</tool_call>" }));
   if (choice === "auto") return structuralTag({ type: "triggered_tags", triggers: ["<tool_call>"], tags, stop_after_first: !parallel });
   return structuralTag({ type: "tags_with_separator", tags, separator: "\n", at_least_one: true, stop_after_first: !parallel });
 }

@@ -16,7 +16,8 @@
  * A value loses one leading and one trailing newline; a parameter whose schema
  * type is "string" (or that the tool's schema does not list) stays text, any
  * other is read as JSON when it parses (3 → 3, true → true, {"a": 1} → {…})
- * and kept as text when it does not, as vLLM does. `arguments` is the
+ * and kept as text when it does not, as vLLM does. An enum member may come
+ * JSON-quoted ("UTC", as XGrammar's qwen_xml_parameter writes it) or bare. `arguments` is the
  * parameters as compact JSON ({"city":"Paris","days":3}), grown one whole
  * parameter at a time while streaming, so every prefix leads the whole.
  */
@@ -28,22 +29,38 @@ const CLOSE = "</tool_call>";
 const FUNCTION = /^\s*<function=([^>\n]+)>/;
 const PARAMETER = /<parameter=([^>\n]+)>([\s\S]*?)<\/parameter>/g;
 
-/** The schema's type(s) of one parameter, or null when the tool does not describe it. */
-function parameterTypes(tools: readonly ToolSchema[], fn: string, param: string): string[] | null {
-  const schema = tools.find((t) => t.name === fn)?.parameters as { properties?: Record<string, { type?: unknown }> } | undefined;
-  const p = schema?.properties?.[param];
-  if (p === undefined) return null;
-  return typeof p.type === "string" ? [p.type] : Array.isArray(p.type) ? p.type.filter((t): t is string => typeof t === "string") : [];
+interface ParameterSchema {
+  type?: unknown;
+  enum?: unknown;
 }
 
-function parameterValue(raw: string, types: string[] | null): unknown {
-  const value = raw.replace(/^\n/, "").replace(/\n$/, "");
-  if (types === null || (types.length > 0 && types.every((t) => t === "string"))) return value;
+/** One parameter's schema, or null when the tool does not describe it. */
+function parameterSchema(tools: readonly ToolSchema[], fn: string, param: string): ParameterSchema | null {
+  const schema = tools.find((t) => t.name === fn)?.parameters as { properties?: Record<string, ParameterSchema> } | undefined;
+  return schema?.properties?.[param] ?? null;
+}
+
+function parseJson(text: string): { value: unknown } | null {
   try {
-    return JSON.parse(value) as unknown;
+    return { value: JSON.parse(text) as unknown };
   } catch {
-    return value;
+    return null;
   }
+}
+
+/** A parameter's text → its value: text for strings, else JSON when it parses; an enum's member as written or JSON-quoted. */
+function parameterValue(raw: string, schema: ParameterSchema | null): unknown {
+  const value = raw.replace(/^\n/, "").replace(/\n$/, "");
+  if (schema === null) return value;
+  if (Array.isArray(schema.enum)) {
+    const quoted = parseJson(value);
+    if (quoted !== null && schema.enum.includes(quoted.value)) return quoted.value;
+    if (schema.enum.includes(value)) return value;
+  }
+  const types = typeof schema.type === "string" ? [schema.type] : Array.isArray(schema.type) ? schema.type : [];
+  if (types.length > 0 && types.every((t) => t === "string")) return value;
+  const parsed = parseJson(value);
+  return parsed === null ? value : parsed.value;
 }
 
 /** One call's body (between the tags) → the call; `closed` once </tool_call> was seen. Null: not a call (yet). */
@@ -54,7 +71,7 @@ function parseCall(body: string, closed: boolean, tools: readonly ToolSchema[]):
   const entries: string[] = [];
   for (const m of body.slice(fn[0].length).matchAll(PARAMETER)) {
     const param = m[1]!.trim();
-    entries.push(`${JSON.stringify(param)}:${JSON.stringify(parameterValue(m[2]!, parameterTypes(tools, name, param)))}`);
+    entries.push(`${JSON.stringify(param)}:${JSON.stringify(parameterValue(m[2]!, parameterSchema(tools, name, param)))}`);
   }
   const done = closed && body.includes("</function>");
   if (closed && !done) return null;
