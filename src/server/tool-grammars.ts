@@ -36,25 +36,59 @@ function jsonAutoTag(parser: "hermes" | "llama3_json", tools: readonly ToolDefin
   return structuralTag({ type: "triggered_tags", triggers, tags: tools.map(tag), stop_after_first: !parallel });
 }
 
-/** mistral: [TOOL_CALLS] and a JSON array of calls (of one call unless parallel). */
+/**
+ * mistral: [TOOL_CALLS] and a JSON array of calls (of one call unless parallel).
+ * "required" and named use the tool_calls EBNF, whose JSON whitespace is
+ * bounded; "auto" is a triggered tag (XGrammar's structural-tag JSON is not).
+ */
 function mistralGrammar(tools: readonly ToolDefinition[], choice: ToolPlan["choice"], parallel: boolean): GrammarSpec {
+  if (choice !== "auto") return { type: "tool_calls", format: "mistral", schema: JSON.stringify(callSchema(tools, "arguments")), parallel };
   const array = { type: "json_schema", json_schema: { type: "array", items: callSchema(tools, "arguments"), minItems: 1, ...(parallel ? {} : { maxItems: 1 }) } };
-  if (choice === "auto") return structuralTag({ type: "triggered_tags", triggers: ["[TOOL_CALLS]"], tags: [{ type: "tag", begin: "[TOOL_CALLS]", content: array, end: "" }], stop_after_first: true });
-  return structuralTag({ type: "sequence", elements: [{ type: "const_string", value: "[TOOL_CALLS]" }, array] });
+  return structuralTag({ type: "triggered_tags", triggers: ["[TOOL_CALLS]"], tags: [{ type: "tag", begin: "[TOOL_CALLS]", content: array, end: "" }], stop_after_first: true });
+}
+
+/** An empty structural-tag element (XGrammar 0.1.27 refuses an empty const_string). */
+const NOTHING = { type: "grammar", grammar: 'root ::= ""' };
+
+/** A string parameter's text: any text up to the closing tag, or as many characters as min/maxLength allow. */
+function stringText(schema: Json): Json {
+  const min = typeof schema["minLength"] === "number" ? schema["minLength"] : 0;
+  const max = typeof schema["maxLength"] === "number" ? schema["maxLength"] : null;
+  if (min === 0 && max === null) return { type: "any_text" };
+  return { type: "regex", pattern: `[\\s\\S]{${min},${max ?? ""}}` };
 }
 
 /**
- * qwen3_coder: each call a <tool_call> tag whose parameters are XGrammar's
- * qwen_xml_parameter of the tool's schema (which writes an enum's strings
- * JSON-quoted; the parser reads both). A tool with no properties takes no
- * parameters: XGrammar 0.1.27 cannot convert a schema without properties.
+ * One XML parameter as Qwen3-Coder's template writes it, "<parameter=p>\nvalue\n</parameter>\n":
+ * a string is any text up to the closing tag (within its min/maxLength), string
+ * enums their bare members,
+ * anything else JSON by its schema. Optional parameters may be left out.
+ */
+function xmlParameter(name: string, schema: Json, required: boolean): Json {
+  const members = Array.isArray(schema["enum"]) && schema["enum"].every((v) => typeof v === "string") ? (schema["enum"] as string[]) : null;
+  let content: Json;
+  if (members !== null) content = { type: "or", elements: members.map((value) => ({ type: "const_string", value })) };
+  else if (schema["type"] === "string") content = stringText(schema);
+  else content = { type: "json_schema", json_schema: schema };
+  const tag = { type: "tag", begin: `<parameter=${name}>\n`, content, end: "\n</parameter>\n" };
+  return required ? tag : { type: "or", elements: [tag, NOTHING] };
+}
+
+/**
+ * qwen3_coder: each call a <tool_call> tag holding its function's parameters
+ * in the schema's order, with exactly the template's newlines between them
+ * (llama.cpp's Qwen3-Coder grammar does the same). Not XGrammar's
+ * qwen_xml_parameter: it allows unbounded whitespace between parameters,
+ * where a weak model stays forever.
  */
 function qwen3CoderGrammar(tools: readonly ToolDefinition[], choice: ToolPlan["choice"], parallel: boolean): GrammarSpec {
   const content = (t: ToolDefinition) => {
     const properties = isObject(t.parameters["properties"]) ? t.parameters["properties"] : {};
-    return Object.keys(properties).length === 0 ? { type: "grammar", grammar: 'root ::= ""' } : { type: "qwen_xml_parameter", json_schema: t.parameters };
+    const required = Array.isArray(t.parameters["required"]) ? t.parameters["required"] : [];
+    const params = Object.entries(properties).map(([name, schema]) => xmlParameter(name, isObject(schema) ? schema : {}, required.includes(name)));
+    return params.length === 0 ? NOTHING : params.length === 1 ? params[0]! : { type: "sequence", elements: params };
   };
-  const tags = tools.map((t) => ({ type: "tag", begin: `<tool_call>\n<function=${t.name}>\n`, content: content(t), end: "\n</function>\n</tool_call>" }));
+  const tags = tools.map((t) => ({ type: "tag", begin: `<tool_call>\n<function=${t.name}>\n`, content: content(t), end: "</function>\n</tool_call>" }));
   if (choice === "auto") return structuralTag({ type: "triggered_tags", triggers: ["<tool_call>"], tags, stop_after_first: !parallel });
   return structuralTag({ type: "tags_with_separator", tags, separator: "\n", at_least_one: true, stop_after_first: !parallel });
 }

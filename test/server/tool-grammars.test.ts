@@ -61,8 +61,8 @@ const FORMATS: Record<ToolParserName, { one: string; two: string; args: string }
     args: '{"zone": "UTC"}',
   },
   qwen3_coder: {
-    one: '<tool_call>\n<function=get_time>\n<parameter=zone>\n"UTC"\n</parameter>\n</function>\n</tool_call>',
-    two: '<tool_call>\n<function=get_time>\n<parameter=zone>\n"UTC"\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=ping>\n\n</function>\n</tool_call>',
+    one: "<tool_call>\n<function=get_time>\n<parameter=zone>\nUTC\n</parameter>\n</function>\n</tool_call>",
+    two: "<tool_call>\n<function=get_time>\n<parameter=zone>\nUTC\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=ping>\n</function>\n</tool_call>",
     args: '{"zone":"UTC"}',
   },
   generic: {
@@ -143,4 +143,20 @@ test("json_object: the top level is an object; an array, even as the first chara
     if (allowed(t) && (piece === "<0x5B>" || piece.replaceAll("\u2581", " ").trimStart().startsWith("["))) brackets.push(piece);
   }
   assert.deepEqual(brackets, [], "tokens opening an array are masked");
+});
+
+test("qwen3_coder parameters: text up to the closing tag, optional ones left out, the template's newlines and no other whitespace", async () => {
+  const spec = toolGrammar(plan("qwen3_coder", "required", false));
+  const call = (params: string) => `<tool_call>\n<function=get_weather>\n${params}</function>\n</tool_call>`;
+  const text = call("<parameter=city>\nif a < b:\n  go()\n</parameter>\n");
+  assert.equal((await feed(spec, text)).ends, true, "a string holds any text, markup and newlines included");
+  assert.deepEqual(parseToolOutput("qwen3_coder", text, true, TOOLS).calls, [{ name: "get_weather", arguments: '{"city":"if a < b:\\n  go()"}', done: true }]);
+  assert.equal((await feed(spec, call("<parameter=city>\nOslo\n</parameter>\n<parameter=days>\n3\n</parameter>\n"))).ends, true, "an optional parameter given");
+  assert.equal((await feed(spec, call("<parameter=days>\n3\n</parameter>\n"))).ends, false, "a required parameter left out");
+  assert.equal((await feed(spec, call("  <parameter=city>\nOslo\n</parameter>\n"))).ends, false, "whitespace before a parameter");
+  assert.equal((await feed(spec, call("<parameter=city>\nOslo\n</parameter>\n<parameter=days>\nthree\n</parameter>\n"))).ends, false, "an integer is JSON");
+  const short = toolGrammar({ parser: "qwen3_coder", tools: [{ name: "f", parameters: { type: "object", properties: { w: { type: "string", maxLength: 4 } }, required: ["w"] } }], choice: "required", parallel: false });
+  const word = (w: string) => `<tool_call>\n<function=f>\n<parameter=w>\n${w}\n</parameter>\n</function>\n</tool_call>`;
+  assert.equal((await feed(short, word("ab\nc"))).ends, true, "maxLength 4: four characters");
+  assert.equal((await feed(short, word("abcde"))).ends, false, "maxLength 4: not five");
 });

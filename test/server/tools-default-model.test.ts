@@ -121,3 +121,46 @@ test("response_format json_object: the reply opens an object, never an array", a
     if (r.choices[0]!.finish_reason === "stop") assert.equal(typeof JSON.parse(content), "object");
   }
 });
+
+/** A named call's non-streamed and streamed answers: one call of `name`, finish "stop", the same name and arguments. */
+async function namedCall(s: ServerProcess, name: string, seed: number): Promise<Call> {
+  const body = { model: MODEL, messages, tools, tool_choice: { type: "function" as const, function: { name } }, max_tokens: 100, seed };
+  const full = await s.openai.chat.completions.create(body);
+  const c = full.choices[0]!;
+  assert.equal(c.finish_reason, "stop", `seed ${seed}`);
+  const calls = (c.message.tool_calls ?? []) as Call[];
+  assert.deepEqual(calls.map((x) => x.function.name), [name], `seed ${seed}: one call`);
+  const streamed: { name: string; arguments: string }[] = [];
+  for await (const chunk of await s.openai.chat.completions.create({ ...body, stream: true })) {
+    for (const d of chunk.choices[0]?.delta.tool_calls ?? []) {
+      if (d.id !== undefined) streamed.push({ name: d.function!.name!, arguments: d.function!.arguments ?? "" });
+      else streamed[d.index]!.arguments += d.function!.arguments ?? "";
+    }
+  }
+  assert.deepEqual(streamed, [{ name, arguments: calls[0]!.function.arguments }], `seed ${seed}: streamed`);
+  return calls[0]!;
+}
+
+test("--tool-call-parser mistral and qwen3_coder: their grammars give calls that parse, validate and stream", async () => {
+  for (const parser of ["mistral", "qwen3_coder"] as const) {
+    const s = await startServer(["--tool-call-parser", parser]);
+    try {
+      for (const seed of [1, 2]) {
+        const r = await s.openai.chat.completions.create({ model: MODEL, messages, tools, tool_choice: "required", max_tokens: 120, seed });
+        const c = r.choices[0]!;
+        const calls = (c.message.tool_calls ?? []) as Call[];
+        assert.ok(calls.length >= 1 || c.finish_reason === "length", `${parser} seed ${seed}: ${JSON.stringify(c)}`);
+        if (c.finish_reason === "tool_calls") assert.equal(c.message.content, null);
+        for (const call of calls) {
+          assert.match(call.id, parser === "mistral" ? /^[A-Za-z0-9]{9}$/ : /^call_[0-9a-f]{24}$/);
+          const validate = validators.get(call.function.name)!;
+          assert.ok(validate(JSON.parse(call.function.arguments)), `${parser} seed ${seed}: ${call.function.arguments}`);
+        }
+        const named = await namedCall(s, "synonym", seed);
+        assert.ok(validators.get("synonym")!(JSON.parse(named.function.arguments)), `${parser} seed ${seed}: ${named.function.arguments}`);
+      }
+    } finally {
+      assert.equal(await s.stop(), 0, s.stderr());
+    }
+  }
+});
