@@ -17,7 +17,7 @@
  * type is "string" (or that the tool's schema does not list) stays text, any
  * other is read as JSON when it parses (3 → 3, true → true, {"a": 1} → {…})
  * and kept as text when it does not, as vLLM does. An enum member may come
- * JSON-quoted ("UTC", as XGrammar's qwen_xml_parameter writes it) or bare. `arguments` is the
+ * bare or JSON-quoted ("UTC", as XGrammar's qwen_xml_parameter writes it). `arguments` is the
  * parameters as compact JSON ({"city":"Paris","days":3}), grown one whole
  * parameter at a time while streaming, so every prefix leads the whole.
  */
