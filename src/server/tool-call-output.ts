@@ -4,9 +4,11 @@
  * back what may still be markup) and sends what is new: content deltas, then
  * per call a first delta with its index, id and name (arguments ""), then its
  * argument fragments. The fragments concatenate to the non-streamed
- * `arguments`. finish_reason is "tool_calls" when the reply made calls and
- * stopped on its own, except for a named tool_choice, where OpenAI answers
- * "stop" (vLLM aligned with it the same way).
+ * `arguments`. A call cut short (max_tokens) is a call with the arguments it
+ * has, as OpenAI gives it, streamed or not, never text in `content`.
+ * finish_reason is "tool_calls" when the reply made calls and stopped on its
+ * own, except for a named tool_choice, where OpenAI answers "stop" (vLLM
+ * aligned with it the same way).
  */
 import type { ToolPlan } from "./tool-calls.js";
 import { toolCallId } from "./tool-calls.js";
@@ -30,9 +32,8 @@ function finishReasonWithCalls(plan: ToolPlan, reason: string | null, calls: num
 /** The non-streamed message and finish reason of a finished reply. */
 export function toolCallMessage(plan: ToolPlan, text: string, finishReason: string | null) {
   const parsed = parseToolOutput(plan.parser, text, true, plan.tools);
-  const calls = parsed.calls.filter((c) => c.done);
-  const toolCalls: ToolCallJson[] = calls.map((c) => ({ id: toolCallId(plan.parser), type: "function", function: { name: c.name, arguments: c.arguments } }));
-  const content = calls.length > 0 && parsed.content.trim() === "" ? null : parsed.content;
+  const toolCalls: ToolCallJson[] = parsed.calls.map((c) => ({ id: toolCallId(plan.parser), type: "function", function: { name: c.name, arguments: c.arguments } }));
+  const content = toolCalls.length > 0 && parsed.content.trim() === "" ? null : parsed.content;
   return {
     message: { role: "assistant" as const, content, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
     finishReason: finishReasonWithCalls(plan, finishReason, toolCalls.length),

@@ -92,7 +92,7 @@ export function parseQwen3Coder(text: string, final: boolean, tools: readonly To
     content += text.slice(at, open);
     const close = text.indexOf(CLOSE, open + OPEN.length);
     const call = parseCall(text.slice(open + OPEN.length, close < 0 ? undefined : close), close >= 0, tools);
-    if (call !== null && (close >= 0 || !final)) calls.push(call);
+    if (call !== null) calls.push(call); // an unclosed call at the end is a call cut short, not text
     else if (close >= 0 || final) content += text.slice(open, close < 0 ? undefined : close + CLOSE.length);
     if (close < 0) break;
     at = close + CLOSE.length;

@@ -109,7 +109,7 @@ function parseHermes(text: string, final: boolean): ParsedOutput {
     const close = text.indexOf(CLOSE, open + OPEN.length);
     const body = text.slice(open + OPEN.length, close < 0 ? undefined : close);
     const call = parseCall(body, "arguments", close >= 0);
-    if (call !== null && (close >= 0 || !final)) calls.push(call);
+    if (call !== null) calls.push(call); // an unclosed call at the end is a call cut short, not text
     else if (close >= 0 || final) content += text.slice(open, close < 0 ? undefined : close + CLOSE.length);
     if (close < 0) break;
     at = close + CLOSE.length;
