@@ -29,6 +29,10 @@ export type JsonSpan =
 class NotJson extends Error {}
 
 const WS = /[ \t\n\r]*/y;
+/** An escape: \" \\ \/ \b \f \n \r \t, or \u and up to four hex digits (a cut one has fewer). */
+const ESCAPE = /\\(?:["\\/bfnrt]|u[0-9A-Fa-f]{0,4})/y;
+/** The characters a number or literal is made of (how far one may run). */
+const SCALAR_CHARS = /[-+0-9.a-zA-Z]*/y;
 const SCALAR = /(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)/y;
 
 function skipWs(text: string, i: number): number {
@@ -42,10 +46,8 @@ function stringEnd(text: string, i: number): number | null {
   for (let j = i + 1; j < text.length; j++) {
     const c = text.charCodeAt(j);
     if (c === 0x5c) {
-      // An escape: \" \\ \/ \b \f \n \r \t or \u and four hex digits (as many as the text holds).
-      const escape = /\\(?:["\\/bfnrt]|u[0-9A-Fa-f]{0,4})/y;
-      escape.lastIndex = j;
-      const m = escape.exec(text);
+      ESCAPE.lastIndex = j;
+      const m = ESCAPE.exec(text);
       const whole = m !== null && (m[0][1] !== "u" || m[0].length === 6);
       if (!whole && (m === null ? j + 1 < text.length : j + m[0].length < text.length)) throw new NotJson();
       j += (m?.[0].length ?? 1) - 1;
@@ -55,17 +57,17 @@ function stringEnd(text: string, i: number): number | null {
   return null;
 }
 
-/** A scalar at `i`; at the end of the text it may still grow ("12" → "123", "tr" → "true"). */
+/** A scalar at `i`; one that runs to the end of the text may still grow ("12." → "12.5", "tr" → "true"). */
 function readScalar(text: string, i: number): JsonSpan {
-  SCALAR.lastIndex = i;
-  const m = SCALAR.exec(text);
-  const end = m === null ? i : SCALAR.lastIndex;
-  if (end === text.length) {
-    const tail = text.slice(i);
-    if (/^-?[0-9]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?$/.test(tail) || "true".startsWith(tail) || "false".startsWith(tail) || "null".startsWith(tail)) return { type: "scalar", start: i, end: null };
+  SCALAR_CHARS.lastIndex = i;
+  SCALAR_CHARS.exec(text);
+  if (SCALAR_CHARS.lastIndex === text.length) {
+    const rest = text.slice(i);
+    if (/^-?[0-9]*(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?$/.test(rest) || "true".startsWith(rest) || "false".startsWith(rest) || "null".startsWith(rest)) return { type: "scalar", start: i, end: null };
   }
-  if (m === null) throw new NotJson();
-  return { type: "scalar", start: i, end };
+  SCALAR.lastIndex = i;
+  if (SCALAR.exec(text) === null) throw new NotJson();
+  return { type: "scalar", start: i, end: SCALAR.lastIndex };
 }
 
 function readValue(text: string, i: number): JsonSpan {
