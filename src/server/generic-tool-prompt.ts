@@ -7,7 +7,8 @@
  *
  *   system      the request's system prompt, then the tools (name, description,
  *               parameters' schema) and the reply format that tool-grammars.ts's
- *               generic schema enforces
+ *               generic schema enforces; for a template without a system role
+ *               (Mistral Instruct v0.1, Gemma), the start of the first user turn
  *   assistant   with tool_calls: content {"tool_call": …} or {"tool_calls": [ … ]}
  *   tool        a user message {"tool_response": {"tool_call_id", "name", "content"}}
  */
@@ -44,8 +45,8 @@ function callsContent(calls: unknown[], parallel: boolean): string {
   return JSON.stringify(list.length === 1 && !parallel ? { tool_call: list[0] } : { tool_calls: list });
 }
 
-/** The messages to render: tool section in the system prompt, calls and results as text. */
-export function genericToolMessages(messages: readonly unknown[], plan: ToolPlan): unknown[] {
+/** The messages to render: the tool section in the system prompt (or the first user turn), calls and results as text. */
+export function genericToolMessages(messages: readonly unknown[], plan: ToolPlan, place: "system" | "user" = "system"): unknown[] {
   const callNames = new Map<string, unknown>();
   const out = messages.map((m): unknown => {
     if (!isObject(m)) return m;
@@ -62,6 +63,13 @@ export function genericToolMessages(messages: readonly unknown[], plan: ToolPlan
     return m;
   });
   const prompt = genericToolPrompt(plan);
+  if (place === "user") {
+    const at = out.findIndex((m) => isObject(m) && m["role"] === "user" && typeof m["content"] === "string");
+    if (at >= 0) {
+      const m = out[at] as Json;
+      return out.map((x, i) => (i === at ? { ...m, content: `${prompt}\n\n${m["content"] as string}` } : x));
+    }
+  }
   const first = out[0];
   if (isObject(first) && first["role"] === "system" && typeof first["content"] === "string") return [{ ...first, content: `${first["content"]}\n\n${prompt}` }, ...out.slice(1)];
   return [{ role: "system", content: prompt }, ...out];

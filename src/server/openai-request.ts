@@ -245,8 +245,16 @@ export async function parseChatRequest(body: unknown, ctx: ServerContext): Promi
   let text: string;
   try {
     const plain = templateMessages(messages);
-    const rendered = tools.plan?.parser === "generic" ? genericToolMessages(plain, tools.plan) : plain;
-    text = tok.applyChatTemplate(rendered as ChatMessage[], { addGenerationPrompt, variables, ...(tools.templateTools === undefined ? {} : { tools: tools.templateTools }) });
+    const render = (m: unknown[]) => tok.applyChatTemplate(m as ChatMessage[], { addGenerationPrompt, variables, ...(tools.templateTools === undefined ? {} : { tools: tools.templateTools }) });
+    const plan = tools.plan;
+    if (plan?.parser !== "generic") text = render(plain);
+    else {
+      try {
+        text = render(genericToolMessages(plain, plan, "system"));
+      } catch {
+        text = render(genericToolMessages(plain, plan, "user")); // a template with no system role: the tools lead the first user turn
+      }
+    }
     if (continueFinal) text = cutAfterFinalMessage(text, messages.at(-1) as ChatMessage);
   } catch (e) {
     if (e instanceof HttpError) throw e;
