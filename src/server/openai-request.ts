@@ -263,7 +263,9 @@ export async function parseChatRequest(body: unknown, ctx: ServerContext): Promi
   const tokenIds = await encodePrompt(ctx, text, f.boolean("add_special_tokens") ?? false, "messages");
   const base = { ...samplingFields(f), logprobs: logprobsOn ? (top ?? 0) : null };
   const prompt = fitPrompt(tokenIds, text, c.explicitMax, "chat", base, ctx, "messages");
-  return { kind: "chat", ...c, grammar: c.grammar ?? tools.grammar, prompts: sampleEach([prompt], c.n), logprobs: base.logprobs, echo: false, tools: tools.plan };
+  // mistral opens calls with its [TOOL_CALLS] special token: the parser must see it (vLLM's MistralToolParser.adjust_request).
+  const skipSpecialTokens = tools.plan?.parser === "mistral" ? false : c.skipSpecialTokens;
+  return { kind: "chat", ...c, skipSpecialTokens, grammar: c.grammar ?? tools.grammar, prompts: sampleEach([prompt], c.n), logprobs: base.logprobs, echo: false, tools: tools.plan };
 }
 
 /** continue_final_message: the rendered text ends where the final message's content ends (transformers' rule). */

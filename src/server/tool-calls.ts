@@ -85,7 +85,8 @@ export function parseToolFields(f: Fields, template: string | null, configured: 
   if (choice === "none") return { templateTools, plan: null, grammar: null };
   const parser = configured ?? parserForTemplate(template) ?? "generic";
   const plan: ToolPlan = { parser, tools, choice, parallel };
-  return { templateTools: parser === "generic" ? undefined : templateTools, plan, grammar: { spec: toolGrammar(plan), param: "tools" } };
+  const spec = toolGrammar(plan);
+  return { templateTools: parser === "generic" ? undefined : templateTools, plan, grammar: spec === null ? null : { spec, param: "tools" } };
 }
 
 /** Chat messages for the template: assistant tool_calls' arguments as objects (vLLM parses the JSON text). */

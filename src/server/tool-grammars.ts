@@ -37,14 +37,15 @@ function jsonAutoTag(parser: "hermes" | "llama3_json", tools: readonly ToolDefin
 }
 
 /**
- * mistral: [TOOL_CALLS] and a JSON array of calls (of one call unless parallel).
- * "required" and named use the tool_calls EBNF, whose JSON whitespace is
- * bounded; "auto" is a triggered tag (XGrammar's structural-tag JSON is not).
+ * mistral: [TOOL_CALLS] and a JSON array of calls (of one call unless
+ * parallel), through the tool_calls EBNF (bounded JSON whitespace). "auto" has
+ * no grammar: Mistral opens a call with its [TOOL_CALLS] special token, which a
+ * grammar never allows (grammar-vocabulary.ts gives special tokens no text), so
+ * auto stays free as in vLLM, and the reply keeps special tokens' text.
  */
-function mistralGrammar(tools: readonly ToolDefinition[], choice: ToolPlan["choice"], parallel: boolean): GrammarSpec {
-  if (choice !== "auto") return { type: "tool_calls", format: "mistral", schema: JSON.stringify(callSchema(tools, "arguments")), parallel };
-  const array = { type: "json_schema", json_schema: { type: "array", items: callSchema(tools, "arguments"), minItems: 1, ...(parallel ? {} : { maxItems: 1 }) } };
-  return structuralTag({ type: "triggered_tags", triggers: ["[TOOL_CALLS]"], tags: [{ type: "tag", begin: "[TOOL_CALLS]", content: array, end: "" }], stop_after_first: true });
+function mistralGrammar(tools: readonly ToolDefinition[], choice: ToolPlan["choice"], parallel: boolean): GrammarSpec | null {
+  if (choice === "auto") return null;
+  return { type: "tool_calls", format: "mistral", schema: JSON.stringify(callSchema(tools, "arguments")), parallel };
 }
 
 /** An empty structural-tag element (XGrammar 0.1.27 refuses an empty const_string). */
@@ -103,8 +104,8 @@ export function genericSchema(tools: readonly ToolDefinition[], choice: ToolPlan
   return { anyOf: [calls, { type: "object", properties: { response: { type: "string" } }, required: ["response"], additionalProperties: false }] };
 }
 
-/** The reply's grammar. A named choice narrows the tools to that one and allows one call. */
-export function toolGrammar(plan: ToolPlan): GrammarSpec {
+/** The reply's grammar (null: free text). A named choice narrows the tools to that one and allows one call. */
+export function toolGrammar(plan: ToolPlan): GrammarSpec | null {
   const { parser, choice } = plan;
   const tools = typeof choice === "object" ? plan.tools.filter((t) => t.name === choice.name) : plan.tools;
   const parallel = typeof choice === "object" ? false : plan.parallel;
