@@ -22,7 +22,7 @@ export function genericToolPrompt(plan: ToolPlan): string {
   const call = '{"name": "<tool name>", "arguments": {<its arguments>}}';
   const parallel = plan.parallel && named === null;
   const callShape = parallel ? `{"tool_calls": [${call}, …]}` : `{"tool_call": ${call}}`;
-  const lines = [`You can call these tools (their arguments follow the JSON schema given):`, JSON.stringify(tools, null, 2), ""];
+  const lines = ["You can call these tools (their arguments follow the JSON schema given):", ...tools.map((t) => JSON.stringify(t)), ""]; // one a line: small contexts
   if (plan.choice === "auto") lines.push(`Reply with one JSON object: ${callShape} to call ${parallel ? "tools" : "a tool"}, or {"response": "<your reply>"} to answer the user.`);
   else lines.push(`Reply with one JSON object that calls ${named === null ? (parallel ? "tools" : "a tool") : `the tool ${named}`}: ${callShape}.`);
   return lines.join("\n");
