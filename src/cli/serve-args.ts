@@ -27,7 +27,8 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --served-model-name NAME…    names clients use in "model" (default: the --model argument)
   --api-key KEY                require "Authorization: Bearer KEY" on /v1 and /tokenize (or $KVFLASH_API_KEY)
   --cors-origin ORIGIN         send Access-Control-Allow-Origin: ORIGIN (default: no CORS)
-  --tool-call-parser NAME      hermes | llama3_json (default: the one the chat template is written for)
+  --tool-call-parser NAME      hermes | llama3_json | mistral | qwen3_coder | generic (default: the one the chat
+                               template is written for; generic: tools in the system prompt)
   --kv-cache-gib N             KV cache budget, GiB (default 4, at most half the memory left after the weights;
                                never more than max-num-seqs sequences of max-model-len need)
   --kv-dtype DTYPE             KV cache storage: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default auto)

@@ -18,6 +18,7 @@ import { type ServerContext, maxModelLen } from "./context.js";
 import { HttpError, badRequest } from "./errors.js";
 import { Fields, isObject } from "./fields.js";
 import { type GrammarRequest, parseGrammarFields } from "./structured-request.js";
+import { genericToolMessages } from "./generic-tool-prompt.js";
 import { type ToolPlan, parseToolFields, templateMessages } from "./tool-calls.js";
 import { contentChars } from "../prompt-text.js";
 import { SHAPE_LIMITS } from "../request-shape.js";
@@ -272,12 +273,25 @@ export async function parseChatRequest(body: unknown, ctx: ServerContext): Promi
   if (tools.grammar !== null && c.grammar !== null) {
     throw badRequest(c.grammar.param, `${c.grammar.param} cannot be combined with tools (tool_choice ${show(f.raw("tool_choice") ?? "auto")}); send tool_choice "none" for structured output`);
   }
-  const chat = { messages: templateMessages(messages), addGenerationPrompt, variables, tools: tools.templateTools, continueFinal };
+  const plain = templateMessages(messages);
+  const plan = tools.plan;
+  // The generic tool format puts the tools in the system prompt; a template with no system role gets them at the start of the first user turn instead (the worker renders the fallback when the first fails).
+  const generic = plan !== null && plan !== undefined && plan.parser === "generic" ? plan : undefined;
+  const chat = {
+    messages: generic === undefined ? plain : genericToolMessages(plain, generic, "system"),
+    ...(generic === undefined ? {} : { fallbackMessages: genericToolMessages(plain, generic, "user") }),
+    addGenerationPrompt,
+    variables,
+    tools: tools.templateTools,
+    continueFinal,
+  };
   const tokenIds = await encodeChatPrompt(ctx, chat, f.boolean("add_special_tokens") ?? false);
   const base = { ...samplingFields(f), logprobs: logprobsOn ? (top ?? 0) : null };
   const prompt = fitPrompt(tokenIds, "", c.explicitMax, "chat", base, ctx, "messages");
   checkResponseSize([prompt], c.n, c.stream, base.logprobs, top === undefined ? "logprobs" : "top_logprobs");
-  return { kind: "chat", ...c, grammar: c.grammar ?? tools.grammar, prompts: sampleEach([prompt], c.n), logprobs: base.logprobs, echo: false, tools: tools.plan };
+  // mistral opens calls with its [TOOL_CALLS] special token: the parser must see it (vLLM's MistralToolParser.adjust_request).
+  const skipSpecialTokens = plan?.parser === "mistral" ? false : c.skipSpecialTokens;
+  return { kind: "chat", ...c, skipSpecialTokens, grammar: c.grammar ?? tools.grammar, prompts: sampleEach([prompt], c.n), logprobs: base.logprobs, echo: false, tools: plan };
 }
 
 export async function parseCompletionRequest(body: unknown, ctx: ServerContext): Promise<GenerationPlan> {

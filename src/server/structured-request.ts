@@ -48,10 +48,17 @@ function jsonRequest(param: string, v: unknown): GrammarRequest {
   return { spec: { type: "json", schema: schemaText(param, v) }, param, ...(typeof v === "string" ? {} : { parsed: v }) };
 }
 
+/**
+ * json_object (OpenAI: "a valid JSON object"): an object schema, so the top
+ * level cannot be an array, string or number as XGrammar's builtin JSON
+ * grammar would allow.
+ */
+const JSON_OBJECT: GrammarSpec = { type: "json", schema: '{"type":"object"}' };
+
 function fromResponseFormat(format: Json): GrammarRequest | null {
   const type = format["type"];
   if (type === "text") return null;
-  if (type === "json_object") return { spec: { type: "json", schema: null }, param: "response_format" };
+  if (type === "json_object") return { spec: JSON_OBJECT, param: "response_format" };
   if (type === "json_schema") {
     const js = format["json_schema"];
     if (!isObject(js)) throw badRequest("response_format.json_schema", `response_format.json_schema must be an object { name, schema, strict }, got ${show(js)}`);
@@ -68,7 +75,7 @@ function fromMember(name: string, v: unknown, param: string): GrammarRequest | n
       return jsonRequest(param, v);
     case "json_object":
       if (v !== true) throw badRequest(param, `${param} must be true, got ${show(v)}`);
-      return { spec: { type: "json", schema: null }, param };
+      return { spec: JSON_OBJECT, param };
     case "regex":
       return { spec: { type: "regex", pattern: text(param, v) }, param };
     case "choice":

@@ -6,16 +6,34 @@
  *                 with text around them (Qwen2.5, Qwen3, Hermes)
  *   llama3_json   {"name": "f", "parameters": {…}}, the whole reply, optionally after
  *                 <|python_tag|> (Llama 3.1 / 3.2 / 3.3)
+ *   mistral       text, then [TOOL_CALLS][{"name": "f", "arguments": {…}}, …] (Mistral 7B v0.3,
+ *                 Nemo, Small): tool-parsers-json.ts
+ *   qwen3_coder   <tool_call>\n<function=f>\n<parameter=p>\nvalue\n</parameter>\n</function>\n</tool_call>
+ *                 (Qwen3-Coder's XML): tool-parser-qwen3-coder.ts
+ *   generic       {"tool_call": {…}} | {"tool_calls": [{…}, …]} | {"response": "…"}, for a
+ *                 template with no tool format (llama.cpp's generic handler):
+ *                 tool-parsers-json.ts
  *
  * `arguments` is the raw JSON text the model wrote for the arguments, trimmed,
- * so the fragments a stream sends concatenate exactly to it. On a prefix, the
- * parse holds back whatever may still turn out to be markup (a partial
- * "<tool_call>", the closing "}" and "</tool_call>"): everything it returns
- * is a prefix of what the whole text will give.
+ * so the fragments a stream sends concatenate exactly to it (qwen3_coder writes
+ * no JSON: its arguments are the parameters' JSON, compact, one parameter at a
+ * time). On a prefix, the parse holds back whatever may still turn out to be
+ * markup (a partial "<tool_call>", the closing "}" and "</tool_call>"):
+ * everything it returns is a prefix of what the whole text will give.
  */
-export type ToolParserName = "hermes" | "llama3_json";
+import { partialTagAtEnd } from "./partial-text.js";
+import { parseQwen3Coder } from "./tool-parser-qwen3-coder.js";
+import { parseGeneric, parseMistral } from "./tool-parsers-json.js";
 
-export const TOOL_PARSERS: readonly ToolParserName[] = ["hermes", "llama3_json"];
+export type ToolParserName = "hermes" | "llama3_json" | "mistral" | "qwen3_coder" | "generic";
+
+export const TOOL_PARSERS: readonly ToolParserName[] = ["hermes", "llama3_json", "mistral", "qwen3_coder", "generic"];
+
+/** What a parser may need of a tool: its name and its parameters' JSON schema (qwen3_coder types its values by it). */
+export interface ToolSchema {
+  name: string;
+  parameters: unknown;
+}
 
 export interface ParsedToolCall {
   name: string;
@@ -34,18 +52,17 @@ const OPEN = "<tool_call>";
 const CLOSE = "</tool_call>";
 const PYTHON_TAG = "<|python_tag|>";
 
-/** The parser a chat template was written for, or null when it renders no tool calls. */
+/**
+ * The parser a chat template was written for: the one whose markup it renders,
+ * else "generic" (its tools go into the system prompt); null without a template.
+ */
 export function parserForTemplate(template: string | null): ToolParserName | null {
   if (template === null) return null;
+  if (template.includes("<function=") && template.includes("<parameter=")) return "qwen3_coder";
   if (template.includes(OPEN)) return "hermes";
+  if (template.includes("[TOOL_CALLS]")) return "mistral";
   if (template.includes(PYTHON_TAG) || template.includes('"parameters"')) return "llama3_json";
-  return null;
-}
-
-/** Length of the longest suffix of `text` that is a proper prefix of `tag`. */
-function partialTagAtEnd(text: string, tag: string): number {
-  for (let n = Math.min(tag.length - 1, text.length); n > 0; n--) if (text.endsWith(tag.slice(0, n))) return n;
-  return 0;
+  return "generic";
 }
 
 /** `{"name": "f", "<key>": ` at the start of a call's text: the name and where the arguments start. */
@@ -92,7 +109,7 @@ function parseHermes(text: string, final: boolean): ParsedOutput {
     const close = text.indexOf(CLOSE, open + OPEN.length);
     const body = text.slice(open + OPEN.length, close < 0 ? undefined : close);
     const call = parseCall(body, "arguments", close >= 0);
-    if (call !== null && (close >= 0 || !final)) calls.push(call);
+    if (call !== null) calls.push(call); // an unclosed call at the end is a call cut short, not text
     else if (close >= 0 || final) content += text.slice(open, close < 0 ? undefined : close + CLOSE.length);
     if (close < 0) break;
     at = close + CLOSE.length;
@@ -110,7 +127,18 @@ function parseLlama3(text: string, final: boolean): ParsedOutput {
   return final ? { content: text, calls: [] } : { content: "", calls: [] };
 }
 
-/** Content and tool calls of `text`; `final` when no more text will come. */
-export function parseToolOutput(parser: ToolParserName, text: string, final: boolean): ParsedOutput {
-  return parser === "hermes" ? parseHermes(text, final) : parseLlama3(text, final);
+/** Content and tool calls of `text`; `final` when no more text will come. `tools`: the request's (qwen3_coder reads their schemas). */
+export function parseToolOutput(parser: ToolParserName, text: string, final: boolean, tools: readonly ToolSchema[] = []): ParsedOutput {
+  switch (parser) {
+    case "hermes":
+      return parseHermes(text, final);
+    case "llama3_json":
+      return parseLlama3(text, final);
+    case "mistral":
+      return parseMistral(text, final);
+    case "qwen3_coder":
+      return parseQwen3Coder(text, final, tools);
+    case "generic":
+      return parseGeneric(text, final);
+  }
 }

@@ -21,9 +21,10 @@ export type GrammarSpec =
   /**
    * Tool calls only (tool_choice "required" or a named function): `schema` is
    * one call's JSON schema ({name, arguments | parameters}); hermes wraps each
-   * call in <tool_call> tags, one or (parallel) several; llama3_json is one bare call.
+   * call in <tool_call> tags, one or (parallel) several; llama3_json is one bare
+   * call; mistral is [TOOL_CALLS] and a JSON array of one or (parallel) several.
    */
-  | { type: "tool_calls"; format: "hermes" | "llama3_json"; schema: string; parallel: boolean };
+  | { type: "tool_calls"; format: "hermes" | "llama3_json" | "mistral"; schema: string; parallel: boolean };
 
 /**
  * JSON output: any whitespace between elements (vLLM's default), bounded per gap
@@ -66,6 +67,7 @@ const TOOL_CALLS_ROOT = "kvflash_tool_calls";
 async function toolCallsEbnf(xg: XGrammar, spec: Extract<GrammarSpec, { type: "tool_calls" }>): Promise<string> {
   const call = await jsonSchemaEbnf(xg, spec.schema);
   if (spec.format === "llama3_json") return [call, `${TOOL_CALLS_ROOT} ::= root`].join("\n");
+  if (spec.format === "mistral") return [call, `${TOOL_CALLS_ROOT} ::= "[TOOL_CALLS][" root${spec.parallel ? ' (", " root)*' : ""} "]"`].join("\n");
   const one = String.raw`"<tool_call>\n" root "\n</tool_call>"`;
   const more = spec.parallel ? String.raw` ("\n" ${one})*` : "";
   return [call, `${TOOL_CALLS_ROOT} ::= ${one}${more}`].join("\n");

@@ -12,6 +12,8 @@ import type { Tokenizer } from "./tokenizer.js";
 /** What the HTTP thread sends: plain data (structured-clone safe). */
 export interface ChatPromptJob {
   messages: unknown[];
+  /** Rendered instead when `messages` cannot be (the generic tool format on a template with no system role). */
+  fallbackMessages?: unknown[];
   addGenerationPrompt: boolean;
   /** chat_template_kwargs. */
   variables: Record<string, unknown>;
@@ -31,17 +33,26 @@ export class ChatPromptError extends Error {
 }
 
 export function chatPromptText(tokenizer: Tokenizer, job: ChatPromptJob): string {
-  let text: string;
-  try {
-    text = tokenizer.applyChatTemplate(job.messages as ChatMessage[], {
+  const render = (messages: unknown[]): string =>
+    tokenizer.applyChatTemplate(messages as ChatMessage[], {
       addGenerationPrompt: job.addGenerationPrompt,
       variables: job.variables,
       ...(job.tools === undefined ? {} : { tools: job.tools }),
     });
+  let text: string;
+  let rendered = job.messages;
+  try {
+    try {
+      text = render(rendered);
+    } catch (e) {
+      if (job.fallbackMessages === undefined) throw e;
+      rendered = job.fallbackMessages;
+      text = render(rendered);
+    }
   } catch (e) {
     throw new ChatPromptError("messages", `the chat template cannot render these messages: ${(e as Error).message}`);
   }
-  return job.continueFinal ? cutAfterFinalMessage(text, job.messages.at(-1) as ChatMessage) : text;
+  return job.continueFinal ? cutAfterFinalMessage(text, rendered.at(-1) as ChatMessage) : text;
 }
 
 /** continue_final_message: the rendered text ends where the final message's content ends. */

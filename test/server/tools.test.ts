@@ -87,13 +87,15 @@ test('tool_choice "required": every seeded reply is tool calls whose arguments v
   assert.equal(single.choices[0]!.message.tool_calls!.length, 1, "parallel_tool_calls false: one call");
 });
 
-test("a named function is the one called; streamed deltas concatenate to the non-streamed calls", async () => {
+test('a named function (parallel_tool_calls left at its default): exactly one call of it, finish_reason "stop" as OpenAI answers; streamed deltas concatenate to it', async () => {
   for (const seed of [1, 2, 3]) {
     const body = { model: MODEL, messages, tools, tool_choice: { type: "function" as const, function: { name: "get_time" } }, max_tokens: 100, seed };
     const full = await server.openai.chat.completions.create(body);
     const calls = full.choices[0]!.message.tool_calls! as OpenAI.ChatCompletionMessageFunctionToolCall[];
     checkCalls(calls, seed);
-    assert.ok(calls.every((c) => c.function.name === "get_time"));
+    assert.deepEqual(calls.map((c) => c.function.name), ["get_time"], `seed ${seed}: one call`);
+    assert.equal(full.choices[0]!.finish_reason, "stop", `seed ${seed}`);
+    assert.equal(full.choices[0]!.message.content, null, `seed ${seed}: no markup left in content`);
 
     const stream = await server.openai.chat.completions.create({ ...body, stream: true });
     const streamed: { id: string; name: string; arguments: string }[] = [];
@@ -109,7 +111,7 @@ test("a named function is the one called; streamed deltas concatenate to the non
         } else streamed[d.index]!.arguments += d.function!.arguments ?? "";
       }
     }
-    assert.equal(finish, "tool_calls");
+    assert.equal(finish, "stop");
     assert.deepEqual(streamed.map((c) => [c.name, c.arguments]), calls.map((c) => [c.function.name, c.function.arguments]));
   }
 });
