@@ -3,11 +3,12 @@
  * directory's tokenizer.json (+ tokenizer_config.json), or a GGUF file's
  * tokenizer.ggml.* metadata (gguf/tokenizer.ts). What a tokenizer worker
  * (tokenizer/tokenizer-worker.ts) builds, so it imports nothing of the
- * weights' side; for encoding only, it picks no fallback chat template
- * (model-metadata.ts does, for the thread that renders templates).
+ * weights' side. Workers render chat prompts too, so given the config's
+ * architecture it picks the same fallback chat template as model-metadata.ts.
  */
 import { ArgumentError, show } from "../errors.js";
 import { Tokenizer } from "../tokenizer/tokenizer.js";
+import { fallbackFor } from "./chat-template-fallback.js";
 import { GgufMetadata } from "./gguf/metadata.js";
 import { readGgufHeader } from "./gguf/reader.js";
 import { ggufTokenizer } from "./gguf/tokenizer.js";
@@ -20,8 +21,10 @@ export function checkSource(source: ModelSource): void {
   }
 }
 
-export function readSourceTokenizer(source: ModelSource): Tokenizer {
+/** With `architecture`, a model with no chat template gets the fallback chosen for it (chat-template-fallback.ts), as readModelMetadata's tokenizer does. */
+export function readSourceTokenizer(source: ModelSource, architecture?: string): Tokenizer {
   checkSource(source);
-  if (source.kind === "gguf") return ggufTokenizer(new GgufMetadata(readGgufHeader(source.path).metadata, source.path));
-  return Tokenizer.fromDir(source.path);
+  const options = architecture === undefined ? {} : fallbackFor(architecture);
+  if (source.kind === "gguf") return ggufTokenizer(new GgufMetadata(readGgufHeader(source.path).metadata, source.path), options);
+  return Tokenizer.fromDir(source.path, options);
 }

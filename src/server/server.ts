@@ -64,6 +64,8 @@ export interface KvflashServerOptions {
   modelNames: readonly string[];
   /** The served model, as resolved at the edge (model/source.ts). */
   source: ModelSource;
+  /** config.json's architecture: the tokenizer workers pick the same fallback chat template as `tokenizer` (they render chat prompts). */
+  architecture?: string;
   vocabSize: number;
   generationDefaults?: SamplingParams;
   apiKey?: string | null;
@@ -88,7 +90,7 @@ export class KvflashServer {
     this.context = {
       engine: options.engine,
       tokenizer: options.tokenizer,
-      tokenizerPool: options.tokenizerPool ?? new TokenizerPool({ source: options.source }),
+      tokenizerPool: options.tokenizerPool ?? new TokenizerPool({ source: options.source, ...(options.architecture === undefined ? {} : { architecture: options.architecture }) }),
       modelNames: options.modelNames,
       source: options.source,
       vocabSize: options.vocabSize,

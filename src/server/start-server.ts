@@ -104,6 +104,7 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
     tokenizer,
     modelNames: options.servedModelNames ?? [options.modelDir ?? options.source?.path ?? "kvflash-default"],
     source,
+    architecture: config.architecture,
     vocabSize: config.vocabSize,
     generationDefaults: samplingDefaults(generation),
     apiKey: options.apiKey ?? null,

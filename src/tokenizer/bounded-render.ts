@@ -122,8 +122,16 @@ function strftimeNow(format: string): string {
   });
 }
 
+/**
+ * A compiled template: @huggingface/jinja's Template, typed by what is used of it, so that the
+ * published .d.ts do not load jinja's own (which a consumer's strict nodenext build rejects).
+ */
+export interface CompiledTemplate {
+  readonly parsed: unknown;
+}
+
 /** Template.render(variables) under `limits`; throws RenderLimitError past one, the template's own errors otherwise. */
-export function renderBounded(template: Template, variables: Readonly<Record<string, unknown>>, limits: RenderLimits = RENDER_LIMITS): string {
+export function renderBounded(template: CompiledTemplate, variables: Readonly<Record<string, unknown>>, limits: RenderLimits = RENDER_LIMITS): string {
   const env = newEnvironment();
   const globals: Record<string, unknown> = {
     false: false, true: true, none: null, False: false, True: true, None: null,
@@ -135,6 +143,6 @@ export function renderBounded(template: Template, variables: Readonly<Record<str
   };
   for (const [name, value] of Object.entries(globals)) env.set(name, value);
   for (const [name, value] of Object.entries(variables)) env.set(name, value);
-  const out = new BoundedInterpreter(env, limits).run(template.parsed).value;
+  const out = new BoundedInterpreter(env, limits).run(template.parsed as Template["parsed"]).value;
   return typeof out === "string" ? out : String(out);
 }

@@ -25,6 +25,8 @@ import type { WorkerData, WorkerJob, WorkerResult } from "./tokenizer-worker.js"
 export interface TokenizerPoolOptions {
   /** The model whose tokenizer the workers build (model/source-tokenizer.ts): a Hugging Face directory or a GGUF file. */
   source: ModelSource;
+  /** config.json's architecture, for the fallback chat template of a model that has none (chat prompts render in the workers). */
+  architecture?: string;
   /** Worker threads. Default 2: one long prompt leaves one for everyone else. */
   size?: number;
 }
@@ -36,6 +38,7 @@ interface Slot {
 
 export class TokenizerPool {
   readonly source: ModelSource;
+  readonly #architecture: string | undefined;
   readonly #slots: Slot[];
   #nextId = 0;
   #closed = false;
@@ -44,6 +47,7 @@ export class TokenizerPool {
     const size = options.size ?? 2;
     if (!Number.isInteger(size) || size < 1) throw new ArgumentError("size", `must be an integer ≥ 1, got ${size}`);
     this.source = options.source;
+    this.#architecture = options.architecture;
     this.#slots = Array.from({ length: size }, () => ({ worker: null, pending: new Map() }));
     for (const slot of this.#slots) this.#start(slot); // each reads the tokenizer now, not on the first request
   }
@@ -113,7 +117,7 @@ export class TokenizerPool {
   }
 
   #start(slot: Slot): Worker {
-    const worker = new Worker(new URL("./tokenizer-worker.js", import.meta.url), { execArgv: workerExecArgv(), workerData: { source: this.source } satisfies WorkerData });
+    const worker = new Worker(new URL("./tokenizer-worker.js", import.meta.url), { execArgv: workerExecArgv(), workerData: { source: this.source, ...(this.#architecture === undefined ? {} : { architecture: this.#architecture }) } satisfies WorkerData });
     slot.worker = worker;
     worker.unref(); // an idle pool never keeps the process alive
     worker.on("message", (m: WorkerResult) => {

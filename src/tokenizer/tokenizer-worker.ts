@@ -28,6 +28,8 @@ import type { ModelSource } from "../model/source.js";
 export interface WorkerData {
   /** The model whose tokenizer to build, by its kind: tokenizer.json of a directory, or a GGUF's metadata. */
   source: ModelSource;
+  /** config.json's architecture: picks the fallback chat template of a model that has none, as the HTTP thread's tokenizer does (chat prompts render here). */
+  architecture?: string;
 }
 
 export type WorkerJob =
@@ -87,7 +89,7 @@ function joinSegments(segments: readonly Uint8Array[]): Uint8Array {
 
 const port = parentPort;
 if (port === null) throw new Error("tokenizer-worker.js must run in a worker thread (TokenizerPool starts it)");
-const tokenizer = readSourceTokenizer((workerData as WorkerData).source);
+const tokenizer = readSourceTokenizer((workerData as WorkerData).source, (workerData as WorkerData).architecture);
 
 port.on("message", (job: WorkerJob) => {
   try {

@@ -36,7 +36,7 @@ interface Outcome {
 }
 
 /** One streamed chat completion through the front; resolves with how it ended and which replica served it. */
-async function chat(front: string, tenant: number, options: { maxTokens: number; words?: number; onHeaders?: (replica: string | null) => void }): Promise<Outcome> {
+async function chat(front: string, tenant: number, options: { maxTokens: number; words?: number; ignoreEos?: boolean; onHeaders?: (replica: string | null) => void }): Promise<Outcome> {
   const body = JSON.stringify({
     messages: [
       { role: "system", content: systemPrompt(tenant, options.words ?? 40) },
@@ -44,6 +44,7 @@ async function chat(front: string, tenant: number, options: { maxTokens: number;
     ],
     model: MODEL,
     max_tokens: options.maxTokens,
+    ...(options.ignoreEos ? { ignore_eos: true } : {}),
     temperature: 0,
     stream: true,
   });
@@ -110,8 +111,16 @@ test("kill -9 on one replica fails only its in-flight requests; the rest, and la
   const c = await startCluster();
   try {
     const started: Promise<Outcome>[] = [];
-    for (let t = 0; t < 12; t++) started.push(chat(c.front, t, { maxTokens: 200, words: 20 }));
-    await new Promise((r) => setTimeout(r, 400));
+    // 400 tokens each, EOS ignored: still running when the kill comes.
+    for (let t = 0; t < 12; t++) started.push(chat(c.front, t, { maxTokens: 400, words: 20, ignoreEos: true }));
+    // Kill r2 once it is generating for some of them.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const m = parseMetrics(await (await fetch(`${c.replicas[1]!.url}/metrics`)).text());
+      if ((m.get(`vllm:num_requests_running{model_name="${MODEL}"}`) ?? 0) > 0) break;
+      assert.ok(Date.now() < deadline, "r2 never ran a request");
+      await new Promise((r) => setTimeout(r, 20));
+    }
     c.replicas[1]!.proc.kill("SIGKILL");
     const first = await Promise.all(started);
     const later = await Promise.all(Array.from({ length: 8 }, (_, t) => chat(c.front, t, { maxTokens: 4 })));
