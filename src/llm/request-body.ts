@@ -12,6 +12,7 @@ import type { ResponseFormat } from "./types.js";
 /** Option → body field, for the options both routes share. */
 const SHARED: Readonly<Record<string, string>> = {
   maxTokens: "max_tokens",
+  maxCompletionTokens: "max_completion_tokens",
   temperature: "temperature",
   topP: "top_p",
   topK: "top_k",
@@ -30,6 +31,7 @@ const SHARED: Readonly<Record<string, string>> = {
   cacheSalt: "cache_salt",
   structuredOutputs: "structured_outputs",
   logprobs: "logprobs",
+  streamOptions: "stream_options",
 };
 
 const CHAT: Readonly<Record<string, string>> = {
@@ -56,6 +58,13 @@ function responseFormatField(format: ResponseFormat): unknown {
   return { type: "json_schema", json_schema: { name: name ?? "response", schema, ...(strict === undefined ? {} : { strict }) } };
 }
 
+/** stream_options with its two fields in snake_case; anything else goes as it is, for the server to refuse. */
+function streamOptionsField(options: unknown): unknown {
+  if (typeof options !== "object" || options === null) return options;
+  const { includeUsage, continuousUsageStats, ...rest } = options as { includeUsage?: unknown; continuousUsageStats?: unknown };
+  return { ...rest, ...(includeUsage === undefined ? {} : { include_usage: includeUsage }), ...(continuousUsageStats === undefined ? {} : { continuous_usage_stats: continuousUsageStats }) };
+}
+
 function toBody(kind: "chat" | "complete", options: object, base: Record<string, unknown>): Record<string, unknown> {
   const table = kind === "chat" ? CHAT : COMPLETE;
   const body = { ...base };
@@ -65,7 +74,7 @@ function toBody(kind: "chat" | "complete", options: object, base: Record<string,
     if (field === undefined) {
       throw new ArgumentError(`options.${key}`, `is not a ${kind}() option (got ${show(value)}); the options are ${[...Object.keys(table), ...LOCAL].join(", ")}`);
     }
-    body[field] = key === "responseFormat" ? responseFormatField(value as ResponseFormat) : value;
+    body[field] = key === "responseFormat" ? responseFormatField(value as ResponseFormat) : key === "streamOptions" ? streamOptionsField(value) : value;
   }
   return body;
 }

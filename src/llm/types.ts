@@ -31,6 +31,8 @@ export type ToolChoice = "none" | "auto" | "required" | { type: "function"; func
 export interface SamplingOptions {
   /** Tokens to generate at most (max_tokens). */
   maxTokens?: number;
+  /** OpenAI's newer name for maxTokens (wins over it). */
+  maxCompletionTokens?: number;
   temperature?: number;
   topP?: number;
   topK?: number;
@@ -51,6 +53,8 @@ export interface SamplingOptions {
   cacheSalt?: string;
   /** Regex, choice, grammar, JSON (vLLM's structured_outputs object, as the body takes it). */
   structuredOutputs?: Record<string, unknown>;
+  /** stream() only: a last chunk with the usage, or usage on every chunk (the server refuses it without streaming). */
+  streamOptions?: { includeUsage?: boolean; continuousUsageStats?: boolean };
   /** Cancels the request: its promise (or iteration) rejects with an AbortError and the engine frees its slot. */
   signal?: AbortSignal;
 }

@@ -83,6 +83,38 @@ test("complete and countTokens equal the server's /v1/completions and /tokenize"
   assert.ok(m > n / 2 && n > 3, `${n} text tokens, ${m} chat tokens`);
 });
 
+test("every sampling option maps to its body field: n, seed, penalties, stop, logprobs… answer as the server does", async () => {
+  const options = {
+    n: 2, seed: 7, temperature: 0.9, topP: 0.95, topK: 40, minP: 0.01, repetitionPenalty: 1.1, presencePenalty: 0.2, frequencyPenalty: 0.1,
+    logitBias: { "5": -100 }, stop: [".", "!"], includeStopStrInOutput: true, skipSpecialTokens: true, logprobs: true, topLogprobs: 2, maxCompletionTokens: 20, cacheSalt: "s",
+  } as const;
+  const body = {
+    messages: HELLO, n: 2, seed: 7, temperature: 0.9, top_p: 0.95, top_k: 40, min_p: 0.01, repetition_penalty: 1.1, presence_penalty: 0.2, frequency_penalty: 0.1,
+    logit_bias: { "5": -100 }, stop: [".", "!"], include_stop_str_in_output: true, skip_special_tokens: true, logprobs: true, top_logprobs: 2, max_completion_tokens: 20, cache_salt: "s",
+  };
+  const pick = (choices: readonly { message: unknown; logprobs: unknown; finish_reason: unknown; stop_reason: unknown }[]) => choices.map((c) => [c.message, c.logprobs, c.finish_reason, c.stop_reason]);
+  const reply = await llm.chat(HELLO, options);
+  const want = await serverPost("/v1/chat/completions", body);
+  assert.equal(reply.choices.length, 2);
+  assert.deepEqual(pick(reply.choices), pick(want.json["choices"] as never));
+  assert.deepEqual(reply.usage, want.json["usage"]);
+
+  // Streamed with streamOptions.includeUsage: per-choice deltas rebuild the choices, the last chunk has the usage.
+  const texts = ["", ""];
+  let usage: unknown = null;
+  for await (const d of llm.stream(HELLO, { ...options, streamOptions: { includeUsage: true } })) {
+    if (d.choices.length > 0) texts[d.choices[0]!.index] += d.text;
+    if (d.usage) usage = d.usage;
+  }
+  assert.deepEqual(texts, reply.choices.map((c) => c.message.content));
+  assert.deepEqual(usage, reply.usage);
+
+  const c = await llm.complete("Once upon a time", { n: 2, seed: 3, temperature: 0.7, echo: true, logprobs: 1, stop: ["e"], stopTokenIds: [7], maxTokens: 10 });
+  const wantC = await serverPost("/v1/completions", { prompt: "Once upon a time", n: 2, seed: 3, temperature: 0.7, echo: true, logprobs: 1, stop: ["e"], stop_token_ids: [7], max_tokens: 10 });
+  assert.deepEqual(c.choices, wantC.json["choices"]);
+  assert.ok(c.text.startsWith("Once upon a time"), "echo");
+});
+
 test("responseFormat json_schema: parsed is an object the schema accepts", async () => {
   const schema = {
     type: "object",
