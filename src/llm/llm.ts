@@ -74,6 +74,9 @@ export class LLM {
       const resolved = await resolveModelSource(model, {
         ...(revision === undefined ? {} : { revision }),
         progress: { enabled: false, onUpdate: (done, total) => onProgress?.({ phase: "download", done, total }) },
+      }).catch((e: unknown) => {
+        // The CLI's wording names its flag; here the argument is `model`.
+        throw e instanceof ArgumentError && e.argument === "--model" ? new ArgumentError("model", e.message.slice("--model ".length)) : e;
       });
       if (resolved.from === "local" && revision !== undefined) throw new ArgumentError("options.revision", `applies to hub models, but ${JSON.stringify(model)} is a local path`);
       modelDir = resolved.source.path;
