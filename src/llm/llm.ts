@@ -120,6 +120,7 @@ export class LLM {
   async *stream(messages: readonly ChatMessage[], options: ChatOptions = {}): AsyncGenerator<ChatDelta> {
     const res = await this.#post("/v1/chat/completions", chatBody(messages, options, true), options.signal);
     for await (const event of sseEvents(res.body!)) {
+      options.signal?.throwIfAborted(); // chunks already received are not handed out after an abort
       const chunk = event as ChatCompletionChunk;
       yield { ...chunk, text: chunk.choices[0]?.delta.content ?? "" };
     }

@@ -142,7 +142,7 @@ test("tools with a named toolChoice: one call of that function, arguments valid 
   assert.ok(new Ajv().validate(parameters, JSON.parse(calls[0]!.function.arguments)), calls[0]!.function.arguments);
 });
 
-test("an AbortSignal cancels chat and stream: AbortError, and the engine has nothing in flight after", async () => {
+test("an AbortSignal cancels chat and stream (AbortError), so does leaving a stream early; the engine has nothing in flight after", async () => {
   const body = { maxTokens: 1000, ignoreEos: true, temperature: 0 };
   const controller = new AbortController();
   const pending = llm.chat(HELLO, { ...body, signal: controller.signal });
@@ -162,6 +162,11 @@ test("an AbortSignal cancels chat and stream: AbortError, and the engine has not
   assert.equal(pieces, 3);
   await waitFor(() => llm.numInFlight === 0);
   await assert.rejects(llm.chat(HELLO, { signal: AbortSignal.abort() }), { name: "AbortError" });
+
+  // Leaving the loop early cancels too.
+  let seen = 0;
+  for await (const _ of llm.stream(HELLO, body)) if (++seen === 2) break;
+  await waitFor(() => llm.numInFlight === 0);
 });
 
 test("a bad option is the server's 400 as an LLMError naming the field; the LLM goes on", async () => {
