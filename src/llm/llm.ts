@@ -24,7 +24,7 @@
  * The cost is a JSON encode/decode per request and per streamed chunk.
  */
 import { randomBytes } from "node:crypto";
-import { ArgumentError } from "../errors.js";
+import { ArgumentError, show } from "../errors.js";
 import type { EngineInfo } from "../engine/protocol.js";
 import { resolveModelSource } from "../model/source.js";
 import { type RunningServer, type ServeOptions, serve } from "../server/start-server.js";
@@ -64,10 +64,12 @@ export class LLM {
    * Loads a model: a model directory, a .gguf file, a Hugging Face spec
    * (org/name, org/name:Q4_K_M, org/name/file.gguf; from the cache or
    * downloaded, per HF_ENDPOINT / HF_HUB_CACHE / HF_TOKEN / HF_HUB_OFFLINE),
-   * or the embedded default model when `model` is left out. Resolves once
-   * the engine worker has loaded it.
+   * or the embedded default model when `model` is left out (`LLM.load()`,
+   * `LLM.load({ onProgress })`). Resolves once the engine worker has loaded it.
    */
-  static async load(model?: string, options: LoadOptions = {}): Promise<LLM> {
+  static async load(model?: string | LoadOptions, options: LoadOptions = {}): Promise<LLM> {
+    if (typeof model === "object" && model !== null) return LLM.load(undefined, model);
+    if (model !== undefined && typeof model !== "string") throw new ArgumentError("model", `must be a directory, a .gguf file or org/name, got ${show(model)}`);
     const { onProgress, revision, ...settings } = options;
     let modelDir: string | undefined;
     if (model !== undefined) {

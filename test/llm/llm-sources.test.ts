@@ -74,4 +74,5 @@ test("a hub spec downloads through HF_ENDPOINT into HF_HUB_CACHE with download p
 test("a source that is none of these is an ArgumentError naming it", async () => {
   await assert.rejects(LLM.load(join(root, "no-such-model")), (e: unknown) => e instanceof ArgumentError && e.argument === "model" && /^model ".*no-such-model": no such file/.test(e.message));
   await assert.rejects(LLM.load(undefined, { revision: "v1" }), (e: unknown) => e instanceof ArgumentError && e.argument === "options.revision");
+  await assert.rejects(LLM.load(42 as unknown as string), (e: unknown) => e instanceof ArgumentError && e.argument === "model" && /got 42/.test(e.message));
 });

@@ -16,7 +16,7 @@ const HELLO = [{ role: "user", content: "Tell me about the sea." }];
 
 before(async () => {
   // hermes: the default model's template names no tool format; the tool case below needs one.
-  llm = await LLM.load(undefined, { threads: 1, toolCallParser: "hermes", onProgress: (e) => progress.push(e) });
+  llm = await LLM.load({ threads: 1, toolCallParser: "hermes", onProgress: (e) => progress.push(e) });
   server = await serve({ port: 0, threads: 1 });
   await server.ready;
 });
