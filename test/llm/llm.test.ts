@@ -188,11 +188,15 @@ test("a bad option is the server's 400 as an LLMError naming the field; the LLM 
 
 test("two concurrent chats both succeed, each with its own greedy answer", async () => {
   const other = [{ role: "user", content: "Name a colour." }];
-  const [a, b] = await Promise.all([llm.chat(HELLO, { maxTokens: 16, temperature: 0, ignoreEos: true }), llm.chat(other, { maxTokens: 16, temperature: 0, ignoreEos: true })]);
-  assert.equal(a.usage.completion_tokens, 16);
-  assert.equal(b.usage.completion_tokens, 16);
-  assert.equal(a.text, (await llm.chat(HELLO, { maxTokens: 16, temperature: 0, ignoreEos: true })).text);
-  assert.equal(b.text, (await llm.chat(other, { maxTokens: 16, temperature: 0, ignoreEos: true })).text);
+  let most = 0;
+  const watch = setInterval(() => (most = Math.max(most, llm.numInFlight)), 1);
+  const [a, b] = await Promise.all([llm.chat(HELLO, { maxTokens: 32, temperature: 0, ignoreEos: true }), llm.chat(other, { maxTokens: 32, temperature: 0, ignoreEos: true })]);
+  clearInterval(watch);
+  assert.equal(most, 2, "both were in the engine at once (its steps batch them)");
+  assert.equal(a.usage.completion_tokens, 32);
+  assert.equal(b.usage.completion_tokens, 32);
+  assert.equal(a.text, (await llm.chat(HELLO, { maxTokens: 32, temperature: 0, ignoreEos: true })).text);
+  assert.equal(b.text, (await llm.chat(other, { maxTokens: 32, temperature: 0, ignoreEos: true })).text);
 });
 
 test("the event loop stays responsive during a 64-token generation (a 10 ms timer's worst lag)", async () => {
