@@ -26,7 +26,7 @@
 import { randomBytes } from "node:crypto";
 import { ArgumentError, show } from "../errors.js";
 import type { EngineInfo } from "../engine/protocol.js";
-import { resolveModelSource } from "../model/source.js";
+import { type ModelSource, resolveModelSource } from "../model/source.js";
 import { type RunningServer, type ServeOptions, serve } from "../server/start-server.js";
 import { LLMError } from "./llm-error.js";
 import { chatBody, completeBody } from "./request-body.js";
@@ -34,7 +34,7 @@ import { sseEvents } from "./sse-events.js";
 import type { ChatCompletion, ChatCompletionChunk, ChatDelta, ChatMessage, ChatOptions, ChatResult, CompleteOptions, CompleteResult, Completion, LoadProgressEvent } from "./types.js";
 
 /** LLM.load's options: the load and engine settings serve() takes, and progress. */
-export interface LoadOptions extends Omit<ServeOptions, "modelDir" | "host" | "port" | "apiKey" | "corsOrigin" | "servedModelNames"> {
+export interface LoadOptions extends Omit<ServeOptions, "source" | "modelDir" | "host" | "port" | "apiKey" | "corsOrigin" | "servedModelNames"> {
   /** Download progress (hub models not yet in the cache), then the engine's weight loading; bytes. */
   onProgress?: (event: LoadProgressEvent) => void;
   /** Branch, tag or commit of a hub model. Default "main". */
@@ -71,7 +71,7 @@ export class LLM {
     if (typeof model === "object" && model !== null) return LLM.load(undefined, model);
     if (model !== undefined && typeof model !== "string") throw new ArgumentError("model", `must be a directory, a .gguf file or org/name, got ${show(model)}`);
     const { onProgress, revision, ...settings } = options;
-    let modelDir: string | undefined;
+    let source: ModelSource | undefined;
     if (model !== undefined) {
       const resolved = await resolveModelSource(model, {
         ...(revision === undefined ? {} : { revision }),
@@ -81,13 +81,13 @@ export class LLM {
         throw e instanceof ArgumentError && e.argument === "--model" ? new ArgumentError("model", e.message.slice("--model ".length)) : e;
       });
       if (resolved.from === "local" && revision !== undefined) throw new ArgumentError("options.revision", `applies to hub models, but ${JSON.stringify(model)} is a local path`);
-      modelDir = resolved.source.path;
+      source = resolved.source;
     } else if (revision !== undefined) {
       throw new ArgumentError("options.revision", "needs a hub model (org/name)");
     }
     const name = model ?? "kvflash-default";
     const apiKey = randomBytes(24).toString("base64url");
-    const running = await serve({ ...settings, ...(modelDir === undefined ? {} : { modelDir }), servedModelNames: [name], host: "127.0.0.1", port: 0, apiKey });
+    const running = await serve({ ...settings, ...(source === undefined ? {} : { source }), servedModelNames: [name], host: "127.0.0.1", port: 0, apiKey });
     let info: EngineInfo;
     try {
       info = await watchLoad(running, onProgress);

@@ -1,5 +1,5 @@
 // LLM.load takes the model sources the CLI takes (src/model/source.ts): a
-// local model directory and a hub spec downloaded from a mock
+// local model directory, a .gguf file and a hub spec downloaded from a mock
 // hub on 127.0.0.1 (HF_ENDPOINT) into a temporary cache (HF_HUB_CACHE) with
 // download progress; each then answers exactly what the directory answers.
 import assert from "node:assert/strict";
@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { ArgumentError, LLM, type LoadProgressEvent } from "../../src/index.js";
+import { ArgumentError, LLM, type LoadProgressEvent, convertModelDirToGguf } from "../../src/index.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { MockHub, readTree } from "../helpers/mock-hub.js";
 
@@ -42,6 +42,17 @@ test("a local model directory loads, reports load progress and completes a promp
     await llm.close();
   }
   await assert.rejects(llm.complete(PROMPT, GREEDY), /closed/);
+});
+
+test("a .gguf file loads and answers as its directory does", async () => {
+  const gguf = join(root, "tiny-f32.gguf");
+  convertModelDirToGguf(dir, gguf, { type: "F32" });
+  const llm = await LLM.load(gguf, { threads: 1 });
+  try {
+    assert.equal((await llm.complete(PROMPT, GREEDY)).text, want);
+  } finally {
+    await llm.close();
+  }
 });
 
 test("a hub spec downloads through HF_ENDPOINT into HF_HUB_CACHE with download progress, and answers as the directory does", async () => {
