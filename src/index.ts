@@ -2,6 +2,26 @@
 // The public types use Node's (node:http servers, NodeJS.ProcessEnv): this reference, kept in the
 // emitted .d.ts, brings @types/node (a dependency of the package) into a consumer's program.
 // kvflash: the public API.
+export { LLM, type LoadOptions } from "./llm/llm.js";
+export { LLMError } from "./llm/llm-error.js";
+export type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatDelta,
+  ChatOptions,
+  ChatResult,
+  CompleteOptions,
+  CompleteResult,
+  Completion,
+  JsonSchema,
+  LoadProgressEvent,
+  ResponseFormat,
+  SamplingOptions,
+  ToolCall,
+  ToolChoice,
+  ToolDefinition,
+  Usage,
+} from "./llm/types.js";
 export { ArgumentError, KernelError, OutOfMemoryError } from "./errors.js";
 export { createRuntime, Runtime, type RuntimeOptions, resolveThreads } from "./runtime/runtime.js";
 export { INT8_DOT_MODES, type Int8DotMode, KERNEL_FLAVORS, type KernelFlavor, defaultInt8Dot, defaultKernelFlavor, kernelFlavorAvailable, relaxedInt8DotHere, relaxedPreferred, resolveKernelFlavor } from "./runtime/module.js";

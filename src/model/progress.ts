@@ -25,6 +25,8 @@ export interface ProgressOptions {
   label?: string;
   /** Minimum time between TTY redraws. Default 100 ms. */
   intervalMs?: number;
+  /** Called on every update, bar or no bar (the library's onProgress): bytes done of total. */
+  onUpdate?: (done: number, total: number) => void;
 }
 
 const BAR = 20;
@@ -38,6 +40,7 @@ export class LoadProgress {
   readonly #tty: boolean;
   readonly #label: string;
   readonly #intervalMs: number;
+  readonly #onUpdate: ((done: number, total: number) => void) | undefined;
   readonly #start = performance.now();
   #done = 0;
   #lastDraw = -Infinity;
@@ -52,6 +55,7 @@ export class LoadProgress {
     this.#enabled = options.enabled ?? this.#tty;
     this.#label = options.label ?? "loading weights";
     this.#intervalMs = options.intervalMs ?? 100;
+    this.#onUpdate = options.onUpdate;
   }
 
   /** Bytes read so far. */
@@ -61,6 +65,7 @@ export class LoadProgress {
 
   add(bytes: number): void {
     this.#done += bytes;
+    this.#onUpdate?.(this.#done, this.total);
     if (!this.#enabled) return;
     if (this.#tty) {
       const now = performance.now();
@@ -81,6 +86,7 @@ export class LoadProgress {
   finish(): void {
     if (this.#finished) return;
     this.#finished = true;
+    this.#onUpdate?.(this.#done, this.total);
     if (!this.#enabled) return;
     this.#stream.write(this.#tty ? `${redraw(this.line())}\n` : `${this.logLine()}\n`);
   }

@@ -58,3 +58,15 @@ test("off a TTY, when asked for: a plain line per 10 %, as kvflash serve logs", 
   assert.match(chunks[10]!, /^loading weights 100% \(1000 B of 1000 B, /);
   assert.ok(chunks.every((c) => !c.includes("\r") && !c.includes("\x1b")));
 });
+
+test("onUpdate hears every add and the finish, bar or no bar, and the bar is not drawn when disabled", () => {
+  const written: string[] = [];
+  const seen: [number, number][] = [];
+  const p = new LoadProgress(100, { enabled: false, stream: { write: (c: string) => written.push(c), isTTY: true }, onUpdate: (done, total) => seen.push([done, total]) });
+  p.add(30);
+  p.add(70);
+  p.finish();
+  p.finish();
+  assert.deepEqual(seen, [[30, 100], [100, 100], [100, 100]]);
+  assert.deepEqual(written, []);
+});

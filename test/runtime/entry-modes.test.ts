@@ -5,7 +5,7 @@
 // and fail them with ERR_INPUT_TYPE_NOT_ALLOWED.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { readFileSync, readdirSync } from "node:fs";
+import { readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -62,6 +62,18 @@ test("workerExecArgv drops the entry point's own options and keeps the rest; wit
   assert.deepEqual(workerExecArgv(["--input-type", "module", "--enable-source-maps"]), ["--enable-source-maps"]);
   assert.deepEqual(workerExecArgv(["-e", "code()", "--no-warnings", "-i"]), ["--no-warnings"]);
   assert.deepEqual(workerExecArgv(["--eval=code()", "--print", "x", "--conditions", "dev"]), ["--conditions", "dev"]);
+});
+
+test("without entry-only options workers inherit the parent's as they are: per-process ones (--v8-pool-size) do not fail them", async () => {
+  assert.equal(workerExecArgv(["--v8-pool-size=4", "--secure-heap=0", "--enable-source-maps"]), undefined);
+  assert.equal(workerExecArgv([]), undefined);
+  const file = join(ROOT, "dist", `entry-modes-${process.pid}.mjs`);
+  writeFileSync(file, `const k = await import("kvflash");\n${USE.join("\n")}\n`);
+  try {
+    assertWorked(await run(["--v8-pool-size=4", file], null));
+  } finally {
+    rmSync(file, { force: true });
+  }
 });
 
 test("every worker the product starts is given workerExecArgv()", () => {
