@@ -2,7 +2,7 @@
 # Installs llama.cpp for the GGUF oracle tests (test/model/gguf-oracle.test.ts)
 # and `npm run bench -- gguf`: node-llama-cpp and its prebuilt CPU package
 # @node-llama-cpp/linux-<arch>, at the version src/testing/llamacpp.ts pins,
-# into node_modules without saving them to package.json or the lock file.
+# into .ci/cache/llamacpp/node_modules, outside package.json and the lock file.
 # Used by .ci/run after `npm ci`, and by `npm run llamacpp:install`.
 #
 # Why not a devDependency: node-llama-cpp lists 14 platform packages as
@@ -27,10 +27,17 @@ case "$(uname -s)-$(uname -m)" in
   Linux-aarch64) platform=linux-arm64 ;;
   *) echo ".ci/llamacpp.sh: llama.cpp's prebuilt CPU package is wired up for Linux x64 and arm64 only, not $(uname -s)-$(uname -m)" >&2; exit 2 ;;
 esac
-installed="$(node -p 'require("./node_modules/node-llama-cpp/package.json").version' 2>/dev/null || true)"
-if [ "$installed" = "$version" ] && [ -d "node_modules/@node-llama-cpp/$platform/bins/$platform" ]; then
-  echo "llama.cpp: node-llama-cpp $version and @node-llama-cpp/$platform already installed"
+# Into a folder of its own (.ci/cache/llamacpp, ignored by git), not the
+# project's node_modules: an unsaved install there would prune the project's
+# optional "webgpu" (--omit=optional) and leave extraneous packages beside its
+# dependencies. src/testing/llamacpp.ts looks here first.
+dir=.ci/cache/llamacpp
+mkdir -p "$dir"
+[ -f "$dir/package.json" ] || echo '{ "name": "kvflash-llamacpp-oracle", "private": true }' > "$dir/package.json"
+installed="$(node -p "require('./$dir/node_modules/node-llama-cpp/package.json').version" 2>/dev/null || true)"
+if [ "$installed" = "$version" ] && [ -d "$dir/node_modules/@node-llama-cpp/$platform/bins/$platform" ]; then
+  echo "llama.cpp: node-llama-cpp $version and @node-llama-cpp/$platform already installed in $dir"
   exit 0
 fi
-npm install --no-save --ignore-scripts --omit=optional --no-audit --no-fund "node-llama-cpp@$version" "@node-llama-cpp/$platform@$version"
-echo "llama.cpp: installed node-llama-cpp $version and @node-llama-cpp/$platform"
+(cd "$dir" && npm install --no-save --no-package-lock --ignore-scripts --omit=optional --no-audit --no-fund "node-llama-cpp@$version" "@node-llama-cpp/$platform@$version")
+echo "llama.cpp: installed node-llama-cpp $version and @node-llama-cpp/$platform in $dir"

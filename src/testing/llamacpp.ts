@@ -8,7 +8,8 @@
  * src/testing/index.ts does not export it.
  *
  * Linux x64 and arm64 (the CI machines) only. Looked up in $KVFLASH_LLAMACPP_MODULES (a node_modules directory holding
- * both packages, for an install kept outside the repository), else in the
+ * both packages, for an install kept outside the repository), else in
+ * .ci/cache/llamacpp/node_modules (where .ci/llamacpp.sh installs them), else in the
  * repository's node_modules.
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -33,10 +34,12 @@ export interface LlamaCppPackages {
 }
 
 const REPO_MODULES = fileURLToPath(new URL("../../../node_modules", import.meta.url));
+/** Where .ci/llamacpp.sh installs them: a folder of their own, so the project's node_modules keeps exactly its lock file's packages. */
+const ORACLE_MODULES = fileURLToPath(new URL("../../../.ci/cache/llamacpp/node_modules", import.meta.url));
 
 /** The installed packages, or why they cannot be used. */
 export function findLlamaCpp(): LlamaCppPackages | { missing: string } {
-  const modules = process.env["KVFLASH_LLAMACPP_MODULES"] || REPO_MODULES;
+  const modules = process.env["KVFLASH_LLAMACPP_MODULES"] || (existsSync(join(ORACLE_MODULES, "node-llama-cpp")) ? ORACLE_MODULES : REPO_MODULES);
   const binding = join(modules, "node-llama-cpp");
   if (process.platform !== "linux" || (process.arch !== "x64" && process.arch !== "arm64")) {
     return { missing: `llama.cpp's prebuilt CPU package is wired up for Linux x64 and arm64 only, not ${process.platform}-${process.arch}` };

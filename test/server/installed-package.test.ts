@@ -30,7 +30,7 @@ interface PackedFile {
 let tmp: string;
 let app: string;
 let packed: string[];
-/** The runtime dependency closure (npm ls --omit=dev): what the installation may hold besides kvflash. */
+/** The runtime dependency closure (npm query .prod): what the installation may hold besides kvflash. */
 let runtimeNames: Set<string>;
 let server: ChildProcess | null = null;
 let url: string;
@@ -51,7 +51,9 @@ before(async () => {
   // shape: a linked folder would run its own prepare script (dompurify's calls husky) where a tarball runs none.
   const deps = join(tmp, "deps");
   mkdirSync(deps);
-  const runtime = (await npm(["ls", "--omit=dev", "--all", "--parseable"], ROOT)).trim().split("\n").slice(1);
+  // The production closure, without what other tools put beside it unsaved (.ci/llamacpp.sh's node-llama-cpp and its dependencies).
+  const closure = JSON.parse(await npm(["query", ".prod:not(:extraneous)"], ROOT)) as { location: string; path: string }[];
+  const runtime = closure.filter((n) => n.location !== "").map((n) => n.path);
   const depPacks = JSON.parse(await npm(["pack", "--ignore-scripts", "--json", "--pack-destination", deps, ...runtime], ROOT)) as { name: string; filename: string }[];
   const tarballs = Object.fromEntries(depPacks.map((d) => [d.name, `file:${join(deps, d.filename)}`]));
   runtimeNames = new Set(depPacks.map((d) => d.name));
