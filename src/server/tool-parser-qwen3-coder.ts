@@ -21,11 +21,9 @@
  * parameters as compact JSON ({"city":"Paris","days":3}), grown one whole
  * parameter at a time while streaming, so every prefix leads the whole.
  */
-import { partialTagAtEnd } from "./partial-text.js";
+import { taggedToolCalls } from "./tool-call-tags.js";
 import type { ParsedOutput, ParsedToolCall, ToolSchema } from "./tool-parsers.js";
 
-const OPEN = "<tool_call>";
-const CLOSE = "</tool_call>";
 const FUNCTION = /^\s*<function=([^>\n]+)>/;
 const PARAMETER = /<parameter=([^>\n]+)>([\s\S]*?)<\/parameter>/g;
 
@@ -79,23 +77,5 @@ function parseCall(body: string, closed: boolean, tools: readonly ToolSchema[]):
 }
 
 export function parseQwen3Coder(text: string, final: boolean, tools: readonly ToolSchema[]): ParsedOutput {
-  const calls: ParsedToolCall[] = [];
-  let content = "";
-  let at = 0;
-  for (;;) {
-    const open = text.indexOf(OPEN, at);
-    if (open < 0) {
-      const rest = text.slice(at);
-      content += final ? rest : rest.slice(0, rest.length - partialTagAtEnd(rest, OPEN));
-      break;
-    }
-    content += text.slice(at, open);
-    const close = text.indexOf(CLOSE, open + OPEN.length);
-    const call = parseCall(text.slice(open + OPEN.length, close < 0 ? undefined : close), close >= 0, tools);
-    if (call !== null) calls.push(call); // an unclosed call at the end is a call cut short, not text
-    else if (close >= 0 || final) content += text.slice(open, close < 0 ? undefined : close + CLOSE.length);
-    if (close < 0) break;
-    at = close + CLOSE.length;
-  }
-  return { content, calls };
+  return taggedToolCalls(text, final, (body, closed) => parseCall(body, closed, tools));
 }

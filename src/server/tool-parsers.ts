@@ -22,6 +22,7 @@
  * everything it returns is a prefix of what the whole text will give.
  */
 import { partialTagAtEnd } from "./partial-text.js";
+import { TOOL_CALL_CLOSE as CLOSE, TOOL_CALL_OPEN as OPEN, taggedToolCalls } from "./tool-call-tags.js";
 import { parseQwen3Coder } from "./tool-parser-qwen3-coder.js";
 import { parseGeneric, parseMistral } from "./tool-parsers-json.js";
 
@@ -48,8 +49,6 @@ export interface ParsedOutput {
   calls: ParsedToolCall[];
 }
 
-const OPEN = "<tool_call>";
-const CLOSE = "</tool_call>";
 const PYTHON_TAG = "<|python_tag|>";
 
 /**
@@ -95,26 +94,7 @@ function parseCall(body: string, keys: string, closed: boolean): ParsedToolCall 
 }
 
 function parseHermes(text: string, final: boolean): ParsedOutput {
-  const calls: ParsedToolCall[] = [];
-  let content = "";
-  let at = 0;
-  for (;;) {
-    const open = text.indexOf(OPEN, at);
-    if (open < 0) {
-      const rest = text.slice(at);
-      content += final ? rest : rest.slice(0, rest.length - partialTagAtEnd(rest, OPEN));
-      break;
-    }
-    content += text.slice(at, open);
-    const close = text.indexOf(CLOSE, open + OPEN.length);
-    const body = text.slice(open + OPEN.length, close < 0 ? undefined : close);
-    const call = parseCall(body, "arguments", close >= 0);
-    if (call !== null) calls.push(call); // an unclosed call at the end is a call cut short, not text
-    else if (close >= 0 || final) content += text.slice(open, close < 0 ? undefined : close + CLOSE.length);
-    if (close < 0) break;
-    at = close + CLOSE.length;
-  }
-  return { content, calls };
+  return taggedToolCalls(text, final, (body, closed) => parseCall(body, "arguments", closed));
 }
 
 function parseLlama3(text: string, final: boolean): ParsedOutput {
