@@ -9,7 +9,7 @@ import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { AttentionPlan, MAX_DECODE_QLEN } from "./plan.js";
-import { runPlan } from "./run-plan.js";
+import { runPrepared } from "./run-plan.js";
 import {
   type AttentionProblem,
   checkLayout,
@@ -114,16 +114,7 @@ function decodeProblem(rt: Runtime, options: IncreFlashAttentionOptions): Decode
  * @returns out f32 (q's shape) and, with returnLse / lse, lse f32 (out's shape without D).
  */
 export function increFlashAttention(rt: Runtime, options: IncreFlashAttentionOptions): AttentionResult {
-  const { p, plan, ownPlan } = prepareIncreFlashAttention(rt, options);
-  try {
-    runPlan(rt, p, plan);
-  } catch (e) {
-    for (const t of p.allocated) rt.free(t);
-    throw e;
-  } finally {
-    if (ownPlan) plan.dispose();
-  }
-  return p.lse ? { out: p.out, lse: p.lse } : { out: p.out };
+  return runPrepared(rt, prepareIncreFlashAttention(rt, options));
 }
 
 /**

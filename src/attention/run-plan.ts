@@ -9,6 +9,24 @@ import type { Runtime } from "../runtime/runtime.js";
 import { attentionScratch, writeAttnArgs } from "./kernel-args.js";
 import type { AttentionPlan } from "./plan.js";
 import type { AttentionProblem } from "./problem.js";
+import type { AttentionResult } from "./types.js";
+
+/**
+ * Dispatches a prepared call (prepareIncreFlashAttention's, preparePagedAttention's)
+ * on the CPU kernels: frees what the check allocated if a kernel throws, and
+ * disposes a plan built for this call.
+ */
+export function runPrepared(rt: Runtime, { p, plan, ownPlan }: { p: AttentionProblem; plan: AttentionPlan; ownPlan: boolean }): AttentionResult {
+  try {
+    runPlan(rt, p, plan);
+  } catch (e) {
+    for (const t of p.allocated) rt.free(t);
+    throw e;
+  } finally {
+    if (ownPlan) plan.dispose();
+  }
+  return p.lse ? { out: p.out, lse: p.lse } : { out: p.out };
+}
 
 export function runPlan(rt: Runtime, p: AttentionProblem, plan: AttentionPlan): void {
   const buf = plan.buffers();

@@ -11,7 +11,7 @@
  * AttentionPlan's split-KV units and log-sum-exp combine are the same. int8
  * caches can instead take the IFA design's integer path (int8Path).
  */
-import { runPlan } from "../attention/run-plan.js";
+import { runPrepared } from "../attention/run-plan.js";
 import { AttentionPlan, MAX_DECODE_QLEN } from "../attention/plan.js";
 import {
   type AttentionProblem,
@@ -295,16 +295,7 @@ export function readQuery(rt: Runtime, options: { q: unknown; layout?: unknown }
  * @returns out f32 (q's shape) and, with returnLse / lse, lse f32 ([T, H] for TND).
  */
 export function pagedAttention(rt: Runtime, options: PagedAttentionOptions): AttentionResult {
-  const { p, plan, ownPlan } = preparePagedAttention(rt, options);
-  try {
-    runPlan(rt, p, plan);
-  } catch (e) {
-    for (const t of p.allocated) rt.free(t);
-    throw e;
-  } finally {
-    if (ownPlan) plan.dispose();
-  }
-  return p.lse ? { out: p.out, lse: p.lse } : { out: p.out };
+  return runPrepared(rt, preparePagedAttention(rt, options));
 }
 
 /**
