@@ -297,7 +297,7 @@ export class GpuDecoderOps {
     for (const b of this.#uniforms.splice(0)) b.destroy();
   }
 
-  /** recycle(), and the placeholder buffer back to the pool. */
+  /** recycle(), then the buffer bound where a dispatch has no operand of its own goes back to the pool. */
   dispose(): void {
     this.recycle();
     this.#gpu.pool.release(this.#dummy);
