@@ -54,8 +54,8 @@ export function freeAll(rt: Runtime, ...things: unknown[]): void {
   }
 }
 
-/** Checks out (row-relative) and lse against the reference; `what` names the case. */
-export function assertClose(what: string, got: { out: ArrayLike<number>; lse?: ArrayLike<number> }, ref: { out: ArrayLike<number>; lse: ArrayLike<number> }, D: number): void {
+/** Checks out (row-relative) and lse against the reference, within `tol` (default OUT_TOL, LSE_TOL); `what` names the case. */
+export function assertClose(what: string, got: { out: ArrayLike<number>; lse?: ArrayLike<number> }, ref: { out: ArrayLike<number>; lse: ArrayLike<number> }, D: number, tol: { out: number; lse: number } = { out: OUT_TOL, lse: LSE_TOL }): void {
   assert.equal(got.out.length, ref.out.length, `${what}: out length`);
   for (let r = 0; r < ref.out.length / D; r++) {
     let err = 0;
@@ -69,8 +69,8 @@ export function assertClose(what: string, got: { out: ArrayLike<number>; lse?: A
     }
     if (scale === 0) {
       if (err !== 0) assert.fail(`${what}: out row ${r} must be exactly 0 (no kept key), max |o| = ${err}`);
-    } else if (err / scale > OUT_TOL) {
-      assert.fail(`${what}: out row ${r} relative error ${(err / scale).toExponential(2)} > ${OUT_TOL} (max |ref| ${scale})`);
+    } else if (err / scale > tol.out) {
+      assert.fail(`${what}: out row ${r} relative error ${(err / scale).toExponential(2)} > ${tol.out} (max |ref| ${scale})`);
     }
   }
   const gotLse = got.lse;
@@ -83,7 +83,7 @@ export function assertClose(what: string, got: { out: ArrayLike<number>; lse?: A
         if (g !== e) assert.fail(`${what}: lse[${i}] = ${g}, reference ${e}`);
         continue;
       }
-      if (!(Math.abs(g - e) / Math.max(1, Math.abs(e)) <= LSE_TOL)) assert.fail(`${what}: lse[${i}] = ${g}, reference ${e}`);
+      if (!(Math.abs(g - e) / Math.max(1, Math.abs(e)) <= tol.lse)) assert.fail(`${what}: lse[${i}] = ${g}, reference ${e}`);
     }
   }
 }

@@ -12,9 +12,9 @@
 //   out: per query row, max_d |o − ref| / max_d |ref| ≤ 2e-5; a row whose
 //        reference is all zero (no kept key) must be exactly 0.
 //   lse: |lse − ref| / max(1, |ref|) ≤ 2e-5; −Infinity must match exactly.
-import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { GpuDevice, SWIFTSHADER_ICD, WebGpuUnavailableError } from "../../src/gpu/index.js";
+import { assertClose } from "../attention/support.js";
 
 export const GPU_OUT_TOL = 2e-5;
 export const GPU_LSE_TOL = 2e-5;
@@ -37,33 +37,5 @@ export async function openTestGpu(): Promise<{ gpu: GpuDevice; skip: false } | {
 
 /** out (rows of D) and lse against the reference, with the GPU tolerances. */
 export function assertGpuClose(what: string, got: { out: ArrayLike<number>; lse?: ArrayLike<number> }, ref: { out: ArrayLike<number>; lse: ArrayLike<number> }, D: number): void {
-  assert.equal(got.out.length, ref.out.length, `${what}: out length`);
-  for (let r = 0; r < ref.out.length / D; r++) {
-    let err = 0;
-    let scale = 0;
-    for (let d = 0; d < D; d++) {
-      const g = got.out[r * D + d]!;
-      const e = ref.out[r * D + d]!;
-      if (Number.isNaN(g)) assert.fail(`${what}: out row ${r} dim ${d} is NaN (reference ${e})`);
-      err = Math.max(err, Math.abs(g - e));
-      scale = Math.max(scale, Math.abs(e));
-    }
-    if (scale === 0) {
-      if (err !== 0) assert.fail(`${what}: out row ${r} must be exactly 0 (no kept key), max |o| = ${err}`);
-    } else if (err / scale > GPU_OUT_TOL) {
-      assert.fail(`${what}: out row ${r} relative error ${(err / scale).toExponential(2)} > ${GPU_OUT_TOL}`);
-    }
-  }
-  if (got.lse) {
-    assert.equal(got.lse.length, ref.lse.length, `${what}: lse length`);
-    for (let i = 0; i < ref.lse.length; i++) {
-      const g: number = got.lse[i]!;
-      const e: number = ref.lse[i]!;
-      if (e === -Infinity || g === -Infinity) {
-        if (g !== e) assert.fail(`${what}: lse[${i}] = ${g}, reference ${e}`);
-        continue;
-      }
-      if (!(Math.abs(g - e) / Math.max(1, Math.abs(e)) <= GPU_LSE_TOL)) assert.fail(`${what}: lse[${i}] = ${g}, reference ${e}`);
-    }
-  }
+  assertClose(what, got, ref, D, { out: GPU_OUT_TOL, lse: GPU_LSE_TOL });
 }
