@@ -26,6 +26,30 @@ export function attentionBindingsWgsl(): string {
 @group(0) @binding(7) var<storage, read_write> lb: array<u32>;  // lse as f32 bits (−∞ written as bits)`;
 }
 
+/**
+ * The start of a kernel's main: its work item (b, kvh, first row r0, keys
+ * [kv0, kv1), split slot) from the plan's item table (6 words an item), and
+ * the item's sequence (q0, sq, k0, sk, t0) from the sequence table (5 words).
+ * Returns early past the last item.
+ */
+export function workItemWgsl(): string {
+  return `  let item = wid.x + wid.y * P.wgX;
+  if (item >= P.nItems) { return; }
+  let it = P.itemsOff + item * 6u;
+  let b = plan[it];
+  let kvh = plan[it + 1u];
+  let r0 = plan[it + 2u];
+  let kv0 = plan[it + 3u];
+  let kv1 = plan[it + 4u];
+  let slot = bitcast<i32>(plan[it + 5u]);
+  let sqo = P.seqsOff + b * 5u;
+  let q0 = plan[sqo];
+  let sq = plan[sqo + 1u];
+  let k0 = plan[sqo + 2u];
+  let sk = plan[sqo + 3u];
+  let t0 = plan[sqo + 4u];`;
+}
+
 export function attentionScoreWgsl(): string {
   return `${kvLoadFn("loadK", "kb")}
 ${kvLoadFn("loadV", "vb")}

@@ -18,7 +18,7 @@
  * Work items, exclusions, outputs and partials are those of
  * flash-attention.ts (the same plan tables, BR = RMAX).
  */
-import { attentionBindingsWgsl, attentionScoreWgsl } from "./attention-common.js";
+import { attentionBindingsWgsl, attentionScoreWgsl, workItemWgsl } from "./attention-common.js";
 import { attnParamsStruct } from "./params.js";
 
 /** Most query rows (positions × group heads) of one work item. */
@@ -84,21 +84,7 @@ ${reduce}
 
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32${sgParam}) {
-  let item = wid.x + wid.y * P.wgX;
-  if (item >= P.nItems) { return; }
-  let it = P.itemsOff + item * 6u;
-  let b = plan[it];
-  let kvh = plan[it + 1u];
-  let r0 = plan[it + 2u];
-  let kv0 = plan[it + 3u];
-  let kv1 = plan[it + 4u];
-  let slot = bitcast<i32>(plan[it + 5u]);
-  let sqo = P.seqsOff + b * 5u;
-  let q0 = plan[sqo];
-  let sq = plan[sqo + 1u];
-  let k0 = plan[sqo + 2u];
-  let sk = plan[sqo + 3u];
-  let t0 = plan[sqo + 4u];
+${workItemWgsl()}
   let rows = min(RMAX, sq * P.G - r0);
   let off = i32(sk) - i32(sq);
 

@@ -25,7 +25,7 @@
  * (the key loop bounds); keys inside it are masked per element. Scores
  * follow ARCHITECTURE.md: scale, softcap, bias, ALiBi, then the masks.
  */
-import { attentionBindingsWgsl, attentionScoreWgsl } from "./attention-common.js";
+import { attentionBindingsWgsl, attentionScoreWgsl, workItemWgsl } from "./attention-common.js";
 import { attnParamsStruct } from "./params.js";
 
 export const WORKGROUP = 64;
@@ -84,21 +84,7 @@ var<workgroup> ss: array<f32, ${BR * BC}>;
 ${attentionScoreWgsl()}
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let item = wid.x + wid.y * P.wgX;
-  if (item >= P.nItems) { return; }
-  let it = P.itemsOff + item * 6u;
-  let b = plan[it];
-  let kvh = plan[it + 1u];
-  let r0 = plan[it + 2u];
-  let kv0 = plan[it + 3u];
-  let kv1 = plan[it + 4u];
-  let slot = bitcast<i32>(plan[it + 5u]);
-  let sqo = P.seqsOff + b * 5u;
-  let q0 = plan[sqo];
-  let sq = plan[sqo + 1u];
-  let k0 = plan[sqo + 2u];
-  let sk = plan[sqo + 3u];
-  let t0 = plan[sqo + 4u];
+${workItemWgsl()}
   let rowsInSeq = sq * P.G;
 
   let row = lid / TPR;
