@@ -19,7 +19,23 @@ import { SseStream } from "../sse.js";
 import { grammarRejection } from "../structured-request.js";
 import { type RequestLogEntry, requestLogEntry } from "../request-log.js";
 
-export async function runGeneration(res: ServerResponse, ctx: ServerContext, plan: GenerationPlan, signal: AbortSignal): Promise<void> {
+/** A plan's engine requests, admitted: their output streams (noted in the request's log entry) and how to stop them. */
+export interface SubmittedPlan {
+  streams: AsyncIterable<EngineOutput>[];
+  /** Aborts every request of the plan. */
+  abortAll(): void;
+  /** True once the client went away (its requests are then aborted). */
+  gone(): boolean;
+}
+
+/**
+ * Submits every prompt of `plan` to the engine, all admitted together or a
+ * 429 / 400 (a grammar the engine refuses is a 400 naming the request's
+ * field). Resolves with null when the client left before the engine took
+ * them; a client that leaves later has all of them aborted, which frees their
+ * KV blocks at the next step boundary.
+ */
+export async function submitPlan(res: ServerResponse, ctx: ServerContext, plan: GenerationPlan, signal: AbortSignal): Promise<SubmittedPlan | null> {
   if (ctx.shuttingDown) throw new HttpError(503, "the server is shutting down");
   throwIfGone(signal); // a client that left during the earlier phases never reaches the engine
   const ids = plan.prompts.map((_, i) => `${plan.id}-${i}`);
@@ -49,7 +65,7 @@ export async function runGeneration(res: ServerResponse, ctx: ServerContext, pla
       })),
     );
   } catch (e) {
-    if (gone) return;
+    if (gone) return null;
     if (e instanceof EngineRejectedError && e.reason === "invalid" && plan.grammar !== null && e.param?.startsWith("grammar") === true) {
       throw grammarRejection(plan.grammar, e.param, e.message);
     }
@@ -57,8 +73,20 @@ export async function runGeneration(res: ServerResponse, ctx: ServerContext, pla
   }
   if (gone) {
     for (const id of ids) ctx.engine.abort(id);
-    return;
+    return null;
   }
+  const entry = requestLogEntry(res);
+  if (entry !== undefined) entry.id = plan.id;
+  return {
+    streams: entry === undefined ? streams : streams.map((s) => noteOutputs(s, entry)),
+    abortAll: () => ids.forEach((id) => ctx.engine.abort(id)),
+    gone: () => gone,
+  };
+}
+
+export async function runGeneration(res: ServerResponse, ctx: ServerContext, plan: GenerationPlan, signal: AbortSignal): Promise<void> {
+  const submitted = await submitPlan(res, ctx, plan, signal);
+  if (submitted === null) return;
   const states: ChoiceState[] = plan.prompts.map((p) => ({
     text: plan.echo ? p.text : "",
     numPromptTokens: p.tokenIds.length,
@@ -69,13 +97,10 @@ export async function runGeneration(res: ServerResponse, ctx: ServerContext, pla
     logprobs: [],
     group: p.group,
   }));
-  const abortAll = (): void => ids.forEach((id) => ctx.engine.abort(id));
   const entry = requestLogEntry(res);
-  if (entry !== undefined) entry.id = plan.id;
-  const noted = entry === undefined ? streams : streams.map((s) => noteOutputs(s, entry));
   try {
-    if (plan.stream) await streamChoices(res, ctx, plan, noted, states, abortAll);
-    else await collectChoices(res, ctx, plan, noted, states, abortAll, () => gone);
+    if (plan.stream) await streamChoices(res, ctx, plan, submitted.streams, states, submitted.abortAll);
+    else await collectChoices(res, ctx, plan, submitted.streams, states, submitted.abortAll, submitted.gone);
   } finally {
     if (entry !== undefined) {
       const usage = usageOf(states);
@@ -95,7 +120,7 @@ async function* noteOutputs(stream: OutputStream, entry: RequestLogEntry): Async
 }
 
 /** Adds an output to its choice; logprobs are kept only for a non-streamed response (a stream sends each step's and forgets them). */
-function apply(state: ChoiceState, out: EngineOutput, keepLogprobs: boolean): void {
+export function applyOutput(state: ChoiceState, out: EngineOutput, keepLogprobs: boolean): void {
   state.text += out.text;
   state.numOutputTokens = out.numOutputTokens;
   state.numCachedTokens = out.numCachedTokens;
@@ -122,7 +147,7 @@ async function streamChoices(res: ServerResponse, ctx: ServerContext, plan: Gene
       const toolStream = tools === null ? null : new ToolCallStream(tools);
       for await (const out of stream) {
         const offset = state.text.length;
-        apply(state, out, false);
+        applyOutput(state, out, false);
         if (out.finishReason === "error") {
           error ??= out.error ?? "generation failed";
           abortAll();
@@ -160,7 +185,7 @@ async function collectChoices(
   await Promise.all(
     streams.map(async (stream, i) => {
       for await (const out of stream) {
-        apply(states[i]!, out, true);
+        applyOutput(states[i]!, out, true);
         if (out.finishReason === "error") {
           error ??= out.error ?? "generation failed";
           abortAll();
