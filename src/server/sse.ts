@@ -1,6 +1,7 @@
 /**
  * Server-sent events as OpenAI streams them: `data: {json}\n\n` per chunk,
- * `data: [DONE]\n\n` at the end. Once the client went away (the socket
+ * `data: [DONE]\n\n` at the end (chat and completions), or typed events
+ * `event: <type>\ndata: {json}\n\n` with no end marker (the Responses API). Once the client went away (the socket
  * closed before end()) writes are dropped; cancelling the request behind the
  * stream is the route's job (routes/run-generation.ts: the request's client-gone signal).
  */
@@ -36,10 +37,16 @@ export class SseStream {
     this.#res.write(`data: ${JSON.stringify(data)}\n\n`);
   }
 
-  /** Sends `data: [DONE]` and ends the response. */
-  end(): void {
+  /** A typed event: `event: <type>` before its data (the Responses API's stream). */
+  event(type: string, data: unknown): void {
+    if (this.closed) return;
+    this.#res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+
+  /** Sends `data: [DONE]` (unless `done` is false: typed event streams have no end marker) and ends the response. */
+  end(done = true): void {
     if (this.closed) return;
     this.#ended = true;
-    this.#res.end("data: [DONE]\n\n");
+    this.#res.end(done ? "data: [DONE]\n\n" : "");
   }
 }
