@@ -11,6 +11,7 @@ import type { ModelSource } from "../model/source.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { TokenizerPool } from "../tokenizer/tokenizer-pool.js";
 import type { ToolParserName } from "./tool-parsers.js";
+import type { ResponseStore } from "./responses/store.js";
 
 export interface ServerContext {
   engine: ServingEngine;
@@ -33,6 +34,8 @@ export interface ServerContext {
   toolCallParser: ToolParserName | null;
   /** Unix seconds the server started (the model's `created`). */
   created: number;
+  /** Stored responses of POST /v1/responses (previous_response_id, GET /v1/responses/{id}). */
+  responses: ResponseStore;
   /** Set by close(): new generation requests get 503. */
   shuttingDown: boolean;
 }

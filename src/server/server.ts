@@ -13,6 +13,7 @@
  *   GET  /v1/models/{id}
  *   POST /v1/chat/completions    stream: SSE chunks ending in data: [DONE]
  *   POST /v1/completions
+ *   POST /v1/responses           the Responses API (routes/responses.ts); GET, DELETE /v1/responses/{id}
  *   POST /tokenize, /detokenize
  */
 import { timingSafeEqual } from "node:crypto";
@@ -29,13 +30,15 @@ import { ClientGoneError, HttpError, sendError, toHttpError } from "./errors.js"
 import { LogLimiter } from "./log-limiter.js";
 import { UNLOGGED_PATHS, logRequest } from "./request-log.js";
 import { chatCompletions, completions, model, models } from "./routes/openai.js";
+import { createResponse, deleteResponse, retrieveResponse } from "./routes/responses.js";
+import { ResponseStore } from "./responses/store.js";
 import { PUBLIC_FILES, staticFile } from "./routes/static.js";
 import type { ToolParserName } from "./tool-parsers.js";
 import { health, metrics, version } from "./routes/status.js";
 import { detokenize, tokenize } from "./routes/tokenize.js";
 
 interface Route {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "DELETE";
   handler: Handler;
   /** Needs the API key when one is set (vLLM guards /v1). */
   auth: boolean;
@@ -49,12 +52,26 @@ const ROUTES: Readonly<Record<string, Route>> = {
   "/v1/models": { method: "GET", handler: models, auth: true },
   "/v1/chat/completions": { method: "POST", handler: chatCompletions, auth: true },
   "/v1/completions": { method: "POST", handler: completions, auth: true },
+  "/v1/responses": { method: "POST", handler: createResponse, auth: true },
   "/tokenize": { method: "POST", handler: tokenize, auth: true },
   "/detokenize": { method: "POST", handler: detokenize, auth: true },
 };
 
 /** GET /v1/models/{id} (the id may hold slashes, as "org/name" does). */
 const MODEL_ROUTE: Route = { method: "GET", handler: model, auth: true };
+
+/** GET and DELETE /v1/responses/{id}: a stored response. */
+const RESPONSE_ROUTES = {
+  GET: { method: "GET", handler: retrieveResponse, auth: true },
+  DELETE: { method: "DELETE", handler: deleteResponse, auth: true },
+} as const satisfies Record<string, Route>;
+
+/** The route of a path with an id in it, or undefined; another method than the path takes gets its GET route (a 405). */
+function idRoute(path: string, method: string | undefined): Route | undefined {
+  if (/^\/v1\/models\/[^/]/.test(path)) return MODEL_ROUTE;
+  if (/^\/v1\/responses\/[^/]+$/.test(path)) return method === "DELETE" ? RESPONSE_ROUTES.DELETE : RESPONSE_ROUTES.GET;
+  return undefined;
+}
 
 export interface KvflashServerOptions {
   engine: ServingEngine;
@@ -98,6 +115,7 @@ export class KvflashServer {
       apiKey: options.apiKey ?? null,
       corsOrigin: options.corsOrigin ?? null,
       toolCallParser: options.toolCallParser ?? null,
+      responses: new ResponseStore(),
       created: Math.floor(Date.now() / 1000),
       shuttingDown: false,
     };
@@ -159,7 +177,7 @@ export class KvflashServer {
         res.setHeader("access-control-allow-origin", ctx.corsOrigin);
         if (ctx.corsOrigin !== "*") res.setHeader("vary", "Origin");
       }
-      const route = Object.hasOwn(ROUTES, path) ? ROUTES[path] : /^\/v1\/models\/[^/]/.test(path) ? MODEL_ROUTE : undefined;
+      const route = Object.hasOwn(ROUTES, path) ? ROUTES[path] : idRoute(path, req.method);
       if (req.method === "OPTIONS" && ctx.corsOrigin !== null && route !== undefined) {
         res.writeHead(204, {
           "access-control-allow-methods": `${route.method}, OPTIONS`,

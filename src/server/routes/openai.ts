@@ -10,7 +10,8 @@ import { parseChatRequest, parseCompletionRequest } from "../openai-request.js";
 import { checkRequestGrammar } from "../structured-request.js";
 import { runGeneration } from "./run-generation.js";
 
-function requireReady(ctx: ServerContext): void {
+/** A 503 unless the engine is ready and the server is not shutting down. */
+export function requireReady(ctx: ServerContext): void {
   if (ctx.shuttingDown) throw new HttpError(503, "the server is shutting down");
   const s = ctx.engine.state;
   if (s.state === "loading") {

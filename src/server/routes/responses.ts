@@ -1,0 +1,114 @@
+/**
+ * The Responses API: POST /v1/responses, GET and DELETE /v1/responses/{id}
+ * (vLLM's serving_responses, OpenAI's shapes). A request is parsed into the
+ * chat plan it means (responses/request.ts) and runs on the engine as chat
+ * requests do (run-generation.ts's submitPlan: one engine request, aborted
+ * when the client leaves). The reply becomes output items
+ * (responses/output.ts), streamed as typed events with sequence numbers:
+ *
+ *   response.created, response.in_progress, <the items' events>,
+ *   response.completed | response.incomplete (max_output_tokens) | response.failed
+ *
+ * or answered as one Response object. A finished response is kept in the
+ * bounded store (responses/store.ts) unless `store: false`.
+ */
+import { randomUUID } from "node:crypto";
+import { bodyOptions, readJsonBody } from "../body.js";
+import { whileConnected } from "../client-gone.js";
+import type { Handler } from "../context.js";
+import { HttpError, sendJson } from "../errors.js";
+import type { ChoiceState } from "../openai-response.js";
+import { requestLogEntry } from "../request-log.js";
+import { SseStream } from "../sse.js";
+import { checkRequestGrammar } from "../structured-request.js";
+import { ToolCallStream } from "../tool-call-output.js";
+import { type EventSink, OutputBuilder, assistantMessage } from "../responses/output.js";
+import { parseResponsesRequest } from "../responses/request.js";
+import { type ResponseState, finalStatus, responseObject, responseUsage } from "../responses/response-object.js";
+import { requireReady } from "./openai.js";
+import { applyOutput, submitPlan } from "./run-generation.js";
+
+export const createResponse: Handler = async (req, res, ctx, signal) => {
+  const body = await readJsonBody(req, bodyOptions(ctx, signal));
+  requireReady(ctx);
+  const r = await whileConnected(signal, parseResponsesRequest(body, ctx, ctx.responses));
+  checkRequestGrammar(r.plan.grammar);
+  const submitted = await submitPlan(res, ctx, r.plan, signal);
+  if (submitted === null) return;
+  const prompt = r.plan.prompts[0]!;
+  const choice: ChoiceState = { text: "", numPromptTokens: prompt.tokenIds.length, numOutputTokens: 0, numCachedTokens: 0, finishReason: null, stopReason: null, logprobs: [], group: 0 };
+  const state: ResponseState = { id: `resp_${randomUUID().replaceAll("-", "")}`, createdAt: Math.floor(Date.now() / 1000), status: "in_progress", output: [], usage: null, error: null };
+  const sse = r.plan.stream ? new SseStream(res) : null;
+  let sequence = 0;
+  const emit: EventSink = (type, fields) => sse?.event(type, { type, sequence_number: sequence++, ...fields });
+  emit("response.created", { response: responseObject(r, state) });
+  emit("response.in_progress", { response: responseObject(r, state) });
+  const tools = r.plan.tools === null ? null : new ToolCallStream(r.plan.tools);
+  const builder = new OutputBuilder(tools !== null, sse === null ? undefined : emit);
+  try {
+    for await (const out of submitted.streams[0]!) {
+      applyOutput(choice, out, false);
+      if (out.finishReason === "error") {
+        state.error = out.error ?? "generation failed";
+        submitted.abortAll();
+        break;
+      }
+      // A non-streamed reply is parsed once, finished.
+      if (sse === null) continue;
+      if (tools === null) builder.text(out.text);
+      else for (const d of tools.push(choice.text, out.finishReason !== null)) builder.delta(d);
+    }
+  } catch (e) {
+    submitted.abortAll();
+    throw e;
+  } finally {
+    const entry = requestLogEntry(res);
+    if (entry !== undefined) {
+      entry.promptTokens = choice.numPromptTokens;
+      entry.outputTokens = choice.numOutputTokens;
+    }
+  }
+  if (submitted.gone()) return;
+  if (sse === null && state.error === null) {
+    if (tools === null) builder.text(choice.text);
+    else for (const d of tools.push(choice.text, true)) builder.delta(d);
+  }
+  state.status = finalStatus(choice.finishReason, state.error !== null);
+  if (state.status !== "failed") builder.finish(state.status === "incomplete");
+  state.output = builder.items;
+  state.usage = responseUsage(choice);
+  const response = responseObject(r, state);
+  if (state.status !== "failed" && r.echo.store) ctx.responses.set(state.id, { response, history: [...r.history, assistantMessage(builder.items)] });
+  if (sse !== null) {
+    emit(`response.${state.status}`, { response });
+    sse.end(false);
+  } else if (state.error !== null) throw new HttpError(500, state.error);
+  else sendJson(res, 200, response);
+};
+
+/** The {id} of /v1/responses/{id}. */
+function responseId(req: { url?: string | undefined }): string {
+  const raw = new URL(req.url ?? "/", "http://localhost").pathname.slice("/v1/responses/".length);
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+function notFound(id: string): HttpError {
+  return new HttpError(404, `No response with id ${JSON.stringify(id)} is stored (store: false, deleted, or evicted from the bounded store).`, { param: "response_id", code: "not_found" });
+}
+
+export const retrieveResponse: Handler = (req, res, ctx) => {
+  const id = responseId(req);
+  const stored = ctx.responses.get(id);
+  if (stored === undefined) throw notFound(id);
+  sendJson(res, 200, stored.response);
+};
+
+export const deleteResponse: Handler = (req, res, ctx) => {
+  const id = responseId(req);
+  if (!ctx.responses.delete(id)) throw notFound(id);
+  sendJson(res, 200, { id, object: "response", deleted: true });
+};
