@@ -1,6 +1,6 @@
 /**
  * Bounds on the shape of an OpenAI request body (issue #32 item 2): how many
- * messages, content parts, tool calls, tools, logit_bias entries, stop
+ * messages (or Responses input items), content parts, tool calls, tools, logit_bias entries, stop
  * strings and ids, structural tags and token ids one request may carry
  * (the grammar's own limits — schema depth, properties, enum sizes — are
  * structured/'s, checked before compiling). Work
@@ -80,17 +80,18 @@ function structuralTag(v: unknown): unknown {
   }
 }
 
-function messagesViolation(messages: unknown[]): ShapeViolation | null {
+/** Chat `messages`, or the Responses API's `input` items (`name`), bounded as messages are. */
+function messagesViolation(messages: unknown[], name = "messages"): ShapeViolation | null {
   const L = SHAPE_LIMITS;
-  if (messages.length > L.messages) return tooMany("messages", messages.length, L.messages, "messages");
+  if (messages.length > L.messages) return tooMany(name, messages.length, L.messages, name === "messages" ? "messages" : "items");
   let parts = 0;
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i];
     if (!isObject(m)) continue;
     if (Array.isArray(m["content"])) parts += m["content"].length;
-    if (parts > L.contentParts) return { param: `messages[${i}].content`, message: `messages carry more than ${L.contentParts} content parts in all (${parts} by messages[${i}])` };
+    if (parts > L.contentParts) return { param: `${name}[${i}].content`, message: `${name} carry more than ${L.contentParts} content parts in all (${parts} by ${name}[${i}])` };
     const calls = m["tool_calls"];
-    if (Array.isArray(calls) && calls.length > L.toolCalls) return tooMany(`messages[${i}].tool_calls`, calls.length, L.toolCalls, "tool calls");
+    if (Array.isArray(calls) && calls.length > L.toolCalls) return tooMany(`${name}[${i}].tool_calls`, calls.length, L.toolCalls, "tool calls");
   }
   return null;
 }
@@ -124,6 +125,12 @@ export function findShapeViolation(body: unknown, bounds: ShapeBounds): ShapeVio
   const { messages, tools, logit_bias: logitBias, stop, stop_token_ids: stopIds, tokens, structured_outputs: so } = body;
   if (Array.isArray(messages)) {
     const v = messagesViolation(messages);
+    if (v !== null) return v;
+  }
+  // The Responses API's input items (objects; an embeddings `input` list holds strings or token ids and is not counted here).
+  const input = body["input"];
+  if (Array.isArray(input) && isObject(input[0])) {
+    const v = messagesViolation(input, "input");
     if (v !== null) return v;
   }
   if (Array.isArray(tools) && tools.length > L.tools) return tooMany("tools", tools.length, L.tools, "tools");
