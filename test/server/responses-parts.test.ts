@@ -1,7 +1,8 @@
 // The Responses API's pieces without a model: the bounded store (entries and
 // bytes, least recently used out), input items → chat messages, the chat
-// parser's field names → the Responses fields, and the output builder's
-// events (the order a stream sends and the items a non-streamed answer holds).
+// parser's field names → the Responses fields, the output builder's events
+// (the order a stream sends and the items a non-streamed answer holds), and
+// the body bounds a tokenizer worker checks on an input item list.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { HttpError } from "../../src/server/errors.js";
@@ -9,6 +10,8 @@ import { inputConversation } from "../../src/server/responses/input-items.js";
 import { OutputBuilder, assistantMessage } from "../../src/server/responses/output.js";
 import { responsesParam } from "../../src/server/responses/request.js";
 import { ResponseStore } from "../../src/server/responses/store.js";
+import { findLongPromptText } from "../../src/prompt-text.js";
+import { SHAPE_LIMITS, findShapeViolation } from "../../src/request-shape.js";
 
 const entry = (text: string) => ({ response: { id: text }, history: [{ role: "user", content: text }] });
 
@@ -124,4 +127,17 @@ test("the output builder: a message, then calls, events in OpenAI's order; white
   const empty = new OutputBuilder(false);
   empty.finish(false);
   assert.deepEqual(empty.items.map((i) => (i.type === "message" ? [i.content[0]!.text, i.status] : [])), [["", "completed"]]);
+});
+
+test("an input item list is bounded as chat messages are, and its text (with the instructions) counted; a list of strings is not an item list", () => {
+  const items = (n: number, content: unknown = "x") => Array.from({ length: n }, () => ({ role: "user", content }));
+  assert.equal(findShapeViolation({ input: items(SHAPE_LIMITS.messages) }, { maxTokenIds: null }), null);
+  assert.deepEqual(findShapeViolation({ input: items(SHAPE_LIMITS.messages + 1) }, { maxTokenIds: null })?.param, "input");
+  const parts = items(2, Array.from({ length: SHAPE_LIMITS.contentParts }, () => ({ type: "input_text", text: "x" })));
+  assert.equal(findShapeViolation({ input: parts }, { maxTokenIds: null })?.param, "input[1].content");
+  assert.equal(findShapeViolation({ input: Array.from({ length: 5000 }, () => "text") }, { maxTokenIds: null }), null, "an embeddings input list is not counted as items");
+  const long = [{ role: "user", content: "a".repeat(60) }, { type: "function_call_output", call_id: "c", output: "b".repeat(30) }];
+  assert.equal(findLongPromptText({ input: long, instructions: "c".repeat(10) }, 100), null);
+  assert.deepEqual(findLongPromptText({ input: long, instructions: "c".repeat(11) }, 100), { param: "input", chars: 101 });
+  assert.equal(findLongPromptText({ input: "d".repeat(1000) }, 100), null, "a string input is the route's to count (embeddings may truncate it)");
 });
