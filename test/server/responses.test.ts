@@ -175,6 +175,11 @@ test("function tools: a required call is a function_call item whose arguments va
   assert.equal(noTools.output_text, want.text);
   assert.ok(second.usage!.input_tokens > noTools.usage!.input_tokens, "the tools are rendered too");
   assert.ok(second.output.every((o) => o.type === "message"), "tool_choice none: text");
+  // The same round trip through previous_response_id: only the outputs are sent, the stored calls answer them.
+  const outputs = calls.map((c) => ({ type: "function_call_output" as const, call_id: c.call_id, output: "sunny, 21 C" }));
+  const chained = await server.openai.responses.create({ model: MODEL, previous_response_id: first.id, input: outputs, tools: [WEATHER], tool_choice: "none", max_output_tokens: 8, temperature: 0 });
+  assert.equal(chained.usage!.input_tokens, second.usage!.input_tokens);
+  assert.equal(chained.output_text, second.output_text);
 });
 
 test("a streamed named function call: output_item.added, argument deltas, arguments.done, output_item.done, in order; deltas rebuild the call", async () => {

@@ -13,6 +13,7 @@
  * bounded store (responses/store.ts) unless `store: false`.
  */
 import { randomUUID } from "node:crypto";
+import type { ServerResponse } from "node:http";
 import { bodyOptions, readJsonBody } from "../body.js";
 import { whileConnected } from "../client-gone.js";
 import type { Handler } from "../context.js";
@@ -22,11 +23,12 @@ import { requestLogEntry } from "../request-log.js";
 import { SseStream } from "../sse.js";
 import { checkRequestGrammar } from "../structured-request.js";
 import { ToolCallStream } from "../tool-call-output.js";
+import type { ToolPlan } from "../tool-calls.js";
 import { type EventSink, OutputBuilder, assistantMessage } from "../responses/output.js";
 import { parseResponsesRequest } from "../responses/request.js";
 import { type ResponseState, finalStatus, responseObject, responseUsage } from "../responses/response-object.js";
 import { requireReady } from "./openai.js";
-import { applyOutput, submitPlan } from "./run-generation.js";
+import { type SubmittedPlan, applyOutput, submitPlan } from "./run-generation.js";
 
 export const createResponse: Handler = async (req, res, ctx, signal) => {
   const body = await readJsonBody(req, bodyOptions(ctx, signal));
@@ -35,28 +37,64 @@ export const createResponse: Handler = async (req, res, ctx, signal) => {
   checkRequestGrammar(r.plan.grammar);
   const submitted = await submitPlan(res, ctx, r.plan, signal);
   if (submitted === null) return;
-  const prompt = r.plan.prompts[0]!;
-  const choice: ChoiceState = { text: "", numPromptTokens: prompt.tokenIds.length, numOutputTokens: 0, numCachedTokens: 0, finishReason: null, stopReason: null, logprobs: [], group: 0 };
   const state: ResponseState = { id: `resp_${randomUUID().replaceAll("-", "")}`, createdAt: Math.floor(Date.now() / 1000), status: "in_progress", output: [], usage: null, error: null };
   const sse = r.plan.stream ? new SseStream(res) : null;
   let sequence = 0;
   const emit: EventSink = (type, fields) => sse?.event(type, { type, sequence_number: sequence++, ...fields });
   emit("response.created", { response: responseObject(r, state) });
   emit("response.in_progress", { response: responseObject(r, state) });
-  const tools = r.plan.tools === null ? null : new ToolCallStream(r.plan.tools);
-  const builder = new OutputBuilder(tools !== null, sse === null ? undefined : emit);
+  const reply = new Reply(r.plan.tools, sse === null ? undefined : emit);
+  const choice = await follow(submitted, reply, sse !== null, res, r.plan.prompts[0]!.tokenIds.length);
+  if (submitted.gone()) return;
+  state.error = choice.error ?? null;
+  if (sse === null && state.error === null) reply.push(choice.text, true);
+  state.status = finalStatus(choice.finishReason, state.error !== null);
+  if (state.status !== "failed") reply.builder.finish(state.status === "incomplete");
+  state.output = reply.builder.items;
+  state.usage = responseUsage(choice);
+  const response = responseObject(r, state);
+  if (state.status !== "failed" && r.echo.store) ctx.responses.set(state.id, { response, history: [...r.history, assistantMessage(reply.builder.items)] });
+  if (sse !== null) {
+    emit(`response.${state.status}`, { response });
+    sse.end(false);
+  } else if (state.error !== null) throw new HttpError(500, state.error);
+  else sendJson(res, 200, response);
+};
+
+/** The reply's text → output items: as it is, or through the tool-call parser. */
+class Reply {
+  readonly builder: OutputBuilder;
+  readonly #tools: ToolCallStream | null;
+
+  constructor(tools: ToolPlan | null, emit: EventSink | undefined) {
+    this.#tools = tools === null ? null : new ToolCallStream(tools);
+    this.builder = new OutputBuilder(tools !== null, emit);
+  }
+
+  /** Brings the items up to `text`, the whole reply so far (`newText` its latest piece); `final` once it is complete. */
+  push(text: string, final: boolean, newText = text): void {
+    if (this.#tools === null) this.builder.text(newText);
+    else for (const d of this.#tools.push(text, final)) this.builder.delta(d);
+  }
+}
+
+/**
+ * Follows the engine's outputs to the end of the reply, feeding a streamed
+ * reply's items as they come (a non-streamed one is parsed once, finished).
+ * An engine error aborts the request and ends the reply (finishReason
+ * "error", its message in `error`).
+ */
+async function follow(submitted: SubmittedPlan, reply: Reply, streamed: boolean, res: ServerResponse, numPromptTokens: number): Promise<ChoiceState & { error?: string }> {
+  const choice: ChoiceState & { error?: string } = { text: "", numPromptTokens, numOutputTokens: 0, numCachedTokens: 0, finishReason: null, stopReason: null, logprobs: [], group: 0 };
   try {
     for await (const out of submitted.streams[0]!) {
       applyOutput(choice, out, false);
       if (out.finishReason === "error") {
-        state.error = out.error ?? "generation failed";
+        choice.error = out.error ?? "generation failed";
         submitted.abortAll();
         break;
       }
-      // A non-streamed reply is parsed once, finished.
-      if (sse === null) continue;
-      if (tools === null) builder.text(out.text);
-      else for (const d of tools.push(choice.text, out.finishReason !== null)) builder.delta(d);
+      if (streamed) reply.push(choice.text, out.finishReason !== null, out.text);
     }
   } catch (e) {
     submitted.abortAll();
@@ -68,23 +106,8 @@ export const createResponse: Handler = async (req, res, ctx, signal) => {
       entry.outputTokens = choice.numOutputTokens;
     }
   }
-  if (submitted.gone()) return;
-  if (sse === null && state.error === null) {
-    if (tools === null) builder.text(choice.text);
-    else for (const d of tools.push(choice.text, true)) builder.delta(d);
-  }
-  state.status = finalStatus(choice.finishReason, state.error !== null);
-  if (state.status !== "failed") builder.finish(state.status === "incomplete");
-  state.output = builder.items;
-  state.usage = responseUsage(choice);
-  const response = responseObject(r, state);
-  if (state.status !== "failed" && r.echo.store) ctx.responses.set(state.id, { response, history: [...r.history, assistantMessage(builder.items)] });
-  if (sse !== null) {
-    emit(`response.${state.status}`, { response });
-    sse.end(false);
-  } else if (state.error !== null) throw new HttpError(500, state.error);
-  else sendJson(res, 200, response);
-};
+  return choice;
+}
 
 /** The {id} of /v1/responses/{id}. */
 function responseId(req: { url?: string | undefined }): string {
