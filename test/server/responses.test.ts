@@ -287,6 +287,11 @@ test("what kvflash does not do is a 400 naming the field; the server goes on", a
   assert.equal(big.status, 400);
   assert.equal(big.body.error.param, "input");
   assert.equal(big.body.error.code, "array_above_max_length");
+  // 2048 items pass the body's bound; with the instructions the conversation is one message more than a request may have.
+  const over = await post(`${server.url}/v1/responses`, { model: MODEL, instructions: "hi", input: Array.from({ length: 2048 }, () => ({ role: "user", content: "x" })) });
+  assert.equal(over.status, 400);
+  assert.equal(over.body.error.param, "input");
+  assert.equal(over.body.error.code, "array_above_max_length", over.body.error.message);
   const bad = await post(`${server.url}/v1/responses`, { model: MODEL, input: "x", text: { format: { type: "json_schema", name: "s", schema: { type: "object", properties: { a: { type: "nonsense" } } } } } });
   assert.equal(bad.status, 400, JSON.stringify(bad.body));
   assert.ok(bad.body.error.param?.startsWith("text.format.schema"), bad.body.error.param ?? "");

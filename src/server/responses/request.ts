@@ -18,7 +18,9 @@
  * from the chat parser names the Responses field it came from
  * (messages[3] → input[2], max_tokens → max_output_tokens, …).
  */
+import { randomUUID } from "node:crypto";
 import { show } from "../../errors.js";
+import { SHAPE_LIMITS } from "../../request-shape.js";
 import type { ServerContext } from "../context.js";
 import { HttpError, badRequest } from "../errors.js";
 import { Fields, type Json, isObject } from "../fields.js";
@@ -41,7 +43,7 @@ export interface ResponseEcho {
 }
 
 export interface ResponsesPlan {
-  /** The chat plan the engine runs (kind "chat", one prompt). */
+  /** The chat plan the engine runs (kind "chat", one prompt); its id is the response's, resp_…. */
   plan: GenerationPlan;
   echo: ResponseEcho;
   /** The conversation before the reply, instructions excluded: a follow-up's previous_response_id continues it. */
@@ -197,8 +199,16 @@ export async function parseResponsesRequest(body: unknown, ctx: ServerContext, s
     tools: tools?.echo ?? [],
     user: f.string("user") ?? null,
   };
+  const messages = [...lead.messages, ...history, ...input.messages];
+  if (messages.length > SHAPE_LIMITS.messages) {
+    throw badRequest(
+      previousId === undefined ? "input" : "previous_response_id",
+      `the conversation has ${messages.length} messages${previousId === undefined ? "" : ` with those of previous_response_id ${show(previousId)}`}, more than the ${SHAPE_LIMITS.messages} one request may have`,
+      "array_above_max_length",
+    );
+  }
   const chat: Json = {
-    messages: [...lead.messages, ...history, ...input.messages],
+    messages,
     stream: f.boolean("stream") ?? false,
     parallel_tool_calls: echo.parallel_tool_calls,
   };
@@ -217,5 +227,7 @@ export async function parseResponsesRequest(body: unknown, ctx: ServerContext, s
     throw renamed(e, sources);
   }
   if (plan.grammar !== null) plan.grammar.param = responsesParam(plan.grammar.param, sources);
+  // The response's id is the plan's: its engine request and its log line carry it.
+  plan.id = `resp_${randomUUID().replaceAll("-", "")}`;
   return { plan, echo, history: [...history, ...input.messages] };
 }

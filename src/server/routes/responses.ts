@@ -12,7 +12,6 @@
  * or answered as one Response object. A finished response is kept in the
  * bounded store (responses/store.ts) unless `store: false`.
  */
-import { randomUUID } from "node:crypto";
 import type { ServerResponse } from "node:http";
 import { bodyOptions, readJsonBody } from "../body.js";
 import { whileConnected } from "../client-gone.js";
@@ -37,7 +36,7 @@ export const createResponse: Handler = async (req, res, ctx, signal) => {
   checkRequestGrammar(r.plan.grammar);
   const submitted = await submitPlan(res, ctx, r.plan, signal);
   if (submitted === null) return;
-  const state: ResponseState = { id: `resp_${randomUUID().replaceAll("-", "")}`, createdAt: Math.floor(Date.now() / 1000), status: "in_progress", output: [], usage: null, error: null };
+  const state: ResponseState = { id: r.plan.id, createdAt: Math.floor(Date.now() / 1000), status: "in_progress", output: [], usage: null, error: null };
   const sse = r.plan.stream ? new SseStream(res) : null;
   let sequence = 0;
   const emit: EventSink = (type, fields) => sse?.event(type, { type, sequence_number: sequence++, ...fields });
