@@ -66,6 +66,11 @@ const RESPONSE_ROUTES = {
   DELETE: { method: "DELETE", handler: deleteResponse, auth: true },
 } as const satisfies Record<string, Route>;
 
+/** The methods the path of `route` takes (Allow, CORS): a stored response's path takes two. */
+function allowedMethods(route: Route): string {
+  return route === RESPONSE_ROUTES.GET || route === RESPONSE_ROUTES.DELETE ? "GET, DELETE" : route.method;
+}
+
 /** The route of a path with an id in it, or undefined; another method than the path takes gets its GET route (a 405). */
 function idRoute(path: string, method: string | undefined): Route | undefined {
   if (/^\/v1\/models\/[^/]/.test(path)) return MODEL_ROUTE;
@@ -180,7 +185,7 @@ export class KvflashServer {
       const route = Object.hasOwn(ROUTES, path) ? ROUTES[path] : idRoute(path, req.method);
       if (req.method === "OPTIONS" && ctx.corsOrigin !== null && route !== undefined) {
         res.writeHead(204, {
-          "access-control-allow-methods": `${route.method}, OPTIONS`,
+          "access-control-allow-methods": `${allowedMethods(route)}, OPTIONS`,
           "access-control-allow-headers": "authorization, content-type",
           "access-control-max-age": "600",
         });
@@ -189,8 +194,8 @@ export class KvflashServer {
       }
       if (route === undefined) throw new HttpError(404, `no route for ${clip(String(req.method))} ${clip(path)}`);
       if (req.method !== route.method && !(route.method === "GET" && req.method === "HEAD")) {
-        res.setHeader("allow", route.method);
-        throw new HttpError(405, `${path} takes ${route.method}, got ${req.method}`);
+        res.setHeader("allow", allowedMethods(route));
+        throw new HttpError(405, `${path} takes ${allowedMethods(route)}, got ${req.method}`);
       }
       if (route.auth && ctx.apiKey !== null) this.#checkApiKey(req, ctx.apiKey);
       await route.handler(req, res, ctx, signal);

@@ -314,3 +314,12 @@ test("a client that leaves a stream has its request aborted; the server goes on"
   const ok = await server.openai.responses.create({ model: MODEL, input: "after", max_output_tokens: 2 });
   assert.equal(ok.usage!.output_tokens, 2);
 });
+
+test("a stored response's path takes GET and DELETE, and says so in a 405's Allow", async () => {
+  const wrong = await post(`${server.url}/v1/responses/resp_x`, {});
+  assert.deepEqual([wrong.status, wrong.headers.get("allow")], [405, "GET, DELETE"]);
+  const list = await fetch(`${server.url}/v1/responses`);
+  assert.deepEqual([list.status, list.headers.get("allow")], [405, "POST"]);
+  const missing = await fetch(`${server.url}/v1/responses/resp_missing`, { method: "DELETE" });
+  assert.equal(missing.status, 404);
+});
