@@ -1,0 +1,78 @@
+/**
+ * config.json of a BERT encoder (transformers' BertConfig): the shapes the
+ * encoder forward (bert-encoder.ts) needs, with BertConfig's defaults. BERT is
+ * post-LN, with absolute learned positions (0, 1, … per sequence) and token
+ * types; its MLP is GELU (erf, "gelu") or the tanh approximation ("gelu_new",
+ * "gelu_pytorch_tanh"). Anything else is refused here, naming the key.
+ */
+import { ArgumentError, show } from "../../errors.js";
+
+/** Architectures served by the BERT encoder (architectures[0], or model_type "bert"). */
+export const ENCODER_ARCHITECTURES = ["BertModel", "BertForMaskedLM", "BertForPreTraining"] as const;
+
+export type GeluKind = "erf" | "tanh";
+
+export interface BertConfig {
+  architecture: string;
+  vocabSize: number;
+  hiddenSize: number;
+  numLayers: number;
+  numHeads: number;
+  /** hiddenSize / numHeads. */
+  headDim: number;
+  intermediateSize: number;
+  maxPositionEmbeddings: number;
+  typeVocabSize: number;
+  layerNormEps: number;
+  gelu: GeluKind;
+}
+
+const GELU: Readonly<Record<string, GeluKind>> = { gelu: "erf", gelu_new: "tanh", gelu_pytorch_tanh: "tanh", gelu_fast: "tanh" };
+
+/** True if config.json (parsed) describes a BERT encoder this file reads. */
+export function isBertConfig(json: unknown): boolean {
+  if (typeof json !== "object" || json === null) return false;
+  const j = json as Record<string, unknown>;
+  const archs = j["architectures"];
+  if (Array.isArray(archs) && typeof archs[0] === "string") return (ENCODER_ARCHITECTURES as readonly string[]).includes(archs[0]);
+  return j["model_type"] === "bert";
+}
+
+/** Parses config.json of a BERT encoder; `source` names the file in errors. */
+export function parseBertConfig(json: unknown, source = "config.json"): BertConfig {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw new ArgumentError(source, `must be a JSON object, got ${show(json)}`);
+  const j = json as Record<string, unknown>;
+  if (!isBertConfig(j)) throw new ArgumentError(`${source} architectures`, `must name one of ${ENCODER_ARCHITECTURES.join(", ")} (or model_type "bert"), got ${show(j["architectures"] ?? j["model_type"])}`);
+  const int = (key: string, fallback?: number): number => {
+    const v = j[key] ?? fallback;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 1) throw new ArgumentError(`${source} ${key}`, `must be a positive integer, got ${show(v)}`);
+    return v;
+  };
+  const hiddenSize = int("hidden_size", 768);
+  const numHeads = int("num_attention_heads", 12);
+  if (hiddenSize % numHeads !== 0) throw new ArgumentError(`${source} hidden_size`, `must be a multiple of num_attention_heads ${numHeads}, got ${hiddenSize}`);
+  const headDim = hiddenSize / numHeads;
+  if (headDim > 256) throw new ArgumentError(`${source} hidden_size`, `/ num_attention_heads must be ≤ 256 (the attention kernels' head dim), got ${headDim}`);
+  const act = j["hidden_act"] ?? "gelu";
+  const gelu = typeof act === "string" ? GELU[act] : undefined;
+  if (gelu === undefined) throw new ArgumentError(`${source} hidden_act`, `must be one of ${Object.keys(GELU).join(", ")}, got ${show(act)}`);
+  const positions = j["position_embedding_type"] ?? "absolute";
+  if (positions !== "absolute") throw new ArgumentError(`${source} position_embedding_type`, `must be "absolute" (relative position encodings are not supported), got ${show(positions)}`);
+  if (j["is_decoder"] === true) throw new ArgumentError(`${source} is_decoder`, "must be false: a BERT decoder (causal) is not an encoder, got true");
+  const eps = j["layer_norm_eps"] ?? 1e-12;
+  if (typeof eps !== "number" || !(eps > 0)) throw new ArgumentError(`${source} layer_norm_eps`, `must be a positive number, got ${show(eps)}`);
+  const archs = j["architectures"];
+  return {
+    architecture: Array.isArray(archs) && typeof archs[0] === "string" ? archs[0] : "BertModel",
+    vocabSize: int("vocab_size", 30522),
+    hiddenSize,
+    numLayers: int("num_hidden_layers", 12),
+    numHeads,
+    headDim,
+    intermediateSize: int("intermediate_size", 3072),
+    maxPositionEmbeddings: int("max_position_embeddings", 512),
+    typeVocabSize: int("type_vocab_size", 2),
+    layerNormEps: eps,
+    gelu,
+  };
+}

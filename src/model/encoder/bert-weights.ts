@@ -1,0 +1,171 @@
+/**
+ * A BERT checkpoint's tensors (transformers' BertModel names, with or without
+ * the "bert." prefix of BertForMaskedLM / BertForPreTraining, LayerNorm as
+ * weight/bias or the old gamma/beta) → the encoder's weights: the projections
+ * as Weights (q, k, v fused into one [3h, h] matrix, as vLLM's
+ * QKVParallelLinear), their biases as f32 tensors in the runtime's memory, and
+ * the small tables the host side reads (positions, token types, LayerNorms) as
+ * f32 arrays. Every name and shape is checked before a byte is read.
+ *
+ *   embeddings.{word,position,token_type}_embeddings.weight   [V, h] [P, h] [types, h]
+ *   embeddings.LayerNorm.{weight,bias}                        [h]
+ *   encoder.layer.N.attention.self.{query,key,value}.{weight,bias}   [h, h] [h]
+ *   encoder.layer.N.attention.output.dense.{weight,bias}            [h, h] [h]
+ *   encoder.layer.N.attention.output.LayerNorm.{weight,bias}        [h]
+ *   encoder.layer.N.intermediate.dense.{weight,bias}                [I, h] [I]
+ *   encoder.layer.N.output.dense.{weight,bias}                      [h, I] [h]
+ *   encoder.layer.N.output.LayerNorm.{weight,bias}                  [h]
+ */
+import { ArgumentError, show } from "../../errors.js";
+import { type Weight, type WeightFormat, createWeight } from "../../ops/weight.js";
+import type { Runtime } from "../../runtime/runtime.js";
+import { decodeValue } from "../../tensor/codec.js";
+import type { Tensor } from "../../tensor/tensor.js";
+import type { BertConfig } from "./bert-config.js";
+
+/** A LayerNorm's scale and shift, f32 [h] each. */
+export interface LayerNormWeights {
+  weight: Float32Array;
+  bias: Float32Array;
+}
+
+export interface BertLayerWeights {
+  /** [3h, h]: rows q, then k, then v. */
+  qkv: Weight;
+  /** f32 [3h]. */
+  qkvBias: Tensor;
+  o: Weight;
+  oBias: Tensor;
+  attnNorm: LayerNormWeights;
+  /** [I, h]. */
+  up: Weight;
+  upBias: Tensor;
+  /** [h, I]. */
+  down: Weight;
+  downBias: Tensor;
+  outNorm: LayerNormWeights;
+}
+
+export interface BertWeights {
+  format: WeightFormat;
+  /** [V, h]. */
+  word: Weight;
+  /** f32 [P · h]. */
+  position: Float32Array;
+  /** f32 [types · h]. */
+  tokenType: Float32Array;
+  embNorm: LayerNormWeights;
+  layers: BertLayerWeights[];
+  free(): void;
+}
+
+/** The checkpoint names the encoder reads, each with its expected shape. */
+export function bertWeightNames(c: BertConfig, present: ReadonlySet<string>): Map<string, readonly number[]> {
+  const prefix = present.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  const h = c.hiddenSize;
+  const ln = (base: string): [string, number[]][] => {
+    const old = present.has(`${prefix}${base}.gamma`);
+    return [[`${prefix}${base}.${old ? "gamma" : "weight"}`, [h]], [`${prefix}${base}.${old ? "beta" : "bias"}`, [h]]];
+  };
+  const out = new Map<string, readonly number[]>([
+    [`${prefix}embeddings.word_embeddings.weight`, [c.vocabSize, h]],
+    [`${prefix}embeddings.position_embeddings.weight`, [c.maxPositionEmbeddings, h]],
+    [`${prefix}embeddings.token_type_embeddings.weight`, [c.typeVocabSize, h]],
+    ...ln("embeddings.LayerNorm"),
+  ]);
+  for (let l = 0; l < c.numLayers; l++) {
+    const p = `${prefix}encoder.layer.${l}.`;
+    for (const n of ["query", "key", "value"]) {
+      out.set(`${p}attention.self.${n}.weight`, [h, h]);
+      out.set(`${p}attention.self.${n}.bias`, [h]);
+    }
+    out.set(`${p}attention.output.dense.weight`, [h, h]);
+    out.set(`${p}attention.output.dense.bias`, [h]);
+    for (const [n, s] of ln(`encoder.layer.${l}.attention.output.LayerNorm`)) out.set(n, s);
+    out.set(`${p}intermediate.dense.weight`, [c.intermediateSize, h]);
+    out.set(`${p}intermediate.dense.bias`, [c.intermediateSize]);
+    out.set(`${p}output.dense.weight`, [h, c.intermediateSize]);
+    out.set(`${p}output.dense.bias`, [h]);
+    for (const [n, s] of ln(`encoder.layer.${l}.output.LayerNorm`)) out.set(n, s);
+  }
+  return out;
+}
+
+/** Checks that every name of `wanted` is in `shapes` with its shape; `where` names the checkpoint. */
+export function checkBertShapes(wanted: ReadonlyMap<string, readonly number[]>, shapes: ReadonlyMap<string, readonly number[]>, where: string): void {
+  for (const [name, shape] of wanted) {
+    const got = shapes.get(name);
+    if (got === undefined) throw new ArgumentError(where, `has no tensor ${show(name)} (a BERT encoder needs it)`);
+    if (got.length !== shape.length || got.some((d, i) => d !== shape[i])) throw new ArgumentError(`${where} ${name}`, `must have shape ${show(shape)} from config.json, got ${show(got)}`);
+  }
+}
+
+/** A loaded tensor's elements as f32 on the host (f32, f16 or bf16 in the file). */
+function hostF32(t: Tensor): Float32Array {
+  const data = t.data();
+  if (t.dtype === "f32") return Float32Array.from(data as Float32Array);
+  const out = new Float32Array(t.numel);
+  for (let i = 0; i < out.length; i++) out[i] = decodeValue(t.dtype, data[i]!);
+  return out;
+}
+
+/**
+ * Builds the encoder's weights from loaded checkpoint tensors (name → tensor
+ * in rt's memory, as loadSafetensors gives them, checked by bertWeightNames).
+ * The loaded tensors stay the caller's (free them after).
+ */
+export function buildBertWeights(rt: Runtime, c: BertConfig, tensors: ReadonlyMap<string, Tensor>, format: WeightFormat = "f32"): BertWeights {
+  const names = bertWeightNames(c, new Set(tensors.keys()));
+  checkBertShapes(names, new Map([...tensors].map(([n, t]) => [n, t.shape])), "checkpoint");
+  const prefix = tensors.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  const get = (name: string): Tensor => tensors.get(prefix + name) ?? tensors.get(`${prefix}${name.replace(/\.weight$/, ".gamma").replace(/\.bias$/, ".beta")}`)!;
+  const owned: (Weight | Tensor)[] = [];
+  const weight = (parts: string[]): Weight => {
+    const w = createWeight(rt, { source: parts.map(get), format, label: `${parts[0]} (${format})` });
+    owned.push(w);
+    return w;
+  };
+  const bias = (parts: string[]): Tensor => {
+    const host = parts.map((p) => hostF32(get(p)));
+    const t = rt.tensor("f32", [host.reduce((n, a) => n + a.length, 0)], `${parts[0]}`);
+    owned.push(t);
+    let at = 0;
+    const dst = t.data() as Float32Array;
+    for (const a of host) (dst.set(a, at), (at += a.length));
+    return t;
+  };
+  const norm = (base: string): LayerNormWeights => ({ weight: hostF32(get(`${base}.weight`)), bias: hostF32(get(`${base}.bias`)) });
+  try {
+    const layers: BertLayerWeights[] = [];
+    for (let l = 0; l < c.numLayers; l++) {
+      const p = `encoder.layer.${l}.`;
+      const qkv = ["query", "key", "value"].map((n) => `${p}attention.self.${n}`);
+      layers.push({
+        qkv: weight(qkv.map((n) => `${n}.weight`)),
+        qkvBias: bias(qkv.map((n) => `${n}.bias`)),
+        o: weight([`${p}attention.output.dense.weight`]),
+        oBias: bias([`${p}attention.output.dense.bias`]),
+        attnNorm: norm(`${p}attention.output.LayerNorm`),
+        up: weight([`${p}intermediate.dense.weight`]),
+        upBias: bias([`${p}intermediate.dense.bias`]),
+        down: weight([`${p}output.dense.weight`]),
+        downBias: bias([`${p}output.dense.bias`]),
+        outNorm: norm(`${p}output.LayerNorm`),
+      });
+    }
+    return {
+      format,
+      word: weight(["embeddings.word_embeddings.weight"]),
+      position: hostF32(get("embeddings.position_embeddings.weight")),
+      tokenType: hostF32(get("embeddings.token_type_embeddings.weight")),
+      embNorm: norm("embeddings.LayerNorm"),
+      layers,
+      free: () => {
+        for (const o of owned.splice(0)) "free" in o ? o.free() : rt.free(o);
+      },
+    };
+  } catch (e) {
+    for (const o of owned.splice(0)) "free" in o ? o.free() : rt.free(o);
+    throw e;
+  }
+}

@@ -1,0 +1,191 @@
+/**
+ * Writes a small, real sentence-transformers model directory with random
+ * weights — the shape of all-MiniLM-L6-v2's repo at any size:
+ *
+ *   config.json                  BertModel (post-LN, absolute positions, GELU)
+ *   model.safetensors            f32, BertModel's tensor names
+ *   tokenizer.json               BertNormalizer + BertPreTokenizer + WordPiece + [CLS] … [SEP]
+ *   tokenizer_config.json, vocab.txt
+ *   modules.json, 1_Pooling/config.json, [2_Normalize/], sentence_bert_config.json
+ *
+ * The vocabulary is the special tokens, the letters (alone and as "##x", so
+ * every lowercase word has a WordPiece split), punctuation and `words`. Words
+ * of one of `groups` share their embedding row up to a little noise — a
+ * fixture whose mean-pooled vectors make paraphrases close (the cosine
+ * example), not a trained model. Same options → same files.
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { writeSafetensors } from "../model/safetensors-writer.js";
+import type { PoolingMode } from "../model/encoder/pooling-config.js";
+import { Prng } from "../tensor/prng.js";
+
+export interface TinyBertOptions {
+  dir: string;
+  hiddenSize?: number;
+  numHeads?: number;
+  numLayers?: number;
+  intermediateSize?: number;
+  maxPositionEmbeddings?: number;
+  /** sentence_bert_config.json max_seq_length; default maxPositionEmbeddings. */
+  maxSeqLength?: number;
+  /** Default "mean". */
+  pooling?: PoolingMode;
+  /** Write a Normalize module. Default true. */
+  normalize?: boolean;
+  /** Write modules.json etc. (false: a bare BertModel directory). Default true. */
+  sentenceTransformers?: boolean;
+  /** config.json matryoshka_dimensions. */
+  matryoshkaDimensions?: number[];
+  /** "gelu" (erf) or "gelu_new" (tanh). Default "gelu". */
+  hiddenAct?: string;
+  /** Whole words in the vocabulary, besides letters and punctuation. */
+  words?: readonly string[];
+  /** Words (each also added to the vocabulary) whose embedding rows are one shared vector plus noise. */
+  groups?: readonly (readonly string[])[];
+  /** Uniform(−s, s) scale of the projection weights. Default 0.3. */
+  weightScale?: number;
+  /** Pad the vocabulary with unused "[unusedN]" tokens up to this size (a 30522-token MiniLM shape). */
+  vocabSize?: number;
+  seed?: number;
+}
+
+const SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
+const LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789".split("");
+const PUNCT = [".", ",", "!", "?", "'", "-", ":", ";", "(", ")"];
+
+/** The vocabulary (id order) of a tiny BERT with these words and groups. */
+export function tinyBertVocab(options: Pick<TinyBertOptions, "words" | "groups" | "vocabSize">): string[] {
+  const vocab = [...SPECIAL, ...PUNCT, ...LETTERS, ...LETTERS.map((l) => `##${l}`), "##s", "##ed", "##ing", "##ly"];
+  for (const w of [...(options.words ?? []), ...(options.groups ?? []).flat()]) if (!vocab.includes(w)) vocab.push(w);
+  for (let i = 0; vocab.length < (options.vocabSize ?? 0); i++) vocab.push(`[unused${i}]`);
+  return vocab;
+}
+
+function tokenizerJson(vocab: readonly string[]): unknown {
+  const id = (t: string): number => vocab.indexOf(t);
+  const special = (t: string) => ({ id: id(t), content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+  return {
+    version: "1.0",
+    truncation: null,
+    padding: null,
+    added_tokens: SPECIAL.map(special),
+    normalizer: { type: "BertNormalizer", clean_text: true, handle_chinese_chars: true, strip_accents: null, lowercase: true },
+    pre_tokenizer: { type: "BertPreTokenizer" },
+    post_processor: {
+      type: "TemplateProcessing",
+      single: [{ SpecialToken: { id: "[CLS]", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }, { SpecialToken: { id: "[SEP]", type_id: 0 } }],
+      pair: [
+        { SpecialToken: { id: "[CLS]", type_id: 0 } },
+        { Sequence: { id: "A", type_id: 0 } },
+        { SpecialToken: { id: "[SEP]", type_id: 0 } },
+        { Sequence: { id: "B", type_id: 1 } },
+        { SpecialToken: { id: "[SEP]", type_id: 1 } },
+      ],
+      special_tokens: {
+        "[CLS]": { id: "[CLS]", ids: [id("[CLS]")], tokens: ["[CLS]"] },
+        "[SEP]": { id: "[SEP]", ids: [id("[SEP]")], tokens: ["[SEP]"] },
+      },
+    },
+    decoder: { type: "WordPiece", prefix: "##", cleanup: true },
+    model: { type: "WordPiece", unk_token: "[UNK]", continuing_subword_prefix: "##", max_input_chars_per_word: 100, vocab: Object.fromEntries(vocab.map((t, i) => [t, i])) },
+  };
+}
+
+/** Writes the directory; returns its vocabulary. */
+export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
+  const { dir } = options;
+  const h = options.hiddenSize ?? 32;
+  const heads = options.numHeads ?? 4;
+  const layers = options.numLayers ?? 2;
+  const inter = options.intermediateSize ?? 4 * h;
+  const maxPos = options.maxPositionEmbeddings ?? 64;
+  const scale = options.weightScale ?? 0.3;
+  const vocab = tinyBertVocab(options);
+  const V = vocab.length;
+  const rng = new Prng(options.seed ?? 1);
+  const uniform = (n: number, s: number, mean = 0): Float32Array => Float32Array.from({ length: n }, () => mean + s * (2 * rng.nextFloat() - 1));
+  const tensors: { name: string; shape: number[]; data: Float32Array }[] = [];
+  const put = (name: string, shape: number[], data: Float32Array): void => void tensors.push({ name, shape, data });
+
+  const word = uniform(V * h, 1);
+  for (const group of options.groups ?? []) {
+    const base = uniform(h, 1);
+    for (const w of group) {
+      const row = vocab.indexOf(w);
+      for (let i = 0; i < h; i++) word[row * h + i] = base[i]! + 0.1 * (2 * rng.nextFloat() - 1);
+    }
+  }
+  put("embeddings.word_embeddings.weight", [V, h], word);
+  put("embeddings.position_embeddings.weight", [maxPos, h], uniform(maxPos * h, 0.2));
+  put("embeddings.token_type_embeddings.weight", [2, h], uniform(2 * h, 0.2));
+  put("embeddings.LayerNorm.weight", [h], uniform(h, 0.2, 1));
+  put("embeddings.LayerNorm.bias", [h], uniform(h, 0.1));
+  for (let l = 0; l < layers; l++) {
+    const p = `encoder.layer.${l}.`;
+    for (const n of ["query", "key", "value"]) {
+      put(`${p}attention.self.${n}.weight`, [h, h], uniform(h * h, scale));
+      put(`${p}attention.self.${n}.bias`, [h], uniform(h, 0.1));
+    }
+    put(`${p}attention.output.dense.weight`, [h, h], uniform(h * h, scale));
+    put(`${p}attention.output.dense.bias`, [h], uniform(h, 0.1));
+    put(`${p}attention.output.LayerNorm.weight`, [h], uniform(h, 0.2, 1));
+    put(`${p}attention.output.LayerNorm.bias`, [h], uniform(h, 0.1));
+    put(`${p}intermediate.dense.weight`, [inter, h], uniform(inter * h, scale));
+    put(`${p}intermediate.dense.bias`, [inter], uniform(inter, 0.1));
+    put(`${p}output.dense.weight`, [h, inter], uniform(h * inter, scale / 2));
+    put(`${p}output.dense.bias`, [h], uniform(h, 0.1));
+    put(`${p}output.LayerNorm.weight`, [h], uniform(h, 0.2, 1));
+    put(`${p}output.LayerNorm.bias`, [h], uniform(h, 0.1));
+  }
+
+  mkdirSync(dir, { recursive: true });
+  const json = (path: string, value: unknown): void => writeFileSync(join(dir, path), `${JSON.stringify(value, null, 2)}\n`);
+  json("config.json", {
+    architectures: ["BertModel"],
+    model_type: "bert",
+    vocab_size: V,
+    hidden_size: h,
+    num_hidden_layers: layers,
+    num_attention_heads: heads,
+    intermediate_size: inter,
+    hidden_act: options.hiddenAct ?? "gelu",
+    max_position_embeddings: maxPos,
+    type_vocab_size: 2,
+    layer_norm_eps: 1e-12,
+    position_embedding_type: "absolute",
+    pad_token_id: 0,
+    torch_dtype: "float32",
+    ...(options.matryoshkaDimensions === undefined ? {} : { matryoshka_dimensions: options.matryoshkaDimensions }),
+  });
+  writeSafetensors(
+    join(dir, "model.safetensors"),
+    tensors.map((t) => ({ name: t.name, dtype: "f32", shape: t.shape, data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) })),
+  );
+  json("tokenizer.json", tokenizerJson(vocab));
+  json("tokenizer_config.json", { do_lower_case: true, model_max_length: maxPos, cls_token: "[CLS]", sep_token: "[SEP]", pad_token: "[PAD]", unk_token: "[UNK]", mask_token: "[MASK]", tokenizer_class: "BertTokenizer" });
+  writeFileSync(join(dir, "vocab.txt"), `${vocab.join("\n")}\n`);
+  if (options.sentenceTransformers !== false) {
+    const normalize = options.normalize ?? true;
+    const mode = options.pooling ?? "mean";
+    json("modules.json", [
+      { idx: 0, name: "0", path: "", type: "sentence_transformers.models.Transformer" },
+      { idx: 1, name: "1", path: "1_Pooling", type: "sentence_transformers.models.Pooling" },
+      ...(normalize ? [{ idx: 2, name: "2", path: "2_Normalize", type: "sentence_transformers.models.Normalize" }] : []),
+    ]);
+    mkdirSync(join(dir, "1_Pooling"), { recursive: true });
+    json("1_Pooling/config.json", {
+      word_embedding_dimension: h,
+      pooling_mode_cls_token: mode === "cls",
+      pooling_mode_mean_tokens: mode === "mean",
+      pooling_mode_max_tokens: false,
+      pooling_mode_mean_sqrt_len_tokens: false,
+      pooling_mode_weightedmean_tokens: false,
+      pooling_mode_lasttoken: mode === "last",
+      include_prompt: true,
+    });
+    if (normalize) mkdirSync(join(dir, "2_Normalize"), { recursive: true });
+    json("sentence_bert_config.json", { max_seq_length: options.maxSeqLength ?? maxPos, do_lower_case: false });
+  }
+  return { vocab };
+}
