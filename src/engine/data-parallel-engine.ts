@@ -13,6 +13,7 @@ import { ArgumentError } from "../errors.js";
 import type { EngineRequest } from "./engine.js";
 import { EngineClient, type EngineState, type OutputStream } from "./engine-client.js";
 import type { EngineMetricsSnapshot, HistogramSnapshot } from "./metrics.js";
+import type { EmbedOutput, EmbedRequest } from "./embed-engine.js";
 import { pickEngine } from "./prefix-affinity.js";
 import type { EngineInfo, EngineWorkerConfig } from "./protocol.js";
 import type { ServingEngine } from "./serving-engine.js";
@@ -86,6 +87,12 @@ export class DataParallelEngine implements ServingEngine {
     if (first === undefined) return Promise.resolve([]);
     const e = pickEngine(first.promptTokenIds, first.cacheSalt, this.inFlightPerEngine, this.#slack);
     return this.#engines[e]!.submitAll(requests);
+  }
+
+  /** An embedding request goes to the engine with the fewest requests in flight. */
+  embed(request: EmbedRequest): Promise<EmbedOutput> {
+    const loads = this.inFlightPerEngine;
+    return this.#engines[loads.indexOf(Math.min(...loads))]!.embed(request);
   }
 
   /** Each engine ignores ids it does not hold, so the abort goes to all. */

@@ -10,10 +10,12 @@
  *   const streams = await engine.submitAll(requests);    // one client request's prompts: all admitted or none
  *   for await (const out of stream) …                    // ends after the output with a finishReason
  *   engine.abort(request.requestId);                     // e.g. the client went away
+ *   const { embeddings } = await engine.embed({ requestId, sequences });   // an embedding model (task "embed")
  */
 import { Worker } from "node:worker_threads";
 import { workerExecArgv } from "../runtime/worker-exec-argv.js";
 import type { EngineOutput, EngineRequest } from "./engine.js";
+import type { EmbedOutput, EmbedRequest } from "./embed-engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
 import type { LoadProgressInfo } from "./loader-module.js";
 import type { EngineInfo, EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
@@ -95,6 +97,8 @@ export class EngineClient {
   readonly #streams = new Map<string, OutputStream>();
   readonly #submits = new Map<string, { resolve: (s: OutputStream) => void; reject: (e: Error) => void }>();
   readonly #statsWaiters = new Map<number, (s: EngineMetricsSnapshot) => void>();
+  /** Embedding requests sent and not yet answered. */
+  readonly #embeds = new Map<string, { resolve: (o: EmbedOutput) => void; reject: (e: Error) => void }>();
   #statsSeq = 0;
   #exited: Promise<void>;
 
@@ -125,7 +129,7 @@ export class EngineClient {
 
   /** Requests submitted and not yet finished. */
   get numInFlight(): number {
-    return this.#streams.size + this.#submits.size;
+    return this.#streams.size + this.#submits.size + this.#embeds.size;
   }
 
   /**
@@ -156,8 +160,28 @@ export class EngineClient {
     return Promise.all(accepted);
   }
 
+  /**
+   * Pools the request's token sequences on an embedding model (task "embed"):
+   * resolves with one vector per sequence (or with `error` set when its
+   * forward failed); rejects as `submit` does.
+   */
+  embed(request: EmbedRequest): Promise<EmbedOutput> {
+    if (this.#state.state !== "ready") return Promise.reject(new EngineRejectedError("unavailable", this.#unavailableMessage()));
+    const id = request.requestId;
+    if (this.#streams.has(id) || this.#submits.has(id) || this.#embeds.has(id)) return Promise.reject(new EngineRejectedError("invalid", `request id ${JSON.stringify(id)} is already in flight`, "requestId"));
+    const done = new Promise<EmbedOutput>((resolve, reject) => this.#embeds.set(id, { resolve, reject }));
+    this.#post({ type: "embed", request });
+    return done;
+  }
+
   /** Cancels a request (its stream ends with finishReason "abort"). Unknown or finished ids are ignored. */
   abort(requestId: string): void {
+    if (this.#state.state === "ready" && this.#embeds.has(requestId)) {
+      this.#embeds.get(requestId)!.reject(new EngineRejectedError("invalid", "the request was aborted", null));
+      this.#embeds.delete(requestId);
+      this.#post({ type: "abort", requestId });
+      return;
+    }
     // Submitted and not yet accepted too: its grammar may be compiling (the worker then drops it).
     if (this.#state.state === "ready" && (this.#streams.has(requestId) || this.#submits.has(requestId))) this.#post({ type: "abort", requestId });
   }
@@ -225,7 +249,18 @@ export class EngineClient {
         s.resolve(stream);
         return;
       }
+      case "embedded": {
+        const e = this.#embeds.get(m.output.requestId);
+        this.#embeds.delete(m.output.requestId);
+        e?.resolve(m.output);
+        return;
+      }
       case "rejected": {
+        const embed = this.#embeds.get(m.requestId);
+        if (embed !== undefined) {
+          this.#embeds.delete(m.requestId);
+          return embed.reject(new EngineRejectedError(m.reason, m.message, m.param));
+        }
         const s = this.#submits.get(m.requestId);
         this.#submits.delete(m.requestId);
         s?.reject(new EngineRejectedError(m.reason, m.message, m.param));
@@ -263,6 +298,8 @@ export class EngineClient {
   #endAll(message: string): void {
     for (const [, s] of this.#submits) s.reject(new EngineRejectedError("unavailable", message));
     this.#submits.clear();
+    for (const [, e] of this.#embeds) e.reject(new EngineRejectedError("unavailable", message));
+    this.#embeds.clear();
     for (const [id, stream] of this.#streams) stream.push(failedOutput(id, message));
     this.#streams.clear();
     for (const [, w] of this.#statsWaiters) (w as (s: EngineMetricsSnapshot | null) => void)(null);

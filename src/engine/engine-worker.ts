@@ -14,6 +14,9 @@
  * cap) while steps go on, then here, and cached by its text, so a grammar
  * seen before adds nothing; its matcher then lives here, beside the sampler.
  * A request aborted while "compiling" is dropped when its compile ends.
+ *
+ * An embedding model (task "embed") is served by an EmbedEngine instead
+ * (embed-worker.ts): the same step loop, "embed" messages in, "embedded" out.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
@@ -23,6 +26,8 @@ import { Engine, type EngineRequest } from "./engine.js";
 import { resolveEngineConfig } from "./engine-config.js";
 import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./loader-module.js";
 import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
+import type { EmbedEngine } from "./embed-engine.js";
+import { EMBEDDING_MODEL_MESSAGE, loadEmbedEngine } from "./embed-worker.js";
 
 const port = parentPort;
 if (port === null) throw new Error("engine-worker.js must run in a worker thread (EngineClient.start starts it)");
@@ -32,6 +37,8 @@ const post = (m: FromWorker): void => port.postMessage(m);
 let rt: Runtime | null = null;
 let model: EngineModel | null = null;
 let engine: Engine | null = null;
+/** The step loop of an embedding model (then engine stays null). */
+let embedder: EmbedEngine | null = null;
 let grammar: GrammarBackend | null = null;
 /** Why there is no grammar backend (XGrammar failed to load for this tokenizer), for the requests that need one. */
 let grammarUnavailable: string | null = null;
@@ -41,14 +48,20 @@ let stepScheduled = false;
 let stopped = false;
 
 function scheduleStep(): void {
-  if (stepScheduled || stopped || engine === null) return;
+  if (stepScheduled || stopped || (engine === null && embedder === null)) return;
   stepScheduled = true;
   setImmediate(step);
 }
 
 function step(): void {
   stepScheduled = false;
-  if (stopped || engine === null) return;
+  if (stopped) return;
+  if (embedder !== null) {
+    for (const output of embedder.step()) post({ type: "embedded", output });
+    if (embedder.hasUnfinishedRequests) scheduleStep();
+    return;
+  }
+  if (engine === null) return;
   try {
     const outputs = engine.step();
     if (outputs.length > 0) post({ type: "outputs", outputs });
@@ -65,6 +78,10 @@ function handle(m: ToWorker): void {
   switch (m.type) {
     case "add": {
       const requests = m.requests;
+      if (embedder !== null) {
+        for (const { requestId } of requests) post({ type: "rejected", requestId, reason: "invalid", message: EMBEDDING_MODEL_MESSAGE, param: "model" });
+        return;
+      }
       const specs = requests.flatMap((r) => (r.grammar === undefined ? [] : [r.grammar]));
       if (specs.length === 0 || engine === null) return addGroup(requests);
       const rejectAll = (message: string, param: string): void => {
@@ -88,12 +105,26 @@ function handle(m: ToWorker): void {
         .finally(() => requests.forEach((r) => compiling.delete(r.requestId)));
       return;
     }
+    case "embed": {
+      const { requestId } = m.request;
+      if (embedder === null) return post({ type: "rejected", requestId, reason: "invalid", message: "the model does not support the Embeddings API (it is a generative model)", param: "model" });
+      try {
+        if (embedder.add(m.request) === "queue_full") return post({ type: "rejected", requestId, reason: "queue_full", message: `the waiting queue is full (${embedder.maxWaitingRequests} requests)`, param: null });
+      } catch (e) {
+        return post({ type: "rejected", requestId, reason: "invalid", message: (e as Error).message, param: e instanceof ArgumentError ? e.argument : null });
+      }
+      post({ type: "accepted", requestId });
+      scheduleStep();
+      return;
+    }
     case "abort":
+      if (embedder?.abort(m.requestId)) return;
       if (compiling.delete(m.requestId)) return;
       if (engine?.abort(m.requestId)) scheduleStep();
       return;
     case "stats":
-      if (engine !== null) post({ type: "stats", seq: m.seq, stats: engine.stats() });
+      if (embedder !== null) post({ type: "stats", seq: m.seq, stats: embedder.stats() });
+      else if (engine !== null) post({ type: "stats", seq: m.seq, stats: engine.stats() });
       return;
     case "shutdown":
       void shutdown();
@@ -131,6 +162,7 @@ async function shutdown(): Promise<void> {
   try {
     engine?.dispose();
     model?.runner.dispose();
+    embedder?.model.dispose();
     await grammar?.dispose();
   } finally {
     await rt?.dispose();
@@ -141,6 +173,12 @@ async function shutdown(): Promise<void> {
 async function load(): Promise<void> {
   const start = performance.now();
   rt = await createRuntime(config.threads === undefined ? {} : { threads: config.threads });
+  if (config.task === "embed") {
+    const loaded = loadEmbedEngine(rt, config);
+    embedder = loaded.engine;
+    post({ type: "ready", info: { ...loaded.info, loadSeconds: (performance.now() - start) / 1000 } });
+    return;
+  }
   const loader = (await import(config.loader)) as Partial<ModelLoaderModule>;
   if (typeof loader.loadEngineModel !== "function") throw new ArgumentError("loader", `module ${config.loader} does not export a loadEngineModel function`);
   let lastPost = 0;

@@ -2,11 +2,13 @@
  * Messages between the HTTP thread (EngineClient) and the engine worker
  * (engine-worker.ts). Everything here is structured-clone data.
  *
- *   client → worker   add, abort, stats, shutdown
+ *   client → worker   add, abort, stats, embed, shutdown
  *   worker → client   progress* → ready | load_failed; then accepted | rejected per add,
  *                     outputs (one message per engine step), stats, fatal
+ *   embedding models: embed → embedded | rejected
  */
 import type { EngineOutput, EngineRequest } from "./engine.js";
+import type { EmbedOutput, EmbedRequest } from "./embed-engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
 import type { LoadProgressInfo, ModelLoadOptions } from "./loader-module.js";
 import type { Int8DotMode, KernelFlavor } from "../runtime/module.js";
@@ -28,6 +30,18 @@ export interface EngineWorkerConfig {
   engine: EngineSettings;
   /** Runtime threads (the worker's own included). Default: $KVFLASH_THREADS or all cores. */
   threads?: number;
+  /** "embed": the source is an encoder (model/encoder), served by an EmbedEngine. Default "generate". */
+  task?: EngineTask;
+}
+
+export type EngineTask = "generate" | "embed";
+
+/** What an embedding model gives, for /v1/embeddings. */
+export interface EmbeddingInfo {
+  /** Length of a vector. */
+  dimensions: number;
+  /** Matryoshka truncation: null = `dimensions` is refused; "any" = any length ≤ dimensions; else the listed ones. */
+  matryoshka: null | "any" | number[];
 }
 
 /** What the loaded engine is, for the server. */
@@ -46,6 +60,10 @@ export interface EngineInfo {
   int8Dot: Int8DotMode;
   /** Seconds from the worker's start to ready. */
   loadSeconds: number;
+  /** What the engine serves. Absent: "generate". */
+  task?: EngineTask;
+  /** Present when task is "embed". */
+  embedding?: EmbeddingInfo;
 }
 
 export type ToWorker =
@@ -53,6 +71,8 @@ export type ToWorker =
   | { type: "add"; requests: EngineRequest[] }
   | { type: "abort"; requestId: string }
   | { type: "stats"; seq: number }
+  /** One /v1/embeddings request (task "embed"): answered by one "embedded" or "rejected". */
+  | { type: "embed"; request: EmbedRequest }
   | { type: "shutdown" };
 
 export type FromWorker =
@@ -63,4 +83,5 @@ export type FromWorker =
   | { type: "rejected"; requestId: string; reason: "queue_full" | "invalid"; message: string; param: string | null }
   | { type: "outputs"; outputs: EngineOutput[] }
   | { type: "stats"; seq: number; stats: EngineMetricsSnapshot }
+  | { type: "embedded"; output: EmbedOutput }
   | { type: "fatal"; message: string };

@@ -5,6 +5,7 @@
  * protocol whatever the number of engine cores behind it.
  */
 import type { EngineOutput, EngineRequest } from "./engine.js";
+import type { EmbedOutput, EmbedRequest } from "./embed-engine.js";
 import type { EngineState, OutputStream } from "./engine-client.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
 import type { EngineInfo } from "./protocol.js";
@@ -21,6 +22,8 @@ export interface ServingEngine {
   submit(request: EngineRequest): Promise<OutputStream>;
   /** Queues one client request's engine requests together, all admitted or none. */
   submitAll(requests: readonly EngineRequest[]): Promise<OutputStream[]>;
+  /** Pools one request's token sequences on an embedding model (EngineClient.embed). */
+  embed(request: EmbedRequest): Promise<EmbedOutput>;
   /** Cancels a request; unknown or finished ids are ignored. */
   abort(requestId: string): void;
   /** Counters and histograms (summed over the engines), or null when not running. */

@@ -15,6 +15,7 @@
  *   POST /v1/completions
  *   POST /v1/responses           the Responses API (routes/responses.ts); GET, DELETE /v1/responses/{id}
  *   POST /tokenize, /detokenize
+ *   POST /v1/embeddings          an embedding model's vectors (routes/embeddings.ts)
  */
 import { timingSafeEqual } from "node:crypto";
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
@@ -36,6 +37,7 @@ import { PUBLIC_FILES, staticFile } from "./routes/static.js";
 import type { ToolParserName } from "./tool-parsers.js";
 import { health, metrics, version } from "./routes/status.js";
 import { detokenize, tokenize } from "./routes/tokenize.js";
+import { embeddings, generativeOnly } from "./routes/embeddings.js";
 
 interface Route {
   method: "GET" | "POST" | "DELETE";
@@ -50,11 +52,12 @@ const ROUTES: Readonly<Record<string, Route>> = {
   "/metrics": { method: "GET", handler: metrics, auth: false },
   "/version": { method: "GET", handler: version, auth: false },
   "/v1/models": { method: "GET", handler: models, auth: true },
-  "/v1/chat/completions": { method: "POST", handler: chatCompletions, auth: true },
-  "/v1/completions": { method: "POST", handler: completions, auth: true },
-  "/v1/responses": { method: "POST", handler: createResponse, auth: true },
+  "/v1/chat/completions": { method: "POST", handler: generativeOnly(chatCompletions), auth: true },
+  "/v1/completions": { method: "POST", handler: generativeOnly(completions), auth: true },
+  "/v1/responses": { method: "POST", handler: generativeOnly(createResponse), auth: true },
   "/tokenize": { method: "POST", handler: tokenize, auth: true },
   "/detokenize": { method: "POST", handler: detokenize, auth: true },
+  "/v1/embeddings": { method: "POST", handler: embeddings, auth: true },
 };
 
 /** GET /v1/models/{id} (the id may hold slashes, as "org/name" does). */

@@ -10,6 +10,7 @@ import type { ToolParserName } from "./tool-parsers.js";
 import { ArgumentError } from "../errors.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { readModelMetadata } from "../model/model-metadata.js";
+import { embeddingMetadata } from "./embedding-metadata.js";
 import { type ModelSource, localModelSourceOf } from "../model/source.js";
 import { EngineClient } from "../engine/engine-client.js";
 import { DataParallelEngine } from "../engine/data-parallel-engine.js";
@@ -75,7 +76,9 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
   // Resolved once, here: everything below gets the typed source, never a path to guess from.
   const source: ModelSource = options.source ?? (options.modelDir !== undefined ? localModelSourceOf(options.modelDir, "modelDir") : { kind: "dir", path: defaultModelDir() });
   // What the HTTP thread needs: the vocabulary, request defaults and the tokenizer with its chat template (the weights are the engine worker's).
-  const { config, generation, tokenizer } = readModelMetadata(source);
+  // An encoder (a sentence-transformers directory) is served for embeddings; anything else is a decoder.
+  const embedding = embeddingMetadata(source);
+  const { config, generation, tokenizer } = embedding ?? readModelMetadata(source);
   const workerConfig = {
     loader: options.loader ?? DEFAULT_LOADER,
     load: {
@@ -96,6 +99,7 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
       ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
     },
     ...(options.threads === undefined ? {} : { threads: options.threads }),
+    ...(embedding === null ? {} : { task: "embed" as const }),
   };
   const dp = options.dataParallelSize ?? 1;
   const engine: ServingEngine = dp === 1 ? EngineClient.start(workerConfig) : DataParallelEngine.start(workerConfig, dp);

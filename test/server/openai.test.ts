@@ -141,3 +141,12 @@ test("models, tokenize / detokenize, and the metrics these requests left", async
   assert.equal(metric(m, "vllm:num_requests_running"), 0);
   assert.equal(metric(m, "vllm:kv_cache_usage_perc"), 0);
 });
+
+test("a generative model answers /v1/embeddings with a 400 naming the model, and goes on", async () => {
+  const r = await post(`${server.url}/v1/embeddings`, { model: MODEL, input: "hello" });
+  assert.equal(r.status, 400);
+  assert.equal(r.body.error.param, "model");
+  assert.match(r.body.error.message, /does not support the Embeddings API/);
+  const c = await server.openai.completions.create({ model: MODEL, prompt: "Hi", max_tokens: 2 });
+  assert.equal(c.choices.length, 1);
+});
