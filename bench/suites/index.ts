@@ -2,6 +2,7 @@
 import type { Suite } from "../harness.js";
 import { attention } from "./attention.js";
 import { defaultModel } from "./default-model.js";
+import { embed } from "./embed.js";
 import { fairness } from "./fairness.js";
 import { floor } from "./floor.js";
 import { gguf } from "./gguf.js";
@@ -17,4 +18,4 @@ import { stall } from "./stall.js";
 import { tokenize } from "./tokenize.js";
 import { webgpu } from "./webgpu.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, scale, tokenize, ggufKernels, gguf, defaultModel, floor, webgpu];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, scale, tokenize, ggufKernels, gguf, defaultModel, floor, webgpu, embed];

@@ -1,0 +1,150 @@
+/**
+ * Suite `embed` (issue #26's benchmark): sentences per second of an
+ * all-MiniLM-L6-v2-shaped encoder (BertModel, hidden 384, 12 heads, 6 layers,
+ * MLP 1536, vocabulary 30522; random f32 weights, writeTinyBert) with mean
+ * pooling and normalization, for batches of 1, 16 and 256 short inputs
+ * (8–32 tokens with [CLS] and [SEP]), against onnxruntime-node — what
+ * transformers.js runs in Node — on the same weights: the ONNX graph is built
+ * by tools/embed-onnx/build_bert_onnx.py (Debian's python3-onnx), padded to
+ * the batch's longest input with an attention mask as transformers.js pads,
+ * mean-pooled and normalized in JS as its feature-extraction pipeline does.
+ *
+ * Both sides get the same token ids (tokenizing is not timed) and the same
+ * threads (onnxruntime's intra-op threads = the runtime's). Rounds alternate
+ * the two so that load drifting on the shared machine hits both alike; each
+ * row gives medians and the ratio kvflash / onnxruntime (≥ 1: kvflash faster),
+ * and `max_abs_diff` between the two sides' vectors (a second oracle).
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { loadEncoderModel } from "../../src/model/encoder/encoder-model.js";
+import { Prng } from "../../src/tensor/prng.js";
+import { writeTinyBert } from "../../src/testing/tiny-bert.js";
+import type { Row, Suite, SuiteContext } from "../harness.js";
+
+const MINILM = { hiddenSize: 384, numHeads: 12, numLayers: 6, intermediateSize: 1536, maxPositionEmbeddings: 512, vocabSize: 30522 };
+const SCRIPT = fileURLToPath(new URL("../../../tools/embed-onnx/build_bert_onnx.py", import.meta.url));
+const PYTHON = "/usr/bin/python3";
+
+type Ort = typeof import("onnxruntime-node");
+
+/** Short inputs: [CLS] + 6–30 random word ids + [SEP]. */
+function shortInputs(n: number, vocab: number, rng: Prng): number[][] {
+  return Array.from({ length: n }, () => [2, ...Array.from({ length: 6 + rng.nextInt(25) }, () => 200 + rng.nextInt(vocab - 200)), 3]);
+}
+
+/** transformers.js's feature extraction: padded int64 inputs → last_hidden_state → masked mean → L2 normalize. */
+async function ortEmbed(ort: Ort, session: import("onnxruntime-node").InferenceSession, seqs: readonly number[][], h: number): Promise<Float32Array[]> {
+  const B = seqs.length;
+  const S = Math.max(...seqs.map((s) => s.length));
+  const ids = new BigInt64Array(B * S);
+  const mask = new BigInt64Array(B * S);
+  seqs.forEach((s, b) => s.forEach((id, i) => ((ids[b * S + i] = BigInt(id)), (mask[b * S + i] = 1n))));
+  const feeds = {
+    input_ids: new ort.Tensor("int64", ids, [B, S]),
+    attention_mask: new ort.Tensor("int64", mask, [B, S]),
+    token_type_ids: new ort.Tensor("int64", new BigInt64Array(B * S), [B, S]),
+  };
+  const out = (await session.run(feeds))["last_hidden_state"]!.data as Float32Array;
+  return seqs.map((s, b) => {
+    const v = new Float32Array(h);
+    for (let i = 0; i < s.length; i++) for (let j = 0; j < h; j++) v[j]! += out[(b * S + i) * h + j]!;
+    let n = 0;
+    for (let j = 0; j < h; j++) n += (v[j]! /= s.length) ** 2;
+    const inv = 1 / Math.max(Math.sqrt(n), 1e-12);
+    return v.map((x) => x * inv);
+  });
+}
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+async function loadOrt(log: (line: string) => void): Promise<Ort | null> {
+  try {
+    return createRequire(import.meta.url)("onnxruntime-node") as Ort;
+  } catch (e) {
+    log(`  onnxruntime-node is not installed (npm ci installs it, a devDependency): ${(e as Error).message}`);
+    return null;
+  }
+}
+
+export const embed: Suite = {
+  name: "embed",
+  description: "all-MiniLM-L6-v2-shaped encoder (random weights), mean pooling: sequences/s at batch 1, 16, 256 against onnxruntime-node on the same ONNX graph",
+  async run(ctx: SuiteContext): Promise<Row[]> {
+    const { rt, quick, log } = ctx;
+    const dir = mkdtempSync(join(tmpdir(), "kvflash-bench-embed-"));
+    try {
+      log("  writing an all-MiniLM-L6-v2-shaped model (random f32 weights)…");
+      writeTinyBert({ dir, ...MINILM, pooling: "mean", normalize: true, seed: 7, weightScale: 0.05 });
+      const model = loadEncoderModel(rt, dir);
+      const ort = await loadOrt(log);
+      let session: import("onnxruntime-node").InferenceSession | null = null;
+      let why = "";
+      if (ort !== null) {
+        const onnx = join(dir, "model.onnx");
+        const built = spawnSync(PYTHON, [SCRIPT, dir, onnx], { encoding: "utf8" });
+        if (built.status === 0) {
+          session = await ort.InferenceSession.create(onnx, { intraOpNumThreads: rt.threads, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "all" });
+        } else {
+          why = `the ONNX graph was not built (${PYTHON} ${SCRIPT}: ${(built.stderr || built.error?.message || "").trim().split("\n").pop()}; apt-get install python3-onnx)`;
+          log(`  ${why}`);
+        }
+      } else why = "onnxruntime-node is not installed";
+      const rng = new Prng(11);
+      const rows: Row[] = [];
+      for (const batch of [1, 16, 256]) {
+        const seqs = shortInputs(batch, MINILM.vocabSize, rng);
+        const tokens = seqs.reduce((n, s) => n + s.length, 0);
+        const ours = model.embed(seqs);
+        let diff: number | null = null;
+        if (session !== null) {
+          const theirs = await ortEmbed(ort!, session, seqs, MINILM.hiddenSize);
+          diff = Math.max(...ours.map((v, b) => Math.max(...Array.from(v, (x, j) => Math.abs(x - theirs[b]![j]!)))));
+        }
+        const tK: number[] = [];
+        const tO: number[] = [];
+        const minMs = quick ? 300 : 1500;
+        const minRounds = quick ? 2 : 5;
+        let spent = 0;
+        for (let r = 0; r < minRounds || spent < minMs; r++) {
+          const t0 = performance.now();
+          model.embed(seqs);
+          const t1 = performance.now();
+          tK.push(t1 - t0);
+          if (session !== null) {
+            await ortEmbed(ort!, session, seqs, MINILM.hiddenSize);
+            tO.push(performance.now() - t1);
+          }
+          spent += performance.now() - t0;
+          if (r > 200) break;
+        }
+        const kv = (1000 * batch) / median(tK);
+        const onnx = session === null ? null : (1000 * batch) / median(tO);
+        const row: Row = {
+          batch,
+          tokens,
+          kvflash_seq_s: Math.round(kv * 10) / 10,
+          onnxruntime_seq_s: onnx === null ? null : Math.round(onnx * 10) / 10,
+          ratio: onnx === null ? null : Math.round((kv / onnx) * 100) / 100,
+          kvflash_ms: Math.round(median(tK) * 10) / 10,
+          onnxruntime_ms: session === null ? null : Math.round(median(tO) * 10) / 10,
+          max_abs_diff: diff,
+          rounds: tK.length,
+          threads: rt.threads,
+          ...(session === null ? { note: why } : {}),
+        };
+        log(`  batch ${batch}: kvflash ${row.kvflash_seq_s} seq/s, onnxruntime ${row.onnxruntime_seq_s ?? "—"} seq/s (max |Δ| ${diff ?? "—"})`);
+        rows.push(row);
+      }
+      model.dispose();
+      await session?.release();
+      return rows;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+};
