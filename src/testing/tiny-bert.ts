@@ -9,7 +9,10 @@
  *   modules.json, 1_Pooling/config.json, [2_Normalize/], sentence_bert_config.json
  *
  * The vocabulary is the special tokens, the letters (alone and as "##x", so
- * every lowercase word has a WordPiece split), punctuation and `words`. Words
+ * every lowercase word has a WordPiece split), punctuation and `words`.
+ * With arch "xlm-roberta" it is an XLMRobertaModel instead (positions from
+ * padding_idx + 1 = 2, one token type) with a SentencePiece Unigram
+ * tokenizer.json (Metaspace "▁", <s> … </s>), as multilingual-e5 / bge-m3 ship. Words
  * of one of `groups` share their embedding row up to a little noise — a
  * fixture whose mean-pooled vectors make paraphrases close (the cosine
  * example), not a trained model. Same options → same files.
@@ -22,6 +25,8 @@ import { Prng } from "../tensor/prng.js";
 
 export interface TinyBertOptions {
   dir: string;
+  /** Default "bert". */
+  arch?: "bert" | "xlm-roberta";
   hiddenSize?: number;
   numHeads?: number;
   numLayers?: number;
@@ -54,10 +59,13 @@ const SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
 const LETTERS = "abcdefghijklmnopqrstuvwxyz0123456789".split("");
 const PUNCT = [".", ",", "!", "?", "'", "-", ":", ";", "(", ")"];
 
-/** The vocabulary (id order) of a tiny BERT with these words and groups. */
-export function tinyBertVocab(options: Pick<TinyBertOptions, "words" | "groups" | "vocabSize">): string[] {
-  const vocab = [...SPECIAL, ...PUNCT, ...LETTERS, ...LETTERS.map((l) => `##${l}`), "##s", "##ed", "##ing", "##ly"];
-  for (const w of [...(options.words ?? []), ...(options.groups ?? []).flat()]) if (!vocab.includes(w)) vocab.push(w);
+const XLMR_SPECIAL = ["<s>", "<pad>", "</s>", "<unk>"];
+
+/** The vocabulary (id order) of a tiny BERT with these words and groups (XLM-R: SentencePiece pieces, "▁" starting a word). */
+export function tinyBertVocab(options: Pick<TinyBertOptions, "words" | "groups" | "vocabSize" | "arch">): string[] {
+  const xlmr = options.arch === "xlm-roberta";
+  const vocab = xlmr ? [...XLMR_SPECIAL, "▁", ...PUNCT, ...LETTERS, ...LETTERS.map((l) => `▁${l}`)] : [...SPECIAL, ...PUNCT, ...LETTERS, ...LETTERS.map((l) => `##${l}`), "##s", "##ed", "##ing", "##ly"];
+  for (const w of [...(options.words ?? []), ...(options.groups ?? []).flat()]) if (!vocab.includes(xlmr ? `▁${w}` : w)) vocab.push(xlmr ? `▁${w}` : w);
   for (let i = 0; vocab.length < (options.vocabSize ?? 0); i++) vocab.push(`[unused${i}]`);
   return vocab;
 }
@@ -92,6 +100,28 @@ function tokenizerJson(vocab: readonly string[]): unknown {
   };
 }
 
+/** A SentencePiece Unigram tokenizer.json over `vocab`: whole-word pieces likelier than characters. */
+function unigramTokenizerJson(vocab: readonly string[]): unknown {
+  const special = (t: string) => ({ id: vocab.indexOf(t), content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+  const score = (p: string): number => (XLMR_SPECIAL.includes(p) ? 0 : p.length > 2 ? -5 - p.length / 10 : -10);
+  return {
+    version: "1.0",
+    truncation: null,
+    padding: null,
+    added_tokens: XLMR_SPECIAL.map(special),
+    normalizer: null,
+    pre_tokenizer: { type: "Metaspace", replacement: "▁", prepend_scheme: "always", split: true },
+    post_processor: {
+      type: "TemplateProcessing",
+      single: [{ SpecialToken: { id: "<s>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }, { SpecialToken: { id: "</s>", type_id: 0 } }],
+      pair: [{ SpecialToken: { id: "<s>", type_id: 0 } }, { Sequence: { id: "A", type_id: 0 } }, { SpecialToken: { id: "</s>", type_id: 0 } }, { SpecialToken: { id: "</s>", type_id: 0 } }, { Sequence: { id: "B", type_id: 0 } }, { SpecialToken: { id: "</s>", type_id: 0 } }],
+      special_tokens: Object.fromEntries(["<s>", "</s>"].map((t) => [t, { id: t, ids: [vocab.indexOf(t)], tokens: [t] }])),
+    },
+    decoder: { type: "Metaspace", replacement: "▁", prepend_scheme: "always", split: true },
+    model: { type: "Unigram", unk_id: vocab.indexOf("<unk>"), byte_fallback: false, vocab: vocab.map((p) => [p, score(p)]) },
+  };
+}
+
 /** Writes the directory; returns its vocabulary. */
 export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
   const { dir } = options;
@@ -99,7 +129,10 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
   const heads = options.numHeads ?? 4;
   const layers = options.numLayers ?? 2;
   const inter = options.intermediateSize ?? 4 * h;
-  const maxPos = options.maxPositionEmbeddings ?? 64;
+  const xlmr = options.arch === "xlm-roberta";
+  /** XLM-R's positions start at padding_idx + 1 = 2: its table has two rows more than it takes tokens. */
+  const maxPos = (options.maxPositionEmbeddings ?? 64) + (xlmr ? 2 : 0);
+  const types = xlmr ? 1 : 2;
   const scale = options.weightScale ?? 0.3;
   const vocab = tinyBertVocab(options);
   const V = vocab.length;
@@ -112,13 +145,13 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
   for (const group of options.groups ?? []) {
     const base = uniform(h, 1);
     for (const w of group) {
-      const row = vocab.indexOf(w);
+      const row = vocab.indexOf(xlmr ? `▁${w}` : w);
       for (let i = 0; i < h; i++) word[row * h + i] = base[i]! + 0.1 * (2 * rng.nextFloat() - 1);
     }
   }
   put("embeddings.word_embeddings.weight", [V, h], word);
   put("embeddings.position_embeddings.weight", [maxPos, h], uniform(maxPos * h, 0.2));
-  put("embeddings.token_type_embeddings.weight", [2, h], uniform(2 * h, 0.2));
+  put("embeddings.token_type_embeddings.weight", [types, h], uniform(types * h, 0.2));
   put("embeddings.LayerNorm.weight", [h], uniform(h, 0.2, 1));
   put("embeddings.LayerNorm.bias", [h], uniform(h, 0.1));
   for (let l = 0; l < layers; l++) {
@@ -142,8 +175,8 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
   mkdirSync(dir, { recursive: true });
   const json = (path: string, value: unknown): void => writeFileSync(join(dir, path), `${JSON.stringify(value, null, 2)}\n`);
   json("config.json", {
-    architectures: ["BertModel"],
-    model_type: "bert",
+    architectures: [xlmr ? "XLMRobertaModel" : "BertModel"],
+    model_type: xlmr ? "xlm-roberta" : "bert",
     vocab_size: V,
     hidden_size: h,
     num_hidden_layers: layers,
@@ -151,10 +184,11 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
     intermediate_size: inter,
     hidden_act: options.hiddenAct ?? "gelu",
     max_position_embeddings: maxPos,
-    type_vocab_size: 2,
-    layer_norm_eps: 1e-12,
+    type_vocab_size: types,
+    layer_norm_eps: xlmr ? 1e-5 : 1e-12,
     position_embedding_type: "absolute",
-    pad_token_id: 0,
+    pad_token_id: xlmr ? 1 : 0,
+    ...(xlmr ? { bos_token_id: 0, eos_token_id: 2 } : {}),
     torch_dtype: "float32",
     ...(options.matryoshkaDimensions === undefined ? {} : { matryoshka_dimensions: options.matryoshkaDimensions }),
   });
@@ -162,9 +196,14 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
     join(dir, "model.safetensors"),
     tensors.map((t) => ({ name: t.name, dtype: "f32", shape: t.shape, data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) })),
   );
-  json("tokenizer.json", tokenizerJson(vocab));
-  json("tokenizer_config.json", { do_lower_case: true, model_max_length: maxPos, cls_token: "[CLS]", sep_token: "[SEP]", pad_token: "[PAD]", unk_token: "[UNK]", mask_token: "[MASK]", tokenizer_class: "BertTokenizer" });
-  writeFileSync(join(dir, "vocab.txt"), `${vocab.join("\n")}\n`);
+  if (xlmr) {
+    json("tokenizer.json", unigramTokenizerJson(vocab));
+    json("tokenizer_config.json", { model_max_length: maxPos - 2, bos_token: "<s>", eos_token: "</s>", cls_token: "<s>", sep_token: "</s>", pad_token: "<pad>", unk_token: "<unk>", tokenizer_class: "XLMRobertaTokenizer" });
+  } else {
+    json("tokenizer.json", tokenizerJson(vocab));
+    json("tokenizer_config.json", { do_lower_case: true, model_max_length: maxPos, cls_token: "[CLS]", sep_token: "[SEP]", pad_token: "[PAD]", unk_token: "[UNK]", mask_token: "[MASK]", tokenizer_class: "BertTokenizer" });
+    writeFileSync(join(dir, "vocab.txt"), `${vocab.join("\n")}\n`);
+  }
   if (options.sentenceTransformers !== false) {
     const normalize = options.normalize ?? true;
     const mode = options.pooling ?? "mean";
@@ -185,7 +224,7 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
       include_prompt: true,
     });
     if (normalize) mkdirSync(join(dir, "2_Normalize"), { recursive: true });
-    json("sentence_bert_config.json", { max_seq_length: options.maxSeqLength ?? maxPos, do_lower_case: false });
+    json("sentence_bert_config.json", { max_seq_length: options.maxSeqLength ?? maxPos - (xlmr ? 2 : 0), do_lower_case: false });
   }
   return { vocab };
 }

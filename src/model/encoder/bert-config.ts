@@ -1,14 +1,21 @@
 /**
- * config.json of a BERT encoder (transformers' BertConfig): the shapes the
- * encoder forward (bert-encoder.ts) needs, with BertConfig's defaults. BERT is
- * post-LN, with absolute learned positions (0, 1, … per sequence) and token
- * types; its MLP is GELU (erf, "gelu") or the tanh approximation ("gelu_new",
- * "gelu_pytorch_tanh"). Anything else is refused here, naming the key.
+ * config.json of a BERT-family encoder (transformers' BertConfig, and
+ * XLMRobertaConfig / RobertaConfig, the same network): the shapes the encoder
+ * forward (bert-encoder.ts) needs, with BertConfig's defaults. BERT is post-LN,
+ * with absolute learned positions (0, 1, … per sequence) and token types; its
+ * MLP is GELU (erf, "gelu") or the tanh approximation ("gelu_new",
+ * "gelu_pytorch_tanh"). (XLM-)RoBERTa numbers positions from
+ * padding_idx + 1 (create_position_ids_from_input_ids: pad_token_id 1 → 2, 3,
+ * …), so it takes max_position_embeddings − 2 tokens. Anything else is
+ * refused here, naming the key.
  */
 import { ArgumentError, show } from "../../errors.js";
 
 /** Architectures served by the BERT encoder (architectures[0], or model_type "bert"). */
-export const ENCODER_ARCHITECTURES = ["BertModel", "BertForMaskedLM", "BertForPreTraining"] as const;
+export const ENCODER_ARCHITECTURES = ["BertModel", "BertForMaskedLM", "BertForPreTraining", "XLMRobertaModel", "XLMRobertaForMaskedLM", "RobertaModel", "RobertaForMaskedLM"] as const;
+
+/** model_type of each family (used when `architectures` is absent). */
+const MODEL_TYPES = ["bert", "xlm-roberta", "roberta"];
 
 export type GeluKind = "erf" | "tanh";
 
@@ -25,6 +32,10 @@ export interface BertConfig {
   typeVocabSize: number;
   layerNormEps: number;
   gelu: GeluKind;
+  /** Position id of a sequence's first token: 0 for BERT, pad_token_id + 1 for (XLM-)RoBERTa. */
+  positionOffset: number;
+  /** Longest sequence: max_position_embeddings − positionOffset. */
+  maxTokens: number;
 }
 
 const GELU: Readonly<Record<string, GeluKind>> = { gelu: "erf", gelu_new: "tanh", gelu_pytorch_tanh: "tanh", gelu_fast: "tanh" };
@@ -35,14 +46,14 @@ export function isBertConfig(json: unknown): boolean {
   const j = json as Record<string, unknown>;
   const archs = j["architectures"];
   if (Array.isArray(archs) && typeof archs[0] === "string") return (ENCODER_ARCHITECTURES as readonly string[]).includes(archs[0]);
-  return j["model_type"] === "bert";
+  return MODEL_TYPES.includes(j["model_type"] as string);
 }
 
 /** Parses config.json of a BERT encoder; `source` names the file in errors. */
 export function parseBertConfig(json: unknown, source = "config.json"): BertConfig {
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw new ArgumentError(source, `must be a JSON object, got ${show(json)}`);
   const j = json as Record<string, unknown>;
-  if (!isBertConfig(j)) throw new ArgumentError(`${source} architectures`, `must name one of ${ENCODER_ARCHITECTURES.join(", ")} (or model_type "bert"), got ${show(j["architectures"] ?? j["model_type"])}`);
+  if (!isBertConfig(j)) throw new ArgumentError(`${source} architectures`, `must name one of ${ENCODER_ARCHITECTURES.join(", ")} (or model_type ${MODEL_TYPES.join(" | ")}), got ${show(j["architectures"] ?? j["model_type"])}`);
   const int = (key: string, fallback?: number): number => {
     const v = j[key] ?? fallback;
     if (typeof v !== "number" || !Number.isInteger(v) || v < 1) throw new ArgumentError(`${source} ${key}`, `must be a positive integer, got ${show(v)}`);
@@ -62,17 +73,26 @@ export function parseBertConfig(json: unknown, source = "config.json"): BertConf
   const eps = j["layer_norm_eps"] ?? 1e-12;
   if (typeof eps !== "number" || !(eps > 0)) throw new ArgumentError(`${source} layer_norm_eps`, `must be a positive number, got ${show(eps)}`);
   const archs = j["architectures"];
+  const architecture = Array.isArray(archs) && typeof archs[0] === "string" ? archs[0] : j["model_type"] === "bert" ? "BertModel" : "XLMRobertaModel";
+  const roberta = architecture.includes("Roberta");
+  const pad = j["pad_token_id"] ?? 1;
+  if (roberta && (typeof pad !== "number" || !Number.isInteger(pad) || pad < 0)) throw new ArgumentError(`${source} pad_token_id`, `must be a non-negative integer (RoBERTa numbers positions from it), got ${show(pad)}`);
+  const positionOffset = roberta ? (pad as number) + 1 : 0;
+  const maxPositionEmbeddings = int("max_position_embeddings", 512);
+  if (maxPositionEmbeddings <= positionOffset) throw new ArgumentError(`${source} max_position_embeddings`, `must be > the first position ${positionOffset}, got ${maxPositionEmbeddings}`);
   return {
-    architecture: Array.isArray(archs) && typeof archs[0] === "string" ? archs[0] : "BertModel",
+    architecture,
     vocabSize: int("vocab_size", 30522),
     hiddenSize,
     numLayers: int("num_hidden_layers", 12),
     numHeads,
     headDim,
     intermediateSize: int("intermediate_size", 3072),
-    maxPositionEmbeddings: int("max_position_embeddings", 512),
+    maxPositionEmbeddings,
     typeVocabSize: int("type_vocab_size", 2),
     layerNormEps: eps,
     gelu,
+    positionOffset,
+    maxTokens: maxPositionEmbeddings - positionOffset,
   };
 }

@@ -4,7 +4,8 @@
  * token of its own sequence (the FlashAttention-2 prefill kernel, TND layout,
  * without the causal mask):
  *
- *   x = LayerNorm(word[id] + position[t − start] + tokenType[type])     x [T, h]
+ *   x = LayerNorm(word[id] + position[offset + t − start] + tokenType[type])     x [T, h]
+ *                                      (offset: 0 for BERT, padding_idx + 1 for XLM-RoBERTa)
  *   for each layer:
  *     qkv = x · Wqkvᵀ + b                         qkv [T, 3h]; q, k, v column views [T, H, D]
  *     att = attention(q, k, v)                    per sequence, bidirectional
@@ -83,7 +84,7 @@ export class BertEncoder {
     const W = this.weights;
     for (let s = 0; s + 1 < cu.length; s++) {
       for (let t = cu[s]!; t < cu[s + 1]!; t++) {
-        const pos = (t - cu[s]!) * h;
+        const pos = (t - cu[s]! + c.positionOffset) * h;
         const type = (batch.tokenTypes?.[t] ?? 0) * h;
         for (let i = 0; i < h; i++) xs[t * h + i] = xs[t * h + i]! + W.position[pos + i]! + W.tokenType[type + i]!;
       }
@@ -120,7 +121,7 @@ export class BertEncoder {
     for (let s = 0; s + 1 < cu.length; s++) {
       const n = cu[s + 1]! - cu[s]!;
       if (n < 1) throw new ArgumentError(`cuSeqlens[${s + 1}]`, `must be > cuSeqlens[${s}] (an empty sequence has no embedding), got ${show(Array.from(cu))}`);
-      if (n > c.maxPositionEmbeddings) throw new ArgumentError(`sequence ${s}`, `must have at most max_position_embeddings ${c.maxPositionEmbeddings} tokens, got ${n}`);
+      if (n > c.maxTokens) throw new ArgumentError(`sequence ${s}`, `must have at most ${c.maxTokens} tokens (max_position_embeddings ${c.maxPositionEmbeddings}${c.positionOffset > 0 ? `, positions from ${c.positionOffset}` : ""}), got ${n}`);
     }
     for (let t = 0; t < T; t++) {
       const id = batch.tokens[t]!;

@@ -1,6 +1,7 @@
 /**
- * A BERT checkpoint's tensors (transformers' BertModel names, with or without
- * the "bert." prefix of BertForMaskedLM / BertForPreTraining, LayerNorm as
+ * A BERT or (XLM-)RoBERTa checkpoint's tensors (transformers' BertModel names,
+ * which RobertaModel shares, with or without the "bert." / "roberta." prefix
+ * of the *ForMaskedLM classes, LayerNorm as
  * weight/bias or the old gamma/beta) → the encoder's weights: the projections
  * as Weights (q, k, v fused into one [3h, h] matrix, as vLLM's
  * QKVParallelLinear), their biases as f32 tensors in the runtime's memory, and
@@ -59,9 +60,14 @@ export interface BertWeights {
   free(): void;
 }
 
+/** "bert." / "roberta." in checkpoints saved from a *ForMaskedLM class, else "". */
+function weightPrefix(present: ReadonlySet<string>): string {
+  return ["bert.", "roberta."].find((p) => present.has(`${p}embeddings.word_embeddings.weight`)) ?? "";
+}
+
 /** The checkpoint names the encoder reads, each with its expected shape. */
 export function bertWeightNames(c: BertConfig, present: ReadonlySet<string>): Map<string, readonly number[]> {
-  const prefix = present.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  const prefix = weightPrefix(present);
   const h = c.hiddenSize;
   const ln = (base: string): [string, number[]][] => {
     const old = present.has(`${prefix}${base}.gamma`);
@@ -117,7 +123,7 @@ function hostF32(t: Tensor): Float32Array {
 export function buildBertWeights(rt: Runtime, c: BertConfig, tensors: ReadonlyMap<string, Tensor>, format: WeightFormat = "f32"): BertWeights {
   const names = bertWeightNames(c, new Set(tensors.keys()));
   checkBertShapes(names, new Map([...tensors].map(([n, t]) => [n, t.shape])), "checkpoint");
-  const prefix = tensors.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  const prefix = weightPrefix(new Set(tensors.keys()));
   const get = (name: string): Tensor => tensors.get(prefix + name) ?? tensors.get(`${prefix}${name.replace(/\.weight$/, ".gamma").replace(/\.bias$/, ".beta")}`)!;
   const owned: (Weight | Tensor)[] = [];
   const weight = (parts: string[]): Weight => {

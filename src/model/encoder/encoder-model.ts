@@ -29,7 +29,7 @@ export interface EncoderInfo {
   dir: string;
   config: BertConfig;
   pooling: PoolingConfig;
-  /** Longest input in tokens: sentence_bert_config's max_seq_length, else max_position_embeddings (capped by the caller's maxModelLen). */
+  /** Longest input in tokens: sentence_bert_config's max_seq_length, else what the positions allow (capped by the caller's maxModelLen). */
   maxModelLen: number;
   /** Length of a pooled vector (hidden size). */
   dimensions: number;
@@ -48,7 +48,7 @@ export function readEncoderInfo(dir: string, maxModelLen?: number): EncoderInfo 
   const json = readJsonFile(configPath);
   const config = parseBertConfig(json, configPath);
   const pooling = readPoolingConfig(dir, json as Record<string, unknown>);
-  const limit = Math.min(pooling.maxSeqLength ?? config.maxPositionEmbeddings, config.maxPositionEmbeddings);
+  const limit = Math.min(pooling.maxSeqLength ?? config.maxTokens, config.maxTokens);
   if (maxModelLen !== undefined && (!Number.isInteger(maxModelLen) || maxModelLen < 1)) throw new ArgumentError("maxModelLen", `must be a positive integer, got ${maxModelLen}`);
   return { dir, config, pooling, maxModelLen: Math.min(limit, maxModelLen ?? limit), dimensions: config.hiddenSize };
 }

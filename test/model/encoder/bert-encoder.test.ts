@@ -34,6 +34,7 @@ const CASES = [
   { name: "mean, erf GELU, h32 H4", opts: { hiddenSize: 32, numHeads: 4, numLayers: 2, pooling: "mean" as const, hiddenAct: "gelu" } },
   { name: "cls, tanh GELU, h40 H5 I72", opts: { hiddenSize: 40, numHeads: 5, numLayers: 3, intermediateSize: 72, pooling: "cls" as const, hiddenAct: "gelu_new" } },
   { name: "last, not normalized, h24 H2", opts: { hiddenSize: 24, numHeads: 2, numLayers: 1, intermediateSize: 40, pooling: "last" as const, normalize: false } },
+  { name: "XLMRobertaModel (positions from padding_idx + 1), cls, h48 H6", opts: { arch: "xlm-roberta" as const, hiddenSize: 48, numHeads: 6, numLayers: 2, intermediateSize: 96, pooling: "cls" as const } },
 ];
 
 for (const [ci, { name, opts }] of CASES.entries()) {
@@ -50,7 +51,8 @@ for (const [ci, { name, opts }] of CASES.entries()) {
       const vecs = model.embed(seqs);
       const tensors = readF32Safetensors(join(dir, "model.safetensors"));
       const h = opts.hiddenSize;
-      const c = { hidden: h, heads: opts.numHeads, layers: opts.numLayers, eps: 1e-12, gelu: opts.hiddenAct === "gelu_new" ? ("tanh" as const) : ("erf" as const) };
+      const xlmr = "arch" in opts;
+      const c = { hidden: h, heads: opts.numHeads, layers: opts.numLayers, eps: xlmr ? 1e-5 : 1e-12, gelu: "hiddenAct" in opts && opts.hiddenAct === "gelu_new" ? ("tanh" as const) : ("erf" as const), positionOffset: xlmr ? 2 : 0 };
       seqs.forEach((ids, s) => {
         const ref = referenceHidden(tensors, c, ids);
         ref.forEach((row, i) => {
@@ -59,7 +61,7 @@ for (const [ci, { name, opts }] of CASES.entries()) {
           const cos = cosine(got, row);
           assert.ok(cos >= 0.9999, `sequence ${s} token ${i}: cosine ${cos}`);
         });
-        const pooled = referencePool(ref, opts.pooling, opts.normalize ?? true);
+        const pooled = referencePool(ref, opts.pooling, "normalize" in opts ? opts.normalize === true : true);
         const err = Math.max(...pooled.map((v, i) => Math.abs(v - vecs[s]![i]!)));
         assert.ok(err <= 1e-5, `sequence ${s}: pooled max error ${err}`);
         assert.ok(cosine(vecs[s]!, pooled) >= 0.9999);
@@ -155,4 +157,21 @@ test("pooling config: a Dense module or max pooling is refused at load, naming t
   writeTinyBert({ dir: bare, numLayers: 1, sentenceTransformers: false });
   const info = readEncoderInfo(bare);
   assert.deepEqual([info.pooling.mode, info.pooling.normalize], ["cls", true]); // vLLM's default for an encoder without modules.json
+});
+
+test("XLM-R: a SentencePiece Unigram tokenizer.json through the project's Tokenizer (<s> ▁word … </s>); 40 tokens fit a table of 42 positions, 41 do not", () => {
+  const dir = join(root, "xlmr-tok");
+  const { vocab } = writeTinyBert({ dir, arch: "xlm-roberta", words: ["hello", "world"], numLayers: 1, maxPositionEmbeddings: 40 });
+  const tok = encoderTokenizer(dir);
+  assert.deepEqual(tok.encode("hello world").map((i) => vocab[i]), ["<s>", "▁hello", "▁world", "</s>"]);
+  assert.deepEqual(tok.encode("hello xyz").map((i) => vocab[i]), ["<s>", "▁hello", "▁x", "y", "z", "</s>"]);
+  const info = readEncoderInfo(dir);
+  assert.deepEqual([info.config.positionOffset, info.config.maxPositionEmbeddings, info.maxModelLen], [2, 42, 40]);
+  const model = loadEncoderModel(rt, dir);
+  try {
+    assert.equal(model.embed([Array.from({ length: 40 }, () => 5)])[0]!.length, 32);
+    assert.throws(() => model.embed([Array.from({ length: 41 }, () => 5)]), (e: unknown) => e instanceof ArgumentError && /at most 40 tokens/.test(e.message));
+  } finally {
+    model.dispose();
+  }
 });

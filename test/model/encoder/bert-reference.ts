@@ -55,6 +55,8 @@ export interface RefConfig {
   layers: number;
   eps: number;
   gelu: "erf" | "tanh";
+  /** First position id: 0 (BERT) or padding_idx + 1 (XLM-RoBERTa: create_position_ids_from_input_ids). Default 0. */
+  positionOffset?: number;
 }
 
 function layerNorm(x: number[], w: Float64Array, b: Float64Array, eps: number): number[] {
@@ -85,7 +87,7 @@ export function referenceHidden(t: Tensors, c: RefConfig, ids: readonly number[]
   const h = c.hidden;
   const D = h / c.heads;
   let x = ids.map((id, i) => {
-    const row = Array.from({ length: h }, (_, j) => g("embeddings.word_embeddings.weight").data[id * h + j]! + g("embeddings.position_embeddings.weight").data[i * h + j]! + g("embeddings.token_type_embeddings.weight").data[(types?.[i] ?? 0) * h + j]!);
+    const row = Array.from({ length: h }, (_, j) => g("embeddings.word_embeddings.weight").data[id * h + j]! + g("embeddings.position_embeddings.weight").data[(i + (c.positionOffset ?? 0)) * h + j]! + g("embeddings.token_type_embeddings.weight").data[(types?.[i] ?? 0) * h + j]!);
     return layerNorm(row, g("embeddings.LayerNorm.weight").data, g("embeddings.LayerNorm.bias").data, c.eps);
   });
   for (let l = 0; l < c.layers; l++) {
