@@ -5,6 +5,7 @@
  *   const llm = await LLM.load("Qwen/Qwen2.5-0.5B-Instruct-GGUF:Q4_K_M", { onProgress });
  *   const reply = await llm.chat([{ role: "user", content: "Hi" }], { maxTokens: 64 }); // reply.text
  *   for await (const d of llm.stream(messages, { signal })) process.stdout.write(d.text);
+ *   const { embeddings } = await llm.embed(["a query", "a passage"]);   // an embedding model (a sentence-transformers directory)
  *   await llm.close();
  *
  * How: LLM.load resolves the model as the CLI does (resolveModelSource: a
@@ -31,7 +32,7 @@ import { type RunningServer, type ServeOptions, serve } from "../server/start-se
 import { LLMError } from "./llm-error.js";
 import { chatBody, completeBody } from "./request-body.js";
 import { sseEvents } from "./sse-events.js";
-import type { ChatCompletion, ChatCompletionChunk, ChatDelta, ChatMessage, ChatOptions, ChatResult, CompleteOptions, CompleteResult, Completion, LoadProgressEvent } from "./types.js";
+import type { ChatCompletion, ChatCompletionChunk, ChatDelta, ChatMessage, ChatOptions, ChatResult, CompleteOptions, CompleteResult, Completion, EmbedOptions, EmbedResult, LoadProgressEvent } from "./types.js";
 
 /** LLM.load's options: the load and engine settings serve() takes, and progress. */
 export interface LoadOptions extends Omit<ServeOptions, "source" | "modelDir" | "host" | "port" | "apiKey" | "corsOrigin" | "servedModelNames"> {
@@ -135,6 +136,23 @@ export class LLM {
     return { ...body, text: body.choices[0]?.text ?? "" };
   }
 
+  /**
+   * Embeddings of texts (or token-id lists) on an embedding model (POST
+   * /v1/embeddings, fetched as base64): one f32 vector per input, pooled and
+   * normalized as the model's sentence-transformers modules say.
+   */
+  async embed(input: string | readonly string[] | readonly (readonly number[])[], options: EmbedOptions = {}): Promise<EmbedResult> {
+    const body = {
+      input,
+      encoding_format: "base64",
+      ...(options.dimensions === undefined ? {} : { dimensions: options.dimensions }),
+      ...(options.truncatePromptTokens === undefined ? {} : { truncate_prompt_tokens: options.truncatePromptTokens }),
+    };
+    const res = await this.#post("/v1/embeddings", body, options.signal);
+    const json = (await res.json()) as { model: string; data: { embedding: string }[]; usage: EmbedResult["usage"] };
+    return { model: json.model, usage: json.usage, embeddings: json.data.map((d) => decodeF32(d.embedding)) };
+  }
+
   /** Tokens of a text (with the tokenizer's special tokens) or of chat messages as the chat template renders them (POST /tokenize). */
   async countTokens(input: string | readonly ChatMessage[]): Promise<number> {
     const res = await this.#post("/tokenize", typeof input === "string" ? { prompt: input } : { messages: input });
@@ -158,6 +176,13 @@ export class LLM {
     if (!res.ok) throw await LLMError.fromResponse(res);
     return res;
   }
+}
+
+/** OpenAI's base64 embedding: little-endian f32 bytes. */
+function decodeF32(b64: string): Float32Array {
+  const bytes = Buffer.from(b64, "base64");
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return Float32Array.from({ length: bytes.length >> 2 }, (_, i) => view.getFloat32(i * 4, true));
 }
 
 /** The reply as JSON, or null when it is not whole JSON (cut at maxTokens). */

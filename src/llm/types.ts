@@ -156,3 +156,19 @@ export interface LoadProgressEvent {
   done: number;
   total: number;
 }
+
+/** llm.embed's options (POST /v1/embeddings). */
+export interface EmbedOptions {
+  /** Matryoshka length, for a model that allows it (else the server's 400). */
+  dimensions?: number;
+  /** Keep at most this many tokens of each input (-1: the model's limit); default: a longer input is an error. */
+  truncatePromptTokens?: number;
+  signal?: AbortSignal;
+}
+
+/** llm.embed's answer: one f32 vector per input, in order. */
+export interface EmbedResult {
+  embeddings: Float32Array[];
+  model: string;
+  usage: { prompt_tokens: number; total_tokens: number };
+}
