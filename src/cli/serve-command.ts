@@ -66,7 +66,11 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   try {
     // A signal during the load stops the wait: the engine is shut down and `ready` may never settle.
     const info = await Promise.race([running.ready, stopped.then(() => null)]);
-    if (info !== null) log(
+    if (info !== null && info.task === "embed") log(
+      `ready in ${info.loadSeconds.toFixed(2)} s: an embedding model, ${info.embedding?.dimensions} dimensions, max_model_len ${info.maxModelLen}, ` +
+        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${describeKernels(info.kernels, info.int8Dot)}. Try:\n${tryHint(running.url, args.apiKey ?? null, true)}`,
+    );
+    else if (info !== null) log(
       `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
         `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${describeKernels(info.kernels, info.int8Dot)}${info.placement === undefined ? "" : `; ${info.placement}`}. Try:\n${tryHint(running.url, args.apiKey ?? null)}`,
     );
@@ -92,9 +96,10 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
  * sends the Authorization header, reading the key from $KVFLASH_API_KEY so the
  * key itself never lands in the log.
  */
-function tryHint(url: string, apiKey: string | null): string {
+function tryHint(url: string, apiKey: string | null, embedding = false): string {
   const auth = apiKey === null ? "" : ` -H "Authorization: Bearer $KVFLASH_API_KEY"`;
   const fromFlag = apiKey !== null && process.env["KVFLASH_API_KEY"] !== apiKey;
+  if (embedding) return `  curl ${url}/v1/embeddings -H 'Content-Type: application/json'${auth} -d '{"input": ["Hello!"]}'` + (fromFlag ? "\n  (with KVFLASH_API_KEY set to the --api-key value)" : "");
   return (
     `  curl ${url}/v1/chat/completions -H 'Content-Type: application/json'${auth} ` +
     `-d '{"messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'` +

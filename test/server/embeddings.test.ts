@@ -125,6 +125,11 @@ test("too long: 400 context_length_exceeded naming the input, or truncated with 
   assert.equal(ti.body.usage.prompt_tokens, 24);
 });
 
+test("the startup log names an embedding model and hints at /v1/embeddings", () => {
+  assert.match(server.stderr(), /ready in [\d.]+ s: an embedding model, 32 dimensions, max_model_len 24/);
+  assert.match(server.stderr(), /curl http:\/\/[^ ]+\/v1\/embeddings/);
+});
+
 test("bad requests fail alone with a 400 naming the field; generation is refused on an embedding model", async () => {
   const cases: [unknown, string][] = [
     [{}, "input"],
