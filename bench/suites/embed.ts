@@ -13,7 +13,11 @@
  * threads (onnxruntime's intra-op threads = the runtime's). Rounds alternate
  * the two so that load drifting on the shared machine hits both alike; each
  * row gives medians and the ratio kvflash / onnxruntime (≥ 1: kvflash faster),
- * and `max_abs_diff` between the two sides' vectors (a second oracle).
+ * and `max_abs_diff` between the two sides' vectors (a second oracle). The
+ * `q8_*` columns are kvflash with `--weights q8` (int8 weights, activations
+ * quantized per block of 32 as GGUF Q8_0) in the same rounds: not the same
+ * arithmetic as onnxruntime's f32, so its `q8_cosine_min` (the least cosine
+ * to onnxruntime's vector) says what the speed costs.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -81,6 +85,7 @@ export const embed: Suite = {
       log("  writing an all-MiniLM-L6-v2-shaped model (random f32 weights)…");
       writeTinyBert({ dir, ...MINILM, pooling: "mean", normalize: true, seed: 7, weightScale: 0.05 });
       const model = loadEncoderModel(rt, dir);
+      const q8 = loadEncoderModel(rt, dir, { weights: "q8" });
       const ort = await loadOrt(log);
       let session: import("onnxruntime-node").InferenceSession | null = null;
       let why = "";
@@ -100,12 +105,16 @@ export const embed: Suite = {
         const seqs = shortInputs(batch, MINILM.vocabSize, rng);
         const tokens = seqs.reduce((n, s) => n + s.length, 0);
         const ours = model.embed(seqs);
+        const oursQ8 = q8.embed(seqs);
         let diff: number | null = null;
+        let q8Cos: number | null = null;
         if (session !== null) {
           const theirs = await ortEmbed(ort!, session, seqs, MINILM.hiddenSize);
           diff = Math.max(...ours.map((v, b) => Math.max(...Array.from(v, (x, j) => Math.abs(x - theirs[b]![j]!)))));
+          q8Cos = Math.min(...oursQ8.map((v, b) => v.reduce((s, x, j) => s + x * theirs[b]![j]!, 0))); // both unit vectors
         }
         const tK: number[] = [];
+        const tQ: number[] = [];
         const tO: number[] = [];
         const minMs = quick ? 300 : 1500;
         const minRounds = quick ? 2 : 5;
@@ -119,6 +128,9 @@ export const embed: Suite = {
             await ortEmbed(ort!, session, seqs, MINILM.hiddenSize);
             tO.push(performance.now() - t1);
           }
+          const t2 = performance.now();
+          q8.embed(seqs);
+          tQ.push(performance.now() - t2);
           spent += performance.now() - t0;
           if (r > 200) break;
         }
@@ -133,14 +145,18 @@ export const embed: Suite = {
           kvflash_ms: Math.round(median(tK) * 10) / 10,
           onnxruntime_ms: session === null ? null : Math.round(median(tO) * 10) / 10,
           max_abs_diff: diff,
+          q8_seq_s: Math.round(((1000 * batch) / median(tQ)) * 10) / 10,
+          q8_ratio: onnx === null ? null : Math.round(((1000 * batch) / median(tQ) / onnx) * 100) / 100,
+          q8_cosine_min: q8Cos === null ? null : Math.round(q8Cos * 1e5) / 1e5,
           rounds: tK.length,
           threads: rt.threads,
           ...(session === null ? { note: why } : {}),
         };
-        log(`  batch ${batch}: kvflash ${row.kvflash_seq_s} seq/s, onnxruntime ${row.onnxruntime_seq_s ?? "—"} seq/s (max |Δ| ${diff ?? "—"})`);
+        log(`  batch ${batch}: kvflash ${row.kvflash_seq_s} seq/s (q8 ${row.q8_seq_s}), onnxruntime ${row.onnxruntime_seq_s ?? "—"} seq/s (max |Δ| ${diff ?? "—"}, q8 cosine ≥ ${q8Cos ?? "—"})`);
         rows.push(row);
       }
       model.dispose();
+      q8.dispose();
       await session?.release();
       return rows;
     } finally {
