@@ -12,7 +12,9 @@
  * every lowercase word has a WordPiece split), punctuation and `words`.
  * With arch "xlm-roberta" it is an XLMRobertaModel instead (positions from
  * padding_idx + 1 = 2, one token type) with a SentencePiece Unigram
- * tokenizer.json (Metaspace "▁", <s> … </s>), as multilingual-e5 / bge-m3 ship. Words
+ * tokenizer.json (Metaspace "▁", <s> … </s>), as multilingual-e5 / bge-m3 ship.
+ * With arch "nomic-bert" it is a NomicBertModel (nomic-embed-text's names and
+ * config keys: rotary positions, SwiGLU, no biases) with the WordPiece tokenizer. Words
  * of one of `groups` share their embedding row up to a little noise — a
  * fixture whose mean-pooled vectors make paraphrases close (the cosine
  * example), not a trained model. Same options → same files.
@@ -26,7 +28,7 @@ import { Prng } from "../tensor/prng.js";
 export interface TinyBertOptions {
   dir: string;
   /** Default "bert". */
-  arch?: "bert" | "xlm-roberta";
+  arch?: "bert" | "xlm-roberta" | "nomic-bert";
   hiddenSize?: number;
   numHeads?: number;
   numLayers?: number;
@@ -150,6 +152,20 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
     }
   }
   put("embeddings.word_embeddings.weight", [V, h], word);
+  if (options.arch === "nomic-bert") {
+    put("embeddings.token_type_embeddings.weight", [2, h], uniform(2 * h, 0.2));
+    put("emb_ln.weight", [h], uniform(h, 0.2, 1));
+    put("emb_ln.bias", [h], uniform(h, 0.1));
+    for (let l = 0; l < layers; l++) {
+      const p = `encoder.layers.${l}.`;
+      put(`${p}attn.Wqkv.weight`, [3 * h, h], uniform(3 * h * h, scale));
+      put(`${p}attn.out_proj.weight`, [h, h], uniform(h * h, scale));
+      put(`${p}mlp.fc11.weight`, [inter, h], uniform(inter * h, scale));
+      put(`${p}mlp.fc12.weight`, [inter, h], uniform(inter * h, scale));
+      put(`${p}mlp.fc2.weight`, [h, inter], uniform(h * inter, scale / 2));
+      for (const n of ["norm1", "norm2"]) (put(`${p}${n}.weight`, [h], uniform(h, 0.2, 1)), put(`${p}${n}.bias`, [h], uniform(h, 0.1)));
+    }
+  } else {
   put("embeddings.position_embeddings.weight", [maxPos, h], uniform(maxPos * h, 0.2));
   put("embeddings.token_type_embeddings.weight", [types, h], uniform(types * h, 0.2));
   put("embeddings.LayerNorm.weight", [h], uniform(h, 0.2, 1));
@@ -171,10 +187,32 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
     put(`${p}output.LayerNorm.weight`, [h], uniform(h, 0.2, 1));
     put(`${p}output.LayerNorm.bias`, [h], uniform(h, 0.1));
   }
+  }
 
   mkdirSync(dir, { recursive: true });
   const json = (path: string, value: unknown): void => writeFileSync(join(dir, path), `${JSON.stringify(value, null, 2)}\n`);
-  json("config.json", {
+  const nomic = {
+    architectures: ["NomicBertModel"],
+    model_type: "nomic_bert",
+    vocab_size: V,
+    n_embd: h,
+    n_head: heads,
+    n_layer: layers,
+    n_inner: inter,
+    n_positions: maxPos,
+    type_vocab_size: 2,
+    layer_norm_epsilon: 1e-12,
+    rotary_emb_base: 1000,
+    rotary_emb_fraction: 1.0,
+    rotary_emb_interleaved: false,
+    activation_function: "swiglu",
+    prenorm: false,
+    qkv_proj_bias: false,
+    mlp_fc1_bias: false,
+    mlp_fc2_bias: false,
+    pad_token_id: 0,
+  };
+  json("config.json", options.arch === "nomic-bert" ? nomic : {
     architectures: [xlmr ? "XLMRobertaModel" : "BertModel"],
     model_type: xlmr ? "xlm-roberta" : "bert",
     vocab_size: V,

@@ -6,16 +6,19 @@
  * MLP is GELU (erf, "gelu") or the tanh approximation ("gelu_new",
  * "gelu_pytorch_tanh"). (XLM-)RoBERTa numbers positions from
  * padding_idx + 1 (create_position_ids_from_input_ids: pad_token_id 1 → 2, 3,
- * …), so it takes max_position_embeddings − 2 tokens. Anything else is
+ * …), so it takes max_position_embeddings − 2 tokens. NomicBertModel
+ * (nomic-embed-text) is the same post-LN encoder with rotary positions (no
+ * position table), a SwiGLU MLP and no projection biases; its config keys are
+ * GPT-2's (n_embd, n_head, …), read by parseNomicConfig. Anything else is
  * refused here, naming the key.
  */
 import { ArgumentError, show } from "../../errors.js";
 
 /** Architectures served by the BERT encoder (architectures[0], or model_type "bert"). */
-export const ENCODER_ARCHITECTURES = ["BertModel", "BertForMaskedLM", "BertForPreTraining", "XLMRobertaModel", "XLMRobertaForMaskedLM", "RobertaModel", "RobertaForMaskedLM"] as const;
+export const ENCODER_ARCHITECTURES = ["BertModel", "BertForMaskedLM", "BertForPreTraining", "XLMRobertaModel", "XLMRobertaForMaskedLM", "RobertaModel", "RobertaForMaskedLM", "NomicBertModel"] as const;
 
 /** model_type of each family (used when `architectures` is absent). */
-const MODEL_TYPES = ["bert", "xlm-roberta", "roberta"];
+const MODEL_TYPES = ["bert", "xlm-roberta", "roberta", "nomic_bert"];
 
 export type GeluKind = "erf" | "tanh";
 
@@ -36,6 +39,12 @@ export interface BertConfig {
   positionOffset: number;
   /** Longest sequence: max_position_embeddings − positionOffset. */
   maxTokens: number;
+  /** "absolute": a learned position table (BERT, XLM-R); "rotary": RoPE on q and k, rotate-half (NomicBert). */
+  positions: "absolute" | "rotary";
+  /** RoPE base (positions "rotary"). */
+  ropeTheta: number;
+  /** "gelu": up · GELU · down with biases (BERT); "swiglu": down(silu(gate) ⊙ up), no biases (NomicBert). */
+  mlp: "gelu" | "swiglu";
 }
 
 const GELU: Readonly<Record<string, GeluKind>> = { gelu: "erf", gelu_new: "tanh", gelu_pytorch_tanh: "tanh", gelu_fast: "tanh" };
@@ -53,6 +62,7 @@ export function isBertConfig(json: unknown): boolean {
 export function parseBertConfig(json: unknown, source = "config.json"): BertConfig {
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw new ArgumentError(source, `must be a JSON object, got ${show(json)}`);
   const j = json as Record<string, unknown>;
+  if (j["model_type"] === "nomic_bert" || (Array.isArray(j["architectures"]) && j["architectures"][0] === "NomicBertModel")) return parseNomicConfig(j, source);
   if (!isBertConfig(j)) throw new ArgumentError(`${source} architectures`, `must name one of ${ENCODER_ARCHITECTURES.join(", ")} (or model_type ${MODEL_TYPES.join(" | ")}), got ${show(j["architectures"] ?? j["model_type"])}`);
   const int = (key: string, fallback?: number): number => {
     const v = j[key] ?? fallback;
@@ -94,5 +104,55 @@ export function parseBertConfig(json: unknown, source = "config.json"): BertConf
     gelu,
     positionOffset,
     maxTokens: maxPositionEmbeddings - positionOffset,
+    positions: "absolute",
+    ropeTheta: 0,
+    mlp: "gelu",
+  };
+}
+
+/** NomicBertConfig (nomic-embed-text's config.json, GPT-2 key names): the variants nomic-embed-text ships, others refused naming the key. */
+function parseNomicConfig(j: Record<string, unknown>, source: string): BertConfig {
+  const int = (key: string, fallback?: number): number => {
+    const v = j[key] ?? fallback;
+    if (typeof v !== "number" || !Number.isInteger(v) || v < 1) throw new ArgumentError(`${source} ${key}`, `must be a positive integer, got ${show(v)}`);
+    return v;
+  };
+  const want = (key: string, value: unknown, fallback: unknown): void => {
+    const v = j[key] ?? fallback;
+    if (v !== value) throw new ArgumentError(`${source} ${key}`, `must be ${show(value)} (the NomicBert variant served here), got ${show(v)}`);
+  };
+  want("prenorm", false, false);
+  want("rotary_emb_fraction", 1, 1);
+  want("rotary_emb_interleaved", false, false);
+  want("activation_function", "swiglu", "swiglu");
+  want("qkv_proj_bias", false, false);
+  want("mlp_fc1_bias", false, false);
+  want("mlp_fc2_bias", false, false);
+  if (j["rotary_scaling_factor"] !== undefined && j["rotary_scaling_factor"] !== null) throw new ArgumentError(`${source} rotary_scaling_factor`, `is not supported (dynamic NTK scaling), got ${show(j["rotary_scaling_factor"])}`);
+  const hiddenSize = int("n_embd", 768);
+  const numHeads = int("n_head", 12);
+  if (hiddenSize % numHeads !== 0 || (hiddenSize / numHeads) % 2 !== 0) throw new ArgumentError(`${source} n_embd`, `must be an even multiple of n_head ${numHeads} per head, got ${hiddenSize}`);
+  const theta = j["rotary_emb_base"] ?? 10000;
+  if (typeof theta !== "number" || !(theta > 1)) throw new ArgumentError(`${source} rotary_emb_base`, `must be a number > 1, got ${show(theta)}`);
+  const eps = j["layer_norm_epsilon"] ?? 1e-12;
+  if (typeof eps !== "number" || !(eps > 0)) throw new ArgumentError(`${source} layer_norm_epsilon`, `must be a positive number, got ${show(eps)}`);
+  const maxPositionEmbeddings = int("n_positions", 2048);
+  return {
+    architecture: "NomicBertModel",
+    vocabSize: int("vocab_size", 30528),
+    hiddenSize,
+    numLayers: int("n_layer", 12),
+    numHeads,
+    headDim: hiddenSize / numHeads,
+    intermediateSize: int("n_inner", 4 * hiddenSize),
+    maxPositionEmbeddings,
+    typeVocabSize: int("type_vocab_size", 2),
+    layerNormEps: eps,
+    gelu: "erf",
+    positionOffset: 0,
+    maxTokens: maxPositionEmbeddings,
+    positions: "rotary",
+    ropeTheta: theta,
+    mlp: "swiglu",
   };
 }

@@ -12,6 +12,9 @@
  *     x = LayerNorm(x + att · Woᵀ + bo)
  *     x = LayerNorm(x + GELU(x · Wupᵀ + bup) · Wdownᵀ + bdown)
  *
+ * NomicBert: no position table; q and k are rotated (RoPE, rotate-half) by
+ * each token's position in its sequence; the MLP is down(silu(gate) ⊙ up).
+ *
  * The projections and attention run in wasm on the runtime's threads; the
  * LayerNorms, GELU and the embedding sums on this thread (encoder-host-ops.ts).
  * Activations are allocated once and grow with the largest step seen.
@@ -20,6 +23,8 @@ import { ArgumentError, show } from "../../errors.js";
 import { flashAttention } from "../../attention/flash-attention.js";
 import { embedding } from "../../ops/embedding.js";
 import { linear } from "../../ops/linear.js";
+import { Rope } from "../../ops/rope.js";
+import { swiglu } from "../../ops/swiglu.js";
 import type { Runtime } from "../../runtime/runtime.js";
 import { Tensor } from "../../tensor/tensor.js";
 import type { BertConfig } from "./bert-config.js";
@@ -50,6 +55,8 @@ export class BertEncoder {
   readonly weights: BertWeights;
   readonly #rt: Runtime;
   #buf: Buffers | null = null;
+  /** RoPE (positions "rotary"), else null. */
+  readonly #rope: Rope | null;
   #disposed = false;
 
   /** The encoder owns `weights` from now on (dispose frees them). */
@@ -58,6 +65,7 @@ export class BertEncoder {
     this.#rt = rt;
     this.config = config;
     this.weights = weights;
+    this.#rope = config.positions === "rotary" ? new Rope(rt, { headDim: config.headDim, theta: config.ropeTheta }) : null;
   }
 
   /** Last hidden states f32 [T, h] (a fresh array) of a batch of whole sequences. */
@@ -74,7 +82,9 @@ export class BertEncoder {
     const qkv = view(b.qkv, 3 * h);
     const att = view(b.att, h);
     const o = view(b.o, h);
-    const up = view(b.up, c.intermediateSize);
+    const swi = c.mlp === "swiglu";
+    const up = view(b.up, swi ? 2 * c.intermediateSize : c.intermediateSize);
+    const cols = (t: Tensor, from: number, n: number, stride: number): Tensor => new Tensor(rt.memory, t.ptr + from * 4, "f32", [T, n], [stride, 1]);
     const heads = (col: number): Tensor => new Tensor(rt.memory, qkv.ptr + col * 4, "f32", [T, c.numHeads, c.headDim], [3 * h, c.headDim, 1]);
     const f32 = (t: Tensor, n: number): Float32Array => new Float32Array(rt.memory.buffer, t.ptr, n);
 
@@ -82,25 +92,42 @@ export class BertEncoder {
     embedding(rt, { weight: this.weights.word, ids: Int32Array.from(batch.tokens), out: x });
     const xs = f32(x, T * h);
     const W = this.weights;
+    const positions = new Int32Array(T); // each token's place in its sequence
     for (let s = 0; s + 1 < cu.length; s++) {
       for (let t = cu[s]!; t < cu[s + 1]!; t++) {
-        const pos = (t - cu[s]! + c.positionOffset) * h;
+        positions[t] = t - cu[s]!;
+        const pos = (positions[t]! + c.positionOffset) * h;
         const type = (batch.tokenTypes?.[t] ?? 0) * h;
-        for (let i = 0; i < h; i++) xs[t * h + i] = xs[t * h + i]! + W.position[pos + i]! + W.tokenType[type + i]!;
+        if (c.positions === "absolute") for (let i = 0; i < h; i++) xs[t * h + i] = xs[t * h + i]! + W.position[pos + i]! + W.tokenType[type + i]!;
+        else for (let i = 0; i < h; i++) xs[t * h + i] = xs[t * h + i]! + W.tokenType[type + i]!;
       }
     }
     addLayerNorm(xs, null, T, h, W.embNorm, c.layerNormEps);
 
     const attOut = new Tensor(rt.memory, att.ptr, "f32", [T, c.numHeads, c.headDim]);
-    for (const w of W.layers) {
-      linear(rt, { x, weight: w.qkv, out: qkv, bias: w.qkvBias });
-      flashAttention(rt, { q: heads(0), k: heads(h), v: heads(2 * h), layout: "TND", cuSeqlensQ: cu, cuSeqlensK: cu, causal: false, out: attOut });
-      linear(rt, { x: att, weight: w.o, out: o, bias: w.oBias });
-      addLayerNorm(f32(x, T * h), f32(o, T * h), T, h, w.attnNorm, c.layerNormEps);
-      linear(rt, { x, weight: w.up, out: up, bias: w.upBias });
-      geluInPlace(f32(up, T * c.intermediateSize), T * c.intermediateSize, c.gelu);
-      linear(rt, { x: up, weight: w.down, out: o, bias: w.downBias });
-      addLayerNorm(f32(x, T * h), f32(o, T * h), T, h, w.outNorm, c.layerNormEps);
+    const table = this.#rope?.table(positions);
+    const bias = (t: Tensor | null): { bias?: Tensor } => (t === null ? {} : { bias: t });
+    try {
+      for (const w of W.layers) {
+        linear(rt, { x, weight: w.qkv, out: qkv, ...bias(w.qkvBias) });
+        if (table !== undefined) this.#rope!.apply({ q: heads(0), k: heads(h), table });
+        flashAttention(rt, { q: heads(0), k: heads(h), v: heads(2 * h), layout: "TND", cuSeqlensQ: cu, cuSeqlensK: cu, causal: false, out: attOut });
+        linear(rt, { x: att, weight: w.o, out: o, ...bias(w.oBias) });
+        addLayerNorm(f32(x, T * h), f32(o, T * h), T, h, w.attnNorm, c.layerNormEps);
+        linear(rt, { x, weight: w.up, out: up, ...bias(w.upBias) });
+        const I = c.intermediateSize;
+        if (swi) {
+          const gate = cols(up, 0, I, 2 * I); // [T, I] rows of stride 2I: gate ← silu(gate) ⊙ up
+          swiglu(rt, { gate, up: cols(up, I, I, 2 * I), out: gate });
+          linear(rt, { x: gate, weight: w.down, out: o });
+        } else {
+          geluInPlace(f32(up, T * I), T * I, c.gelu);
+          linear(rt, { x: up, weight: w.down, out: o, ...bias(w.downBias) });
+        }
+        addLayerNorm(f32(x, T * h), f32(o, T * h), T, h, w.outNorm, c.layerNormEps);
+      }
+    } finally {
+      table?.free();
     }
     return f32(x, T * h).slice();
   }
@@ -110,6 +137,7 @@ export class BertEncoder {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#freeBuffers();
+    this.#rope?.free();
     this.weights.free();
   }
 
@@ -151,7 +179,7 @@ export class BertEncoder {
     };
     try {
       const h = c.hiddenSize;
-      this.#buf = { capacity: n, x: alloc(h, "x"), qkv: alloc(3 * h, "qkv"), att: alloc(h, "att"), o: alloc(h, "o"), up: alloc(c.intermediateSize, "up") };
+      this.#buf = { capacity: n, x: alloc(h, "x"), qkv: alloc(3 * h, "qkv"), att: alloc(h, "att"), o: alloc(h, "o"), up: alloc(c.mlp === "swiglu" ? 2 * c.intermediateSize : c.intermediateSize, "up") };
     } catch (e) {
       for (const t of made) this.#rt.free(t);
       throw e;

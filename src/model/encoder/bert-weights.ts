@@ -16,6 +16,13 @@
  *   encoder.layer.N.intermediate.dense.{weight,bias}                [I, h] [I]
  *   encoder.layer.N.output.dense.{weight,bias}                      [h, I] [h]
  *   encoder.layer.N.output.LayerNorm.{weight,bias}                  [h]
+ *
+ * NomicBertModel's names (no position table, no projection biases, SwiGLU):
+ *
+ *   embeddings.{word,token_type}_embeddings.weight, emb_ln.{weight,bias}
+ *   encoder.layers.N.attn.Wqkv.weight [3h, h]   .attn.out_proj.weight [h, h]
+ *   encoder.layers.N.mlp.fc11.weight [I, h] (up)  .mlp.fc12.weight [I, h] (gate)  .mlp.fc2.weight [h, I]
+ *   encoder.layers.N.norm1.{weight,bias}  .norm2.{weight,bias}     (after attention, after the MLP)
  */
 import { ArgumentError, show } from "../../errors.js";
 import { type Weight, type WeightFormat, createWeight } from "../../ops/weight.js";
@@ -33,17 +40,17 @@ export interface LayerNormWeights {
 export interface BertLayerWeights {
   /** [3h, h]: rows q, then k, then v. */
   qkv: Weight;
-  /** f32 [3h]. */
-  qkvBias: Tensor;
+  /** f32 [3h], or null (NomicBert). */
+  qkvBias: Tensor | null;
   o: Weight;
-  oBias: Tensor;
+  oBias: Tensor | null;
   attnNorm: LayerNormWeights;
-  /** [I, h]. */
+  /** [I, h] (GELU MLP), or [2I, h]: gate rows, then up rows (SwiGLU). */
   up: Weight;
-  upBias: Tensor;
+  upBias: Tensor | null;
   /** [h, I]. */
   down: Weight;
-  downBias: Tensor;
+  downBias: Tensor | null;
   outNorm: LayerNormWeights;
 }
 
@@ -51,7 +58,7 @@ export interface BertWeights {
   format: WeightFormat;
   /** [V, h]. */
   word: Weight;
-  /** f32 [P · h]. */
+  /** f32 [P · h]; empty with rotary positions. */
   position: Float32Array;
   /** f32 [types · h]. */
   tokenType: Float32Array;
@@ -65,8 +72,31 @@ function weightPrefix(present: ReadonlySet<string>): string {
   return ["bert.", "roberta."].find((p) => present.has(`${p}embeddings.word_embeddings.weight`)) ?? "";
 }
 
+/** NomicBertModel's checkpoint names and shapes. */
+function nomicWeightNames(c: BertConfig): Map<string, readonly number[]> {
+  const h = c.hiddenSize;
+  const I = c.intermediateSize;
+  const out = new Map<string, readonly number[]>([
+    ["embeddings.word_embeddings.weight", [c.vocabSize, h]],
+    ["embeddings.token_type_embeddings.weight", [c.typeVocabSize, h]],
+    ["emb_ln.weight", [h]],
+    ["emb_ln.bias", [h]],
+  ]);
+  for (let l = 0; l < c.numLayers; l++) {
+    const p = `encoder.layers.${l}.`;
+    out.set(`${p}attn.Wqkv.weight`, [3 * h, h]);
+    out.set(`${p}attn.out_proj.weight`, [h, h]);
+    out.set(`${p}mlp.fc11.weight`, [I, h]);
+    out.set(`${p}mlp.fc12.weight`, [I, h]);
+    out.set(`${p}mlp.fc2.weight`, [h, I]);
+    for (const n of ["norm1", "norm2"]) for (const k of ["weight", "bias"]) out.set(`${p}${n}.${k}`, [h]);
+  }
+  return out;
+}
+
 /** The checkpoint names the encoder reads, each with its expected shape. */
 export function bertWeightNames(c: BertConfig, present: ReadonlySet<string>): Map<string, readonly number[]> {
+  if (c.architecture === "NomicBertModel") return nomicWeightNames(c);
   const prefix = weightPrefix(present);
   const h = c.hiddenSize;
   const ln = (base: string): [string, number[]][] => {
@@ -142,6 +172,28 @@ export function buildBertWeights(rt: Runtime, c: BertConfig, tensors: ReadonlyMa
   };
   const norm = (base: string): LayerNormWeights => ({ weight: hostF32(get(`${base}.weight`)), bias: hostF32(get(`${base}.bias`)) });
   try {
+    if (c.architecture === "NomicBertModel") {
+      const layers: BertLayerWeights[] = [];
+      for (let l = 0; l < c.numLayers; l++) {
+        const p = `encoder.layers.${l}.`;
+        layers.push({
+          qkv: weight([`${p}attn.Wqkv.weight`]),
+          qkvBias: null,
+          o: weight([`${p}attn.out_proj.weight`]),
+          oBias: null,
+          attnNorm: norm(`${p}norm1`),
+          up: weight([`${p}mlp.fc12.weight`, `${p}mlp.fc11.weight`]), // [gate; up]
+          upBias: null,
+          down: weight([`${p}mlp.fc2.weight`]),
+          downBias: null,
+          outNorm: norm(`${p}norm2`),
+        });
+      }
+      const free = (): void => {
+        for (const o of owned.splice(0)) "free" in o ? o.free() : rt.free(o);
+      };
+      return { format, word: weight(["embeddings.word_embeddings.weight"]), position: new Float32Array(0), tokenType: hostF32(get("embeddings.token_type_embeddings.weight")), embNorm: norm("emb_ln"), layers, free };
+    }
     const layers: BertLayerWeights[] = [];
     for (let l = 0; l < c.numLayers; l++) {
       const p = `encoder.layer.${l}.`;

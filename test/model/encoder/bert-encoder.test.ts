@@ -16,7 +16,7 @@ import { type Runtime, createRuntime } from "../../../src/runtime/runtime.js";
 import { encoderTokenizer, loadEncoderModel, readEncoderInfo } from "../../../src/model/encoder/encoder-model.js";
 import { writeTinyBert } from "../../../src/testing/tiny-bert.js";
 import { Prng } from "../../../src/tensor/prng.js";
-import { cosine, readF32Safetensors, referenceHidden, referencePool } from "./bert-reference.js";
+import { cosine, readF32Safetensors, referenceHidden, referenceNomicHidden, referencePool } from "./bert-reference.js";
 
 let rt: Runtime;
 let root: string;
@@ -171,6 +171,28 @@ test("XLM-R: a SentencePiece Unigram tokenizer.json through the project's Tokeni
   try {
     assert.equal(model.embed([Array.from({ length: 40 }, () => 5)])[0]!.length, 32);
     assert.throws(() => model.embed([Array.from({ length: 41 }, () => 5)]), (e: unknown) => e instanceof ArgumentError && /at most 40 tokens/.test(e.message));
+  } finally {
+    model.dispose();
+  }
+});
+
+test("NomicBertModel (rotary q/k, SwiGLU, no biases) = its float64 reference: ragged lengths 1, 9, 30; mean pooling", () => {
+  const dir = join(root, "nomic");
+  const { vocab } = writeTinyBert({ dir, arch: "nomic-bert", seed: 31, hiddenSize: 48, numHeads: 4, numLayers: 2, intermediateSize: 80, maxPositionEmbeddings: 64, pooling: "mean" });
+  const model = loadEncoderModel(rt, dir);
+  try {
+    assert.deepEqual([model.info.config.positions, model.info.config.mlp], ["rotary", "swiglu"]);
+    const rng = new Prng(5);
+    const seqs = [1, 9, 30].map((n) => Array.from({ length: n }, () => rng.nextInt(vocab.length)));
+    const vecs = model.embed(seqs);
+    const tensors = readF32Safetensors(join(dir, "model.safetensors"));
+    seqs.forEach((ids, s) => {
+      const ref = referenceNomicHidden(tensors, { hidden: 48, heads: 4, layers: 2, eps: 1e-12, gelu: "erf", theta: 1000 }, ids);
+      const pooled = referencePool(ref, "mean", true);
+      const err = Math.max(...pooled.map((v, i) => Math.abs(v - vecs[s]![i]!)));
+      assert.ok(err <= 1e-5, `sequence ${s}: pooled max error ${err}`);
+      assert.ok(cosine(vecs[s]!, pooled) >= 0.9999);
+    });
   } finally {
     model.dispose();
   }

@@ -124,6 +124,67 @@ export function referenceHidden(t: Tensors, c: RefConfig, ids: readonly number[]
   return x;
 }
 
+/** y = W x for W [rows, cols] (no bias). */
+function matvec(W: { shape: number[]; data: Float64Array }, x: number[]): number[] {
+  return affine(W, new Float64Array(W.shape[0]!), x);
+}
+
+/** RoPE, rotate-half (GPT-NeoX / HF), on one head's vector at position p: pairs (i, i + D/2), angle p · base^(−2i/D). */
+function rotate(v: number[], p: number, base: number): number[] {
+  const D = v.length;
+  const out = [...v];
+  for (let i = 0; i < D / 2; i++) {
+    const a = p * Math.fround(Math.pow(base, -(2 * i) / D));
+    out[i] = v[i]! * Math.cos(a) - v[i + D / 2]! * Math.sin(a);
+    out[i + D / 2] = v[i + D / 2]! * Math.cos(a) + v[i]! * Math.sin(a);
+  }
+  return out;
+}
+
+/** NomicBertModel (nomic-embed-text, post-norm): rotary q/k, SwiGLU MLP (fc2(fc11(x) · silu(fc12(x)))), no biases. */
+export function referenceNomicHidden(t: Tensors, c: RefConfig & { theta: number }, ids: readonly number[]): number[][] {
+  const g = (name: string) => t.get(name)!;
+  const h = c.hidden;
+  const D = h / c.heads;
+  let x = ids.map((id) => {
+    const row = Array.from({ length: h }, (_, j) => g("embeddings.word_embeddings.weight").data[id * h + j]! + g("embeddings.token_type_embeddings.weight").data[j]!);
+    return layerNorm(row, g("emb_ln.weight").data, g("emb_ln.bias").data, c.eps);
+  });
+  for (let l = 0; l < c.layers; l++) {
+    const p = `encoder.layers.${l}.`;
+    const qkv = x.map((r) => matvec(g(`${p}attn.Wqkv.weight`), r));
+    const head = (i: number, part: number, hd: number): number[] => {
+      const v = qkv[i]!.slice(part * h + hd * D, part * h + (hd + 1) * D);
+      return part === 2 ? v : rotate(v, i, c.theta);
+    };
+    const ctx = x.map((_, i) => {
+      const o: number[] = [];
+      for (let hd = 0; hd < c.heads; hd++) {
+        const q = head(i, 0, hd);
+        const s = x.map((__, j) => head(j, 1, hd).reduce((acc, kv, e) => acc + kv * q[e]!, 0) / Math.sqrt(D));
+        const m = Math.max(...s);
+        const w = s.map((z) => Math.exp(z - m));
+        const sum = w.reduce((a, b) => a + b, 0);
+        const oh = new Array<number>(D).fill(0);
+        for (let j = 0; j < x.length; j++) head(j, 2, hd).forEach((vv, e) => (oh[e]! += (w[j]! / sum) * vv));
+        o.push(...oh);
+      }
+      return o;
+    });
+    x = x.map((r, i) => {
+      const a = matvec(g(`${p}attn.out_proj.weight`), ctx[i]!);
+      return layerNorm(r.map((z, j) => z + a[j]!), g(`${p}norm1.weight`).data, g(`${p}norm1.bias`).data, c.eps);
+    });
+    x = x.map((r) => {
+      const up = matvec(g(`${p}mlp.fc11.weight`), r);
+      const gate = matvec(g(`${p}mlp.fc12.weight`), r);
+      const d = matvec(g(`${p}mlp.fc2.weight`), up.map((u, k) => u * (gate[k]! / (1 + Math.exp(-gate[k]!)))));
+      return layerNorm(r.map((z, j) => z + d[j]!), g(`${p}norm2.weight`).data, g(`${p}norm2.bias`).data, c.eps);
+    });
+  }
+  return x;
+}
+
 /** sentence-transformers' Pooling (cls | mean | last) then Normalize. */
 export function referencePool(hidden: number[][], mode: "cls" | "mean" | "last", normalize: boolean): number[] {
   const h = hidden[0]!.length;
