@@ -3,7 +3,10 @@
  *
  * Safetensors (transformers' layout): the metadata kvflash reads
  * (config.json, generation_config.json, tokenizer.json, tokenizer_config.json,
- * chat_template.jinja, where present), then model.safetensors, or
+ * chat_template.jinja, where present; for an embedding model also
+ * sentence-transformers' modules.json, sentence_bert_config.json and each
+ * module folder's config.json, such as 1_Pooling/config.json, which say how
+ * it pools), then model.safetensors, or
  * model.safetensors.index.json and the shards its weight_map names. Nothing
  * else: no .bin/.pt twins, no consolidated.safetensors, no ONNX.
  *
@@ -34,9 +37,12 @@ export function hasSafetensorsModel(files: readonly string[]): boolean {
   return files.includes("config.json") && (files.includes(SINGLE_WEIGHTS) || files.includes(WEIGHTS_INDEX));
 }
 
+/** sentence-transformers' module list and settings, and each module folder's config ("1_Pooling/config.json"). */
+const SENTENCE_TRANSFORMERS_RE = /^(?:modules\.json|sentence_bert_config\.json|\d+_[A-Za-z]+\/config\.json)$/;
+
 /** The metadata files to fetch first (those the repository has), then the index if sharded, else the single weights file. */
 export function safetensorsFirstFiles(files: readonly string[]): string[] {
-  const meta = METADATA_FILES.filter((f) => files.includes(f));
+  const meta = [...METADATA_FILES.filter((f) => files.includes(f)), ...files.filter((f) => SENTENCE_TRANSFORMERS_RE.test(f)).sort()];
   return [...meta, files.includes(WEIGHTS_INDEX) ? WEIGHTS_INDEX : SINGLE_WEIGHTS];
 }
 
