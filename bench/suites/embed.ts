@@ -147,7 +147,7 @@ export const embed: Suite = {
           max_abs_diff: diff,
           q8_seq_s: Math.round(((1000 * batch) / median(tQ)) * 10) / 10,
           q8_ratio: onnx === null ? null : Math.round(((1000 * batch) / median(tQ) / onnx) * 100) / 100,
-          q8_cosine_min: q8Cos === null ? null : Math.round(q8Cos * 1e5) / 1e5,
+          q8_cosine_min: q8Cos === null ? null : Math.round(q8Cos * 1e7) / 1e7,
           rounds: tK.length,
           threads: rt.threads,
           ...(session === null ? { note: why } : {}),
