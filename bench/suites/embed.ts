@@ -34,7 +34,23 @@ const MINILM = { hiddenSize: 384, numHeads: 12, numLayers: 6, intermediateSize: 
 const SCRIPT = fileURLToPath(new URL("../../../tools/embed-onnx/build_bert_onnx.py", import.meta.url));
 const PYTHON = "/usr/bin/python3";
 
-type Ort = typeof import("onnxruntime-node");
+/** Where .ci/onnxruntime.sh (`npm run onnxruntime:install`) puts the peer; it is not a dependency. */
+const ORT_MODULES = fileURLToPath(new URL("../../../.ci/cache/onnxruntime/package.json", import.meta.url));
+
+/** The part of onnxruntime-node's API this bench calls (its own types are not installed with the repo). */
+interface OrtTensor {
+  readonly data: unknown;
+}
+interface OrtSession {
+  run(feeds: Record<string, OrtTensor>): Promise<Record<string, OrtTensor>>;
+  release(): Promise<void>;
+}
+interface Ort {
+  Tensor: new (type: "int64", data: BigInt64Array, dims: readonly number[]) => OrtTensor;
+  InferenceSession: {
+    create(path: string, options: { intraOpNumThreads: number; interOpNumThreads: number; executionMode: "sequential"; graphOptimizationLevel: "all" }): Promise<OrtSession>;
+  };
+}
 
 /** Short inputs: [CLS] + 6–30 random word ids + [SEP]. */
 function shortInputs(n: number, vocab: number, rng: Prng): number[][] {
@@ -42,7 +58,7 @@ function shortInputs(n: number, vocab: number, rng: Prng): number[][] {
 }
 
 /** transformers.js's feature extraction: padded int64 inputs → last_hidden_state → masked mean → L2 normalize. */
-async function ortEmbed(ort: Ort, session: import("onnxruntime-node").InferenceSession, seqs: readonly number[][], h: number): Promise<Float32Array[]> {
+async function ortEmbed(ort: Ort, session: OrtSession, seqs: readonly number[][], h: number): Promise<Float32Array[]> {
   const B = seqs.length;
   const S = Math.max(...seqs.map((s) => s.length));
   const ids = new BigInt64Array(B * S);
@@ -68,9 +84,9 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 
 async function loadOrt(log: (line: string) => void): Promise<Ort | null> {
   try {
-    return createRequire(import.meta.url)("onnxruntime-node") as Ort;
+    return createRequire(ORT_MODULES)("onnxruntime-node") as Ort;
   } catch (e) {
-    log(`  onnxruntime-node is not installed (npm ci installs it, a devDependency): ${(e as Error).message}`);
+    log(`  onnxruntime-node is not installed (npm run onnxruntime:install puts it in ${ORT_MODULES}): ${(e as Error).message}`);
     return null;
   }
 }
@@ -87,7 +103,7 @@ export const embed: Suite = {
       const model = loadEncoderModel(rt, dir);
       const q8 = loadEncoderModel(rt, dir, { weights: "q8" });
       const ort = await loadOrt(log);
-      let session: import("onnxruntime-node").InferenceSession | null = null;
+      let session: OrtSession | null = null;
       let why = "";
       if (ort !== null) {
         const onnx = join(dir, "model.onnx");
@@ -98,7 +114,7 @@ export const embed: Suite = {
           why = `the ONNX graph was not built (${PYTHON} ${SCRIPT}: ${(built.stderr || built.error?.message || "").trim().split("\n").pop()}; apt-get install python3-onnx)`;
           log(`  ${why}`);
         }
-      } else why = "onnxruntime-node is not installed";
+      } else why = "onnxruntime-node is not installed (npm run onnxruntime:install)";
       const rng = new Prng(11);
       const rows: Row[] = [];
       for (const batch of [1, 16, 256]) {
