@@ -24,7 +24,9 @@ export interface WeightSpec {
  *   model.layers.N.self_attn.o_proj.weight        [hidden, H·D]    (.bias [hidden] if oProjBias)
  *   model.layers.N.self_attn.q_norm.weight        [D]              (qkNorm)
  *   model.layers.N.self_attn.k_norm.weight        [D]              (qkNorm)
- *   model.layers.N.post_attention_layernorm.weight [hidden]
+ *   model.layers.N.post_attention_layernorm.weight [hidden]        (Gemma: the attention output's norm)
+ *   model.layers.N.pre_feedforward_layernorm.weight [hidden]       (sandwichNorms: the MLP input's norm)
+ *   model.layers.N.post_feedforward_layernorm.weight [hidden]      (sandwichNorms: the MLP output's norm)
  *   model.layers.N.mlp.gate_proj.weight           [inter, hidden]  (.bias [inter] if mlpBias)
  *   model.layers.N.mlp.up_proj.weight             [inter, hidden]  (.bias [inter] if mlpBias)
  *   model.layers.N.mlp.down_proj.weight           [hidden, inter]  (.bias [hidden] if mlpBias)
@@ -50,6 +52,10 @@ export function expectedWeights(config: ModelConfig): WeightSpec[] {
       out.push({ name: `${p}.self_attn.k_norm.weight`, shape: [d] });
     }
     out.push({ name: `${p}.post_attention_layernorm.weight`, shape: [h] });
+    if (config.sandwichNorms) {
+      out.push({ name: `${p}.pre_feedforward_layernorm.weight`, shape: [h] });
+      out.push({ name: `${p}.post_feedforward_layernorm.weight`, shape: [h] });
+    }
     linear(`${p}.mlp.gate_proj`, inter, h, config.mlpBias);
     linear(`${p}.mlp.up_proj`, inter, h, config.mlpBias);
     linear(`${p}.mlp.down_proj`, h, inter, config.mlpBias);

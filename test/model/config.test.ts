@@ -189,7 +189,7 @@ test("rope: linear scaling, legacy `type` key, transformers 5 rope_parameters, l
 
 test("errors name the key and the value", () => {
   const cases: [Record<string, unknown>, RegExp][] = [
-    [{ ...TINYLLAMA, architectures: ["GPT2LMHeadModel"] }, /config\.json architectures names an unsupported architecture "GPT2LMHeadModel" \(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM\)/],
+    [{ ...TINYLLAMA, architectures: ["GPT2LMHeadModel"] }, /config\.json architectures names an unsupported architecture "GPT2LMHeadModel" \(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM\)/],
     [{ ...TINYLLAMA, architectures: undefined, model_type: "gpt_neox" }, /architectures is missing and model_type "gpt_neox" is not one of .*supported: LlamaForCausalLM/],
     [{ ...TINYLLAMA, hidden_size: undefined }, /config\.json hidden_size is required for LlamaForCausalLM, got undefined/],
     [{ ...TINYLLAMA, vocab_size: null }, /vocab_size is required for LlamaForCausalLM, got null/],
@@ -249,4 +249,33 @@ test("checkWeights: missing, misshapen and unexpected tensors are listed; inv_fr
       e.message.includes("tensor model.layers.0.mlp.up_proj.weight has shape [1536, 577], expected [1536, 576]") &&
       e.message.includes("unexpected tensor model.layers.1.input_layernorm.weight"),
   );
+});
+
+test("Gemma 2 (google/gemma-2-2b) and Gemma 3 (google/gemma-3-1b-it) config.json: sandwich norms, GeGLU, softcaps, window pattern, local/global RoPE", () => {
+  const g2 = parseModelConfig({
+    architectures: ["Gemma2ForCausalLM"], attn_logit_softcapping: 50.0, bos_token_id: 2, cache_implementation: "hybrid", eos_token_id: [1, 107], final_logit_softcapping: 30.0,
+    head_dim: 256, hidden_act: "gelu_pytorch_tanh", hidden_activation: "gelu_pytorch_tanh", hidden_size: 2304, intermediate_size: 9216, max_position_embeddings: 8192,
+    model_type: "gemma2", num_attention_heads: 8, num_hidden_layers: 26, num_key_value_heads: 4, pad_token_id: 0, query_pre_attn_scalar: 224, rms_norm_eps: 1e-6,
+    rope_theta: 10000.0, sliding_window: 4096, torch_dtype: "float32", vocab_size: 256000,
+  });
+  assert.equal(g2.hiddenAct, "gelu_pytorch_tanh");
+  assert.equal(g2.normOffset, 1);
+  assert.equal(g2.embeddingScale, Math.fround(48));
+  assert.equal(g2.sandwichNorms, true);
+  assert.equal(g2.attentionScale, 1 / Math.sqrt(224), "query_pre_attn_scalar, not head_dim");
+  assert.deepEqual([g2.attnLogitSoftcap, g2.finalLogitSoftcap], [50, 30]);
+  assert.equal(g2.tieWordEmbeddings, true, "Gemma2Config ties by default");
+  assert.deepEqual(g2.layerWindows.slice(0, 4), [4096, null, 4096, null], "even layers slide");
+  assert.deepEqual(g2.eosTokenIds, [1, 107]);
+  const g3 = parseModelConfig({
+    architectures: ["Gemma3ForCausalLM"], attention_bias: false, attn_logit_softcapping: null, bos_token_id: 2, eos_token_id: [1, 106], final_logit_softcapping: null,
+    head_dim: 256, hidden_activation: "gelu_pytorch_tanh", hidden_size: 1152, intermediate_size: 6912, max_position_embeddings: 32768, model_type: "gemma3_text",
+    num_attention_heads: 4, num_hidden_layers: 26, num_key_value_heads: 1, query_pre_attn_scalar: 256, rms_norm_eps: 1e-6, rope_local_base_freq: 10000,
+    rope_scaling: null, rope_theta: 1000000, sliding_window: 512, sliding_window_pattern: 6, torch_dtype: "bfloat16", vocab_size: 262144,
+  });
+  assert.equal(g3.qkNorm, true);
+  assert.deepEqual([g3.attnLogitSoftcap, g3.finalLogitSoftcap], [0, 0]);
+  assert.deepEqual(g3.layerWindows.slice(0, 12), [512, 512, 512, 512, 512, null, 512, 512, 512, 512, 512, null], "5 local : 1 global");
+  assert.deepEqual(g3.layerRope.slice(4, 7).map((r) => r.theta), [10000, 1e6, 10000]);
+  assert.throws(() => parseModelConfig({ ...{ architectures: ["Gemma2ForCausalLM"], hidden_size: 8, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1, vocab_size: 8 }, hidden_activation: "silu" }), /hidden_activation must be "gelu_pytorch_tanh" \(GeGLU MLP\), got "silu"/);
 });

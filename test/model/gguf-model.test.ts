@@ -105,6 +105,28 @@ for (const [type, arch] of CASES) {
   });
 }
 
+for (const arch of ["gemma2", "gemma3"] as const) {
+  test(`${arch} F32 GGUF (norms stored as 1 + w, Gemma's tensor names and keys): the same config and logits as its safetensors directory`, () => {
+    const dir = writeTinyModel(join(root, `${arch}-src`), { arch, seed: 9, ...SHAPE, slidingWindow: 5 }).dir;
+    const file = join(root, `${arch}.gguf`);
+    convertModelDirToGguf(dir, file, { type: "F32" });
+    const g = openGgufModel(file);
+    const hf = loadModelDir(rt, dir, { progress: false });
+    try {
+      // GGUF keeps one eos id in the config (its stop ids are GgufModel.eosTokenIds).
+      const { torchDtype: _a, eosTokenIds: _c, normOffset: offHf, ...want } = hf.config;
+      const { torchDtype: _b, eosTokenIds: _d, normOffset: offGguf, ...have } = g.config;
+      assert.deepEqual(have, want);
+      assert.deepEqual([offHf, offGguf], [1, 0], "the converter folded the 1 of (1 + w) into the file");
+      assert.ok(g.tensors.has("model.layers.1.post_feedforward_layernorm.weight"));
+    } finally {
+      hf.free();
+    }
+    const err = relErr(logits(file, "f32"), logits(dir, "f32"));
+    assert.ok(err <= 1e-6, `relErr ${err}`);
+  });
+}
+
 test("the default model as Q8_0 GGUF: same config, tokenizer ids, chat template and stop ids; 'auto' keeps q8", () => {
   const file = join(root, "default-q8.gguf");
   convertModelDirToGguf("models/default", file, { type: "Q8_0" });
@@ -135,5 +157,5 @@ test("a .gguf path that is not GGUF, or a GGUF of another architecture, fails wi
   assert.throws(() => loadModel(rt, junk, { progress: false }), /junk\.gguf is not a GGUF file: magic 0x20746f6e/);
   const bert = join(root, "bert.gguf");
   writeGguf(bert, { metadata: { "general.architecture": gguf.str("bert") }, tensors: [] });
-  assert.throws(() => loadModel(rt, bert, { progress: false }), /bert\.gguf general\.architecture must be one of "llama", "qwen2", "qwen3", got "bert"/);
+  assert.throws(() => loadModel(rt, bert, { progress: false }), /bert\.gguf general\.architecture must be one of "llama", "qwen2", "qwen3", "gemma2", "gemma3", got "bert"/);
 });

@@ -95,9 +95,10 @@ export function openGgufModel(path: string): GgufModel {
   const config = parseGgufConfig(header, { readTensor: (t) => readF32Tensor(path, t) }); // reads rope_freqs once its shape is checked
   const tensors = new Map<string, GgufTensorInfo>();
   const unknown: string[] = [];
+  const arch = String(header.metadata.get("general.architecture"));
   for (const t of header.tensors) {
     if (isIgnorableGgufTensor(t.name)) continue;
-    const hf = hfTensorName(t.name);
+    const hf = hfTensorName(t.name, arch);
     if (hf === null) unknown.push(t.name);
     else tensors.set(hf, t);
   }
