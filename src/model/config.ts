@@ -1,7 +1,8 @@
 /**
  * Hugging Face `config.json` → a normalized, validated ModelConfig for the
  * decoder family kvflash runs: Llama (2, 3, 3.x with "llama3" RoPE scaling,
- * TinyLlama, SmolLM), Mistral, Qwen2, Qwen3, Gemma 2 and Gemma 3 (text).
+ * TinyLlama, SmolLM), Mistral, Qwen2, Qwen3, Phi-3/Phi-4, Gemma 2 and
+ * Gemma 3 (text).
  * They share one block:
  *
  *   x = x + post?(o_proj(attn(rope(q_norm?(q_proj(rms(x)))), rope(k_norm?(k_proj(rms(x)))), v_proj(rms(x)))))
@@ -10,7 +11,8 @@
  * and differ only in the flags recorded here (q/k/v bias, q/k RMSNorm, sliding
  * windows, RoPE scaling, tied embeddings, and Gemma's: (1 + w) norms, the
  * post-norms `post?`, GeGLU, √hidden embedding scale, query_pre_attn_scalar,
- * logit softcaps, per-layer RoPE theta). Keys missing from the file take the
+ * logit softcaps, per-layer RoPE theta; Phi-3's fused qkv_proj and gate_up_proj
+ * checkpoint tensors, partial rotary and LongRoPE). Keys missing from the file take the
  * defaults of the transformers config class of that architecture, except the
  * five that fix the shapes (hidden_size, intermediate_size, num_hidden_layers,
  * num_attention_heads, vocab_size), which are required.
@@ -23,6 +25,7 @@ export const SUPPORTED_ARCHITECTURES = [
   "MistralForCausalLM",
   "Qwen2ForCausalLM",
   "Qwen3ForCausalLM",
+  "Phi3ForCausalLM",
   "Gemma2ForCausalLM",
   "Gemma3ForCausalLM",
 ] as const;
@@ -34,6 +37,7 @@ const MODEL_TYPE: Readonly<Record<string, Architecture>> = {
   mistral: "MistralForCausalLM",
   qwen2: "Qwen2ForCausalLM",
   qwen3: "Qwen3ForCausalLM",
+  phi3: "Phi3ForCausalLM",
   gemma2: "Gemma2ForCausalLM",
   gemma3_text: "Gemma3ForCausalLM",
 };
@@ -44,6 +48,7 @@ const DEFAULTS: Readonly<Record<Architecture, { maxPositionEmbeddings: number; s
   MistralForCausalLM: { maxPositionEmbeddings: 4096 * 32, slidingWindow: 4096 },
   Qwen2ForCausalLM: { maxPositionEmbeddings: 32768, slidingWindow: 4096 },
   Qwen3ForCausalLM: { maxPositionEmbeddings: 32768, slidingWindow: 4096 },
+  Phi3ForCausalLM: { maxPositionEmbeddings: 4096, slidingWindow: null },
   Gemma2ForCausalLM: { maxPositionEmbeddings: 8192, slidingWindow: 4096 },
   Gemma3ForCausalLM: { maxPositionEmbeddings: 131072, slidingWindow: 4096 },
 };
@@ -132,6 +137,10 @@ export interface ModelConfig {
   attnLogitSoftcap: number;
   /** > 0: final logits become cap·tanh(z/cap) (Gemma 2: 30); 0: off. */
   finalLogitSoftcap: number;
+  /** Rotated dimensions of each head (Phi-3's partial_rotary_factor · D; D otherwise); the rest pass through. */
+  rotaryDim: number;
+  /** The checkpoint holds q/k/v as one qkv_proj and gate/up as one gate_up_proj (Phi-3), rows in that order. */
+  fusedProjections: boolean;
   /** Per layer: its RoPE theta and scaling (Gemma 3's sliding layers: rope_local_base_freq, no scaling). */
   layerRope: LayerRope[];
   bosTokenId: number | null;
@@ -237,7 +246,7 @@ function architectureOf(k: Keys): Architecture {
  * RoPE parameters from `rope_parameters` (transformers ≥ 5: theta and scaling in
  * one object) or `rope_theta` + `rope_scaling` (earlier versions).
  */
-function ropeOf(k: Keys): { theta: number; scaling: RopeScaling } {
+function ropeOf(k: Keys, maxPositions: number): { theta: number; scaling: RopeScaling } {
   const paramsKey = k.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
   const raw = k.json[paramsKey];
   const theta =
@@ -270,8 +279,21 @@ function ropeOf(k: Keys): { theta: number; scaling: RopeScaling } {
       }
       return { theta, scaling };
     }
+    case "longrope":
+    case "su": {
+      // transformers' _compute_longrope_parameters; original_max_position_embeddings is Phi-3's top-level key.
+      const orig = raw["original_max_position_embeddings"] !== undefined ? need("original_max_position_embeddings") : k.positive("original_max_position_embeddings", maxPositions);
+      const factors = (key: string): number[] => {
+        const v = raw[key];
+        if (!Array.isArray(v) || v.length === 0 || v.some((f) => typeof f !== "number" || !(f > 0))) throw k.error(p + key, `must be a list of positive numbers, got ${show(v)}`);
+        return v as number[];
+      };
+      const factor = maxPositions / orig;
+      const attentionFactor = raw["attention_factor"] !== undefined && raw["attention_factor"] !== null ? need("attention_factor") : factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(orig));
+      return { theta, scaling: { type: "longrope", shortFactor: factors("short_factor"), longFactor: factors("long_factor"), originalMaxPositionEmbeddings: orig, attentionFactor } };
+    }
     default:
-      throw k.error(`${p}${raw["rope_type"] !== undefined ? "rope_type" : "type"}`, `must be "default", "linear" or "llama3", got ${show(type)}`);
+      throw k.error(`${p}${raw["rope_type"] !== undefined ? "rope_type" : "type"}`, `must be "default", "linear", "llama3" or "longrope", got ${show(type)}`);
   }
 }
 
@@ -302,6 +324,8 @@ function windowsOf(k: Keys, arch: Architecture, numLayers: number): (number | nu
     }
     case "LlamaForCausalLM":
       return new Array<number | null>(numLayers).fill(null);
+    case "Phi3ForCausalLM":
+      return new Array<number | null>(numLayers).fill(window);
     case "MistralForCausalLM": {
       const w = k.json["sliding_window"] === undefined ? DEFAULTS[arch].slidingWindow : window;
       return new Array<number | null>(numLayers).fill(w);
@@ -368,7 +392,18 @@ export function parseModelConfig(json: unknown, options: ParseConfigOptions = {}
   const oProjBias = architecture === "Qwen2ForCausalLM" ? false : attentionBias;
   const mlpBias = architecture === "LlamaForCausalLM" ? k.bool("mlp_bias", false) : false;
 
-  const rope = ropeOf(k);
+  const maxPositionEmbeddings = k.int("max_position_embeddings", DEFAULTS[architecture].maxPositionEmbeddings);
+  const rope = ropeOf(k, maxPositionEmbeddings);
+  const phi3 = architecture === "Phi3ForCausalLM";
+  const rotary = phi3 ? k.positive("partial_rotary_factor", 1) : 1;
+  const rotaryDim = Math.floor(headDim * rotary);
+  if (rotary > 1 || rotaryDim < 2 || rotaryDim % 2 !== 0) throw k.error("partial_rotary_factor", `must give an even number of rotated dims in [2, head_dim ${headDim}], got ${rotary} · ${headDim} = ${headDim * rotary}`);
+  if (rope.scaling.type === "longrope" && rope.scaling.shortFactor.length !== rotaryDim / 2) {
+    throw k.error("rope_scaling.short_factor", `must hold one factor per rotated frequency (${rotaryDim / 2}), got ${rope.scaling.shortFactor.length}`);
+  }
+  if (rope.scaling.type === "longrope" && rope.scaling.longFactor.length !== rotaryDim / 2) {
+    throw k.error("rope_scaling.long_factor", `must hold one factor per rotated frequency (${rotaryDim / 2}), got ${rope.scaling.longFactor.length}`);
+  }
   const layerWindows = windowsOf(k, architecture, numLayers);
   // Gemma 3: sliding layers rotate with rope_local_base_freq and no scaling; full layers with rope_theta and rope_scaling.
   const local = architecture === "Gemma3ForCausalLM" ? { theta: k.positive("rope_local_base_freq", 10000), scaling: { type: "default" } as const } : null;
@@ -384,8 +419,8 @@ export function parseModelConfig(json: unknown, options: ParseConfigOptions = {}
     numKvHeads,
     headDim,
     vocabSize,
-    maxPositionEmbeddings: k.int("max_position_embeddings", DEFAULTS[architecture].maxPositionEmbeddings),
-    rmsNormEps: k.positive("rms_norm_eps", 1e-6),
+    maxPositionEmbeddings,
+    rmsNormEps: k.positive("rms_norm_eps", phi3 ? 1e-5 : 1e-6),
     ropeTheta: rope.theta,
     ropeScaling: rope.scaling,
     tieWordEmbeddings: k.bool("tie_word_embeddings", gemma), // Gemma's configs default to tied
@@ -401,6 +436,8 @@ export function parseModelConfig(json: unknown, options: ParseConfigOptions = {}
     attentionScale: 1 / Math.sqrt(gemma ? k.positive("query_pre_attn_scalar", 256) : headDim),
     attnLogitSoftcap: architecture === "Gemma2ForCausalLM" ? softcap("attn_logit_softcapping", 50) : gemma ? softcap("attn_logit_softcapping", 0) : 0,
     finalLogitSoftcap: architecture === "Gemma2ForCausalLM" ? softcap("final_logit_softcapping", 30) : gemma ? softcap("final_logit_softcapping", 0) : 0,
+    rotaryDim,
+    fusedProjections: phi3,
     layerRope,
     bosTokenId: k.ids("bos_token_id")[0] ?? null,
     eosTokenIds: k.ids("eos_token_id"),

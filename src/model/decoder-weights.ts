@@ -247,7 +247,7 @@ export function buildDecoderWeights(rt: Runtime, options: BuildWeightsOptions): 
           const vec = (m: string) => tensor(`${p}.${m}`);
           return {
             inputNorm: norm(vec("input_layernorm.weight"), `layer ${l} input_layernorm`),
-            qkv: weight([attn("q_proj"), attn("k_proj"), attn("v_proj")], `layer ${l} qkv_proj`),
+            qkv: weight(config.fusedProjections ? attn("qkv_proj") : [attn("q_proj"), attn("k_proj"), attn("v_proj")], `layer ${l} qkv_proj`),
             qkvBias: config.qkvBias ? f32([vec("self_attn.q_proj.bias"), vec("self_attn.k_proj.bias"), vec("self_attn.v_proj.bias")], `layer ${l} qkv bias`) : null,
             qNorm: config.qkNorm ? norm(vec("self_attn.q_norm.weight"), `layer ${l} q_norm`) : null,
             kNorm: config.qkNorm ? norm(vec("self_attn.k_norm.weight"), `layer ${l} k_norm`) : null,
@@ -256,7 +256,7 @@ export function buildDecoderWeights(rt: Runtime, options: BuildWeightsOptions): 
             postNorm: config.sandwichNorms ? norm(vec("pre_feedforward_layernorm.weight"), `layer ${l} pre_feedforward_layernorm`) : norm(vec("post_attention_layernorm.weight"), `layer ${l} post_attention_layernorm`),
             attnOutNorm: config.sandwichNorms ? norm(vec("post_attention_layernorm.weight"), `layer ${l} post_attention_layernorm`) : null,
             mlpOutNorm: config.sandwichNorms ? norm(vec("post_feedforward_layernorm.weight"), `layer ${l} post_feedforward_layernorm`) : null,
-            gateUp: weight([mlp("gate_proj"), mlp("up_proj")], `layer ${l} gate_up_proj`),
+            gateUp: weight(config.fusedProjections ? mlp("gate_up_proj") : [mlp("gate_proj"), mlp("up_proj")], `layer ${l} gate_up_proj`),
             gateUpBias: config.mlpBias ? f32([vec("mlp.gate_proj.bias"), vec("mlp.up_proj.bias")], `layer ${l} gate_up bias`) : null,
             down: weight(mlp("down_proj"), `layer ${l} down_proj`),
             downBias: config.mlpBias ? f32([vec("mlp.down_proj.bias")], `layer ${l} down_proj bias`) : null,

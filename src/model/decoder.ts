@@ -8,7 +8,8 @@
  *   for each layer:
  *     qkv = rmsnorm(x) · Wqkvᵀ (+ bias)              q, k, v: column views of qkv
  *     q, k = rmsnorm_per_head(q), rmsnorm_per_head(k)  (Qwen3, Gemma 3)
- *     q, k = rope(q, k, positions)                     the layer's theta (Gemma 3: local 10k / global 1M)
+ *     q, k = rope(q, k, positions)                     the layer's theta (Gemma 3: local 10k / global 1M);
+ *                                                      Phi-3: partial, LongRoPE long factors iff maxModelLen > original
  *     cache[layer][slots] = k, v                       every new token, before attention
  *     att = pagedAttention(q, cache[layer])            causal, the layer's sliding window, scale, softcap
  *     x = x + post?(att · Woᵀ)                         post: Gemma's norm of each block's output
@@ -152,7 +153,7 @@ export class Decoder implements ModelRunner {
     const made: Stage[] = [];
     const stageIn = (memory: WebAssembly.Memory, from: number, to: number, cache: PagedKvCache | null): Stage => {
       const view = rt.of(memory);
-      const ropes = settings.map((r) => new Rope(view, { headDim: config.headDim, theta: r.theta, scaling: r.scaling }));
+      const ropes = settings.map((r) => new Rope(view, { headDim: config.headDim, rotaryDim: config.rotaryDim, theta: r.theta, scaling: r.scaling, maxPositions: this.maxModelLen }));
       const stage: Stage = { rt: view, from, to, cache, ropes, tables: ropes.map(() => undefined), buffers: new StepBuffers(view, config, tokens, rows) };
       made.push(stage);
       return stage;

@@ -13,6 +13,10 @@
  * RMSNorm by (1 + w), post-norms on the attention and MLP outputs, GeGLU
  * with tanh GELU, scores · query_pre_attn_scalar^−½ then softcapped (Gemma 2),
  * the local/global RoPE theta of each layer (Gemma 3), softcapped logits.
+ * Phi-3 follows modeling_phi3: q, k, v and gate, up are row blocks of the
+ * fused qkv_proj and gate_up_proj; RoPE rotates the first rotaryDim dims of
+ * each head; LongRoPE takes its long factors when the sequence is longer
+ * than original_max_position_embeddings (transformers' longrope update).
  */
 import { ArgumentError } from "../errors.js";
 import { linearReference } from "../ops/reference/linear.js";
@@ -20,22 +24,42 @@ import { rmsNormReference } from "../ops/reference/rmsnorm.js";
 import { ropeReference } from "../ops/reference/rope.js";
 import { softcapReference } from "../ops/reference/softcap.js";
 import { gegluReference, swigluReference } from "../ops/reference/swiglu.js";
-import { ropeInvFreq } from "../ops/rope.js";
+import { ropeAttentionFactor, ropeInvFreq } from "../ops/rope.js";
 import type { ModelConfig } from "./config.js";
 
 /** name → values (row-major, the checkpoint's shape). */
 export type ReferenceWeights = ReadonlyMap<string, ArrayLike<number>>;
 
+export interface ReferenceOptions {
+  /**
+   * The sequence length LongRoPE's choice of factors sees: long iff it exceeds
+   * original_max_position_embeddings. Default T (transformers' per-forward
+   * rule); the Decoder decides once by its maxModelLen (llama.cpp's rule by
+   * context size), so pass that to reproduce it.
+   */
+  ropeMaxPositions?: number;
+}
+
 /**
  * Logits of every position of one sequence: float64 [T, V] (row t predicts
  * token t + 1), for tokens at positions 0 … T − 1.
  */
-export function referenceForward(config: ModelConfig, weights: ReferenceWeights, tokens: readonly number[]): Float64Array {
+export function referenceForward(config: ModelConfig, weights: ReferenceWeights, tokens: readonly number[], options: ReferenceOptions = {}): Float64Array {
   const { hiddenSize: h, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I, vocabSize: V, rmsNormEps: eps } = config;
   const G = H / Hkv; // query heads per KV head
   const T = tokens.length;
+  /** Rows of a fused checkpoint matrix: q/k/v of qkv_proj, gate/up of gate_up_proj (Phi-3), by the split name. */
+  const fused = (name: string): ArrayLike<number> | undefined => {
+    const m = /^(.*)\.(self_attn\.(q|k|v)|mlp\.(gate|up))_proj\.weight$/.exec(name);
+    if (!m) return undefined;
+    const qkv = m[3] !== undefined;
+    const all = weights.get(`${m[1]}.${qkv ? "self_attn.qkv_proj" : "mlp.gate_up_proj"}.weight`);
+    if (!all) return undefined;
+    const bounds = qkv ? { q: [0, H * D], k: [H * D, (H + Hkv) * D], v: [(H + Hkv) * D, (H + 2 * Hkv) * D] }[m[3]!]! : { gate: [0, I], up: [I, 2 * I] }[m[4]!]!;
+    return Array.prototype.slice.call(all, bounds[0]! * h, bounds[1]! * h) as number[];
+  };
   const w = (name: string): ArrayLike<number> => {
-    const v = weights.get(name);
+    const v = weights.get(name) ?? fused(name);
     if (!v) throw new ArgumentError("weights", `lack ${name}`);
     return v;
   };
@@ -44,8 +68,12 @@ export function referenceForward(config: ModelConfig, weights: ReferenceWeights,
   const positions = Array.from({ length: T }, (_, t) => t);
   const rope = (x: Float64Array, heads: number, l: number) => {
     const { theta, scaling } = config.layerRope[l]!;
-    const invFreq = ropeInvFreq({ headDim: D, theta, scaling });
-    return ropeReference(x, positions, Float32Array.from(invFreq), { tokens: T, heads, headDim: D, rotaryDim: D });
+    const R = config.rotaryDim;
+    const invFreq = ropeInvFreq({ headDim: D, rotaryDim: R, theta, scaling, maxPositions: options.ropeMaxPositions ?? T });
+    const out = ropeReference(x, positions, Float32Array.from(invFreq), { tokens: T, heads, headDim: D, rotaryDim: R });
+    const m = ropeAttentionFactor(scaling); // LongRoPE: cos, sin × m, so the rotated dims × m
+    if (m !== 1) for (let i = 0; i < out.length; i++) if (i % D < R) out[i]! *= m;
+    return out;
   };
   /** RMSNorm of `rows` rows of `cols` by the named weight, as (normOffset + w): Gemma's (1 + w). */
   const norm = (x: ArrayLike<number>, name: string, rows: number, cols: number) => {

@@ -3,7 +3,10 @@
  * tests and the embedded default model: config.json, model.safetensors (or
  * shards + model.safetensors.index.json), tokenizer.json,
  * tokenizer_config.json and generation_config.json, exactly as a user would
- * download them, for Llama, Mistral, Qwen2, Qwen3, Gemma 2 and Gemma 3 (text).
+ * download them, for Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 (text).
+ * The Phi-3 fixture has Phi-4-mini's partial rotary (0.75 of each head) and a
+ * LongRoPE scaling with an original context of 16 (so test prompts run on its
+ * long factors, as they do past 4096 tokens on Phi-3-128k).
  * The Gemma fixtures use small softcaps (attention 3, logits 10) so the random
  * weights reach the tanh's curve, and Gemma 3's alternates sliding and full
  * layers every other layer (sliding_window_pattern 2) so two layers hold both.
@@ -29,14 +32,15 @@ import { type TensorToWrite, writeSafetensors } from "../model/safetensors-write
 import { type TinyTokenizerFamily, buildTinyTokenizer } from "./tiny-tokenizer.js";
 import { expectedWeights } from "../model/weight-names.js";
 
-export type TinyArch = "llama" | "mistral" | "qwen2" | "qwen3" | "gemma2" | "gemma3";
-export const TINY_ARCHS: readonly TinyArch[] = ["llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3"];
+export type TinyArch = "llama" | "mistral" | "qwen2" | "qwen3" | "phi3" | "gemma2" | "gemma3";
+export const TINY_ARCHS: readonly TinyArch[] = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"];
 
 const ARCH: Readonly<Record<TinyArch, { architecture: Architecture; family: TinyTokenizerFamily }>> = {
   llama: { architecture: "LlamaForCausalLM", family: "llama" },
   mistral: { architecture: "MistralForCausalLM", family: "mistral" },
   qwen2: { architecture: "Qwen2ForCausalLM", family: "qwen" },
   qwen3: { architecture: "Qwen3ForCausalLM", family: "qwen" },
+  phi3: { architecture: "Phi3ForCausalLM", family: "qwen" },
   gemma2: { architecture: "Gemma2ForCausalLM", family: "qwen" },
   gemma3: { architecture: "Gemma3ForCausalLM", family: "qwen" },
 };
@@ -166,6 +170,16 @@ function configJson(o: Required<Omit<TinyModelOptions, "tokenizer" | "generation
     json["final_logit_softcapping"] = o.arch === "gemma2" ? 10 : null;
     json["attn_logit_softcapping"] = o.arch === "gemma2" ? 3 : null;
   }
+  if (o.arch === "phi3") {
+    json["attention_bias"] = false;
+    json["sliding_window"] = null;
+    json["partial_rotary_factor"] = 0.75;
+    json["original_max_position_embeddings"] = 16;
+    if (o.ropeScaling === null || o.ropeScaling === undefined) {
+      const half = Math.floor(o.headDim * 0.75) / 2;
+      json["rope_scaling"] = { type: "longrope", short_factor: Array.from({ length: half }, (_, i) => 1 + 0.25 * i), long_factor: Array.from({ length: half }, (_, i) => 1.5 + 2 * i) };
+    }
+  }
   if (o.arch === "gemma3") {
     json["sliding_window_pattern"] = 2;
     json["rope_local_base_freq"] = 10000;
@@ -229,7 +243,7 @@ export function writeTinyModel(dir: string, options: TinyModelOptions): TinyMode
     ropeTheta: options.ropeTheta ?? (arch === "gemma3" ? 1e6 : 10000),
     ropeScaling: options.ropeScaling ?? null,
     rmsNormEps: options.rmsNormEps ?? (arch === "llama" || arch === "mistral" ? 1e-5 : 1e-6),
-    tieWordEmbeddings: options.tieWordEmbeddings ?? (arch !== "llama" && arch !== "mistral"),
+    tieWordEmbeddings: options.tieWordEmbeddings ?? (arch !== "llama" && arch !== "mistral" && arch !== "phi3"),
     slidingWindow: options.slidingWindow === undefined ? 16 : options.slidingWindow,
     ...(options.queryPreAttnScalar === undefined ? {} : { queryPreAttnScalar: options.queryPreAttnScalar }),
     dtype,

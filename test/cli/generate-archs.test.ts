@@ -1,9 +1,10 @@
 // Greedy generation end to end on the architectures added after the Llama
-// family (Gemma 2, Gemma 3), each from a safetensors directory and from the
+// family (Phi-3, Gemma 2, Gemma 3), each from a safetensors directory and from the
 // GGUF file the converter makes of it: the real `kvflash generate` process
 // with --temperature 0 must pick, at every step, the argmax of the float64
 // reference forward (reference-decoder.ts, Hugging Face semantics) over the
-// prompt and the tokens generated so far, wherever that argmax leads its
+// prompt and the tokens generated so far (over the tokenizer's vocabulary:
+// the padding rows are never sampled), wherever that argmax leads its
 // runner-up by more than 1e-4 of the row's scale (a closer tie may go either
 // way in f32).
 import assert from "node:assert/strict";
@@ -16,11 +17,12 @@ import { promisify } from "node:util";
 import { after, before, test } from "node:test";
 import { type Runtime, createRuntime, loadModelDir, referenceForward } from "../../src/index.js";
 import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
+import { openGgufModel } from "../../src/model/gguf/gguf-model.js";
 import { type TinyArch, writeTinyModel } from "../../src/testing/index.js";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const run = promisify(execFile);
-const ARCHS: TinyArch[] = ["gemma2", "gemma3"];
+const ARCHS: TinyArch[] = ["phi3", "gemma2", "gemma3"];
 
 let rt: Runtime;
 let root: string;
@@ -49,16 +51,19 @@ for (const arch of ARCHS) {
     const m = loadModelDir(rt, dir, { progress: false });
     const weights = new Map([...m.tensors].map(([name, t]) => [name, Float64Array.from(t.toFloat32())]));
     const promptIds = m.tokenizer.encode("The quick brown fox");
+    // generate never samples rows past the tokenizer's vocabulary (the converter pads a GGUF's to the embedding's rows).
+    const textVocab = new Map([[dir, m.tokenizer.vocabSize], [file, openGgufModel(file).tokenizer.vocabSize]]);
     const config = m.config;
     m.free();
     const V = config.vocabSize;
     for (const source of [dir, file]) {
       const out = await greedy(source, "The quick brown fox", 12);
       assert.equal(out.ids.length, 12, source);
-      const logits = referenceForward(config, weights, [...promptIds, ...out.ids.slice(0, -1)]);
+      // The CLI's decoder serves up to its maxModelLen (> Phi-3 fixture's original 16): LongRoPE's long factors throughout.
+      const logits = referenceForward(config, weights, [...promptIds, ...out.ids.slice(0, -1)], { ropeMaxPositions: config.maxPositionEmbeddings });
       let checked = 0;
       out.ids.forEach((id, i) => {
-        const row = logits.subarray((promptIds.length - 1 + i) * V, (promptIds.length + i) * V);
+        const row = logits.subarray((promptIds.length - 1 + i) * V, (promptIds.length - 1 + i) * V + textVocab.get(source)!);
         const sorted = [...row].sort((a, b) => b - a);
         const scale = Math.max(...row.map(Math.abs));
         if (sorted[0]! - sorted[1]! <= 1e-4 * scale) return; // a near tie

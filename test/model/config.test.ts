@@ -189,7 +189,7 @@ test("rope: linear scaling, legacy `type` key, transformers 5 rope_parameters, l
 
 test("errors name the key and the value", () => {
   const cases: [Record<string, unknown>, RegExp][] = [
-    [{ ...TINYLLAMA, architectures: ["GPT2LMHeadModel"] }, /config\.json architectures names an unsupported architecture "GPT2LMHeadModel" \(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM\)/],
+    [{ ...TINYLLAMA, architectures: ["GPT2LMHeadModel"] }, /config\.json architectures names an unsupported architecture "GPT2LMHeadModel" \(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM\)/],
     [{ ...TINYLLAMA, architectures: undefined, model_type: "gpt_neox" }, /architectures is missing and model_type "gpt_neox" is not one of .*supported: LlamaForCausalLM/],
     [{ ...TINYLLAMA, hidden_size: undefined }, /config\.json hidden_size is required for LlamaForCausalLM, got undefined/],
     [{ ...TINYLLAMA, vocab_size: null }, /vocab_size is required for LlamaForCausalLM, got null/],
@@ -200,7 +200,7 @@ test("errors name the key and the value", () => {
     [{ ...TINYLLAMA, rms_norm_eps: -1 }, /rms_norm_eps must be a positive number, got -1/],
     [{ ...TINYLLAMA, tie_word_embeddings: "yes" }, /tie_word_embeddings must be true or false, got "yes"/],
     [{ ...TINYLLAMA, hidden_act: "gelu" }, /hidden_act must be "silu" \(SwiGLU MLP\), got "gelu"/],
-    [{ ...TINYLLAMA, rope_scaling: { rope_type: "yarn", factor: 4 } }, /rope_scaling\.rope_type must be "default", "linear" or "llama3", got "yarn"/],
+    [{ ...TINYLLAMA, rope_scaling: { rope_type: "yarn", factor: 4 } }, /rope_scaling\.rope_type must be "default", "linear", "llama3" or "longrope", got "yarn"/],
     [{ ...TINYLLAMA, rope_scaling: { rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4 } }, /rope_scaling\.original_max_position_embeddings is required for rope type "llama3", got undefined/],
     [{ ...TINYLLAMA, rope_scaling: { type: "linear", factor: "2" } }, /rope_scaling\.factor must be a positive number, got "2"/],
     [{ ...TINYLLAMA, eos_token_id: [2, -1] }, /eos_token_id\[1\] must be a token id \(integer ≥ 0\), got -1/],
@@ -278,4 +278,24 @@ test("Gemma 2 (google/gemma-2-2b) and Gemma 3 (google/gemma-3-1b-it) config.json
   assert.deepEqual(g3.layerWindows.slice(0, 12), [512, 512, 512, 512, 512, null, 512, 512, 512, 512, 512, null], "5 local : 1 global");
   assert.deepEqual(g3.layerRope.slice(4, 7).map((r) => r.theta), [10000, 1e6, 10000]);
   assert.throws(() => parseModelConfig({ ...{ architectures: ["Gemma2ForCausalLM"], hidden_size: 8, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1, vocab_size: 8 }, hidden_activation: "silu" }), /hidden_activation must be "gelu_pytorch_tanh" \(GeGLU MLP\), got "silu"/);
+});
+
+test("Phi-4-mini-instruct's config.json: fused projections, partial rotary 0.75, LongRoPE with its attention factor", () => {
+  const short = Array.from({ length: 48 }, (_, i) => 1 + i / 100);
+  const long = Array.from({ length: 48 }, (_, i) => 1 + i);
+  const c = parseModelConfig({
+    architectures: ["Phi3ForCausalLM"], attention_bias: false, bos_token_id: 199999, eos_token_id: 199999, hidden_act: "silu", hidden_size: 3072, intermediate_size: 8192,
+    max_position_embeddings: 131072, model_type: "phi3", num_attention_heads: 24, num_hidden_layers: 32, num_key_value_heads: 8, original_max_position_embeddings: 4096,
+    pad_token_id: 199999, partial_rotary_factor: 0.75, rms_norm_eps: 1e-5, rope_scaling: { long_factor: long, short_factor: short, type: "longrope" }, rope_theta: 10000.0,
+    sliding_window: 262144, tie_word_embeddings: true, torch_dtype: "bfloat16", vocab_size: 200064,
+  });
+  assert.equal(c.fusedProjections, true);
+  assert.deepEqual([c.headDim, c.rotaryDim], [128, 96]);
+  assert.equal(c.ropeScaling.type, "longrope");
+  if (c.ropeScaling.type === "longrope") {
+    assert.deepEqual([c.ropeScaling.shortFactor, c.ropeScaling.longFactor, c.ropeScaling.originalMaxPositionEmbeddings], [short, long, 4096]);
+    assert.equal(c.ropeScaling.attentionFactor, Math.sqrt(1 + Math.log(32) / Math.log(4096)), "transformers' default: √(1 + ln(131072/4096) / ln 4096)");
+  }
+  assert.ok(c.layerWindows.every((w) => w === 262144));
+  assert.throws(() => parseModelConfig({ architectures: ["Phi3ForCausalLM"], hidden_size: 64, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 4, vocab_size: 8, partial_rotary_factor: 0.5, rope_scaling: { type: "longrope", short_factor: [1, 1, 1], long_factor: [1, 1, 1, 1] } }), /rope_scaling\.short_factor must hold one factor per rotated frequency \(4\), got 3/);
 });

@@ -105,8 +105,8 @@ for (const [type, arch] of CASES) {
   });
 }
 
-for (const arch of ["gemma2", "gemma3"] as const) {
-  test(`${arch} F32 GGUF (norms stored as 1 + w, Gemma's tensor names and keys): the same config and logits as its safetensors directory`, () => {
+for (const arch of ["gemma2", "gemma3", "phi3"] as const) {
+  test(`${arch} F32 GGUF (Gemma: norms stored as 1 + w, its tensor names and keys; Phi-3: fused tensors, LongRoPE factor tensors): the same config and logits as its safetensors directory`, () => {
     const dir = writeTinyModel(join(root, `${arch}-src`), { arch, seed: 9, ...SHAPE, slidingWindow: 5 }).dir;
     const file = join(root, `${arch}.gguf`);
     convertModelDirToGguf(dir, file, { type: "F32" });
@@ -117,8 +117,8 @@ for (const arch of ["gemma2", "gemma3"] as const) {
       const { torchDtype: _a, eosTokenIds: _c, normOffset: offHf, ...want } = hf.config;
       const { torchDtype: _b, eosTokenIds: _d, normOffset: offGguf, ...have } = g.config;
       assert.deepEqual(have, want);
-      assert.deepEqual([offHf, offGguf], [1, 0], "the converter folded the 1 of (1 + w) into the file");
-      assert.ok(g.tensors.has("model.layers.1.post_feedforward_layernorm.weight"));
+      assert.deepEqual([offHf, offGguf], arch === "phi3" ? [0, 0] : [1, 0], "the converter folded the 1 of (1 + w) into the file");
+      assert.ok(g.tensors.has(arch === "phi3" ? "model.layers.1.mlp.gate_up_proj.weight" : "model.layers.1.post_feedforward_layernorm.weight"));
     } finally {
       hf.free();
     }
@@ -157,5 +157,5 @@ test("a .gguf path that is not GGUF, or a GGUF of another architecture, fails wi
   assert.throws(() => loadModel(rt, junk, { progress: false }), /junk\.gguf is not a GGUF file: magic 0x20746f6e/);
   const bert = join(root, "bert.gguf");
   writeGguf(bert, { metadata: { "general.architecture": gguf.str("bert") }, tensors: [] });
-  assert.throws(() => loadModel(rt, bert, { progress: false }), /bert\.gguf general\.architecture must be one of "llama", "qwen2", "qwen3", "gemma2", "gemma3", got "bert"/);
+  assert.throws(() => loadModel(rt, bert, { progress: false }), /bert\.gguf general\.architecture must be one of "llama", "qwen2", "qwen3", "phi3", "gemma2", "gemma3", got "bert"/);
 });

@@ -130,6 +130,8 @@ const CASES: { name: string; type: GgufQuantMix; model: TinyModelOptions; tolera
   // GGML_GELU_FP16: input and output rounded to f16, ≤ 2⁻¹¹ relative each); seen 2.3e-4 (gemma2), 2.7e-5 (gemma3).
   { name: "gemma2 F32", type: "F32", model: { arch: "gemma2", seed: 19, hiddenSize: 128, intermediateSize: 256, slidingWindow: 4, embeddingStd: 0.1, ...TINY }, tolerance: 1e-3 },
   { name: "gemma3 F32", type: "F32", model: { arch: "gemma3", seed: 20, hiddenSize: 128, intermediateSize: 256, slidingWindow: 4, ...TINY }, tolerance: 1e-3 },
+  // Phi-3: fused attn_qkv and ffn_up, partial rotary (12 of 16 dims), LongRoPE long factors (context 256 > original 16) and attention factor.
+  { name: "phi3 F32", type: "F32", model: { arch: "phi3", seed: 22, hiddenSize: 128, intermediateSize: 256, ...TINY } },
   { name: "gemma2 Q8_0", type: "Q8_0", model: { arch: "gemma2", seed: 21, hiddenSize: 128, intermediateSize: 256, slidingWindow: 4, embeddingStd: 0.1, ...TINY } },
 ];
 

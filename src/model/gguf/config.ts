@@ -1,7 +1,7 @@
 /**
  * GGUF metadata → ModelConfig (config.ts) for the architectures llama.cpp
  * names `llama` (Llama 2/3/3.x, Mistral, TinyLlama, SmolLM), `qwen2`,
- * `qwen3`, `gemma2` and `gemma3`, with the keys of gguf-py's `Keys.LLM` / `Keys.Attention` /
+ * `qwen3`, `phi3`, `gemma2` and `gemma3`, with the keys of gguf-py's `Keys.LLM` / `Keys.Attention` /
  * `Keys.Rope` under the architecture prefix:
  *
  *   {arch}.embedding_length  feed_forward_length  block_count  context_length
@@ -25,6 +25,12 @@
  * 1/√(hidden / heads) for the 27B models (46 and 62 layers), since GGUF has
  * no query_pre_attn_scalar. convert_hf_to_gguf stores Gemma's norm weights
  * with the 1 of (1 + w) already added, so normOffset is 0 here.
+ *
+ * Phi-3 (src/models/phi3.cpp): fused attn_qkv and ffn_up (gate and up),
+ * partial rotary `rope.dimension_count`, LongRoPE as the tensors
+ * rope_factors_short / rope_factors_long with `rope.scaling.attn_factor` and
+ * `rope.scaling.original_context_length`; llama.cpp disables Phi's sliding
+ * window, and so does this reading of the file.
  */
 import type { RopeScaling } from "../../ops/rope.js";
 import { type Architecture, type LayerRope, type ModelConfig, sizeLimitError } from "../config.js";
@@ -35,9 +41,16 @@ export const GGUF_ARCHITECTURES: Readonly<Record<string, Architecture>> = {
   llama: "LlamaForCausalLM",
   qwen2: "Qwen2ForCausalLM",
   qwen3: "Qwen3ForCausalLM",
+  phi3: "Phi3ForCausalLM",
   gemma2: "Gemma2ForCausalLM",
   gemma3: "Gemma3ForCausalLM",
 };
+
+/** Reads a [R/2] RoPE factor tensor through `read` once its shape is checked. */
+function ropeFactors(m: GgufMetadata, t: GgufTensorInfo, half: number, read: (t: GgufTensorInfo) => Float32Array): number[] {
+  if (t.shape.length !== 1 || t.numel !== half) throw m.error(t.name, `must be a [${half}] tensor (rotary dims / 2), got [${t.shape.join(", ")}]`);
+  return [...read(t)].map(shortestDecimal);
+}
 
 /** The Gemma fields of a ModelConfig from a gemma2 / gemma3 file's metadata (see the header). */
 function gemmaFields(m: GgufMetadata, arch: "gemma2" | "gemma3", c: { numLayers: number; hiddenSize: number; numHeads: number; headDim: number; rope: LayerRope }) {
@@ -132,7 +145,10 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
   const valueDim = m.int(k("attention.value_length"), headDim, 1);
   if (valueDim !== headDim) throw m.error(k("attention.value_length"), `must equal attention.key_length (${headDim}), got ${valueDim}`);
   const ropeDim = m.int(k("rope.dimension_count"), headDim, 1);
-  if (ropeDim !== headDim) throw m.error(k("rope.dimension_count"), `must equal the head dim ${headDim} (partial rotary is not supported), got ${ropeDim}`);
+  // Partial rotary is NEOX's (HF's) split; the `llama` arch's interleaved pairs are not supported partially.
+  if (ropeDim > headDim || ropeDim % 2 !== 0 || (ropeDim !== headDim && arch === "llama")) {
+    throw m.error(k("rope.dimension_count"), `must be ${arch === "llama" ? `the head dim ${headDim}` : `even and ≤ the head dim ${headDim}`}, got ${ropeDim}`);
+  }
 
   const tensors = new Map(header.tensors.map((t) => [t.name, t]));
   const embd = tensors.get("token_embd.weight");
@@ -152,6 +168,17 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
     const llama3 = llama3FromFactors(options.readTensor(ropeTensor), ropeTheta, headDim);
     if (!llama3) throw m.error("rope_freqs.weight", "holds RoPE frequency divisors that match no Llama 3 scaling (factor, low/high freq factor 1/4, original context 2048..16384)");
     ropeScaling = llama3;
+  }
+  const short = tensors.get("rope_factors_short.weight");
+  const long = tensors.get("rope_factors_long.weight");
+  if (short !== undefined && long !== undefined && options.readTensor !== undefined) {
+    ropeScaling = {
+      type: "longrope",
+      shortFactor: ropeFactors(m, short, ropeDim / 2, options.readTensor),
+      longFactor: ropeFactors(m, long, ropeDim / 2, options.readTensor),
+      originalMaxPositionEmbeddings: m.int(k("rope.scaling.original_context_length"), m.int(k("context_length"), 2048, 2), 1),
+      attentionFactor: shortestDecimal(m.positive(k("rope.scaling.attn_factor"), 1)),
+    };
   }
 
   const window = m.optionalInt(k("attention.sliding_window"));
@@ -179,6 +206,7 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
           layerWindows: new Array<number | null>(numLayers).fill(window !== null && window > 0 ? window : null),
           layerRope: new Array<LayerRope>(numLayers).fill(rope),
         };
+  if (arch === "phi3") family.layerWindows.fill(null); // llama.cpp: "Phi SWA is currently disabled"
   return {
     architecture,
     hiddenSize,
@@ -197,6 +225,8 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
     oProjBias: has("attn_output.bias"),
     mlpBias: has("ffn_gate.bias"),
     qkNorm: architecture === "Qwen3ForCausalLM" || has("attn_q_norm.weight"),
+    rotaryDim: ropeDim,
+    fusedProjections: has("attn_qkv.weight"),
     ...family,
     bosTokenId: m.optionalInt("tokenizer.ggml.bos_token_id"),
     eosTokenIds: [m.optionalInt("tokenizer.ggml.eos_token_id")].filter((x): x is number => x !== null),

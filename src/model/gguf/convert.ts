@@ -28,7 +28,7 @@ import { type GgufTyped, type GgufWriteTensor, gguf, writeGguf } from "./writer.
 
 export type GgufQuantMix = GgmlTypeName | "Q4_K_M";
 
-const ARCH_NAME: Readonly<Record<string, string>> = { LlamaForCausalLM: "llama", MistralForCausalLM: "llama", Qwen2ForCausalLM: "qwen2", Qwen3ForCausalLM: "qwen3", Gemma2ForCausalLM: "gemma2", Gemma3ForCausalLM: "gemma3" };
+const ARCH_NAME: Readonly<Record<string, string>> = { LlamaForCausalLM: "llama", MistralForCausalLM: "llama", Qwen2ForCausalLM: "qwen2", Qwen3ForCausalLM: "qwen3", Phi3ForCausalLM: "phi3", Gemma2ForCausalLM: "gemma2", Gemma3ForCausalLM: "gemma3" };
 
 function ggufName(hf: string, arch: string): string {
   const name = ggufTensorName(hf, arch);
@@ -61,8 +61,13 @@ export function ggufArchMetadata(config: ModelConfig): Record<string, GgufTyped>
     [k("attention.value_length")]: gguf.u32(config.headDim),
     [k("attention.layer_norm_rms_epsilon")]: gguf.f32(config.rmsNormEps),
     [k("rope.freq_base")]: gguf.f32(config.ropeTheta),
-    [k("rope.dimension_count")]: gguf.u32(config.headDim),
+    [k("rope.dimension_count")]: gguf.u32(config.rotaryDim),
   };
+  if (config.ropeScaling.type === "longrope") {
+    // Phi3MiniModel.set_gguf_parameters / generate_extra_tensors (the factors are tensors: convertModelDirToGguf).
+    meta[k("rope.scaling.attn_factor")] = gguf.f32(config.ropeScaling.attentionFactor);
+    meta[k("rope.scaling.original_context_length")] = gguf.u32(config.ropeScaling.originalMaxPositionEmbeddings);
+  }
   if (config.ropeScaling.type === "linear") {
     meta[k("rope.scaling.type")] = gguf.str("linear");
     meta[k("rope.scaling.factor")] = gguf.f32(config.ropeScaling.factor);
@@ -142,6 +147,12 @@ export function convertModelDirToGguf(dir: string, out: string, options: Convert
     // convert_hf_to_gguf stores Llama 3.1's RoPE scaling as per-frequency divisors.
     const factors = Float32Array.from(llama3Factors(config.ropeTheta, config.headDim, config.ropeScaling));
     tensors.push({ name: "rope_freqs.weight", type: "F32", shape: [factors.length], data: quantize("F32", factors, factors.length) });
+  }
+  if (config.ropeScaling.type === "longrope") {
+    for (const [name, f] of [["rope_factors_long.weight", config.ropeScaling.longFactor], ["rope_factors_short.weight", config.ropeScaling.shortFactor]] as const) {
+      const factors = Float32Array.from(f);
+      tensors.push({ name, type: "F32", shape: [factors.length], data: quantize("F32", factors, factors.length) });
+    }
   }
   writeGguf(out, { metadata, tensors });
   return types;

@@ -202,8 +202,9 @@ export function ggufWeightSizes(model: GgufModel, w: GgufWeights): WeightSizes {
   const groups = weightGroups(model.config);
   const layer = (g: readonly string[], suffixes: readonly string[][]): number =>
     suffixes.reduce((s, parts) => s + bytesOf(parts.map((p) => g.find((n) => n.endsWith(p))!)), 0);
+  const fused = model.config.fusedProjections;
   const layers = groups.slice(1, -1).map((g) =>
-    layer(g, [["q_proj.weight", "k_proj.weight", "v_proj.weight"], ["o_proj.weight"], ["gate_proj.weight", "up_proj.weight"], ["down_proj.weight"]]),
+    layer(g, [fused ? ["qkv_proj.weight"] : ["q_proj.weight", "k_proj.weight", "v_proj.weight"], ["o_proj.weight"], fused ? ["gate_up_proj.weight"] : ["gate_proj.weight", "up_proj.weight"], ["down_proj.weight"]]),
   );
   return {
     embedding: bytesOf(["model.embed_tokens.weight"]),

@@ -47,9 +47,9 @@ const LAYER: Readonly<Record<string, string>> = {
   "ffn_down.bias": "mlp.down_proj.bias",
 };
 
-/** GGUF tensors the decoder does not read as weights (rope_freqs is read by the config; attn_rot_embd is RoPE's inv_freq). */
+/** GGUF tensors the decoder does not read as weights (rope_freqs and Phi-3's rope_factors_* are read by the config; attn_rot_embd is RoPE's inv_freq). */
 export function isIgnorableGgufTensor(name: string): boolean {
-  return name === "rope_freqs.weight" || /^blk\.\d+\.attn_rot_embd(\.weight)?$/.test(name);
+  return name === "rope_freqs.weight" || name === "rope_factors_short.weight" || name === "rope_factors_long.weight" || /^blk\.\d+\.attn_rot_embd(\.weight)?$/.test(name);
 }
 
 /** Gemma's sandwich norms (gemma2, gemma3): the names that differ from LAYER's. */
@@ -60,9 +60,16 @@ const GEMMA_LAYER: Readonly<Record<string, string>> = {
   "post_ffw_norm.weight": "post_feedforward_layernorm.weight",
 };
 
+/** Phi-3's fused projections (phi3): attn_qkv is q, k, v stacked; ffn_up is gate and up stacked (no ffn_gate). */
+const PHI3_LAYER: Readonly<Record<string, string>> = {
+  ...LAYER,
+  "attn_qkv.weight": "self_attn.qkv_proj.weight",
+  "ffn_up.weight": "mlp.gate_up_proj.weight",
+};
+
 /** The layer-tensor names of a GGUF architecture (general.architecture). */
 function layerNames(arch: string): Readonly<Record<string, string>> {
-  return arch === "gemma2" || arch === "gemma3" ? GEMMA_LAYER : LAYER;
+  return arch === "gemma2" || arch === "gemma3" ? GEMMA_LAYER : arch === "phi3" ? PHI3_LAYER : LAYER;
 }
 
 /** The Hugging Face name of a GGUF tensor of architecture `arch`, or null if llama.cpp's name is not one the decoder family uses. */
