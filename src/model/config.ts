@@ -1,8 +1,8 @@
 /**
  * Hugging Face `config.json` → a normalized, validated ModelConfig for the
  * decoder family kvflash runs: Llama (2, 3, 3.x with "llama3" RoPE scaling,
- * TinyLlama, SmolLM), Mistral, Qwen2, Qwen3, Phi-3/Phi-4, Gemma 2 and
- * Gemma 3 (text).
+ * TinyLlama, SmolLM), SmolLM3, Mistral, Qwen2, Qwen3, Phi-3/Phi-4, Gemma 2
+ * and Gemma 3 (text).
  * They share one block:
  *
  *   x = x + post?(o_proj(attn(rope(q_norm?(q_proj(rms(x)))), rope(k_norm?(k_proj(rms(x)))), v_proj(rms(x)))))
@@ -12,7 +12,7 @@
  * windows, RoPE scaling, tied embeddings, and Gemma's: (1 + w) norms, the
  * post-norms `post?`, GeGLU, √hidden embedding scale, query_pre_attn_scalar,
  * logit softcaps, per-layer RoPE theta; Phi-3's fused qkv_proj and gate_up_proj
- * checkpoint tensors, partial rotary and LongRoPE). Keys missing from the file take the
+ * checkpoint tensors, partial rotary and LongRoPE; SmolLM3's NoPE layers). Keys missing from the file take the
  * defaults of the transformers config class of that architecture, except the
  * five that fix the shapes (hidden_size, intermediate_size, num_hidden_layers,
  * num_attention_heads, vocab_size), which are required.
@@ -26,6 +26,7 @@ export const SUPPORTED_ARCHITECTURES = [
   "Qwen2ForCausalLM",
   "Qwen3ForCausalLM",
   "Phi3ForCausalLM",
+  "SmolLM3ForCausalLM",
   "Gemma2ForCausalLM",
   "Gemma3ForCausalLM",
 ] as const;
@@ -38,6 +39,7 @@ const MODEL_TYPE: Readonly<Record<string, Architecture>> = {
   qwen2: "Qwen2ForCausalLM",
   qwen3: "Qwen3ForCausalLM",
   phi3: "Phi3ForCausalLM",
+  smollm3: "SmolLM3ForCausalLM",
   gemma2: "Gemma2ForCausalLM",
   gemma3_text: "Gemma3ForCausalLM",
 };
@@ -49,6 +51,7 @@ const DEFAULTS: Readonly<Record<Architecture, { maxPositionEmbeddings: number; s
   Qwen2ForCausalLM: { maxPositionEmbeddings: 32768, slidingWindow: 4096 },
   Qwen3ForCausalLM: { maxPositionEmbeddings: 32768, slidingWindow: 4096 },
   Phi3ForCausalLM: { maxPositionEmbeddings: 4096, slidingWindow: null },
+  SmolLM3ForCausalLM: { maxPositionEmbeddings: 32768, slidingWindow: null },
   Gemma2ForCausalLM: { maxPositionEmbeddings: 8192, slidingWindow: 4096 },
   Gemma3ForCausalLM: { maxPositionEmbeddings: 131072, slidingWindow: 4096 },
 };
@@ -141,8 +144,8 @@ export interface ModelConfig {
   rotaryDim: number;
   /** The checkpoint holds q/k/v as one qkv_proj and gate/up as one gate_up_proj (Phi-3), rows in that order. */
   fusedProjections: boolean;
-  /** Per layer: its RoPE theta and scaling (Gemma 3's sliding layers: rope_local_base_freq, no scaling). */
-  layerRope: LayerRope[];
+  /** Per layer: its RoPE theta and scaling (Gemma 3's sliding layers: rope_local_base_freq, no scaling), or null: no rotation (SmolLM3's NoPE layers). */
+  layerRope: (LayerRope | null)[];
   bosTokenId: number | null;
   /** From config.json only; generation_config.json may add more (see model-dir). */
   eosTokenIds: number[];
@@ -326,6 +329,8 @@ function windowsOf(k: Keys, arch: Architecture, numLayers: number): (number | nu
       return new Array<number | null>(numLayers).fill(null);
     case "Phi3ForCausalLM":
       return new Array<number | null>(numLayers).fill(window);
+    case "SmolLM3ForCausalLM":
+      return new Array<number | null>(numLayers).fill(k.bool("use_sliding_window", false) ? window : null);
     case "MistralForCausalLM": {
       const w = k.json["sliding_window"] === undefined ? DEFAULTS[arch].slidingWindow : window;
       return new Array<number | null>(numLayers).fill(w);
@@ -339,6 +344,23 @@ function windowsOf(k: Keys, arch: Architecture, numLayers: number): (number | nu
       return Array.from({ length: numLayers }, (_, i) => (i >= from ? w : null));
     }
   }
+}
+
+/**
+ * SmolLM3: which layers skip RoPE (NoPE). `no_rope_layers[i]` is 1 where layer i
+ * rotates, 0 where it does not; absent, every no_rope_layer_interval-th layer
+ * (default 4: layers 3, 7, …) skips it, as SmolLM3Config builds the list.
+ */
+function noRopeLayers(k: Keys, numLayers: number): boolean[] {
+  const list = k.json["no_rope_layers"];
+  if (list === undefined || list === null) {
+    const interval = k.int("no_rope_layer_interval", 4);
+    return Array.from({ length: numLayers }, (_, i) => (i + 1) % interval === 0);
+  }
+  if (!Array.isArray(list) || list.length !== numLayers || list.some((v) => v !== 0 && v !== 1 && v !== true && v !== false)) {
+    throw k.error("no_rope_layers", `must be a list of ${numLayers} flags (num_hidden_layers; 1 = the layer applies RoPE), got ${show(list)}`);
+  }
+  return list.map((v) => !v);
 }
 
 function isObject(v: unknown): v is Json {
@@ -407,7 +429,8 @@ export function parseModelConfig(json: unknown, options: ParseConfigOptions = {}
   const layerWindows = windowsOf(k, architecture, numLayers);
   // Gemma 3: sliding layers rotate with rope_local_base_freq and no scaling; full layers with rope_theta and rope_scaling.
   const local = architecture === "Gemma3ForCausalLM" ? { theta: k.positive("rope_local_base_freq", 10000), scaling: { type: "default" } as const } : null;
-  const layerRope = layerWindows.map((w) => (local !== null && w !== null ? local : { theta: rope.theta, scaling: rope.scaling }));
+  const noRope = architecture === "SmolLM3ForCausalLM" ? noRopeLayers(k, numLayers) : null;
+  const layerRope = layerWindows.map((w, i) => (noRope?.[i] ? null : local !== null && w !== null ? local : { theta: rope.theta, scaling: rope.scaling }));
   const softcap = (key: string, fallback: number): number => (json[key] === null ? 0 : k.positive(key, fallback));
   const torchDtype = json["torch_dtype"] ?? json["dtype"] ?? null;
   return {

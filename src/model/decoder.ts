@@ -47,7 +47,7 @@ import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
 import { copyTensor } from "../tensor/copy.js";
 import { checkForwardBatch } from "./check-batch.js";
-import type { ModelConfig } from "./config.js";
+import type { LayerRope, ModelConfig } from "./config.js";
 import type { DecoderWeights } from "./decoder-weights.js";
 import type { ForwardBatch } from "./forward-batch.js";
 import type { KvCacheGeometry, ModelRunner } from "./model-runner.js";
@@ -85,11 +85,12 @@ interface Stage {
   buffers: StepBuffers;
 }
 
-/** The distinct RoPE settings of the layers, and each layer's index into them (Gemma 3 has two). */
-function ropeSettings(config: ModelConfig): { settings: ModelConfig["layerRope"]; ofLayer: number[] } {
+/** The distinct RoPE settings of the layers, and each layer's index into them (Gemma 3 has two), −1 for a NoPE layer (SmolLM3). */
+function ropeSettings(config: ModelConfig): { settings: LayerRope[]; ofLayer: number[] } {
   const keys: string[] = [];
-  const settings: ModelConfig["layerRope"] = [];
+  const settings: LayerRope[] = [];
   const ofLayer = config.layerRope.map((r) => {
+    if (r === null) return -1;
     const key = JSON.stringify(r);
     let i = keys.indexOf(key);
     if (i < 0) (i = keys.length), keys.push(key), settings.push(r);
@@ -227,7 +228,8 @@ export class Decoder implements ModelRunner {
             rmsNorm(rt, { x: q, weight: w.qNorm, eps }); // per head, in place: q [T, H, D]
             rmsNorm(rt, { x: k, weight: w.kNorm, eps }); // k [T, Hkv, D]
           }
-          st.ropes[this.#ropeOf[l]!]!.apply({ q, k, table: st.tables[this.#ropeOf[l]!]! });
+          const r = this.#ropeOf[l]!;
+          if (r >= 0) st.ropes[r]!.apply({ q, k, table: st.tables[r]! }); // SmolLM3's NoPE layers skip it
           appendKv(rt, { cache, layer: l - st.from, k, v: v.v, slotMapping: slots }); // every new token's K/V, before any attention reads
           pagedAttention(rt, { q, cache, layer: l - st.from, plan, causal: true, window: this.#windows[l], scale: c.attentionScale, softcap: c.attnLogitSoftcap, out: att }); // att [T, H, D]
           linear(rt, { x: attRows, weight: w.o, out: o, bias: w.oBias ?? undefined }); // o [T, h]

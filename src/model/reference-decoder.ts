@@ -67,7 +67,9 @@ export function referenceForward(config: ModelConfig, weights: ReferenceWeights,
     linearReference(x, w(`${name}.weight`), { tokens: T, rows, cols }, bias ? w(`${name}.bias`) : undefined);
   const positions = Array.from({ length: T }, (_, t) => t);
   const rope = (x: Float64Array, heads: number, l: number) => {
-    const { theta, scaling } = config.layerRope[l]!;
+    const layer = config.layerRope[l]!;
+    if (layer === null) return x; // SmolLM3's NoPE layers
+    const { theta, scaling } = layer;
     const R = config.rotaryDim;
     const invFreq = ropeInvFreq({ headDim: D, rotaryDim: R, theta, scaling, maxPositions: options.ropeMaxPositions ?? T });
     const out = ropeReference(x, positions, Float32Array.from(invFreq), { tokens: T, heads, headDim: D, rotaryDim: R });

@@ -3,7 +3,9 @@
  * tests and the embedded default model: config.json, model.safetensors (or
  * shards + model.safetensors.index.json), tokenizer.json,
  * tokenizer_config.json and generation_config.json, exactly as a user would
- * download them, for Llama, Mistral, Qwen2, Qwen3, Phi-3, Gemma 2 and Gemma 3 (text).
+ * download them, for Llama, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 2 and Gemma 3 (text).
+ * SmolLM3's fixture skips RoPE on every noRopeLayerInterval-th layer (default
+ * 2, so two layers hold one NoPE layer; SmolLM3-3B's and llama.cpp's is 4).
  * The Phi-3 fixture has Phi-4-mini's partial rotary (0.75 of each head) and a
  * LongRoPE scaling with an original context of 16 (so test prompts run on its
  * long factors, as they do past 4096 tokens on Phi-3-128k).
@@ -32,8 +34,8 @@ import { type TensorToWrite, writeSafetensors } from "../model/safetensors-write
 import { type TinyTokenizerFamily, buildTinyTokenizer } from "./tiny-tokenizer.js";
 import { expectedWeights } from "../model/weight-names.js";
 
-export type TinyArch = "llama" | "mistral" | "qwen2" | "qwen3" | "phi3" | "gemma2" | "gemma3";
-export const TINY_ARCHS: readonly TinyArch[] = ["llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3"];
+export type TinyArch = "llama" | "mistral" | "qwen2" | "qwen3" | "phi3" | "smollm3" | "gemma2" | "gemma3";
+export const TINY_ARCHS: readonly TinyArch[] = ["llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3", "gemma2", "gemma3"];
 
 const ARCH: Readonly<Record<TinyArch, { architecture: Architecture; family: TinyTokenizerFamily }>> = {
   llama: { architecture: "LlamaForCausalLM", family: "llama" },
@@ -41,6 +43,7 @@ const ARCH: Readonly<Record<TinyArch, { architecture: Architecture; family: Tiny
   qwen2: { architecture: "Qwen2ForCausalLM", family: "qwen" },
   qwen3: { architecture: "Qwen3ForCausalLM", family: "qwen" },
   phi3: { architecture: "Phi3ForCausalLM", family: "qwen" },
+  smollm3: { architecture: "SmolLM3ForCausalLM", family: "qwen" },
   gemma2: { architecture: "Gemma2ForCausalLM", family: "qwen" },
   gemma3: { architecture: "Gemma3ForCausalLM", family: "qwen" },
 };
@@ -78,6 +81,8 @@ export interface TinyModelOptions {
   tieWordEmbeddings?: boolean;
   /** Mistral's and Gemma's sliding_window. Default 16, small enough for tests to cross it. */
   slidingWindow?: number | null;
+  /** SmolLM3's no_rope_layer_interval: every n-th layer skips RoPE. Default 2. */
+  noRopeLayerInterval?: number;
   /** Gemma's query_pre_attn_scalar (scores · its −½ power). Default the head dim, as Gemma 2 2B/9B and llama.cpp's GGUF reading. */
   queryPreAttnScalar?: number;
   /** Storage dtype of every tensor. Default "f32". */
@@ -136,7 +141,7 @@ function writeTokenizer(dir: string, arch: TinyArch, options: TinyTokenizerOptio
   return { size: tok.vocabSize, bosTokenId: tok.bosTokenId, eosTokenIds: tok.eosTokenId === null ? [] : [tok.eosTokenId], padTokenId: pad };
 }
 
-function configJson(o: Required<Omit<TinyModelOptions, "tokenizer" | "generation" | "ropeScaling" | "slidingWindow" | "queryPreAttnScalar">> & Pick<TinyModelOptions, "ropeScaling" | "slidingWindow" | "queryPreAttnScalar">, tok: TokenizerOut): Record<string, unknown> {
+function configJson(o: Required<Omit<TinyModelOptions, "tokenizer" | "generation" | "ropeScaling" | "slidingWindow" | "queryPreAttnScalar" | "noRopeLayerInterval">> & Pick<TinyModelOptions, "ropeScaling" | "slidingWindow" | "queryPreAttnScalar" | "noRopeLayerInterval">, tok: TokenizerOut): Record<string, unknown> {
   const { architecture } = ARCH[o.arch];
   const json: Record<string, unknown> = {
     architectures: [architecture],
@@ -169,6 +174,15 @@ function configJson(o: Required<Omit<TinyModelOptions, "tokenizer" | "generation
     json["attention_bias"] = false;
     json["final_logit_softcapping"] = o.arch === "gemma2" ? 10 : null;
     json["attn_logit_softcapping"] = o.arch === "gemma2" ? 3 : null;
+  }
+  if (o.arch === "smollm3") {
+    const n = o.noRopeLayerInterval ?? 2;
+    json["attention_bias"] = false;
+    json["mlp_bias"] = false;
+    json["use_sliding_window"] = false;
+    json["sliding_window"] = null;
+    json["no_rope_layer_interval"] = n;
+    json["no_rope_layers"] = Array.from({ length: o.numLayers }, (_, i) => Number((i + 1) % n !== 0)); // as SmolLM3Config writes it
   }
   if (o.arch === "phi3") {
     json["attention_bias"] = false;
@@ -246,6 +260,7 @@ export function writeTinyModel(dir: string, options: TinyModelOptions): TinyMode
     tieWordEmbeddings: options.tieWordEmbeddings ?? (arch !== "llama" && arch !== "mistral" && arch !== "phi3"),
     slidingWindow: options.slidingWindow === undefined ? 16 : options.slidingWindow,
     ...(options.queryPreAttnScalar === undefined ? {} : { queryPreAttnScalar: options.queryPreAttnScalar }),
+    ...(options.noRopeLayerInterval === undefined ? {} : { noRopeLayerInterval: options.noRopeLayerInterval }),
     dtype,
     shards,
     embeddingStd,

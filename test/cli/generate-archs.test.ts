@@ -1,5 +1,5 @@
 // Greedy generation end to end on the architectures added after the Llama
-// family (Phi-3, Gemma 2, Gemma 3), each from a safetensors directory and from the
+// family (Phi-3, SmolLM3, Gemma 2, Gemma 3), each from a safetensors directory and from the
 // GGUF file the converter makes of it: the real `kvflash generate` process
 // with --temperature 0 must pick, at every step, the argmax of the float64
 // reference forward (reference-decoder.ts, Hugging Face semantics) over the
@@ -22,7 +22,7 @@ import { type TinyArch, writeTinyModel } from "../../src/testing/index.js";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const run = promisify(execFile);
-const ARCHS: TinyArch[] = ["phi3", "gemma2", "gemma3"];
+const ARCHS: TinyArch[] = ["phi3", "smollm3", "gemma2", "gemma3"];
 
 let rt: Runtime;
 let root: string;
@@ -45,7 +45,7 @@ async function greedy(model: string, prompt: string, n: number): Promise<{ promp
 
 for (const arch of ARCHS) {
   test(`${arch}: kvflash generate --temperature 0 follows the float64 reference's argmax, from safetensors and from GGUF`, async () => {
-    const dir = writeTinyModel(join(root, arch), { arch, seed: 31, numLayers: 2, slidingWindow: 6, embeddingStd: 0.3 }).dir;
+    const dir = writeTinyModel(join(root, arch), { arch, seed: 31, numLayers: 2, slidingWindow: 6, embeddingStd: 0.3, ...(arch === "smollm3" ? { numLayers: 4, noRopeLayerInterval: 4 } : {}) }).dir;
     const file = join(root, `${arch}.gguf`);
     convertModelDirToGguf(dir, file, { type: "F32" });
     const m = loadModelDir(rt, dir, { progress: false });

@@ -189,7 +189,7 @@ test("rope: linear scaling, legacy `type` key, transformers 5 rope_parameters, l
 
 test("errors name the key and the value", () => {
   const cases: [Record<string, unknown>, RegExp][] = [
-    [{ ...TINYLLAMA, architectures: ["GPT2LMHeadModel"] }, /config\.json architectures names an unsupported architecture "GPT2LMHeadModel" \(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM\)/],
+    [{ ...TINYLLAMA, architectures: ["GPT2LMHeadModel"] }, /config\.json architectures names an unsupported architecture "GPT2LMHeadModel" \(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM\)/],
     [{ ...TINYLLAMA, architectures: undefined, model_type: "gpt_neox" }, /architectures is missing and model_type "gpt_neox" is not one of .*supported: LlamaForCausalLM/],
     [{ ...TINYLLAMA, hidden_size: undefined }, /config\.json hidden_size is required for LlamaForCausalLM, got undefined/],
     [{ ...TINYLLAMA, vocab_size: null }, /vocab_size is required for LlamaForCausalLM, got null/],
@@ -276,7 +276,7 @@ test("Gemma 2 (google/gemma-2-2b) and Gemma 3 (google/gemma-3-1b-it) config.json
   assert.equal(g3.qkNorm, true);
   assert.deepEqual([g3.attnLogitSoftcap, g3.finalLogitSoftcap], [0, 0]);
   assert.deepEqual(g3.layerWindows.slice(0, 12), [512, 512, 512, 512, 512, null, 512, 512, 512, 512, 512, null], "5 local : 1 global");
-  assert.deepEqual(g3.layerRope.slice(4, 7).map((r) => r.theta), [10000, 1e6, 10000]);
+  assert.deepEqual(g3.layerRope.slice(4, 7).map((r) => r!.theta), [10000, 1e6, 10000]);
   assert.throws(() => parseModelConfig({ ...{ architectures: ["Gemma2ForCausalLM"], hidden_size: 8, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1, vocab_size: 8 }, hidden_activation: "silu" }), /hidden_activation must be "gelu_pytorch_tanh" \(GeGLU MLP\), got "silu"/);
 });
 
@@ -298,4 +298,14 @@ test("Phi-4-mini-instruct's config.json: fused projections, partial rotary 0.75,
   }
   assert.ok(c.layerWindows.every((w) => w === 262144));
   assert.throws(() => parseModelConfig({ architectures: ["Phi3ForCausalLM"], hidden_size: 64, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 4, vocab_size: 8, partial_rotary_factor: 0.5, rope_scaling: { type: "longrope", short_factor: [1, 1, 1], long_factor: [1, 1, 1, 1] } }), /rope_scaling\.short_factor must hold one factor per rotated frequency \(4\), got 3/);
+});
+
+test("SmolLM3 config.json: no_rope_layers (1 = RoPE) or, absent, every no_rope_layer_interval-th layer (default 4) skips RoPE", () => {
+  const base = { architectures: ["SmolLM3ForCausalLM"], hidden_size: 2048, intermediate_size: 11008, num_hidden_layers: 8, num_attention_heads: 16, num_key_value_heads: 4, vocab_size: 128256, rope_theta: 5000000.0, tie_word_embeddings: true };
+  const nope = (json: Record<string, unknown>) => parseModelConfig(json).layerRope.flatMap((r, i) => (r === null ? [i] : []));
+  assert.deepEqual(nope(base), [3, 7]);
+  assert.deepEqual(nope({ ...base, no_rope_layer_interval: 2 }), [1, 3, 5, 7]);
+  assert.deepEqual(nope({ ...base, no_rope_layers: [1, 1, 0, 1, 1, 1, 1, 0] }), [2, 7]);
+  assert.equal(parseModelConfig(base).layerRope[0]!.theta, 5e6);
+  assert.throws(() => parseModelConfig({ ...base, no_rope_layers: [1, 0] }), /no_rope_layers must be a list of 8 flags \(num_hidden_layers; 1 = the layer applies RoPE\), got \[1, 0\]/);
 });

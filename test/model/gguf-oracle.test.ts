@@ -132,6 +132,8 @@ const CASES: { name: string; type: GgufQuantMix; model: TinyModelOptions; tolera
   { name: "gemma3 F32", type: "F32", model: { arch: "gemma3", seed: 20, hiddenSize: 128, intermediateSize: 256, slidingWindow: 4, ...TINY }, tolerance: 1e-3 },
   // Phi-3: fused attn_qkv and ffn_up, partial rotary (12 of 16 dims), LongRoPE long factors (context 256 > original 16) and attention factor.
   { name: "phi3 F32", type: "F32", model: { arch: "phi3", seed: 22, hiddenSize: 128, intermediateSize: 256, ...TINY } },
+  // SmolLM3: Q/K permuted as llama, RoPE skipped on layer 3 (every 4th).
+  { name: "smollm3 F32", type: "F32", model: { arch: "smollm3", seed: 23, hiddenSize: 128, intermediateSize: 256, noRopeLayerInterval: 4, ...TINY, numLayers: 4 } },
   { name: "gemma2 Q8_0", type: "Q8_0", model: { arch: "gemma2", seed: 21, hiddenSize: 128, intermediateSize: 256, slidingWindow: 4, embeddingStd: 0.1, ...TINY } },
 ];
 

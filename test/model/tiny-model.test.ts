@@ -38,6 +38,7 @@ test("every architecture writes a directory that loads, with its own flags", () 
     assert.equal(c.qkNorm, arch === "qwen3" || arch === "gemma3", arch);
     assert.equal(c.headDim, arch === "qwen3" ? 32 : 16, arch);
     assert.equal(c.tieWordEmbeddings, arch !== "llama" && arch !== "mistral" && arch !== "phi3", arch);
+    assert.deepEqual(c.layerRope.map((r) => r === null), [false, arch === "smollm3"], `${arch}: SmolLM3's layer 1 is NoPE`);
     assert.equal(c.fusedProjections, arch === "phi3", arch);
     assert.equal(c.rotaryDim, arch === "phi3" ? 12 : c.headDim, arch);
     const windows: Record<string, (number | null)[]> = { mistral: [16, 16], gemma2: [16, null], gemma3: [16, null] }; // Gemma: layer 0 slides, layer 1 is global
@@ -48,7 +49,7 @@ test("every architecture writes a directory that loads, with its own flags", () 
     const text = "Hello world, the fox! 你好 🤗";
     assert.equal(dir.tokenizer.decode(dir.tokenizer.encode(text), { skipSpecialTokens: true }), text, arch);
     const prompt = dir.tokenizer.applyChatTemplate([{ role: "user", content: "hi" }]);
-    assert.match(prompt, { llama: /<\|start_header_id\|>assistant/, mistral: /\[INST\] hi \[\/INST\]$/, qwen2: /<\|im_start\|>assistant\n$/, qwen3: /<\|im_start\|>assistant\n$/, phi3: /<\|im_start\|>assistant\n$/, gemma2: /<\|im_start\|>assistant\n$/, gemma3: /<\|im_start\|>assistant\n$/ }[arch]);
+    assert.match(prompt, { llama: /<\|start_header_id\|>assistant/, mistral: /\[INST\] hi \[\/INST\]$/, qwen2: /<\|im_start\|>assistant\n$/, qwen3: /<\|im_start\|>assistant\n$/, phi3: /<\|im_start\|>assistant\n$/, smollm3: /<\|im_start\|>assistant\n$/, gemma2: /<\|im_start\|>assistant\n$/, gemma3: /<\|im_start\|>assistant\n$/ }[arch]);
     assert.ok(dir.eosTokenIds.length > 0 && dir.eosTokenIds.every((id) => dir.tokenizer.isSpecial(id)), arch);
     // Norm weights are near 1 but not 1 (Gemma's, used as 1 + w: near 0); linear weights lie within ±1/√fanIn.
     const norm = dir.tensors.get("model.layers.0.input_layernorm.weight")!.toFloat32();
@@ -96,7 +97,7 @@ test("RoPE scaling and sizes pass through to config.json", () => {
 });
 
 test("options are validated", () => {
-  assert.throws(() => writeTinyModel(join(root, "x"), { arch: "gpt2" as never }), /arch must be one of "llama" \| "mistral" \| "qwen2" \| "qwen3" \| "phi3" \| "gemma2" \| "gemma3", got "gpt2"/);
+  assert.throws(() => writeTinyModel(join(root, "x"), { arch: "gpt2" as never }), /arch must be one of "llama" \| "mistral" \| "qwen2" \| "qwen3" \| "phi3" \| "smollm3" \| "gemma2" \| "gemma3", got "gpt2"/);
   assert.throws(() => writeTinyModel(join(root, "x"), { arch: "llama", numKvHeads: 3 }), /num_key_value_heads must divide num_attention_heads \(4\), got 3/);
   assert.throws(() => writeTinyModel(join(root, "x"), { arch: "llama", vocabSize: 10 }), /vocabSize must be ≥ \d+, got 10/);
   assert.throws(() => writeTinyModel(join(root, "x"), { arch: "llama", shards: 500 }), /shards must be ≤ the 21 tensors, got 500/);

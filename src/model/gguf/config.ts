@@ -1,7 +1,7 @@
 /**
  * GGUF metadata → ModelConfig (config.ts) for the architectures llama.cpp
  * names `llama` (Llama 2/3/3.x, Mistral, TinyLlama, SmolLM), `qwen2`,
- * `qwen3`, `phi3`, `gemma2` and `gemma3`, with the keys of gguf-py's `Keys.LLM` / `Keys.Attention` /
+ * `qwen3`, `phi3`, `smollm3`, `gemma2` and `gemma3`, with the keys of gguf-py's `Keys.LLM` / `Keys.Attention` /
  * `Keys.Rope` under the architecture prefix:
  *
  *   {arch}.embedding_length  feed_forward_length  block_count  context_length
@@ -31,6 +31,9 @@
  * rope_factors_short / rope_factors_long with `rope.scaling.attn_factor` and
  * `rope.scaling.original_context_length`; llama.cpp disables Phi's sliding
  * window, and so does this reading of the file.
+ *
+ * SmolLM3 (src/models/smollm3.cpp) is `llama` with Q/K permuted alike and
+ * RoPE skipped on every 4th layer (n_no_rope_layer_step = 4, no key).
  */
 import type { RopeScaling } from "../../ops/rope.js";
 import { type Architecture, type LayerRope, type ModelConfig, sizeLimitError } from "../config.js";
@@ -42,6 +45,7 @@ export const GGUF_ARCHITECTURES: Readonly<Record<string, Architecture>> = {
   qwen2: "Qwen2ForCausalLM",
   qwen3: "Qwen3ForCausalLM",
   phi3: "Phi3ForCausalLM",
+  smollm3: "SmolLM3ForCausalLM",
   gemma2: "Gemma2ForCausalLM",
   gemma3: "Gemma3ForCausalLM",
 };
@@ -146,8 +150,8 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
   if (valueDim !== headDim) throw m.error(k("attention.value_length"), `must equal attention.key_length (${headDim}), got ${valueDim}`);
   const ropeDim = m.int(k("rope.dimension_count"), headDim, 1);
   // Partial rotary is NEOX's (HF's) split; the `llama` arch's interleaved pairs are not supported partially.
-  if (ropeDim > headDim || ropeDim % 2 !== 0 || (ropeDim !== headDim && arch === "llama")) {
-    throw m.error(k("rope.dimension_count"), `must be ${arch === "llama" ? `the head dim ${headDim}` : `even and ≤ the head dim ${headDim}`}, got ${ropeDim}`);
+  if (ropeDim > headDim || ropeDim % 2 !== 0 || (ropeDim !== headDim && (arch === "llama" || arch === "smollm3"))) {
+    throw m.error(k("rope.dimension_count"), `must be ${arch === "llama" || arch === "smollm3" ? `the head dim ${headDim}` : `even and ≤ the head dim ${headDim}`}, got ${ropeDim}`);
   }
 
   const tensors = new Map(header.tensors.map((t) => [t.name, t]));
@@ -204,7 +208,7 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
           attnLogitSoftcap: 0,
           finalLogitSoftcap: 0,
           layerWindows: new Array<number | null>(numLayers).fill(window !== null && window > 0 ? window : null),
-          layerRope: new Array<LayerRope>(numLayers).fill(rope),
+          layerRope: Array.from({ length: numLayers }, (_, i): LayerRope | null => (arch === "smollm3" && (i + 1) % 4 === 0 ? null : rope)),
         };
   if (arch === "phi3") family.layerWindows.fill(null); // llama.cpp: "Phi SWA is currently disabled"
   return {

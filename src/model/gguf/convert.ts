@@ -3,7 +3,7 @@
  * convert_hf_to_gguf.py + llama-quantize would make it, for tests and
  * benchmarks: the architecture's metadata (gguf-py key names), the tokenizer
  * (tokenizer-to-gguf.ts), every tensor under llama.cpp's name (q/k rows
- * permuted for `llama`), matrices quantized to the chosen type and norms and
+ * permuted for `llama` and `smollm3`), matrices quantized to the chosen type and norms and
  * biases kept in F32.
  *
  * "Q4_K_M" is llama-quantize's mix: Q4_K, with attn_v, ffn_down and the
@@ -28,7 +28,7 @@ import { type GgufTyped, type GgufWriteTensor, gguf, writeGguf } from "./writer.
 
 export type GgufQuantMix = GgmlTypeName | "Q4_K_M";
 
-const ARCH_NAME: Readonly<Record<string, string>> = { LlamaForCausalLM: "llama", MistralForCausalLM: "llama", Qwen2ForCausalLM: "qwen2", Qwen3ForCausalLM: "qwen3", Phi3ForCausalLM: "phi3", Gemma2ForCausalLM: "gemma2", Gemma3ForCausalLM: "gemma3" };
+const ARCH_NAME: Readonly<Record<string, string>> = { LlamaForCausalLM: "llama", MistralForCausalLM: "llama", Qwen2ForCausalLM: "qwen2", Qwen3ForCausalLM: "qwen3", Phi3ForCausalLM: "phi3", SmolLM3ForCausalLM: "smollm3", Gemma2ForCausalLM: "gemma2", Gemma3ForCausalLM: "gemma3" };
 
 function ggufName(hf: string, arch: string): string {
   const name = ggufTensorName(hf, arch);
@@ -63,6 +63,9 @@ export function ggufArchMetadata(config: ModelConfig): Record<string, GgufTyped>
     [k("rope.freq_base")]: gguf.f32(config.ropeTheta),
     [k("rope.dimension_count")]: gguf.u32(config.rotaryDim),
   };
+  if (arch === "smollm3" && config.layerRope.some((r, i) => (r === null) !== ((i + 1) % 4 === 0))) {
+    throw new ArgumentError("config.layerRope", `must skip RoPE on every 4th layer exactly (llama.cpp's smollm3 has no key for its NoPE layers), got NoPE on layers ${JSON.stringify(config.layerRope.flatMap((r, i) => (r === null ? [i] : [])))}`);
+  }
   if (config.ropeScaling.type === "longrope") {
     // Phi3MiniModel.set_gguf_parameters / generate_extra_tensors (the factors are tensors: convertModelDirToGguf).
     meta[k("rope.scaling.attn_factor")] = gguf.f32(config.ropeScaling.attentionFactor);
@@ -79,9 +82,9 @@ export function ggufArchMetadata(config: ModelConfig): Record<string, GgufTyped>
     if (config.attnLogitSoftcap > 0) meta[k("attn_logit_softcapping")] = gguf.f32(config.attnLogitSoftcap);
     if (config.finalLogitSoftcap > 0) meta[k("final_logit_softcapping")] = gguf.f32(config.finalLogitSoftcap);
     const local = config.layerRope[config.layerWindows.indexOf(window ?? null)];
-    if (arch === "gemma3" && local !== undefined && window !== undefined) meta[k("rope.freq_base_swa")] = gguf.f32(local.theta);
+    if (arch === "gemma3" && local && window !== undefined) meta[k("rope.freq_base_swa")] = gguf.f32(local.theta);
     const full = config.layerRope[config.layerWindows.indexOf(null)];
-    if (full !== undefined) meta[k("rope.freq_base")] = gguf.f32(full.theta);
+    if (full) meta[k("rope.freq_base")] = gguf.f32(full.theta);
     const pattern = slidingPattern(config.layerWindows);
     if (pattern === null) throw new ArgumentError("config.layerWindows", `follow no llama.cpp sliding_window_pattern (layer i slides iff i % n < n − 1), got ${JSON.stringify(config.layerWindows)}`);
     if (window !== undefined && pattern !== (arch === "gemma2" ? 2 : 6)) meta[k("attention.sliding_window_pattern")] = gguf.u32(pattern);
@@ -136,7 +139,7 @@ export function convertModelDirToGguf(dir: string, out: string, options: Convert
     const dtype = headers.get(w.file)!.tensors.find((t) => t.name === w.name)!.dtype;
     const values = readValues(w.file, w.begin, w.end, dtype);
     const cols = w.shape[w.shape.length - 1]!;
-    const heads = arch === "llama" ? permutedHeads(w.name, config.numHeads, config.numKvHeads) : null;
+    const heads = arch === "llama" || arch === "smollm3" ? permutedHeads(w.name, config.numHeads, config.numKvHeads) : null;
     if (heads !== null) permuteRows(values, heads, w.shape.length === 1 ? 1 : cols);
     if (gemma && w.name.endsWith("norm.weight")) for (let i = 0; i < values.length; i++) values[i]! += 1; // Gemma2Model.modify_tensors: (1 + w) stored
     const type = w.shape.length === 2 && !name.includes("norm") ? matrixType(name, cols, options.type) : "F32";

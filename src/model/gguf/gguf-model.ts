@@ -224,7 +224,8 @@ const CHUNK_BYTES = 4 << 20;
  * Face order either way (whole rows move, so raw blocks move as they are).
  */
 export function ggufTensorSource(model: GgufModel, progress?: LoadProgress, onProgress?: (done: number, total: number) => void, weights?: GgufWeights): TensorSource {
-  const permuted = model.header.metadata.get("general.architecture") === "llama";
+  const arch = model.header.metadata.get("general.architecture");
+  const permuted = arch === "llama" || arch === "smollm3"; // LlamaModel.permute (SmolLM3Model inherits it)
   return (names, rt: Runtime) => {
     const out = new Map<string, Tensor | GgmlMatrix>();
     const fd = openSync(model.path, "r");
