@@ -1,5 +1,8 @@
-// SwiGLU's activation (Shazeer 2020, "GLU Variants Improve Transformer"):
-//   out = silu(gate) ⊙ up,  silu(x) = x / (1 + e^(−x))
+// The gated MLP activations (Shazeer 2020, "GLU Variants Improve Transformer"):
+//   SwiGLU (Llama, Qwen, Phi-3):  out = silu(gate) ⊙ up,  silu(x) = x / (1 + e^(−x))
+//   GeGLU (Gemma, tanh GELU):     out = gelu(gate) ⊙ up,
+//     gelu(x) = ½x(1 + tanh(u)) = x / (1 + e^(−2u)),  u = √(2/π)·(x + 0.044715·x³)
+//   (PyTorch's gelu(approximate="tanh"), transformers' gelu_pytorch_tanh)
 // with a vectorized e^x: Cody–Waite range reduction x = n·ln2 + r and a
 // degree-6 polynomial for e^r (Cephes expf coefficients, as in sse_mathfun),
 // 2^n built in the exponent bits; ≤ 2 ulp on [−87.3, 88.3].
@@ -56,6 +59,17 @@ const SILU_CONSTS: usize = memory.data<f32>([
   return f32x4.div(g, f32x4.add(v128.load(c, 176), expf4At(f32x4.neg(g), c)));
 }
 
+/** √(2/π)·2 and 0.044715 for gelu4 (splat once per call, outside the loops). */
+const GELU_2K: f32 = 1.5957691216057308;
+const GELU_C: f32 = 0.044715;
+
+/** gelu_tanh for four lanes: x / (1 + e^(−2u)); e^ clamps keep ±∞ inputs at x and −0. */
+@inline function gelu4(g: v128, c: usize, k2: v128, k3: v128): v128 {
+  const g2 = f32x4.mul(g, g);
+  const u2 = f32x4.mul(f32x4.mul(g, k2), f32x4.add(v128.load(c, 176), f32x4.mul(k3, g2))); // 2u = 2√(2/π)·x·(1 + 0.044715·x²)
+  return f32x4.div(g, f32x4.add(v128.load(c, 176), expf4At(f32x4.neg(u2), c)));
+}
+
 @unmanaged class SwigluArgs {
   /** f32 [T, n] views, rows *Stride bytes apart. */
   gate: usize;
@@ -91,5 +105,75 @@ export function task_swiglu(item: i32, tid: i32, args: usize): void {
       const s = silu4(f32x4.splat(load<f32>(g + b)), c);
       store<f32>(o + b, f32x4.extract_lane(s, 0) * load<f32>(u + b));
     }
+  }
+}
+
+/** GeGLU with tanh GELU (Gemma): out = gelu_tanh(gate) ⊙ up, the SwiGLU layout and work split (SwigluArgs). */
+export function task_geglu(item: i32, tid: i32, args: usize): void {
+  const a = changetype<SwigluArgs>(args);
+  const row = item / a.chunksPerRow;
+  const c0 = (item - row * a.chunksPerRow) * a.chunk;
+  const c1 = min(a.n, c0 + a.chunk);
+  const g = a.gate + <usize>row * <usize>a.gateStride;
+  const u = a.up + <usize>row * <usize>a.upStride;
+  const o = a.out + <usize>row * <usize>a.outStride;
+  const c = SILU_CONSTS;
+  const k2 = f32x4.splat(GELU_2K);
+  const k3 = f32x4.splat(GELU_C);
+  let i = c0;
+  for (; i + 4 <= c1; i += 4) {
+    const b = <usize>i << 2;
+    v128.store(o + b, f32x4.mul(gelu4(v128.load(g + b), c, k2, k3), v128.load(u + b)));
+  }
+  for (; i < c1; i++) {
+    const b = <usize>i << 2;
+    const s = gelu4(f32x4.splat(load<f32>(g + b)), c, k2, k3);
+    store<f32>(o + b, f32x4.extract_lane(s, 0) * load<f32>(u + b));
+  }
+}
+
+/** Softcap (Gemma 2 final logits): x ← cap · tanh(x / cap), in place on n contiguous f32. */
+@unmanaged class SoftcapArgs {
+  x: usize;
+  n: i32;
+  /** Elements per work item (a multiple of 4). */
+  chunk: i32;
+  cap: f32;
+}
+
+/**
+ * tanh for four lanes: sign(y)·(1 − t)/(1 + t), t = e^(−2|y|), and for |y| <
+ * 1/16, where 1 − t cancels, the series y − y³/3 + 2y⁵/15 − 17y⁷/315 (error
+ * < 62/2835·y⁹ ≤ 3e−12·|y|).
+ */
+@inline function tanh4(y: v128, c: usize): v128 {
+  const ay = f32x4.abs(y);
+  const t = expf4At(f32x4.mul(ay, f32x4.splat(-2)), c);
+  const one = v128.load(c, 176);
+  const big = f32x4.div(f32x4.sub(one, t), f32x4.add(one, t));
+  const y2 = f32x4.mul(ay, ay);
+  let p = f32x4.splat(<f32>(-17.0 / 315.0));
+  p = f32x4.add(f32x4.mul(p, y2), f32x4.splat(<f32>(2.0 / 15.0)));
+  p = f32x4.add(f32x4.mul(p, y2), f32x4.splat(<f32>(-1.0 / 3.0)));
+  const small = f32x4.add(ay, f32x4.mul(f32x4.mul(p, y2), ay));
+  const r = v128.bitselect(small, big, f32x4.lt(ay, f32x4.splat(0.0625)));
+  return v128.or(r, v128.and(y, i32x4.splat(0x80000000))); // sign of y
+}
+
+export function task_softcap(item: i32, tid: i32, args: usize): void {
+  const a = changetype<SoftcapArgs>(args);
+  const i0 = item * a.chunk;
+  const i1 = min(a.n, i0 + a.chunk);
+  const c = SILU_CONSTS;
+  const inv = f32x4.splat(<f32>1 / a.cap);
+  const cap = f32x4.splat(a.cap);
+  let i = i0;
+  for (; i + 4 <= i1; i += 4) {
+    const p = a.x + (<usize>i << 2);
+    v128.store(p, f32x4.mul(cap, tanh4(f32x4.mul(v128.load(p), inv), c)));
+  }
+  for (; i < i1; i++) {
+    const p = a.x + (<usize>i << 2);
+    store<f32>(p, f32x4.extract_lane(f32x4.mul(cap, tanh4(f32x4.splat(load<f32>(p) * (<f32>1 / a.cap)), c)), 0));
   }
 }

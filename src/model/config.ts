@@ -1,13 +1,18 @@
 /**
  * Hugging Face `config.json` → a normalized, validated ModelConfig for the
  * decoder family kvflash runs: Llama (2, 3, 3.x with "llama3" RoPE scaling,
- * TinyLlama, SmolLM), Mistral, Qwen2 and Qwen3. They share one block:
+ * TinyLlama, SmolLM), SmolLM3, Mistral, Qwen2, Qwen3, Phi-3/Phi-4, Gemma 2
+ * and Gemma 3 (text).
+ * They share one block:
  *
- *   x = x + o_proj(attn(rope(q_norm?(q_proj(rms(x)))), rope(k_norm?(k_proj(rms(x)))), v_proj(rms(x))))
- *   x = x + down_proj(silu(gate_proj(rms(x))) * up_proj(rms(x)))
+ *   x = x + post?(o_proj(attn(rope(q_norm?(q_proj(rms(x)))), rope(k_norm?(k_proj(rms(x)))), v_proj(rms(x)))))
+ *   x = x + post?(down_proj(act(gate_proj(rms(x))) * up_proj(rms(x))))
  *
  * and differ only in the flags recorded here (q/k/v bias, q/k RMSNorm, sliding
- * windows, RoPE scaling, tied embeddings). Keys missing from the file take the
+ * windows, RoPE scaling, tied embeddings, and Gemma's: (1 + w) norms, the
+ * post-norms `post?`, GeGLU, √hidden embedding scale, query_pre_attn_scalar,
+ * logit softcaps, per-layer RoPE theta; Phi-3's fused qkv_proj and gate_up_proj
+ * checkpoint tensors, partial rotary and LongRoPE; SmolLM3's NoPE layers). Keys missing from the file take the
  * defaults of the transformers config class of that architecture, except the
  * five that fix the shapes (hidden_size, intermediate_size, num_hidden_layers,
  * num_attention_heads, vocab_size), which are required.
@@ -20,6 +25,10 @@ export const SUPPORTED_ARCHITECTURES = [
   "MistralForCausalLM",
   "Qwen2ForCausalLM",
   "Qwen3ForCausalLM",
+  "Phi3ForCausalLM",
+  "SmolLM3ForCausalLM",
+  "Gemma2ForCausalLM",
+  "Gemma3ForCausalLM",
 ] as const;
 export type Architecture = (typeof SUPPORTED_ARCHITECTURES)[number];
 
@@ -29,6 +38,10 @@ const MODEL_TYPE: Readonly<Record<string, Architecture>> = {
   mistral: "MistralForCausalLM",
   qwen2: "Qwen2ForCausalLM",
   qwen3: "Qwen3ForCausalLM",
+  phi3: "Phi3ForCausalLM",
+  smollm3: "SmolLM3ForCausalLM",
+  gemma2: "Gemma2ForCausalLM",
+  gemma3_text: "Gemma3ForCausalLM",
 };
 
 /** Defaults of the transformers config classes for keys a file may omit. */
@@ -37,7 +50,16 @@ const DEFAULTS: Readonly<Record<Architecture, { maxPositionEmbeddings: number; s
   MistralForCausalLM: { maxPositionEmbeddings: 4096 * 32, slidingWindow: 4096 },
   Qwen2ForCausalLM: { maxPositionEmbeddings: 32768, slidingWindow: 4096 },
   Qwen3ForCausalLM: { maxPositionEmbeddings: 32768, slidingWindow: 4096 },
+  Phi3ForCausalLM: { maxPositionEmbeddings: 4096, slidingWindow: null },
+  SmolLM3ForCausalLM: { maxPositionEmbeddings: 32768, slidingWindow: null },
+  Gemma2ForCausalLM: { maxPositionEmbeddings: 8192, slidingWindow: 4096 },
+  Gemma3ForCausalLM: { maxPositionEmbeddings: 131072, slidingWindow: 4096 },
 };
+
+/** Gemma 2 and Gemma 3: the sandwich-norm, GeGLU, (1 + w) RMSNorm block. */
+export function isGemma(arch: Architecture): boolean {
+  return arch === "Gemma2ForCausalLM" || arch === "Gemma3ForCausalLM";
+}
 
 /**
  * Upper bounds on the keys that size tensors, checked before anything is
@@ -100,11 +122,41 @@ export interface ModelConfig {
    * (transformers' mask `q − k < W`; the attention operators' left = W − 1).
    */
   layerWindows: (number | null)[];
+  /** MLP activation: SwiGLU ("silu") or GeGLU with tanh GELU ("gelu_pytorch_tanh", Gemma). */
+  hiddenAct: "silu" | "gelu_pytorch_tanh";
+  /** Every RMSNorm multiplies by (normOffset + w): 1 for Gemma's (1 + w) norms (weights stored as w), else 0. */
+  normOffset: number;
+  /** The embedding rows are multiplied by this (Gemma: √hidden, in f32 as llama.cpp), else 1. */
+  embeddingScale: number;
+  /**
+   * Gemma 2/3's sandwich: the attention output and the MLP output are each
+   * RMSNormed (post_attention_layernorm, post_feedforward_layernorm) before
+   * joining the residual stream, and the MLP's input norm is pre_feedforward_layernorm.
+   */
+  sandwichNorms: boolean;
+  /** Attention softmax scale: 1/√D, or Gemma's query_pre_attn_scalar^−½. */
+  attentionScale: number;
+  /** > 0: attention scores become cap·tanh(s/cap) (Gemma 2: 50); 0: off. */
+  attnLogitSoftcap: number;
+  /** > 0: final logits become cap·tanh(z/cap) (Gemma 2: 30); 0: off. */
+  finalLogitSoftcap: number;
+  /** Rotated dimensions of each head (Phi-3's partial_rotary_factor · D; D otherwise); the rest pass through. */
+  rotaryDim: number;
+  /** The checkpoint holds q/k/v as one qkv_proj and gate/up as one gate_up_proj (Phi-3), rows in that order. */
+  fusedProjections: boolean;
+  /** Per layer: its RoPE theta and scaling (Gemma 3's sliding layers: rope_local_base_freq, no scaling), or null: no rotation (SmolLM3's NoPE layers). */
+  layerRope: (LayerRope | null)[];
   bosTokenId: number | null;
   /** From config.json only; generation_config.json may add more (see model-dir). */
   eosTokenIds: number[];
   /** The checkpoint's declared dtype (`torch_dtype` / `dtype`), e.g. "bfloat16", or null. */
   torchDtype: string | null;
+}
+
+/** One layer's rotary embedding. */
+export interface LayerRope {
+  theta: number;
+  scaling: RopeScaling;
 }
 
 type Json = Record<string, unknown>;
@@ -197,7 +249,7 @@ function architectureOf(k: Keys): Architecture {
  * RoPE parameters from `rope_parameters` (transformers ≥ 5: theta and scaling in
  * one object) or `rope_theta` + `rope_scaling` (earlier versions).
  */
-function ropeOf(k: Keys): { theta: number; scaling: RopeScaling } {
+function ropeOf(k: Keys, maxPositions: number): { theta: number; scaling: RopeScaling } {
   const paramsKey = k.has("rope_parameters") ? "rope_parameters" : "rope_scaling";
   const raw = k.json[paramsKey];
   const theta =
@@ -230,8 +282,21 @@ function ropeOf(k: Keys): { theta: number; scaling: RopeScaling } {
       }
       return { theta, scaling };
     }
+    case "longrope":
+    case "su": {
+      // transformers' _compute_longrope_parameters; original_max_position_embeddings is Phi-3's top-level key.
+      const orig = raw["original_max_position_embeddings"] !== undefined ? need("original_max_position_embeddings") : k.positive("original_max_position_embeddings", maxPositions);
+      const factors = (key: string): number[] => {
+        const v = raw[key];
+        if (!Array.isArray(v) || v.length === 0 || v.some((f) => typeof f !== "number" || !(f > 0))) throw k.error(p + key, `must be a list of positive numbers, got ${show(v)}`);
+        return v as number[];
+      };
+      const factor = maxPositions / orig;
+      const attentionFactor = raw["attention_factor"] !== undefined && raw["attention_factor"] !== null ? need("attention_factor") : factor <= 1 ? 1 : Math.sqrt(1 + Math.log(factor) / Math.log(orig));
+      return { theta, scaling: { type: "longrope", shortFactor: factors("short_factor"), longFactor: factors("long_factor"), originalMaxPositionEmbeddings: orig, attentionFactor } };
+    }
     default:
-      throw k.error(`${p}${raw["rope_type"] !== undefined ? "rope_type" : "type"}`, `must be "default", "linear" or "llama3", got ${show(type)}`);
+      throw k.error(`${p}${raw["rope_type"] !== undefined ? "rope_type" : "type"}`, `must be "default", "linear", "llama3" or "longrope", got ${show(type)}`);
   }
 }
 
@@ -253,8 +318,19 @@ function windowsOf(k: Keys, arch: Architecture, numLayers: number): (number | nu
     });
   }
   switch (arch) {
+    case "Gemma2ForCausalLM":
+    case "Gemma3ForCausalLM": {
+      // transformers: layer i slides iff (i + 1) % pattern ≠ 0 (Gemma 2: every other, from layer 0; Gemma 3: 5 of each 6).
+      const pattern = arch === "Gemma2ForCausalLM" ? 2 : k.int("sliding_window_pattern", 6);
+      const w = window ?? DEFAULTS[arch].slidingWindow;
+      return Array.from({ length: numLayers }, (_, i) => ((i + 1) % pattern !== 0 ? w : null));
+    }
     case "LlamaForCausalLM":
       return new Array<number | null>(numLayers).fill(null);
+    case "Phi3ForCausalLM":
+      return new Array<number | null>(numLayers).fill(window);
+    case "SmolLM3ForCausalLM":
+      return new Array<number | null>(numLayers).fill(k.bool("use_sliding_window", false) ? window : null);
     case "MistralForCausalLM": {
       const w = k.json["sliding_window"] === undefined ? DEFAULTS[arch].slidingWindow : window;
       return new Array<number | null>(numLayers).fill(w);
@@ -268,6 +344,23 @@ function windowsOf(k: Keys, arch: Architecture, numLayers: number): (number | nu
       return Array.from({ length: numLayers }, (_, i) => (i >= from ? w : null));
     }
   }
+}
+
+/**
+ * SmolLM3: which layers skip RoPE (NoPE). `no_rope_layers[i]` is 1 where layer i
+ * rotates, 0 where it does not; absent, every no_rope_layer_interval-th layer
+ * (default 4: layers 3, 7, …) skips it, as SmolLM3Config builds the list.
+ */
+function noRopeLayers(k: Keys, numLayers: number): boolean[] {
+  const list = k.json["no_rope_layers"];
+  if (list === undefined || list === null) {
+    const interval = k.int("no_rope_layer_interval", 4);
+    return Array.from({ length: numLayers }, (_, i) => (i + 1) % interval === 0);
+  }
+  if (!Array.isArray(list) || list.length !== numLayers || list.some((v) => v !== 0 && v !== 1 && v !== true && v !== false)) {
+    throw k.error("no_rope_layers", `must be a list of ${numLayers} flags (num_hidden_layers; 1 = the layer applies RoPE), got ${show(list)}`);
+  }
+  return list.map((v) => !v);
 }
 
 function isObject(v: unknown): v is Json {
@@ -297,8 +390,10 @@ export function parseModelConfig(json: unknown, options: ParseConfigOptions = {}
     throw k.error("num_key_value_heads", `must divide num_attention_heads (${numHeads}), got ${numKvHeads}`);
   }
   let headDim: number;
+  const gemma = isGemma(architecture);
   if (k.has("head_dim")) headDim = k.int("head_dim", undefined);
   else if (architecture === "Qwen3ForCausalLM") headDim = 128; // Qwen3Config's default, not hidden / heads
+  else if (gemma) headDim = 256; // Gemma2Config's and Gemma3TextConfig's default
   else {
     if (hiddenSize % numHeads !== 0) {
       throw k.error("hidden_size", `must be a multiple of num_attention_heads (${numHeads}) when head_dim is absent, got ${hiddenSize}`);
@@ -309,15 +404,34 @@ export function parseModelConfig(json: unknown, options: ParseConfigOptions = {}
     }
   }
 
-  const act = json["hidden_act"] ?? json["hidden_activation"] ?? "silu";
-  if (act !== "silu") throw k.error("hidden_act", `must be "silu" (SwiGLU MLP), got ${show(act)}`);
+  const actKey = gemma && json["hidden_activation"] !== undefined ? "hidden_activation" : "hidden_act";
+  const hiddenAct = gemma ? "gelu_pytorch_tanh" : "silu";
+  const act = json[actKey] ?? hiddenAct;
+  if (act !== hiddenAct) throw k.error(actKey, `must be ${show(hiddenAct)} (${gemma ? "GeGLU" : "SwiGLU"} MLP), got ${show(act)}`);
 
   const attentionBias = k.bool("attention_bias", false);
   const qkvBias = architecture === "Qwen2ForCausalLM" ? true : attentionBias;
   const oProjBias = architecture === "Qwen2ForCausalLM" ? false : attentionBias;
   const mlpBias = architecture === "LlamaForCausalLM" ? k.bool("mlp_bias", false) : false;
 
-  const rope = ropeOf(k);
+  const maxPositionEmbeddings = k.int("max_position_embeddings", DEFAULTS[architecture].maxPositionEmbeddings);
+  const rope = ropeOf(k, maxPositionEmbeddings);
+  const phi3 = architecture === "Phi3ForCausalLM";
+  const rotary = phi3 ? k.positive("partial_rotary_factor", 1) : 1;
+  const rotaryDim = Math.floor(headDim * rotary);
+  if (rotary > 1 || rotaryDim < 2 || rotaryDim % 2 !== 0) throw k.error("partial_rotary_factor", `must give an even number of rotated dims in [2, head_dim ${headDim}], got ${rotary} · ${headDim} = ${headDim * rotary}`);
+  if (rope.scaling.type === "longrope" && rope.scaling.shortFactor.length !== rotaryDim / 2) {
+    throw k.error("rope_scaling.short_factor", `must hold one factor per rotated frequency (${rotaryDim / 2}), got ${rope.scaling.shortFactor.length}`);
+  }
+  if (rope.scaling.type === "longrope" && rope.scaling.longFactor.length !== rotaryDim / 2) {
+    throw k.error("rope_scaling.long_factor", `must hold one factor per rotated frequency (${rotaryDim / 2}), got ${rope.scaling.longFactor.length}`);
+  }
+  const layerWindows = windowsOf(k, architecture, numLayers);
+  // Gemma 3: sliding layers rotate with rope_local_base_freq and no scaling; full layers with rope_theta and rope_scaling.
+  const local = architecture === "Gemma3ForCausalLM" ? { theta: k.positive("rope_local_base_freq", 10000), scaling: { type: "default" } as const } : null;
+  const noRope = architecture === "SmolLM3ForCausalLM" ? noRopeLayers(k, numLayers) : null;
+  const layerRope = layerWindows.map((w, i) => (noRope?.[i] ? null : local !== null && w !== null ? local : { theta: rope.theta, scaling: rope.scaling }));
+  const softcap = (key: string, fallback: number): number => (json[key] === null ? 0 : k.positive(key, fallback));
   const torchDtype = json["torch_dtype"] ?? json["dtype"] ?? null;
   return {
     architecture,
@@ -328,16 +442,26 @@ export function parseModelConfig(json: unknown, options: ParseConfigOptions = {}
     numKvHeads,
     headDim,
     vocabSize,
-    maxPositionEmbeddings: k.int("max_position_embeddings", DEFAULTS[architecture].maxPositionEmbeddings),
-    rmsNormEps: k.positive("rms_norm_eps", 1e-6),
+    maxPositionEmbeddings,
+    rmsNormEps: k.positive("rms_norm_eps", phi3 ? 1e-5 : 1e-6),
     ropeTheta: rope.theta,
     ropeScaling: rope.scaling,
-    tieWordEmbeddings: k.bool("tie_word_embeddings", false),
+    tieWordEmbeddings: k.bool("tie_word_embeddings", gemma), // Gemma's configs default to tied
     qkvBias,
     oProjBias,
     mlpBias,
-    qkNorm: architecture === "Qwen3ForCausalLM",
-    layerWindows: windowsOf(k, architecture, numLayers),
+    qkNorm: architecture === "Qwen3ForCausalLM" || architecture === "Gemma3ForCausalLM",
+    layerWindows,
+    hiddenAct,
+    normOffset: gemma ? 1 : 0,
+    embeddingScale: gemma ? Math.fround(Math.sqrt(hiddenSize)) : 1,
+    sandwichNorms: gemma,
+    attentionScale: 1 / Math.sqrt(gemma ? k.positive("query_pre_attn_scalar", 256) : headDim),
+    attnLogitSoftcap: architecture === "Gemma2ForCausalLM" ? softcap("attn_logit_softcapping", 50) : gemma ? softcap("attn_logit_softcapping", 0) : 0,
+    finalLogitSoftcap: architecture === "Gemma2ForCausalLM" ? softcap("final_logit_softcapping", 30) : gemma ? softcap("final_logit_softcapping", 0) : 0,
+    rotaryDim,
+    fusedProjections: phi3,
+    layerRope,
     bosTokenId: k.ids("bos_token_id")[0] ?? null,
     eosTokenIds: k.ids("eos_token_id"),
     torchDtype: typeof torchDtype === "string" ? torchDtype : null,

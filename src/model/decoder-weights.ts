@@ -38,8 +38,12 @@ export interface LayerWeights {
   o: Weight;
   /** f32 [h], or null. */
   oBias: Tensor | null;
-  /** f32 [h]: post_attention_layernorm. */
+  /** f32 [h]: the MLP input's norm: post_attention_layernorm (pre_feedforward_layernorm with sandwichNorms). */
   postNorm: Tensor;
+  /** f32 [h]: Gemma's norm of the attention output (post_attention_layernorm), or null. */
+  attnOutNorm: Tensor | null;
+  /** f32 [h]: Gemma's norm of the MLP output (post_feedforward_layernorm), or null. */
+  mlpOutNorm: Tensor | null;
   /** [2·I, h]: gate_proj, up_proj stacked along rows. */
   gateUp: Weight;
   /** f32 [2·I], or null (Llama mlp_bias). */
@@ -132,7 +136,7 @@ export class DecoderWeights {
     free(this.finalNorm);
     for (const w of this.layers) {
       for (const m of [w.qkv, w.o, w.gateUp, w.down]) m.free();
-      for (const t of [w.inputNorm, w.postNorm, w.qkvBias, w.qNorm, w.kNorm, w.oBias, w.gateUpBias, w.downBias]) if (t) free(t);
+      for (const t of [w.inputNorm, w.postNorm, w.attnOutNorm, w.mlpOutNorm, w.qkvBias, w.qNorm, w.kNorm, w.oBias, w.gateUpBias, w.downBias]) if (t) free(t);
     }
   }
 }
@@ -198,6 +202,15 @@ export function buildDecoderWeights(rt: Runtime, options: BuildWeightsOptions): 
     return keep(stackWeights(r, parts));
   };
   const f32 = (parts: Tensor[], label: string): Tensor => keep(f32Concat(r, parts, label));
+  /** A norm weight as the kernels use it: w + normOffset (Gemma's (1 + w), folded in once at load). */
+  const norm = (t: Tensor, label: string): Tensor => {
+    const out = f32([t], label);
+    if (config.normOffset !== 0) {
+      const v = out.data() as Float32Array;
+      for (let i = 0; i < v.length; i++) v[i]! += config.normOffset;
+    }
+    return out;
+  };
 
   /** Takes group g from the source into its memory, checks it has every name, runs `build`, frees the group. */
   const withGroup = <T>(g: number, build: (get: (name: string) => Source, tensor: (name: string) => Tensor) => T): T => {
@@ -233,15 +246,17 @@ export function buildDecoderWeights(rt: Runtime, options: BuildWeightsOptions): 
           const mlp = (m: string) => get(`${p}.mlp.${m}.weight`);
           const vec = (m: string) => tensor(`${p}.${m}`);
           return {
-            inputNorm: f32([vec("input_layernorm.weight")], `layer ${l} input_layernorm`),
-            qkv: weight([attn("q_proj"), attn("k_proj"), attn("v_proj")], `layer ${l} qkv_proj`),
+            inputNorm: norm(vec("input_layernorm.weight"), `layer ${l} input_layernorm`),
+            qkv: weight(config.fusedProjections ? attn("qkv_proj") : [attn("q_proj"), attn("k_proj"), attn("v_proj")], `layer ${l} qkv_proj`),
             qkvBias: config.qkvBias ? f32([vec("self_attn.q_proj.bias"), vec("self_attn.k_proj.bias"), vec("self_attn.v_proj.bias")], `layer ${l} qkv bias`) : null,
-            qNorm: config.qkNorm ? f32([vec("self_attn.q_norm.weight")], `layer ${l} q_norm`) : null,
-            kNorm: config.qkNorm ? f32([vec("self_attn.k_norm.weight")], `layer ${l} k_norm`) : null,
+            qNorm: config.qkNorm ? norm(vec("self_attn.q_norm.weight"), `layer ${l} q_norm`) : null,
+            kNorm: config.qkNorm ? norm(vec("self_attn.k_norm.weight"), `layer ${l} k_norm`) : null,
             o: weight(attn("o_proj"), `layer ${l} o_proj`),
             oBias: config.oProjBias ? f32([vec("self_attn.o_proj.bias")], `layer ${l} o_proj bias`) : null,
-            postNorm: f32([vec("post_attention_layernorm.weight")], `layer ${l} post_attention_layernorm`),
-            gateUp: weight([mlp("gate_proj"), mlp("up_proj")], `layer ${l} gate_up_proj`),
+            postNorm: config.sandwichNorms ? norm(vec("pre_feedforward_layernorm.weight"), `layer ${l} pre_feedforward_layernorm`) : norm(vec("post_attention_layernorm.weight"), `layer ${l} post_attention_layernorm`),
+            attnOutNorm: config.sandwichNorms ? norm(vec("post_attention_layernorm.weight"), `layer ${l} post_attention_layernorm`) : null,
+            mlpOutNorm: config.sandwichNorms ? norm(vec("post_feedforward_layernorm.weight"), `layer ${l} post_feedforward_layernorm`) : null,
+            gateUp: weight(config.fusedProjections ? mlp("gate_up_proj") : [mlp("gate_proj"), mlp("up_proj")], `layer ${l} gate_up_proj`),
             gateUpBias: config.mlpBias ? f32([vec("mlp.gate_proj.bias"), vec("mlp.up_proj.bias")], `layer ${l} gate_up bias`) : null,
             down: weight(mlp("down_proj"), `layer ${l} down_proj`),
             downBias: config.mlpBias ? f32([vec("mlp.down_proj.bias")], `layer ${l} down_proj bias`) : null,
@@ -250,7 +265,7 @@ export function buildDecoderWeights(rt: Runtime, options: BuildWeightsOptions): 
       );
     }
     const { finalNorm, lmHead } = withGroup(config.numLayers + 1, (get, tensor) => ({
-      finalNorm: f32([tensor("model.norm.weight")], "model.norm"),
+      finalNorm: norm(tensor("model.norm.weight"), "model.norm"),
       lmHead: config.tieWordEmbeddings ? embedding : weight(get("lm_head.weight"), "lm_head"),
     }));
     const held = [...bytesOf].sort((a, b) => b[1] - a[1])[0]![0];

@@ -1,18 +1,20 @@
 /**
- * The decoder forward of Llama, Mistral, Qwen2 and Qwen3 over one engine
- * step's ragged batch (prefill chunks and decode tokens together) on the
- * paged KV cache — llama2.c's `forward()` for a batch of sequences:
+ * The decoder forward of Llama, Mistral, Qwen2, Qwen3, Gemma 2 and Gemma 3
+ * over one engine step's ragged batch (prefill chunks and decode tokens
+ * together) on the paged KV cache — llama2.c's `forward()` for a batch of
+ * sequences:
  *
- *   x = embed(tokens)
+ *   x = embed(tokens) (· √hidden: Gemma)
  *   for each layer:
  *     qkv = rmsnorm(x) · Wqkvᵀ (+ bias)              q, k, v: column views of qkv
- *     q, k = rmsnorm_per_head(q), rmsnorm_per_head(k)  (Qwen3)
- *     q, k = rope(q, k, positions)
+ *     q, k = rmsnorm_per_head(q), rmsnorm_per_head(k)  (Qwen3, Gemma 3)
+ *     q, k = rope(q, k, positions)                     the layer's theta (Gemma 3: local 10k / global 1M);
+ *                                                      Phi-3: partial, LongRoPE long factors iff maxModelLen > original
  *     cache[layer][slots] = k, v                       every new token, before attention
- *     att = pagedAttention(q, cache[layer])            causal, the layer's sliding window
- *     x = x + att · Woᵀ
- *     x = x + down(silu(gate(rmsnorm(x))) ⊙ up(rmsnorm(x)))
- *   logits = rmsnorm(x[logitIndices]) · Wlmᵀ           only the rows that are sampled
+ *     att = pagedAttention(q, cache[layer])            causal, the layer's sliding window, scale, softcap
+ *     x = x + post?(att · Woᵀ)                         post: Gemma's norm of each block's output
+ *     x = x + post?(down(act(gate(rmsnorm(x))) ⊙ up(rmsnorm(x))))    act: silu, or tanh GELU (Gemma)
+ *   logits = rmsnorm(x[logitIndices]) · Wlmᵀ           only the rows that are sampled (Gemma 2: softcapped)
  *
  * Everything per step is prepared once before the layers run: the batch is
  * validated, token ids and slots are uploaded, RoPE's cos/sin table and the
@@ -37,13 +39,15 @@ import { embedding } from "../ops/embedding.js";
 import { linear } from "../ops/linear.js";
 import { addRmsNorm, rmsNorm } from "../ops/rmsnorm.js";
 import { Rope, type RopeTable } from "../ops/rope.js";
-import { swiglu } from "../ops/swiglu.js";
+import { scale } from "../ops/scale.js";
+import { softcap } from "../ops/softcap.js";
+import { geglu, swiglu } from "../ops/swiglu.js";
 import type { AttentionPlan } from "../attention/plan.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
 import { copyTensor } from "../tensor/copy.js";
 import { checkForwardBatch } from "./check-batch.js";
-import type { ModelConfig } from "./config.js";
+import type { LayerRope, ModelConfig } from "./config.js";
 import type { DecoderWeights } from "./decoder-weights.js";
 import type { ForwardBatch } from "./forward-batch.js";
 import type { KvCacheGeometry, ModelRunner } from "./model-runner.js";
@@ -75,9 +79,24 @@ interface Stage {
   to: number;
   /** This memory's KV pool (its layers only); null in a memory holding only the embedding or the head. */
   cache: PagedKvCache | null;
-  rope: Rope;
-  table: RopeTable | undefined;
+  /** One Rope per distinct layer setting (ropeSettings), and this step's table of each. */
+  ropes: Rope[];
+  tables: (RopeTable | undefined)[];
   buffers: StepBuffers;
+}
+
+/** The distinct RoPE settings of the layers, and each layer's index into them (Gemma 3 has two), −1 for a NoPE layer (SmolLM3). */
+function ropeSettings(config: ModelConfig): { settings: LayerRope[]; ofLayer: number[] } {
+  const keys: string[] = [];
+  const settings: LayerRope[] = [];
+  const ofLayer = config.layerRope.map((r) => {
+    if (r === null) return -1;
+    const key = JSON.stringify(r);
+    let i = keys.indexOf(key);
+    if (i < 0) (i = keys.length), keys.push(key), settings.push(r);
+    return i;
+  });
+  return { settings, ofLayer };
 }
 
 export class Decoder implements ModelRunner {
@@ -96,6 +115,8 @@ export class Decoder implements ModelRunner {
   readonly #head: Stage;
   /** Per layer: the attention window [left, right] (sliding) or undefined (full causal). */
   readonly #windows: ([number, number] | undefined)[];
+  /** Per layer: which of a stage's ropes it applies. */
+  readonly #ropeOf: number[];
   #disposed = false;
 
   constructor(rt: Runtime, options: DecoderOptions) {
@@ -126,12 +147,15 @@ export class Decoder implements ModelRunner {
     this.#windows = config.layerWindows.map((w) => (w === null ? undefined : [w - 1, 0]));
     const tokens = checkInt("maxBatchTokens", options.maxBatchTokens ?? 512, { min: 1 });
     const rows = checkInt("maxLogitRows", options.maxLogitRows ?? 16, { min: 1 });
+    const { settings, ofLayer } = ropeSettings(config);
+    this.#ropeOf = ofLayer;
 
     // One stage per memory: the layers whose weights and KV cache live there.
     const made: Stage[] = [];
     const stageIn = (memory: WebAssembly.Memory, from: number, to: number, cache: PagedKvCache | null): Stage => {
       const view = rt.of(memory);
-      const stage: Stage = { rt: view, from, to, cache, rope: new Rope(view, { headDim: config.headDim, theta: config.ropeTheta, scaling: config.ropeScaling }), table: undefined, buffers: new StepBuffers(view, config, tokens, rows) };
+      const ropes = settings.map((r) => new Rope(view, { headDim: config.headDim, rotaryDim: config.rotaryDim, theta: r.theta, scaling: r.scaling, maxPositions: this.maxModelLen }));
+      const stage: Stage = { rt: view, from, to, cache, ropes, tables: ropes.map(() => undefined), buffers: new StepBuffers(view, config, tokens, rows) };
       made.push(stage);
       return stage;
     };
@@ -152,7 +176,7 @@ export class Decoder implements ModelRunner {
       if (weights.finalNorm.memory !== weights.lmHead.memory) throw new ArgumentError("weights.finalNorm", `must live in the LM head's memory, got ${weights.finalNorm.toString()} and ${weights.lmHead.toString()}`);
       this.#head = existing(weights.lmHead.memory) ?? stageIn(weights.lmHead.memory, 0, 0, null);
     } catch (e) {
-      for (const s of made) (s.buffers.free(), s.rope.free());
+      for (const s of made) (s.buffers.free(), s.ropes.forEach((r) => r.free()));
       throw e;
     }
   }
@@ -177,13 +201,14 @@ export class Decoder implements ModelRunner {
       for (const st of this.#stages) {
         const { slots } = st.buffers.views(T, S);
         slots.data().set(batch.slotMapping);
-        st.table = st.rope.table(batch.positions, st.table);
+        st.tables = st.ropes.map((r, i) => r.table(batch.positions, st.tables[i]));
         plans.push(planPagedAttention(st.rt, { cache: st.cache!, numHeads: c.numHeads, ...batch }));
       }
       const e = this.#embed;
       const { ids, x: x0 } = e.buffers.views(T, S);
       ids.data().set(batch.tokens);
       embedding(e.rt, { weight: W.embedding, ids, out: x0 }); // x [T, h]
+      if (c.embeddingScale !== 1) scale(e.rt, { x: x0, s: c.embeddingScale });
       let x = x0; // the residual stream, in the memory of the stage that last wrote it
       this.#stages.forEach((st, si) => {
         const rt = st.rt;
@@ -203,16 +228,19 @@ export class Decoder implements ModelRunner {
             rmsNorm(rt, { x: q, weight: w.qNorm, eps }); // per head, in place: q [T, H, D]
             rmsNorm(rt, { x: k, weight: w.kNorm, eps }); // k [T, Hkv, D]
           }
-          st.rope.apply({ q, k, table: st.table! });
+          const r = this.#ropeOf[l]!;
+          if (r >= 0) st.ropes[r]!.apply({ q, k, table: st.tables[r]! }); // SmolLM3's NoPE layers skip it
           appendKv(rt, { cache, layer: l - st.from, k, v: v.v, slotMapping: slots }); // every new token's K/V, before any attention reads
-          pagedAttention(rt, { q, cache, layer: l - st.from, plan, causal: true, window: this.#windows[l], out: att }); // att [T, H, D]
+          pagedAttention(rt, { q, cache, layer: l - st.from, plan, causal: true, window: this.#windows[l], scale: c.attentionScale, softcap: c.attnLogitSoftcap, out: att }); // att [T, H, D]
           linear(rt, { x: attRows, weight: w.o, out: o, bias: w.oBias ?? undefined }); // o [T, h]
+          if (w.attnOutNorm) rmsNorm(rt, { x: o, weight: w.attnOutNorm, eps }); // Gemma: o = rmsnorm(o), in place
           addRmsNorm(rt, { x, delta: o, weight: w.postNorm, out: xb, eps }); // x += o; xb = rmsnorm(x)
 
-          // MLP: x += down(silu(gate) ⊙ up).
+          // MLP: x += down(act(gate) ⊙ up).
           linear(rt, { x: xb, weight: w.gateUp, out: gateUp, bias: w.gateUpBias ?? undefined }); // gateUp [T, 2·I]
-          swiglu(rt, { gate, up, out: gate }); // gate [T, I] ← silu(gate) ⊙ up
+          (c.hiddenAct === "silu" ? swiglu : geglu)(rt, { gate, up, out: gate }); // gate [T, I] ← act(gate) ⊙ up
           linear(rt, { x: gate, weight: w.down, out: o, bias: w.downBias ?? undefined }); // o [T, h]
+          if (w.mlpOutNorm) rmsNorm(rt, { x: o, weight: w.mlpOutNorm, eps }); // Gemma: o = rmsnorm(o), in place
           if (l + 1 < st.to) addRmsNorm(rt, { x, delta: o, weight: W.layers[l + 1]!.inputNorm, out: xb, eps }); // x += o; xb = next layer's rmsnorm(x)
           else add(rt, { a: x, b: o, out: x }); // the next memory (or the head) norms it: same kernel, same bits
         }
@@ -230,6 +258,7 @@ export class Decoder implements ModelRunner {
       }
       rmsNorm(hd.rt, { x: last, weight: W.finalNorm, eps });
       linear(hd.rt, { x: last, weight: W.lmHead, out: logits }); // logits [S, V]
+      if (c.finalLogitSoftcap > 0) softcap(hd.rt, { x: logits, cap: c.finalLogitSoftcap });
       return new Float32Array(hd.rt.memory.buffer, logits.ptr, S * c.vocabSize).slice();
     } finally {
       for (const p of plans) p.dispose();
@@ -243,8 +272,8 @@ export class Decoder implements ModelRunner {
     for (const c of this.caches) c.dispose();
     for (const s of new Set([this.#embed, ...this.#stages, this.#head])) {
       s.buffers.free();
-      s.table?.free();
-      s.rope.free();
+      for (const t of s.tables) t?.free();
+      for (const r of s.ropes) r.free();
     }
   }
 

@@ -116,7 +116,7 @@ export function layerWeightBytes(config: ModelConfig, format: StorageFormat, mat
   const { hiddenSize: h, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I } = config;
   const qkvRows = (H + 2 * Hkv) * D;
   let n = matrixBytes ?? weightBytes(format, qkvRows, h) + weightBytes(format, h, H * D) + weightBytes(format, 2 * I, h) + weightBytes(format, h, I);
-  n += 2 * align64(h * 4); // input and post-attention norms
+  n += (config.sandwichNorms ? 4 : 2) * align64(h * 4); // input and post-attention norms (Gemma: and its two post-norms)
   if (config.qkvBias) n += align64(qkvRows * 4);
   if (config.qkNorm) n += 2 * align64(D * 4);
   if (config.oProjBias) n += align64(h * 4);
@@ -127,7 +127,7 @@ export function layerWeightBytes(config: ModelConfig, format: StorageFormat, mat
 /** Elements of one layer's checkpoint tensors. */
 function layerParams(config: ModelConfig): number {
   const { hiddenSize: h, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I } = config;
-  return (H + 2 * Hkv) * D * h + h * H * D + 3 * I * h + 2 * h;
+  return (H + 2 * Hkv) * D * h + h * H * D + 3 * I * h + (config.sandwichNorms ? 4 : 2) * h;
 }
 
 /**

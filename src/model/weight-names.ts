@@ -21,12 +21,16 @@ export interface WeightSpec {
  *   model.layers.N.self_attn.q_proj.weight        [H·D, hidden]    (.bias [H·D] if qkvBias)
  *   model.layers.N.self_attn.k_proj.weight        [Hkv·D, hidden]  (.bias [Hkv·D] if qkvBias)
  *   model.layers.N.self_attn.v_proj.weight        [Hkv·D, hidden]  (.bias [Hkv·D] if qkvBias)
+ *   model.layers.N.self_attn.qkv_proj.weight      [(H + 2·Hkv)·D, hidden]  (fusedProjections: q, k, v stacked)
  *   model.layers.N.self_attn.o_proj.weight        [hidden, H·D]    (.bias [hidden] if oProjBias)
  *   model.layers.N.self_attn.q_norm.weight        [D]              (qkNorm)
  *   model.layers.N.self_attn.k_norm.weight        [D]              (qkNorm)
- *   model.layers.N.post_attention_layernorm.weight [hidden]
+ *   model.layers.N.post_attention_layernorm.weight [hidden]        (Gemma: the attention output's norm)
+ *   model.layers.N.pre_feedforward_layernorm.weight [hidden]       (sandwichNorms: the MLP input's norm)
+ *   model.layers.N.post_feedforward_layernorm.weight [hidden]      (sandwichNorms: the MLP output's norm)
  *   model.layers.N.mlp.gate_proj.weight           [inter, hidden]  (.bias [inter] if mlpBias)
  *   model.layers.N.mlp.up_proj.weight             [inter, hidden]  (.bias [inter] if mlpBias)
+ *   model.layers.N.mlp.gate_up_proj.weight        [2·inter, hidden] (fusedProjections: gate, up stacked)
  *   model.layers.N.mlp.down_proj.weight           [hidden, inter]  (.bias [hidden] if mlpBias)
  *   model.norm.weight                             [hidden]
  *   lm_head.weight                                [V, hidden]      (unless tieWordEmbeddings)
@@ -41,17 +45,27 @@ export function expectedWeights(config: ModelConfig): WeightSpec[] {
   for (let l = 0; l < config.numLayers; l++) {
     const p = `model.layers.${l}`;
     out.push({ name: `${p}.input_layernorm.weight`, shape: [h] });
-    linear(`${p}.self_attn.q_proj`, numHeads * d, h, config.qkvBias);
-    linear(`${p}.self_attn.k_proj`, numKvHeads * d, h, config.qkvBias);
-    linear(`${p}.self_attn.v_proj`, numKvHeads * d, h, config.qkvBias);
+    if (config.fusedProjections) linear(`${p}.self_attn.qkv_proj`, (numHeads + 2 * numKvHeads) * d, h, config.qkvBias);
+    else {
+      linear(`${p}.self_attn.q_proj`, numHeads * d, h, config.qkvBias);
+      linear(`${p}.self_attn.k_proj`, numKvHeads * d, h, config.qkvBias);
+      linear(`${p}.self_attn.v_proj`, numKvHeads * d, h, config.qkvBias);
+    }
     linear(`${p}.self_attn.o_proj`, h, numHeads * d, config.oProjBias);
     if (config.qkNorm) {
       out.push({ name: `${p}.self_attn.q_norm.weight`, shape: [d] });
       out.push({ name: `${p}.self_attn.k_norm.weight`, shape: [d] });
     }
     out.push({ name: `${p}.post_attention_layernorm.weight`, shape: [h] });
-    linear(`${p}.mlp.gate_proj`, inter, h, config.mlpBias);
-    linear(`${p}.mlp.up_proj`, inter, h, config.mlpBias);
+    if (config.sandwichNorms) {
+      out.push({ name: `${p}.pre_feedforward_layernorm.weight`, shape: [h] });
+      out.push({ name: `${p}.post_feedforward_layernorm.weight`, shape: [h] });
+    }
+    if (config.fusedProjections) linear(`${p}.mlp.gate_up_proj`, 2 * inter, h, config.mlpBias);
+    else {
+      linear(`${p}.mlp.gate_proj`, inter, h, config.mlpBias);
+      linear(`${p}.mlp.up_proj`, inter, h, config.mlpBias);
+    }
     linear(`${p}.mlp.down_proj`, h, inter, config.mlpBias);
   }
   out.push({ name: "model.norm.weight", shape: [h] });

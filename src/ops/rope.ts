@@ -6,8 +6,11 @@
  * θ_i = position · inv_freq[i].
  *
  * inv_freq follows transformers' `ROPE_INIT_FUNCTIONS`: "default"
- * (inv_freq[i] = theta^(−2i/R)), "linear" (÷ factor) and "llama3" (Llama 3.1's
- * wavelength-dependent interpolation). Angles are f32(position) · f32(inv_freq)
+ * (inv_freq[i] = theta^(−2i/R)), "linear" (÷ factor), "llama3" (Llama 3.1's
+ * wavelength-dependent interpolation) and "longrope" (Phi-3/Phi-4: ÷ a
+ * per-frequency factor, the long set when the sequences served may pass
+ * original_max_position_embeddings, else the short set — llama.cpp's choice
+ * by context size; cos and sin both times the attention factor). Angles are f32(position) · f32(inv_freq)
  * rounded to f32, as transformers and vLLM compute them in f32, then cos/sin in
  * f64 → f32.
  *
@@ -33,6 +36,14 @@ export type RopeScaling =
       lowFreqFactor: number;
       highFreqFactor: number;
       originalMaxPositionEmbeddings: number;
+    }
+  /** Phi-3 LongRoPE ("longrope" / "su"): inv_freq[i] ÷ shortFactor[i] or longFactor[i]; cos and sin × attentionFactor. */
+  | {
+      type: "longrope";
+      shortFactor: readonly number[];
+      longFactor: readonly number[];
+      originalMaxPositionEmbeddings: number;
+      attentionFactor: number;
     };
 
 export interface RopeOptions {
@@ -44,6 +55,13 @@ export interface RopeOptions {
   rotaryDim?: number;
   /** ModelConfig.ropeScaling, or none. */
   scaling?: RopeScaling | null;
+  /** The longest sequence served: "longrope" takes its long factors iff this exceeds originalMaxPositionEmbeddings. Default 0 (short). */
+  maxPositions?: number;
+}
+
+/** The factor cos and sin are multiplied by (LongRoPE's attention factor; 1 otherwise). */
+export function ropeAttentionFactor(scaling: RopeScaling | null | undefined): number {
+  return scaling?.type === "longrope" ? scaling.attentionFactor : 1;
 }
 
 function checkScaling(scaling: RopeScaling): RopeScaling {
@@ -56,8 +74,12 @@ function checkScaling(scaling: RopeScaling): RopeScaling {
     checkNumber("scaling.lowFreqFactor", scaling.lowFreqFactor, { minExclusive: 0 });
     checkNumber("scaling.highFreqFactor", scaling.highFreqFactor, { minExclusive: scaling.lowFreqFactor });
     checkNumber("scaling.originalMaxPositionEmbeddings", scaling.originalMaxPositionEmbeddings, { minExclusive: 0 });
+  } else if (scaling.type === "longrope") {
+    checkNumber("scaling.originalMaxPositionEmbeddings", scaling.originalMaxPositionEmbeddings, { minExclusive: 0 });
+    checkNumber("scaling.attentionFactor", scaling.attentionFactor, { minExclusive: 0 });
+    for (const key of ["shortFactor", "longFactor"] as const) scaling[key].forEach((f, i) => checkNumber(`scaling.${key}[${i}]`, f, { minExclusive: 0 }));
   } else {
-    throw new ArgumentError("scaling.type", `must be "default" | "linear" | "llama3", got ${show((scaling as { type: unknown }).type)}`);
+    throw new ArgumentError("scaling.type", `must be "default" | "linear" | "llama3" | "longrope", got ${show((scaling as { type: unknown }).type)}`);
   }
   return scaling;
 }
@@ -77,6 +99,12 @@ export function ropeInvFreq(options: RopeOptions): Float64Array {
   const scaling = options.scaling ? checkScaling(options.scaling) : null;
   if (scaling?.type === "linear") {
     for (let i = 0; i < half; i++) inv[i]! /= scaling.factor;
+  } else if (scaling?.type === "longrope") {
+    // transformers' _compute_longrope_parameters: 1 / (ext_factors · theta^(2i/R)).
+    const long = (options.maxPositions ?? 0) > scaling.originalMaxPositionEmbeddings;
+    const factors = long ? scaling.longFactor : scaling.shortFactor;
+    if (factors.length !== half) throw new ArgumentError(`scaling.${long ? "longFactor" : "shortFactor"}`, `must hold rotaryDim / 2 = ${half} factors, got ${factors.length}`);
+    for (let i = 0; i < half; i++) inv[i] = 1 / (factors[i]! * Math.pow(theta, (2 * i) / rotaryDim));
   } else if (scaling?.type === "llama3") {
     // transformers' _compute_llama3_parameters.
     const { factor, lowFreqFactor, highFreqFactor, originalMaxPositionEmbeddings: oldLen } = scaling;
@@ -187,6 +215,8 @@ export class Rope {
   readonly scaling: RopeScaling | null;
   /** inv_freq [rotaryDim / 2] as f32, the values the kernels use. */
   readonly invFreq: Float32Array;
+  /** cos and sin are multiplied by this (ropeAttentionFactor). */
+  readonly attentionFactor: number;
   readonly #rt: Runtime;
   readonly #invPtr: number;
 
@@ -197,6 +227,7 @@ export class Rope {
     this.rotaryDim = options.rotaryDim ?? options.headDim;
     this.theta = options.theta ?? 10000;
     this.scaling = options.scaling ?? null;
+    this.attentionFactor = ropeAttentionFactor(this.scaling);
     this.invFreq = Float32Array.from(inv);
     this.#invPtr = rt.heap.alloc(this.invFreq.byteLength, "rope inv_freq");
     new Float32Array(rt.memory.buffer, this.#invPtr, inv.length).set(this.invFreq);
@@ -241,6 +272,13 @@ export class Rope {
     new Int32Array(rt.memory.buffer, table.positionsPtr, T).set(values);
     const args = rt.args().ptr(table.positionsPtr).ptr(this.#invPtr).i32(half).ptr(table.cosPtr).ptr(table.sinPtr).end();
     rt.parallelFor("task_rope_table", T, args);
+    if (this.attentionFactor !== 1) {
+      // LongRoPE: cos and sin × the attention factor ([T, R/2] each, once per step).
+      for (const ptr of [table.cosPtr, table.sinPtr]) {
+        const v = new Float32Array(rt.memory.buffer, ptr, T * half);
+        for (let i = 0; i < v.length; i++) v[i]! *= this.attentionFactor;
+      }
+    }
     return table;
   }
 

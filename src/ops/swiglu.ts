@@ -1,8 +1,9 @@
 /**
- * The SwiGLU MLP's activation: out = silu(gate) ⊙ up, silu(x) = x·σ(x) —
- * between the gate/up projections and the down projection of Llama, Mistral
- * and Qwen. gate and up may be column slices of one fused [T, 2·I] gate_up
- * output (row-strided views).
+ * The gated MLP activations, between the gate/up projections and the down
+ * projection: SwiGLU out = silu(gate) ⊙ up, silu(x) = x·σ(x) (Llama, Mistral,
+ * Qwen, Phi-3), and GeGLU out = gelu_tanh(gate) ⊙ up (Gemma; PyTorch's
+ * gelu(approximate="tanh")). gate and up may be column slices of one fused
+ * [T, 2·I] gate_up output (row-strided views).
  */
 import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
@@ -20,7 +21,17 @@ export interface SwigluOptions {
 
 const CHUNK = 4096;
 
+/** out = silu(gate) ⊙ up. */
 export function swiglu(rt: Runtime, options: SwigluOptions): void {
+  gated(rt, options, "task_swiglu");
+}
+
+/** out = gelu_tanh(gate) ⊙ up (same options as swiglu). */
+export function geglu(rt: Runtime, options: SwigluOptions): void {
+  gated(rt, options, "task_geglu");
+}
+
+function gated(rt: Runtime, options: SwigluOptions, kernel: "task_swiglu" | "task_geglu"): void {
   const gate = checkTensor("gate", options.gate, rt);
   const up = checkTensor("up", options.up, rt);
   const out = checkTensor("out", options.out, rt);
@@ -50,5 +61,5 @@ export function swiglu(rt: Runtime, options: SwigluOptions): void {
     .i32(CHUNK)
     .i32(chunksPerRow)
     .end();
-  rt.parallelFor("task_swiglu", gm.rows * chunksPerRow, args);
+  rt.parallelFor(kernel, gm.rows * chunksPerRow, args);
 }

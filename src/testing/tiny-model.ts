@@ -3,13 +3,21 @@
  * tests and the embedded default model: config.json, model.safetensors (or
  * shards + model.safetensors.index.json), tokenizer.json,
  * tokenizer_config.json and generation_config.json, exactly as a user would
- * download them, for Llama, Mistral, Qwen2 and Qwen3.
+ * download them, for Llama, Mistral, Qwen2, Qwen3, Phi-3, SmolLM3, Gemma 2 and Gemma 3 (text).
+ * SmolLM3's fixture skips RoPE on every noRopeLayerInterval-th layer (default
+ * 2, so two layers hold one NoPE layer; SmolLM3-3B's and llama.cpp's is 4).
+ * The Phi-3 fixture has Phi-4-mini's partial rotary (0.75 of each head) and a
+ * LongRoPE scaling with an original context of 16 (so test prompts run on its
+ * long factors, as they do past 4096 tokens on Phi-3-128k).
+ * The Gemma fixtures use small softcaps (attention 3, logits 10) so the random
+ * weights reach the tanh's curve, and Gemma 3's alternates sliding and full
+ * layers every other layer (sliding_window_pattern 2) so two layers hold both.
  *
  * Weights follow PyTorch's default initialisation, drawn from one seeded
  * stream (Prng) in checkpoint order: Linear weights and biases
  * U(−1/√in, 1/√in), embeddings with standard deviation `embeddingStd`
  * (uniform, so the files depend on no transcendental function), RMSNorm
- * weights 1 + U(−0.1, 0.1) (not exactly 1, so a decoder that ignores them fails
+ * weights 1 + U(−0.1, 0.1) (Gemma's, which scale by 1 + w: U(−0.1, 0.1)) (not exactly 1, so a decoder that ignores them fails
  * its tests). The same options write the same bytes.
  */
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -26,14 +34,18 @@ import { type TensorToWrite, writeSafetensors } from "../model/safetensors-write
 import { type TinyTokenizerFamily, buildTinyTokenizer } from "./tiny-tokenizer.js";
 import { expectedWeights } from "../model/weight-names.js";
 
-export type TinyArch = "llama" | "mistral" | "qwen2" | "qwen3";
-export const TINY_ARCHS: readonly TinyArch[] = ["llama", "mistral", "qwen2", "qwen3"];
+export type TinyArch = "llama" | "mistral" | "qwen2" | "qwen3" | "phi3" | "smollm3" | "gemma2" | "gemma3";
+export const TINY_ARCHS: readonly TinyArch[] = ["llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3", "gemma2", "gemma3"];
 
 const ARCH: Readonly<Record<TinyArch, { architecture: Architecture; family: TinyTokenizerFamily }>> = {
   llama: { architecture: "LlamaForCausalLM", family: "llama" },
   mistral: { architecture: "MistralForCausalLM", family: "mistral" },
   qwen2: { architecture: "Qwen2ForCausalLM", family: "qwen" },
   qwen3: { architecture: "Qwen3ForCausalLM", family: "qwen" },
+  phi3: { architecture: "Phi3ForCausalLM", family: "qwen" },
+  smollm3: { architecture: "SmolLM3ForCausalLM", family: "qwen" },
+  gemma2: { architecture: "Gemma2ForCausalLM", family: "qwen" },
+  gemma3: { architecture: "Gemma3ForCausalLM", family: "qwen" },
 };
 
 /** Tokenizer of a tiny model: a synthetic byte-level BPE, or real files copied from a directory. */
@@ -67,8 +79,12 @@ export interface TinyModelOptions {
   rmsNormEps?: number;
   /** Default: true for Qwen2/Qwen3 (as their small checkpoints), false for Llama/Mistral. */
   tieWordEmbeddings?: boolean;
-  /** Mistral's sliding_window. Default 16, small enough for tests to cross it. */
+  /** Mistral's and Gemma's sliding_window. Default 16, small enough for tests to cross it. */
   slidingWindow?: number | null;
+  /** SmolLM3's no_rope_layer_interval: every n-th layer skips RoPE. Default 2. */
+  noRopeLayerInterval?: number;
+  /** Gemma's query_pre_attn_scalar (scores · its −½ power). Default the head dim, as Gemma 2 2B/9B and llama.cpp's GGUF reading. */
+  queryPreAttnScalar?: number;
   /** Storage dtype of every tensor. Default "f32". */
   dtype?: WeightDType;
   /** Split the weights over this many model-0000i-of-0000n.safetensors files. Default 1 (model.safetensors). */
@@ -125,11 +141,11 @@ function writeTokenizer(dir: string, arch: TinyArch, options: TinyTokenizerOptio
   return { size: tok.vocabSize, bosTokenId: tok.bosTokenId, eosTokenIds: tok.eosTokenId === null ? [] : [tok.eosTokenId], padTokenId: pad };
 }
 
-function configJson(o: Required<Omit<TinyModelOptions, "tokenizer" | "generation" | "ropeScaling" | "slidingWindow">> & Pick<TinyModelOptions, "ropeScaling" | "slidingWindow">, tok: TokenizerOut): Record<string, unknown> {
+function configJson(o: Required<Omit<TinyModelOptions, "tokenizer" | "generation" | "ropeScaling" | "slidingWindow" | "queryPreAttnScalar" | "noRopeLayerInterval">> & Pick<TinyModelOptions, "ropeScaling" | "slidingWindow" | "queryPreAttnScalar" | "noRopeLayerInterval">, tok: TokenizerOut): Record<string, unknown> {
   const { architecture } = ARCH[o.arch];
   const json: Record<string, unknown> = {
     architectures: [architecture],
-    model_type: o.arch,
+    model_type: o.arch === "gemma3" ? "gemma3_text" : o.arch,
     hidden_size: o.hiddenSize,
     intermediate_size: o.intermediateSize,
     num_hidden_layers: o.numLayers,
@@ -142,7 +158,7 @@ function configJson(o: Required<Omit<TinyModelOptions, "tokenizer" | "generation
     rope_theta: o.ropeTheta,
     rope_scaling: o.ropeScaling ?? null,
     tie_word_embeddings: o.tieWordEmbeddings,
-    hidden_act: "silu",
+    hidden_act: o.arch === "gemma2" || o.arch === "gemma3" ? "gelu_pytorch_tanh" : "silu",
     bos_token_id: tok.bosTokenId,
     eos_token_id: tok.eosTokenIds.length === 1 ? tok.eosTokenIds[0] : tok.eosTokenIds,
     torch_dtype: { f32: "float32", f16: "float16", bf16: "bfloat16" }[o.dtype],
@@ -151,6 +167,37 @@ function configJson(o: Required<Omit<TinyModelOptions, "tokenizer" | "generation
   if (o.arch === "llama" || o.arch === "qwen3") json["attention_bias"] = false;
   if (o.arch === "llama") json["mlp_bias"] = false;
   if (o.arch === "mistral") json["sliding_window"] = o.slidingWindow ?? null;
+  if (o.arch === "gemma2" || o.arch === "gemma3") {
+    json["hidden_activation"] = "gelu_pytorch_tanh";
+    json["sliding_window"] = o.slidingWindow ?? null;
+    json["query_pre_attn_scalar"] = o.queryPreAttnScalar ?? o.headDim;
+    json["attention_bias"] = false;
+    json["final_logit_softcapping"] = o.arch === "gemma2" ? 10 : null;
+    json["attn_logit_softcapping"] = o.arch === "gemma2" ? 3 : null;
+  }
+  if (o.arch === "smollm3") {
+    const n = o.noRopeLayerInterval ?? 2;
+    json["attention_bias"] = false;
+    json["mlp_bias"] = false;
+    json["use_sliding_window"] = false;
+    json["sliding_window"] = null;
+    json["no_rope_layer_interval"] = n;
+    json["no_rope_layers"] = Array.from({ length: o.numLayers }, (_, i) => Number((i + 1) % n !== 0)); // as SmolLM3Config writes it
+  }
+  if (o.arch === "phi3") {
+    json["attention_bias"] = false;
+    json["sliding_window"] = null;
+    json["partial_rotary_factor"] = 0.75;
+    json["original_max_position_embeddings"] = 16;
+    if (o.ropeScaling === null || o.ropeScaling === undefined) {
+      const half = Math.floor(o.headDim * 0.75) / 2;
+      json["rope_scaling"] = { type: "longrope", short_factor: Array.from({ length: half }, (_, i) => 1 + 0.25 * i), long_factor: Array.from({ length: half }, (_, i) => 1.5 + 2 * i) };
+    }
+  }
+  if (o.arch === "gemma3") {
+    json["sliding_window_pattern"] = 2;
+    json["rope_local_base_freq"] = 10000;
+  }
   if (o.arch === "qwen2" || o.arch === "qwen3") {
     json["use_sliding_window"] = false;
     json["sliding_window"] = null;
@@ -160,10 +207,11 @@ function configJson(o: Required<Omit<TinyModelOptions, "tokenizer" | "generation
 }
 
 /** One tensor's values, drawn from `rng` according to what the tensor is; `fanIn` is its layer's input width. */
-function initValues(name: string, shape: readonly number[], fanIn: number, rng: Prng, embeddingStd: number): Float32Array {
+function initValues(name: string, shape: readonly number[], fanIn: number, rng: Prng, embeddingStd: number, normOffset: number): Float32Array {
   const out = new Float32Array(numel(shape));
   if (name.endsWith("norm.weight")) {
-    for (let i = 0; i < out.length; i++) out[i] = 1 + 0.1 * (2 * rng.nextFloat() - 1);
+    // The norm scales by ≈ 1 either way: w ≈ 1, or Gemma's (1 + w) with w ≈ 0.
+    for (let i = 0; i < out.length; i++) out[i] = 1 - normOffset + 0.1 * (2 * rng.nextFloat() - 1);
     return out;
   }
   // U(−a, a) has std a/√3. Linear weights and biases: torch's kaiming-uniform bound 1/√fanIn.
@@ -206,11 +254,13 @@ export function writeTinyModel(dir: string, options: TinyModelOptions): TinyMode
     headDim: checkInt("headDim", options.headDim ?? (arch === "qwen3" ? 2 : 1) * Math.floor(hiddenSize / numHeads), { min: 1 }),
     vocabSize,
     maxPositionEmbeddings: checkInt("maxPositionEmbeddings", options.maxPositionEmbeddings ?? 512, { min: 1 }),
-    ropeTheta: options.ropeTheta ?? 10000,
+    ropeTheta: options.ropeTheta ?? (arch === "gemma3" ? 1e6 : 10000),
     ropeScaling: options.ropeScaling ?? null,
     rmsNormEps: options.rmsNormEps ?? (arch === "llama" || arch === "mistral" ? 1e-5 : 1e-6),
-    tieWordEmbeddings: options.tieWordEmbeddings ?? (arch === "qwen2" || arch === "qwen3"),
+    tieWordEmbeddings: options.tieWordEmbeddings ?? (arch !== "llama" && arch !== "mistral" && arch !== "phi3"),
     slidingWindow: options.slidingWindow === undefined ? 16 : options.slidingWindow,
+    ...(options.queryPreAttnScalar === undefined ? {} : { queryPreAttnScalar: options.queryPreAttnScalar }),
+    ...(options.noRopeLayerInterval === undefined ? {} : { noRopeLayerInterval: options.noRopeLayerInterval }),
     dtype,
     shards,
     embeddingStd,
@@ -231,7 +281,7 @@ export function writeTinyModel(dir: string, options: TinyModelOptions): TinyMode
   const tensors: TensorToWrite[] = specs.map(({ name, shape }) => {
     const weightShape = shapes.get(name.replace(/\.bias$/, ".weight"))!;
     const fanIn = weightShape[weightShape.length - 1]!;
-    return { name, dtype, shape, data: encode(initValues(name, shape, fanIn, rng, embeddingStd), dtype) };
+    return { name, dtype, shape, data: encode(initValues(name, shape, fanIn, rng, embeddingStd, config.normOffset), dtype) };
   });
   const files = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"];
   const metadata = { format: "pt" };

@@ -189,7 +189,7 @@ test("rope: linear scaling, legacy `type` key, transformers 5 rope_parameters, l
 
 test("errors name the key and the value", () => {
   const cases: [Record<string, unknown>, RegExp][] = [
-    [{ ...TINYLLAMA, architectures: ["GPT2LMHeadModel"] }, /config\.json architectures names an unsupported architecture "GPT2LMHeadModel" \(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM\)/],
+    [{ ...TINYLLAMA, architectures: ["GPT2LMHeadModel"] }, /config\.json architectures names an unsupported architecture "GPT2LMHeadModel" \(supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, SmolLM3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM\)/],
     [{ ...TINYLLAMA, architectures: undefined, model_type: "gpt_neox" }, /architectures is missing and model_type "gpt_neox" is not one of .*supported: LlamaForCausalLM/],
     [{ ...TINYLLAMA, hidden_size: undefined }, /config\.json hidden_size is required for LlamaForCausalLM, got undefined/],
     [{ ...TINYLLAMA, vocab_size: null }, /vocab_size is required for LlamaForCausalLM, got null/],
@@ -200,7 +200,7 @@ test("errors name the key and the value", () => {
     [{ ...TINYLLAMA, rms_norm_eps: -1 }, /rms_norm_eps must be a positive number, got -1/],
     [{ ...TINYLLAMA, tie_word_embeddings: "yes" }, /tie_word_embeddings must be true or false, got "yes"/],
     [{ ...TINYLLAMA, hidden_act: "gelu" }, /hidden_act must be "silu" \(SwiGLU MLP\), got "gelu"/],
-    [{ ...TINYLLAMA, rope_scaling: { rope_type: "yarn", factor: 4 } }, /rope_scaling\.rope_type must be "default", "linear" or "llama3", got "yarn"/],
+    [{ ...TINYLLAMA, rope_scaling: { rope_type: "yarn", factor: 4 } }, /rope_scaling\.rope_type must be "default", "linear", "llama3" or "longrope", got "yarn"/],
     [{ ...TINYLLAMA, rope_scaling: { rope_type: "llama3", factor: 8, low_freq_factor: 1, high_freq_factor: 4 } }, /rope_scaling\.original_max_position_embeddings is required for rope type "llama3", got undefined/],
     [{ ...TINYLLAMA, rope_scaling: { type: "linear", factor: "2" } }, /rope_scaling\.factor must be a positive number, got "2"/],
     [{ ...TINYLLAMA, eos_token_id: [2, -1] }, /eos_token_id\[1\] must be a token id \(integer ≥ 0\), got -1/],
@@ -249,4 +249,63 @@ test("checkWeights: missing, misshapen and unexpected tensors are listed; inv_fr
       e.message.includes("tensor model.layers.0.mlp.up_proj.weight has shape [1536, 577], expected [1536, 576]") &&
       e.message.includes("unexpected tensor model.layers.1.input_layernorm.weight"),
   );
+});
+
+test("Gemma 2 (google/gemma-2-2b) and Gemma 3 (google/gemma-3-1b-it) config.json: sandwich norms, GeGLU, softcaps, window pattern, local/global RoPE", () => {
+  const g2 = parseModelConfig({
+    architectures: ["Gemma2ForCausalLM"], attn_logit_softcapping: 50.0, bos_token_id: 2, cache_implementation: "hybrid", eos_token_id: [1, 107], final_logit_softcapping: 30.0,
+    head_dim: 256, hidden_act: "gelu_pytorch_tanh", hidden_activation: "gelu_pytorch_tanh", hidden_size: 2304, intermediate_size: 9216, max_position_embeddings: 8192,
+    model_type: "gemma2", num_attention_heads: 8, num_hidden_layers: 26, num_key_value_heads: 4, pad_token_id: 0, query_pre_attn_scalar: 224, rms_norm_eps: 1e-6,
+    rope_theta: 10000.0, sliding_window: 4096, torch_dtype: "float32", vocab_size: 256000,
+  });
+  assert.equal(g2.hiddenAct, "gelu_pytorch_tanh");
+  assert.equal(g2.normOffset, 1);
+  assert.equal(g2.embeddingScale, Math.fround(48));
+  assert.equal(g2.sandwichNorms, true);
+  assert.equal(g2.attentionScale, 1 / Math.sqrt(224), "query_pre_attn_scalar, not head_dim");
+  assert.deepEqual([g2.attnLogitSoftcap, g2.finalLogitSoftcap], [50, 30]);
+  assert.equal(g2.tieWordEmbeddings, true, "Gemma2Config ties by default");
+  assert.deepEqual(g2.layerWindows.slice(0, 4), [4096, null, 4096, null], "even layers slide");
+  assert.deepEqual(g2.eosTokenIds, [1, 107]);
+  const g3 = parseModelConfig({
+    architectures: ["Gemma3ForCausalLM"], attention_bias: false, attn_logit_softcapping: null, bos_token_id: 2, eos_token_id: [1, 106], final_logit_softcapping: null,
+    head_dim: 256, hidden_activation: "gelu_pytorch_tanh", hidden_size: 1152, intermediate_size: 6912, max_position_embeddings: 32768, model_type: "gemma3_text",
+    num_attention_heads: 4, num_hidden_layers: 26, num_key_value_heads: 1, query_pre_attn_scalar: 256, rms_norm_eps: 1e-6, rope_local_base_freq: 10000,
+    rope_scaling: null, rope_theta: 1000000, sliding_window: 512, sliding_window_pattern: 6, torch_dtype: "bfloat16", vocab_size: 262144,
+  });
+  assert.equal(g3.qkNorm, true);
+  assert.deepEqual([g3.attnLogitSoftcap, g3.finalLogitSoftcap], [0, 0]);
+  assert.deepEqual(g3.layerWindows.slice(0, 12), [512, 512, 512, 512, 512, null, 512, 512, 512, 512, 512, null], "5 local : 1 global");
+  assert.deepEqual(g3.layerRope.slice(4, 7).map((r) => r!.theta), [10000, 1e6, 10000]);
+  assert.throws(() => parseModelConfig({ ...{ architectures: ["Gemma2ForCausalLM"], hidden_size: 8, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 1, vocab_size: 8 }, hidden_activation: "silu" }), /hidden_activation must be "gelu_pytorch_tanh" \(GeGLU MLP\), got "silu"/);
+});
+
+test("Phi-4-mini-instruct's config.json: fused projections, partial rotary 0.75, LongRoPE with its attention factor", () => {
+  const short = Array.from({ length: 48 }, (_, i) => 1 + i / 100);
+  const long = Array.from({ length: 48 }, (_, i) => 1 + i);
+  const c = parseModelConfig({
+    architectures: ["Phi3ForCausalLM"], attention_bias: false, bos_token_id: 199999, eos_token_id: 199999, hidden_act: "silu", hidden_size: 3072, intermediate_size: 8192,
+    max_position_embeddings: 131072, model_type: "phi3", num_attention_heads: 24, num_hidden_layers: 32, num_key_value_heads: 8, original_max_position_embeddings: 4096,
+    pad_token_id: 199999, partial_rotary_factor: 0.75, rms_norm_eps: 1e-5, rope_scaling: { long_factor: long, short_factor: short, type: "longrope" }, rope_theta: 10000.0,
+    sliding_window: 262144, tie_word_embeddings: true, torch_dtype: "bfloat16", vocab_size: 200064,
+  });
+  assert.equal(c.fusedProjections, true);
+  assert.deepEqual([c.headDim, c.rotaryDim], [128, 96]);
+  assert.equal(c.ropeScaling.type, "longrope");
+  if (c.ropeScaling.type === "longrope") {
+    assert.deepEqual([c.ropeScaling.shortFactor, c.ropeScaling.longFactor, c.ropeScaling.originalMaxPositionEmbeddings], [short, long, 4096]);
+    assert.equal(c.ropeScaling.attentionFactor, Math.sqrt(1 + Math.log(32) / Math.log(4096)), "transformers' default: √(1 + ln(131072/4096) / ln 4096)");
+  }
+  assert.ok(c.layerWindows.every((w) => w === 262144));
+  assert.throws(() => parseModelConfig({ architectures: ["Phi3ForCausalLM"], hidden_size: 64, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 4, vocab_size: 8, partial_rotary_factor: 0.5, rope_scaling: { type: "longrope", short_factor: [1, 1, 1], long_factor: [1, 1, 1, 1] } }), /rope_scaling\.short_factor must hold one factor per rotated frequency \(4\), got 3/);
+});
+
+test("SmolLM3 config.json: no_rope_layers (1 = RoPE) or, absent, every no_rope_layer_interval-th layer (default 4) skips RoPE", () => {
+  const base = { architectures: ["SmolLM3ForCausalLM"], hidden_size: 2048, intermediate_size: 11008, num_hidden_layers: 8, num_attention_heads: 16, num_key_value_heads: 4, vocab_size: 128256, rope_theta: 5000000.0, tie_word_embeddings: true };
+  const nope = (json: Record<string, unknown>) => parseModelConfig(json).layerRope.flatMap((r, i) => (r === null ? [i] : []));
+  assert.deepEqual(nope(base), [3, 7]);
+  assert.deepEqual(nope({ ...base, no_rope_layer_interval: 2 }), [1, 3, 5, 7]);
+  assert.deepEqual(nope({ ...base, no_rope_layers: [1, 1, 0, 1, 1, 1, 1, 0] }), [2, 7]);
+  assert.equal(parseModelConfig(base).layerRope[0]!.theta, 5e6);
+  assert.throws(() => parseModelConfig({ ...base, no_rope_layers: [1, 0] }), /no_rope_layers must be a list of 8 flags \(num_hidden_layers; 1 = the layer applies RoPE\), got \[1, 0\]/);
 });

@@ -103,12 +103,14 @@ export function dequantizedWeights(rt: Runtime, w: DecoderWeights, config: Model
     return v;
   };
   const f64 = (t: Tensor): Float64Array => Float64Array.from(t.toFloat32());
+  /** A norm weight as the checkpoint stores it: the loaded one holds w + normOffset (Gemma's 1 + w). */
+  const norm = (t: Tensor): Float64Array => Float64Array.from(t.toFloat32(), (v) => v - config.normOffset);
   /** Rows [from, to) of a [rows, cols] matrix. */
   const rows = (m: Float64Array, cols: number, from: number, to: number) => m.slice(from * cols, to * cols);
   const { hiddenSize: h, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I } = config;
   out.set("model.embed_tokens.weight", matrix(w.embedding));
   if (!config.tieWordEmbeddings) out.set("lm_head.weight", matrix(w.lmHead));
-  out.set("model.norm.weight", f64(w.finalNorm));
+  out.set("model.norm.weight", norm(w.finalNorm));
   w.layers.forEach((l, i) => {
     const p = `model.layers.${i}`;
     const qkv = matrix(l.qkv);
@@ -121,12 +123,16 @@ export function dequantizedWeights(rt: Runtime, w: DecoderWeights, config: Model
       out.set(`${p}.self_attn.k_proj.bias`, b.slice(H * D, (H + Hkv) * D));
       out.set(`${p}.self_attn.v_proj.bias`, b.slice((H + Hkv) * D));
     }
-    if (l.qNorm) out.set(`${p}.self_attn.q_norm.weight`, f64(l.qNorm));
-    if (l.kNorm) out.set(`${p}.self_attn.k_norm.weight`, f64(l.kNorm));
+    if (l.qNorm) out.set(`${p}.self_attn.q_norm.weight`, norm(l.qNorm));
+    if (l.kNorm) out.set(`${p}.self_attn.k_norm.weight`, norm(l.kNorm));
     out.set(`${p}.self_attn.o_proj.weight`, matrix(l.o));
     if (l.oBias) out.set(`${p}.self_attn.o_proj.bias`, f64(l.oBias));
-    out.set(`${p}.input_layernorm.weight`, f64(l.inputNorm));
-    out.set(`${p}.post_attention_layernorm.weight`, f64(l.postNorm));
+    out.set(`${p}.input_layernorm.weight`, norm(l.inputNorm));
+    if (l.attnOutNorm && l.mlpOutNorm) {
+      out.set(`${p}.post_attention_layernorm.weight`, norm(l.attnOutNorm));
+      out.set(`${p}.pre_feedforward_layernorm.weight`, norm(l.postNorm));
+      out.set(`${p}.post_feedforward_layernorm.weight`, norm(l.mlpOutNorm));
+    } else out.set(`${p}.post_attention_layernorm.weight`, norm(l.postNorm));
     const gateUp = matrix(l.gateUp);
     out.set(`${p}.mlp.gate_proj.weight`, rows(gateUp, h, 0, I));
     out.set(`${p}.mlp.up_proj.weight`, rows(gateUp, h, I, 2 * I));

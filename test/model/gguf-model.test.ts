@@ -105,6 +105,33 @@ for (const [type, arch] of CASES) {
   });
 }
 
+for (const arch of ["gemma2", "gemma3", "phi3", "smollm3"] as const) {
+  test(`${arch} F32 GGUF (Gemma: norms stored as 1 + w, its tensor names and keys; Phi-3: fused tensors, LongRoPE factor tensors; SmolLM3: permuted Q/K, NoPE every 4th layer): the same config and logits as its safetensors directory`, () => {
+    const dir = writeTinyModel(join(root, `${arch}-src`), { arch, seed: 9, ...SHAPE, slidingWindow: 5, ...(arch === "smollm3" ? { numLayers: 4, noRopeLayerInterval: 4 } : {}) }).dir;
+    const file = join(root, `${arch}.gguf`);
+    convertModelDirToGguf(dir, file, { type: "F32" });
+    const g = openGgufModel(file);
+    const hf = loadModelDir(rt, dir, { progress: false });
+    try {
+      // GGUF keeps one eos id in the config (its stop ids are GgufModel.eosTokenIds).
+      const { torchDtype: _a, eosTokenIds: _c, normOffset: offHf, ...want } = hf.config;
+      const { torchDtype: _b, eosTokenIds: _d, normOffset: offGguf, ...have } = g.config;
+      assert.deepEqual(have, want);
+      assert.deepEqual([offHf, offGguf], arch.startsWith("gemma") ? [1, 0] : [0, 0], "the converter folded the 1 of (1 + w) into the file");
+      assert.ok(g.tensors.has({ phi3: "model.layers.1.mlp.gate_up_proj.weight", smollm3: "model.layers.1.mlp.up_proj.weight" }[arch as string] ?? "model.layers.1.post_feedforward_layernorm.weight"));
+    } finally {
+      hf.free();
+    }
+    const err = relErr(logits(file, "f32"), logits(dir, "f32"));
+    assert.ok(err <= 1e-6, `relErr ${err}`);
+  });
+}
+
+test("a SmolLM3 whose NoPE layers are not every 4th cannot be written as GGUF (llama.cpp fixes the step at 4)", () => {
+  const dir = writeTinyModel(join(root, "smollm3-nope2"), { arch: "smollm3", seed: 9, ...SHAPE, noRopeLayerInterval: 2 }).dir;
+  assert.throws(() => convertModelDirToGguf(dir, join(root, "nope2.gguf"), { type: "F32" }), /config\.layerRope must skip RoPE on every 4th layer exactly .*got NoPE on layers \[1\]/);
+});
+
 test("the default model as Q8_0 GGUF: same config, tokenizer ids, chat template and stop ids; 'auto' keeps q8", () => {
   const file = join(root, "default-q8.gguf");
   convertModelDirToGguf("models/default", file, { type: "Q8_0" });
@@ -135,5 +162,5 @@ test("a .gguf path that is not GGUF, or a GGUF of another architecture, fails wi
   assert.throws(() => loadModel(rt, junk, { progress: false }), /junk\.gguf is not a GGUF file: magic 0x20746f6e/);
   const bert = join(root, "bert.gguf");
   writeGguf(bert, { metadata: { "general.architecture": gguf.str("bert") }, tensors: [] });
-  assert.throws(() => loadModel(rt, bert, { progress: false }), /bert\.gguf general\.architecture must be one of "llama", "qwen2", "qwen3", got "bert"/);
+  assert.throws(() => loadModel(rt, bert, { progress: false }), /bert\.gguf general\.architecture must be one of "llama", "qwen2", "qwen3", "phi3", "smollm3", "gemma2", "gemma3", got "bert"/);
 });

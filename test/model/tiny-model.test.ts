@@ -35,20 +35,25 @@ test("every architecture writes a directory that loads, with its own flags", () 
     const c = dir.config;
     assert.equal(dir.tensors.size, expectedWeights(c).length, arch);
     assert.equal(c.qkvBias, arch === "qwen2", arch);
-    assert.equal(c.qkNorm, arch === "qwen3", arch);
+    assert.equal(c.qkNorm, arch === "qwen3" || arch === "gemma3", arch);
     assert.equal(c.headDim, arch === "qwen3" ? 32 : 16, arch);
-    assert.equal(c.tieWordEmbeddings, arch.startsWith("qwen"), arch);
-    assert.deepEqual(c.layerWindows, arch === "mistral" ? [16, 16] : [null, null], arch);
+    assert.equal(c.tieWordEmbeddings, arch !== "llama" && arch !== "mistral" && arch !== "phi3", arch);
+    assert.deepEqual(c.layerRope.map((r) => r === null), [false, arch === "smollm3"], `${arch}: SmolLM3's layer 1 is NoPE`);
+    assert.equal(c.fusedProjections, arch === "phi3", arch);
+    assert.equal(c.rotaryDim, arch === "phi3" ? 12 : c.headDim, arch);
+    const windows: Record<string, (number | null)[]> = { mistral: [16, 16], gemma2: [16, null], gemma3: [16, null] }; // Gemma: layer 0 slides, layer 1 is global
+    assert.deepEqual(c.layerWindows, windows[arch] ?? [null, null], arch);
+    assert.equal(c.sandwichNorms, arch.startsWith("gemma"), arch);
     assert.ok(c.vocabSize % 64 === 0 && c.vocabSize >= dir.tokenizer.vocabSize, arch);
     // The synthetic byte-level BPE tokenizer is lossless and has its family's chat format.
     const text = "Hello world, the fox! 你好 🤗";
     assert.equal(dir.tokenizer.decode(dir.tokenizer.encode(text), { skipSpecialTokens: true }), text, arch);
     const prompt = dir.tokenizer.applyChatTemplate([{ role: "user", content: "hi" }]);
-    assert.match(prompt, { llama: /<\|start_header_id\|>assistant/, mistral: /\[INST\] hi \[\/INST\]$/, qwen2: /<\|im_start\|>assistant\n$/, qwen3: /<\|im_start\|>assistant\n$/ }[arch]);
+    assert.match(prompt, { llama: /<\|start_header_id\|>assistant/, mistral: /\[INST\] hi \[\/INST\]$/, qwen2: /<\|im_start\|>assistant\n$/, qwen3: /<\|im_start\|>assistant\n$/, phi3: /<\|im_start\|>assistant\n$/, smollm3: /<\|im_start\|>assistant\n$/, gemma2: /<\|im_start\|>assistant\n$/, gemma3: /<\|im_start\|>assistant\n$/ }[arch]);
     assert.ok(dir.eosTokenIds.length > 0 && dir.eosTokenIds.every((id) => dir.tokenizer.isSpecial(id)), arch);
-    // Norm weights are near 1 but not 1; linear weights lie within ±1/√fanIn.
+    // Norm weights are near 1 but not 1 (Gemma's, used as 1 + w: near 0); linear weights lie within ±1/√fanIn.
     const norm = dir.tensors.get("model.layers.0.input_layernorm.weight")!.toFloat32();
-    assert.ok(norm.every((v) => v > 0.9 && v < 1.1) && norm.some((v) => v !== 1));
+    assert.ok(norm.every((v) => v + c.normOffset > 0.9 && v + c.normOffset < 1.1) && norm.some((v) => v + c.normOffset !== 1));
     const down = dir.tensors.get("model.layers.1.mlp.down_proj.weight")!.toFloat32();
     const bound = 1 / Math.sqrt(c.intermediateSize);
     assert.ok(down.every((v) => Math.abs(v) <= bound));
@@ -92,7 +97,7 @@ test("RoPE scaling and sizes pass through to config.json", () => {
 });
 
 test("options are validated", () => {
-  assert.throws(() => writeTinyModel(join(root, "x"), { arch: "gpt2" as never }), /arch must be one of "llama" \| "mistral" \| "qwen2" \| "qwen3", got "gpt2"/);
+  assert.throws(() => writeTinyModel(join(root, "x"), { arch: "gpt2" as never }), /arch must be one of "llama" \| "mistral" \| "qwen2" \| "qwen3" \| "phi3" \| "smollm3" \| "gemma2" \| "gemma3", got "gpt2"/);
   assert.throws(() => writeTinyModel(join(root, "x"), { arch: "llama", numKvHeads: 3 }), /num_key_value_heads must divide num_attention_heads \(4\), got 3/);
   assert.throws(() => writeTinyModel(join(root, "x"), { arch: "llama", vocabSize: 10 }), /vocabSize must be ≥ \d+, got 10/);
   assert.throws(() => writeTinyModel(join(root, "x"), { arch: "llama", shards: 500 }), /shards must be ≤ the 21 tensors, got 500/);

@@ -61,8 +61,32 @@ describe("rope", () => {
     assert.deepEqual([high, medium, lowCount], [29, 6, 29]);
   });
 
+  test("longrope (Phi-3): inv_freq ÷ the short factors, or the long ones past the original context; the table's cos and sin × the attention factor", () => {
+    const scaling = { type: "longrope", shortFactor: [1, 2, 3], longFactor: [4, 5, 6], originalMaxPositionEmbeddings: 16, attentionFactor: 1.25 } as const;
+    const plain = ropeInvFreq({ headDim: 8, rotaryDim: 6 });
+    const short = ropeInvFreq({ headDim: 8, rotaryDim: 6, scaling, maxPositions: 16 });
+    const long = ropeInvFreq({ headDim: 8, rotaryDim: 6, scaling, maxPositions: 17 });
+    plain.forEach((f, i) => {
+      assert.ok(Math.abs(short[i]! - f / scaling.shortFactor[i]!) <= 1e-15 * f, `short ${i}`);
+      assert.ok(Math.abs(long[i]! - f / scaling.longFactor[i]!) <= 1e-15 * f, `long ${i}`);
+    });
+    const rope = new Rope(rt, { headDim: 8, rotaryDim: 6, scaling, maxPositions: 64 });
+    const table = rope.table([0, 3, 40]);
+    const cos = table.cos.toFloat32();
+    const sin = table.sin.toFloat32();
+    [0, 3, 40].forEach((p, t) =>
+      rope.invFreq.forEach((f, i) => {
+        const a = Math.fround(Math.fround(p) * f);
+        assert.ok(Math.abs(cos[t * 3 + i]! - 1.25 * Math.cos(a)) <= 4e-7 && Math.abs(sin[t * 3 + i]! - 1.25 * Math.sin(a)) <= 4e-7, `position ${p}, frequency ${i}`);
+      }),
+    );
+    table.free();
+    rope.free();
+    assert.throws(() => ropeInvFreq({ headDim: 8, rotaryDim: 6, scaling: { ...scaling, longFactor: [1, 2] }, maxPositions: 64 }), /scaling\.longFactor must hold rotaryDim \/ 2 = 3 factors, got 2/);
+  });
+
   test("scaling options are validated by name", () => {
-    assert.throws(() => ropeInvFreq({ headDim: 64, scaling: { type: "yarn" } as never }), (e: unknown) => e instanceof ArgumentError && /"default" \| "linear" \| "llama3", got "yarn"/.test(e.message));
+    assert.throws(() => ropeInvFreq({ headDim: 64, scaling: { type: "yarn" } as never }), (e: unknown) => e instanceof ArgumentError && /"default" \| "linear" \| "llama3" \| "longrope", got "yarn"/.test(e.message));
     assert.throws(() => ropeInvFreq({ headDim: 64, scaling: { type: "linear", factor: 0 } }), /scaling.factor must be > 0, got 0/);
     assert.deepEqual(ropeInvFreq({ headDim: 8, scaling: { type: "default" } }), ropeInvFreq({ headDim: 8 }));
   });

@@ -1,7 +1,7 @@
 /**
  * GGUF metadata → ModelConfig (config.ts) for the architectures llama.cpp
- * names `llama` (Llama 2/3/3.x, Mistral, TinyLlama, SmolLM), `qwen2` and
- * `qwen3`, with the keys of gguf-py's `Keys.LLM` / `Keys.Attention` /
+ * names `llama` (Llama 2/3/3.x, Mistral, TinyLlama, SmolLM), `qwen2`,
+ * `qwen3`, `phi3`, `smollm3`, `gemma2` and `gemma3`, with the keys of gguf-py's `Keys.LLM` / `Keys.Attention` /
  * `Keys.Rope` under the architecture prefix:
  *
  *   {arch}.embedding_length  feed_forward_length  block_count  context_length
@@ -14,9 +14,29 @@
  * 3.1's RoPE scaling is not in the metadata: the converter stores its
  * per-frequency divisors as the tensor `rope_freqs.weight`, which is matched
  * here against the "llama3" rule (rope.ts) to recover its parameters.
+ *
+ * Gemma, as llama.cpp's src/models/gemma2.cpp and gemma3.cpp read it:
+ * `attn_logit_softcapping` (Gemma 2, default 50), `final_logit_softcapping`
+ * (Gemma 2 default 30, Gemma 3 none), `attention.sliding_window` (Gemma 2
+ * default 4096; a Gemma 3 without one has no sliding layers), and
+ * `attention.sliding_window_pattern` (default 2 / 6: layer i slides iff
+ * i % n < n − 1); Gemma 3's sliding layers rotate with `rope.freq_base_swa`
+ * (default 10000). The attention scale is llama.cpp's: 1/√head_dim, or
+ * 1/√(hidden / heads) for the 27B models (46 and 62 layers), since GGUF has
+ * no query_pre_attn_scalar. convert_hf_to_gguf stores Gemma's norm weights
+ * with the 1 of (1 + w) already added, so normOffset is 0 here.
+ *
+ * Phi-3 (src/models/phi3.cpp): fused attn_qkv and ffn_up (gate and up),
+ * partial rotary `rope.dimension_count`, LongRoPE as the tensors
+ * rope_factors_short / rope_factors_long with `rope.scaling.attn_factor` and
+ * `rope.scaling.original_context_length`; llama.cpp disables Phi's sliding
+ * window, and so does this reading of the file.
+ *
+ * SmolLM3 (src/models/smollm3.cpp) is `llama` with Q/K permuted alike and
+ * RoPE skipped on every 4th layer (n_no_rope_layer_step = 4, no key).
  */
 import type { RopeScaling } from "../../ops/rope.js";
-import { type Architecture, type ModelConfig, sizeLimitError } from "../config.js";
+import { type Architecture, type LayerRope, type ModelConfig, sizeLimitError } from "../config.js";
 import type { GgufHeader, GgufTensorInfo } from "./reader.js";
 import { GgufMetadata, shortestDecimal } from "./metadata.js";
 
@@ -24,7 +44,41 @@ export const GGUF_ARCHITECTURES: Readonly<Record<string, Architecture>> = {
   llama: "LlamaForCausalLM",
   qwen2: "Qwen2ForCausalLM",
   qwen3: "Qwen3ForCausalLM",
+  phi3: "Phi3ForCausalLM",
+  smollm3: "SmolLM3ForCausalLM",
+  gemma2: "Gemma2ForCausalLM",
+  gemma3: "Gemma3ForCausalLM",
 };
+
+/** Reads a [R/2] RoPE factor tensor through `read` once its shape is checked. */
+function ropeFactors(m: GgufMetadata, t: GgufTensorInfo, half: number, read: (t: GgufTensorInfo) => Float32Array): number[] {
+  if (t.shape.length !== 1 || t.numel !== half) throw m.error(t.name, `must be a [${half}] tensor (rotary dims / 2), got [${t.shape.join(", ")}]`);
+  return [...read(t)].map(shortestDecimal);
+}
+
+/** The Gemma fields of a ModelConfig from a gemma2 / gemma3 file's metadata (see the header). */
+function gemmaFields(m: GgufMetadata, arch: "gemma2" | "gemma3", c: { numLayers: number; hiddenSize: number; numHeads: number; headDim: number; rope: LayerRope }) {
+  const k = (key: string) => `${arch}.${key}`;
+  const two = arch === "gemma2";
+  const cap = (key: string, fallback: number) => shortestDecimal(m.positive(k(key), fallback));
+  const finalCap = two || m.has(k("final_logit_softcapping")) ? cap("final_logit_softcapping", 30) : 0;
+  const window = m.optionalInt(k("attention.sliding_window")) ?? (two ? 4096 : 0);
+  const pattern = m.int(k("attention.sliding_window_pattern"), two ? 2 : 6, 0);
+  const layerWindows = Array.from({ length: c.numLayers }, (_, i) => (window > 0 && (pattern === 0 || i % pattern < pattern - 1) ? window : null));
+  const local: LayerRope = { theta: two ? c.rope.theta : shortestDecimal(m.positive(k("rope.freq_base_swa"), 10000)), scaling: two ? c.rope.scaling : { type: "default" } };
+  const big = c.numLayers === (two ? 46 : 62); // llama.cpp's LLM_TYPE_27B
+  return {
+    hiddenAct: "gelu_pytorch_tanh" as const,
+    normOffset: 0,
+    embeddingScale: Math.fround(Math.sqrt(c.hiddenSize)),
+    sandwichNorms: true,
+    attentionScale: 1 / Math.sqrt(big ? c.hiddenSize / c.numHeads : c.headDim),
+    attnLogitSoftcap: two ? cap("attn_logit_softcapping", 50) : 0,
+    finalLogitSoftcap: finalCap,
+    layerWindows,
+    layerRope: layerWindows.map((w) => (w !== null ? local : c.rope)),
+  };
+}
 
 /** Llama 3.x's divisors for frequency i of D/2 under `scaling` (transformers' _compute_llama3_parameters). */
 export function llama3Factors(theta: number, headDim: number, s: Extract<RopeScaling, { type: "llama3" }>): Float64Array {
@@ -95,7 +149,10 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
   const valueDim = m.int(k("attention.value_length"), headDim, 1);
   if (valueDim !== headDim) throw m.error(k("attention.value_length"), `must equal attention.key_length (${headDim}), got ${valueDim}`);
   const ropeDim = m.int(k("rope.dimension_count"), headDim, 1);
-  if (ropeDim !== headDim) throw m.error(k("rope.dimension_count"), `must equal the head dim ${headDim} (partial rotary is not supported), got ${ropeDim}`);
+  // Partial rotary is NEOX's (HF's) split; the `llama` arch's interleaved pairs are not supported partially.
+  if (ropeDim > headDim || ropeDim % 2 !== 0 || (ropeDim !== headDim && (arch === "llama" || arch === "smollm3"))) {
+    throw m.error(k("rope.dimension_count"), `must be ${arch === "llama" || arch === "smollm3" ? `the head dim ${headDim}` : `even and ≤ the head dim ${headDim}`}, got ${ropeDim}`);
+  }
 
   const tensors = new Map(header.tensors.map((t) => [t.name, t]));
   const embd = tensors.get("token_embd.weight");
@@ -116,6 +173,17 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
     if (!llama3) throw m.error("rope_freqs.weight", "holds RoPE frequency divisors that match no Llama 3 scaling (factor, low/high freq factor 1/4, original context 2048..16384)");
     ropeScaling = llama3;
   }
+  const short = tensors.get("rope_factors_short.weight");
+  const long = tensors.get("rope_factors_long.weight");
+  if (short !== undefined && long !== undefined && options.readTensor !== undefined) {
+    ropeScaling = {
+      type: "longrope",
+      shortFactor: ropeFactors(m, short, ropeDim / 2, options.readTensor),
+      longFactor: ropeFactors(m, long, ropeDim / 2, options.readTensor),
+      originalMaxPositionEmbeddings: m.int(k("rope.scaling.original_context_length"), m.int(k("context_length"), 2048, 2), 1),
+      attentionFactor: shortestDecimal(m.positive(k("rope.scaling.attn_factor"), 1)),
+    };
+  }
 
   const window = m.optionalInt(k("attention.sliding_window"));
   for (const [hfKey, key, value] of [
@@ -127,6 +195,22 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
     if (tooBig !== null) throw m.error(key, tooBig);
   }
   const embedType = embd.type.name;
+  const rope: LayerRope = { theta: ropeTheta, scaling: ropeScaling };
+  const family =
+    arch === "gemma2" || arch === "gemma3"
+      ? gemmaFields(m, arch, { numLayers, hiddenSize, numHeads, headDim, rope })
+      : {
+          hiddenAct: "silu" as const,
+          normOffset: 0,
+          embeddingScale: 1,
+          sandwichNorms: false,
+          attentionScale: 1 / Math.sqrt(headDim),
+          attnLogitSoftcap: 0,
+          finalLogitSoftcap: 0,
+          layerWindows: new Array<number | null>(numLayers).fill(window !== null && window > 0 ? window : null),
+          layerRope: Array.from({ length: numLayers }, (_, i): LayerRope | null => (arch === "smollm3" && (i + 1) % 4 === 0 ? null : rope)),
+        };
+  if (arch === "phi3") family.layerWindows.fill(null); // llama.cpp: "Phi SWA is currently disabled"
   return {
     architecture,
     hiddenSize,
@@ -145,7 +229,9 @@ export function parseGgufConfig(header: GgufHeader, options: GgufConfigOptions =
     oProjBias: has("attn_output.bias"),
     mlpBias: has("ffn_gate.bias"),
     qkNorm: architecture === "Qwen3ForCausalLM" || has("attn_q_norm.weight"),
-    layerWindows: new Array<number | null>(numLayers).fill(window !== null && window > 0 ? window : null),
+    rotaryDim: ropeDim,
+    fusedProjections: has("attn_qkv.weight"),
+    ...family,
     bosTokenId: m.optionalInt("tokenizer.ggml.bos_token_id"),
     eosTokenIds: [m.optionalInt("tokenizer.ggml.eos_token_id")].filter((x): x is number => x !== null),
     // The KV cache and "auto" weights follow the file: bf16 files stay bf16, quantized and f16 files get a 16-bit cache.

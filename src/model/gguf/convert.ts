@@ -3,7 +3,7 @@
  * convert_hf_to_gguf.py + llama-quantize would make it, for tests and
  * benchmarks: the architecture's metadata (gguf-py key names), the tokenizer
  * (tokenizer-to-gguf.ts), every tensor under llama.cpp's name (q/k rows
- * permuted for `llama`), matrices quantized to the chosen type and norms and
+ * permuted for `llama` and `smollm3`), matrices quantized to the chosen type and norms and
  * biases kept in F32.
  *
  * "Q4_K_M" is llama-quantize's mix: Q4_K, with attn_v, ffn_down and the
@@ -22,28 +22,18 @@ import { llama3Factors } from "./config.js";
 import { GGML_TYPES, type GgmlTypeName } from "./format.js";
 import { dequantize } from "./dequantize.js";
 import { quantize } from "./quantize.js";
-import { permuteRows, permutedHeads } from "./tensor-names.js";
+import { ggufTensorName, permuteRows, permutedHeads } from "./tensor-names.js";
 import { hfTokenizerToGguf } from "./tokenizer-to-gguf.js";
 import { type GgufTyped, type GgufWriteTensor, gguf, writeGguf } from "./writer.js";
 
 export type GgufQuantMix = GgmlTypeName | "Q4_K_M";
 
-const ARCH_NAME: Readonly<Record<string, string>> = { LlamaForCausalLM: "llama", MistralForCausalLM: "llama", Qwen2ForCausalLM: "qwen2", Qwen3ForCausalLM: "qwen3" };
-const HF_TO_GGUF: readonly [RegExp, string][] = [
-  [/^model\.embed_tokens\.weight$/, "token_embd.weight"],
-  [/^model\.norm\.weight$/, "output_norm.weight"],
-  [/^lm_head\.weight$/, "output.weight"],
-  [/^model\.layers\.(\d+)\.input_layernorm\.weight$/, "blk.$1.attn_norm.weight"],
-  [/^model\.layers\.(\d+)\.self_attn\.(q|k|v)_proj\.(weight|bias)$/, "blk.$1.attn_$2.$3"],
-  [/^model\.layers\.(\d+)\.self_attn\.o_proj\.(weight|bias)$/, "blk.$1.attn_output.$2"],
-  [/^model\.layers\.(\d+)\.self_attn\.(q|k)_norm\.weight$/, "blk.$1.attn_$2_norm.weight"],
-  [/^model\.layers\.(\d+)\.post_attention_layernorm\.weight$/, "blk.$1.ffn_norm.weight"],
-  [/^model\.layers\.(\d+)\.mlp\.(gate|up|down)_proj\.(weight|bias)$/, "blk.$1.ffn_$2.$3"],
-];
+const ARCH_NAME: Readonly<Record<string, string>> = { LlamaForCausalLM: "llama", MistralForCausalLM: "llama", Qwen2ForCausalLM: "qwen2", Qwen3ForCausalLM: "qwen3", Phi3ForCausalLM: "phi3", SmolLM3ForCausalLM: "smollm3", Gemma2ForCausalLM: "gemma2", Gemma3ForCausalLM: "gemma3" };
 
-function ggufName(hf: string): string {
-  for (const [re, to] of HF_TO_GGUF) if (re.test(hf)) return hf.replace(re, to);
-  throw new ArgumentError("tensor", `has no llama.cpp name: ${hf}`);
+function ggufName(hf: string, arch: string): string {
+  const name = ggufTensorName(hf, arch);
+  if (name === null) throw new ArgumentError("tensor", `has no llama.cpp name: ${hf}`);
+  return name;
 }
 
 const FALLBACK: Readonly<Partial<Record<GgmlTypeName, GgmlTypeName>>> = { Q2_K: "IQ4_NL", Q3_K: "IQ4_NL", IQ4_XS: "IQ4_NL", IQ4_NL: "F16", Q4_K: "Q5_0", Q5_K: "Q5_1", Q6_K: "Q8_0", Q4_0: "F16", Q4_1: "F16", Q5_0: "F16", Q5_1: "F16", Q8_0: "F16" };
@@ -71,15 +61,41 @@ export function ggufArchMetadata(config: ModelConfig): Record<string, GgufTyped>
     [k("attention.value_length")]: gguf.u32(config.headDim),
     [k("attention.layer_norm_rms_epsilon")]: gguf.f32(config.rmsNormEps),
     [k("rope.freq_base")]: gguf.f32(config.ropeTheta),
-    [k("rope.dimension_count")]: gguf.u32(config.headDim),
+    [k("rope.dimension_count")]: gguf.u32(config.rotaryDim),
   };
+  if (arch === "smollm3" && config.layerRope.some((r, i) => (r === null) !== ((i + 1) % 4 === 0))) {
+    throw new ArgumentError("config.layerRope", `must skip RoPE on every 4th layer exactly (llama.cpp's smollm3 has no key for its NoPE layers), got NoPE on layers ${JSON.stringify(config.layerRope.flatMap((r, i) => (r === null ? [i] : [])))}`);
+  }
+  if (config.ropeScaling.type === "longrope") {
+    // Phi3MiniModel.set_gguf_parameters / generate_extra_tensors (the factors are tensors: convertModelDirToGguf).
+    meta[k("rope.scaling.attn_factor")] = gguf.f32(config.ropeScaling.attentionFactor);
+    meta[k("rope.scaling.original_context_length")] = gguf.u32(config.ropeScaling.originalMaxPositionEmbeddings);
+  }
   if (config.ropeScaling.type === "linear") {
     meta[k("rope.scaling.type")] = gguf.str("linear");
     meta[k("rope.scaling.factor")] = gguf.f32(config.ropeScaling.factor);
   }
-  const window = config.layerWindows[0];
+  const window = config.layerWindows.find((w) => w !== null);
   if (window !== null && window !== undefined) meta[k("attention.sliding_window")] = gguf.u32(window);
+  if (arch === "gemma2" || arch === "gemma3") {
+    // convert_hf_to_gguf's Gemma2Model / Gemma3Model keys (its pattern is llama.cpp's default: 2 / 6).
+    if (config.attnLogitSoftcap > 0) meta[k("attn_logit_softcapping")] = gguf.f32(config.attnLogitSoftcap);
+    if (config.finalLogitSoftcap > 0) meta[k("final_logit_softcapping")] = gguf.f32(config.finalLogitSoftcap);
+    const local = config.layerRope[config.layerWindows.indexOf(window ?? null)];
+    if (arch === "gemma3" && local && window !== undefined) meta[k("rope.freq_base_swa")] = gguf.f32(local.theta);
+    const full = config.layerRope[config.layerWindows.indexOf(null)];
+    if (full) meta[k("rope.freq_base")] = gguf.f32(full.theta);
+    const pattern = slidingPattern(config.layerWindows);
+    if (pattern === null) throw new ArgumentError("config.layerWindows", `follow no llama.cpp sliding_window_pattern (layer i slides iff i % n < n − 1), got ${JSON.stringify(config.layerWindows)}`);
+    if (window !== undefined && pattern !== (arch === "gemma2" ? 2 : 6)) meta[k("attention.sliding_window_pattern")] = gguf.u32(pattern);
+  }
   return meta;
+}
+
+/** The smallest n with: layer i slides iff i % n < n − 1 (llama.cpp's set_swa_pattern), or null. */
+function slidingPattern(windows: readonly (number | null)[]): number | null {
+  for (let n = 1; n <= windows.length + 1; n++) if (windows.every((w, i) => (w !== null) === (i % n < n - 1))) return n;
+  return windows.every((w) => w === null) ? 1 : null;
 }
 
 function readValues(file: string, begin: number, end: number, dtype: string): Float32Array {
@@ -117,13 +133,15 @@ export function convertModelDirToGguf(dir: string, out: string, options: Convert
   const metadata = { ...ggufArchMetadata(config), ...hfTokenizerToGguf(tokenizerJson, tokenizerConfig, { pre: options.pre ?? (arch === "llama" ? "llama-bpe" : "qwen2"), vocabSize: config.vocabSize }) };
   const headers = new Map(info.weightFiles.map((f) => [f, readSafetensorsHeader(f)]));
   const types = new Map<string, GgmlTypeName>();
+  const gemma = arch === "gemma2" || arch === "gemma3";
   const tensors: GgufWriteTensor[] = info.weights.map((w) => {
-    const name = ggufName(w.name);
+    const name = ggufName(w.name, arch);
     const dtype = headers.get(w.file)!.tensors.find((t) => t.name === w.name)!.dtype;
     const values = readValues(w.file, w.begin, w.end, dtype);
     const cols = w.shape[w.shape.length - 1]!;
-    const heads = arch === "llama" ? permutedHeads(w.name, config.numHeads, config.numKvHeads) : null;
+    const heads = arch === "llama" || arch === "smollm3" ? permutedHeads(w.name, config.numHeads, config.numKvHeads) : null;
     if (heads !== null) permuteRows(values, heads, w.shape.length === 1 ? 1 : cols);
+    if (gemma && w.name.endsWith("norm.weight")) for (let i = 0; i < values.length; i++) values[i]! += 1; // Gemma2Model.modify_tensors: (1 + w) stored
     const type = w.shape.length === 2 && !name.includes("norm") ? matrixType(name, cols, options.type) : "F32";
     types.set(name, type);
     return { name, type, shape: w.shape, data: quantize(type, values, cols) };
@@ -132,6 +150,12 @@ export function convertModelDirToGguf(dir: string, out: string, options: Convert
     // convert_hf_to_gguf stores Llama 3.1's RoPE scaling as per-frequency divisors.
     const factors = Float32Array.from(llama3Factors(config.ropeTheta, config.headDim, config.ropeScaling));
     tensors.push({ name: "rope_freqs.weight", type: "F32", shape: [factors.length], data: quantize("F32", factors, factors.length) });
+  }
+  if (config.ropeScaling.type === "longrope") {
+    for (const [name, f] of [["rope_factors_long.weight", config.ropeScaling.longFactor], ["rope_factors_short.weight", config.ropeScaling.shortFactor]] as const) {
+      const factors = Float32Array.from(f);
+      tensors.push({ name, type: "F32", shape: [factors.length], data: quantize("F32", factors, factors.length) });
+    }
   }
   writeGguf(out, { metadata, tensors });
   return types;

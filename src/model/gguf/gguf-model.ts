@@ -95,9 +95,10 @@ export function openGgufModel(path: string): GgufModel {
   const config = parseGgufConfig(header, { readTensor: (t) => readF32Tensor(path, t) }); // reads rope_freqs once its shape is checked
   const tensors = new Map<string, GgufTensorInfo>();
   const unknown: string[] = [];
+  const arch = String(header.metadata.get("general.architecture"));
   for (const t of header.tensors) {
     if (isIgnorableGgufTensor(t.name)) continue;
-    const hf = hfTensorName(t.name);
+    const hf = hfTensorName(t.name, arch);
     if (hf === null) unknown.push(t.name);
     else tensors.set(hf, t);
   }
@@ -201,8 +202,9 @@ export function ggufWeightSizes(model: GgufModel, w: GgufWeights): WeightSizes {
   const groups = weightGroups(model.config);
   const layer = (g: readonly string[], suffixes: readonly string[][]): number =>
     suffixes.reduce((s, parts) => s + bytesOf(parts.map((p) => g.find((n) => n.endsWith(p))!)), 0);
+  const fused = model.config.fusedProjections;
   const layers = groups.slice(1, -1).map((g) =>
-    layer(g, [["q_proj.weight", "k_proj.weight", "v_proj.weight"], ["o_proj.weight"], ["gate_proj.weight", "up_proj.weight"], ["down_proj.weight"]]),
+    layer(g, [fused ? ["qkv_proj.weight"] : ["q_proj.weight", "k_proj.weight", "v_proj.weight"], ["o_proj.weight"], fused ? ["gate_up_proj.weight"] : ["gate_proj.weight", "up_proj.weight"], ["down_proj.weight"]]),
   );
   return {
     embedding: bytesOf(["model.embed_tokens.weight"]),
@@ -222,7 +224,8 @@ const CHUNK_BYTES = 4 << 20;
  * Face order either way (whole rows move, so raw blocks move as they are).
  */
 export function ggufTensorSource(model: GgufModel, progress?: LoadProgress, onProgress?: (done: number, total: number) => void, weights?: GgufWeights): TensorSource {
-  const permuted = model.header.metadata.get("general.architecture") === "llama";
+  const arch = model.header.metadata.get("general.architecture");
+  const permuted = arch === "llama" || arch === "smollm3"; // LlamaModel.permute (SmolLM3Model inherits it)
   return (names, rt: Runtime) => {
     const out = new Map<string, Tensor | GgmlMatrix>();
     const fd = openSync(model.path, "r");

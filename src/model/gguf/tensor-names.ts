@@ -11,7 +11,12 @@
  *
  *   gguf row h·D + 2i + s  =  hf row h·D + s·D/2 + i      (s ∈ {0, 1}, i < D/2)
  *
- * qwen2 and qwen3 use NEOX RoPE (HF's pairing) and are stored unpermuted.
+ * qwen2 and qwen3 use NEOX RoPE (HF's pairing) and are stored unpermuted;
+ * so are gemma2 and gemma3 (convert_hf_to_gguf's Gemma2Model / Gemma3Model
+ * do not permute), whose four norms a layer map as:
+ *
+ *   attn_norm → input_layernorm          post_attention_norm → post_attention_layernorm
+ *   ffn_norm  → pre_feedforward_layernorm  post_ffw_norm      → post_feedforward_layernorm
  */
 import { ArgumentError } from "../../errors.js";
 
@@ -42,18 +47,38 @@ const LAYER: Readonly<Record<string, string>> = {
   "ffn_down.bias": "mlp.down_proj.bias",
 };
 
-/** GGUF tensors the decoder does not read as weights (rope_freqs is read by the config; attn_rot_embd is RoPE's inv_freq). */
+/** GGUF tensors the decoder does not read as weights (rope_freqs and Phi-3's rope_factors_* are read by the config; attn_rot_embd is RoPE's inv_freq). */
 export function isIgnorableGgufTensor(name: string): boolean {
-  return name === "rope_freqs.weight" || /^blk\.\d+\.attn_rot_embd(\.weight)?$/.test(name);
+  return name === "rope_freqs.weight" || name === "rope_factors_short.weight" || name === "rope_factors_long.weight" || /^blk\.\d+\.attn_rot_embd(\.weight)?$/.test(name);
 }
 
-/** The Hugging Face name of a GGUF tensor, or null if llama.cpp's name is not one the decoder family uses. */
-export function hfTensorName(ggufName: string): string | null {
+/** Gemma's sandwich norms (gemma2, gemma3): the names that differ from LAYER's. */
+const GEMMA_LAYER: Readonly<Record<string, string>> = {
+  ...LAYER,
+  "ffn_norm.weight": "pre_feedforward_layernorm.weight",
+  "post_attention_norm.weight": "post_attention_layernorm.weight",
+  "post_ffw_norm.weight": "post_feedforward_layernorm.weight",
+};
+
+/** Phi-3's fused projections (phi3): attn_qkv is q, k, v stacked; ffn_up is gate and up stacked (no ffn_gate). */
+const PHI3_LAYER: Readonly<Record<string, string>> = {
+  ...LAYER,
+  "attn_qkv.weight": "self_attn.qkv_proj.weight",
+  "ffn_up.weight": "mlp.gate_up_proj.weight",
+};
+
+/** The layer-tensor names of a GGUF architecture (general.architecture). */
+function layerNames(arch: string): Readonly<Record<string, string>> {
+  return arch === "gemma2" || arch === "gemma3" ? GEMMA_LAYER : arch === "phi3" ? PHI3_LAYER : LAYER;
+}
+
+/** The Hugging Face name of a GGUF tensor of architecture `arch`, or null if llama.cpp's name is not one the decoder family uses. */
+export function hfTensorName(ggufName: string, arch: string): string | null {
   const global = GLOBAL[ggufName];
   if (global) return global;
   const m = /^blk\.(\d+)\.(.+)$/.exec(ggufName);
   if (!m) return null;
-  const rest = LAYER[m[2]!];
+  const rest = layerNames(arch)[m[2]!];
   return rest ? `model.layers.${Number(m[1])}.${rest}` : null;
 }
 
@@ -97,4 +122,13 @@ function moveHeadRows(data: Float32Array | Uint8Array, heads: number, cols: numb
       }
     }
   }
+}
+
+/** The GGUF name of a Hugging Face tensor under `arch` (the inverse of hfTensorName), or null. */
+export function ggufTensorName(hfName: string, arch: string): string | null {
+  for (const [gguf, hf] of Object.entries(GLOBAL)) if (hf === hfName) return gguf;
+  const m = /^model\.layers\.(\d+)\.(.+)$/.exec(hfName);
+  if (!m) return null;
+  const entry = Object.entries(layerNames(arch)).find(([, hf]) => hf === m[2]);
+  return entry ? `blk.${Number(m[1])}.${entry[0]}` : null;
 }
