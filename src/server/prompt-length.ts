@@ -35,11 +35,11 @@ export function refuseLongText(ctx: ServerContext, chars: number, param: string)
  * never runs on the HTTP thread); a template that refuses the messages is a
  * 400 naming the field, more tokens than the context holds a 400 context_length_exceeded.
  */
-export async function encodeChatPrompt(ctx: ServerContext, chat: ChatPromptJob, addSpecialTokens: boolean): Promise<number[]> {
+export async function encodeChatPrompt(ctx: ServerContext, chat: ChatPromptJob, addSpecialTokens: boolean, signal?: AbortSignal): Promise<number[]> {
   const limit = contextLimit(ctx);
   let ids: number[];
   try {
-    ids = await ctx.tokenizerPool.encodeChat(chat, { addSpecialTokens, stopAfter: limit });
+    ids = await ctx.tokenizerPool.encodeChat(chat, { addSpecialTokens, stopAfter: limit, ...(signal === undefined ? {} : { signal }) });
   } catch (e) {
     if (e instanceof ChatPromptError) throw badRequest(e.param, e.message);
     throw e;
@@ -51,10 +51,10 @@ export async function encodeChatPrompt(ctx: ServerContext, chat: ChatPromptJob, 
 }
 
 /** Encodes a prompt in the tokenizer pool; more tokens than the context holds is a 400 context_length_exceeded. */
-export async function encodePrompt(ctx: ServerContext, text: string, addSpecialTokens: boolean, param: string): Promise<number[]> {
+export async function encodePrompt(ctx: ServerContext, text: string, addSpecialTokens: boolean, param: string, signal?: AbortSignal): Promise<number[]> {
   refuseLongText(ctx, text.length, param);
   const limit = contextLimit(ctx);
-  const ids = await ctx.tokenizerPool.encode(text, { addSpecialTokens, stopAfter: limit });
+  const ids = await ctx.tokenizerPool.encode(text, { addSpecialTokens, stopAfter: limit, ...(signal === undefined ? {} : { signal }) });
   if (ids.length > limit) {
     throw badRequest(param, `This model's maximum context length is ${limit} tokens. However, your ${param} has more than ${limit} tokens.`, "context_length_exceeded");
   }
