@@ -7,6 +7,7 @@
  * prompts are rendered there too.
  */
 import { type ChatPromptJob, ChatPromptError } from "../tokenizer/chat-prompt.js";
+import { JobTimeoutError } from "../tokenizer/tokenizer-pool.js";
 import { type ServerContext, maxModelLen } from "./context.js";
 import { HttpError, badRequest } from "./errors.js";
 
@@ -42,6 +43,7 @@ export async function encodeChatPrompt(ctx: ServerContext, chat: ChatPromptJob, 
     ids = await ctx.tokenizerPool.encodeChat(chat, { addSpecialTokens, stopAfter: limit, ...(signal === undefined ? {} : { signal }) });
   } catch (e) {
     if (e instanceof ChatPromptError) throw badRequest(e.param, e.message);
+    if (e instanceof JobTimeoutError) throw badRequest("messages", `the prompt could not be tokenized: ${e.message}`, "tokenizer_timeout");
     throw e;
   }
   if (ids.length > limit) {
@@ -54,7 +56,13 @@ export async function encodeChatPrompt(ctx: ServerContext, chat: ChatPromptJob, 
 export async function encodePrompt(ctx: ServerContext, text: string, addSpecialTokens: boolean, param: string, signal?: AbortSignal): Promise<number[]> {
   refuseLongText(ctx, text.length, param);
   const limit = contextLimit(ctx);
-  const ids = await ctx.tokenizerPool.encode(text, { addSpecialTokens, stopAfter: limit, ...(signal === undefined ? {} : { signal }) });
+  let ids: number[];
+  try {
+    ids = await ctx.tokenizerPool.encode(text, { addSpecialTokens, stopAfter: limit, ...(signal === undefined ? {} : { signal }) });
+  } catch (e) {
+    if (e instanceof JobTimeoutError) throw badRequest(param, `the ${param} could not be tokenized: ${e.message}`, "tokenizer_timeout");
+    throw e;
+  }
   if (ids.length > limit) {
     throw badRequest(param, `This model's maximum context length is ${limit} tokens. However, your ${param} has more than ${limit} tokens.`, "context_length_exceeded");
   }

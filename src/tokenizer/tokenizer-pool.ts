@@ -13,6 +13,12 @@
  * is ignored. Either way the caller's promise rejects at once with a
  * JobCancelledError.
  *
+ * Each job runs under a time bound (jobBudgetMs): a tokenizer's regexes are
+ * tried at load (regex-check.ts), but a pattern linear on those texts may
+ * still backtrack on a request's. JavaScript cannot interrupt a regex, so a
+ * worker past the bound is terminated and replaced; that job alone fails
+ * with a JobTimeoutError, and the jobs queued behind it run on the fresh one.
+ *
  *   const pool = new TokenizerPool({ source });   // model/source.ts: { kind: "dir" | "gguf", path }
  *   const ids = await pool.encode(text, { addSpecialTokens: true, stopAfter: maxModelLen });
  *   await pool.close();
@@ -35,6 +41,8 @@ export interface TokenizerPoolOptions {
   architecture?: string;
   /** Worker threads. Default 2: one long prompt leaves one for everyone else. */
   size?: number;
+  /** Wall time one job may run in its worker, ms (default JOB_BUDGET_MS); past it the worker is replaced and the job fails. */
+  jobBudgetMs?: number;
 }
 
 /** A job whose signal fired before its result came: it was dropped, or its result ignored. */
@@ -44,6 +52,19 @@ export class JobCancelledError extends Error {
     this.name = "JobCancelledError";
   }
 }
+
+/** A job that ran past the pool's jobBudgetMs; its worker was replaced. */
+export class JobTimeoutError extends Error {
+  readonly budgetMs: number;
+  constructor(kind: string, budgetMs: number) {
+    super(`${kind === "json" ? "parsing the body" : kind === "decode" ? "decoding" : "tokenizing"} took longer than ${budgetMs} ms (a tokenizer regex that backtracks on this text?); the request was stopped`);
+    this.name = "JobTimeoutError";
+    this.budgetMs = budgetMs;
+  }
+}
+
+/** Default bound on one job, ms: a 15 MB body parses and a context-length prompt tokenizes well within it, even on a loaded machine. */
+export const JOB_BUDGET_MS = 30_000;
 
 /** What any job takes besides its input. */
 export interface JobOptions {
@@ -64,6 +85,9 @@ interface Slot {
   queue: Job[];
   /** The job the worker runs (null: idle). */
   running: Job | null;
+  /** The running job's time bound (it starts once the worker has loaded its tokenizer). */
+  timer: NodeJS.Timeout | null;
+  ready: boolean;
 }
 
 export class TokenizerPool {
@@ -72,15 +96,21 @@ export class TokenizerPool {
   readonly #slots: Slot[];
   #nextId = 0;
   #closed = false;
+  readonly #budgetMs: number;
   /** Jobs a worker ran to the end (its result came back, wanted or not). */
   jobsRun = 0;
+  /** Workers terminated for running past the budget. */
+  workersReplaced = 0;
 
   constructor(options: TokenizerPoolOptions) {
     const size = options.size ?? 2;
     if (!Number.isInteger(size) || size < 1) throw new ArgumentError("size", `must be an integer ≥ 1, got ${size}`);
     this.source = options.source;
     this.#architecture = options.architecture;
-    this.#slots = Array.from({ length: size }, () => ({ worker: null, queue: [], running: null }));
+    const budget = options.jobBudgetMs ?? JOB_BUDGET_MS;
+    if (!(Number.isFinite(budget) && budget > 0)) throw new ArgumentError("jobBudgetMs", `must be a positive number of milliseconds, got ${budget}`);
+    this.#budgetMs = budget;
+    this.#slots = Array.from({ length: size }, () => ({ worker: null, queue: [], running: null, timer: null, ready: false }));
     for (const slot of this.#slots) this.#start(slot); // each reads the tokenizer now, not on the first request
   }
 
@@ -174,7 +204,25 @@ export class TokenizerPool {
     const next = slot.queue.shift()!;
     slot.running = next;
     worker.ref();
+    if (slot.ready) this.#startTimer(slot, worker);
     worker.postMessage(next.job);
+  }
+
+  #startTimer(slot: Slot, worker: Worker): void {
+    const job = slot.running;
+    if (job !== null) slot.timer = setTimeout(() => this.#timeout(slot, worker, job), this.#budgetMs);
+  }
+
+  /** The running job is past its bound: its worker goes (a regex cannot be interrupted), the job fails alone, the queue goes on. */
+  #timeout(slot: Slot, worker: Worker, job: Job): void {
+    if (slot.running !== job || slot.worker !== worker) return;
+    slot.worker = null; // its exit fails nothing now
+    slot.running = null;
+    slot.timer = null;
+    this.workersReplaced++;
+    void worker.terminate();
+    this.#settle(job, null, new JobTimeoutError(job.job.kind, this.#budgetMs));
+    this.#pump(slot);
   }
 
   /** Stops the workers; jobs still queued fail. */
@@ -186,11 +234,18 @@ export class TokenizerPool {
   #start(slot: Slot): Worker {
     const worker = new Worker(new URL("./tokenizer-worker.js", import.meta.url), { execArgv: workerExecArgv(), workerData: { source: this.source, ...(this.#architecture === undefined ? {} : { architecture: this.#architecture }) } satisfies WorkerData });
     slot.worker = worker;
+    slot.ready = false;
     worker.unref(); // an idle pool never keeps the process alive
     worker.on("message", (m: WorkerResult) => {
+      if ("ready" in m) {
+        slot.ready = true;
+        return this.#startTimer(slot, worker);
+      }
       const job = slot.running;
       if (job === null || job.job.id !== m.id) return;
       slot.running = null;
+      if (slot.timer !== null) clearTimeout(slot.timer);
+      slot.timer = null;
       this.jobsRun++;
       this.#settle(job, m, null); // a cancelled job's result is ignored
       if (slot.queue.length === 0) worker.unref();
@@ -201,6 +256,8 @@ export class TokenizerPool {
       slot.worker = null;
       const lost = [...(slot.running === null ? [] : [slot.running]), ...slot.queue.splice(0)];
       slot.running = null;
+      if (slot.timer !== null) clearTimeout(slot.timer);
+      slot.timer = null;
       for (const job of lost) this.#settle(job, null, new Error(message));
     };
     worker.on("error", (e) => fail(`the tokenizer worker failed: ${e.message}`));

@@ -1,11 +1,17 @@
 // The tokenizer pool's cancellation (issue #32 item 3, tokenizer-pool.ts): a
 // job whose signal fires while it waits for its worker is dropped before any
 // work (the worker never runs it); one already running rejects at once and
-// its result is ignored; the pool goes on with the next jobs.
+// its result is ignored; the pool goes on with the next jobs. A job past the
+// pool's time bound (a hostile pre-tokenizer regex) fails alone and its worker
+// is replaced.
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, test } from "node:test";
+import { readJsonFile } from "../../src/json-file.js";
 import { Tokenizer, defaultModelDir } from "../../src/index.js";
-import { JobCancelledError, TokenizerPool } from "../../src/tokenizer/tokenizer-pool.js";
+import { JobCancelledError, JobTimeoutError, TokenizerPool } from "../../src/tokenizer/tokenizer-pool.js";
 
 const source = { kind: "dir", path: defaultModelDir() } as const;
 const tokenizer = Tokenizer.fromDir(defaultModelDir());
@@ -47,4 +53,25 @@ test("a running job whose request is cancelled rejects at once; its result is ig
   assert.equal(pool.jobsRun, runsBefore, "it rejected before the worker finished it");
   assert.ok((await next).length > 0, "the job behind it runs");
   assert.equal(pool.pending, 0);
+});
+
+test("a job past the time bound (a pre-tokenizer regex that passed the load check and backtracks on this text) fails alone; its worker is replaced and the queue goes on", async () => {
+  const base = readJsonFile(join(defaultModelDir(), "tokenizer.json")) as Record<string, unknown>;
+  const dir = mkdtempSync(join(tmpdir(), "kvflash-pool-regex-"));
+  // Linear on every text the load check tries (no run of "x" there); exponential on a run of "x" with no "y".
+  const pre = { type: "Sequence", pretokenizers: [{ type: "Split", pattern: { Regex: "(x+x+)+y" }, behavior: "Isolated", invert: false }, ...(base["pre_tokenizer"] ? [base["pre_tokenizer"]] : [])] };
+  writeFileSync(join(dir, "tokenizer.json"), JSON.stringify({ ...base, pre_tokenizer: pre }));
+  const hostile = new TokenizerPool({ source: { kind: "dir", path: dir }, size: 1, jobBudgetMs: 1500 });
+  try {
+    const expected = Tokenizer.fromDir(dir).encode("hello world", { addSpecialTokens: false });
+    const hang = hostile.encode("x".repeat(64), { addSpecialTokens: false });
+    const behind = hostile.encode("hello world", { addSpecialTokens: false });
+    await assert.rejects(hang, (e: Error) => e instanceof JobTimeoutError && /tokenizing took longer than 1500 ms/.test(e.message));
+    assert.deepEqual(await behind, expected, "the job queued behind it runs on a fresh worker");
+    assert.equal(hostile.workersReplaced, 1);
+    assert.throws(() => new TokenizerPool({ source, jobBudgetMs: 0 }), /jobBudgetMs must be a positive number of milliseconds, got 0/);
+  } finally {
+    await hostile.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
