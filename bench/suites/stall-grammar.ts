@@ -5,9 +5,10 @@
  * $ref (within the limits: XGrammar traps in the compile sandbox), EBNF
  * nested 5000 deep, 5000 properties, 900 properties (compiles past the
  * budget), a 100k-string enum, 1000 tools with tool_choice required, a
- * schema that admits nothing — and one the engine accepts after a slow
- * compile (60 properties), which shows what the engine's own compile of an
- * accepted grammar costs the other streams. Each row: status, time, and the
+ * schema that admits nothing — and two the engine accepts after a slow
+ * compile (60 and 200 properties), which show what compiling an accepted
+ * grammar again where its matchers live (the grammar host's worker) costs the
+ * other streams. Each row: status, time, and the
  * longest and 99th-percentile /health and stream gaps while it ran.
  */
 import type { GapMeter } from "../gap-watch.js";
@@ -45,6 +46,7 @@ function attacks(model: string): [string, string, object][] {
     ["tools-1000-required", "/v1/chat/completions", chat({ tools, tool_choice: "required" })],
     ["schema-admits-nothing", "/v1/chat/completions", schema(false)],
     ["properties-60 (accepted)", "/v1/completions", comp({ guided_json: props(60) })],
+    ["properties-200 (accepted)", "/v1/completions", comp({ guided_json: props(200) })],
   ];
 }
 

@@ -11,9 +11,11 @@
  *
  * A constrained request's grammar is compiled (GrammarBackend.prepare) before
  * it is added: first in the backend's sandbox worker (time budget, memory
- * cap) while steps go on, then here, and cached by its text, so a grammar
- * seen before adds nothing; its matcher then lives here, beside the sampler.
- * A request aborted while "compiling" is dropped when its compile ends.
+ * cap), then in its grammar host worker, where the matchers live, while steps
+ * go on; cached by its text, so a grammar seen before adds nothing. A request
+ * aborted while "compiling" is dropped when its compile ends. When every
+ * request waits for the host's compile (Engine.heldForGrammar), the loop
+ * sleeps until it ends instead of spinning.
  *
  * An embedding model (task "embed") is served by an EmbedEngine instead
  * (embed-worker.ts): the same step loop, "embed" messages in, "embedded" out.
@@ -71,7 +73,9 @@ function step(): void {
     stopped = true;
     return;
   }
-  if (engine.hasUnfinishedRequests) scheduleStep();
+  if (!engine.hasUnfinishedRequests) return;
+  if (engine.heldForGrammar && grammar !== null) void grammar.whenIdle().then(scheduleStep);
+  else scheduleStep();
 }
 
 function handle(m: ToWorker): void {

@@ -4,8 +4,9 @@
  *
  *   scheduler.schedule()            which requests compute which tokens (continuous batching)
  *   buildForwardBatch(…)            the ragged batch over the paged KV cache
+ *   grammar.masksFor(matchers)      constrained requests only: ask the grammar host (another
+ *                                   thread) for their allowed tokens (XGrammar), filled while…
  *   runner.forward(batch)           f32 [S, V] logits, one row per sampling request
- *   matcher.fillNextMask(mask)      constrained requests only: the grammar's allowed tokens (XGrammar)
  *   sampler.sample(state, row, mask) each request with its own SamplingState (seeded stream, penalties);
  *                                   the token advances the request's grammar matcher
  *   scheduler.updateFromOutput(…)   append tokens; each passes the request's StopChecker
@@ -20,6 +21,9 @@
  * grammar); once the grammar is complete it finishes with "stop". Preemption
  * keeps a request's output tokens (they are recomputed, not resampled), so its
  * matcher stays where it is. Unconstrained requests never touch a matcher.
+ * While the grammar host compiles a new grammar (grammar.idle false), a mask
+ * would wait for that compile: constrained requests are held back from the
+ * schedule for those steps (vLLM's WAITING_FOR_FSM), and the rest step on.
  *
  * Parallel samples (OpenAI's n): a request with `prefillAfter` names a sibling
  * with the same prompt. While that sibling's prompt is still being prefilled,
@@ -161,8 +165,9 @@ export class Engine {
   readonly #textVocab: number;
   readonly #now: () => number;
   readonly #grammar: GrammarBackendLike | null;
-  /** Scratch for one request's grammar bitmask: Int32Array [ceil(V / 32)]. */
-  readonly #mask: Int32Array;
+  /** Whether the grammar host was idle when this step began (constrained requests are scheduled only then). */
+  #grammarIdle = true;
+  #heldForGrammar = false;
   /** Outputs produced between steps (aborts), returned by the next step(). */
   #pending: EngineOutput[] = [];
   /** Requests waiting for a sibling's prefill (EngineRequest.prefillAfter), in arrival order. */
@@ -188,6 +193,7 @@ export class Engine {
       maxModelLen: this.maxModelLen,
       ...(config.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: config.maxWaitingRequests }),
       stopChecker: (request, token) => this.#stopCheck(request.state!, token),
+      isReady: (request) => this.#grammarIdle || request.state!.matcher === null,
     });
     this.#sampler = createSampler(runner.vocabSize, options.runtime);
     this.#textVocab = Math.min(options.tokenizer.vocabSize, runner.vocabSize);
@@ -195,7 +201,6 @@ export class Engine {
     if (this.#grammar !== null && this.#grammar.vocabSize !== runner.vocabSize) {
       throw new ArgumentError("grammar", `covers ${this.#grammar.vocabSize} tokens, the runner's vocabulary has ${runner.vocabSize}`);
     }
-    this.#mask = new Int32Array(this.#grammar === null ? 0 : Math.ceil(runner.vocabSize / 32));
   }
 
   /** Where the sampler's O(V) passes run: "wasm" (EngineOptions.runtime) or "js". */
@@ -286,14 +291,24 @@ export class Engine {
     return true;
   }
 
+  /** The last step scheduled nothing because its requests wait for the grammar host's compile (grammar.idle). */
+  get heldForGrammar(): boolean {
+    return this.#heldForGrammar;
+  }
+
   /** Runs one step (if anything is schedulable) and returns every output it produced, aborts since the last step first. */
   step(): EngineOutput[] {
     this.#unpark();
     const outputs = this.#pending;
     this.#pending = [];
+    this.#grammarIdle = this.#grammar === null || this.#grammar.idle;
     const step = this.scheduler.schedule();
+    this.#heldForGrammar = step.scheduled.length === 0 && !this.#grammarIdle;
     if (step.scheduled.length === 0) return outputs;
     const batch = buildForwardBatch(step, this.kvCacheManager.blockSize);
+    // Constrained rows' masks are filled in the grammar host while the forward runs.
+    const constrained = step.scheduled.filter((s) => s.sampling && s.request.state!.matcher !== null);
+    const masks = constrained.length === 0 ? null : this.#grammar!.masksFor(constrained.map((s) => s.request.state!.matcher!));
     let logits: Float32Array;
     try {
       logits = this.runner.forward(batch);
@@ -309,16 +324,17 @@ export class Engine {
     const V = this.runner.vocabSize;
     const sampled = new Map<string, number[]>();
     let row = 0;
+    let maskRow = 0;
     for (const s of step.scheduled) {
       if (!s.sampling) continue;
       const r = row++;
       const request = s.request;
       const st = request.state!;
+      const m = st.matcher === null ? -1 : maskRow++;
       try {
         const rowLogits = logits.subarray(r * V, (r + 1) * V);
         if (this.#textVocab < V) rowLogits.fill(-Infinity, this.#textVocab);
-        if (st.matcher !== null) st.matcher.fillNextMask(this.#mask);
-        const result = this.#sampler.sample(st.sampling, rowLogits, st.matcher === null ? null : this.#mask);
+        const result = this.#sampler.sample(st.sampling, rowLogits, m < 0 ? null : masks!.mask(m));
         if (st.matcher !== null && !st.matcher.accept(result.token)) throw new Error(`the grammar rejected token ${result.token}, which its own mask allowed`);
         if (result.logprob !== null) (st.logprobs ??= []).push({ token: result.token, logprob: result.logprob, top: result.topLogprobs ?? [] });
         sampled.set(request.requestId, [result.token]);

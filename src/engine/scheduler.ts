@@ -51,6 +51,13 @@ export interface SchedulerOptions<P> {
    * applied, and the next schedule() refuses to go on.
    */
   stopChecker?: StopCallback<P>;
+  /**
+   * Whether a request may be scheduled this step (default: all may). One that
+   * is not keeps its place and its blocks, and is skipped: a constrained
+   * request while its grammar's matchers are busy compiling (vLLM's
+   * WAITING_FOR_FSM). Must not throw.
+   */
+  isReady?: (request: Request<P>) => boolean;
 }
 
 /** One request's share of a step. Its new tokens are allTokenIds[numComputedTokens, +numNewTokens). */
@@ -106,6 +113,7 @@ export class Scheduler<P = unknown> {
   readonly maxWaitingRequests: number;
   readonly #kv: KvCacheManager;
   readonly #stopChecker: StopCallback<P> | undefined;
+  readonly #isReady: (request: Request<P>) => boolean;
   readonly #requests = new Map<string, Request<P>>();
   /** Admission order; the last is the newest (the first preempted). */
   readonly #running: Request<P>[] = [];
@@ -135,6 +143,8 @@ export class Scheduler<P = unknown> {
       throw new ArgumentError("stopChecker", `must be a function, got ${show(options.stopChecker)}`);
     }
     this.#stopChecker = options.stopChecker;
+    if (options.isReady !== undefined && typeof options.isReady !== "function") throw new ArgumentError("isReady", `must be a function, got ${show(options.isReady)}`);
+    this.#isReady = options.isReady ?? (() => true);
   }
 
   get numRunning(): number {
@@ -253,6 +263,7 @@ export class Scheduler<P = unknown> {
     // Running requests, oldest first; preempt from the newest when blocks run out.
     for (let i = 0; i < this.#running.length && budget > 0; i++) {
       const request = this.#running[i]!;
+      if (!this.#isReady(request)) continue;
       const numNew = Math.min(request.numTokens - request.numComputedTokens, budget);
       let newBlocks = kv.allocateSlots(request, numNew);
       while (newBlocks === null) {
@@ -272,6 +283,7 @@ export class Scheduler<P = unknown> {
     for (const r of this.#running) runningPerClient.set(r.clientRequestId, (runningPerClient.get(r.clientRequestId) ?? 0) + 1);
     while (preempted.length === 0 && this.#waiting.length > 0 && budget > 0 && this.#running.length < this.maxNumSeqs) {
       const at = this.#nextWaiting(runningPerClient);
+      if (at < 0) break;
       const request = this.#waiting[at]!;
       const computed = kv.getComputedBlocks(request);
       const numNew = Math.min(request.numTokens - computed.numTokens, budget);
@@ -366,13 +378,15 @@ export class Scheduler<P = unknown> {
   /**
    * The waiting request to admit next: a preempted one (they wait at the
    * front) first; otherwise the oldest request of the client request with the
-   * fewest running requests (ties: the oldest).
+   * fewest running requests (ties: the oldest). Requests not ready are passed
+   * over; -1 when none is ready.
    */
   #nextWaiting(runningPerClient: ReadonlyMap<string, number>): number {
-    let best = 0;
+    let best = -1;
     let fewest = Infinity;
     for (let i = 0; i < this.#waiting.length; i++) {
       const r = this.#waiting[i]!;
+      if (!this.#isReady(r)) continue;
       if (r.status === "preempted") return i;
       const running = runningPerClient.get(r.clientRequestId) ?? 0;
       if (running < fewest) {

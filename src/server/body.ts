@@ -139,7 +139,7 @@ export function bodyOptions(ctx: ServerContext, signal: AbortSignal): ReadJsonOp
     signal,
     parseOffThread: async (segments, maxDepth) => {
       const limit = maxModelLen(ctx);
-      const r = await ctx.tokenizerPool.parseJson(segments, maxDepth, limit === null ? null : limit * ctx.tokenizer.maxTokenChars, { maxTokenIds: limit });
+      const r = await ctx.tokenizerPool.parseJson(segments, maxDepth, limit === null ? null : limit * ctx.tokenizer.maxTokenChars, { maxTokenIds: limit }, { signal });
       if ("shape" in r) throw shapeError(r.shape);
       if ("longPrompt" in r) refuseLongPrompt(ctx, r.longPrompt);
       return (r as { value: unknown }).value;

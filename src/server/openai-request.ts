@@ -248,7 +248,8 @@ function commonPlan(f: Fields, ctx: ServerContext, kind: GenerationPlan["kind"])
   };
 }
 
-export async function parseChatRequest(body: unknown, ctx: ServerContext): Promise<GenerationPlan> {
+/** `signal`: the client left; its queued tokenizer job is dropped (tokenizer-pool.ts). */
+export async function parseChatRequest(body: unknown, ctx: ServerContext, signal?: AbortSignal): Promise<GenerationPlan> {
   const f = new Fields(body);
   const c = commonPlan(f, ctx, "chat");
   const messages = f.raw("messages");
@@ -285,7 +286,7 @@ export async function parseChatRequest(body: unknown, ctx: ServerContext): Promi
     tools: tools.templateTools,
     continueFinal,
   };
-  const tokenIds = await encodeChatPrompt(ctx, chat, f.boolean("add_special_tokens") ?? false);
+  const tokenIds = await encodeChatPrompt(ctx, chat, f.boolean("add_special_tokens") ?? false, signal);
   const base = { ...samplingFields(f), logprobs: logprobsOn ? (top ?? 0) : null };
   const prompt = fitPrompt(tokenIds, "", c.explicitMax, "chat", base, ctx, "messages");
   checkResponseSize([prompt], c.n, c.stream, base.logprobs, top === undefined ? "logprobs" : "top_logprobs");
@@ -294,7 +295,8 @@ export async function parseChatRequest(body: unknown, ctx: ServerContext): Promi
   return { kind: "chat", ...c, skipSpecialTokens, grammar: c.grammar ?? tools.grammar, prompts: sampleEach([prompt], c.n), logprobs: base.logprobs, echo: false, tools: plan };
 }
 
-export async function parseCompletionRequest(body: unknown, ctx: ServerContext): Promise<GenerationPlan> {
+/** `signal`: as parseChatRequest's. */
+export async function parseCompletionRequest(body: unknown, ctx: ServerContext, signal?: AbortSignal): Promise<GenerationPlan> {
   const f = new Fields(body);
   const c = commonPlan(f, ctx, "completion");
   if (f.has("tools")) throw badRequest("tools", "tools are for /v1/chat/completions");
@@ -316,7 +318,7 @@ export async function parseCompletionRequest(body: unknown, ctx: ServerContext):
   const base = { ...samplingFields(f), logprobs };
   const prompts = await Promise.all(items.map(async (p, i) => {
     const param = items.length === 1 ? "prompt" : `prompt[${i}]`;
-    if (typeof p === "string") return fitPrompt(await encodePrompt(ctx, p, addSpecial, param), p, c.explicitMax, "completion", base, ctx, param);
+    if (typeof p === "string") return fitPrompt(await encodePrompt(ctx, p, addSpecial, param, signal), p, c.explicitMax, "completion", base, ctx, param);
     p.forEach((t, j) => {
       if (!Number.isInteger(t) || t < 0 || t >= ctx.vocabSize) throw badRequest(param, `${param}[${j}] must be a token id in [0, ${ctx.vocabSize}), got ${show(t)}`);
     });

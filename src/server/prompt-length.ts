@@ -7,6 +7,7 @@
  * prompts are rendered there too.
  */
 import { type ChatPromptJob, ChatPromptError } from "../tokenizer/chat-prompt.js";
+import { JobTimeoutError } from "../tokenizer/tokenizer-pool.js";
 import { type ServerContext, maxModelLen } from "./context.js";
 import { HttpError, badRequest } from "./errors.js";
 
@@ -35,13 +36,14 @@ export function refuseLongText(ctx: ServerContext, chars: number, param: string)
  * never runs on the HTTP thread); a template that refuses the messages is a
  * 400 naming the field, more tokens than the context holds a 400 context_length_exceeded.
  */
-export async function encodeChatPrompt(ctx: ServerContext, chat: ChatPromptJob, addSpecialTokens: boolean): Promise<number[]> {
+export async function encodeChatPrompt(ctx: ServerContext, chat: ChatPromptJob, addSpecialTokens: boolean, signal?: AbortSignal): Promise<number[]> {
   const limit = contextLimit(ctx);
   let ids: number[];
   try {
-    ids = await ctx.tokenizerPool.encodeChat(chat, { addSpecialTokens, stopAfter: limit });
+    ids = await ctx.tokenizerPool.encodeChat(chat, { addSpecialTokens, stopAfter: limit, ...(signal === undefined ? {} : { signal }) });
   } catch (e) {
     if (e instanceof ChatPromptError) throw badRequest(e.param, e.message);
+    if (e instanceof JobTimeoutError) throw badRequest("messages", `the prompt could not be tokenized: ${e.message}`, "tokenizer_timeout");
     throw e;
   }
   if (ids.length > limit) {
@@ -51,10 +53,16 @@ export async function encodeChatPrompt(ctx: ServerContext, chat: ChatPromptJob, 
 }
 
 /** Encodes a prompt in the tokenizer pool; more tokens than the context holds is a 400 context_length_exceeded. */
-export async function encodePrompt(ctx: ServerContext, text: string, addSpecialTokens: boolean, param: string): Promise<number[]> {
+export async function encodePrompt(ctx: ServerContext, text: string, addSpecialTokens: boolean, param: string, signal?: AbortSignal): Promise<number[]> {
   refuseLongText(ctx, text.length, param);
   const limit = contextLimit(ctx);
-  const ids = await ctx.tokenizerPool.encode(text, { addSpecialTokens, stopAfter: limit });
+  let ids: number[];
+  try {
+    ids = await ctx.tokenizerPool.encode(text, { addSpecialTokens, stopAfter: limit, ...(signal === undefined ? {} : { signal }) });
+  } catch (e) {
+    if (e instanceof JobTimeoutError) throw badRequest(param, `the ${param} could not be tokenized: ${e.message}`, "tokenizer_timeout");
+    throw e;
+  }
   if (ids.length > limit) {
     throw badRequest(param, `This model's maximum context length is ${limit} tokens. However, your ${param} has more than ${limit} tokens.`, "context_length_exceeded");
   }

@@ -1,32 +1,39 @@
 /**
- * The engine worker's grammar machinery (vLLM's StructuredOutputManager with
- * its xgrammar backend): one TokenizerInfo and GrammarCompiler per model, built
- * at load; compiled grammars cached by their canonical text; one matcher per
- * constrained request.
+ * The engine's grammar machinery (vLLM's StructuredOutputManager with its
+ * xgrammar backend): the model's vocabulary prepared once, compiled grammars
+ * cached by their canonical text, one matcher per constrained request — none
+ * of it on the engine thread.
  *
- * Compiling is prepare(): the worker awaits it when a request arrives, between
- * engine steps, never inside one; a grammar seen before costs a map lookup.
- * A new grammar is checked against the size limits (grammar-limits.ts), then
- * compiled in the sandbox (grammar-sandbox.ts: its own worker, a time budget,
- * a memory cap); only what compiled there within the budget is compiled again
- * here, for the matchers (XGrammar's web build cannot move a compiled grammar
- * between instances). If this instance traps anyway, it is replaced by a fresh
- * one; the matchers it held fail their requests alone.
+ * Compiling is prepare(): the worker awaits it when a request arrives,
+ * between engine steps, never inside one; a grammar seen before costs a map
+ * lookup. A new grammar is checked against the size limits
+ * (grammar-limits.ts), then compiled in the sandbox (grammar-sandbox.ts: its
+ * own worker, a time budget, a memory cap); only what compiled there within
+ * the budget is compiled again in the grammar host (grammar-host.ts), the
+ * worker that owns the matchers (XGrammar's web build cannot move a compiled
+ * grammar between instances: its CompiledGrammar has no serialize call in
+ * 0.1.27, the latest published). While the host compiles, `idle` is false
+ * and the engine holds its constrained requests back; the others step on.
  *
- * matcher() is synchronous, as is everything a matcher does in a step:
- * the next-token bitmask (~5 µs for 32k tokens), accepting a token, rollback.
+ * Matchers live in the host. A step asks for its constrained requests' masks
+ * before the forward (masksFor) and reads them after it; accept() checks the
+ * token against the mask it was sampled under and queues it for the host;
+ * a matcher is terminated once it accepted one of the grammar's stop tokens
+ * (XGrammar's GrammarMatcher accepts a stop token only when the grammar is
+ * complete, and then terminates). A host that traps or dies is replaced by a
+ * fresh one; the matchers it held fail their requests alone.
  *
  * The cache holds at most CACHE_ENTRIES grammars and CACHE_KEY_BYTES of their
  * canonical text (a long schema pins its text and, inside XGrammar, rules in
- * proportion to it); XGrammar's heap is capped at ENGINE_HEAP_BYTES.
+ * proportion to it); the host's XGrammar heap is capped at ENGINE_HEAP_BYTES.
  */
 import { ArgumentError } from "../errors.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { checkGrammarLimits } from "./grammar-limits.js";
 import { GrammarRejectedError, GrammarSandbox } from "./grammar-sandbox.js";
-import { type GrammarSpec, compileGrammar, grammarKey } from "./grammar-spec.js";
-import { grammarVocabulary } from "./grammar-vocabulary.js";
-import { type MatcherHandle, type XGrammar, type XGrammarCompiledGrammar, type XGrammarCompiler, type XGrammarTokenizerInfo, isTrap, loadXGrammar } from "./xgrammar.js";
+import { GrammarHost, GrammarHostDeadError, type GrammarHostOptions, type MaskBatch } from "./grammar-host.js";
+import { type GrammarSpec, grammarKey } from "./grammar-spec.js";
+import { type GrammarVocabulary, grammarVocabulary } from "./grammar-vocabulary.js";
 
 export { GrammarRejectedError } from "./grammar-sandbox.js";
 
@@ -34,7 +41,7 @@ export { GrammarRejectedError } from "./grammar-sandbox.js";
 export const CACHE_ENTRIES = 64;
 /** Canonical grammar text the cache keeps, in all (UTF-16 code units × 2). */
 export const CACHE_KEY_BYTES = 16 * 2 ** 20;
-/** The engine's XGrammar wasm heap, at most. */
+/** The grammar host's XGrammar wasm heap, at most. */
 export const ENGINE_HEAP_BYTES = 1024 * 2 ** 20;
 /** The sandbox's XGrammar wasm heap and V8 heap. */
 export const SANDBOX_HEAP_BYTES = 512 * 2 ** 20;
@@ -54,16 +61,13 @@ export interface GrammarBackendOptions {
   compileBudgetMs?: number;
 }
 
-/** One XGrammar instance with the model's vocabulary: the engine's, replaced whole if it traps. */
-interface Instance {
-  xg: XGrammar;
-  info: XGrammarTokenizerInfo;
-  compiler: XGrammarCompiler;
-}
-
 /** One request's position in its grammar. */
 export interface ConstraintMatcher {
-  /** Writes the next token's mask into `mask` (Int32Array [ceil(V / 32)]): bit t % 32 of word t >> 5 set ⇔ token t allowed. */
+  /**
+   * Writes the next token's mask into `mask` (Int32Array [ceil(V / 32)]): bit
+   * t % 32 of word t >> 5 set ⇔ token t allowed. A round trip to the grammar
+   * host; an engine step asks for all its masks at once (masksFor).
+   */
   fillNextMask(mask: Int32Array): void;
   /** Advances by one token; false (and no change) when the grammar forbids it. */
   accept(token: number): boolean;
@@ -74,34 +78,45 @@ export interface ConstraintMatcher {
   dispose(): void;
 }
 
+/** One step's masks, in the order asked. */
+export interface StepMasks {
+  /** Row i: Int32Array [ceil(V / 32)], valid until the next masksFor. Waits for the host on first use; throws for a matcher that failed. */
+  mask(i: number): Int32Array;
+}
+
 export interface GrammarBackendLike {
   /** Logit rows the masks cover (the runner's vocabulary, padding included). */
   readonly vocabSize: number;
+  /** False while a compile runs where the matchers live: a mask asked for then would wait for it. */
+  readonly idle: boolean;
   /** Compiles `spec` (or finds it cached). Rejects with GrammarRejectedError (or ArgumentError naming the limit). */
   prepare(spec: GrammarSpec): Promise<void>;
   /** A fresh matcher for a prepared spec. */
   matcher(spec: GrammarSpec): ConstraintMatcher;
+  /** Asks for the next masks of `matchers` (this backend's), filled while the caller runs its forward. */
+  masksFor(matchers: readonly ConstraintMatcher[]): StepMasks;
 }
 
 export class GrammarBackend implements GrammarBackendLike {
   readonly vocabSize: number;
-  readonly #options: GrammarBackendOptions;
-  readonly #vocab: ReturnType<typeof grammarVocabulary>;
-  #instance: Promise<Instance>;
+  readonly #hostOptions: GrammarHostOptions;
+  readonly #stops: ReadonlySet<number>;
+  #host: GrammarHost;
   readonly #sandbox: GrammarSandbox;
-  /** Compiled grammars by key, with the instance that compiled them; least recently used first. */
-  readonly #cache = new Map<string, { compiled: XGrammarCompiledGrammar; instance: Instance }>();
+  /** Grammars compiled in the current host, by key; least recently used first. */
+  readonly #cache = new Map<string, GrammarHost>();
   #cacheKeyBytes = 0;
   /** Compilations under way, so concurrent requests for one grammar compile it once. */
   readonly #compiling = new Map<string, Promise<void>>();
-  /** Engine instances replaced after a trap. */
+  #disposed = false;
+  /** Grammar hosts replaced after a trap, crash or timeout. */
   instancesReplaced = 0;
 
-  private constructor(options: GrammarBackendOptions, vocab: ReturnType<typeof grammarVocabulary>, instance: Instance) {
-    this.#options = options;
+  private constructor(options: GrammarBackendOptions, vocab: GrammarVocabulary) {
     this.vocabSize = options.vocabSize;
-    this.#vocab = vocab;
-    this.#instance = Promise.resolve(instance);
+    this.#stops = new Set(options.stopTokenIds);
+    this.#hostOptions = { ...vocab, vocabSize: options.vocabSize, stopTokenIds: [...options.stopTokenIds], heapMaxBytes: ENGINE_HEAP_BYTES };
+    this.#host = this.#startHost();
     this.#sandbox = new GrammarSandbox({
       ...vocab,
       vocabSize: options.vocabSize,
@@ -112,18 +127,30 @@ export class GrammarBackend implements GrammarBackendLike {
     });
   }
 
-  /** Builds the TokenizerInfo (~150 ms for 32k tokens), the compiler and the sandbox's worker. */
+  /** Reads the vocabulary, starts the grammar host (its TokenizerInfo: ~150 ms for 32k tokens) and the sandbox's worker. */
   static async create(options: GrammarBackendOptions): Promise<GrammarBackend> {
     const b = options.compileBudgetMs;
     if (b !== undefined && !(Number.isFinite(b) && b > 0)) throw new ArgumentError("compileBudgetMs", `must be a positive number of milliseconds, got ${b}`);
-    const vocab = grammarVocabulary(options.tokenizer);
-    return new GrammarBackend(options, vocab, await GrammarBackend.#load(options, vocab));
+    const backend = new GrammarBackend(options, grammarVocabulary(options.tokenizer));
+    try {
+      await backend.#host.ready();
+    } catch (e) {
+      await backend.dispose();
+      throw e;
+    }
+    return backend;
   }
 
-  static async #load(options: GrammarBackendOptions, v: ReturnType<typeof grammarVocabulary>): Promise<Instance> {
-    const xg = await loadXGrammar({ heapMaxBytes: ENGINE_HEAP_BYTES });
-    const info = await xg.TokenizerInfo.createTokenizerInfo(v.encodedVocab, v.vocabType, v.prependSpace, options.vocabSize, [...options.stopTokenIds]);
-    return { xg, info, compiler: await xg.GrammarCompiler.createGrammarCompiler(info, false) };
+  #startHost(): GrammarHost {
+    const host = new GrammarHost(this.#hostOptions);
+    host.onDead = () => {
+      if (this.#disposed || host !== this.#host) return;
+      this.instancesReplaced++;
+      this.#cache.clear(); // those grammars lived in the dead host
+      this.#cacheKeyBytes = 0;
+      this.#host = this.#startHost();
+    };
+    return host;
   }
 
   /** Compiled grammars in the cache. */
@@ -141,6 +168,15 @@ export class GrammarBackend implements GrammarBackendLike {
     return this.#sandbox.workersStarted;
   }
 
+  get idle(): boolean {
+    return this.#host.idle;
+  }
+
+  /** Resolves when the host is idle (every compile sent to it has finished). */
+  whenIdle(): Promise<void> {
+    return this.#host.whenIdle();
+  }
+
   prepare(spec: GrammarSpec): Promise<void> {
     const over = checkGrammarLimits(spec);
     if (over !== null) return Promise.reject(new ArgumentError(`grammar${over.path}`, over.message));
@@ -155,101 +191,126 @@ export class GrammarBackend implements GrammarBackendLike {
     if (p === undefined) {
       p = this.#sandbox
         .compile(spec)
-        .then(() => this.#compileHere(key, spec))
+        .then(() => this.#compileInHost(key, spec))
         .finally(() => this.#compiling.delete(key));
       this.#compiling.set(key, p);
     }
     return p;
   }
 
-  /** The engine's own compile of a grammar the sandbox compiled within its budget. */
-  async #compileHere(key: string, spec: GrammarSpec): Promise<void> {
-    const instance = await this.#instance;
-    let compiled: XGrammarCompiledGrammar;
+  /** The host's own compile of a grammar the sandbox compiled within its budget. */
+  async #compileInHost(key: string, spec: GrammarSpec): Promise<void> {
+    const host = this.#host;
     try {
-      compiled = await instance.xg.explain(() => compileGrammar(instance.xg, instance.compiler, spec));
+      await host.compile(key, spec);
     } catch (e) {
-      if (isTrap(e)) this.#replaceInstance(instance);
-      throw new GrammarRejectedError(isTrap(e) ? "too_complex" : "invalid", (e as Error).message);
+      const trapped = e instanceof GrammarHostDeadError;
+      throw new GrammarRejectedError(trapped ? "too_complex" : "invalid", trapped ? `the grammar is too complex: ${(e as Error).message}` : (e as Error).message);
     }
-    this.#cache.set(key, { compiled, instance });
+    if (host !== this.#host) throw new GrammarRejectedError("too_complex", "the grammar host was replaced while the grammar compiled");
+    this.#cache.set(key, host);
     this.#cacheKeyBytes += 2 * key.length;
-    while (this.#cache.size > CACHE_ENTRIES || (this.#cacheKeyBytes > CACHE_KEY_BYTES && this.#cache.size > 1)) this.#evictOldest();
-  }
-
-  #evictOldest(): void {
-    const [oldest, entry] = this.#cache.entries().next().value!;
-    this.#cache.delete(oldest);
-    this.#cacheKeyBytes -= 2 * oldest.length;
-    try {
-      entry.compiled.dispose(); // matchers hold their own reference to the compiled grammar
-    } catch {
-      // a trapped instance's handles cannot be freed; the instance goes with them
+    while (this.#cache.size > CACHE_ENTRIES || (this.#cacheKeyBytes > CACHE_KEY_BYTES && this.#cache.size > 1)) {
+      const oldest = this.#cache.keys().next().value!;
+      this.#cache.delete(oldest);
+      this.#cacheKeyBytes -= 2 * oldest.length;
+      host.evict(oldest); // live matchers hold their own reference to the compiled grammar
     }
-  }
-
-  /** A trapped instance is dead: drop its grammars and load a fresh one for the next requests. */
-  #replaceInstance(dead: Instance): void {
-    this.instancesReplaced++;
-    for (const [key, entry] of [...this.#cache]) {
-      if (entry.instance !== dead) continue;
-      this.#cache.delete(key);
-      this.#cacheKeyBytes -= 2 * key.length;
-    }
-    this.#instance = GrammarBackend.#load(this.#options, this.#vocab);
   }
 
   matcher(spec: GrammarSpec): ConstraintMatcher {
-    const entry = this.#cache.get(grammarKey(spec));
-    if (entry === undefined) throw new ArgumentError("grammar", `was not prepared (compiled) before the request was added: ${JSON.stringify(spec).slice(0, 200)}`);
-    const { xg } = entry.instance;
-    try {
-      return new XGrammarMatcher(new (xg.binding().GrammarMatcher)(entry.compiled.handle, undefined, false, -1), xg, this.vocabSize);
-    } catch (e) {
-      if (isTrap(e)) this.#replaceInstance(entry.instance);
-      throw new ArgumentError("grammar", `could not start its matcher: ${(e as Error).message}`);
-    }
+    const key = grammarKey(spec);
+    const host = this.#cache.get(key);
+    if (host === undefined) throw new ArgumentError("grammar", `was not prepared (compiled) before the request was added: ${JSON.stringify(spec).slice(0, 200)}`);
+    return new HostMatcher(host, host.openMatcher(key), this.#stops);
   }
 
-  /** Stops the sandbox's worker. */
+  masksFor(matchers: readonly ConstraintMatcher[]): StepMasks {
+    // Usually one host; after a replacement, old matchers ask their dead host (and fail alone).
+    const byHost = new Map<GrammarHost, HostMatcher[]>();
+    const where: { batch: GrammarHost; row: number }[] = [];
+    for (const m of matchers) {
+      if (!(m instanceof HostMatcher)) throw new ArgumentError("matchers", "must come from this backend's matcher()");
+      const list = byHost.get(m.host) ?? [];
+      byHost.set(m.host, list);
+      where.push({ batch: m.host, row: list.length });
+      list.push(m);
+    }
+    const batches = new Map<GrammarHost, MaskBatch>();
+    for (const [host, list] of byHost) batches.set(host, host.requestMasks(list.map((m) => m.mid)));
+    return {
+      mask: (i) => {
+        const { batch, row } = where[i]!;
+        const b = batches.get(batch)!;
+        b.wait();
+        const mask = b.mask(row);
+        (matchers[i] as HostMatcher).given(mask);
+        return mask;
+      },
+    };
+  }
+
+  /** Stops the sandbox's worker and the grammar host. */
   async dispose(): Promise<void> {
-    await this.#sandbox.close();
+    this.#disposed = true;
+    await Promise.all([this.#sandbox.close(), this.#host.close()]);
   }
 }
 
-class XGrammarMatcher implements ConstraintMatcher {
-  readonly #handle: MatcherHandle;
-  readonly #xg: XGrammar;
-  readonly #vocabSize: number;
+/** A matcher that lives in the grammar host: this side keeps its id, the mask it was last given, and whether it terminated. */
+class HostMatcher implements ConstraintMatcher {
+  readonly host: GrammarHost;
+  readonly mid: number;
+  readonly #stops: ReadonlySet<number>;
+  #mask: Int32Array | null = null;
+  #terminated = false;
 
-  constructor(handle: MatcherHandle, xg: XGrammar, vocabSize: number) {
-    this.#handle = handle;
-    this.#xg = xg;
-    this.#vocabSize = vocabSize;
+  constructor(host: GrammarHost, mid: number, stops: ReadonlySet<number>) {
+    this.host = host;
+    this.mid = mid;
+    this.#stops = stops;
+  }
+
+  /** The mask the next token is sampled under (accept checks against it). */
+  given(mask: Int32Array): void {
+    this.#mask = mask;
   }
 
   fillNextMask(mask: Int32Array): void {
-    const v = this.#handle.GetNextTokenBitmask(this.#vocabSize);
-    try {
-      mask.set(this.#xg.binding().vecIntToView(v)); // a view of the wasm heap: copy before the next call
-    } finally {
-      v.delete();
-    }
+    const batch = this.host.requestMasks([this.mid]);
+    batch.wait();
+    mask.set(batch.mask(0));
+    this.#mask = mask;
   }
 
+  /**
+   * Under a mask it was given (an engine step), the mask decides and the
+   * token goes to the host with the next fill; with none, the host is asked
+   * at once.
+   */
   accept(token: number): boolean {
-    return this.#handle.AcceptToken(token, false);
+    const m = this.#mask;
+    if (this.#terminated) return false;
+    if (m !== null) {
+      if (((m[token >> 5] ?? 0) >>> (token & 31)) % 2 === 0) return false;
+      this.host.accept(this.mid, token);
+    } else if (!this.host.acceptNow(this.mid, token)) return false;
+    this.#mask = null;
+    this.#terminated = this.#stops.has(token); // taken only when the grammar is complete, and then it is
+    return true;
   }
 
   get isTerminated(): boolean {
-    return this.#handle.IsTerminated();
+    return this.#terminated;
   }
 
   rollback(numTokens: number): void {
-    this.#handle.Rollback(numTokens);
+    this.host.rollback(this.mid, numTokens);
+    this.#mask = null;
+    if (numTokens > 0) this.#terminated = false;
   }
 
   dispose(): void {
-    this.#handle.delete();
+    this.host.closeMatcher(this.mid);
   }
 }

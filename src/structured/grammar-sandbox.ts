@@ -73,6 +73,7 @@ export class GrammarSandbox {
     if (this.#closed) return Promise.reject(new Error("the grammar sandbox is closed"));
     return new Promise((resolve, reject) => {
       this.#queue.push({ id: this.#nextId++, spec, resolve, reject });
+      this.#holdAlive();
       this.#pump();
     });
   }
@@ -101,7 +102,6 @@ export class GrammarSandbox {
       workerData: data satisfies CompileWorkerData,
       resourceLimits: { maxOldGenerationSizeMb: jsHeapMb, maxYoungGenerationSizeMb: 16 },
     });
-    worker.unref(); // an idle sandbox never keeps the process alive
     this.#worker = worker;
     this.#ready = false;
     worker.on("message", (m: CompileReply) => {
@@ -129,6 +129,7 @@ export class GrammarSandbox {
       if (worker !== this.#worker || this.#closed) return;
       this.#fail(`the grammar is too complex: its compiler exited (code ${code})`);
     });
+    this.#holdAlive(); // after the listeners (a "message" listener refs the port again)
   }
 
   /** The worker is gone or unusable: the running job fails, a fresh worker takes the queue. */
@@ -158,7 +159,6 @@ export class GrammarSandbox {
     if (job === undefined) return;
     this.#current = job;
     const worker = this.#worker;
-    worker.ref(); // a running compile keeps the process (and its answer) alive
     this.#timer = setTimeout(() => {
       if (this.#current !== job) return;
       this.#fail(`the grammar is too complex: compiling it took longer than ${this.#options.budgetMs} ms`);
@@ -169,6 +169,12 @@ export class GrammarSandbox {
   #clearTimer(): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
-    this.#worker?.unref();
+    this.#holdAlive();
+  }
+
+  /** Compiles waiting or running keep the process (and their answers) alive; an idle sandbox never does. */
+  #holdAlive(): void {
+    if (this.pending > 0) this.#worker?.ref();
+    else this.#worker?.unref();
   }
 }

@@ -68,6 +68,7 @@ export type WorkerJob =
 
 /** `json`: the error is a JsonBytesError (what is wrong with the body). */
 export type WorkerResult =
+  | { id: -1; ready: true }
   | { id: number; ids: Int32Array }
   | { id: number; text: string }
   | { id: number; value: unknown }
@@ -90,6 +91,7 @@ function joinSegments(segments: readonly Uint8Array[]): Uint8Array {
 const port = parentPort;
 if (port === null) throw new Error("tokenizer-worker.js must run in a worker thread (TokenizerPool starts it)");
 const tokenizer = readSourceTokenizer((workerData as WorkerData).source, (workerData as WorkerData).architecture);
+port.postMessage({ id: -1, ready: true } satisfies WorkerResult); // the pool's job time bound starts now, not while the tokenizer loads
 
 port.on("message", (job: WorkerJob) => {
   try {

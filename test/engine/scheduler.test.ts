@@ -309,3 +309,27 @@ test("a step left half applied (the stop checker threw) makes the next schedule(
   assert.equal(scheduler.getRequest("b")!.numOutputTokens, 0, "b's token was never applied");
   assert.throws(() => scheduler.schedule(), /running request "b" has no known token left to compute/);
 });
+
+test("isReady: a request not ready is skipped, keeping its place and blocks; a waiting one not ready is passed over; both go on, unchanged, once ready", () => {
+  const held = new Set<string>();
+  const { kv, scheduler, model } = setup(8, { isReady: (r) => !held.has(r.requestId) });
+  const pa = range(10, 3);
+  const pb = range(20, 3);
+  const pc = range(30, 3);
+  scheduler.addRequest(new Request({ requestId: "a", promptTokenIds: pa, maxTokens: 3 }));
+  scheduler.addRequest(new Request({ requestId: "b", promptTokenIds: pb, maxTokens: 3 }));
+  assert.deepEqual(plan(runStep(scheduler, model).output).map((s) => s.id), ["a", "b"]);
+  held.add("a");
+  held.add("c");
+  scheduler.addRequest(new Request({ requestId: "c", promptTokenIds: pc, maxTokens: 3 }));
+  const step = runStep(scheduler, model);
+  assert.deepEqual(plan(step.output), [{ id: "b", from: 3, n: 1, blocks: [1], fresh: [], sampling: true, kind: "running" }]);
+  assert.equal(kv.pool.numUsedBlocks, 2, "a keeps its block while skipped");
+  assert.deepEqual(scheduler.waitingRequestIds(), ["c"]);
+  held.clear();
+  const outs = new Map<string, number[]>();
+  while (scheduler.hasUnfinishedRequests) for (const r of runStep(scheduler, model).results) if (r.finishReason !== null) outs.set(r.request.requestId, [...r.request.outputTokenIds]);
+  assert.deepEqual(outs.get("a"), toyGenerate(pa, 3));
+  assert.deepEqual(outs.get("b"), toyGenerate(pb, 3));
+  assert.deepEqual(outs.get("c"), toyGenerate(pc, 3));
+});

@@ -24,7 +24,7 @@ export function requireReady(ctx: ServerContext): void {
 export const chatCompletions: Handler = async (req, res, ctx, signal) => {
   const body = await readJsonBody(req, bodyOptions(ctx, signal));
   requireReady(ctx);
-  const plan = await whileConnected(signal, parseChatRequest(body, ctx));
+  const plan = await whileConnected(signal, parseChatRequest(body, ctx, signal));
   checkRequestGrammar(plan.grammar);
   await runGeneration(res, ctx, plan, signal);
 };
@@ -32,7 +32,7 @@ export const chatCompletions: Handler = async (req, res, ctx, signal) => {
 export const completions: Handler = async (req, res, ctx, signal) => {
   const body = await readJsonBody(req, bodyOptions(ctx, signal));
   requireReady(ctx);
-  const plan = await whileConnected(signal, parseCompletionRequest(body, ctx));
+  const plan = await whileConnected(signal, parseCompletionRequest(body, ctx, signal));
   checkRequestGrammar(plan.grammar);
   await runGeneration(res, ctx, plan, signal);
 };

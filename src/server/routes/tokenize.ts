@@ -26,11 +26,11 @@ export const tokenize: Handler = async (req, res, ctx, signal) => {
     if (!Array.isArray(messages) || messages.length === 0) throw badRequest("messages", `messages must be a non-empty array of { role, content }, got ${show(messages)}`);
     refuseLongText(ctx, contentChars(messages), "messages");
     const chat = { messages, addGenerationPrompt: f.boolean("add_generation_prompt") ?? true, variables: f.object("chat_template_kwargs") ?? {}, tools: undefined, continueFinal: false };
-    tokens = await whileConnected(signal, encodeChatPrompt(ctx, chat, f.boolean("add_special_tokens") ?? false));
+    tokens = await whileConnected(signal, encodeChatPrompt(ctx, chat, f.boolean("add_special_tokens") ?? false, signal));
   } else {
     const prompt = f.string("prompt");
     if (prompt === undefined) throw badRequest("prompt", "prompt (a string) or messages is required");
-    tokens = await whileConnected(signal, encodePrompt(ctx, prompt, f.boolean("add_special_tokens") ?? true, "prompt"));
+    tokens = await whileConnected(signal, encodePrompt(ctx, prompt, f.boolean("add_special_tokens") ?? true, "prompt", signal));
   }
   const strs = f.boolean("return_token_strs") ?? false;
   sendJson(res, 200, {
@@ -49,7 +49,7 @@ export const detokenize: Handler = async (req, res, ctx, signal) => {
   tokens.forEach((t, i) => {
     if (t < 0 || t >= ctx.tokenizer.vocabSize) throw badRequest("tokens", `tokens[${i}] must be a token id in [0, ${ctx.tokenizer.vocabSize}), got ${t}`);
   });
-  sendJson(res, 200, { prompt: await whileConnected(signal, ctx.tokenizerPool.decode(tokens)) });
+  sendJson(res, 200, { prompt: await whileConnected(signal, ctx.tokenizerPool.decode(tokens, { signal })) });
 };
 
 function checkModel(f: Fields, names: readonly string[]): void {
