@@ -13,6 +13,8 @@ vocabulary, chosen by frequency from WordNet's own sense counts.
   the ten words of issue #29 (FORCED). Their top senses: the most frequent sense of each part of
   speech whose count is ≥ 1/4 of the word's best, at most `--senses` of them; the first is the
   answer to "What does W mean?".
+- corpus.py's 400 held-out nouns (`--exclude`) are neither chosen nor taught through a synset,
+  so the model card's held-out measures stay held out (bread, one of the ten, excepted).
 - Held-out rare words (`--rare`, seeded): lemmas with no tag count at all, never trained; the
   right answer about them is the refusal. Refusal training words (`--refusals`, seeded): other
   untagged lemmas, neither chosen nor held out.
@@ -26,7 +28,7 @@ synonyms, examples}]}), <out>/rare.jsonl ({word, definition}), <out>/train.jsonl
 and <out>/heldout.jsonl (train.py's held-out answer loss: one definition per chosen word, which
 is *trained*: here it measures memorization).
 
-Usage: python3 vocab.py --wordnet /usr/share/wordnet --out work/ [--words 3000] [--epochs 40]
+Usage: python3 vocab.py --wordnet /usr/share/wordnet --out work/ --exclude heldout.jsonl [--words 3000] [--epochs 40]
 """
 import argparse, json, os, random, re
 from collections import defaultdict
@@ -71,6 +73,13 @@ def choose(args, rng):
             total[lemma] += c
             by_lemma[lemma].append((pos, n, c))
     ranked = sorted((l for l in total if re.fullmatch(r"[a-z]{2,}", l)), key=lambda l: (-total[l], l))
+    # The held-out nouns of corpus.py (the model card's held-out measures) stay unseen: no chosen
+    # word is one, and no chosen sense's synset contains one; the ten of #29 excepted (bread is one).
+    excluded = set()
+    if args.exclude:
+        with open(args.exclude) as f:
+            excluded = {json.loads(l)["word"].lower() for l in f if l.strip()}
+    ranked = [l for l in ranked if l not in excluded]
     chosen = list(dict.fromkeys(ranked[:args.words] + FORCED))
 
     def senses(lemma):
@@ -84,6 +93,8 @@ def choose(args, rng):
         out = []
         for c, pos, n in rows[:args.senses]:
             s = synsets[index[(lemma, pos)][n - 1]]
+            if lemma not in FORCED and excluded & {w.lower() for w in s["words"]}:
+                continue
             definition, examples = split_gloss(s["gloss"])
             if not definition:
                 continue
@@ -159,6 +170,7 @@ def main():
     ap.add_argument("--senses", type=int, default=2, help="top senses per chosen word")
     ap.add_argument("--rare", type=int, default=300, help="held-out untagged words (the refusal measure)")
     ap.add_argument("--refusals", type=int, default=3000, help="untagged words trained to be refused")
+    ap.add_argument("--exclude", help="corpus.py's heldout.jsonl: words never chosen, synsets never taught")
     ap.add_argument("--epochs", type=int, default=40, help="passes over the chosen words")
     ap.add_argument("--chat-every", type=int, default=40, help="one greeting/identity/out-of-scope chat per this many exchanges")
     args = ap.parse_args()
