@@ -10,11 +10,28 @@
  *   The target: `ppl_over_unigram` < 1/3.
  * - Rows `define`: the greedy answer to "What is a W?" for every held-out common noun (the
  *   held-out words that WordNet writes in lower case; proper nouns such as "Alabama" are
- *   left out). An answer is on topic when it names W or one of W's WordNet synonyms, and
+ *   left out, and so is a held-out word of the chosen vocabulary below: bread). An answer is on topic when it names W or one of W's WordNet synonyms, and
  *   clean when it ends with EOS and repeats no 4-word run. `decoding` says how the answer
  *   was picked: `argmax` (the raw model), or `argmax+repetition_penalty` (greedy under the
  *   model's generation_config.json repetition_penalty, as transformers' generate() does with
  *   do_sample=False). The target: `on_topic_fraction` ≥ 0.6.
+ *
+ * Issue #29's measures (the model as a memorizer of a chosen vocabulary), each under both
+ * decodings above:
+ * - Rows `vocab_define`: the greedy answer to "What does W mean?" for the chosen words
+ *   (tools/train-default-model/vocab.jsonl, by SemCor frequency; all of them, or the first 100
+ *   with --quick), judged by bench/definition-rule.ts against the glosses and synsets of W's
+ *   top senses. The target: `correct_fraction` ≥ 0.9.
+ * - Rows `ten_words`: the same for dog, happy, run, house, bread, cold, book, tree, music,
+ *   water, each answer in the log. The target: `correct` ≥ 9.
+ * - Rows `rare_refusal`: "What does W mean?" for the held-out rare words
+ *   (tools/train-default-model/rare.jsonl: untagged in SemCor, never trained), answered by a
+ *   refusal ("I don't know …")? The target: `refusal_fraction` ≥ 0.8; `defined_fraction` is
+ *   how many instead define W rightly by the same rule (WordNet's first sense).
+ *
+ * Environment (for measuring a candidate before it replaces models/default):
+ * DEFAULT_MODEL_BENCH_DIR, a model directory instead of models/default; DEFAULT_MODEL_BENCH_WORDS,
+ * a directory holding vocab.jsonl and rare.jsonl instead of the recipe's (a pilot's vocabulary).
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -23,8 +40,25 @@ import type { ChatMessage } from "../../src/tokenizer/chat-template.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import type { ModelRunner } from "../../src/model/model-runner.js";
 import type { Row, Suite } from "../harness.js";
+import { isRefusal, judgeDefinition, type Sense } from "../definition-rule.js";
 
 const RECIPE = join(import.meta.dirname, "..", "..", "..", "tools", "train-default-model");
+
+const TEN = ["dog", "happy", "run", "house", "bread", "cold", "book", "tree", "music", "water"];
+
+interface Chosen {
+  word: string;
+  senses: Sense[];
+}
+
+interface Rare {
+  word: string;
+  definition: string;
+}
+
+function readJsonl<T>(path: string): T[] {
+  return readFileSync(path, "utf8").trim().split("\n").map((l) => JSON.parse(l) as T);
+}
 
 interface HeldOut {
   word: string;
@@ -80,14 +114,19 @@ export const defaultModel: Suite = {
   name: "default-model",
   description: "the default model on held-out WordNet nouns: answer loss vs a unigram baseline, and on-topic greedy definitions",
   run({ rt, quick, log }): Row[] {
-    const model = loadModel(rt, defaultModelDir(), { progress: false });
+    const model = loadModel(rt, process.env.DEFAULT_MODEL_BENCH_DIR ?? defaultModelDir(), { progress: false });
+    const wordsDir = process.env.DEFAULT_MODEL_BENCH_WORDS ?? RECIPE;
     const { runner, tokenizer } = model;
     const vocab = runner.vocabSize;
     const heldout: HeldOut[] = readFileSync(join(RECIPE, "heldout.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as HeldOut);
     const counts: number[] = JSON.parse(readFileSync(join(RECIPE, "unigram.json"), "utf8")).counts;
     const total = counts.reduce((a, b) => a + b, 0) + counts.length;
     const assistant = tokenizer.tokenToId("<|assistant|>");
-    const common = heldout.filter((h) => h.word[0] === h.word[0]!.toLowerCase());
+    // The chosen vocabulary (#29) is trained by design; a held-out noun in it (bread, one of the
+    // ten words) is left out of the held-out measures.
+    const chosen = readJsonl<Chosen>(join(wordsDir, "vocab.jsonl"));
+    const byWord = new Map(chosen.map((c) => [c.word, c]));
+    const common = heldout.filter((h) => h.word[0] === h.word[0]!.toLowerCase() && !byWord.has(h.word));
     const items = quick ? common.slice(0, 60) : common;
     try {
       // Held-out loss on the answer tokens (after <|assistant|>, its </s> included).
@@ -130,6 +169,46 @@ export const defaultModel: Suite = {
         }
         rows.push({ measure: "define", decoding, repetition_penalty: repetitionPenalty ?? 1, words: items.length, clean_fraction: clean / items.length, on_topic_fraction: onTopic / items.length });
         log(`${decoding}: ${onTopic}/${items.length} definitions clean and on topic`);
+      }
+
+      // Issue #29: the chosen words, the ten, and refusals of rare words.
+      const ten = TEN.map((w) => byWord.get(w)).filter((c): c is Chosen => c !== undefined);
+      const vocabItems = quick ? chosen.slice(0, 100) : chosen;
+      const rare = readJsonl<Rare>(join(wordsDir, "rare.jsonl"));
+      const rareItems = quick ? rare.slice(0, 60) : rare;
+      for (const [decoding, repetitionPenalty] of decodings) {
+        const params = resolveSamplingParams({ temperature: 0, maxTokens: 80, ...(repetitionPenalty ? { repetitionPenalty } : {}) }, vocab);
+        const ask = (w: string): string => {
+          const promptIds = tokenizer.encodeChat([{ role: "user", content: `What does ${w} mean?` }]);
+          return generate({ runner, tokenizer, eosTokenIds: model.eosTokenIds, promptIds, params }).text.trim();
+        };
+        let correct = 0;
+        let refused = 0;
+        for (const c of vocabItems) {
+          const a = ask(c.word);
+          if (judgeDefinition(a, c.word, c.senses) !== null) correct++;
+          if (isRefusal(a)) refused++;
+        }
+        rows.push({ measure: "vocab_define", decoding, words: vocabItems.length, correct_fraction: correct / vocabItems.length, refusal_fraction: refused / vocabItems.length });
+        log(`${decoding}: ${correct}/${vocabItems.length} chosen words defined correctly, ${refused} refused`);
+        let tenCorrect = 0;
+        for (const c of ten) {
+          const a = ask(c.word);
+          const verdict = judgeDefinition(a, c.word, c.senses);
+          if (verdict !== null) tenCorrect++;
+          log(`  [${decoding}] What does ${c.word} mean? → ${a}   [${verdict ?? "wrong"}]`);
+        }
+        rows.push({ measure: "ten_words", decoding, words: ten.length, correct: tenCorrect });
+        let rareRefused = 0;
+        let rareDefined = 0;
+        for (const [k, r] of rareItems.entries()) {
+          const a = ask(r.word);
+          if (isRefusal(a)) rareRefused++;
+          if (judgeDefinition(a, r.word, [{ pos: "", definition: r.definition, synonyms: [] }]) !== null) rareDefined++;
+          if (k < 4) log(`  [${decoding}] What does ${r.word} mean? → ${a}`);
+        }
+        rows.push({ measure: "rare_refusal", decoding, words: rareItems.length, refusal_fraction: rareRefused / rareItems.length, defined_fraction: rareDefined / rareItems.length });
+        log(`${decoding}: ${rareRefused}/${rareItems.length} rare words refused, ${rareDefined} defined rightly`);
       }
       return rows;
     } finally {

@@ -36,6 +36,7 @@ def hf_name(name):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--run", required=True); ap.add_argument("--out", required=True); ap.add_argument("--max-position-embeddings", type=int, default=1024)
+    ap.add_argument("--repetition-penalty", type=float, default=1.2, help="generation_config's; 1.0 for the #29 memorizer, whose answer repeats the asked word (a penalty over the prompt's tokens pushes it off)")
     args = ap.parse_args()
     run = json.load(open(os.path.join(args.run, "run.json")))
     a = run["arch"]
@@ -54,7 +55,7 @@ def main():
     }
     json.dump(config, open(os.path.join(args.out, "config.json"), "w"), indent=2)
     generation = {"bos_token_id": 1, "eos_token_id": 2, "do_sample": True, "temperature": 0.3, "top_p": 0.9,
-                  "repetition_penalty": 1.2, "max_new_tokens": 128}
+                  "repetition_penalty": args.repetition_penalty, "max_new_tokens": 128}
     json.dump(generation, open(os.path.join(args.out, "generation_config.json"), "w"), indent=2)
     print(json.dumps({"tensors": len(tensors), "bytes": os.path.getsize(os.path.join(args.out, "model.safetensors"))}))
 

@@ -120,6 +120,7 @@ def main():
     ap.add_argument("--start-window", type=int, default=0, help="first window of the stream to read (a second stage goes on where the first stopped)")
     ap.add_argument("--extra", help="a second tokenized stream (e.g. work/chat) to mix in")
     ap.add_argument("--extra-rows", type=int, default=0, help="rows of each batch read from --extra")
+    ap.add_argument("--save-every", type=int, default=0, help="also keep a checkpoint every this many steps in <out>/step-N/ (model.pt, run.json: export.py reads it as a run), for accuracy vs steps")
     args = ap.parse_args()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
@@ -169,6 +170,11 @@ def main():
             print(f"step {step} loss {loss.item():.3f}" + ("" if h is None else f" heldout {h:.3f}") + f" lr {lr:.2e} {time.time() - t0:.0f}s", flush=True)
         if step % 100 == 0:
             torch.save(model.state_dict(), os.path.join(args.out, "model.pt"))
+        if args.save_every and step % args.save_every == 0:
+            d = os.path.join(args.out, f"step-{step}")
+            os.makedirs(d, exist_ok=True)
+            torch.save(model.state_dict(), os.path.join(d, "model.pt"))
+            json.dump({"arch": ARCH, "window": args.window, "args": vars(args), "params": nparams, "step": step}, open(os.path.join(d, "run.json"), "w"), indent=1)
     torch.save(model.state_dict(), os.path.join(args.out, "model.pt"))
     json.dump({"arch": ARCH, "window": args.window, "args": vars(args), "params": nparams}, open(os.path.join(args.out, "run.json"), "w"), indent=1)
 
