@@ -25,6 +25,7 @@ function snapshot(s: Partial<EngineMetricsSnapshot>): EngineMetricsSnapshot {
     timeToFirstToken: EMPTY_HISTOGRAM,
     interTokenLatency: EMPTY_HISTOGRAM,
     e2eRequestLatency: EMPTY_HISTOGRAM,
+    specDecode: null,
     ...s,
   };
 }
