@@ -61,7 +61,7 @@ import type { GrammarSpec } from "../structured/grammar-spec.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { buildForwardBatch } from "./forward-batch-builder.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
-import { type EngineFinishReason, EngineMetrics, type EngineMetricsSnapshot } from "./metrics.js";
+import { type EngineFinishReason, EngineMetrics, type EngineMetricsSnapshot, SpecDecodeMetrics } from "./metrics.js";
 import { Request } from "./request.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { Sampler, SamplingState, type TokenLogprob, createSampler } from "./sampler.js";
@@ -71,8 +71,7 @@ import { StopChecker, type StopUpdate } from "./stop.js";
 import { resolveEngineConfig } from "./engine-config.js";
 import { DraftLength } from "./draft-length.js";
 import { type DraftProposer, NgramProposer } from "./ngram-proposer.js";
-import { type SpeculativeConfig } from "./speculative-config.js";
-import { SpecDecodeMetrics } from "./metrics.js";
+import type { SpeculativeConfig } from "./speculative-config.js";
 
 /** The defaults live in engine-config.ts; re-exported for existing imports. */
 export { DEFAULT_MAX_NUM_SEQS, defaultMaxNumBatchedTokens } from "./engine-config.js";

@@ -26,6 +26,7 @@
  * are then the accepted drafts plus one more; updateFromOutput rolls the
  * rejected drafts back: numComputedTokens drops by their count and the
  * blocks that held only them go back to the pool.
+ *
  * Stop conditions beyond length (EOS, stop tokens, stop strings) belong to the
  * caller: a `stopChecker` callback, or `finishRequest` after the fact.
  */
