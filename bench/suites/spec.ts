@@ -16,7 +16,8 @@
  * - `define` (default model): "What is a W?" for held-out WordNet nouns: free
  *   generation, drafts only where the answer repeats itself.
  * - `free` (Qwen2.5-0.5B-shaped, q8, random weights): nothing to copy; shows
- *   what proposing and adaptivity cost when drafts are (almost) never right.
+ *   what proposing and adaptivity cost when drafts are (almost) never right,
+ *   with prompt_lookup_min 2 and with 1 (a one-token match nearly every step).
  * - batch rows: 16 `define` streams at once, speculation on by default (off at
  *   disable_by_batch_size 8) and forced on (disable_by_batch_size 64).
  */
@@ -90,7 +91,7 @@ async function measure(ctx: SuiteContext, w: Workload, rounds: number): Promise<
     last = b;
   }
   const row: Row = {
-    method: w.spec["disable_by_batch_size"] === undefined ? "ngram" : `ngram (off at ${String(w.spec["disable_by_batch_size"])})`,
+    method: `ngram${w.spec["prompt_lookup_min"] === 1 ? " (min 1)" : ""}${w.spec["disable_by_batch_size"] === undefined ? "" : ` (off at ${String(w.spec["disable_by_batch_size"])})`}`,
     k: K,
     workload: w.workload,
     model: w.model,
@@ -145,7 +146,10 @@ export const spec: Suite = {
     try {
       const llama = Tokenizer.fromDir(llama2TokenizerDir());
       const prompts = Array.from({ length: quick ? 2 : 3 }, (_, i) => llama.encode(`Write a short story about the number ${i + 7} and a river that runs to the sea.`));
-      rows.push(await measure(ctx, { model: "qwen2.5-0.5b-q8 (random)", workload: "free", runner: qwen, tokenizer: llama, eos: [], prompts, maxTokens: quick ? 24 : 48, batch: 1, spec: SPEC }, quick ? 1 : 3));
+      const free = { model: "qwen2.5-0.5b-q8 (random)", workload: "free", runner: qwen, tokenizer: llama, eos: [], prompts, maxTokens: quick ? 24 : 48, batch: 1 };
+      rows.push(await measure(ctx, { ...free, spec: SPEC }, quick ? 1 : 3));
+      // One-token lookups find a match almost every step: drafts are proposed and rejected, and adaptivity must keep that cheap.
+      rows.push(await measure(ctx, { ...free, spec: { ...SPEC, prompt_lookup_min: 1 } }, quick ? 1 : 3));
     } finally {
       qwen.dispose();
     }
