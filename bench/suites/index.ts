@@ -14,8 +14,9 @@ import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
 import { scale } from "./scale.js";
 import { serve } from "./serve.js";
+import { spec } from "./spec.js";
 import { stall } from "./stall.js";
 import { tokenize } from "./tokenize.js";
 import { webgpu } from "./webgpu.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, scale, tokenize, ggufKernels, gguf, defaultModel, floor, webgpu, embed];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, scale, tokenize, ggufKernels, gguf, defaultModel, floor, webgpu, embed, spec];

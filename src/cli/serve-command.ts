@@ -12,7 +12,8 @@ import { serve } from "../server/start-server.js";
 import { StatsLogger } from "../server/stats-log.js";
 import { resolveModelArg } from "./hub.js";
 import { checkModelDirArg } from "./model-dir-arg.js";
-import { parseServeArgs } from "./serve-args.js";
+import { type ServeArgs, parseServeArgs } from "./serve-args.js";
+import { resolveSpeculativeConfig } from "../engine/speculative-config.js";
 
 export async function serveCommand(argv: readonly string[]): Promise<number> {
   const args = parseServeArgs(argv);
@@ -72,7 +73,8 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     );
     else if (info !== null) log(
       `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
-        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${describeKernels(info.kernels, info.int8Dot)}${info.placement === undefined ? "" : `; ${info.placement}`}. Try:\n${tryHint(running.url, args.apiKey ?? null)}`,
+        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${describeKernels(info.kernels, info.int8Dot)}${info.placement === undefined ? "" : `; ${info.placement}`}` +
+        `${describeSpeculation(args.speculativeConfig)}. Try:\n${tryHint(running.url, args.apiKey ?? null)}`,
     );
   } catch (e) {
     if (!stopping) {
@@ -106,4 +108,11 @@ function tryHint(url: string, apiKey: string | null, embedding = false): string 
     (fromFlag ? "\n  (with KVFLASH_API_KEY set to the --api-key value)" : "") +
     `\n  or open ${url}/ in a browser`
   );
+}
+
+/** The ready line's note on speculative decoding ("" when off). */
+function describeSpeculation(c: ServeArgs["speculativeConfig"]): string {
+  if (c === undefined) return "";
+  const s = resolveSpeculativeConfig(c);
+  return `; speculative decoding: ngram, up to ${s.numSpeculativeTokens} drafts, lookup ${s.promptLookupMin}..${s.promptLookupMax} tokens, off at ${s.disableByBatchSize}+ running`;
 }

@@ -12,7 +12,7 @@ import { availableParallelism } from "node:os";
 import { ArgumentError } from "../errors.js";
 import type { EngineRequest } from "./engine.js";
 import { EngineClient, type EngineState, type OutputStream } from "./engine-client.js";
-import type { EngineMetricsSnapshot, HistogramSnapshot } from "./metrics.js";
+import type { EngineMetricsSnapshot, HistogramSnapshot, SpecDecodeSnapshot } from "./metrics.js";
 import type { EmbedOutput, EmbedRequest } from "./embed-engine.js";
 import { pickEngine } from "./prefix-affinity.js";
 import type { EngineInfo, EngineWorkerConfig } from "./protocol.js";
@@ -162,5 +162,18 @@ export function mergeSnapshots(snaps: readonly EngineMetricsSnapshot[]): EngineM
     timeToFirstToken: mergeHistograms(snaps.map((s) => s.timeToFirstToken)),
     interTokenLatency: mergeHistograms(snaps.map((s) => s.interTokenLatency)),
     e2eRequestLatency: mergeHistograms(snaps.map((s) => s.e2eRequestLatency)),
+    specDecode: mergeSpecDecode(snaps.flatMap((s) => (s.specDecode === null ? [] : [s.specDecode]))),
+  };
+}
+
+/** Speculative decoding counters add up, position by position (null when no engine speculates). */
+function mergeSpecDecode(all: readonly SpecDecodeSnapshot[]): SpecDecodeSnapshot | null {
+  if (all.length === 0) return null;
+  const positions = Math.max(...all.map((s) => s.acceptedPerPos.length));
+  return {
+    numDrafts: all.reduce((n, s) => n + s.numDrafts, 0),
+    numDraftTokens: all.reduce((n, s) => n + s.numDraftTokens, 0),
+    numAcceptedTokens: all.reduce((n, s) => n + s.numAcceptedTokens, 0),
+    acceptedPerPos: Array.from({ length: positions }, (_, i) => all.reduce((n, s) => n + (s.acceptedPerPos[i] ?? 0), 0)),
   };
 }

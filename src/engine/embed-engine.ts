@@ -147,6 +147,7 @@ export class EmbedEngine {
       timeToFirstToken: m.timeToFirstToken.snapshot(),
       interTokenLatency: m.interTokenLatency.snapshot(),
       e2eRequestLatency: m.e2eRequestLatency.snapshot(),
+      specDecode: null,
     };
   }
 

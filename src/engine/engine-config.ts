@@ -7,6 +7,7 @@
  */
 import { checkInt } from "../tensor/check.js";
 import type { EngineSettings } from "./protocol.js";
+import { type SpeculativeConfig, resolveSpeculativeConfig } from "./speculative-config.js";
 
 /** Most requests running at once (vLLM's max_num_seqs) unless set. */
 export const DEFAULT_MAX_NUM_SEQS = 64;
@@ -27,6 +28,8 @@ export interface EngineConfig {
   enablePrefixCaching: boolean;
   /** The cap asked for; the engine further bounds it by the runner and the KV pool. */
   maxModelLen?: number;
+  /** Speculative decoding; none when undefined. */
+  speculativeConfig?: SpeculativeConfig;
 }
 
 /** Applies the defaults to `settings` and checks each value, naming it. Idempotent: an EngineConfig resolves to itself. */
@@ -38,5 +41,6 @@ export function resolveEngineConfig(settings: EngineSettings): EngineConfig {
     ...(settings.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: checkInt("maxWaitingRequests", settings.maxWaitingRequests, { min: 0 }) }),
     enablePrefixCaching: settings.enablePrefixCaching ?? true,
     ...(settings.maxModelLen === undefined ? {} : { maxModelLen: checkInt("maxModelLen", settings.maxModelLen, { min: 2 }) }),
+    ...(settings.speculativeConfig === undefined ? {} : { speculativeConfig: resolveSpeculativeConfig(settings.speculativeConfig) }),
   };
 }

@@ -30,6 +30,26 @@
  * the request is parked outside the scheduler; it is queued once the prompt's
  * KV is computed, and finds those blocks in the prefix cache (prefill once).
  *
+ * Speculative decoding (EngineOptions.speculativeConfig; the proposer is in
+ * ngram-proposer.ts, the per-request draft length in draft-length.ts): before each
+ * schedule, every decoding request (while fewer than disable_by_batch_size
+ * run) may propose k drafts, k chosen per request by its DraftLength; the
+ * scheduler makes them extra query tokens of the step, the runner returns
+ * k + 1 logit rows for the request, and #verify samples row j from the
+ * target's distribution as plain decoding would, accepting draft j while the
+ * sampled token equals it. For a draft that is one fixed token (a point mass
+ * q = δ_d, as prompt lookup proposes), this is exactly the rejection
+ * sampling of Leviathan et al. / Chen et al. 2023: the draft is kept with
+ * probability min(1, p(d)/q(d)) = p(d), and on rejection the token is drawn
+ * from norm(max(0, p − q)), which is p with d removed and renormalized —
+ * the law of "x ~ p given x ≠ d". So the output distribution is p's at
+ * every position, a seeded request draws the same tokens with or without
+ * speculation (one uniform per output token, as before), greedy output is
+ * identical, logprobs are the target's at each accepted position, and a
+ * grammar matcher only ever accepts tokens that are output (no rollback:
+ * each row's mask follows the accepted tokens before it). Rejected drafts'
+ * KV slots roll back in the scheduler (updateFromOutput).
+ *
  * Failure is contained. A request whose sampling or detokenizing throws
  * finishes alone with finishReason "error". A forward that throws leaves the
  * KV of its step undefined, and blocks it was filling are already registered
@@ -45,7 +65,7 @@ import type { GrammarSpec } from "../structured/grammar-spec.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { buildForwardBatch } from "./forward-batch-builder.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
-import { type EngineFinishReason, EngineMetrics, type EngineMetricsSnapshot } from "./metrics.js";
+import { type EngineFinishReason, EngineMetrics, type EngineMetricsSnapshot, SpecDecodeMetrics } from "./metrics.js";
 import { Request } from "./request.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { Sampler, SamplingState, type TokenLogprob, createSampler } from "./sampler.js";
@@ -53,6 +73,9 @@ import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { type RequestOutput, Scheduler, type StopDecision } from "./scheduler.js";
 import { StopChecker, type StopUpdate } from "./stop.js";
 import { resolveEngineConfig } from "./engine-config.js";
+import { DraftLength } from "./draft-length.js";
+import { type DraftProposer, NgramProposer } from "./ngram-proposer.js";
+import type { SpeculativeConfig } from "./speculative-config.js";
 
 /** The defaults live in engine-config.ts; re-exported for existing imports. */
 export { DEFAULT_MAX_NUM_SEQS, defaultMaxNumBatchedTokens } from "./engine-config.js";
@@ -82,6 +105,10 @@ export interface EngineOptions {
    * Without one, or when that memory is full, they run in JavaScript.
    */
   runtime?: Runtime;
+  /** Speculative decoding (vLLM's speculative_config: a resolved config, or its JSON object or text). Default: none. */
+  speculativeConfig?: SpeculativeConfig | Record<string, unknown> | string;
+  /** Proposes the drafts instead of the config's method (its numSpeculativeTokens and disableByBatchSize still apply). */
+  proposer?: DraftProposer;
 }
 
 export interface EngineRequest {
@@ -139,6 +166,10 @@ interface RequestState {
   readonly stop: StopChecker;
   /** The request's place in its grammar, or null when unconstrained. */
   readonly matcher: ConstraintMatcher | null;
+  /** Output count at which the grammar terminated (a verified run may go on past it: the tokens after are dropped), else null. */
+  grammarEndAt: number | null;
+  /** How many drafts the request proposes next, or null when the engine does not speculate. */
+  readonly draftLength: DraftLength | null;
   readonly arrivalTime: number;
   /** Output tokens pushed through `stop` so far. */
   pushed: number;
@@ -167,11 +198,15 @@ export class Engine {
   readonly #grammar: GrammarBackendLike | null;
   /** Whether the grammar host was idle when this step began (constrained requests are scheduled only then). */
   #grammarIdle = true;
+  /** Scratch for a draft row's grammar mask, Int32Array [ceil(V / 32)] (row 0's comes from masksFor). */
+  readonly #mask: Int32Array;
   #heldForGrammar = false;
   /** Outputs produced between steps (aborts), returned by the next step(). */
   #pending: EngineOutput[] = [];
   /** Requests waiting for a sibling's prefill (EngineRequest.prefillAfter), in arrival order. */
   #parked: { request: Request<RequestState>; after: string }[] = [];
+  /** Speculative decoding: the config and its proposer, or null. */
+  readonly #spec: { config: SpeculativeConfig; proposer: DraftProposer } | null;
 
   constructor(options: EngineOptions) {
     const runner = options.runner;
@@ -192,7 +227,7 @@ export class Engine {
       maxNumBatchedTokens: config.maxNumBatchedTokens,
       maxModelLen: this.maxModelLen,
       ...(config.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: config.maxWaitingRequests }),
-      stopChecker: (request, token) => this.#stopCheck(request.state!, token),
+      stopChecker: (request, token) => this.#stopCheck(request, token),
       isReady: (request) => this.#grammarIdle || request.state!.matcher === null,
     });
     this.#sampler = createSampler(runner.vocabSize, options.runtime);
@@ -201,6 +236,17 @@ export class Engine {
     if (this.#grammar !== null && this.#grammar.vocabSize !== runner.vocabSize) {
       throw new ArgumentError("grammar", `covers ${this.#grammar.vocabSize} tokens, the runner's vocabulary has ${runner.vocabSize}`);
     }
+    this.#mask = new Int32Array(this.#grammar === null ? 0 : Math.ceil(runner.vocabSize / 32));
+    const spec = config.speculativeConfig;
+    if (spec === undefined && options.proposer !== undefined) throw new ArgumentError("proposer", "needs a speculativeConfig (its num_speculative_tokens)");
+    if (options.proposer !== undefined && typeof options.proposer?.propose !== "function") throw new ArgumentError("proposer", `must have a propose(tokens, k) method, got ${show(options.proposer)}`);
+    this.#spec = spec === undefined ? null : { config: spec, proposer: options.proposer ?? new NgramProposer(spec) };
+    if (spec !== undefined) this.metrics.specDecode = new SpecDecodeMetrics(spec.numSpeculativeTokens);
+  }
+
+  /** The resolved speculative decoding config, or null when the engine does not speculate. */
+  get speculativeConfig(): SpeculativeConfig | null {
+    return this.#spec?.config ?? null;
   }
 
   /** Where the sampler's O(V) passes run: "wasm" (EngineOptions.runtime) or "js". */
@@ -243,6 +289,8 @@ export class Engine {
         skipSpecialTokens: init.skipSpecialTokens ?? true,
       }),
       matcher,
+      grammarEndAt: null,
+      draftLength: this.#spec === null ? null : new DraftLength(this.#spec.config.numSpeculativeTokens),
       arrivalTime: init.arrivalTime ?? this.#now(),
       pushed: 0,
       text: "",
@@ -302,13 +350,14 @@ export class Engine {
     const outputs = this.#pending;
     this.#pending = [];
     this.#grammarIdle = this.#grammar === null || this.#grammar.idle;
-    const step = this.scheduler.schedule();
+    const step = this.scheduler.schedule(this.#propose());
     this.#heldForGrammar = step.scheduled.length === 0 && !this.#grammarIdle;
     if (step.scheduled.length === 0) return outputs;
     const batch = buildForwardBatch(step, this.kvCacheManager.blockSize);
     // Constrained rows' masks are filled in the grammar host while the forward runs.
     const constrained = step.scheduled.filter((s) => s.sampling && s.request.state!.matcher !== null);
     const masks = constrained.length === 0 ? null : this.#grammar!.masksFor(constrained.map((s) => s.request.state!.matcher!));
+    const maskRowOf = new Map(constrained.map((s, i) => [s.request.requestId, i]));
     let logits: Float32Array;
     try {
       logits = this.runner.forward(batch);
@@ -321,23 +370,24 @@ export class Engine {
       return outputs;
     }
 
-    const V = this.runner.vocabSize;
     const sampled = new Map<string, number[]>();
     let row = 0;
-    let maskRow = 0;
     for (const s of step.scheduled) {
       if (!s.sampling) continue;
-      const r = row++;
+      const r = row;
+      const drafts = s.specTokenIds;
+      row += 1 + drafts.length;
       const request = s.request;
+      if (request.isFinished) continue; // aborted while the forward ran
       const st = request.state!;
-      const m = st.matcher === null ? -1 : maskRow++;
+      const m = maskRowOf.get(request.requestId);
       try {
-        const rowLogits = logits.subarray(r * V, (r + 1) * V);
-        if (this.#textVocab < V) rowLogits.fill(-Infinity, this.#textVocab);
-        const result = this.#sampler.sample(st.sampling, rowLogits, m < 0 ? null : masks!.mask(m));
-        if (st.matcher !== null && !st.matcher.accept(result.token)) throw new Error(`the grammar rejected token ${result.token}, which its own mask allowed`);
-        if (result.logprob !== null) (st.logprobs ??= []).push({ token: result.token, logprob: result.logprob, top: result.topLogprobs ?? [] });
-        sampled.set(request.requestId, [result.token]);
+        const tokens = this.#verify(request, logits, r, drafts, m === undefined ? null : masks!.mask(m));
+        sampled.set(request.requestId, tokens);
+        if (drafts.length > 0) {
+          this.metrics.specDecode!.observe(drafts.length, tokens.length - 1);
+          st.draftLength!.record(drafts.length, tokens.length - 1);
+        }
       } catch (e) {
         this.scheduler.finishRequest(request.requestId, "abort");
         outputs.push(this.#finishOutput(request, "error", `sampling failed: ${(e as Error).message}`));
@@ -346,6 +396,58 @@ export class Engine {
     const now = this.#now();
     for (const result of this.scheduler.updateFromOutput(sampled)) outputs.push(this.#output(result, now));
     return outputs;
+  }
+
+  /**
+   * Samples the request's rows r0, r0 + 1, … as plain decoding would, each
+   * after the tokens accepted before it, while the sampled token equals the
+   * draft at that row (see the module comment: rejection sampling for a
+   * point-mass draft). Returns the accepted drafts and the token after them.
+   * `firstMask`: a constrained request's row-r0 mask, filled by the grammar
+   * host during the forward; the rows after it ask the host for theirs.
+   */
+  #verify(request: Request<RequestState>, logits: Float32Array, r0: number, drafts: readonly number[], firstMask: Int32Array | null): number[] {
+    const st = request.state!;
+    const V = this.runner.vocabSize;
+    const tokens: number[] = [];
+    for (let j = 0; ; j++) {
+      const rowLogits = logits.subarray((r0 + j) * V, (r0 + j + 1) * V);
+      if (this.#textVocab < V) rowLogits.fill(-Infinity, this.#textVocab);
+      let mask: Int32Array | null = null;
+      if (st.matcher !== null) {
+        mask = j === 0 ? firstMask : this.#mask;
+        if (j > 0) st.matcher.fillNextMask(this.#mask);
+      }
+      const result = this.#sampler.sample(st.sampling, rowLogits, mask);
+      if (st.matcher !== null && !st.matcher.accept(result.token)) throw new Error(`the grammar rejected token ${result.token}, which its own mask allowed`);
+      if (result.logprob !== null) (st.logprobs ??= []).push({ token: result.token, logprob: result.logprob, top: result.topLogprobs ?? [] });
+      tokens.push(result.token);
+      if (st.matcher?.isTerminated === true) {
+        st.grammarEndAt = request.numOutputTokens + tokens.length;
+        return tokens;
+      }
+      if (j === drafts.length || result.token !== drafts[j]) return tokens;
+    }
+  }
+
+  /**
+   * Drafts for this step: for every running request that decodes, up to the
+   * k its DraftLength asks for; none while disable_by_batch_size or more
+   * requests run.
+   */
+  #propose(): ReadonlyMap<string, readonly number[]> {
+    const drafts = new Map<string, number[]>();
+    const spec = this.#spec;
+    if (spec === null || this.scheduler.numRunning >= spec.config.disableByBatchSize) return drafts;
+    for (const id of this.scheduler.runningRequestIds()) {
+      const request = this.scheduler.getRequest(id)!;
+      if (request.numTokens - request.numComputedTokens !== 1) continue;
+      const k = request.state!.draftLength!.next();
+      if (k === 0) continue;
+      const d = spec.proposer.propose(request.allTokenIds, k);
+      if (d.length > 0) drafts.set(id, d.length > k ? d.slice(0, k) : d);
+    }
+    return drafts;
   }
 
   /** Whether a new client request would go beyond the waiting-queue bound (parked requests wait too). */
@@ -396,13 +498,15 @@ export class Engine {
       timeToFirstToken: m.timeToFirstToken.snapshot(),
       interTokenLatency: m.interTokenLatency.snapshot(),
       e2eRequestLatency: m.e2eRequestLatency.snapshot(),
+      specDecode: m.specDecode?.snapshot() ?? null,
     };
   }
 
   /** The scheduler's stop callback: the token goes through the request's StopChecker. Never throws. */
-  #stopCheck(st: RequestState, token: number): StopDecision | null {
+  #stopCheck(request: Request<RequestState>, token: number): StopDecision | null {
+    const st = request.state!;
     let u = this.#pushStop(st, token);
-    if (u === null && st.matcher?.isTerminated === true) u = st.finish = { delta: "", finished: true, finishReason: "stop", stopReason: null };
+    if (u === null && st.grammarEndAt !== null && request.numOutputTokens >= st.grammarEndAt) u = st.finish = { delta: "", finished: true, finishReason: "stop", stopReason: null };
     if (u === null) return null;
     return u.stopReason === null ? { reason: u.finishReason! } : { reason: u.finishReason!, stopReason: u.stopReason };
   }
@@ -449,7 +553,7 @@ export class Engine {
       requestId: request.requestId,
       text: st.text,
       tokenIds: [...result.newTokenIds],
-      logprobs: st.logprobs,
+      logprobs: st.logprobs === null ? null : st.logprobs.slice(0, n), // a verified run sampled past a stop: those are dropped
       finishReason: reason,
       stopReason: reason === null || reason === "error" ? null : (st.finish?.stopReason ?? request.stopReason),
       error: reason === "error" ? st.error : null,

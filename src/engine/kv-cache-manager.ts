@@ -175,6 +175,23 @@ export class KvCacheManager {
   }
 
   /**
+   * Frees the request's blocks past those that tokens [0, numTokens) use:
+   * the lookahead blocks of rejected draft tokens (speculative decoding).
+   * They were never cached (allocateSlots caches no lookahead slot), so they
+   * go back to the free queue as plain free blocks.
+   */
+  trim(request: Request<unknown>, numTokens: number): void {
+    const table = this.#tables.get(request.requestId);
+    if (table === undefined) return;
+    const keep = Math.ceil(checkInt("numTokens", numTokens, { min: 0 }) / this.blockSize);
+    if (keep < (this.#numCachedBlocks.get(request.requestId) ?? 0)) {
+      throw new ArgumentError("numTokens", `is ${numTokens}, but request ${show(request.requestId)} has cached blocks past it`);
+    }
+    if (table.length <= keep) return;
+    this.pool.free(table.splice(keep).reverse());
+  }
+
+  /**
    * Leading blocks of this request's table held by every one of the
    * `numRunningRequests` running requests (vLLM's get_num_common_prefix_blocks):
    * the shared prefix for cascade attention.

@@ -47,6 +47,43 @@ export class Histogram {
   }
 }
 
+/**
+ * Speculative decoding counters (vLLM's SpecDecodingStats): verification
+ * steps of a sequence that proposed drafts, draft tokens proposed, those
+ * accepted, and accepted per draft position (index i: drafts accepted at
+ * position i, counted from 0).
+ */
+export interface SpecDecodeSnapshot {
+  numDrafts: number;
+  numDraftTokens: number;
+  numAcceptedTokens: number;
+  acceptedPerPos: number[];
+}
+
+export class SpecDecodeMetrics {
+  numDrafts = 0;
+  numDraftTokens = 0;
+  numAcceptedTokens = 0;
+  readonly acceptedPerPos: number[];
+
+  /** `numSpeculativeTokens`: the most drafts one step verifies (the per-position counters). */
+  constructor(numSpeculativeTokens: number) {
+    this.acceptedPerPos = new Array<number>(numSpeculativeTokens).fill(0);
+  }
+
+  /** One sequence's verification: `proposed` drafts, of which the first `accepted` were kept. */
+  observe(proposed: number, accepted: number): void {
+    this.numDrafts++;
+    this.numDraftTokens += proposed;
+    this.numAcceptedTokens += accepted;
+    for (let i = 0; i < accepted; i++) this.acceptedPerPos[i]!++;
+  }
+
+  snapshot(): SpecDecodeSnapshot {
+    return { numDrafts: this.numDrafts, numDraftTokens: this.numDraftTokens, numAcceptedTokens: this.numAcceptedTokens, acceptedPerPos: [...this.acceptedPerPos] };
+  }
+}
+
 export interface EngineMetricsSnapshot {
   numRequestsRunning: number;
   numRequestsWaiting: number;
@@ -67,6 +104,8 @@ export interface EngineMetricsSnapshot {
   timeToFirstToken: HistogramSnapshot;
   interTokenLatency: HistogramSnapshot;
   e2eRequestLatency: HistogramSnapshot;
+  /** Speculative decoding counters, or null when the engine does not speculate. */
+  specDecode: SpecDecodeSnapshot | null;
 }
 
 /** The counters and histograms the engine records into. */
@@ -78,4 +117,6 @@ export class EngineMetrics {
   readonly timeToFirstToken = new Histogram(TTFT_BUCKETS_S);
   readonly interTokenLatency = new Histogram(ITL_BUCKETS_S);
   readonly e2eRequestLatency = new Histogram(E2E_BUCKETS_S);
+  /** Set when the engine speculates. */
+  specDecode: SpecDecodeMetrics | null = null;
 }

@@ -10,6 +10,7 @@
 import type { EngineOutput, EngineRequest } from "./engine.js";
 import type { EmbedOutput, EmbedRequest } from "./embed-engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
+import type { SpeculativeConfig } from "./speculative-config.js";
 import type { LoadProgressInfo, ModelLoadOptions } from "./loader-module.js";
 import type { Int8DotMode, KernelFlavor } from "../runtime/module.js";
 
@@ -21,6 +22,8 @@ export interface EngineSettings {
   enablePrefixCaching?: boolean;
   /** Cap on prompt + output tokens. */
   maxModelLen?: number;
+  /** Speculative decoding (vLLM's --speculative-config: its JSON object or text, or a resolved config). */
+  speculativeConfig?: SpeculativeConfig | Record<string, unknown> | string;
 }
 
 export interface EngineWorkerConfig {

@@ -18,6 +18,15 @@
  *
  * One step is `schedule()` → forward (buildForwardBatch) → sample →
  * `updateFromOutput(sampled)`, strictly in that order on one thread.
+ *
+ * Speculative decoding (vLLM v1's spec_token_ids): `schedule(drafts)` gives a
+ * decoding request its draft tokens as extra new tokens of the step (query
+ * length 1 + k), with KV slots for them (lookahead slots, never cached), as
+ * far as the budget, maxModelLen and maxTokens leave room. Its sampled tokens
+ * are then the accepted drafts plus one more; updateFromOutput rolls the
+ * rejected drafts back: numComputedTokens drops by their count and the
+ * blocks that held only them go back to the pool.
+ *
  * Stop conditions beyond length (EOS, stop tokens, stop strings) belong to the
  * caller: a `stopChecker` callback, or `finishRequest` after the fact.
  */
@@ -72,6 +81,12 @@ export interface ScheduledRequest<P = unknown> {
   readonly newBlockIds: readonly number[];
   /** This step computes the request's last known token, so its logits are sampled. */
   readonly sampling: boolean;
+  /**
+   * Draft tokens after the known ones (speculative decoding), included in
+   * numNewTokens: they take positions numTokens…, and a sampling request
+   * then has 1 + specTokenIds.length logit rows. Empty for most requests.
+   */
+  readonly specTokenIds: readonly number[];
   /** Already running, newly admitted, or resumed after a preemption. */
   readonly kind: "running" | "new" | "resumed";
 }
@@ -105,6 +120,9 @@ export interface SchedulerStats {
   kvCacheUsage: number;
   prefixCache: PrefixCacheStats;
 }
+
+const NO_SPEC: readonly number[] = Object.freeze([]) as readonly number[];
+const NO_DRAFTS: ReadonlyMap<string, readonly number[]> = new Map();
 
 export class Scheduler<P = unknown> {
   readonly maxNumBatchedTokens: number;
@@ -248,8 +266,14 @@ export class Scheduler<P = unknown> {
     return true;
   }
 
-  /** Plans one step. Must be followed by updateFromOutput before the next schedule() if it scheduled anything. */
-  schedule(): SchedulerOutput<P> {
+  /**
+   * Plans one step. Must be followed by updateFromOutput before the next
+   * schedule() if it scheduled anything. `drafts`: draft tokens per request
+   * id; only a running request with one known token left to compute (a
+   * decoding one) takes them, cut to the room the step, maxModelLen and its
+   * maxTokens leave, and dropped when its blocks would not fit.
+   */
+  schedule(drafts: ReadonlyMap<string, readonly number[]> = NO_DRAFTS): SchedulerOutput<P> {
     if (this.#pending !== null) throw new Error("Scheduler.schedule() called again before updateFromOutput() for the previous step");
     const stuck = this.#running.find((r) => r.numComputedTokens >= r.numTokens);
     if (stuck !== undefined) {
@@ -265,7 +289,9 @@ export class Scheduler<P = unknown> {
       const request = this.#running[i]!;
       if (!this.#isReady(request)) continue;
       const numNew = Math.min(request.numTokens - request.numComputedTokens, budget);
-      let newBlocks = kv.allocateSlots(request, numNew);
+      let spec = this.#draftsFor(request, drafts.get(request.requestId), budget);
+      let newBlocks = kv.allocateSlots(request, numNew, { numLookaheadTokens: spec.length });
+      if (newBlocks === null && spec.length > 0) newBlocks = kv.allocateSlots(request, numNew, { numLookaheadTokens: (spec = NO_SPEC).length });
       while (newBlocks === null) {
         const victim = this.#running.pop()!;
         this.#preempt(victim);
@@ -274,8 +300,8 @@ export class Scheduler<P = unknown> {
         newBlocks = kv.allocateSlots(request, numNew);
       }
       if (newBlocks === null) break;
-      scheduled.push(this.#entry(request, numNew, newBlocks, "running"));
-      budget -= numNew;
+      scheduled.push(this.#entry(request, numNew, newBlocks, "running", spec));
+      budget -= numNew + spec.length;
     }
 
     // Waiting requests, shared fairly between client requests, unless this step had to preempt.
@@ -296,7 +322,7 @@ export class Scheduler<P = unknown> {
       request.numComputedTokens = computed.numTokens;
       if (request.numCachedTokens < 0) request.numCachedTokens = computed.numTokens;
       this.#running.push(request);
-      scheduled.push(this.#entry(request, numNew, newBlocks, kind));
+      scheduled.push(this.#entry(request, numNew, newBlocks, kind, NO_SPEC));
       budget -= numNew;
     }
 
@@ -320,6 +346,8 @@ export class Scheduler<P = unknown> {
    * token(s). Appends them, finishes requests that hit maxTokens, maxModelLen
    * or the stopChecker (dropping any tokens after the stop), and frees the
    * finished requests' blocks. Tokens for requests finished meanwhile are ignored.
+   * A request that verified drafts gives its accepted drafts (a prefix of
+   * specTokenIds, which must match) and one token more; the rest roll back.
    */
   updateFromOutput(sampled: ReadonlyMap<string, readonly number[]>): RequestOutput<P>[] {
     const pending = this.#pending ?? [];
@@ -332,6 +360,10 @@ export class Scheduler<P = unknown> {
         throw new ArgumentError(`sampled[${show(id)}]`, `must be a non-empty array of token ids, got ${show(tokens)}`);
       }
       tokens.forEach((t, i) => checkInt(`sampled[${show(id)}][${i}]`, t, { min: 0, max: 2 ** 31 - 1 }));
+      const spec = entry.specTokenIds;
+      if (spec.length > 0 && (tokens.length > spec.length + 1 || tokens.slice(0, -1).some((t, i) => t !== spec[i]))) {
+        throw new ArgumentError(`sampled[${show(id)}]`, `must be accepted drafts (a prefix of ${show(spec)}) and one token more, got ${show(tokens)}`);
+      }
     }
     const sampling = pending.filter((s) => s.sampling && !s.request.isFinished).map((s) => s.request);
     for (const request of sampling) {
@@ -340,6 +372,13 @@ export class Scheduler<P = unknown> {
       }
     }
     this.#pending = null;
+
+    for (const s of pending) {
+      if (s.specTokenIds.length === 0 || s.request.isFinished) continue;
+      // Rejected drafts: their KV is past numComputedTokens now, and blocks holding only them are freed.
+      s.request.numComputedTokens -= s.specTokenIds.length + 1 - sampled.get(s.request.requestId)!.length;
+      this.#kv.trim(s.request, s.request.numComputedTokens);
+    }
 
     const outputs: RequestOutput<P>[] = [];
     for (const request of sampling) {
@@ -411,14 +450,29 @@ export class Scheduler<P = unknown> {
     else this.#waitingPerClient.set(request!.clientRequestId, left);
   }
 
-  #entry(request: Request<P>, numNewTokens: number, newBlockIds: number[], kind: ScheduledRequest["kind"]): ScheduledRequest<P> {
+  /**
+   * The drafts a running request verifies this step: none unless it is
+   * decoding; at most what leaves room, after its known token, in the
+   * budget, in maxModelLen and in its maxTokens for the accepted drafts and
+   * the one token sampled after them.
+   */
+  #draftsFor(request: Request<P>, drafts: readonly number[] | undefined, budget: number): readonly number[] {
+    if (drafts === undefined || drafts.length === 0 || request.numTokens - request.numComputedTokens !== 1) return NO_SPEC;
+    const room = Math.min(budget - 1, this.maxModelLen - request.numTokens - 1, request.maxTokens - request.numOutputTokens - 1);
+    if (room <= 0) return NO_SPEC;
+    drafts.forEach((t, i) => checkInt(`drafts[${show(request.requestId)}][${i}]`, t, { min: 0, max: 2 ** 31 - 1 }));
+    return drafts.length <= room ? [...drafts] : drafts.slice(0, room);
+  }
+
+  #entry(request: Request<P>, numNewTokens: number, newBlockIds: number[], kind: ScheduledRequest["kind"], spec: readonly number[]): ScheduledRequest<P> {
     return {
       request,
       numComputedTokens: request.numComputedTokens,
-      numNewTokens,
+      numNewTokens: numNewTokens + spec.length,
       blockIds: [...this.#kv.blockIds(request.requestId)],
       newBlockIds,
       sampling: request.numComputedTokens + numNewTokens === request.numTokens,
+      specTokenIds: spec,
       kind,
     };
   }

@@ -85,6 +85,14 @@ export function renderMetrics({ modelName, stats, loadProgress, cacheConfig = nu
     e.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", l, stats.timeToFirstToken);
     e.histogram("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", l, stats.interTokenLatency);
     e.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", l, stats.e2eRequestLatency);
+    const sd = stats.specDecode;
+    if (sd !== null) {
+      e.counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", l, sd.numDrafts);
+      e.counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", l, sd.numDraftTokens);
+      e.counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", l, sd.numAcceptedTokens);
+      e.family("vllm:spec_decode_num_accepted_tokens_per_pos_total", "counter", "Accepted tokens per draft position.");
+      sd.acceptedPerPos.forEach((n, i) => e.sample("vllm:spec_decode_num_accepted_tokens_per_pos_total", { ...l, position: String(i) }, n));
+    }
     // The Gateway API Inference Extension's model server protocol (docs/proposals/003): the endpoint
     // picker reads the LoRA info gauge (value: the last update's timestamp) and, optionally, the block
     // size and block count from cache_config_info. No adapters are served: empty lists, max_lora 0.

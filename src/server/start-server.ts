@@ -19,6 +19,7 @@ import type { EngineInfo, EngineSettings } from "../engine/protocol.js";
 import type { KvDtypeSetting } from "../kv/kv-quant.js";
 import type { WeightsSetting } from "../ops/weight.js";
 import { samplingDefaults } from "../engine/sampling-params.js";
+import { resolveSpeculativeConfig } from "../engine/speculative-config.js";
 import { KvflashServer } from "./server.js";
 import { listenError } from "./listen-error.js";
 
@@ -97,6 +98,7 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
       ...(options.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: options.maxWaitingRequests }),
       ...(options.enablePrefixCaching === undefined ? {} : { enablePrefixCaching: options.enablePrefixCaching }),
       ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
+      ...(options.speculativeConfig === undefined ? {} : { speculativeConfig: resolveSpeculativeConfig(options.speculativeConfig) }),
     },
     ...(options.threads === undefined ? {} : { threads: options.threads }),
     ...(embedding === null ? {} : { task: "embed" as const }),

@@ -10,6 +10,11 @@
  * interval. As in vLLM, an idle server writes nothing: a line is written when
  * this interval or the one before had tokens or requests, so the last line of
  * a burst shows the drop to zero.
+ *
+ * With speculative decoding, an interval that verified drafts adds vLLM's
+ * SpecDecodingLogging line:
+ *
+ *   SpecDecoding metrics: Mean acceptance length: 2.75, Accepted throughput: 3.50 tokens/s, Drafted throughput: 6.00 tokens/s, Accepted: 35 tokens, Drafted: 60 tokens, Per-position acceptance rate: 0.800, 0.650, 0.300, Avg Draft acceptance rate: 58.3%
  */
 import type { EngineMetricsSnapshot } from "../engine/metrics.js";
 
@@ -17,7 +22,7 @@ import type { EngineMetricsSnapshot } from "../engine/metrics.js";
 export const DEFAULT_LOG_STATS_INTERVAL_S = 10;
 
 type Counters = Pick<EngineMetricsSnapshot, "promptTokens" | "generationTokens" | "prefixCacheQueries" | "prefixCacheHits">;
-type Sample = Counters & Pick<EngineMetricsSnapshot, "numRequestsRunning" | "numRequestsWaiting" | "kvCacheUsage">;
+type Sample = Counters & Pick<EngineMetricsSnapshot, "numRequestsRunning" | "numRequestsWaiting" | "kvCacheUsage"> & Partial<Pick<EngineMetricsSnapshot, "specDecode">>;
 
 /** Whether an interval saw work: tokens computed, or requests running or waiting. */
 function busy(prev: Counters, cur: Sample): boolean {
@@ -34,6 +39,28 @@ export function throughputLine(prev: Counters, cur: Sample, seconds: number): st
     `Avg generation throughput: ${rate(prev.generationTokens, cur.generationTokens)} tokens/s, ` +
     `Running: ${cur.numRequestsRunning} reqs, Waiting: ${cur.numRequestsWaiting} reqs, ` +
     `KV cache usage: ${(100 * cur.kvCacheUsage).toFixed(1)}%, Prefix cache hit rate: ${hitRate.toFixed(1)}%`
+  );
+}
+
+/**
+ * The speculative decoding line for one interval (vLLM's SpecDecodingLogging),
+ * or null when the interval verified no drafts. Mean acceptance length counts
+ * the token each verification adds beyond its accepted drafts.
+ */
+export function specDecodeLine(prev: Sample, cur: Sample, seconds: number): string | null {
+  const a = prev.specDecode;
+  const b = cur.specDecode;
+  if (a === undefined || b === undefined || a === null || b === null) return null;
+  const drafts = b.numDrafts - a.numDrafts;
+  if (drafts <= 0) return null;
+  const drafted = b.numDraftTokens - a.numDraftTokens;
+  const accepted = b.numAcceptedTokens - a.numAcceptedTokens;
+  const perPos = b.acceptedPerPos.map((n, i) => ((n - (a.acceptedPerPos[i] ?? 0)) / drafts).toFixed(3));
+  return (
+    `SpecDecoding metrics: Mean acceptance length: ${(1 + accepted / drafts).toFixed(2)}, ` +
+    `Accepted throughput: ${(accepted / seconds).toFixed(2)} tokens/s, Drafted throughput: ${(drafted / seconds).toFixed(2)} tokens/s, ` +
+    `Accepted: ${accepted} tokens, Drafted: ${drafted} tokens, Per-position acceptance rate: ${perPos.join(", ")}, ` +
+    `Avg Draft acceptance rate: ${drafted > 0 ? ((100 * accepted) / drafted).toFixed(1) : "0.0"}%`
   );
 }
 
@@ -75,7 +102,10 @@ export class StatsLogger {
       this.#prev = { sample: cur, at };
       if (prev === null) return; // the first snapshot only starts the counters
       const now = busy(prev.sample, cur);
-      if (now || this.#lastBusy) this.#options.write(throughputLine(prev.sample, cur, Math.max(at - prev.at, 1) / 1000));
+      const seconds = Math.max(at - prev.at, 1) / 1000;
+      if (now || this.#lastBusy) this.#options.write(throughputLine(prev.sample, cur, seconds));
+      const spec = specDecodeLine(prev.sample, cur, seconds);
+      if (spec !== null) this.#options.write(spec);
       this.#lastBusy = now;
     } finally {
       this.#ticking = false;

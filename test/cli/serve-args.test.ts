@@ -58,6 +58,14 @@ test("bad flags name themselves and the value", () => {
   assert.throws(() => parseServeArgs(["--block-size", "512"], {}), /--block-size must be ≤ 256, got 512/);
 });
 
+test("--speculative-config: vLLM's JSON, resolved here; a bad field is named with the flag", () => {
+  const a = parseServeArgs(["--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}'], {});
+  assert.deepEqual(a.speculativeConfig, { method: "ngram", numSpeculativeTokens: 4, promptLookupMin: 2, promptLookupMax: 4, disableByBatchSize: 8 });
+  assert.throws(() => parseServeArgs(["--speculative-config", '{"num_speculative_tokens": 40}'], {}), /--speculative-config\.num_speculative_tokens must be ≤ 15, got 40/);
+  assert.throws(() => parseServeArgs(["--speculative-config=ngram"], {}), /--speculative-config must be a JSON object, got "ngram"/);
+  assert.match(SERVE_USAGE, /--speculative-config JSON .*\n.*\n.*disable_by_batch_size \(default 8\)/);
+});
+
 test("the usage text states the engine's own defaults", () => {
   assert.match(SERVE_USAGE, /--max-num-seqs N .*\(default 64\)/);
   assert.match(SERVE_USAGE, /--max-num-batched-tokens N .*\(default max\(512, --max-num-seqs\)\)/);

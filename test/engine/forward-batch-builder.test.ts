@@ -79,7 +79,7 @@ test("an empty step gives an empty batch", () => {
 test("a block table too short for its tokens is refused", () => {
   const request = new Request({ requestId: "r", promptTokenIds: range(0, 5) });
   const output: SchedulerOutput = {
-    scheduled: [{ request, numComputedTokens: 0, numNewTokens: 5, blockIds: [0], newBlockIds: [0], sampling: true, kind: "new" }],
+    scheduled: [{ request, numComputedTokens: 0, numNewTokens: 5, blockIds: [0], newBlockIds: [0], sampling: true, specTokenIds: [], kind: "new" }],
     numScheduledTokens: 5,
     preemptedRequestIds: [],
     finishedRequestIds: [],

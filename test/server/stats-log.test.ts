@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { EngineMetricsSnapshot } from "../../src/engine/metrics.js";
-import { StatsLogger, throughputLine } from "../../src/server/stats-log.js";
+import { StatsLogger, specDecodeLine, throughputLine } from "../../src/server/stats-log.js";
 
 const EMPTY_HISTOGRAM = { buckets: [], counts: [0], sum: 0, count: 0 };
 
@@ -25,6 +25,7 @@ function snapshot(s: Partial<EngineMetricsSnapshot>): EngineMetricsSnapshot {
     timeToFirstToken: EMPTY_HISTOGRAM,
     interTokenLatency: EMPTY_HISTOGRAM,
     e2eRequestLatency: EMPTY_HISTOGRAM,
+    specDecode: null,
     ...s,
   };
 }
@@ -37,6 +38,19 @@ test("throughputLine: tokens per second over the interval, the interval's hit ra
     "Avg prompt throughput: 100.0 tokens/s, Avg generation throughput: 10.0 tokens/s, Running: 3 reqs, Waiting: 2 reqs, KV cache usage: 4.2%, Prefix cache hit rate: 30.0%",
   );
   assert.match(throughputLine(cur, cur, 1), /Avg prompt throughput: 0\.0 tokens\/s, .* Prefix cache hit rate: 0\.0%$/);
+});
+
+test("specDecodeLine: vLLM's SpecDecoding metrics over the interval; none without speculation or without drafts", () => {
+  const sd = (numDrafts: number, numDraftTokens: number, numAcceptedTokens: number, acceptedPerPos: number[]) => snapshot({ specDecode: { numDrafts, numDraftTokens, numAcceptedTokens, acceptedPerPos } });
+  const prev = sd(10, 30, 20, [9, 7, 4]);
+  const cur = sd(30, 90, 55, [25, 20, 10]);
+  assert.equal(
+    specDecodeLine(prev, cur, 10),
+    "SpecDecoding metrics: Mean acceptance length: 2.75, Accepted throughput: 3.50 tokens/s, Drafted throughput: 6.00 tokens/s, Accepted: 35 tokens, Drafted: 60 tokens, " +
+      "Per-position acceptance rate: 0.800, 0.650, 0.300, Avg Draft acceptance rate: 58.3%",
+  );
+  assert.equal(specDecodeLine(cur, cur, 10), null, "no drafts in the interval");
+  assert.equal(specDecodeLine(snapshot({}), snapshot({}), 10), null, "no speculation");
 });
 
 test("StatsLogger writes while busy, once more as the load ends, then nothing while idle", async () => {

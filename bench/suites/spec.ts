@@ -1,0 +1,158 @@
+/**
+ * Suite `spec`: speculative decoding by prompt lookup (vLLM's `ngram`) against
+ * plain decoding, through the Engine (scheduler, verification, sampler), greedy.
+ * Each row times one workload with and without speculation, the two runs
+ * alternated round by round (the machine is shared: ratios from one process,
+ * medians over rounds), and reports:
+ *
+ *   acceptance   accepted drafts / proposed drafts (vLLM's draft acceptance rate)
+ *   tok_s        generated tokens per second of the speculating engine
+ *   over_plain   tok_s over the plain engine's on the same workload
+ *
+ * Workloads:
+ * - `context_copy` (default model, trained): a second turn that asks the first
+ *   turn's question again, with the model's own first answer in the context —
+ *   an answer copied from the conversation, as retrieval and edit workloads copy.
+ * - `define` (default model): "What is a W?" for held-out WordNet nouns: free
+ *   generation, drafts only where the answer repeats itself.
+ * - `free` (Qwen2.5-0.5B-shaped, q8, random weights): nothing to copy; shows
+ *   what proposing and adaptivity cost when drafts are (almost) never right,
+ *   with prompt_lookup_min 2 and with 1 (a one-token match nearly every step).
+ * - batch rows: 16 `define` streams at once, speculation on by default (off at
+ *   disable_by_batch_size 8) and forced on (disable_by_batch_size 64).
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Engine } from "../../src/engine/engine.js";
+import { type LoadedModel, Tokenizer, createSyntheticModel, defaultModelDir, loadModel, qwen25HalfBConfig, resolveSamplingParams } from "../../src/index.js";
+import type { ModelRunner } from "../../src/model/model-runner.js";
+import type { ChatMessage } from "../../src/tokenizer/chat-template.js";
+import { llama2TokenizerDir } from "../../src/testing/index.js";
+import type { Row, Suite, SuiteContext } from "../harness.js";
+
+const RECIPE = join(import.meta.dirname, "..", "..", "..", "tools", "train-default-model");
+const K = 4;
+const SPEC = { method: "ngram", num_speculative_tokens: K, prompt_lookup_max: 4, prompt_lookup_min: 2 };
+
+interface Workload {
+  model: string;
+  workload: string;
+  runner: ModelRunner;
+  tokenizer: Tokenizer;
+  eos: readonly number[];
+  prompts: number[][];
+  maxTokens: number;
+  /** Requests at once (all added up front). */
+  batch: number;
+  spec: Record<string, unknown>;
+}
+
+interface RunResult {
+  tokens: number;
+  ms: number;
+  drafts: number;
+  accepted: number;
+  outputs: number[][];
+}
+
+function runOnce(ctx: SuiteContext, w: Workload, spec: boolean): RunResult {
+  const engine = new Engine({ runner: w.runner, tokenizer: w.tokenizer, eosTokenIds: w.eos, runtime: ctx.rt, maxNumSeqs: Math.max(16, w.batch), ...(spec ? { speculativeConfig: w.spec } : {}) });
+  const params = resolveSamplingParams({ temperature: 0, maxTokens: w.maxTokens }, w.runner.vocabSize);
+  const outputs: number[][] = w.prompts.map(() => []);
+  const t0 = performance.now();
+  try {
+    for (let i = 0; i < w.prompts.length; i += w.batch) {
+      w.prompts.slice(i, i + w.batch).forEach((p, j) => engine.addRequest({ requestId: String(i + j), promptTokenIds: p, params }));
+      while (engine.hasUnfinishedRequests) for (const o of engine.step()) outputs[Number(o.requestId)]!.push(...o.tokenIds);
+    }
+    const ms = performance.now() - t0;
+    const sd = engine.stats().specDecode;
+    return { tokens: outputs.reduce((n, o) => n + o.length, 0), ms, drafts: sd?.numDraftTokens ?? 0, accepted: sd?.numAcceptedTokens ?? 0, outputs };
+  } finally {
+    engine.dispose();
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+
+async function measure(ctx: SuiteContext, w: Workload, rounds: number): Promise<Row> {
+  runOnce(ctx, w, false); // warm-up: kernels, step buffers at their size
+  const plain: number[] = [];
+  const spec: number[] = [];
+  const ratios: number[] = [];
+  let last: RunResult | null = null;
+  for (let r = 0; r < rounds; r++) {
+    const a = runOnce(ctx, w, false);
+    const b = runOnce(ctx, w, true);
+    if (JSON.stringify(a.outputs) !== JSON.stringify(b.outputs)) throw new Error(`${w.workload}: speculative greedy output differs from plain decoding`);
+    plain.push((a.tokens * 1000) / a.ms);
+    spec.push((b.tokens * 1000) / b.ms);
+    ratios.push(a.ms / b.ms);
+    last = b;
+  }
+  const row: Row = {
+    method: `ngram${w.spec["prompt_lookup_min"] === 1 ? " (min 1)" : ""}${w.spec["disable_by_batch_size"] === undefined ? "" : ` (off at ${String(w.spec["disable_by_batch_size"])})`}`,
+    k: K,
+    workload: w.workload,
+    model: w.model,
+    batch: w.batch,
+    tokens: last!.tokens,
+    acceptance: last!.drafts === 0 ? 0 : last!.accepted / last!.drafts,
+    draft_tokens: last!.drafts,
+    plain_tok_s: median(plain),
+    tok_s: median(spec),
+    over_plain: median(ratios),
+  };
+  ctx.log(`${w.model} ${w.workload} batch ${w.batch}: acceptance ${(row["acceptance"] as number).toFixed(2)}, ${median(spec).toFixed(1)} tok/s vs ${median(plain).toFixed(1)} plain: ×${median(ratios).toFixed(2)}`);
+  return row;
+}
+
+interface HeldOut {
+  word: string;
+}
+
+export const spec: Suite = {
+  name: "spec",
+  description: "speculative decoding (prompt lookup, k = 4) against plain decoding: acceptance, tokens/s, ratio",
+  async run(ctx): Promise<Row[]> {
+    const { rt, quick, log } = ctx;
+    const rounds = quick ? 2 : 5;
+    const rows: Row[] = [];
+    const model: LoadedModel = loadModel(rt, defaultModelDir(), { progress: false, maxNumSeqs: 16 });
+    const tok = model.tokenizer;
+    const chat = (messages: ChatMessage[]) => tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: true }), { addSpecialTokens: false });
+    const words = readFileSync(join(RECIPE, "heldout.jsonl"), "utf8").trim().split("\n").map((l) => (JSON.parse(l) as HeldOut).word).filter((w) => w[0] === w[0]!.toLowerCase());
+    const n = quick ? 8 : 16;
+    const base = { model: "default", runner: model.runner, tokenizer: tok, eos: model.eosTokenIds, maxTokens: 64, spec: SPEC };
+    try {
+      const define = words.slice(0, n).map((w) => chat([{ role: "user", content: `What is a ${w}?` }]));
+      // The model's own first answers, then the same question again.
+      const first = runOnce(ctx, { ...base, workload: "first turn", prompts: define, batch: 1 }, false).outputs;
+      const copy = words.slice(0, n).map((w, i) => {
+        const answer = tok.decode(first[i]!, { skipSpecialTokens: true }).trim();
+        return chat([{ role: "user", content: `What is a ${w}?` }, { role: "assistant", content: answer }, { role: "user", content: `What is a ${w}?` }]);
+      });
+      rows.push(await measure(ctx, { ...base, workload: "context_copy", prompts: copy, batch: 1 }, rounds));
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1 }, rounds));
+      const many = words.slice(0, 32).map((w) => chat([{ role: "user", content: `What is a ${w}?` }]));
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: many, batch: 16, spec: { ...SPEC, disable_by_batch_size: 8 } }, rounds));
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: many, batch: 16, spec: { ...SPEC, disable_by_batch_size: 64 } }, rounds));
+    } finally {
+      model.runner.dispose();
+    }
+
+    log("Qwen2.5-0.5B-shaped q8 (random weights)…");
+    const qwen = createSyntheticModel(rt, { config: qwen25HalfBConfig(), weights: "q8", kvDtype: "bf16", numBlocks: 64, maxBatchTokens: 256 });
+    try {
+      const llama = Tokenizer.fromDir(llama2TokenizerDir());
+      const prompts = Array.from({ length: quick ? 2 : 3 }, (_, i) => llama.encode(`Write a short story about the number ${i + 7} and a river that runs to the sea.`));
+      const free = { model: "qwen2.5-0.5b-q8 (random)", workload: "free", runner: qwen, tokenizer: llama, eos: [], prompts, maxTokens: quick ? 24 : 48, batch: 1 };
+      rows.push(await measure(ctx, { ...free, spec: SPEC }, quick ? 1 : 3));
+      // One-token lookups find a match almost every step: drafts are proposed and rejected, and adaptivity must keep that cheap.
+      rows.push(await measure(ctx, { ...free, spec: { ...SPEC, prompt_lookup_min: 1 } }, quick ? 1 : 3));
+    } finally {
+      qwen.dispose();
+    }
+    return rows;
+  },
+};

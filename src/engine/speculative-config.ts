@@ -1,0 +1,92 @@
+/**
+ * Speculative decoding settings, resolved once at the edge (vLLM's
+ * SpeculativeConfig, its JSON keys as `--speculative-config` takes them):
+ *
+ *   {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2,
+ *    "disable_by_batch_size": 8}
+ *
+ * Prompt lookup ("ngram", Saxena's prompt-lookup decoding as vLLM runs it)
+ * is the one method: a draft model (`"model"`) is refused with a clear error.
+ * As in vLLM, a missing prompt_lookup_min defaults to prompt_lookup_max and
+ * the other way round, and both to 5 when neither is given.
+ * `disable_by_batch_size`: no request speculates while this many or more
+ * requests run (vLLM v0's speculative_disable_by_batch_size; at a large batch
+ * the weights are already read once for many tokens, and drafts only add work).
+ */
+import { ArgumentError, show } from "../errors.js";
+import { MAX_DECODE_QLEN } from "../attention/plan.js";
+import { checkInt } from "../tensor/check.js";
+
+/** Most draft tokens a step verifies per sequence: 1 + k query tokens stay within the decode attention path's qLen ≤ 16. */
+export const MAX_SPECULATIVE_TOKENS = MAX_DECODE_QLEN - 1;
+/** Longest n-gram prompt lookup matches (vLLM allows any; past this the match is long enough). */
+export const MAX_PROMPT_LOOKUP = 64;
+/** vLLM's default n-gram length when neither bound is given. */
+export const DEFAULT_PROMPT_LOOKUP = 5;
+/** Running requests at which speculation turns off, unless set. */
+export const DEFAULT_DISABLE_BY_BATCH_SIZE = 8;
+
+/** A resolved speculative decoding config (camelCase), checked. */
+export interface SpeculativeConfig {
+  method: "ngram";
+  /** Draft tokens proposed per step at most (k), in [1, MAX_SPECULATIVE_TOKENS]. */
+  numSpeculativeTokens: number;
+  /** Shortest suffix n-gram that must match earlier in the sequence, ≥ 1. */
+  promptLookupMin: number;
+  /** Longest suffix n-gram tried first, ≥ promptLookupMin. */
+  promptLookupMax: number;
+  /** Speculation is off while ≥ this many requests run. */
+  disableByBatchSize: number;
+}
+
+const KEYS = ["method", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min", "disable_by_batch_size", "model"] as const;
+
+/**
+ * Resolves `--speculative-config` (its JSON text, or the parsed object) into
+ * a SpeculativeConfig. Errors name `argument.field` and the value. A resolved
+ * config passes through unchanged (idempotent).
+ */
+export function resolveSpeculativeConfig(value: unknown, argument = "speculativeConfig"): SpeculativeConfig {
+  if (isResolved(value)) return value;
+  let raw = value;
+  if (typeof raw === "string") {
+    try {
+      raw = JSON.parse(raw) as unknown;
+    } catch (e) {
+      throw new ArgumentError(argument, `must be a JSON object, got ${show(value)}: ${(e as Error).message}`);
+    }
+  }
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) throw new ArgumentError(argument, `must be a JSON object, got ${show(raw)}`);
+  const o = raw as Record<string, unknown>;
+  for (const key of Object.keys(o)) {
+    if (!(KEYS as readonly string[]).includes(key)) throw new ArgumentError(`${argument}.${key}`, `is not a speculative config field (known: ${KEYS.join(", ")})`);
+  }
+  if (o["model"] !== undefined) {
+    throw new ArgumentError(`${argument}.model`, `is a draft model, which kvflash does not run yet: use {"method": "ngram", …}, got ${show(o["model"])}`);
+  }
+  const method = o["method"] ?? "ngram";
+  if (method !== "ngram") throw new ArgumentError(`${argument}.method`, `must be "ngram" (prompt lookup), got ${show(method)}`);
+  if (o["num_speculative_tokens"] === undefined) throw new ArgumentError(`${argument}.num_speculative_tokens`, "is required (draft tokens per step, 1..15)");
+  const k = checkInt(`${argument}.num_speculative_tokens`, o["num_speculative_tokens"], { min: 1, max: MAX_SPECULATIVE_TOKENS });
+  const lookup = (key: string) => (o[key] === undefined ? undefined : checkInt(`${argument}.${key}`, o[key], { min: 1, max: MAX_PROMPT_LOOKUP }));
+  let max = lookup("prompt_lookup_max");
+  let min = lookup("prompt_lookup_min");
+  if (max === undefined && min === undefined) max = min = DEFAULT_PROMPT_LOOKUP;
+  max ??= min!;
+  min ??= max;
+  if (min > max) throw new ArgumentError(`${argument}.prompt_lookup_min`, `must be ≤ prompt_lookup_max (${max}), got ${min}`);
+  const disable = o["disable_by_batch_size"] === undefined ? DEFAULT_DISABLE_BY_BATCH_SIZE : checkInt(`${argument}.disable_by_batch_size`, o["disable_by_batch_size"], { min: 1 });
+  return { method: "ngram", numSpeculativeTokens: k, promptLookupMin: min, promptLookupMax: max, disableByBatchSize: disable };
+}
+
+function isResolved(v: unknown): v is SpeculativeConfig {
+  if (v === null || typeof v !== "object") return false;
+  const c = v as Partial<SpeculativeConfig>;
+  if (c.method !== "ngram" || c.numSpeculativeTokens === undefined) return false;
+  // Checked again: a hand-built object must hold the same ranges.
+  checkInt("speculativeConfig.numSpeculativeTokens", c.numSpeculativeTokens, { min: 1, max: MAX_SPECULATIVE_TOKENS });
+  const min = checkInt("speculativeConfig.promptLookupMin", c.promptLookupMin, { min: 1, max: MAX_PROMPT_LOOKUP });
+  checkInt("speculativeConfig.promptLookupMax", c.promptLookupMax, { min, max: MAX_PROMPT_LOOKUP });
+  checkInt("speculativeConfig.disableByBatchSize", c.disableByBatchSize, { min: 1 });
+  return true;
+}

@@ -1,0 +1,111 @@
+// The sampled output distribution under speculative decoding matches the
+// target's: a chi-square goodness-of-fit test of 4-token continuations drawn
+// with prompt-lookup drafts (most steps verify drafts, some accepted, some
+// rejected) against their exact probabilities under a tiny Markov model whose
+// logits are known in closed form. 3000 seeded draws, 256 outcomes pooled to
+// bins of expected count ≥ 5, significance α = 0.001 (Wilson–Hilferty
+// critical value). The seeds are fixed, so the test is deterministic: a
+// correct engine passes every run; a wrong acceptance rule (e.g. accepting
+// a draft whenever p(draft) ≥ some threshold, or resampling without removing
+// the draft) moves the statistic far past the critical value.
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { Engine } from "../../src/engine/engine.js";
+import type { ForwardBatch } from "../../src/model/forward-batch.js";
+import type { KvCacheGeometry, ModelRunner } from "../../src/model/model-runner.js";
+import { type ModelConfig, Tokenizer, defaultModelDir, parseModelConfig, resolveSamplingParams } from "../../src/index.js";
+
+const dir = defaultModelDir();
+const base = parseModelConfig(JSON.parse(readFileSync(join(dir, "config.json"), "utf8")));
+const tokenizer = Tokenizer.fromDir(dir);
+const V = 16;
+const STATES = [10, 11, 12, 13];
+/** P(next | prev) over STATES, one row per prev in STATES order. */
+const P = [
+  [0.55, 0.25, 0.15, 0.05],
+  [0.1, 0.2, 0.6, 0.1],
+  [0.3, 0.3, 0.2, 0.2],
+  [0.7, 0.05, 0.05, 0.2],
+];
+
+/** A Markov model as a ModelRunner: the logits after token t are log P(· | t) on STATES, −∞ elsewhere. */
+class MarkovRunner implements ModelRunner {
+  readonly config: ModelConfig = { ...base, vocabSize: V };
+  readonly vocabSize = V;
+  readonly maxModelLen = 256;
+  readonly kvCache: KvCacheGeometry = { numBlocks: 4096, blockSize: 16 };
+  forward(batch: ForwardBatch): Float32Array {
+    const out = new Float32Array(batch.logitIndices.length * V).fill(-Infinity);
+    batch.logitIndices.forEach((t, row) => {
+      const prev = STATES.indexOf(batch.tokens[t]!);
+      STATES.forEach((s, j) => (out[row * V + s] = Math.log(P[prev]![j]!)));
+    });
+    return out;
+  }
+  dispose(): void {}
+}
+
+/** Upper α quantile of χ²(df) by Wilson–Hilferty; z the standard normal's upper α quantile. */
+function chiSquareCritical(df: number, z: number): number {
+  const a = 2 / (9 * df);
+  return df * (1 - a + z * Math.sqrt(a)) ** 3;
+}
+
+test("sampled continuations under prompt-lookup speculation follow the target distribution (chi-square, α = 0.001)", () => {
+  const N = 3000;
+  const LEN = 4;
+  const promptIds = [10, 11, 12, 13, 10, 12, 11, 10];
+  const engine = new Engine({
+    runner: new MarkovRunner(),
+    tokenizer,
+    eosTokenIds: [],
+    speculativeConfig: { method: "ngram", num_speculative_tokens: 3, prompt_lookup_min: 1, prompt_lookup_max: 2, disable_by_batch_size: 10_000 },
+  });
+  for (let i = 0; i < N; i++) {
+    const params = resolveSamplingParams({ temperature: 1, maxTokens: LEN, ignoreEos: true, seed: 7000 + i }, V);
+    engine.addRequest({ requestId: `s${i}`, promptTokenIds: promptIds, params });
+  }
+  const seqs = new Map<string, number[]>();
+  while (engine.hasUnfinishedRequests) for (const o of engine.step()) seqs.set(o.requestId, [...(seqs.get(o.requestId) ?? []), ...o.tokenIds]);
+  assert.equal(engine.kvCacheManager.pool.numUsedBlocks, 0);
+  const sd = engine.stats().specDecode!;
+  assert.ok(sd.numDrafts > N, `most requests verified drafts: ${JSON.stringify(sd)}`);
+  assert.ok(sd.numAcceptedTokens > 0.2 * sd.numDraftTokens && sd.numAcceptedTokens < 0.8 * sd.numDraftTokens, `acceptance in between: ${JSON.stringify(sd)}`);
+
+  // Observed counts and exact probabilities of the 4^LEN continuations.
+  const K = STATES.length;
+  const observed = new Float64Array(K ** LEN);
+  for (const s of seqs.values()) {
+    assert.equal(s.length, LEN);
+    observed[s.reduce((c, t) => c * K + STATES.indexOf(t), 0)]!++;
+  }
+  const expected = Array.from({ length: K ** LEN }, (_, c) => {
+    let prev = STATES.indexOf(promptIds.at(-1)!);
+    let p = 1;
+    for (let i = LEN - 1; i >= 0; i--) {
+      const next = Math.floor(c / K ** i) % K;
+      p *= P[prev]![next]!;
+      prev = next;
+    }
+    return p * N;
+  });
+  // Bins: each outcome with expected count ≥ 5 alone, the rest pooled.
+  let chi2 = 0;
+  let bins = 0;
+  let poolO = 0;
+  let poolE = 0;
+  expected.forEach((e, c) => {
+    if (e >= 5) {
+      chi2 += (observed[c]! - e) ** 2 / e;
+      bins++;
+    } else {
+      poolO += observed[c]!;
+      poolE += e;
+    }
+  });
+  if (poolE > 0) (chi2 += (poolO - poolE) ** 2 / poolE), bins++;
+  const critical = chiSquareCritical(bins - 1, 3.0902);
+  assert.ok(chi2 < critical, `chi-square ${chi2.toFixed(1)} over ${bins - 1} degrees of freedom ≥ the α = 0.001 critical value ${critical.toFixed(1)}`);
+});

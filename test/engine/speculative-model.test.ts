@@ -1,0 +1,83 @@
+// Speculative decoding on the real decoder and the embedded default model
+// (trained weights, so prompt-lookup drafts are accepted in part): greedy
+// output is token for token that of plain decoding, for requests alone and
+// batched, with chunked prefill (a step budget below the prompts) and with
+// preemption (a KV pool too small for all of them), and verification rows
+// (1 + k query tokens a sequence) go through the paged attention's decode path.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { Engine, type EngineOptions } from "../../src/engine/engine.js";
+import { type LoadedModel, type Runtime, createRuntime, defaultModelDir, loadModel, resolveSamplingParams } from "../../src/index.js";
+
+let rt: Runtime;
+let small: LoadedModel;
+let tight: LoadedModel;
+
+before(async () => {
+  rt = await createRuntime({ threads: 2 });
+  small = loadModel(rt, defaultModelDir(), { blockSize: 4, numBlocks: 512, progress: false });
+  tight = loadModel(rt, defaultModelDir(), { blockSize: 4, numBlocks: 40, progress: false });
+});
+after(async () => {
+  small.runner.dispose();
+  tight.runner.dispose();
+  await rt.dispose();
+});
+
+const SPEC = { method: "ngram", num_speculative_tokens: 5, prompt_lookup_min: 1, prompt_lookup_max: 4, disable_by_batch_size: 64 };
+const QUESTIONS = [
+  "What is a river? A river is a river in the southeast of the Brazil. What is a river?",
+  "Hello Hello Hello",
+  "What does brisk mean?",
+  "Hi! What does brisk mean? What does brisk mean?",
+  "Hello",
+];
+
+function run(m: LoadedModel, spec: boolean, questions: readonly string[], engine: Partial<EngineOptions> = {}) {
+  const e = new Engine({ runner: m.runner, tokenizer: m.tokenizer, eosTokenIds: m.eosTokenIds, runtime: rt, ...engine, ...(spec ? { speculativeConfig: SPEC } : {}) });
+  const tok = m.tokenizer;
+  questions.forEach((q, i) => {
+    const ids = tok.encode(tok.applyChatTemplate([{ role: "user", content: q }], { addGenerationPrompt: true }), { addSpecialTokens: false });
+    e.addRequest({ requestId: `q${i}`, promptTokenIds: ids, params: resolveSamplingParams({ temperature: 0, maxTokens: 40, ignoreEos: true, logprobs: 1 }, m.config.vocabSize) });
+  });
+  const out = new Map<string, { ids: number[]; lps: number[] }>();
+  while (e.hasUnfinishedRequests) {
+    for (const o of e.step()) {
+      const r = out.get(o.requestId) ?? { ids: [], lps: [] };
+      r.ids.push(...o.tokenIds);
+      r.lps.push(...o.logprobs!.map((l) => l.logprob));
+      out.set(o.requestId, r);
+    }
+  }
+  assert.equal(e.kvCacheManager.pool.numUsedBlocks, 0);
+  e.dispose();
+  return { out, stats: e.stats() };
+}
+
+function assertSame(a: ReturnType<typeof run>, b: ReturnType<typeof run>) {
+  for (const [id, x] of a.out) {
+    const y = b.out.get(id)!;
+    assert.deepEqual(y.ids, x.ids, `${id}: tokens`);
+    // Logprobs: the target's at every position; verification rows are computed in a wider step, so equal to rounding.
+    x.lps.forEach((lp, i) => assert.ok(Math.abs(lp - y.lps[i]!) < 1e-3, `${id} token ${i}: logprob ${y.lps[i]} vs ${lp}`));
+  }
+}
+
+test("default model, greedy: the same tokens with prompt lookup as without, alone and batched; drafts accepted in part", () => {
+  const plain = run(small, false, QUESTIONS);
+  const spec = run(small, true, QUESTIONS);
+  assertSame(plain, spec);
+  const sd = spec.stats.specDecode!;
+  assert.ok(sd.numAcceptedTokens > 20 && sd.numAcceptedTokens < sd.numDraftTokens, JSON.stringify(sd));
+  const alone = run(small, true, [QUESTIONS[0]!]);
+  assert.deepEqual(alone.out.get("q0")!.ids, plain.out.get("q0")!.ids);
+});
+
+test("default model, greedy: the same tokens under chunked prefill and under preemption", () => {
+  const chunked = { maxNumBatchedTokens: 16 };
+  assertSame(run(small, false, QUESTIONS, chunked), run(small, true, QUESTIONS, chunked));
+  const plain = run(tight, false, QUESTIONS);
+  const spec = run(tight, true, QUESTIONS);
+  assert.ok(spec.stats.numPreemptions > 0, "the 40-block pool preempts");
+  assertSame(plain, spec);
+});

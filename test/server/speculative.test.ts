@@ -1,0 +1,70 @@
+// `kvflash serve --speculative-config` end to end with the official openai
+// client, on the embedded default model (trained weights: its drafts are
+// really accepted in part): greedy and seeded-sampled answers, streamed and
+// not, with logprobs, equal a plain server's; /metrics carries vLLM's
+// spec_decode counters with per-position acceptance, and the stats log vLLM's
+// SpecDecoding line; a bad config stops serve
+// with an error naming the field.
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { test } from "node:test";
+import { startServer } from "./harness.js";
+
+const MODEL = "kvflash-default";
+const SPEC = '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}';
+const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
+type Create = Parameters<import("openai").OpenAI["chat"]["completions"]["create"]>[0];
+
+test("serve --speculative-config: answers equal a plain server's, streamed or not; spec_decode metrics count drafts", { timeout: 240_000 }, async () => {
+  const [spec, plain] = await Promise.all([startServer(["--speculative-config", SPEC], { env: { KVFLASH_LOG_STATS_INTERVAL: "0.5" } }), startServer([])]);
+  try {
+    assert.match(spec.stderr(), /speculative decoding: ngram, up to 4 drafts, lookup 2\.\.4 tokens, off at 8\+ running/);
+    // Answers that repeat themselves or their question, so prompt lookup has something to find.
+    const questions = ["What is a river? A river is a river in the southeast of the Brazil. What is a river?", "Hello Hello Hello", "What does brisk mean?", "Hello"];
+    const ask = async (server: typeof spec, content: string, extra: Partial<Create>) => {
+      const body = { model: MODEL, messages: [{ role: "user" as const, content }], max_tokens: 48, temperature: 0, logprobs: true, top_logprobs: 2, ...extra };
+      const r = await server.openai.chat.completions.create({ ...body, stream: false } as Create & { stream: false });
+      const c = r.choices[0]!;
+      return { text: c.message.content, finish: c.finish_reason, tokens: r.usage!.completion_tokens, logprobs: c.logprobs?.content?.map((l) => [l.token, l.logprob, l.top_logprobs.map((t) => t.token)]) };
+    };
+    for (const q of questions) {
+      for (const extra of [{}, { temperature: 0.8, seed: 11 }, { stop: ["river"] }] as Partial<Create>[]) {
+        const [a, b] = await Promise.all([ask(spec, q, extra), ask(plain, q, extra)]);
+        assert.deepEqual(a, b, `${q} ${JSON.stringify(extra)}`);
+      }
+    }
+    // Streamed, several at once (batched verification).
+    const stream = async (server: typeof spec, content: string) => {
+      const s = await server.openai.chat.completions.create({ model: MODEL, messages: [{ role: "user", content }], max_tokens: 40, temperature: 0, stream: true });
+      let text = "";
+      for await (const chunk of s) text += chunk.choices[0]?.delta?.content ?? "";
+      return text;
+    };
+    const got = await Promise.all(questions.map((q) => stream(spec, q)));
+    const want = await Promise.all(questions.map((q) => stream(plain, q)));
+    assert.deepEqual(got, want);
+
+    const m = await spec.metrics();
+    const l = `model_name="${MODEL}"`;
+    const drafts = m.get(`vllm:spec_decode_num_draft_tokens_total{${l}}`)!;
+    const accepted = m.get(`vllm:spec_decode_num_accepted_tokens_total{${l}}`)!;
+    assert.ok(m.get(`vllm:spec_decode_num_drafts_total{${l}}`)! > 0 && drafts > 0, "drafts were verified");
+    assert.ok(accepted > 0 && accepted < drafts, `accepted ${accepted} of ${drafts} drafts`);
+    const perPos = [0, 1, 2, 3].map((i) => m.get(`vllm:spec_decode_num_accepted_tokens_per_pos_total{${l},position="${i}"}`)!);
+    assert.equal(perPos.reduce((a, b) => a + b, 0), accepted);
+    assert.ok(perPos.every((n, i) => i === 0 || n <= perPos[i - 1]!), `a later position is accepted only after the earlier ones: ${perPos}`);
+    assert.equal(m.get(`vllm:num_requests_running{${l}}`), 0);
+    assert.equal([...(await plain.metrics()).keys()].some((k) => k.includes("spec_decode")), false, "no spec_decode counters without speculation");
+    for (let i = 0; i < 100 && !/SpecDecoding metrics: Mean acceptance length: \d/.test(spec.stderr()); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.match(spec.stderr(), /SpecDecoding metrics: Mean acceptance length: [\d.]+, .* Per-position acceptance rate: [\d.]+, [\d.]+, [\d.]+, [\d.]+, Avg Draft acceptance rate: [\d.]+%/);
+  } finally {
+    await Promise.all([spec.stop(), plain.stop()]);
+  }
+});
+
+test("serve with a bad --speculative-config exits 1 naming the field and the value", () => {
+  const r = spawnSync(process.execPath, [CLI, "serve", "--port", "0", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 0}'], { encoding: "utf8", timeout: 30_000 });
+  assert.match(r.stderr, /--speculative-config\.prompt_lookup_min must be ≥ 1, got 0/);
+  assert.equal(r.status, 1);
+});
