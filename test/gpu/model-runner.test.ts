@@ -1,0 +1,108 @@
+// The WebGPU ModelRunner against the CPU decoder on tiny fixture models
+// (src/testing/tiny-model.ts), on SwiftShader in CI: the same DecoderWeights
+// go up to the GPU, the same ForwardBatches run on both (a ragged step of two
+// prefills, decode steps, a chunked prefill after a cached prefix, a sliding
+// window), and the logits agree per row within
+//   max |gpu − cpu| ≤ tol · max(1, max |cpu|)
+//   tol = 2e-4 for f32 / bf16 weights (f32 accumulation in another order, through 2 layers);
+//   tol = 3e-3 for q8 / q4 weights: the CPU's q8 GEMV also quantizes the activations to
+//         Q8_0 (int8 dot products), the GPU's multiplies the f32 activations
+// and their argmax (the greedy token) is the same wherever the CPU's top two
+// logits are more than 2 · tol · scale apart (else either is a right answer). Architectures: Llama
+// (GQA, no bias), Qwen2 (qkv bias, tied head), Qwen3 (per-head q/k norm,
+// head_dim ≠ hidden / heads), Mistral (a 16-token sliding window). Weights f32,
+// bf16, q8 and q4 (q4 runs as q8 codes); KV f32, f16 and bf16.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import type { GpuDevice } from "../../src/gpu/index.js";
+import { GpuModelRunner } from "../../src/gpu/model-runner.js";
+import { type Runtime, createRuntime, loadModel } from "../../src/index.js";
+import type { KvCacheDType } from "../../src/kv/kv-quant.js";
+import type { WeightFormat } from "../../src/ops/weight.js";
+import { type TinyArch, writeTinyModel } from "../../src/testing/index.js";
+import { Blocks, makeBatch } from "../model/decoder-support.js";
+import { openTestGpu } from "./support.js";
+
+const opened = await openTestGpu();
+const gpuTest = (name: string, fn: () => Promise<void>) => test(name, { skip: opened.skip }, fn);
+
+function argmax(a: ArrayLike<number>, from: number, n: number): number {
+  let best = from;
+  for (let i = from; i < from + n; i++) if (a[i]! > a[best]!) best = i;
+  return best - from;
+}
+
+function assertLogitsClose(what: string, gpu: Float32Array, cpu: Float32Array, V: number, TOL: number): void {
+  assert.equal(gpu.length, cpu.length, `${what}: length`);
+  for (let r = 0; r < cpu.length / V; r++) {
+    let scale = 1;
+    for (let i = 0; i < V; i++) scale = Math.max(scale, Math.abs(cpu[r * V + i]!));
+    for (let i = 0; i < V; i++) {
+      const d = Math.abs(gpu[r * V + i]! - cpu[r * V + i]!);
+      if (!(d <= TOL * scale)) assert.fail(`${what}: row ${r}, logit ${i}: gpu ${gpu[r * V + i]}, cpu ${cpu[r * V + i]} (tolerance ${TOL * scale})`);
+    }
+    const top = argmax(cpu, r * V, V);
+    let second = -Infinity;
+    for (let i = 0; i < V; i++) if (i !== top) second = Math.max(second, cpu[r * V + i]!);
+    if (cpu[r * V + top]! - second > 2 * TOL * scale) assert.equal(argmax(gpu, r * V, V), top, `${what}: row ${r}: greedy token`);
+  }
+}
+
+describe("WebGPU ModelRunner against the CPU decoder", () => {
+  let rt: Runtime;
+  let gpu: GpuDevice;
+  let root: string;
+  before(async () => {
+    rt = await createRuntime({ threads: 1 });
+    root = mkdtempSync(join(tmpdir(), "kvflash-gpu-runner-"));
+    if (opened.gpu) gpu = opened.gpu;
+  });
+  after(async () => {
+    opened.gpu?.destroy();
+    await rt.dispose();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  /** Runs the same steps on both runners and compares every step's logits. */
+  async function compare(arch: TinyArch, weights: WeightFormat, kvDtype: KvCacheDType, extra: { slidingWindow?: number | null } = {}): Promise<void> {
+    const dir = join(root, `${arch}-${weights}-${kvDtype}`);
+    writeTinyModel(dir, { arch, hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, ...extra });
+    const blockSize = 4;
+    const cpu = loadModel(rt, dir, { weights, kvDtype, blockSize, numBlocks: 64, progress: false });
+    const runner = await GpuModelRunner.create(gpu, rt, { config: cpu.config, weights: cpu.runner.weights, numBlocks: 64, blockSize, kvDtype: kvDtype as "f32" });
+    try {
+      const V = cpu.config.vocabSize;
+      const blocks = new Blocks(blockSize);
+      const a = { blocks: blocks.take(40), prompt: Array.from({ length: 11 }, (_, i) => (i * 7 + 3) % V) };
+      const b = { blocks: blocks.take(40), prompt: Array.from({ length: 5 }, (_, i) => (i * 13 + 1) % V) };
+      const steps = [
+        // a ragged prefill of two sequences, every row's logits
+        makeBatch([{ blocks: a.blocks, start: 0, tokens: a.prompt, logits: "all" }, { blocks: b.blocks, start: 0, tokens: b.prompt }], blockSize),
+        // decode steps
+        makeBatch([{ blocks: a.blocks, start: 11, tokens: [5] }, { blocks: b.blocks, start: 5, tokens: [9] }], blockSize),
+        makeBatch([{ blocks: a.blocks, start: 12, tokens: [17] }, { blocks: b.blocks, start: 6, tokens: [2] }], blockSize),
+        // a chunk after a cached prefix (past a 16-token window), beside a decode
+        makeBatch([{ blocks: a.blocks, start: 13, tokens: Array.from({ length: 9 }, (_, i) => (i * 5 + 2) % V) }, { blocks: b.blocks, start: 7, tokens: [4] }], blockSize),
+        // a step that samples nothing
+        makeBatch([{ blocks: a.blocks, start: 22, tokens: [1, 2, 3], logits: "none" }], blockSize),
+        makeBatch([{ blocks: a.blocks, start: 25, tokens: [8] }], blockSize),
+      ];
+      for (const [i, batch] of steps.entries()) {
+        const want = cpu.runner.forward(batch);
+        const got = await runner.forward(batch);
+        assertLogitsClose(`${arch} ${weights} KV ${kvDtype} step ${i}`, got, want, V, weights === "q8" || weights === "q4" ? 3e-3 : 2e-4);
+      }
+    } finally {
+      runner.dispose();
+      cpu.runner.dispose();
+    }
+  }
+
+  gpuTest("llama, f32 weights, f32 KV", () => compare("llama", "f32", "f32"));
+  gpuTest("qwen2 (qkv bias, tied head), bf16 weights, bf16 KV", () => compare("qwen2", "bf16", "bf16"));
+  gpuTest("qwen3 (per-head q/k norm), q8 weights, f16 KV", () => compare("qwen3", "q8", "f16"));
+  gpuTest("mistral (sliding window 16), q4 weights, f32 KV", () => compare("mistral", "q4", "f32", { slidingWindow: 16 }));
+});
