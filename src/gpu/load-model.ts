@@ -22,7 +22,8 @@ export interface LoadedGpuModel extends LoadedModelInfo {
   runner: GpuModelRunner;
 }
 
-export async function loadGpuModel(rt: Runtime, gpu: GpuDevice, model: ModelSource | string, options: LoadModelOptions = {}): Promise<LoadedGpuModel> {
+/** `gpu.ownDevice`: the runner destroys the device when disposed (the loader opened it for the runner alone). */
+export async function loadGpuModel(rt: Runtime, gpu: GpuDevice, model: ModelSource | string, options: LoadModelOptions = {}, own: { ownDevice?: boolean } = {}): Promise<LoadedGpuModel> {
   const { weights, loaded } = loadModelWeights(rt, model, options);
   try {
     const { plan } = loaded;
@@ -36,6 +37,7 @@ export async function loadGpuModel(rt: Runtime, gpu: GpuDevice, model: ModelSour
       blockSize: plan.blockSize,
       kvDtype: plan.kvDtype as GpuKvDtype,
       maxModelLen: plan.maxModelLen,
+      ...(own.ownDevice === undefined ? {} : { ownDevice: own.ownDevice }),
     });
     return { runner, ...loaded };
   } finally {

@@ -53,6 +53,8 @@ export interface GpuModelRunnerOptions {
   kvDtype: GpuKvDtype;
   /** Longest sequence accepted. Default min(max_position_embeddings, numBlocks · blockSize). */
   maxModelLen?: number;
+  /** dispose() destroys the device too (a loader opened it for this runner). Default false. */
+  ownDevice?: boolean;
 }
 
 /** The step's activation buffers (pooled), sized for T tokens and S logit rows. */
@@ -91,6 +93,7 @@ export class GpuModelRunner implements ModelRunner {
   readonly #cache: { k: GPUBuffer; v: GPUBuffer }[];
   readonly #cosSin: GPUBuffer;
   readonly #windows: ([number, number] | undefined)[];
+  readonly #ownDevice: boolean;
   #busy = false;
   #disposed = false;
 
@@ -104,6 +107,7 @@ export class GpuModelRunner implements ModelRunner {
     this.maxModelLen = maxModelLen;
     this.kvCache = { numBlocks: options.numBlocks, blockSize: options.blockSize };
     this.kvDtype = options.kvDtype;
+    this.#ownDevice = options.ownDevice ?? false;
     this.#w = w.weights;
     this.#destroyWeights = w.destroy;
     this.weightBytes = w.weights.bytes;
@@ -298,6 +302,7 @@ export class GpuModelRunner implements ModelRunner {
     this.#destroyWeights();
     for (const c of this.#cache) (c.k.destroy(), c.v.destroy());
     this.#cosSin.destroy();
+    if (this.#ownDevice) this.gpu.destroy();
   }
 
   toString(): string {
