@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { GpuDevice } from "../../src/gpu/index.js";
 import { GpuModelRunner } from "../../src/gpu/model-runner.js";
-import { DecoderWeights, type LayerWeights, type Runtime, type Tensor, type Weight, createDecoder, createRuntime, createWeight, dequantizeWeight, loadModel } from "../../src/index.js";
+import { DecoderWeights, type LayerWeights, type Runtime, type Tensor, type Weight, createDecoder, createRuntime, createWeight, dequantizeWeight, generate, loadModel, resolveSamplingParams } from "../../src/index.js";
 import type { KvCacheDType } from "../../src/kv/kv-quant.js";
 import type { WeightFormat } from "../../src/ops/weight.js";
 import { type TinyArch, writeTinyModel } from "../../src/testing/index.js";
@@ -131,6 +131,23 @@ describe("WebGPU ModelRunner against the CPU decoder", () => {
   }
 
   gpuTest("llama, f32 weights, f32 KV", () => compare("llama", "f32", "f32"));
+
+  gpuTest("generate() on the GPU runner (awaited) gives the CPU decoder's greedy ids and text", async () => {
+    const dir = join(root, "generate");
+    writeTinyModel(dir, { arch: "llama", seed: 4, hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, tieWordEmbeddings: false, embeddingStd: 0.3 });
+    const cpu = loadModel(rt, dir, { weights: "bf16", kvDtype: "bf16", numBlocks: 16, progress: false });
+    const runner = await GpuModelRunner.create(gpu, rt, { config: cpu.config, weights: cpu.runner.weights, numBlocks: 16, blockSize: cpu.runner.kvCache.blockSize, kvDtype: "bf16" });
+    try {
+      const params = resolveSamplingParams({ temperature: 0, maxTokens: 6, ignoreEos: true }, cpu.config.vocabSize);
+      const promptIds = cpu.tokenizer.encode("a tiny prompt");
+      const want = generate({ runner: cpu.runner, tokenizer: cpu.tokenizer, promptIds, params });
+      const got = await generate({ runner, tokenizer: cpu.tokenizer, promptIds, params });
+      assert.deepEqual([got.ids, got.text], [want.ids, want.text]);
+    } finally {
+      runner.dispose();
+      cpu.runner.dispose();
+    }
+  });
   gpuTest("qwen2 (qkv bias, tied head), bf16 weights, bf16 KV", () => compare("qwen2", "bf16", "bf16"));
   gpuTest("qwen3 (per-head q/k norm), q8 weights, f16 KV", () => compare("qwen3", "q8", "f16"));
   gpuTest("mistral (sliding window 16), q4 weights, f32 KV", () => compare("mistral", "q4", "f32", { slidingWindow: 16 }));
