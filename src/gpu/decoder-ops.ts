@@ -166,8 +166,10 @@ export interface GpuEmbeddingArgs {
   /** f32 [tokens, cols]. */
   out: GpuView;
   tokens: number;
-  /** Rows of the weight (the ids' bound). */
+  /** Rows the weight buffer holds: ids in [firstRow, firstRow + rows) are written, others left (another part's). */
   rows: number;
+  /** The first row id this part holds. Default 0. */
+  firstRow?: number;
   cols: number;
 }
 
@@ -405,7 +407,9 @@ export class GpuDecoderOps {
     const code = a.dtype === "q8" ? EMBED_Q8 : GPU_KV_DTYPE_CODE[a.dtype];
     const groups = Math.ceil((tokens * cols) / 64);
     const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    const params = new Uint32Array([tokens, cols, code, blocks, fits("out", a.out, tokens * cols), wgX, 0, 0]);
+    const firstRow = a.firstRow ?? 0;
+    if (!Number.isInteger(firstRow) || firstRow < 0) throw new ArgumentError("firstRow", `must be an integer ≥ 0, got ${show(a.firstRow)}`);
+    const params = new Uint32Array([tokens, cols, code, blocks, fits("out", a.out, tokens * cols), wgX, firstRow, rows]);
     this.#dispatch(pass, this.#embed, params, [a.ids.buffer, w, scales, a.out.buffer], groups);
   }
 

@@ -72,6 +72,7 @@ class Uploader {
   constructor(
     readonly gpu: GpuDevice,
     readonly rt: Runtime,
+    readonly maxBinding: number,
   ) {}
 
   /** A buffer of its own (not pooled: weights live as long as the runner). */
@@ -110,9 +111,9 @@ class Uploader {
 
   /** Rows per buffer so that none passes the binding limit. */
   #rowsPerBuffer(rowBytes: number, label: string): number {
-    const max = this.gpu.limits.maxStorageBufferBindingSize;
+    const max = this.maxBinding;
     const n = Math.floor(max / rowBytes);
-    if (n < 1) throw new ArgumentError(label, `has rows of ${rowBytes} bytes, beyond the adapter's maxStorageBufferBindingSize ${max}`);
+    if (n < 1) throw new ArgumentError(label, `has rows of ${rowBytes} bytes, beyond a GPU binding's ${max} (maxStorageBufferBindingSize)`);
     return n;
   }
 
@@ -203,11 +204,12 @@ export function unpackQ8Rows(tiles: Uint8Array, format: "q8" | "q4", blocks: num
 }
 
 /**
- * Uploads `weights` (left as they are: the caller frees them) to the GPU.
+ * Uploads `weights` (left as they are: the caller frees them) to the GPU,
+ * no buffer above `maxBinding` bytes (default, and at most, the adapter's limit).
  * On failure the buffers made so far are destroyed.
  */
-export function uploadDecoderWeights(gpu: GpuDevice, rt: Runtime, weights: DecoderWeights): { weights: GpuDecoderWeights; destroy: () => void } {
-  const up = new Uploader(gpu, rt);
+export function uploadDecoderWeights(gpu: GpuDevice, rt: Runtime, weights: DecoderWeights, maxBinding = gpu.limits.maxStorageBufferBindingSize): { weights: GpuDecoderWeights; destroy: () => void } {
+  const up = new Uploader(gpu, rt, Math.min(maxBinding, gpu.limits.maxStorageBufferBindingSize));
   const destroy = () => {
     for (const b of up.buffers.splice(0)) b.destroy();
   };

@@ -55,6 +55,8 @@ export interface GpuModelRunnerOptions {
   maxModelLen?: number;
   /** dispose() destroys the device too (a loader opened it for this runner). Default false. */
   ownDevice?: boolean;
+  /** For tests: split weight matrices into buffers of at most this many bytes (default: the adapter's maxStorageBufferBindingSize). */
+  maxBindingBytes?: number;
 }
 
 /** The step's activation buffers (pooled), sized for T tokens and S logit rows. */
@@ -148,8 +150,7 @@ export class GpuModelRunner implements ModelRunner {
     const ops = await GpuDecoderOps.create(gpu);
     let up: { weights: GpuDecoderWeights; destroy: () => void } | null = null;
     try {
-      up = uploadDecoderWeights(gpu, rt, options.weights);
-      if (up.weights.embedding.parts.length !== 1) throw new ArgumentError("weights.embedding", `must fit one GPU binding (maxStorageBufferBindingSize ${gpu.limits.maxStorageBufferBindingSize}), got ${up.weights.embedding.parts.length} parts`);
+      up = uploadDecoderWeights(gpu, rt, options.weights, options.maxBindingBytes === undefined ? undefined : checkInt("maxBindingBytes", options.maxBindingBytes, { min: 4 }));
       const u = up;
       return await gpu.scoped("uploading the model", () => new GpuModelRunner(gpu, rt, ops, { ...options, numBlocks, blockSize }, u, maxModelLen));
     } catch (e) {
@@ -248,9 +249,10 @@ export class GpuModelRunner implements ModelRunner {
     const eps = c.rmsNormEps;
     const { numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I } = c;
     const qkvCols = (H + 2 * Hkv) * D;
-    const emb = W.embedding.parts[0]!;
-    const embWeight = emb.kind === "q8" ? { codes: { buffer: emb.codes }, scales: { buffer: emb.scales } } : { buffer: emb.buffer };
-    ops.embedding(pass, { ids: { buffer: b.ids }, weight: embWeight, dtype: emb.kind, out: { buffer: b.x }, tokens: T, rows: W.embedding.rows, cols: h });
+    for (const p of W.embedding.parts) {
+      const weight = p.kind === "q8" ? { codes: { buffer: p.codes }, scales: { buffer: p.scales } } : { buffer: p.buffer };
+      ops.embedding(pass, { ids: { buffer: b.ids }, weight, dtype: p.kind, out: { buffer: b.x }, tokens: T, rows: p.rows, firstRow: p.r0, cols: h });
+    }
     const positions = { buffer: b.positions };
     ops.rmsNorm(pass, { x: { buffer: b.x }, weight: { buffer: W.layers[0]!.inputNorm }, out: { buffer: b.xb }, rows: T, cols: h, eps });
     for (let l = 0; l < c.numLayers; l++) {

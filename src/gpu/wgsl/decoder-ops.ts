@@ -24,7 +24,9 @@
  *            (4 a word) and f32 scales [rows, ⌈cols/32⌉], w = code · scale,
  *            times the f32 activation (not quantized, unlike the CPU's q8 dot)
  *   embed    out[t, :] = W[ids[t], :] decoded (f32 | f16 | bf16 words, or
- *            q8 codes × scales): one invocation per output element
+ *            q8 codes × scales): one invocation per output element; W may
+ *            hold rows [r0, r0 + rows) only (one part of a split matrix), and
+ *            tokens whose id is outside them are left for another part
  *
  * Every kernel takes element offsets into its buffers from a uniform, so one
  * buffer can hold many tensors.
@@ -191,7 +193,7 @@ export const EMBED_Q8 = 3;
 
 export function embeddingWgsl(): string {
   return `// Embedding gather
-struct Params { tokens: u32, cols: u32, kvDtype: u32, blocks: u32, oOff: u32, wgX: u32, pad0: u32, pad1: u32 }
+struct Params { tokens: u32, cols: u32, kvDtype: u32, blocks: u32, oOff: u32, wgX: u32, r0: u32, rows: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> ids: array<i32>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
@@ -204,7 +206,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   if (idx >= P.tokens * P.cols) { return; }
   let t = idx / P.cols;
   let c = idx % P.cols;
-  let row = u32(ids[t]);
+  let id = u32(ids[t]);
+  if (id < P.r0 || id >= P.r0 + P.rows) { return; }   // another part's row (a matrix split by rows)
+  let row = id - P.r0;
   var v: f32;
   if (P.kvDtype == ${EMBED_Q8}u) {
     let word = w[row * P.blocks * 8u + c / 4u];
