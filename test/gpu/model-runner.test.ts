@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { GpuDevice } from "../../src/gpu/index.js";
 import { GpuModelRunner } from "../../src/gpu/model-runner.js";
+import { Engine } from "../../src/engine/engine.js";
 import { DecoderWeights, type LayerWeights, type Runtime, type Tensor, type Weight, createDecoder, createRuntime, createWeight, dequantizeWeight, generate, loadModel, resolveSamplingParams } from "../../src/index.js";
 import type { KvCacheDType } from "../../src/kv/kv-quant.js";
 import type { WeightFormat } from "../../src/ops/weight.js";
@@ -147,7 +148,30 @@ describe("WebGPU ModelRunner against the CPU decoder", () => {
       cpu.runner.dispose();
     }
   });
+
   gpuTest("qwen2 (qkv bias, tied head), bf16 weights, bf16 KV", () => compare("qwen2", "bf16", "bf16"));
   gpuTest("qwen3 (per-head q/k norm), q8 weights, f16 KV", () => compare("qwen3", "q8", "f16"));
   gpuTest("mistral (sliding window 16), q4 weights, f32 KV, every matrix split by rows into 6 KiB buffers (embedding and head too)", () => compare("mistral", "q4", "f32", { slidingWindow: 16 }, 6144));
+
+  gpuTest("a lost device fails the engine's running requests with the loss, and the engine steps on (last: it loses the suite's device)", async () => {
+    const dir = join(root, "lost");
+    writeTinyModel(dir, { arch: "llama", hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2 });
+    const cpu = loadModel(rt, dir, { weights: "f32", kvDtype: "f32", numBlocks: 16, progress: false });
+    const runner = await GpuModelRunner.create(gpu, rt, { config: cpu.config, weights: cpu.runner.weights, numBlocks: 16, blockSize: cpu.runner.kvCache.blockSize, kvDtype: "f32" });
+    try {
+      const engine = new Engine({ runner, tokenizer: cpu.tokenizer, eosTokenIds: [] });
+      const params = resolveSamplingParams({ temperature: 0, maxTokens: 4, ignoreEos: true }, cpu.config.vocabSize);
+      engine.addRequest({ requestId: "a", promptTokenIds: [3, 4, 5], params });
+      gpu.device.destroy(); // what a driver reset or a GPU removal looks like to WebGPU
+      const outs = await engine.step();
+      assert.deepEqual(outs.map((o) => [o.requestId, o.finishReason]), [["a", "error"]]);
+      assert.match(outs[0]!.error!, /^forward failed: .*WebGPU device was (lost|destroyed)/);
+      engine.addRequest({ requestId: "b", promptTokenIds: [3], params });
+      const again = await engine.step();
+      assert.deepEqual(again.map((o) => [o.requestId, o.finishReason]), [["b", "error"]]);
+    } finally {
+      runner.dispose();
+      cpu.runner.dispose();
+    }
+  });
 });
