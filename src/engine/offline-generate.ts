@@ -11,6 +11,10 @@
  *   const r = generate({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds,
  *                        promptIds: model.tokenizer.encode("Hello"), params, onText: (t) => process.stdout.write(t) });
  *   r.ids, r.text, r.logprobs, r.finishReason, r.prefill, r.decode
+ *
+ * With an asynchronous runner (the WebGPU one) the same loop awaits each
+ * forward, and generate / promptLogits / runRequest return Promises; with the
+ * CPU decoder they stay synchronous.
  */
 import { ArgumentError, show } from "../errors.js";
 import type { ModelRunner, StepResult } from "../model/model-runner.js";

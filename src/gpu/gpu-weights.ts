@@ -24,6 +24,7 @@ import { type Weight, WeightStack, gatherRows } from "../ops/weight.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
 import type { GpuDecoderOps, GpuView } from "./decoder-ops.js";
+import { BufferUsage } from "./constants.js";
 import type { GpuDevice } from "./device.js";
 
 /** One row range [r0, r0 + rows) of a matrix in its own buffer(s). */
@@ -78,7 +79,7 @@ class Uploader {
   /** A buffer of its own (not pooled: weights live as long as the runner). */
   put(data: ArrayBufferView, label: string): GPUBuffer {
     const size = Math.max(4, Math.ceil(data.byteLength / 4) * 4);
-    const buffer = this.gpu.device.createBuffer({ size, usage: 0x80 | 0x08, label }); // STORAGE | COPY_DST
+    const buffer = this.gpu.device.createBuffer({ size, usage: BufferUsage.STORAGE | BufferUsage.COPY_DST, label });
     this.buffers.push(buffer);
     const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     if (bytes.byteLength % 4 === 0) this.gpu.device.queue.writeBuffer(buffer, 0, bytes);
