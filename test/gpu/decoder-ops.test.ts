@@ -249,7 +249,7 @@ describe("WebGPU decoder kernels against the float64 references", () => {
     for (const b of [xb, pb, cb]) gpu.pool.release(b);
   });
 
-  gpuTest("KV append into a paged cache: 7 tokens (one skipped by slot −1) into scattered slots, f32 / f16 / bf16 codes equal the CPU codec's, other slots untouched", async () => {
+  gpuTest("KV append into a paged cache: 7 tokens (one skipped by slot −1) into scattered slots, K and V at their own token strides, f32 / f16 / bf16 codes equal the CPU codec's, other slots untouched", async () => {
     const tokens = 7;
     const hkv = 2;
     const d = 80;
@@ -257,7 +257,8 @@ describe("WebGPU decoder kernels against the float64 references", () => {
     const stride = 170;
     const slots = [33, 0, -1, 17, 5, 39, 16];
     const k = uniform(tokens * stride, 9, -3, 3);
-    const v = uniform(tokens * stride, 10, -3, 3);
+    const vStride = 200;
+    const v = uniform(tokens * vStride, 10, -3, 3);
     k[3] = NaN; // token 0, head 0, dim 3: a NaN stays NaN
     for (const dtype of ["f32", "f16", "bf16"] as const) {
       const eb = dtype === "f32" ? 4 : 2;
@@ -265,7 +266,7 @@ describe("WebGPU decoder kernels against the float64 references", () => {
       const [kb, vb] = [upload(k, "k"), upload(v, "v")];
       const sb = gpu.upload(new Uint8Array(Int32Array.from(slots).buffer), "slots");
       const [ck, cv] = [gpu.upload(fill, "cache k"), gpu.upload(fill, "cache v")];
-      await run((pass) => ops.appendKv(pass, { k: { buffer: kb }, v: { buffer: vb }, tokenStride: stride, slots: { buffer: sb }, cacheK: { buffer: ck }, cacheV: { buffer: cv }, dtype, numSlots, tokens, numKvHeads: hkv, headDim: d }), ck, 4);
+      await run((pass) => ops.appendKv(pass, { k: { buffer: kb }, v: { buffer: vb }, tokenStride: stride, vTokenStride: vStride, slots: { buffer: sb }, cacheK: { buffer: ck }, cacheV: { buffer: cv }, dtype, numSlots, tokens, numKvHeads: hkv, headDim: d }), ck, 4);
       for (const [name, src, buf] of [["k", k, ck], ["v", v, cv]] as const) {
         const bytes = new Uint8Array(await gpu.read(buf, fill.byteLength));
         const codes = dtype === "f32" ? new Uint32Array(bytes.buffer) : new Uint16Array(bytes.buffer);
@@ -273,7 +274,7 @@ describe("WebGPU decoder kernels against the float64 references", () => {
         slots.forEach((slot, t) => {
           if (slot < 0) return;
           for (let e = 0; e < hkv * d; e++) {
-            const x = src[t * stride + e]!;
+            const x = src[t * (name === "k" ? stride : vStride) + e]!;
             want[slot * hkv * d + e] = dtype === "f32" ? new Uint32Array(Float32Array.of(x).buffer)[0]! : encodeValue(dtype, x);
           }
         });
