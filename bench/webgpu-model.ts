@@ -17,7 +17,7 @@ import { type Row, median } from "./harness.js";
 export async function modelRows(rt: Runtime, gpu: GpuDevice, small: boolean, log: (line: string) => void): Promise<Row[]> {
   const full = qwen25HalfBConfig();
   // SwiftShader: hidden 128, 2 layers, a 1024-token vocabulary (a few seconds a step there).
-  const config = small ? { ...full, hiddenSize: 128, intermediateSize: 384, numHeads: 2, numKvHeads: 1, headDim: 64, numLayers: 2, vocabSize: 1024, layerWindows: full.layerWindows.slice(0, 2) } : full;
+  const config = small ? { ...full, hiddenSize: 128, intermediateSize: 384, numHeads: 2, numKvHeads: 1, headDim: 64, numLayers: 2, vocabSize: 1024, layerWindows: full.layerWindows.slice(0, 2), layerRope: full.layerRope.slice(0, 2) } : full;
   const prompt = small ? 16 : 512;
   const decodeSteps = small ? 4 : 64;
   const rows: Row[] = [];

@@ -78,6 +78,23 @@ interface StepBuffers {
   logits: GPUBuffer; // [S, V]
 }
 
+/**
+ * Throws an ArgumentError naming what the WebGPU runner does not run yet (the
+ * CPU decoder does: --device cpu): GeGLU, Gemma's embedding scale and
+ * sandwich norms, final-logit softcap, partial or per-layer RoPE. The
+ * attention scale and score softcap are the kernels' own options.
+ */
+export function checkGpuSupport(c: ModelConfig): void {
+  const missing: string[] = [];
+  if (c.hiddenAct !== "silu") missing.push(`the ${c.hiddenAct} MLP (GeGLU)`);
+  if (c.embeddingScale !== 1) missing.push(`an embedding scale (${c.embeddingScale})`);
+  if (c.sandwichNorms) missing.push("sandwich norms");
+  if (c.finalLogitSoftcap > 0) missing.push(`a final-logit softcap (${c.finalLogitSoftcap})`);
+  if (c.rotaryDim !== c.headDim) missing.push(`partial RoPE (rotary dim ${c.rotaryDim} of ${c.headDim})`);
+  if (c.layerRope.some((r) => r === null || r.theta !== c.ropeTheta || JSON.stringify(r.scaling) !== JSON.stringify(c.ropeScaling))) missing.push("per-layer RoPE (NoPE layers, local RoPE bases)");
+  if (missing.length > 0) throw new ArgumentError("model", `${c.architecture} needs ${missing.join(", ")}, which the webgpu device does not run yet: use --device cpu`);
+}
+
 export class GpuModelRunner implements ModelRunner {
   readonly config: ModelConfig;
   readonly vocabSize: number;
@@ -139,6 +156,7 @@ export class GpuModelRunner implements ModelRunner {
   /** Uploads the weights and allocates the KV cache on `gpu`; `rt` builds each step's attention plan. */
   static async create(gpu: GpuDevice, rt: Runtime, options: GpuModelRunnerOptions): Promise<GpuModelRunner> {
     const c = options.config;
+    checkGpuSupport(c);
     const numBlocks = checkInt("numBlocks", options.numBlocks, { min: 1 });
     const blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: 256 });
     if (!(GPU_KV_DTYPES as readonly string[]).includes(options.kvDtype)) {
@@ -197,7 +215,7 @@ export class GpuModelRunner implements ModelRunner {
     let attn: PagedAttentionStep | null = null;
     let b: StepBuffers | null = null;
     try {
-      attn = await PagedAttentionStep.create(gpu, this.#rt, { H: c.numHeads, Hkv: c.numKvHeads, D: c.headDim, kvDtype: this.kvDtype, blockSize: this.kvCache.blockSize }, batch);
+      attn = await PagedAttentionStep.create(gpu, this.#rt, { H: c.numHeads, Hkv: c.numKvHeads, D: c.headDim, kvDtype: this.kvDtype, blockSize: this.kvCache.blockSize, scale: c.attentionScale, softcap: c.attnLogitSoftcap }, batch);
       const bufs = (b = this.#acquire(T, S, attn.outFloats, attn.lseFloats));
       const step = attn;
       return await gpu.scoped("running a forward step", async () => {

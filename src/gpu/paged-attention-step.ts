@@ -36,6 +36,10 @@ export interface AttentionShape {
   D: number;
   kvDtype: GpuKvDtype;
   blockSize: number;
+  /** Softmax scale (the model's: 1/√D, or Gemma's query_pre_attn_scalar^−½). */
+  scale: number;
+  /** > 0: scores become softcap · tanh(s / softcap); 0: off. */
+  softcap: number;
 }
 
 /** Where q lives: element offset of token 0, head 0 and the stride between tokens (heads are D apart). */
@@ -128,7 +132,7 @@ export class PagedAttentionStep {
       qOff: a.q.offset, qsB: 0, qsH: D, qsS: a.q.tokenStride,
       kOff: 0, ksB: 0, ksH: D, ksS: slot,
       vOff: 0, vsB: 0, vsH: D, vsS: slot,
-      scale: 1 / Math.sqrt(D), softcap: 0, causal: 1, winL: a.window?.[0] ?? -1,
+      scale: this.#shape.scale, softcap: this.#shape.softcap, causal: 1, winL: a.window?.[0] ?? -1,
       winR: a.window?.[1] ?? -1, flags: 0, seqsOff: t.seqsOff, itemsOff: t.itemsOff,
       tableOff: t.tableOff, maxBlocks: this.#maxBlocks, blockSize, partSq: Math.max(1, t.partSq),
       biasOff: 0, bsB: 0, bsH: 0, bsI: 0,

@@ -21,13 +21,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { GpuDevice } from "../../src/gpu/index.js";
-import { GpuModelRunner } from "../../src/gpu/model-runner.js";
+import { GpuModelRunner, checkGpuSupport } from "../../src/gpu/model-runner.js";
 import { Engine } from "../../src/engine/engine.js";
-import { DecoderWeights, type LayerWeights, type Runtime, type Tensor, type Weight, createDecoder, createRuntime, createWeight, dequantizeWeight, generate, loadModel, resolveSamplingParams } from "../../src/index.js";
+import { ArgumentError, DecoderWeights, type LayerWeights, type Runtime, type Tensor, type Weight, createDecoder, createRuntime, createWeight, dequantizeWeight, generate, loadModel, resolveSamplingParams } from "../../src/index.js";
 import type { KvCacheDType } from "../../src/kv/kv-quant.js";
 import type { WeightFormat } from "../../src/ops/weight.js";
 import { type TinyArch, writeTinyModel } from "../../src/testing/index.js";
 import { Blocks, makeBatch } from "../model/decoder-support.js";
+import { readModelMetadata } from "../../src/model/model-metadata.js";
+
+const parseTiny = (dir: string) => readModelMetadata({ kind: "dir", path: dir });
 import { openTestGpu } from "./support.js";
 
 const opened = await openTestGpu();
@@ -51,7 +54,7 @@ function f32Twin(rt: Runtime, w: DecoderWeights): DecoderWeights {
   };
   const embedding = m(w.embedding);
   const layers = w.layers.map((l): LayerWeights => ({
-    inputNorm: v(l.inputNorm), postNorm: v(l.postNorm), qkv: m(l.qkv), qkvBias: v(l.qkvBias), qNorm: v(l.qNorm), kNorm: v(l.kNorm),
+    inputNorm: v(l.inputNorm), postNorm: v(l.postNorm), attnOutNorm: v(l.attnOutNorm), mlpOutNorm: v(l.mlpOutNorm), qkv: m(l.qkv), qkvBias: v(l.qkvBias), qNorm: v(l.qNorm), kNorm: v(l.kNorm),
     o: m(l.o), oBias: v(l.oBias), gateUp: m(l.gateUp), gateUpBias: v(l.gateUpBias), down: m(l.down), downBias: v(l.downBias),
   }));
   return new DecoderWeights(rt, "f32", embedding, layers, v(w.finalNorm), w.lmHead === w.embedding ? embedding : m(w.lmHead));
@@ -78,6 +81,19 @@ function assertLogitsClose(what: string, gpu: Float32Array, cpu: Float32Array, V
     if (cpu[r * V + top]! - second > 2 * TOL * scale) assert.equal(argmax(gpu, r * V, V), top, `${what}: row ${r}: greedy token`);
   }
 }
+
+test("architectures the WebGPU runner does not run yet are refused by name, before anything is uploaded", () => {
+  const root = mkdtempSync(join(tmpdir(), "kvflash-gpu-support-"));
+  try {
+    for (const [arch, what] of [["gemma2", /GeGLU.*embedding scale.*sandwich norms.*final-logit softcap/], ["smollm3", /per-layer RoPE/], ["phi3", /partial RoPE/]] as const) {
+      const { config } = parseTiny(writeTinyModel(join(root, arch), { arch }).dir);
+      assert.throws(() => checkGpuSupport(config), (e: Error) => e instanceof ArgumentError && e.argument === "model" && what.test(e.message) && /use --device cpu$/.test(e.message), arch);
+    }
+    for (const arch of ["llama", "mistral", "qwen2", "qwen3"] as const) checkGpuSupport(parseTiny(writeTinyModel(join(root, arch), { arch }).dir).config);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
 
 describe("WebGPU ModelRunner against the CPU decoder", () => {
   let rt: Runtime;
