@@ -38,7 +38,7 @@ import { join } from "node:path";
 import { defaultModelDir, generate, loadModel, resolveSamplingParams } from "../../src/index.js";
 import type { ChatMessage } from "../../src/tokenizer/chat-template.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
-import type { ModelRunner } from "../../src/model/model-runner.js";
+import type { SyncModelRunner } from "../../src/model/model-runner.js";
 import type { Row, Suite } from "../harness.js";
 import { isRefusal, judgeDefinition, type Sense } from "../definition-rule.js";
 
@@ -67,7 +67,7 @@ interface HeldOut {
 }
 
 /** One sequence's logits at every position: f32 [n, V]. */
-function allLogits(runner: ModelRunner, ids: readonly number[]): Float32Array {
+function allLogits(runner: SyncModelRunner, ids: readonly number[]): Float32Array {
   const n = ids.length;
   const { blockSize } = runner.kvCache;
   const blocks = Math.ceil(n / blockSize);

@@ -25,7 +25,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Engine } from "../../src/engine/engine.js";
 import { type LoadedModel, Tokenizer, createSyntheticModel, defaultModelDir, loadModel, qwen25HalfBConfig, resolveSamplingParams } from "../../src/index.js";
-import type { ModelRunner } from "../../src/model/model-runner.js";
+import type { SyncModelRunner } from "../../src/model/model-runner.js";
 import type { ChatMessage } from "../../src/tokenizer/chat-template.js";
 import { llama2TokenizerDir } from "../../src/testing/index.js";
 import type { Row, Suite, SuiteContext } from "../harness.js";
@@ -37,7 +37,7 @@ const SPEC = { method: "ngram", num_speculative_tokens: K, prompt_lookup_max: 4,
 interface Workload {
   model: string;
   workload: string;
-  runner: ModelRunner;
+  runner: SyncModelRunner;
   tokenizer: Tokenizer;
   eos: readonly number[];
   prompts: number[][];

@@ -19,6 +19,8 @@
  * software adapter: SwiftShader runs on the CPU) takes H = 8, Hkv = 2 and
  * Sk = 1024 decode, S = 128 prefill: enough to show the suite runs, not a
  * speed. Rows name the adapter; BENCHMARKS.md says which runs were real GPUs.
+ * Then the model rows (bench/webgpu-model.ts): the WebGPU ModelRunner's
+ * prefill and decode tok/s and `over_cpu`, the ratio to the wasm decoder.
  */
 import { prefillProblem } from "../../src/attention/flash-attention.js";
 import { prepareIncreFlashAttention } from "../../src/attention/incre-flash-attention.js";
@@ -27,6 +29,7 @@ import { GpuDevice } from "../../src/gpu/device.js";
 import { type DType, type Runtime, type Tensor, convert } from "../../src/index.js";
 import { type GpuCeilings, measureGpuCeilings, timeGpu } from "../gpu-ceilings.js";
 import type { Row, Suite } from "../harness.js";
+import { modelRows } from "../webgpu-model.js";
 
 interface Case {
   op: "decode" | "prefill";
@@ -123,7 +126,7 @@ async function measure(rt: Runtime, gpu: GpuDevice, c: Case, ceil: GpuCeilings, 
 
 export const webgpu: Suite = {
   name: "webgpu",
-  description: "WGSL FlashAttention-2 prefill and FlashDecoding decode on the WebGPU adapter, against its copy bandwidth and FMA peak measured in the same run",
+  description: "WGSL FlashAttention-2 prefill and FlashDecoding decode on the WebGPU adapter, against its copy bandwidth and FMA peak measured in the same run; the WebGPU ModelRunner's prefill and decode tok/s over the wasm decoder's",
   async run({ rt, quick, log }): Promise<Row[]> {
     const gpu = (await GpuDevice.open({ device: "webgpu" }))!;
     try {
@@ -140,6 +143,7 @@ export const webgpu: Suite = {
         log(`${c.op} ${c.kv} H=${c.H} Hkv=${c.Hkv} Sq=${c.Sq} Sk=${c.Sk} D=${c.D}`);
         rows.push({ ...(await measure(rt, gpu, c, ceil, small)), software: gpu.adapter.software });
       }
+      rows.push(...(await modelRows(rt, gpu, small, log)));
       return rows;
     } finally {
       gpu.destroy();

@@ -9,6 +9,7 @@ import { type SamplingParams, resolveSamplingParams } from "../engine/sampling-p
 import { KV_DTYPE_SETTINGS, type KvDtypeSetting } from "../kv/kv-quant.js";
 import { WEIGHTS_SETTINGS, type WeightsSetting } from "../ops/weight.js";
 import { checkOneOf } from "../tensor/check.js";
+import { type DeviceKind, parseDeviceKind } from "../gpu/adapter.js";
 
 const MODEL_FLAGS = `  --model MODEL                a model directory, a .gguf file, or a Hugging Face repo: org/name, org/name:Q4_K_M,
                                org/name/file.gguf (from the HF cache, else downloaded into it; default: the embedded model)
@@ -17,7 +18,9 @@ const MODEL_FLAGS = `  --model MODEL                a model directory, a .gguf f
   --kv-dtype DTYPE             KV cache: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default auto)
   --max-model-len N            cap on prompt + output tokens (default: the model's, as far as the KV cache holds)
   --kv-cache-gib N             KV cache budget, GiB (default: what one sequence of max-model-len needs, within 4 GiB)
-  --threads N                  kernel threads (default: $KVFLASH_THREADS or all cores)`;
+  --threads N                  kernel threads (default: $KVFLASH_THREADS or all cores)
+  --device DEVICE              cpu | webgpu | auto: the wasm kernels, a WebGPU adapter (the optional "webgpu"
+                               package), or a real GPU when there is one, else the CPU (default cpu)`;
 
 export const GENERATE_USAGE = `usage: kvflash generate --prompt TEXT [options]
 
@@ -57,6 +60,8 @@ export interface ModelArgs {
   /** --kv-cache-gib in bytes. */
   kvCacheBytes?: number;
   threads?: number;
+  /** --device: where the model runs (default cpu). */
+  device?: DeviceKind;
 }
 
 export interface GenerateArgs extends ModelArgs {
@@ -97,6 +102,9 @@ function modelFlag(args: ModelArgs, flag: string, read: FlagReader): boolean {
       return true;
     case "--threads":
       args.threads = read.integer(1);
+      return true;
+    case "--device":
+      args.device = parseDeviceKind(read.string(), flag);
       return true;
     default:
       return false;

@@ -7,7 +7,11 @@ import { generate, promptLogits } from "../engine/offline-generate.js";
 import { resolveSamplingParams, samplingDefaults } from "../engine/sampling-params.js";
 import { topN } from "../engine/sampler.js";
 import { defaultModelDir } from "../model/default-model.js";
-import { type LoadedModel, loadModel } from "../model/loader.js";
+import { type LoadModelOptions, type LoadedModelInfo, loadModel } from "../model/loader.js";
+import type { ModelRunner } from "../model/model-runner.js";
+import { GpuDevice } from "../gpu/device.js";
+import { loadGpuModel } from "../gpu/load-model.js";
+import { formatBytes } from "../runtime/allocator.js";
 import { describePlacement } from "../model/placement.js";
 import type { ModelSource } from "../model/source.js";
 import { describeKernels } from "../runtime/module.js";
@@ -24,7 +28,10 @@ const say = (line: string): void => {
   process.stderr.write(`${line}\n`);
 };
 
-async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runtime) => T): Promise<T> {
+/** What the commands use of a loaded model, on the CPU (Decoder) or a WebGPU device (GpuModelRunner). */
+type CommandModel = LoadedModelInfo & { runner: ModelRunner };
+
+async function withModel<T>(args: ModelArgs, run: (model: CommandModel, rt: Runtime) => T | Promise<T>): Promise<T> {
   if (args.model === undefined && args.revision !== undefined) throw new ArgumentError("--revision", "needs a hub --model (org/name)");
   // --model becomes a typed source before the runtime starts (downloading if need be).
   const source: ModelSource = args.model === undefined ? { kind: "dir", path: defaultModelDir() } : (await resolveModelArg(args.model, args.revision, say)).source;
@@ -33,17 +40,35 @@ async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runti
   try {
     const t0 = performance.now();
     // A bar on a terminal; on a pipe or a log file, a line per 10 % (as serve prints).
-    const model = loadModel(rt, source, {
+    const options: LoadModelOptions = {
       progress: true,
       ...(args.weights === undefined ? {} : { weights: args.weights }),
       ...(args.kvDtype === undefined ? {} : { kvDtype: args.kvDtype }),
       ...(args.maxModelLen === undefined ? {} : { maxModelLen: args.maxModelLen }),
       ...(args.kvCacheBytes === undefined ? {} : { kvCacheBytes: args.kvCacheBytes }),
-    });
+    };
+    const seconds = () => `${((performance.now() - t0) / 1000).toFixed(2)} s`;
+    const gpu = args.device === undefined || args.device === "cpu" ? null : await GpuDevice.open({ device: args.device === "auto" ? "auto" : "webgpu" });
+    if (gpu === null && args.device === "auto") say("--device auto: no hardware WebGPU adapter, running on the CPU");
+    let model: CommandModel;
+    if (gpu !== null) {
+      try {
+        const m = await loadGpuModel(rt, gpu, source, options, { ownDevice: true });
+        const r = m.runner;
+        say(`loaded ${source.path}: ${m.config.architecture}, on ${gpu.describe()}; weights ${r.weightFormat} (${formatBytes(r.weightBytes)} on the GPU), KV ${r.kvDtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens (${seconds()})`);
+        model = m;
+      } catch (e) {
+        gpu.destroy();
+        throw e;
+      }
+    } else {
+      const m = loadModel(rt, source, options);
+      const r = m.runner;
+      say(`loaded ${source.path}: ${m.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads, ${describeKernels(rt.kernels, rt.int8Dot)} (${seconds()}); ${describePlacement(m.plan.placement)}`);
+      model = m;
+    }
     try {
-      const r = model.runner;
-      say(`loaded ${source.path}: ${model.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads, ${describeKernels(rt.kernels, rt.int8Dot)} (${((performance.now() - t0) / 1000).toFixed(2)} s); ${describePlacement(model.plan.placement)}`);
-      return run(model, rt);
+      return await run(model, rt);
     } finally {
       model.runner.dispose();
     }
@@ -54,14 +79,14 @@ async function withModel<T>(args: ModelArgs, run: (model: LoadedModel, rt: Runti
 
 export async function generateCommand(argv: readonly string[]): Promise<number> {
   const args = parseGenerateArgs(argv);
-  return withModel(args, (model, rt) => {
+  return withModel(args, async (model, rt) => {
     const { tokenizer } = model;
     const promptIds = args.chat
       ? tokenizer.encodeChat([...(args.system === undefined ? [] : [{ role: "system", content: args.system }]), { role: "user", content: args.prompt }])
       : tokenizer.encode(args.prompt);
     const defaults = { maxTokens: DEFAULT_MAX_TOKENS, ...samplingDefaults(model.generation) };
     const params = resolveSamplingParams({ ...args.sampling, ...(args.json ? { logprobs: 0 } : {}) }, model.config.vocabSize, defaults);
-    const result = generate({
+    const result = await generate({
       runner: model.runner,
       tokenizer,
       promptIds,
@@ -86,9 +111,9 @@ export async function generateCommand(argv: readonly string[]): Promise<number> 
 
 export async function logitsCommand(argv: readonly string[]): Promise<number> {
   const args = parseLogitsArgs(argv);
-  return withModel(args, (model) => {
+  return withModel(args, async (model) => {
     const ids = args.ids ?? model.tokenizer.encode(args.prompt!);
-    const logits = promptLogits(model.runner, ids);
+    const logits = await promptLogits(model.runner, ids);
     if (args.json) {
       process.stdout.write(`${JSON.stringify({ ids, logits: Array.from(logits) })}\n`);
     } else {

@@ -13,6 +13,7 @@ import { DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
 import { WEIGHTS_SETTINGS } from "../ops/weight.js";
 import { MAX_DATA_PARALLEL_SIZE } from "../engine/data-parallel-engine.js";
 import { checkOneOf } from "../tensor/check.js";
+import { parseDeviceKind } from "../gpu/adapter.js";
 import { TOOL_PARSERS, type ToolParserName } from "../server/tool-parsers.js";
 import { DEFAULT_LOG_STATS_INTERVAL_S } from "../server/stats-log.js";
 import { DEFAULT_DISABLE_BY_BATCH_SIZE, resolveSpeculativeConfig } from "../engine/speculative-config.js";
@@ -34,6 +35,8 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
                                never more than max-num-seqs sequences of max-model-len need)
   --kv-dtype DTYPE             KV cache storage: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default auto)
   --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4 | auto (default auto: the checkpoint's)
+  --device DEVICE              cpu | webgpu | auto: the wasm kernels, a WebGPU adapter (the optional "webgpu"
+                               package), or a real GPU when there is one, else the CPU (default cpu)
   --num-gpu-blocks-override N  exactly N KV blocks (vLLM's name; wins over --kv-cache-gib)
   --block-size N               tokens per KV block, 1..${MAX_BLOCK_SIZE} (default ${DEFAULT_BLOCK_SIZE})
   --max-model-len N            cap on prompt + output tokens
@@ -116,6 +119,9 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         break;
       case "--weights":
         args.weights = checkOneOf(flag, read.string(), WEIGHTS_SETTINGS);
+        break;
+      case "--device":
+        args.device = parseDeviceKind(read.string(), flag);
         break;
       case "--num-gpu-blocks-override":
         args.numBlocks = read.integer(1);

@@ -7,7 +7,9 @@
  * setImmediate), so add / abort / stats messages are handled at step
  * boundaries: an abort frees its blocks before the next schedule(). Each
  * step's outputs go back in one message. Idle, the worker just waits for
- * messages.
+ * messages. With an asynchronous runner (WebGPU) the event loop also runs
+ * while a step's forward is on the GPU: adds and aborts then wait for the
+ * step to settle (the engine is never changed under a step).
  *
  * A constrained request's grammar is compiled (GrammarBackend.prepare) before
  * it is added: first in the backend's sandbox worker (time budget, memory
@@ -24,7 +26,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
 import { GrammarBackend, GrammarRejectedError } from "../structured/grammar-backend.js";
-import { Engine, type EngineRequest } from "./engine.js";
+import { Engine, type EngineOutput, type EngineRequest } from "./engine.js";
 import { resolveEngineConfig } from "./engine-config.js";
 import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./loader-module.js";
 import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
@@ -48,6 +50,15 @@ let grammarUnavailable: string | null = null;
 const compiling = new Set<string>();
 let stepScheduled = false;
 let stopped = false;
+/** An asynchronous step (the WebGPU runner's forward) is running: adds and aborts wait in `deferred` until it settles. */
+let inFlight = false;
+const deferred: (() => void)[] = [];
+
+/** Runs `fn` now, or after the step in flight (the engine is not touched during an asynchronous step). */
+function whenIdle(fn: () => void): void {
+  if (inFlight) deferred.push(fn);
+  else fn();
+}
 
 function scheduleStep(): void {
   if (stepScheduled || stopped || (engine === null && embedder === null)) return;
@@ -64,18 +75,31 @@ function step(): void {
     return;
   }
   if (engine === null) return;
+  let result: EngineOutput[] | Promise<EngineOutput[]>;
   try {
-    const outputs = engine.step();
-    if (outputs.length > 0) post({ type: "outputs", outputs });
+    result = engine.step();
   } catch (e) {
-    // A broken engine invariant (not a failed forward, which the engine contains): nothing can be trusted now.
-    post({ type: "fatal", message: `engine step failed: ${(e as Error).stack ?? String(e)}` });
-    stopped = true;
-    return;
+    return fatal(e);
   }
-  if (!engine.hasUnfinishedRequests) return;
+  if (!(result instanceof Promise)) return stepDone(result);
+  inFlight = true;
+  result.then(stepDone, fatal);
+}
+
+function stepDone(outputs: EngineOutput[]): void {
+  inFlight = false;
+  if (outputs.length > 0) post({ type: "outputs", outputs });
+  for (const fn of deferred.splice(0)) fn();
+  if (engine === null || !engine.hasUnfinishedRequests) return;
   if (engine.heldForGrammar && grammar !== null) void grammar.whenIdle().then(scheduleStep);
   else scheduleStep();
+}
+
+/** A broken engine invariant (not a failed forward, which the engine contains): nothing can be trusted now. */
+function fatal(e: unknown): void {
+  inFlight = false;
+  post({ type: "fatal", message: `engine step failed: ${(e as Error).stack ?? String(e)}` });
+  stopped = true;
 }
 
 function handle(m: ToWorker): void {
@@ -87,7 +111,7 @@ function handle(m: ToWorker): void {
         return;
       }
       const specs = requests.flatMap((r) => (r.grammar === undefined ? [] : [r.grammar]));
-      if (specs.length === 0 || engine === null) return addGroup(requests);
+      if (specs.length === 0 || engine === null) return whenIdle(() => addGroup(requests));
       const rejectAll = (message: string, param: string): void => {
         for (const { requestId } of requests) post({ type: "rejected", requestId, reason: "invalid", message, param });
       };
@@ -99,7 +123,7 @@ function handle(m: ToWorker): void {
           () => {
             if (stopped) return;
             if (requests.some((r) => !compiling.has(r.requestId))) return rejectAll("the request was aborted while its grammar compiled", "grammar"); // the client left
-            addGroup(requests);
+            whenIdle(() => addGroup(requests));
           },
           (e: unknown) => {
             if (e instanceof ArgumentError) rejectAll((e as Error).message.slice(e.argument.length + 1), e.argument);
@@ -124,14 +148,16 @@ function handle(m: ToWorker): void {
     case "abort":
       if (embedder?.abort(m.requestId)) return;
       if (compiling.delete(m.requestId)) return;
-      if (engine?.abort(m.requestId)) scheduleStep();
+      whenIdle(() => {
+        if (engine?.abort(m.requestId)) scheduleStep();
+      });
       return;
     case "stats":
       if (embedder !== null) post({ type: "stats", seq: m.seq, stats: embedder.stats() });
       else if (engine !== null) post({ type: "stats", seq: m.seq, stats: engine.stats() });
       return;
     case "shutdown":
-      void shutdown();
+      whenIdle(() => void shutdown()); // never dispose a runner under a running forward
       return;
   }
 }

@@ -6,15 +6,18 @@
  *   buildForwardBatch(…)            the ragged batch over the paged KV cache
  *   grammar.masksFor(matchers)      constrained requests only: ask the grammar host (another
  *                                   thread) for their allowed tokens (XGrammar), filled while…
- *   runner.forward(batch)           f32 [S, V] logits, one row per sampling request
+ *   runner.forward(batch)           f32 [S, V] logits, one row per sampling request (awaited when
+ *                                   the runner is asynchronous: the WebGPU runner)
  *   sampler.sample(state, row, mask) each request with its own SamplingState (seeded stream, penalties);
  *                                   the token advances the request's grammar matcher
  *   scheduler.updateFromOutput(…)   append tokens; each passes the request's StopChecker
  *                                   (text delta, stop strings with holdback, stop ids / EOS, max tokens)
  *   → EngineOutput per request      text delta, token ids, logprobs, finish reason, token counts
  *
- * Synchronous and single-threaded: the caller (engine-worker.ts, off the HTTP
- * thread) calls step() in a loop and addRequest / abort between steps.
+ * Single-threaded: the caller (engine-worker.ts, off the HTTP thread) calls
+ * step() in a loop and addRequest / abort between steps. Synchronous with the
+ * CPU decoder; with an asynchronous runner (WebGPU) step() returns a Promise
+ * and "between steps" means after it settles.
  *
  * A constrained request (EngineRequest.grammar) gets its matcher from the
  * grammar backend when added (the caller has prepared, i.e. compiled, its
@@ -58,9 +61,9 @@
  * and waiting requests go on as if nothing happened.
  */
 import { ArgumentError, show } from "../errors.js";
-import type { ModelRunner } from "../model/model-runner.js";
+import type { ModelRunner, StepResult } from "../model/model-runner.js";
 import { checkInt } from "../tensor/check.js";
-import type { ConstraintMatcher, GrammarBackendLike } from "../structured/grammar-backend.js";
+import type { ConstraintMatcher, GrammarBackendLike, StepMasks } from "../structured/grammar-backend.js";
 import type { GrammarSpec } from "../structured/grammar-spec.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { buildForwardBatch } from "./forward-batch-builder.js";
@@ -70,7 +73,7 @@ import { Request } from "./request.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { Sampler, SamplingState, type TokenLogprob, createSampler } from "./sampler.js";
 import type { ResolvedSamplingParams } from "./sampling-params.js";
-import { type RequestOutput, Scheduler, type StopDecision } from "./scheduler.js";
+import { type RequestOutput, Scheduler, type SchedulerOutput, type StopDecision } from "./scheduler.js";
 import { StopChecker, type StopUpdate } from "./stop.js";
 import { resolveEngineConfig } from "./engine-config.js";
 import { DraftLength } from "./draft-length.js";
@@ -80,8 +83,9 @@ import type { SpeculativeConfig } from "./speculative-config.js";
 /** The defaults live in engine-config.ts; re-exported for existing imports. */
 export { DEFAULT_MAX_NUM_SEQS, defaultMaxNumBatchedTokens } from "./engine-config.js";
 
-export interface EngineOptions {
-  runner: ModelRunner;
+export interface EngineOptions<R extends ModelRunner = ModelRunner> {
+  /** The model; a runner with an asynchronous forward makes step() asynchronous (see step). */
+  runner: R;
   tokenizer: Tokenizer;
   /** The model's EOS ids (ModelDir.eosTokenIds): they stop a request unless it sets ignoreEos. */
   eosTokenIds: readonly number[];
@@ -182,8 +186,8 @@ interface RequestState {
   lastTokenTime: number;
 }
 
-export class Engine {
-  readonly runner: ModelRunner;
+export class Engine<R extends ModelRunner = ModelRunner> {
+  readonly runner: R;
   readonly tokenizer: Tokenizer;
   readonly kvCacheManager: KvCacheManager;
   readonly scheduler: Scheduler<RequestState>;
@@ -208,7 +212,7 @@ export class Engine {
   /** Speculative decoding: the config and its proposer, or null. */
   readonly #spec: { config: SpeculativeConfig; proposer: DraftProposer } | null;
 
-  constructor(options: EngineOptions) {
+  constructor(options: EngineOptions<R>) {
     const runner = options.runner;
     if (runner === null || typeof runner !== "object" || typeof runner.forward !== "function") {
       throw new ArgumentError("runner", `must be a ModelRunner, got ${show(runner)}`);
@@ -344,8 +348,14 @@ export class Engine {
     return this.#heldForGrammar;
   }
 
-  /** Runs one step (if anything is schedulable) and returns every output it produced, aborts since the last step first. */
-  step(): EngineOutput[] {
+  /**
+   * Runs one step (if anything is schedulable) and returns every output it
+   * produced, aborts since the last step first. With a runner whose forward
+   * is asynchronous (the WebGPU runner) the step is too: it returns a Promise,
+   * and the caller must not add or abort requests until it settles. A
+   * synchronous runner's step stays synchronous (no Promise, no await).
+   */
+  step(): StepResult<R, EngineOutput[]> {
     this.#unpark();
     const outputs = this.#pending;
     this.#pending = [];
@@ -358,18 +368,32 @@ export class Engine {
     const constrained = step.scheduled.filter((s) => s.sampling && s.request.state!.matcher !== null);
     const masks = constrained.length === 0 ? null : this.#grammar!.masksFor(constrained.map((s) => s.request.state!.matcher!));
     const maskRowOf = new Map(constrained.map((s, i) => [s.request.requestId, i]));
-    let logits: Float32Array;
+    let logits: Float32Array | Promise<Float32Array>;
     try {
       logits = this.runner.forward(batch);
-      const want = batch.logitIndices.length * this.runner.vocabSize;
-      if (!(logits instanceof Float32Array) || logits.length !== want) {
-        throw new Error(`runner.forward returned ${show(logits)}, expected a Float32Array of ${batch.logitIndices.length} × ${this.runner.vocabSize}`);
-      }
     } catch (e) {
       this.#failForward(e, outputs);
       return outputs;
     }
+    if (logits instanceof Promise) {
+      return logits.then(
+        (l) => this.#sampleStep(step, batch.logitIndices.length, l, outputs, masks, maskRowOf),
+        (e: unknown) => {
+          this.#failForward(e, outputs);
+          return outputs;
+        },
+      ) as StepResult<R, EngineOutput[]>;
+    }
+    return this.#sampleStep(step, batch.logitIndices.length, logits, outputs, masks, maskRowOf);
+  }
 
+  /** The step after its forward: check the logits, sample each sampling request (under `masks`, row maskRowOf(id)), update the scheduler. */
+  #sampleStep(step: SchedulerOutput<RequestState>, rows: number, logits: Float32Array, outputs: EngineOutput[], masks: StepMasks | null, maskRowOf: ReadonlyMap<string, number>): EngineOutput[] {
+    const V = this.runner.vocabSize;
+    if (!(logits instanceof Float32Array) || logits.length !== rows * V) {
+      this.#failForward(new Error(`runner.forward returned ${show(logits)}, expected a Float32Array of ${rows} × ${V}`), outputs);
+      return outputs;
+    }
     const sampled = new Map<string, number[]>();
     let row = 0;
     for (const s of step.scheduled) {

@@ -6,6 +6,7 @@
  * directory or a GGUF file); tests and
  * embedders may name another module (a different runner, fault injection).
  */
+import type { DeviceKind } from "../gpu/adapter.js";
 import type { KvDtypeSetting } from "../kv/kv-quant.js";
 import type { ModelRunner } from "../model/model-runner.js";
 import type { ModelSource } from "../model/source.js";
@@ -19,6 +20,8 @@ export interface ModelLoadOptions {
   source: ModelSource;
   /** Compute format of the weights ("f32" | "bf16" | "q8" | "q4" | "auto"); the loader's default if omitted. */
   weights?: WeightsSetting;
+  /** Where the model runs: "cpu" | "webgpu" | "auto" (gpu/adapter.ts); the default loader's default is "cpu". */
+  device?: DeviceKind;
   /** Storage dtype of the KV cache ("f32" | "f16" | "bf16" | "int8" | "fp8_e4m3" …); the loader's default if omitted. */
   kvDtype?: KvDtypeSetting;
   /** Bytes for the paged KV cache (all layers, K and V). */
@@ -48,7 +51,7 @@ export interface EngineModel {
   tokenizer: Tokenizer;
   /** Token ids that end a sequence (ModelDir.eosTokenIds). */
   eosTokenIds: number[];
-  /** Where the model lives, one line for the startup log (describePlacement). */
+  /** Where the model lives, one line for the startup log (describePlacement, or the WebGPU adapter). */
   placement?: string;
 }
 

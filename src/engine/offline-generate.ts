@@ -11,9 +11,13 @@
  *   const r = generate({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds,
  *                        promptIds: model.tokenizer.encode("Hello"), params, onText: (t) => process.stdout.write(t) });
  *   r.ids, r.text, r.logprobs, r.finishReason, r.prefill, r.decode
+ *
+ * With an asynchronous runner (the WebGPU one) the same loop awaits each
+ * forward, and generate / promptLogits / runRequest return Promises; with the
+ * CPU decoder they stay synchronous.
  */
 import { ArgumentError, show } from "../errors.js";
-import type { ModelRunner } from "../model/model-runner.js";
+import type { ModelRunner, StepResult } from "../model/model-runner.js";
 import { checkInt } from "../tensor/check.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { buildForwardBatch } from "./forward-batch-builder.js";
@@ -39,8 +43,9 @@ export interface StepLoopOptions {
   maxNumBatchedTokens?: number;
 }
 
-export interface GenerateOptions extends StepLoopOptions {
-  runner: ModelRunner;
+export interface GenerateOptions<R extends ModelRunner = ModelRunner> extends StepLoopOptions {
+  /** The model; with an asynchronous runner (WebGPU) generate returns a Promise. */
+  runner: R;
   tokenizer: Tokenizer;
   /** ≥ 1 ids, each < runner.vocabSize; prompt + maxTokens are capped to runner.maxModelLen. */
   promptIds: readonly number[];
@@ -101,7 +106,7 @@ export interface RunRequestOptions extends StepLoopOptions {
  * geometry, each step buildForwardBatch → forward → pick → updateFromOutput,
  * until the request finishes. The prompt is not validated here.
  */
-export function runRequest(runner: ModelRunner, promptIds: readonly number[], options: RunRequestOptions): { firstTokenMs: number; endMs: number } {
+export function runRequest<R extends ModelRunner>(runner: R, promptIds: readonly number[], options: RunRequestOptions): StepResult<R, RequestTiming> {
   const kv = new KvCacheManager({ numBlocks: runner.kvCache.numBlocks, blockSize: runner.kvCache.blockSize, enablePrefixCaching: false });
   let decision: StopDecision | null = null;
   const config = resolveEngineConfig({ maxNumSeqs: 1, ...(options.maxNumBatchedTokens === undefined ? {} : { maxNumBatchedTokens: options.maxNumBatchedTokens }) });
@@ -116,10 +121,8 @@ export function runRequest(runner: ModelRunner, promptIds: readonly number[], op
   scheduler.addRequest(request);
   const start = performance.now();
   let firstTokenMs = -1;
-  while (scheduler.hasUnfinishedRequests) {
-    const t0 = performance.now();
-    const step = scheduler.schedule();
-    const logits = runner.forward(buildForwardBatch(step, kv.blockSize));
+  /** The step after its forward: pick the token, update the scheduler. */
+  const finish = (t0: number, tokens: number, logits: Float32Array): void => {
     const sampled = new Map<string, number[]>();
     if (logits.length > 0) {
       const next = options.pick(logits.subarray(0, runner.vocabSize));
@@ -128,9 +131,36 @@ export function runRequest(runner: ModelRunner, promptIds: readonly number[], op
       if (firstTokenMs < 0) firstTokenMs = performance.now() - start;
     }
     scheduler.updateFromOutput(sampled);
-    options.onStep?.({ tokens: step.numScheduledTokens, ms: performance.now() - t0, sampled: logits.length > 0 });
-  }
-  return { firstTokenMs, endMs: performance.now() - start };
+    options.onStep?.({ tokens, ms: performance.now() - t0, sampled: logits.length > 0 });
+  };
+  // Synchronous while the runner is; an asynchronous forward continues the loop when it resolves.
+  const loop = (): RequestTiming | Promise<RequestTiming> => {
+    while (scheduler.hasUnfinishedRequests) {
+      const t0 = performance.now();
+      const step = scheduler.schedule();
+      const logits = runner.forward(buildForwardBatch(step, kv.blockSize));
+      if (logits instanceof Promise) {
+        return logits.then((l) => {
+          finish(t0, step.numScheduledTokens, l);
+          return loop();
+        });
+      }
+      finish(t0, step.numScheduledTokens, logits);
+    }
+    return { firstTokenMs, endMs: performance.now() - start };
+  };
+  return loop() as StepResult<R, RequestTiming>;
+}
+
+/** When runRequest's first token came and when it ended, in ms from its start. */
+export interface RequestTiming {
+  firstTokenMs: number;
+  endMs: number;
+}
+
+/** `fn(value)`, now when `value` is not a Promise, else when it resolves. */
+function then<T, U>(value: T | Promise<T>, fn: (v: T) => U): U | Promise<U> {
+  return value instanceof Promise ? value.then(fn) : fn(value);
 }
 
 function checkPrompt(promptIds: readonly number[], runner: ModelRunner): void {
@@ -143,20 +173,27 @@ function checkPrompt(promptIds: readonly number[], runner: ModelRunner): void {
 }
 
 /** Generates one completion of `promptIds` (see the module comment). */
-export function generate(options: GenerateOptions): GenerateResult {
+export function generate<R extends ModelRunner>(options: GenerateOptions<R>): StepResult<R, GenerateResult> {
   const { runner, promptIds, params } = options;
   checkPrompt(promptIds, runner);
   // The model's length limit becomes the stop checker's, so text is flushed when it is reached.
   const maxTokens = Math.min(params.maxTokens, runner.maxModelLen - promptIds.length);
   const sampler = createSampler(runner.vocabSize, options.runtime);
+  let result: GenerateResult | Promise<GenerateResult>;
   try {
-    return generateWith(sampler, options, maxTokens);
-  } finally {
+    result = generateWith(sampler, options, maxTokens);
+  } catch (e) {
     sampler.free();
+    throw e;
   }
+  if (!(result instanceof Promise)) {
+    sampler.free();
+    return result as StepResult<R, GenerateResult>;
+  }
+  return result.finally(() => sampler.free()) as StepResult<R, GenerateResult>;
 }
 
-function generateWith(sampler: Sampler, options: GenerateOptions, maxTokens: number): GenerateResult {
+function generateWith(sampler: Sampler, options: GenerateOptions, maxTokens: number): GenerateResult | Promise<GenerateResult> {
   const { runner, tokenizer, promptIds, params } = options;
   const state = new SamplingState(params, [...promptIds]);
   const stop = new StopChecker(tokenizer, { ...params, maxTokens, eosTokenIds: options.eosTokenIds ?? [], promptIds: [...promptIds] });
@@ -175,33 +212,33 @@ function generateWith(sampler: Sampler, options: GenerateOptions, maxTokens: num
     if (last.delta) options.onText?.(last.delta);
     return { token: r.token, stop: last.finished ? { reason: last.finishReason!, ...(last.stopReason === null ? {} : { stopReason: last.stopReason }) } : null };
   };
-  const t = runRequest(runner, promptIds, { ...options, maxTokens, pick });
-  const final = last as StopUpdate | null;
-  const generated = stop.ids.length;
-  return {
-    ids: [...stop.ids],
-    text: stop.text,
-    logprobs,
-    topLogprobs,
-    finishReason: final?.finishReason ?? "length",
-    stopReason: final?.stopReason ?? null,
-    promptTokens: promptIds.length,
-    prefill: phase(promptIds.length, t.firstTokenMs),
-    decode: phase(Math.max(0, generated - 1), t.endMs - t.firstTokenMs),
-  };
+  return then(runRequest(runner, promptIds, { ...options, maxTokens, pick }), (t: RequestTiming): GenerateResult => {
+    const final = last as StopUpdate | null;
+    const generated = stop.ids.length;
+    return {
+      ids: [...stop.ids],
+      text: stop.text,
+      logprobs,
+      topLogprobs,
+      finishReason: final?.finishReason ?? "length",
+      stopReason: final?.stopReason ?? null,
+      promptTokens: promptIds.length,
+      prefill: phase(promptIds.length, t.firstTokenMs),
+      decode: phase(Math.max(0, generated - 1), t.endMs - t.firstTokenMs),
+    };
+  });
 }
 
 /**
  * The logits of the last prompt position (f32 [V], a copy), computed through
  * the same scheduler path as generate (chunked prefill for long prompts).
  */
-export function promptLogits(runner: ModelRunner, promptIds: readonly number[], options: StepLoopOptions = {}): Float32Array {
+export function promptLogits<R extends ModelRunner>(runner: R, promptIds: readonly number[], options: StepLoopOptions = {}): StepResult<R, Float32Array> {
   checkPrompt(promptIds, runner);
   let out: Float32Array | null = null;
   const pick = (logits: Float32Array) => {
     out = logits.slice();
     return { token: argmax(out), stop: null };
   };
-  runRequest(runner, promptIds, { ...options, maxTokens: 1, pick });
-  return out!;
+  return then(runRequest(runner, promptIds, { ...options, maxTokens: 1, pick }), () => out!) as StepResult<R, Float32Array>;
 }

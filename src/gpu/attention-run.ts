@@ -84,7 +84,7 @@ function dispatchSize(gpu: GpuDevice, groups: number): [number, number] {
  * (flash-attention.ts: query rows split over the workgroup). Both read the
  * same plan tables, with `rows` rows a work item.
  */
-export function chooseAttentionKernel(gpu: GpuDevice, p: AttentionProblem): { code: string; label: string; rows: number } {
+export function chooseAttentionKernel(gpu: GpuDevice, p: Pick<AttentionProblem, "seqs" | "G" | "D">): { code: string; label: string; rows: number } {
   const DMAX = dmaxFor(p.D);
   if (p.seqs.every((s) => s.sq * p.G <= DECODE_RMAX)) {
     const subgroups = gpu.features.has("subgroups");

@@ -15,7 +15,8 @@
 import { ArgumentError, show } from "../errors.js";
 import { quantizeQ8 } from "../ops/reference/quantize.js";
 import type { GpuDevice } from "./device.js";
-import { gemvQ8Wgsl, gemvWgsl, rmsNormWgsl, ropeWgsl, swigluWgsl } from "./wgsl/decoder-ops.js";
+import { EMBED_Q8, embeddingWgsl, gemvQ8Wgsl, gemvWgsl, rmsNormWgsl, ropeWgsl, swigluWgsl } from "./wgsl/decoder-ops.js";
+import { GEMM_TM, GEMM_TN, gemmWgsl } from "./wgsl/gemm.js";
 import { kvAppendWgsl } from "./wgsl/kv-append.js";
 import { GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
 
@@ -29,6 +30,12 @@ export interface GpuRmsNormArgs {
   /** f32 [rows, cols] (row stride `xStride`, default cols); the residual stream, updated in place with delta. */
   x: GpuView;
   xStride?: number;
+  /**
+   * Rows of x in groups of `group` rows, cols apart, the groups xStride apart
+   * (per-head norms of q [T, H, D] inside qkv: group H, xStride the token
+   * stride). Default 1. Only without delta.
+   */
+  group?: number;
   /** f32 [rows, cols], added into x first (fused residual add). */
   delta?: GpuView;
   /** [cols], f32 | f16 | bf16. */
@@ -42,11 +49,15 @@ export interface GpuRmsNormArgs {
 }
 
 export interface GpuSwigluArgs {
-  /** f32 [n] each. */
+  /** f32 [rows, n] each, rows `inStride` apart (default n). */
   gate: GpuView;
   up: GpuView;
+  inStride?: number;
+  /** f32 [rows, n], compact; a buffer other than gate's and up's. */
   out: GpuView;
   n: number;
+  /** Default 1. */
+  rows?: number;
 }
 
 export interface GpuRopeArgs {
@@ -89,6 +100,8 @@ export interface GpuKvAppendArgs {
   k: GpuView;
   v: GpuView;
   tokenStride?: number;
+  /** V's token stride when it differs from K's (Qwen3: k normed into its own buffer). Default tokenStride. */
+  vTokenStride?: number;
   /** int32 [tokens]: blockId · blockSize + offset, or −1 to skip the token. Checked on the CPU (checkSlotMapping) before upload. */
   slots: GpuView;
   /** The cache's K and V [numSlots, Hkv, D] in `dtype`. */
@@ -129,12 +142,34 @@ export function packQ8Weight(w: ArrayLike<number>, rows: number, cols: number): 
 export interface GpuGemvArgs {
   /** f32 [tokens, cols]. */
   x: GpuView;
-  /** f32 [rows, cols], row-major. */
+  /** [rows, cols], row-major, in `weightDtype` (offset in its elements). */
   weight: GpuView;
-  /** f32 [tokens, rows]. */
+  /** f32 | f16 | bf16. Default f32. */
+  weightDtype?: GpuKvDtype;
+  /** f32 [tokens, outStride]: row t's outputs at t · outStride + r. */
   out: GpuView;
+  /** Elements between out rows (≥ rows; a matrix split by rows writes its slice of a wider out). Default rows. */
+  outStride?: number;
+  /** f32 [rows], added to every output row. */
+  bias?: GpuView;
   tokens: number;
   rows: number;
+  cols: number;
+}
+
+export interface GpuEmbeddingArgs {
+  /** int32 [tokens], each < the weight's rows (checked on the CPU before upload). */
+  ids: GpuView;
+  /** [rows, cols] in `dtype` (offset 0), or q8 codes and scales. */
+  weight: GpuView | GpuQ8Weight;
+  dtype: GpuKvDtype | "q8";
+  /** f32 [tokens, cols]. */
+  out: GpuView;
+  tokens: number;
+  /** Rows the weight buffer holds: ids in [firstRow, firstRow + rows) are written, others left (another part's). */
+  rows: number;
+  /** The first row id this part holds. Default 0. */
+  firstRow?: number;
   cols: number;
 }
 
@@ -159,12 +194,18 @@ export class GpuDecoderOps {
   readonly #rope: GPUComputePipeline;
   readonly #append: GPUComputePipeline;
   readonly #gemvQ8: GPUComputePipeline;
+  readonly #embed: GPUComputePipeline;
+  readonly #gemm: GPUComputePipeline;
+  readonly #gemmQ8: GPUComputePipeline;
   readonly #dummy: GPUBuffer;
   /** Uniform buffers of recorded dispatches, destroyed by recycle(). */
   readonly #uniforms: GPUBuffer[] = [];
 
-  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline, gemvQ8: GPUComputePipeline) {
+  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline, gemvQ8: GPUComputePipeline, embed: GPUComputePipeline, gemm: GPUComputePipeline, gemmQ8: GPUComputePipeline) {
     this.#gpu = gpu;
+    this.#gemm = gemm;
+    this.#gemmQ8 = gemmQ8;
+    this.#embed = embed;
     this.#gemvQ8 = gemvQ8;
     this.#append = append;
     this.#rope = rope;
@@ -175,18 +216,21 @@ export class GpuDecoderOps {
   }
 
   static async create(gpu: GpuDevice): Promise<GpuDecoderOps> {
-    const [rms, swiglu, gemv, rope, append, gemvQ8] = await Promise.all([
+    const [rms, swiglu, gemv, rope, append, gemvQ8, embed, gemm, gemmQ8] = await Promise.all([
       gpu.pipeline(rmsNormWgsl(), "rmsnorm"),
       gpu.pipeline(swigluWgsl(), "swiglu"),
       gpu.pipeline(gemvWgsl(), "gemv f32"),
       gpu.pipeline(ropeWgsl(), "rope"),
       gpu.pipeline(kvAppendWgsl(), "kv append"),
       gpu.pipeline(gemvQ8Wgsl(), "gemv q8"),
+      gpu.pipeline(embeddingWgsl(), "embedding"),
+      gpu.pipeline(gemmWgsl(false), "gemm"),
+      gpu.pipeline(gemmWgsl(true), "gemm q8"),
     ]);
-    return new GpuDecoderOps(gpu, rms, swiglu, gemv, rope, append, gemvQ8);
+    return new GpuDecoderOps(gpu, rms, swiglu, gemv, rope, append, gemvQ8, embed, gemm, gemmQ8);
   }
 
-  #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: GPUBuffer[], groups: number): number {
+  #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: GPUBuffer[], groups: number | [number, number]): number {
     const uniform = this.#gpu.uniform(params instanceof Uint32Array ? (params.buffer as ArrayBuffer) : params, "op params");
     this.#uniforms.push(uniform);
     const bind = this.#gpu.device.createBindGroup({
@@ -195,6 +239,10 @@ export class GpuDecoderOps {
     });
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bind);
+    if (Array.isArray(groups)) {
+      pass.dispatchWorkgroups(groups[0], groups[1]);
+      return groups[0];
+    }
     const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
     pass.dispatchWorkgroups(x, Math.ceil(groups / x));
     return x;
@@ -207,15 +255,18 @@ export class GpuDecoderOps {
     if (rows > this.#gpu.limits.maxComputeWorkgroupsPerDimension) throw new ArgumentError("rows", `must be ≤ ${this.#gpu.limits.maxComputeWorkgroupsPerDimension}, got ${rows}`);
     if (!(a.eps >= 0)) throw new ArgumentError("eps", `must be a number ≥ 0, got ${show(a.eps)}`);
     const xStride = a.xStride ?? cols;
+    const group = a.group ?? 1;
+    if (!Number.isInteger(group) || group < 1 || rows % group !== 0) throw new ArgumentError("group", `must be an integer ≥ 1 dividing rows ${rows}, got ${show(a.group)}`);
+    if (group > 1 && a.delta) throw new ArgumentError("group", `must be 1 with a delta, got ${group}`);
     const dtype = a.weightDtype ?? "f32";
-    const xOff = fits("x", a.x, (rows - 1) * xStride + cols);
+    const xOff = fits("x", a.x, (rows / group - 1) * xStride + group * cols);
     const dOff = a.delta ? fits("delta", a.delta, rows * cols) : 0;
     const wOff = fits("weight", a.weight, cols, dtype === "f32" ? 4 : 2);
     const oOff = fits("out", a.out, rows * cols);
     if (a.out.buffer === a.x.buffer) throw new ArgumentError("out", "must be a buffer other than x's (WebGPU binds no buffer twice for writing)");
-    const p = new ArrayBuffer(48);
+    const p = new ArrayBuffer(64);
     const u = new Uint32Array(p);
-    u.set([rows, cols, 0, a.delta ? 1 : 0, xOff, xStride, dOff, cols, oOff, cols, wOff, GPU_KV_DTYPE_CODE[dtype]]);
+    u.set([rows, cols, 0, a.delta ? 1 : 0, xOff, xStride, dOff, cols, oOff, cols, wOff, GPU_KV_DTYPE_CODE[dtype], group, 0, 0, 0]);
     new Float32Array(p)[2] = a.eps;
     this.#dispatch(pass, this.#rms, p, [a.x.buffer, a.delta?.buffer ?? this.#dummy, a.weight.buffer, a.out.buffer], rows);
   }
@@ -223,9 +274,14 @@ export class GpuDecoderOps {
   /** out = silu(gate) · up, elementwise. */
   swiglu(pass: GPUComputePassEncoder, a: GpuSwigluArgs): void {
     const n = count("n", a.n);
-    const groups = Math.ceil(n / 64);
+    const rows = count("rows", a.rows ?? 1);
+    const inStride = a.inStride ?? n;
+    if (!Number.isInteger(inStride) || inStride < n) throw new ArgumentError("inStride", `must be an integer ≥ n ${n}, got ${show(a.inStride)}`);
+    if (a.out.buffer === a.gate.buffer || a.out.buffer === a.up.buffer) throw new ArgumentError("out", "must be a buffer other than gate's and up's (WebGPU binds no buffer for reading and writing at once)");
+    const span = (rows - 1) * inStride + n;
+    const groups = Math.ceil((n * rows) / 64);
     const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    this.#dispatch(pass, this.#swiglu, new Uint32Array([n, fits("gate", a.gate, n), fits("up", a.up, n), fits("out", a.out, n), x, 0, 0, 0]), [a.gate.buffer, a.up.buffer, a.out.buffer], groups);
+    this.#dispatch(pass, this.#swiglu, new Uint32Array([n, fits("gate", a.gate, span), fits("up", a.up, span), fits("out", a.out, n * rows), x, rows, inStride, 0]), [a.gate.buffer, a.up.buffer, a.out.buffer], groups);
   }
 
   /** Rotate-half RoPE of x in place. Positions must lie in [0, maxPos) (the caller's plan checks them; the kernel trusts them). */
@@ -253,8 +309,9 @@ export class GpuDecoderOps {
     const numSlots = count("numSlots", a.numSlots);
     if (a.dtype !== "f32" && d % 2 !== 0) throw new ArgumentError("headDim", `must be even for a ${a.dtype} cache on the GPU (two elements a word), got ${d}`);
     const stride = a.tokenStride ?? hkv * d;
+    const vStride = a.vTokenStride ?? stride;
     const kOff = fits("k", a.k, (tokens - 1) * stride + hkv * d);
-    const vOff = fits("v", a.v, (tokens - 1) * stride + hkv * d);
+    const vOff = fits("v", a.v, (tokens - 1) * vStride + hkv * d);
     if (fits("slots", a.slots, tokens) !== 0) throw new ArgumentError("slots.offset", `must be 0, got ${a.slots.offset}`);
     const eb = a.dtype === "f32" ? 4 : 2;
     for (const name of ["cacheK", "cacheV"] as const) {
@@ -263,33 +320,97 @@ export class GpuDecoderOps {
     const words = (tokens * hkv * d * eb) / 4;
     const groups = Math.ceil((2 * words) / 64);
     const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    const params = new Uint32Array([tokens, hkv, d, GPU_KV_DTYPE_CODE[a.dtype], kOff, vOff, stride, wgX]);
+    const params = new Uint32Array([tokens, hkv, d, GPU_KV_DTYPE_CODE[a.dtype], kOff, vOff, stride, wgX, vStride, 0, 0, 0]);
     this.#dispatch(pass, this.#append, params, [a.k.buffer, a.v.buffer, a.slots.buffer, a.cacheK.buffer, a.cacheV.buffer], groups);
   }
 
-  /** out[t, r] = Σ_c x[t, c] · code[r, c] · scale[r, c / 32] (Q8_0 weights, f32 activations). */
-  gemvQ8(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight"> & { weight: GpuQ8Weight }): void {
+  /** The GEMVs' uniform block (wgsl/decoder-ops.ts GEMV_PARAMS) after the shared checks of out, bias and the counts. */
+  #gemvParams(a: Omit<GpuGemvArgs, "weight">, wOff: number, dtype: number, blocks: number): { params: Uint32Array; bias: GPUBuffer; groups: number } {
+    const tokens = count("tokens", a.tokens);
+    const rows = count("rows", a.rows);
+    const cols = count("cols", a.cols);
+    const oStride = a.outStride ?? rows;
+    if (!Number.isInteger(oStride) || oStride < rows) throw new ArgumentError("outStride", `must be an integer ≥ rows ${rows}, got ${show(a.outStride)}`);
+    const oOff = fits("out", a.out, (tokens - 1) * oStride + rows);
+    const bOff = a.bias ? fits("bias", a.bias, rows) : 0;
+    const groups = rows * tokens;
+    const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    const params = new Uint32Array([tokens, rows, cols, fits("x", a.x, tokens * cols), wOff, oOff, x, dtype, oStride, bOff, a.bias ? 1 : 0, blocks]);
+    return { params, bias: a.bias?.buffer ?? this.#dummy, groups };
+  }
+
+  /** out[t, r] = Σ_c x[t, c] · code[r, c] · scale[r, c / 32] (+ bias[r]) (Q8_0 weights, f32 activations). */
+  gemvQ8(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & { weight: GpuQ8Weight }): void {
+    const rows = count("rows", a.rows);
+    const blocks = Math.ceil(count("cols", a.cols) / 32);
+    if (fits("weight.codes", a.weight.codes, rows * blocks * 32, 1) !== 0) throw new ArgumentError("weight.codes.offset", `must be 0, got ${a.weight.codes.offset}`);
+    if (fits("weight.scales", a.weight.scales, rows * blocks) !== 0) throw new ArgumentError("weight.scales.offset", `must be 0, got ${a.weight.scales.offset}`);
+    const { params, bias, groups } = this.#gemvParams(a, 0, 0, blocks);
+    this.#dispatch(pass, this.#gemvQ8, params, [a.x.buffer, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, bias], groups);
+  }
+
+  /** out[t, r] = Σ_c x[t, c] · weight[r, c] (+ bias[r]), weight f32 | f16 | bf16. */
+  gemv(pass: GPUComputePassEncoder, a: GpuGemvArgs): void {
+    const dtype = a.weightDtype ?? "f32";
+    const wOff = fits("weight", a.weight, count("rows", a.rows) * count("cols", a.cols), dtype === "f32" ? 4 : 2);
+    const { params, bias, groups } = this.#gemvParams(a, wOff, GPU_KV_DTYPE_CODE[dtype], 0);
+    this.#dispatch(pass, this.#gemv, params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], groups);
+  }
+
+  /** The tiled GEMM's workgroups: (row tiles, token tiles), each within the adapter's per-dimension limit. */
+  #gemmGroups(rows: number, tokens: number): [number, number] {
+    const g: [number, number] = [Math.ceil(rows / GEMM_TN), Math.ceil(tokens / GEMM_TM)];
+    const max = this.#gpu.limits.maxComputeWorkgroupsPerDimension;
+    if (g[0] > max) throw new ArgumentError("rows", `must be ≤ ${max * GEMM_TN} for the tiled GEMM, got ${rows}`);
+    if (g[1] > max) throw new ArgumentError("tokens", `must be ≤ ${max * GEMM_TM} for the tiled GEMM, got ${tokens}`);
+    return g;
+  }
+
+  /** gemv's product as the tiled GEMM (wgsl/gemm.ts): the same arguments and result, for many tokens. */
+  gemm(pass: GPUComputePassEncoder, a: GpuGemvArgs): void {
+    const dtype = a.weightDtype ?? "f32";
+    const wOff = fits("weight", a.weight, count("rows", a.rows) * count("cols", a.cols), dtype === "f32" ? 4 : 2);
+    const { params, bias } = this.#gemvParams(a, wOff, GPU_KV_DTYPE_CODE[dtype], 0);
+    this.#dispatch(pass, this.#gemm, params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], this.#gemmGroups(a.rows, a.tokens));
+  }
+
+  /** gemvQ8's product as the tiled GEMM. */
+  gemmQ8(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & { weight: GpuQ8Weight }): void {
+    const rows = count("rows", a.rows);
+    const blocks = Math.ceil(count("cols", a.cols) / 32);
+    if (fits("weight.codes", a.weight.codes, rows * blocks * 32, 1) !== 0) throw new ArgumentError("weight.codes.offset", `must be 0, got ${a.weight.codes.offset}`);
+    if (fits("weight.scales", a.weight.scales, rows * blocks) !== 0) throw new ArgumentError("weight.scales.offset", `must be 0, got ${a.weight.scales.offset}`);
+    const { params, bias } = this.#gemvParams(a, 0, 0, blocks);
+    this.#dispatch(pass, this.#gemmQ8, params, [a.x.buffer, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, bias], this.#gemmGroups(rows, a.tokens));
+  }
+
+  /** out[t, :] = weight[ids[t], :], decoded to f32 (ids trusted: checked on the CPU before upload). */
+  embedding(pass: GPUComputePassEncoder, a: GpuEmbeddingArgs): void {
     const tokens = count("tokens", a.tokens);
     const rows = count("rows", a.rows);
     const cols = count("cols", a.cols);
     const blocks = Math.ceil(cols / 32);
-    if (fits("weight.codes", a.weight.codes, rows * blocks * 32, 1) !== 0) throw new ArgumentError("weight.codes.offset", `must be 0, got ${a.weight.codes.offset}`);
-    if (fits("weight.scales", a.weight.scales, rows * blocks) !== 0) throw new ArgumentError("weight.scales.offset", `must be 0, got ${a.weight.scales.offset}`);
-    const groups = rows * tokens;
-    const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    const params = new Uint32Array([tokens, rows, cols, fits("x", a.x, tokens * cols), blocks, fits("out", a.out, tokens * rows), x, 0]);
-    this.#dispatch(pass, this.#gemvQ8, params, [a.x.buffer, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer], groups);
-  }
-
-  /** out[t, r] = Σ_c x[t, c] · weight[r, c] (f32). */
-  gemv(pass: GPUComputePassEncoder, a: GpuGemvArgs): void {
-    const tokens = count("tokens", a.tokens);
-    const rows = count("rows", a.rows);
-    const cols = count("cols", a.cols);
-    const groups = rows * tokens;
-    const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    const params = new Uint32Array([tokens, rows, cols, fits("x", a.x, tokens * cols), fits("weight", a.weight, rows * cols), fits("out", a.out, tokens * rows), x, 0]);
-    this.#dispatch(pass, this.#gemv, params, [a.x.buffer, a.weight.buffer, a.out.buffer], groups);
+    if (fits("ids", a.ids, tokens) !== 0) throw new ArgumentError("ids.offset", `must be 0, got ${a.ids.offset}`);
+    let w: GPUBuffer;
+    let scales = this.#dummy;
+    if (a.dtype === "q8") {
+      const q = a.weight as GpuQ8Weight;
+      if (fits("weight.codes", q.codes, rows * blocks * 32, 1) !== 0) throw new ArgumentError("weight.codes.offset", `must be 0, got ${q.codes.offset}`);
+      if (fits("weight.scales", q.scales, rows * blocks) !== 0) throw new ArgumentError("weight.scales.offset", `must be 0, got ${q.scales.offset}`);
+      w = q.codes.buffer;
+      scales = q.scales.buffer;
+    } else {
+      const v = a.weight as GpuView;
+      if (fits("weight", v, rows * cols, a.dtype === "f32" ? 4 : 2) !== 0) throw new ArgumentError("weight.offset", `must be 0, got ${v.offset}`);
+      w = v.buffer;
+    }
+    const code = a.dtype === "q8" ? EMBED_Q8 : GPU_KV_DTYPE_CODE[a.dtype];
+    const groups = Math.ceil((tokens * cols) / 64);
+    const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    const firstRow = a.firstRow ?? 0;
+    if (!Number.isInteger(firstRow) || firstRow < 0) throw new ArgumentError("firstRow", `must be an integer ≥ 0, got ${show(a.firstRow)}`);
+    const params = new Uint32Array([tokens, cols, code, blocks, fits("out", a.out, tokens * cols), wgX, firstRow, rows]);
+    this.#dispatch(pass, this.#embed, params, [a.ids.buffer, w, scales, a.out.buffer], groups);
   }
 
   /** Frees the uniforms of the dispatches recorded so far: call it once the submissions that ran them have completed. */

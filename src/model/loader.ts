@@ -224,6 +224,20 @@ export function withRuntimeMachine<T extends RunnerOptions>(rt: Runtime, options
  * shape, the options) before the first weight byte is read.
  */
 export function loadModel(rt: Runtime, model: ModelSource | string, options: LoadModelOptions = {}): LoadedModel {
+  const { weights, loaded } = loadModelWeights(rt, model, options);
+  const runner = createDecoder(rt, loaded.config, weights, options, loaded.plan);
+  return { runner, ...loaded };
+}
+
+/** What loadModelWeights read besides the weights: everything of a LoadedModel but the runner. */
+export type LoadedModelInfo = Omit<LoadedModel, "runner">;
+
+/**
+ * The first half of loadModel, shared with the WebGPU runner (gpu/load-model.ts):
+ * the checks, the memory plan and the weights converted into `rt`'s memories
+ * (the caller owns them), without a runner or a KV cache.
+ */
+export function loadModelWeights(rt: Runtime, model: ModelSource | string, options: LoadModelOptions = {}): { weights: DecoderWeights; loaded: LoadedModelInfo } {
   const from = typeof model === "string" ? localModelSourceOf(model, "model") : model;
   const gguf = from.kind === "gguf" ? openGgufModel(from.path) : null;
   const info = gguf ?? openModelDir(from.path);
@@ -262,6 +276,5 @@ export function loadModel(rt: Runtime, model: ModelSource | string, options: Loa
   } finally {
     progress.finish();
   }
-  const runner = createDecoder(rt, config, weights, options, plan);
-  return { runner, tokenizer: info.tokenizer, generation: info.generation, eosTokenIds: info.eosTokenIds, config, source: from, dir: from.path, plan };
+  return { weights, loaded: { tokenizer: info.tokenizer, generation: info.generation, eosTokenIds: info.eosTokenIds, config, source: from, dir: from.path, plan } };
 }

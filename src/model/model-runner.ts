@@ -27,8 +27,21 @@ export interface ModelRunner {
    * before that layer's attention) and returns the logits of the rows named by
    * batch.logitIndices: f32 [S, vocabSize], row-major, S = logitIndices.length.
    * The returned array is the caller's (a copy, valid after the next forward).
+   *
+   * A runner whose results come back asynchronously (the WebGPU runner reads
+   * its logits back from the GPU) returns a Promise of them; the engine and
+   * the offline loop await it. The CPU decoder returns the array itself, and
+   * its callers stay synchronous (no await per step).
    */
-  forward(batch: ForwardBatch): Float32Array;
+  forward(batch: ForwardBatch): Float32Array | Promise<Float32Array>;
   /** Frees the weights and the KV cache. */
   dispose(): void;
 }
+
+/** A runner whose forward returns the logits themselves (the CPU decoder). */
+export interface SyncModelRunner extends ModelRunner {
+  forward(batch: ForwardBatch): Float32Array;
+}
+
+/** What a step of the callers of `R` returns: T for a synchronous runner, else T or a Promise of it. */
+export type StepResult<R extends ModelRunner, T> = R extends SyncModelRunner ? T : T | Promise<T>;

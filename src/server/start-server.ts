@@ -6,6 +6,7 @@
  * model is ready. The CLI, the tests and the serve benchmark all start
  * servers through here.
  */
+import type { DeviceKind } from "../gpu/adapter.js";
 import type { ToolParserName } from "./tool-parsers.js";
 import { ArgumentError } from "../errors.js";
 import { defaultModelDir } from "../model/default-model.js";
@@ -47,6 +48,8 @@ export interface ServeOptions extends EngineSettings {
   numBlocks?: number;
   kvDtype?: KvDtypeSetting;
   weights?: WeightsSetting;
+  /** Where the model runs: "cpu" (wasm), "webgpu" (any WebGPU adapter) or "auto" (a real GPU when there is one). Default "cpu". */
+  device?: DeviceKind;
   blockSize?: number;
   maxModelLen?: number;
   /** Runtime threads in the engine worker (in each one, with dataParallelSize > 1). Default: $KVFLASH_THREADS or all cores (shared out among the engines). */
@@ -86,6 +89,7 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
       source,
       ...(options.weights === undefined ? {} : { weights: options.weights }),
       ...(options.kvDtype === undefined ? {} : { kvDtype: options.kvDtype }),
+      ...(options.device === undefined ? {} : { device: options.device }),
       ...(options.kvCacheBytes === undefined ? {} : { kvCacheBytes: options.kvCacheBytes }),
       ...(options.numBlocks === undefined ? {} : { numBlocks: options.numBlocks }),
       ...(options.blockSize === undefined ? {} : { blockSize: options.blockSize }),

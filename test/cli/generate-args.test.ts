@@ -33,3 +33,10 @@ test("--weights and --kv-dtype take their literal settings only", () => {
   const s: ServeOptions = { kvDtype: "fp16" };
   assert.ok(w && k && s);
 });
+
+test("--device takes cpu | webgpu | auto (generate and logits) and names itself and the value otherwise", () => {
+  assert.equal(parseGenerateArgs(["--prompt", "x", "--device", "webgpu"]).device, "webgpu");
+  assert.equal(parseLogitsArgs(["--ids", "1,2", "--device=auto"]).device, "auto");
+  assert.equal(parseGenerateArgs(["--prompt", "x"]).device, undefined);
+  assert.throws(() => parseGenerateArgs(["--prompt", "x", "--device", "cuda"]), /^ArgumentError: --device must be one of cpu \| webgpu \| auto, got "cuda"$/);
+});

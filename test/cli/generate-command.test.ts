@@ -134,3 +134,23 @@ test("bad arguments exit 1 with a message naming the flag and the value", async 
   assert.equal(help.code, 0);
   assert.match(help.stdout, /--repetition-penalty/);
 });
+
+test("--device webgpu without a WebGPU adapter fails with what to install; --device auto then runs on the CPU", async () => {
+  // A Vulkan loader pointed at no driver (or no "webgpu" package at all): either way, a clear error and exit 1.
+  const env = { ...process.env, KVFLASH_THREADS: "1", VK_ICD_FILENAMES: join(tmpdir(), "kvflash-no-such-icd.json") };
+  const exec = async (...args: string[]): Promise<Output> => {
+    try {
+      const { stdout, stderr } = await run(process.execPath, [MAIN, ...args], { env });
+      return { code: 0, stdout, stderr };
+    } catch (e) {
+      const err = e as { code?: number; stdout?: string; stderr?: string };
+      return { code: err.code ?? -1, stdout: err.stdout ?? "", stderr: err.stderr ?? "" };
+    }
+  };
+  const gpu = await exec("generate", "--model", dir, "--prompt", "hi", "--max-tokens", "2", "--device", "webgpu");
+  assert.equal(gpu.code, 1, gpu.stderr);
+  assert.match(gpu.stderr, /--device webgpu (found no WebGPU adapter\. .*VK_ICD_FILENAMES|needs the optional package "webgpu".*npm install webgpu)/);
+  const auto = await exec("generate", "--model", dir, "--prompt", "hi", "--max-tokens", "2", "--device", "auto", "--temperature", "0");
+  assert.equal(auto.code, 0, auto.stderr);
+  assert.match(auto.stderr, /--device auto: no hardware WebGPU adapter, running on the CPU/);
+});

@@ -73,3 +73,10 @@ test("the usage text states the engine's own defaults", () => {
   assert.equal(resolveEngineConfig({}).maxNumBatchedTokens, 512);
   assert.equal(resolveEngineConfig({ maxNumSeqs: 600 }).maxNumBatchedTokens, 600);
 });
+
+test("--device takes cpu | webgpu | auto and names itself and the value otherwise", () => {
+  for (const d of ["cpu", "webgpu", "auto"] as const) assert.equal(parseServeArgs(["--device", d], {}).device, d);
+  assert.equal(parseServeArgs([], {}).device, undefined);
+  assert.throws(() => parseServeArgs(["--device=gpu"], {}), /^ArgumentError: --device must be one of cpu \| webgpu \| auto, got "gpu"$/);
+  assert.match(SERVE_USAGE, /--device DEVICE +cpu \| webgpu \| auto/);
+});

@@ -17,7 +17,7 @@ const config = parseModelConfig(JSON.parse(readFileSync(join(dir, "config.json")
 const tokenizer = Tokenizer.fromDir(dir);
 const V = config.vocabSize;
 
-function setup(runner: Partial<ToyRunnerOptions> = {}, engine: Partial<EngineOptions> = {}) {
+function setup(runner: Partial<ToyRunnerOptions> = {}, engine: Partial<Omit<EngineOptions, "runner">> = {}) {
   const r = new ToyRunner({ config, numBlocks: 64, blockSize: 4, ...runner });
   let clock = 0;
   const e = new Engine({ runner: r, tokenizer, eosTokenIds: [], now: () => (clock += 10), ...engine });
@@ -27,7 +27,7 @@ function setup(runner: Partial<ToyRunnerOptions> = {}, engine: Partial<EngineOpt
 const params = (p: SamplingParams = {}) => resolveSamplingParams({ temperature: 0, maxTokens: 8, ...p }, V);
 
 /** Steps until every request finished; returns each request's outputs in order. */
-function runAll(engine: Engine, maxSteps = 10_000): Map<string, EngineOutput[]> {
+function runAll(engine: Engine<ToyRunner>, maxSteps = 10_000): Map<string, EngineOutput[]> {
   const by = new Map<string, EngineOutput[]>();
   for (let i = 0; engine.hasUnfinishedRequests; i++) {
     assert.ok(i < maxSteps, "the engine did not finish");

@@ -33,7 +33,7 @@ const QUESTIONS = [
   "Hello",
 ];
 
-function run(m: LoadedModel, spec: boolean, questions: readonly string[], engine: Partial<EngineOptions> = {}) {
+function run(m: LoadedModel, spec: boolean, questions: readonly string[], engine: Omit<Partial<EngineOptions>, "runner"> = {}) {
   const e = new Engine({ runner: m.runner, tokenizer: m.tokenizer, eosTokenIds: m.eosTokenIds, runtime: rt, ...engine, ...(spec ? { speculativeConfig: SPEC } : {}) });
   const tok = m.tokenizer;
   questions.forEach((q, i) => {

@@ -34,7 +34,7 @@ class OracleProposer implements DraftProposer {
   }
 }
 
-function setup(runner: Partial<ToyRunnerOptions> = {}, engine: Partial<EngineOptions> = {}) {
+function setup(runner: Partial<ToyRunnerOptions> = {}, engine: Omit<Partial<EngineOptions>, "runner"> = {}) {
   const r = new ToyRunner({ config, numBlocks: 64, blockSize: 4, ...runner });
   const e = new Engine({ runner: r, tokenizer, eosTokenIds: [], ...engine });
   return { runner: r, engine: e };
@@ -45,7 +45,7 @@ const prompt = (seed: number, n: number) => Array.from({ length: n }, (_, i) => 
 const tokensOf = (outs: readonly EngineOutput[]) => outs.flatMap((o) => o.tokenIds);
 const textOf = (outs: readonly EngineOutput[]) => outs.map((o) => o.text).join("");
 
-function runAll(engine: Engine, onStep?: () => void): Map<string, EngineOutput[]> {
+function runAll(engine: Engine<ToyRunner>, onStep?: () => void): Map<string, EngineOutput[]> {
   const by = new Map<string, EngineOutput[]>();
   for (let i = 0; engine.hasUnfinishedRequests; i++) {
     assert.ok(i < 10_000, "the engine did not finish");

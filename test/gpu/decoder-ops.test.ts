@@ -2,14 +2,16 @@
 // against their float64 twins in src/ops/reference: RMSNorm with the fused
 // residual add (f32, f16 and bf16 weights, strided rows), SwiGLU, RoPE (from
 // the cos/sin cache; 1e-6 relative), KV append (bit-exact codes) and the f32
-// and q8 GEMV, on awkward sizes (97 columns, 1000 elements, 7 tokens), outputs
+// and q8 GEMV and tiled GEMM (f16 / bf16 / q8 weights, bias, a wider output),
+// the embedding gather, SwiGLU over gate_up rows and the per-head RMSNorm,
+// on awkward sizes (97 columns, 1000 elements, 7 and 33 tokens), outputs
 // poisoned with NaN first. Tolerances: RMSNorm and SwiGLU per element
 // |got − ref| ≤ 1e-5 · max(1, |ref|); GEMV |got − ref| ≤ 1e-5 · Σ|x·w|
 // (linearMagnitude: f32 accumulation in another order).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ArgumentError } from "../../src/index.js";
-import { GpuDecoderOps, packQ8Weight, ropeCosSinCache } from "../../src/gpu/decoder-ops.js";
+import { GpuDecoderOps, type GpuQ8Weight, type GpuView, packQ8Weight, ropeCosSinCache } from "../../src/gpu/decoder-ops.js";
 import type { GpuDevice } from "../../src/gpu/index.js";
 import { linearMagnitude, linearReference } from "../../src/ops/reference/linear.js";
 import { rmsNormReference } from "../../src/ops/reference/rmsnorm.js";
@@ -134,6 +136,96 @@ describe("WebGPU decoder kernels against the float64 references", () => {
     for (const b of [xb, cb, sb, ob]) gpu.pool.release(b);
   });
 
+  /** W [rows, cols] in `dtype` (f32 | f16 | bf16 | q8): the bytes the kernels read and the values they multiply by. */
+  function weightIn(dtype: "f32" | "f16" | "bf16" | "q8", rows: number, cols: number, seed: number) {
+    const w = uniform(rows * cols, seed);
+    if (dtype === "q8") {
+      const q = packQ8Weight(w, rows, cols);
+      const blocks = Math.ceil(cols / 32);
+      const values = Array.from({ length: rows * cols }, (_, i) => Math.fround(q.codes[Math.floor(i / cols) * blocks * 32 + (i % cols)]! * q.scales[Math.floor(i / cols) * blocks + Math.floor((i % cols) / 32)]!));
+      const codes = gpu.upload(new Uint8Array(q.codes.buffer), "codes");
+      const scales = upload(q.scales, "scales");
+      return { values, weight: { codes: { buffer: codes }, scales: { buffer: scales } }, buffers: [codes, scales] };
+    }
+    const codes = Array.from(w, (v) => (dtype === "f32" ? v : encodeValue(dtype, v)));
+    const values = codes.map((c) => (dtype === "f32" ? Math.fround(c) : decodeValue(dtype, c)));
+    const b = gpu.upload(dtype === "f32" ? new Uint8Array(Float32Array.from(codes).buffer) : new Uint8Array(Uint16Array.from(codes).buffer), "w");
+    return { values, weight: { buffer: b }, buffers: [b] };
+  }
+
+  gpuTest("GEMV and the tiled GEMM: f32 / f16 / bf16 / q8 weights, 1, 7 and 33 tokens (tile edges), 37 rows × 80 columns, bias, into columns 5… of a 50-wide output", async () => {
+    const [rows, cols, outStride, col0] = [37, 80, 50, 5];
+    for (const [k, dtype] of (["f32", "f16", "bf16", "q8"] as const).entries()) {
+      const w = weightIn(dtype, rows, cols, 30 + k);
+      const bias = uniform(rows, 40 + k);
+      const bb = upload(bias, "bias");
+      for (const tokens of [1, 7, 33]) {
+        const x = uniform(tokens * cols, 50 + tokens);
+        const xb = upload(x, "x");
+        for (const kernel of ["gemv", "gemm"] as const) {
+          const ob = poisoned(tokens * outStride, "out");
+          const common = { x: { buffer: xb }, out: { buffer: ob, offset: col0 }, outStride, bias: { buffer: bb }, tokens, rows, cols };
+          const got = await run((pass) => {
+            if (dtype === "q8") (kernel === "gemv" ? ops.gemvQ8(pass, { ...common, weight: w.weight as GpuQ8Weight }) : ops.gemmQ8(pass, { ...common, weight: w.weight as GpuQ8Weight }));
+            else (kernel === "gemv" ? ops.gemv(pass, { ...common, weight: w.weight as GpuView, weightDtype: dtype }) : ops.gemm(pass, { ...common, weight: w.weight as GpuView, weightDtype: dtype }));
+          }, ob, tokens * outStride);
+          const shape = { tokens, rows, cols };
+          const ref = linearReference(x, w.values, shape, bias);
+          const mag = linearMagnitude(x, w.values, shape);
+          const rowsOf = (a: ArrayLike<number>) => Array.from({ length: tokens * rows }, (_, i) => a[Math.floor(i / rows) * outStride + col0 + (i % rows)]!);
+          close(`${kernel} ${dtype} T=${tokens}`, rowsOf(got), ref, (i) => 1e-5 * (mag[i]! + Math.abs(bias[i % rows]!)));
+          // Outside its columns the output keeps its poison.
+          for (let t = 0; t < tokens; t++) for (const c of [0, col0 - 1, col0 + rows]) assert.ok(Number.isNaN(got[t * outStride + c]!), `${kernel} ${dtype} T=${tokens}: wrote column ${c}`);
+          gpu.pool.release(ob);
+        }
+        gpu.pool.release(xb);
+      }
+      for (const b of [bb, ...w.buffers]) gpu.pool.release(b);
+    }
+  });
+
+  gpuTest("embedding: 7 ids out of 37 rows of 80, f32 / bf16 / q8 rows, exact", async () => {
+    const [rows, cols] = [37, 80];
+    const ids = [36, 0, 5, 5, 17, 1, 36];
+    const ib = gpu.upload(new Uint8Array(Int32Array.from(ids).buffer), "ids");
+    for (const [k, dtype] of (["f32", "bf16", "q8"] as const).entries()) {
+      const w = weightIn(dtype, rows, cols, 60 + k);
+      const ob = poisoned(ids.length * cols, "out");
+      const got = await run((pass) => ops.embedding(pass, { ids: { buffer: ib }, weight: w.weight, dtype, out: { buffer: ob }, tokens: ids.length, rows, cols }), ob, ids.length * cols);
+      const ref = ids.flatMap((id) => w.values.slice(id * cols, (id + 1) * cols));
+      close(`embedding ${dtype}`, got, ref, () => 0);
+      for (const b of [ob, ...w.buffers]) gpu.pool.release(b);
+    }
+    gpu.pool.release(ib);
+  });
+
+  gpuTest("SwiGLU over rows: the gate and up halves of a [7, 2·97] gate_up into a compact [7, 97]", async () => {
+    const [rows, n] = [7, 97];
+    const gu = uniform(rows * 2 * n, 70, -8, 8);
+    const gb = upload(gu, "gate_up");
+    const ob = poisoned(rows * n, "out");
+    const got = await run((pass) => ops.swiglu(pass, { gate: { buffer: gb }, up: { buffer: gb, offset: n }, inStride: 2 * n, out: { buffer: ob }, n, rows }), ob, rows * n);
+    const g = Array.from({ length: rows * n }, (_, i) => gu[Math.floor(i / n) * 2 * n + (i % n)]!);
+    const u = Array.from({ length: rows * n }, (_, i) => gu[Math.floor(i / n) * 2 * n + n + (i % n)]!);
+    const ref = swigluReference(g, u);
+    close("swiglu rows", got, ref, (i) => 1e-5 * Math.max(1, Math.abs(ref[i]!)));
+    for (const b of [gb, ob]) gpu.pool.release(b);
+  });
+
+  gpuTest("RMSNorm per head inside qkv (Qwen3's q_norm): 3 tokens × 5 heads of 16, token stride 120, into a compact [15, 16]", async () => {
+    const [tokens, heads, d, stride] = [3, 5, 16, 120];
+    const x = uniform(tokens * stride, 80, -2, 2);
+    const w = Array.from(uniform(d, 81, 0.5, 1.5));
+    const xb = upload(x, "qkv");
+    const wb = upload(w, "w");
+    const ob = poisoned(tokens * heads * d, "out");
+    const got = await run((pass) => ops.rmsNorm(pass, { x: { buffer: xb, offset: 4 }, xStride: stride, group: heads, weight: { buffer: wb }, out: { buffer: ob }, rows: tokens * heads, cols: d, eps: 1e-6 }), ob, tokens * heads * d);
+    const rowsIn = Array.from({ length: tokens * heads * d }, (_, i) => Math.fround(x[4 + Math.floor(i / (heads * d)) * stride + (i % (heads * d))]!));
+    const ref = rmsNormReference(rowsIn, w.map(Math.fround), tokens * heads, d, 1e-6);
+    close("rmsnorm per head", got, ref, (i) => 1e-5 * Math.max(1, Math.abs(ref[i]!)));
+    for (const b of [xb, wb, ob]) gpu.pool.release(b);
+  });
+
   gpuTest("RoPE from the cos/sin cache: 7 tokens at positions up to 4000, 3 heads of 80 with rotary dim 64, token stride 250, llama3-scaled frequencies", async () => {
     const tokens = 7;
     const heads = 3;
@@ -157,7 +249,7 @@ describe("WebGPU decoder kernels against the float64 references", () => {
     for (const b of [xb, pb, cb]) gpu.pool.release(b);
   });
 
-  gpuTest("KV append into a paged cache: 7 tokens (one skipped by slot −1) into scattered slots, f32 / f16 / bf16 codes equal the CPU codec's, other slots untouched", async () => {
+  gpuTest("KV append into a paged cache: 7 tokens (one skipped by slot −1) into scattered slots, K and V at their own token strides, f32 / f16 / bf16 codes equal the CPU codec's, other slots untouched", async () => {
     const tokens = 7;
     const hkv = 2;
     const d = 80;
@@ -165,7 +257,8 @@ describe("WebGPU decoder kernels against the float64 references", () => {
     const stride = 170;
     const slots = [33, 0, -1, 17, 5, 39, 16];
     const k = uniform(tokens * stride, 9, -3, 3);
-    const v = uniform(tokens * stride, 10, -3, 3);
+    const vStride = 200;
+    const v = uniform(tokens * vStride, 10, -3, 3);
     k[3] = NaN; // token 0, head 0, dim 3: a NaN stays NaN
     for (const dtype of ["f32", "f16", "bf16"] as const) {
       const eb = dtype === "f32" ? 4 : 2;
@@ -173,7 +266,7 @@ describe("WebGPU decoder kernels against the float64 references", () => {
       const [kb, vb] = [upload(k, "k"), upload(v, "v")];
       const sb = gpu.upload(new Uint8Array(Int32Array.from(slots).buffer), "slots");
       const [ck, cv] = [gpu.upload(fill, "cache k"), gpu.upload(fill, "cache v")];
-      await run((pass) => ops.appendKv(pass, { k: { buffer: kb }, v: { buffer: vb }, tokenStride: stride, slots: { buffer: sb }, cacheK: { buffer: ck }, cacheV: { buffer: cv }, dtype, numSlots, tokens, numKvHeads: hkv, headDim: d }), ck, 4);
+      await run((pass) => ops.appendKv(pass, { k: { buffer: kb }, v: { buffer: vb }, tokenStride: stride, vTokenStride: vStride, slots: { buffer: sb }, cacheK: { buffer: ck }, cacheV: { buffer: cv }, dtype, numSlots, tokens, numKvHeads: hkv, headDim: d }), ck, 4);
       for (const [name, src, buf] of [["k", k, ck], ["v", v, cv]] as const) {
         const bytes = new Uint8Array(await gpu.read(buf, fill.byteLength));
         const codes = dtype === "f32" ? new Uint32Array(bytes.buffer) : new Uint16Array(bytes.buffer);
@@ -181,7 +274,7 @@ describe("WebGPU decoder kernels against the float64 references", () => {
         slots.forEach((slot, t) => {
           if (slot < 0) return;
           for (let e = 0; e < hkv * d; e++) {
-            const x = src[t * stride + e]!;
+            const x = src[t * (name === "k" ? stride : vStride) + e]!;
             want[slot * hkv * d + e] = dtype === "f32" ? new Uint32Array(Float32Array.of(x).buffer)[0]! : encodeValue(dtype, x);
           }
         });

@@ -12,7 +12,6 @@ import { Engine, type EngineOutput } from "../../src/engine/engine.js";
 import {
   type LoadedModel,
   type ModelConfig,
-  type ModelRunner,
   type Runtime,
   createRuntime,
   describePlacement,
@@ -22,6 +21,7 @@ import {
 } from "../../src/index.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
+import type { SyncModelRunner } from "../../src/model/model-runner.js";
 import { makeBatch } from "./decoder-support.js";
 
 let rt: Runtime;
@@ -101,13 +101,13 @@ for (const [name, dir, config] of [
 }
 
 /** A runner that records every logits array the decoder returns. */
-function recording(runner: ModelRunner, log: Float32Array[]): ModelRunner {
+function recording(runner: SyncModelRunner, log: Float32Array[]): SyncModelRunner {
   return {
     config: runner.config,
     vocabSize: runner.vocabSize,
     maxModelLen: runner.maxModelLen,
     kvCache: runner.kvCache,
-    forward: (batch) => {
+    forward: (batch: ForwardBatch) => {
       const out = runner.forward(batch);
       log.push(out);
       return out;

@@ -20,7 +20,7 @@ export async function loadEngineModel(rt: Runtime, options: ModelLoadOptions, on
   const model = await base.loadEngineModel(rt, options, onProgress);
   const runner = model.runner;
   const forward = runner.forward.bind(runner);
-  runner.forward = (batch: ForwardBatch): Float32Array => {
+  runner.forward = (batch: ForwardBatch): Float32Array | Promise<Float32Array> => {
     if (batch.tokens.includes(failToken)) throw new Error(`injected failure: the batch contains token ${failToken}`);
     return forward(batch);
   };

@@ -33,7 +33,7 @@ function request(id: string, seed: number, grammar?: GrammarSpec, extra: Partial
   return { requestId: id, promptTokenIds: prompt(seed, 5 + seed), params: resolveSamplingParams({ temperature: 1, seed, maxTokens: 40 }, V), ...(grammar ? { grammar } : {}), ...extra };
 }
 
-function run(engine: Engine, requests: EngineRequest[]): Map<string, EngineOutput[]> {
+function run(engine: Engine<ToyRunner>, requests: EngineRequest[]): Map<string, EngineOutput[]> {
   for (const r of requests) assert.equal(engine.addRequest(r), "accepted");
   const by = new Map<string, EngineOutput[]>();
   for (let i = 0; engine.hasUnfinishedRequests; i++) {

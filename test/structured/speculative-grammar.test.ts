@@ -42,7 +42,7 @@ class ReplayProposer implements DraftProposer {
   }
 }
 
-function run(engine: Engine, requests: EngineRequest[]): Map<string, EngineOutput[]> {
+function run(engine: Engine<ToyRunner>, requests: EngineRequest[]): Map<string, EngineOutput[]> {
   for (const r of requests) assert.equal(engine.addRequest(r), "accepted");
   const by = new Map<string, EngineOutput[]>();
   for (let i = 0; engine.hasUnfinishedRequests; i++) {

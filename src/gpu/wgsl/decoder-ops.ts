@@ -3,21 +3,30 @@
  * ModelRunner to come (llama2.c's forward(): rmsnorm, matmul, swiglu), each
  * with its float64 twin in src/ops/reference/:
  *
- *   rmsnorm  one workgroup per row: (x ← x + delta, when fused as vLLM's
+ *   rmsnorm  one workgroup per row (rows in groups of `group`, cols apart, the
+ *            groups xStride apart: Qwen3's per-head norm of q inside qkv):
+ *            (x ← x + delta, when fused as vLLM's
  *            fused_add_rms_norm), sum of squares reduced over the workgroup,
  *            out = w ⊙ x / sqrt(mean(x²) + eps); weight f32 | f16 | bf16
- *   swiglu   out = silu(gate) · up, silu(g) = g / (1 + e^(−g)), elementwise
+ *   swiglu   out = silu(gate) · up, silu(g) = g / (1 + e^(−g)), elementwise over
+ *            rows of n (gate and up rows `inStride` apart: the halves of gate_up)
  *   rope     rotate-half RoPE in place on x [T, heads, headDim] (token
  *            stride free), θ's cos and sin gathered from a cos/sin cache
  *            [maxPos, rotaryDim] built on the CPU (vLLM's cos_sin_cache):
  *            WGSL's sin/cos promise 2⁻¹¹ only inside [−π, π], the table is
  *            exact to f32 at any position, and llama3 scaling is in its θ
- *   gemv     out[t, r] = Σ_c x[t, c] · W[r, c] for f32 W [rows, cols]: one
- *            workgroup per (row, token), the columns strided over its 64
- *            invocations (W rows read coalesced), then a workgroup reduction
+ *   gemv     out[t, r] = Σ_c x[t, c] · W[r, c] (+ bias[r]) for W [rows, cols]
+ *            stored f32, f16 or bf16 (decoded by kv-load.ts): one workgroup
+ *            per (row, token), the columns strided over its 64 invocations
+ *            (W rows read coalesced), then a workgroup reduction; out rows
+ *            `oStride` apart, so a matrix split by rows writes its slices
  *   gemv q8  the same over Q8_0-quantized W: int8 codes [rows, ⌈cols/32⌉·32]
  *            (4 a word) and f32 scales [rows, ⌈cols/32⌉], w = code · scale,
  *            times the f32 activation (not quantized, unlike the CPU's q8 dot)
+ *   embed    out[t, :] = W[ids[t], :] decoded (f32 | f16 | bf16 words, or
+ *            q8 codes × scales): one invocation per output element; W may
+ *            hold rows [r0, r0 + rows) only (one part of a split matrix), and
+ *            tokens whose id is outside them are left for another part
  *
  * Every kernel takes element offsets into its buffers from a uniform, so one
  * buffer can hold many tensors.
@@ -41,7 +50,7 @@ const REDUCE = `fn reduceSum(v: f32, lid: u32) -> f32 {
 
 export function rmsNormWgsl(): string {
   return `// RMSNorm (+ residual add)
-struct Params { rows: u32, cols: u32, eps: f32, hasDelta: u32, xOff: u32, xStride: u32, dOff: u32, dStride: u32, oOff: u32, oStride: u32, wOff: u32, kvDtype: u32 }
+struct Params { rows: u32, cols: u32, eps: f32, hasDelta: u32, xOff: u32, xStride: u32, dOff: u32, dStride: u32, oOff: u32, oStride: u32, wOff: u32, kvDtype: u32, group: u32, pad0: u32, pad1: u32, pad2: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>;
 @group(0) @binding(2) var<storage, read> delta: array<f32>;
@@ -54,7 +63,7 @@ ${REDUCE}
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let row = wid.x;
   if (row >= P.rows) { return; }
-  let xb = P.xOff + row * P.xStride;
+  let xb = P.xOff + (row / P.group) * P.xStride + (row % P.group) * P.cols;   // group rows of cols a stride (per-head norms)
   var ss = 0.0;
   for (var i = lid; i < P.cols; i += ${WG}u) {
     var v = x[xb + i];
@@ -73,29 +82,43 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 
 export function swigluWgsl(): string {
   return `// SwiGLU
-struct Params { n: u32, gOff: u32, uOff: u32, oOff: u32, wgX: u32, pad0: u32, pad1: u32, pad2: u32 }
+struct Params { n: u32, gOff: u32, uOff: u32, oOff: u32, wgX: u32, rows: u32, inStride: u32, pad0: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> g: array<f32>;
 @group(0) @binding(2) var<storage, read> u: array<f32>;
 @group(0) @binding(3) var<storage, read_write> o: array<f32>;
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let i = gid.x + gid.y * P.wgX * ${WG}u;
-  if (i >= P.n) { return; }
+  let idx = gid.x + gid.y * P.wgX * ${WG}u;     // rows of n: gate and up rows inStride apart, out compact
+  if (idx >= P.n * P.rows) { return; }
+  let i = (idx / P.n) * P.inStride + idx % P.n;
   let a = g[P.gOff + i];
-  o[P.oOff + i] = a / (1.0 + exp(-a)) * u[P.uOff + i];
+  o[P.oOff + idx] = a / (1.0 + exp(-a)) * u[P.uOff + i];
 }
 `;
 }
 
+/** The GEMV kernels' uniform block (gemvWgsl, gemvQ8Wgsl): 12 words. */
+const GEMV_PARAMS = "struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, kvDtype: u32, oStride: u32, bOff: u32, hasBias: u32, blocks: u32 }";
+
+/** The end of both GEMVs: reduce, add the bias, write out[t, r] at row stride oStride. */
+const GEMV_WRITE = `  let total = reduceSum(s, lid);
+  if (lid == 0u) {
+    var y = total;
+    if (P.hasBias != 0u) { y += bias[P.bOff + r]; }
+    o[P.oOff + t * P.oStride + r] = y;
+  }`;
+
 export function gemvWgsl(): string {
-  return `// GEMV f32
-struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, pad0: u32 }
+  return `// GEMV f32 | f16 | bf16 weights
+${GEMV_PARAMS}
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
 @group(0) @binding(3) var<storage, read_write> o: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
 var<workgroup> red: array<f32, ${WG}>;
+${kvLoadFn("loadW", "w")}
 ${REDUCE}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
@@ -104,9 +127,8 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let r = item % P.rows;
   let t = item / P.rows;
   var s = 0.0;
-  for (var c = lid; c < P.cols; c += ${WG}u) { s += x[P.xOff + t * P.cols + c] * w[P.wOff + r * P.cols + c]; }
-  let total = reduceSum(s, lid);
-  if (lid == 0u) { o[P.oOff + t * P.rows + r] = total; }
+  for (var c = lid; c < P.cols; c += ${WG}u) { s += x[P.xOff + t * P.cols + c] * loadW(P.wOff + r * P.cols + c); }
+${GEMV_WRITE}
 }
 `;
 }
@@ -139,12 +161,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 
 export function gemvQ8Wgsl(): string {
   return `// GEMV Q8_0 (f32 scales)
-struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, blocks: u32, oOff: u32, wgX: u32, pad0: u32 }
+${GEMV_PARAMS}
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> codes: array<u32>;
 @group(0) @binding(3) var<storage, read> scales: array<f32>;
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
+@group(0) @binding(5) var<storage, read> bias: array<f32>;
 var<workgroup> red: array<f32, ${WG}>;
 ${REDUCE}
 @compute @workgroup_size(${WG})
@@ -160,8 +183,41 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
     let code = bitcast<i32>(w << (24u - 8u * (c % 4u))) >> 24u;   // sign-extended byte c % 4
     s += x[P.xOff + t * P.cols + c] * (f32(code) * scales[r * P.blocks + c / 32u]);
   }
-  let total = reduceSum(s, lid);
-  if (lid == 0u) { o[P.oOff + t * P.rows + r] = total; }
+${GEMV_WRITE}
+}
+`;
+}
+
+/** The embedding's weight codes: the kv-load.ts dtype codes, and 3 for q8 (codes and scales as the q8 GEMV reads them). */
+export const EMBED_Q8 = 3;
+
+export function embeddingWgsl(): string {
+  return `// Embedding gather
+struct Params { tokens: u32, cols: u32, kvDtype: u32, blocks: u32, oOff: u32, wgX: u32, r0: u32, rows: u32 }
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read> ids: array<i32>;
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(3) var<storage, read> scales: array<f32>;
+@group(0) @binding(4) var<storage, read_write> o: array<f32>;
+${kvLoadFn("loadW", "w")}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let idx = gid.x + gid.y * P.wgX * ${WG}u;
+  if (idx >= P.tokens * P.cols) { return; }
+  let t = idx / P.cols;
+  let c = idx % P.cols;
+  let id = u32(ids[t]);
+  if (id < P.r0 || id >= P.r0 + P.rows) { return; }   // another part's row (a matrix split by rows)
+  let row = id - P.r0;
+  var v: f32;
+  if (P.kvDtype == ${EMBED_Q8}u) {
+    let word = w[row * P.blocks * 8u + c / 4u];
+    let code = bitcast<i32>(word << (24u - 8u * (c % 4u))) >> 24u;
+    v = f32(code) * scales[row * P.blocks + c / 32u];
+  } else {
+    v = loadW(row * P.cols + c);
+  }
+  o[P.oOff + idx] = v;
 }
 `;
 }

@@ -58,7 +58,9 @@ export function chooseTile(D: number, maxWorkgroupBytes: number): FlashTile {
 
 /** Head-dim class of a pipeline: workgroup arrays and registers are sized for it. */
 export function dmaxFor(D: number): number {
-  return D <= 128 ? 128 : 256;
+  // 64 for the D = 64 models (Qwen2.5-0.5B, Llama 3.2 1B): half the registers and
+  // workgroup memory of the 128 class, and half the shader compile time (seconds on SwiftShader).
+  return D <= 64 ? 64 : D <= 128 ? 128 : 256;
 }
 
 export interface FlashKernelSpec {

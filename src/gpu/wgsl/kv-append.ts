@@ -1,7 +1,7 @@
 /**
  * WGSL KV append (vLLM's reshape_and_cache): the new tokens' K and V rows
  * f32 [T, Hkv, D] (token stride free) into their slots of a paged cache
- * [numBlocks, blockSize, Hkv, D] stored f32, f16 or bf16 (`P.dtype`: the
+ * [numBlocks, blockSize, Hkv, D] (K and V rows each at their own token stride) stored f32, f16 or bf16 (`P.dtype`: the
  * codes of kv-load.ts), slot = blockId · blockSize + offset, −1 skips a token.
  * One invocation writes one 32-bit word of the cache — one f32, or two
  * adjacent 16-bit elements packed (f16 by pack2x16float, bf16 rounded to
@@ -10,7 +10,7 @@
  */
 export function kvAppendWgsl(): string {
   return `// KV append
-struct Params { tokens: u32, hkv: u32, d: u32, dtype: u32, kOff: u32, vOff: u32, tokenStride: u32, wgX: u32 }
+struct Params { tokens: u32, hkv: u32, d: u32, dtype: u32, kOff: u32, vOff: u32, tokenStride: u32, wgX: u32, vTokenStride: u32, pad0: u32, pad1: u32, pad2: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> newK: array<f32>;
 @group(0) @binding(2) var<storage, read> newV: array<f32>;
@@ -25,7 +25,7 @@ fn bf16(x: f32) -> u32 {
 }
 
 fn word(isV: bool, t: u32, e: u32) -> u32 {
-  let src = t * P.tokenStride + e;                 // e: element within the token's [Hkv, D] row
+  let src = t * select(P.tokenStride, P.vTokenStride, isV) + e;   // e: element within the token's [Hkv, D] row
   var a: f32;
   var b: f32;
   if (isV) { a = newV[P.vOff + src]; } else { a = newK[P.kOff + src]; }

@@ -1,0 +1,54 @@
+/**
+ * Model rows of the `webgpu` suite: the WebGPU ModelRunner (src/gpu/model-runner.ts)
+ * against the wasm decoder on the same synthetic weights, in the same run:
+ * prefill (one step of the whole prompt) and decode (one token a step) tok/s
+ * through runRequest (the `kvflash generate` loop), and `over_cpu` = GPU tok/s
+ * over the CPU's. Qwen2.5-0.5B-shaped, q8 and bf16 weights, bf16 KV; on a
+ * software adapter (SwiftShader runs every workgroup on the CPU) a 2-layer
+ * model of hidden 128 with a 1024-token vocabulary and a 16-token prompt:
+ * the rows then show that the path runs, never GPU speed (`software` says so).
+ */
+import { argmax } from "../src/engine/sampler.js";
+import type { GpuDevice } from "../src/gpu/device.js";
+import { GpuModelRunner } from "../src/gpu/model-runner.js";
+import { type Decoder, type ModelRunner, type Runtime, type WeightFormat, createSyntheticModel, qwen25HalfBConfig, runRequest } from "../src/index.js";
+import { type Row, median } from "./harness.js";
+
+export async function modelRows(rt: Runtime, gpu: GpuDevice, small: boolean, log: (line: string) => void): Promise<Row[]> {
+  const full = qwen25HalfBConfig();
+  // SwiftShader: hidden 128, 2 layers, a 1024-token vocabulary (a few seconds a step there).
+  const config = small ? { ...full, hiddenSize: 128, intermediateSize: 384, numHeads: 2, numKvHeads: 1, headDim: 64, numLayers: 2, vocabSize: 1024, layerWindows: full.layerWindows.slice(0, 2), layerRope: full.layerRope.slice(0, 2) } : full;
+  const prompt = small ? 16 : 512;
+  const decodeSteps = small ? 4 : 64;
+  const rows: Row[] = [];
+  for (const weights of ["q8", "bf16"] as const satisfies readonly WeightFormat[]) {
+    const cpu: Decoder = createSyntheticModel(rt, { config, weights, kvDtype: "bf16", numBlocks: Math.ceil((prompt + decodeSteps + 1) / 16), maxBatchTokens: prompt });
+    let gpuRunner: GpuModelRunner | null = null;
+    try {
+      gpuRunner = await GpuModelRunner.create(gpu, rt, { config, weights: cpu.weights, numBlocks: cpu.kvCache.numBlocks, blockSize: cpu.kvCache.blockSize, kvDtype: "bf16" });
+      const ids = Array.from({ length: prompt }, (_, i) => ((i * 2654435761) >>> 0) % config.vocabSize);
+      const measure = async (runner: ModelRunner): Promise<{ prefill: number; decode: number }> => {
+        const prefills: number[] = [];
+        const decodes: number[] = [];
+        await runRequest(runner, ids, {
+          maxTokens: 1 + decodeSteps,
+          maxNumBatchedTokens: prompt,
+          pick: (logits) => ({ token: argmax(logits), stop: null }),
+          onStep: (s) => (s.tokens === prompt ? prefills : decodes).push(s.ms),
+        });
+        return { prefill: (prompt * 1000) / Math.min(...prefills), decode: 1000 / median(decodes) };
+      };
+      await measure(gpuRunner); // compiles the pipelines
+      const g = await measure(gpuRunner);
+      const c = await measure(cpu);
+      log(`model ${weights}: prefill ${g.prefill.toFixed(1)} tok/s on the GPU, ${c.prefill.toFixed(1)} on the CPU; decode ${g.decode.toFixed(1)} and ${c.decode.toFixed(1)}`);
+      const common: Row = { adapter: gpu.adapter.architecture, model: small ? "qwen2-shaped, hidden 128, 2 layers" : "qwen2.5-0.5b", weights, kv_dtype: "bf16", software: gpu.adapter.software };
+      rows.push({ ...common, phase: "prefill", tokens: prompt, tok_s: g.prefill, cpu_tok_s: c.prefill, over_cpu: g.prefill / c.prefill });
+      rows.push({ ...common, phase: "decode", tokens: decodeSteps, tok_s: g.decode, cpu_tok_s: c.decode, over_cpu: g.decode / c.decode });
+    } finally {
+      gpuRunner?.dispose();
+      cpu.dispose();
+    }
+  }
+  return rows;
+}

@@ -1,0 +1,265 @@
+/**
+ * A decoder's weights on the GPU, uploaded once from the DecoderWeights the
+ * loaders built in wasm memory (model/decoder-weights.ts: the same
+ * safetensors and GGUF paths as the CPU runner), in the layouts the WGSL
+ * GEMVs read (wgsl/decoder-ops.ts):
+ *
+ *   f32, bf16      row-major [rows, cols] in the same dtype (bf16 values are
+ *                  exact bf16: the CPU tiles hold them so), decoded by kv-load
+ *   q8             int8 codes [rows, blocks·32] and f32 scales [rows, blocks],
+ *                  read straight out of the CPU tiles (the same codes and scales)
+ *   q4             the same q8 layout: a Q4_0 code q ∈ [−8, 7] is an int8
+ *                  code with the same scale, so the values are exactly the CPU's
+ *   anything else  (native K-quants) decoded to f32 by the CPU kernels
+ *                  (dequantizeWeight's gatherRows): exact values, 4 bytes each
+ *
+ * A matrix is a list of row parts, each one buffer: a WeightStack's parts
+ * (fused QKV of mixed ggml types) and any part bigger than the adapter's
+ * maxStorageBufferBindingSize split by rows, as the several wasm memories
+ * split a model. The GEMV runs once per part into its rows of the output.
+ */
+import { ArgumentError } from "../errors.js";
+import type { DecoderWeights } from "../model/decoder-weights.js";
+import { type Weight, WeightStack, gatherRows } from "../ops/weight.js";
+import type { Runtime } from "../runtime/runtime.js";
+import type { Tensor } from "../tensor/tensor.js";
+import type { GpuDecoderOps, GpuView } from "./decoder-ops.js";
+import { BufferUsage } from "./constants.js";
+import type { GpuDevice } from "./device.js";
+
+/** One row range [r0, r0 + rows) of a matrix in its own buffer(s). */
+export type GpuMatrixPart =
+  | { kind: "f32" | "bf16"; r0: number; rows: number; buffer: GPUBuffer }
+  | { kind: "q8"; r0: number; rows: number; codes: GPUBuffer; scales: GPUBuffer };
+
+export interface GpuMatrix {
+  rows: number;
+  cols: number;
+  parts: GpuMatrixPart[];
+  /** What the GPU holds, for the startup line: "q8", "bf16", "f32 (from q4_k)". */
+  format: string;
+}
+
+export interface GpuLayerWeights {
+  inputNorm: GPUBuffer;
+  postNorm: GPUBuffer;
+  qkv: GpuMatrix;
+  qkvBias: GPUBuffer | null;
+  qNorm: GPUBuffer | null;
+  kNorm: GPUBuffer | null;
+  o: GpuMatrix;
+  oBias: GPUBuffer | null;
+  gateUp: GpuMatrix;
+  gateUpBias: GPUBuffer | null;
+  down: GpuMatrix;
+  downBias: GPUBuffer | null;
+}
+
+export interface GpuDecoderWeights {
+  embedding: GpuMatrix;
+  layers: GpuLayerWeights[];
+  finalNorm: GPUBuffer;
+  lmHead: GpuMatrix;
+  /** Bytes of every buffer uploaded. */
+  bytes: number;
+}
+
+/** Rows decoded per gatherRows call when a matrix goes up as f32 (bounds the wasm scratch to ~16 MiB). */
+const DECODE_CHUNK_BYTES = 16 << 20;
+
+class Uploader {
+  bytes = 0;
+  readonly buffers: GPUBuffer[] = [];
+  constructor(
+    readonly gpu: GpuDevice,
+    readonly rt: Runtime,
+    readonly maxBinding: number,
+  ) {}
+
+  /** A buffer of its own (not pooled: weights live as long as the runner). */
+  put(data: ArrayBufferView, label: string): GPUBuffer {
+    const size = Math.max(4, Math.ceil(data.byteLength / 4) * 4);
+    const buffer = this.gpu.device.createBuffer({ size, usage: BufferUsage.STORAGE | BufferUsage.COPY_DST, label });
+    this.buffers.push(buffer);
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    if (bytes.byteLength % 4 === 0) this.gpu.device.queue.writeBuffer(buffer, 0, bytes);
+    else {
+      const padded = new Uint8Array(size);
+      padded.set(bytes);
+      this.gpu.device.queue.writeBuffer(buffer, 0, padded);
+    }
+    this.bytes += size;
+    return buffer;
+  }
+
+  vector(t: Tensor | null, label: string): GPUBuffer | null {
+    if (t === null) return null;
+    const src = this.rt.of(t.memory);
+    return this.put(new Float32Array(src.memory.buffer, t.ptr, t.numel).slice(), label);
+  }
+
+  matrix(w: Weight, label: string): GpuMatrix {
+    const ws = w instanceof WeightStack ? w.parts : [w];
+    const parts: GpuMatrixPart[] = [];
+    const formats = new Set<string>();
+    let r0 = 0;
+    for (const part of ws) {
+      formats.add(this.#part(part, r0, parts, label));
+      r0 += part.rows;
+    }
+    return { rows: w.rows, cols: w.cols, parts, format: [...formats].join(" + ") };
+  }
+
+  /** Rows per buffer so that none passes the binding limit. */
+  #rowsPerBuffer(rowBytes: number, label: string): number {
+    const max = this.maxBinding;
+    const n = Math.floor(max / rowBytes);
+    if (n < 1) throw new ArgumentError(label, `has rows of ${rowBytes} bytes, beyond a GPU binding's ${max} (maxStorageBufferBindingSize)`);
+    return n;
+  }
+
+  #part(w: Weight, base: number, out: GpuMatrixPart[], label: string): string {
+    const { rows, cols } = w;
+    const blocks = Math.ceil(cols / 32);
+    if (w.format === "q8" || w.format === "q4") {
+      const step = this.#rowsPerBuffer(blocks * 32, label);
+      const tiles = new Uint8Array(this.rt.of(w.memory).memory.buffer, w.ptr, w.byteLength);
+      for (let r0 = 0; r0 < rows; r0 += step) {
+        const n = Math.min(step, rows - r0);
+        const { codes, scales } = unpackQ8Rows(tiles, w.format, blocks, r0, n);
+        out.push({ kind: "q8", r0: base + r0, rows: n, codes: this.put(codes, `${label} codes`), scales: this.put(scales, `${label} scales`) });
+      }
+      return w.format === "q8" ? "q8" : "q8 (from q4)";
+    }
+    const kind = w.format === "bf16" ? "bf16" : "f32";
+    const step = Math.min(this.#rowsPerBuffer(cols * (kind === "bf16" ? 2 : 4), label), Math.max(1, Math.floor(DECODE_CHUNK_BYTES / (cols * 4))));
+    const rt = this.rt.of(w.memory);
+    const scratch = rt.heap.alloc(step * cols * 4, `${label} upload scratch`);
+    const ids = rt.heap.alloc(step * 4, `${label} upload rows`);
+    try {
+      for (let r0 = 0; r0 < rows; r0 += step) {
+        const n = Math.min(step, rows - r0);
+        const idv = new Int32Array(rt.memory.buffer, ids, n);
+        for (let i = 0; i < n; i++) idv[i] = r0 + i;
+        gatherRows(rt, w, ids, n, scratch, cols * 4);
+        const f32 = new Float32Array(rt.memory.buffer, scratch, n * cols);
+        const data = kind === "bf16" ? bf16Bits(f32) : f32.slice();
+        out.push({ kind, r0: base + r0, rows: n, buffer: this.put(data, label) });
+      }
+    } finally {
+      rt.free(scratch);
+      rt.free(ids);
+    }
+    return w.format === "f32" || w.format === "bf16" ? w.format : `f32 (from ${w.format})`;
+  }
+}
+
+/** The high halves of f32 values that are exact bf16 (as the CPU's bf16 tiles decode). */
+function bf16Bits(f32: Float32Array): Uint16Array {
+  const u = new Uint32Array(f32.buffer, f32.byteOffset, f32.length);
+  const out = new Uint16Array(f32.length);
+  for (let i = 0; i < u.length; i++) out[i] = u[i]! >>> 16;
+  return out;
+}
+
+/**
+ * Codes [n, blocks·32] and scales [n, blocks] of rows [r0, r0 + n) of a q8
+ * or q4 Weight, from its tiles (assembly/linalg/layout.ts): tile (g, b) of
+ * 8 rows × 32 columns at (g·blocks + b)·tileBytes; half h = rows 8g + 4h … + 3.
+ *   q8  half at 144h: column 2j + s of lane r at 8j + 2r + s (int8); scale r at 128 + 4r
+ *   q4  half at 80h: u16 at 16m + 4r + 2s, nibble k is column 2·(4m + k) + s (4-bit
+ *       two's complement); scale r at 64 + 4r
+ */
+export function unpackQ8Rows(tiles: Uint8Array, format: "q8" | "q4", blocks: number, r0: number, n: number): { codes: Int8Array; scales: Float32Array } {
+  const tileBytes = format === "q8" ? 288 : 160;
+  const halfBytes = format === "q8" ? 144 : 80;
+  const scaleAt = format === "q8" ? 128 : 64;
+  const view = new DataView(tiles.buffer, tiles.byteOffset, tiles.byteLength);
+  const codes = new Int8Array(n * blocks * 32);
+  const scales = new Float32Array(n * blocks);
+  for (let i = 0; i < n; i++) {
+    const row = r0 + i;
+    const g = row >> 3;
+    const h = (row >> 2) & 1;
+    const r = row & 3;
+    for (let b = 0; b < blocks; b++) {
+      const half = (g * blocks + b) * tileBytes + h * halfBytes;
+      scales[i * blocks + b] = view.getFloat32(half + scaleAt + 4 * r, true);
+      const dst = i * blocks * 32 + b * 32;
+      if (format === "q8") {
+        for (let c = 0; c < 32; c++) codes[dst + c] = view.getInt8(half + 8 * (c >> 1) + 2 * r + (c & 1));
+      } else {
+        for (let m = 0; m < 4; m++) {
+          for (let s = 0; s < 2; s++) {
+            const u = view.getUint16(half + 16 * m + 4 * r + 2 * s, true);
+            for (let k = 0; k < 4; k++) {
+              const nib = (u >> (4 * k)) & 15;
+              codes[dst + 2 * (4 * m + k) + s] = nib >= 8 ? nib - 16 : nib;
+            }
+          }
+        }
+      }
+    }
+  }
+  return { codes, scales };
+}
+
+/**
+ * Uploads `weights` (left as they are: the caller frees them) to the GPU,
+ * no buffer above `maxBinding` bytes (default, and at most, the adapter's limit).
+ * On failure the buffers made so far are destroyed.
+ */
+export function uploadDecoderWeights(gpu: GpuDevice, rt: Runtime, weights: DecoderWeights, maxBinding = gpu.limits.maxStorageBufferBindingSize): { weights: GpuDecoderWeights; destroy: () => void } {
+  const up = new Uploader(gpu, rt, Math.min(maxBinding, gpu.limits.maxStorageBufferBindingSize));
+  const destroy = () => {
+    for (const b of up.buffers.splice(0)) b.destroy();
+  };
+  try {
+    const embedding = up.matrix(weights.embedding, "embed_tokens");
+    const layers = weights.layers.map((w, l): GpuLayerWeights => ({
+      inputNorm: up.vector(w.inputNorm, `layer ${l} input_layernorm`)!,
+      postNorm: up.vector(w.postNorm, `layer ${l} post_attention_layernorm`)!,
+      qkv: up.matrix(w.qkv, `layer ${l} qkv_proj`),
+      qkvBias: up.vector(w.qkvBias, `layer ${l} qkv bias`),
+      qNorm: up.vector(w.qNorm, `layer ${l} q_norm`),
+      kNorm: up.vector(w.kNorm, `layer ${l} k_norm`),
+      o: up.matrix(w.o, `layer ${l} o_proj`),
+      oBias: up.vector(w.oBias, `layer ${l} o_proj bias`),
+      gateUp: up.matrix(w.gateUp, `layer ${l} gate_up_proj`),
+      gateUpBias: up.vector(w.gateUpBias, `layer ${l} gate_up bias`),
+      down: up.matrix(w.down, `layer ${l} down_proj`),
+      downBias: up.vector(w.downBias, `layer ${l} down_proj bias`),
+    }));
+    const finalNorm = up.vector(weights.finalNorm, "model.norm")!;
+    const lmHead = weights.lmHead === weights.embedding ? embedding : up.matrix(weights.lmHead, "lm_head");
+    return { weights: { embedding, layers, finalNorm, lmHead, bytes: up.bytes }, destroy };
+  } catch (e) {
+    destroy();
+    throw e;
+  }
+}
+
+/** Tokens from which a linear layer runs as the tiled GEMM (each weight read once per 32 tokens) instead of the GEMV. */
+export const GEMM_MIN_TOKENS = 4;
+
+/**
+ * Records out[t, :] = x[t, :] · Wᵀ (+ bias) for every part of `m` into its
+ * rows of out [tokens, m.rows]: the GEMV for decode-sized steps, the tiled
+ * GEMM from GEMM_MIN_TOKENS tokens.
+ */
+export function encodeLinear(ops: GpuDecoderOps, pass: GPUComputePassEncoder, m: GpuMatrix, a: { x: GpuView; out: GpuView; bias?: GPUBuffer | null; tokens: number }): void {
+  for (const p of m.parts) {
+    const out = { buffer: a.out.buffer, offset: (a.out.offset ?? 0) + p.r0 };
+    const common = { x: a.x, out, outStride: m.rows, tokens: a.tokens, rows: p.rows, cols: m.cols, ...(a.bias ? { bias: { buffer: a.bias, offset: p.r0 } } : {}) };
+    const gemm = a.tokens >= GEMM_MIN_TOKENS;
+    if (p.kind === "q8") {
+      const q8 = { ...common, weight: { codes: { buffer: p.codes }, scales: { buffer: p.scales } } };
+      if (gemm) ops.gemmQ8(pass, q8);
+      else ops.gemvQ8(pass, q8);
+    } else {
+      const f = { ...common, weight: { buffer: p.buffer }, weightDtype: p.kind };
+      if (gemm) ops.gemm(pass, f);
+      else ops.gemv(pass, f);
+    }
+  }
+}

@@ -1,0 +1,332 @@
+/**
+ * The WebGPU ModelRunner (ARCHITECTURE.md: "a GPU backend is a second
+ * ModelRunner, not a second engine"): the decoder forward of decoder.ts —
+ * llama2.c's forward() over a ragged, paged batch — with the weights
+ * (gpu-weights.ts), the paged KV cache and the activations in GPU buffers.
+ * One step is one submission:
+ *
+ *   x = embed(tokens)                                   ids, positions, slots uploaded once
+ *   xb = rmsnorm(x)
+ *   for each layer:
+ *     qkv = xb · Wqkvᵀ (+ bias)                         [T, (H + 2·Hkv)·D]
+ *     q, k = rmsnorm_per_head(q), rmsnorm_per_head(k)    (Qwen3: into qn [T, H, D], kn [T, Hkv, D])
+ *     q, k = rope(q, k, positions)                       cos/sin table uploaded at creation
+ *     cache[layer][slots] = k, v
+ *     att = pagedAttention(q, cache[layer])              the step's plan, uploaded once (paged-attention-step.ts)
+ *     x += att · Woᵀ;  xb = rmsnorm(x)                   fused residual add
+ *     x += down(silu(gate) ⊙ up);  xb = next rmsnorm(x)
+ *   last = x[logitIndices];  logits = rmsnorm(last) · Wlmᵀ
+ *
+ * and only logits [S, V] come back to the CPU. forward() is asynchronous
+ * (the readback is); the engine awaits it. The batch is checked as the CPU
+ * decoder checks it (checkForwardBatch) and the attention plan is the CPU's
+ * AttentionPlan, built in `rt` (a small wasm runtime) and disposed each step.
+ *
+ *   const gpu = await GpuDevice.open({ device: "webgpu" });
+ *   const runner = await GpuModelRunner.create(gpu, rt, { config, weights, numBlocks, blockSize, kvDtype });
+ *   const logits = await runner.forward(batch);
+ */
+import { ArgumentError, show } from "../errors.js";
+import { checkForwardBatch } from "../model/check-batch.js";
+import type { ModelConfig } from "../model/config.js";
+import type { DecoderWeights } from "../model/decoder-weights.js";
+import type { ForwardBatch } from "../model/forward-batch.js";
+import type { KvCacheGeometry, ModelRunner } from "../model/model-runner.js";
+import { ropeInvFreq } from "../ops/rope.js";
+import type { Runtime } from "../runtime/runtime.js";
+import { checkInt } from "../tensor/check.js";
+import { GpuDecoderOps, ropeCosSinCache } from "./decoder-ops.js";
+import type { GpuDevice } from "./device.js";
+import { type GpuDecoderWeights, encodeLinear, uploadDecoderWeights } from "./gpu-weights.js";
+import { PagedAttentionStep } from "./paged-attention-step.js";
+import { GPU_KV_DTYPES, type GpuKvDtype } from "./wgsl/kv-load.js";
+import { BufferUsage, MapMode } from "./constants.js";
+
+export interface GpuModelRunnerOptions {
+  config: ModelConfig;
+  /** Weights built by the loaders in `rt`'s memories; uploaded, then left to the caller (free them after create). */
+  weights: DecoderWeights;
+  /** Blocks of the paged KV cache and tokens per block (the engine's KvCacheManager uses the same). */
+  numBlocks: number;
+  blockSize: number;
+  /** KV storage: f32 | f16 | bf16. */
+  kvDtype: GpuKvDtype;
+  /** Longest sequence accepted. Default min(max_position_embeddings, numBlocks · blockSize). */
+  maxModelLen?: number;
+  /** dispose() destroys the device too (a loader opened it for this runner). Default false. */
+  ownDevice?: boolean;
+  /** For tests: split weight matrices into buffers of at most this many bytes (default: the adapter's maxStorageBufferBindingSize). */
+  maxBindingBytes?: number;
+}
+
+/** The step's activation buffers (pooled), sized for T tokens and S logit rows. */
+interface StepBuffers {
+  ids: GPUBuffer; // int32 [T]
+  positions: GPUBuffer; // int32 [T]
+  slots: GPUBuffer; // int32 [T]
+  x: GPUBuffer; // [T, h] the residual stream
+  xb: GPUBuffer; // [T, h] normed
+  qkv: GPUBuffer; // [T, (H + 2·Hkv)·D]
+  qn: GPUBuffer; // [T, H·D + Hkv·D] Qwen3's normed q then k
+  att: GPUBuffer; // attention out + split partials
+  lse: GPUBuffer;
+  o: GPUBuffer; // [T, h]
+  gateUp: GPUBuffer; // [T, 2·I]
+  act: GPUBuffer; // [T, I]
+  last: GPUBuffer; // [S, h]
+  lastN: GPUBuffer; // [S, h]
+  logits: GPUBuffer; // [S, V]
+}
+
+/**
+ * Throws an ArgumentError naming what the WebGPU runner does not run yet (the
+ * CPU decoder does: --device cpu): GeGLU, Gemma's embedding scale and
+ * sandwich norms, final-logit softcap, partial or per-layer RoPE. The
+ * attention scale and score softcap are the kernels' own options.
+ */
+export function checkGpuSupport(c: ModelConfig): void {
+  const missing: string[] = [];
+  if (c.hiddenAct !== "silu") missing.push(`the ${c.hiddenAct} MLP (GeGLU)`);
+  if (c.embeddingScale !== 1) missing.push(`an embedding scale (${c.embeddingScale})`);
+  if (c.sandwichNorms) missing.push("sandwich norms");
+  if (c.finalLogitSoftcap > 0) missing.push(`a final-logit softcap (${c.finalLogitSoftcap})`);
+  if (c.rotaryDim !== c.headDim) missing.push(`partial RoPE (rotary dim ${c.rotaryDim} of ${c.headDim})`);
+  if (c.layerRope.some((r) => r === null || r.theta !== c.ropeTheta || JSON.stringify(r.scaling) !== JSON.stringify(c.ropeScaling))) missing.push("per-layer RoPE (NoPE layers, local RoPE bases)");
+  if (missing.length > 0) throw new ArgumentError("model", `${c.architecture} needs ${missing.join(", ")}, which the webgpu device does not run yet: use --device cpu`);
+}
+
+export class GpuModelRunner implements ModelRunner {
+  readonly config: ModelConfig;
+  readonly vocabSize: number;
+  readonly maxModelLen: number;
+  readonly kvCache: KvCacheGeometry;
+  readonly kvDtype: GpuKvDtype;
+  readonly gpu: GpuDevice;
+  /** What the GPU holds of the weights ("q8", "bf16", "f32 (from q4_k)"), and the bytes uploaded. */
+  readonly weightFormat: string;
+  readonly weightBytes: number;
+  readonly #rt: Runtime;
+  readonly #ops: GpuDecoderOps;
+  readonly #w: GpuDecoderWeights;
+  readonly #destroyWeights: () => void;
+  readonly #cache: { k: GPUBuffer; v: GPUBuffer }[];
+  readonly #cosSin: GPUBuffer;
+  readonly #windows: ([number, number] | undefined)[];
+  readonly #ownDevice: boolean;
+  #busy = false;
+  #disposed = false;
+
+  private constructor(gpu: GpuDevice, rt: Runtime, ops: GpuDecoderOps, options: GpuModelRunnerOptions, w: { weights: GpuDecoderWeights; destroy: () => void }, maxModelLen: number) {
+    const c = options.config;
+    this.gpu = gpu;
+    this.#rt = rt;
+    this.#ops = ops;
+    this.config = c;
+    this.vocabSize = c.vocabSize;
+    this.maxModelLen = maxModelLen;
+    this.kvCache = { numBlocks: options.numBlocks, blockSize: options.blockSize };
+    this.kvDtype = options.kvDtype;
+    this.#ownDevice = options.ownDevice ?? false;
+    this.#w = w.weights;
+    this.#destroyWeights = w.destroy;
+    this.weightBytes = w.weights.bytes;
+    this.weightFormat = [...new Set([w.weights.lmHead, ...w.weights.layers.flatMap((l) => [l.qkv, l.o, l.gateUp, l.down])].map((m) => m.format))].join(", ");
+    this.#windows = c.layerWindows.map((win) => (win === null ? undefined : [win - 1, 0]));
+    const made: GPUBuffer[] = [];
+    const buffer = (bytes: number, label: string): GPUBuffer => {
+      const b = gpu.device.createBuffer({ size: Math.max(16, Math.ceil(bytes / 4) * 4), usage: BufferUsage.STORAGE | BufferUsage.COPY_DST, label });
+      made.push(b);
+      return b;
+    };
+    try {
+      // The paged KV cache: per layer K and V [numBlocks · blockSize, Hkv, D] in kvDtype.
+      const layerBytes = options.numBlocks * options.blockSize * c.numKvHeads * c.headDim * (options.kvDtype === "f32" ? 4 : 2);
+      const max = gpu.limits.maxStorageBufferBindingSize;
+      if (layerBytes > max) throw new ArgumentError("numBlocks", `gives a KV layer of ${layerBytes} bytes, beyond the adapter's maxStorageBufferBindingSize ${max}: lower kvCacheBytes or numBlocks (got ${options.numBlocks})`);
+      this.#cache = Array.from({ length: c.numLayers }, (_, l) => ({ k: buffer(layerBytes, `layer ${l} K cache`), v: buffer(layerBytes, `layer ${l} V cache`) }));
+      const table = ropeCosSinCache(ropeInvFreq({ headDim: c.headDim, theta: c.ropeTheta, scaling: c.ropeScaling }), maxModelLen);
+      this.#cosSin = buffer(table.byteLength, "rope cos/sin");
+      gpu.device.queue.writeBuffer(this.#cosSin, 0, table);
+    } catch (e) {
+      for (const b of made) b.destroy();
+      throw e;
+    }
+  }
+
+  /** Uploads the weights and allocates the KV cache on `gpu`; `rt` builds each step's attention plan. */
+  static async create(gpu: GpuDevice, rt: Runtime, options: GpuModelRunnerOptions): Promise<GpuModelRunner> {
+    const c = options.config;
+    checkGpuSupport(c);
+    const numBlocks = checkInt("numBlocks", options.numBlocks, { min: 1 });
+    const blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: 256 });
+    if (!(GPU_KV_DTYPES as readonly string[]).includes(options.kvDtype)) {
+      throw new ArgumentError("kvDtype", `must be one of ${GPU_KV_DTYPES.join(" | ")} on the webgpu device, got ${show(options.kvDtype)}`);
+    }
+    if (options.kvDtype !== "f32" && c.headDim % 2 !== 0) throw new ArgumentError("kvDtype", `${options.kvDtype} needs an even head dim on the webgpu device, got ${c.headDim}`);
+    const limit = Math.min(c.maxPositionEmbeddings, numBlocks * blockSize);
+    const maxModelLen = options.maxModelLen === undefined ? limit : checkInt("maxModelLen", options.maxModelLen, { min: 1, max: limit });
+    const ops = await GpuDecoderOps.create(gpu);
+    let up: { weights: GpuDecoderWeights; destroy: () => void } | null = null;
+    try {
+      up = uploadDecoderWeights(gpu, rt, options.weights, options.maxBindingBytes === undefined ? undefined : checkInt("maxBindingBytes", options.maxBindingBytes, { min: 4 }));
+      const u = up;
+      return await gpu.scoped("uploading the model", () => new GpuModelRunner(gpu, rt, ops, { ...options, numBlocks, blockSize }, u, maxModelLen));
+    } catch (e) {
+      up?.destroy();
+      ops.dispose();
+      throw e;
+    }
+  }
+
+  /** The step's buffers from the device's pool (reused across steps by size class). */
+  #acquire(T: number, S: number, attFloats: number, lseFloats: number): StepBuffers {
+    const c = this.config;
+    const pool = this.gpu.pool;
+    const f = (n: number, label: string) => pool.acquire(Math.max(4, n * 4), label);
+    const qkvCols = (c.numHeads + 2 * c.numKvHeads) * c.headDim;
+    return {
+      ids: f(T, "step token ids"),
+      positions: f(T, "step positions"),
+      slots: f(T, "step slots"),
+      x: f(T * c.hiddenSize, "x"),
+      xb: f(T * c.hiddenSize, "xb"),
+      qkv: f(T * qkvCols, "qkv"),
+      qn: f(c.qkNorm ? T * (c.numHeads + c.numKvHeads) * c.headDim : 1, "q/k normed"),
+      att: f(attFloats, "attention out"),
+      lse: f(lseFloats, "attention lse"),
+      o: f(T * c.hiddenSize, "o"),
+      gateUp: f(T * 2 * c.intermediateSize, "gate_up"),
+      act: f(T * c.intermediateSize, "act"),
+      last: f(Math.max(1, S) * c.hiddenSize, "last"),
+      lastN: f(Math.max(1, S) * c.hiddenSize, "last normed"),
+      logits: f(Math.max(1, S) * c.vocabSize, "logits"),
+    };
+  }
+
+  async forward(batch: ForwardBatch): Promise<Float32Array> {
+    if (this.#disposed) throw new Error("GpuModelRunner used after dispose()");
+    if (this.#busy) throw new Error("GpuModelRunner.forward called while a forward is running (await each step)");
+    const c = this.config;
+    checkForwardBatch(batch, { vocabSize: c.vocabSize, maxModelLen: this.maxModelLen, numBlocks: this.kvCache.numBlocks, blockSize: this.kvCache.blockSize });
+    this.#busy = true;
+    const gpu = this.gpu;
+    const T = batch.tokens.length;
+    const S = batch.logitIndices.length;
+    let attn: PagedAttentionStep | null = null;
+    let b: StepBuffers | null = null;
+    try {
+      attn = await PagedAttentionStep.create(gpu, this.#rt, { H: c.numHeads, Hkv: c.numKvHeads, D: c.headDim, kvDtype: this.kvDtype, blockSize: this.kvCache.blockSize, scale: c.attentionScale, softcap: c.attnLogitSoftcap }, batch);
+      const bufs = (b = this.#acquire(T, S, attn.outFloats, attn.lseFloats));
+      const step = attn;
+      return await gpu.scoped("running a forward step", async () => {
+        const q = gpu.device.queue;
+        q.writeBuffer(bufs.ids, 0, Int32Array.from(batch.tokens));
+        q.writeBuffer(bufs.positions, 0, Int32Array.from(batch.positions));
+        q.writeBuffer(bufs.slots, 0, Int32Array.from(batch.slotMapping));
+        const enc = gpu.device.createCommandEncoder({ label: "forward" });
+        const pass = enc.beginComputePass();
+        this.#encodeLayers(pass, bufs, step, T);
+        pass.end();
+        if (S === 0) {
+          gpu.device.queue.submit([enc.finish()]);
+          await gpu.device.queue.onSubmittedWorkDone();
+          return new Float32Array(0);
+        }
+        // Only the sampled rows go through the final norm and the head.
+        const h = c.hiddenSize;
+        for (let i = 0; i < S; i++) enc.copyBufferToBuffer(bufs.x, batch.logitIndices[i]! * h * 4, bufs.last, i * h * 4, h * 4);
+        const head = enc.beginComputePass();
+        this.#ops.rmsNorm(head, { x: { buffer: bufs.last }, weight: { buffer: this.#w.finalNorm }, out: { buffer: bufs.lastN }, rows: S, cols: h, eps: c.rmsNormEps });
+        encodeLinear(this.#ops, head, this.#w.lmHead, { x: { buffer: bufs.lastN }, out: { buffer: bufs.logits }, tokens: S });
+        head.end();
+        const bytes = S * c.vocabSize * 4;
+        const staging = gpu.device.createBuffer({ size: bytes, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: "logits readback" });
+        try {
+          enc.copyBufferToBuffer(bufs.logits, 0, staging, 0, bytes);
+          gpu.device.queue.submit([enc.finish()]);
+          await staging.mapAsync(MapMode.READ);
+          return new Float32Array(staging.getMappedRange().slice(0));
+        } finally {
+          staging.destroy();
+        }
+      });
+    } finally {
+      this.#ops.recycle();
+      attn?.release();
+      if (b) for (const buf of Object.values(b)) gpu.pool.release(buf);
+      this.#busy = false;
+    }
+  }
+
+  /** Records the embedding and every layer (the module comment's loop) into `pass`. */
+  #encodeLayers(pass: GPUComputePassEncoder, b: StepBuffers, attn: PagedAttentionStep, T: number): void {
+    const c = this.config;
+    const ops = this.#ops;
+    const W = this.#w;
+    const h = c.hiddenSize;
+    const eps = c.rmsNormEps;
+    const { numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I } = c;
+    const qkvCols = (H + 2 * Hkv) * D;
+    for (const p of W.embedding.parts) {
+      const weight = p.kind === "q8" ? { codes: { buffer: p.codes }, scales: { buffer: p.scales } } : { buffer: p.buffer };
+      ops.embedding(pass, { ids: { buffer: b.ids }, weight, dtype: p.kind, out: { buffer: b.x }, tokens: T, rows: p.rows, firstRow: p.r0, cols: h });
+    }
+    const positions = { buffer: b.positions };
+    ops.rmsNorm(pass, { x: { buffer: b.x }, weight: { buffer: W.layers[0]!.inputNorm }, out: { buffer: b.xb }, rows: T, cols: h, eps });
+    for (let l = 0; l < c.numLayers; l++) {
+      const w = W.layers[l]!;
+      encodeLinear(ops, pass, w.qkv, { x: { buffer: b.xb }, out: { buffer: b.qkv }, bias: w.qkvBias, tokens: T });
+      // q and k: in qkv, or (Qwen3) normed per head into qn = [T, H·D | Hkv·D].
+      let q = { buffer: b.qkv, offset: 0, tokenStride: qkvCols };
+      let k = { buffer: b.qkv, offset: H * D, tokenStride: qkvCols };
+      if (w.qNorm && w.kNorm) {
+        ops.rmsNorm(pass, { x: { buffer: b.qkv }, xStride: qkvCols, group: H, weight: { buffer: w.qNorm }, out: { buffer: b.qn }, rows: T * H, cols: D, eps });
+        ops.rmsNorm(pass, { x: { buffer: b.qkv, offset: H * D }, xStride: qkvCols, group: Hkv, weight: { buffer: w.kNorm }, out: { buffer: b.qn, offset: T * H * D }, rows: T * Hkv, cols: D, eps });
+        q = { buffer: b.qn, offset: 0, tokenStride: H * D };
+        k = { buffer: b.qn, offset: T * H * D, tokenStride: Hkv * D };
+      }
+      const rope = { positions, cosSin: { buffer: this.#cosSin }, maxPos: this.maxModelLen, tokens: T, headDim: D, rotaryDim: D };
+      ops.rope(pass, { ...rope, x: { buffer: q.buffer, offset: q.offset }, tokenStride: q.tokenStride, heads: H });
+      ops.rope(pass, { ...rope, x: { buffer: k.buffer, offset: k.offset }, tokenStride: k.tokenStride, heads: Hkv });
+      const cache = this.#cache[l]!;
+      ops.appendKv(pass, {
+        k: { buffer: k.buffer, offset: k.offset },
+        tokenStride: k.tokenStride,
+        v: { buffer: b.qkv, offset: (H + Hkv) * D },
+        vTokenStride: qkvCols,
+        slots: { buffer: b.slots },
+        cacheK: { buffer: cache.k },
+        cacheV: { buffer: cache.v },
+        dtype: this.kvDtype,
+        numSlots: this.kvCache.numBlocks * this.kvCache.blockSize,
+        tokens: T,
+        numKvHeads: Hkv,
+        headDim: D,
+      });
+      attn.encode(pass, { q, k: cache.k, v: cache.v, out: b.att, lse: b.lse, window: this.#windows[l] });
+      encodeLinear(ops, pass, w.o, { x: { buffer: b.att }, out: { buffer: b.o }, bias: w.oBias, tokens: T });
+      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: b.o }, weight: { buffer: w.postNorm }, out: { buffer: b.xb }, rows: T, cols: h, eps }); // x += o; xb = rmsnorm(x)
+      encodeLinear(ops, pass, w.gateUp, { x: { buffer: b.xb }, out: { buffer: b.gateUp }, bias: w.gateUpBias, tokens: T });
+      ops.swiglu(pass, { gate: { buffer: b.gateUp }, up: { buffer: b.gateUp, offset: I }, inStride: 2 * I, out: { buffer: b.act }, n: I, rows: T });
+      encodeLinear(ops, pass, w.down, { x: { buffer: b.act }, out: { buffer: b.o }, bias: w.downBias, tokens: T });
+      // x += o; xb = the next layer's rmsnorm(x) (after the last layer, xb is unused: the head norms the sampled rows).
+      const next = W.layers[l + 1]?.inputNorm ?? W.finalNorm;
+      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: b.o }, weight: { buffer: next }, out: { buffer: b.xb }, rows: T, cols: h, eps });
+    }
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#ops.dispose();
+    this.#destroyWeights();
+    for (const c of this.#cache) (c.k.destroy(), c.v.destroy());
+    this.#cosSin.destroy();
+    if (this.#ownDevice) this.gpu.destroy();
+  }
+
+  toString(): string {
+    const c = this.config;
+    return `GpuModelRunner(${c.architecture}, ${c.numLayers} layers, hidden ${c.hiddenSize}, weights ${this.weightFormat}, KV ${this.kvDtype} [${this.kvCache.numBlocks}, ${this.kvCache.blockSize}], ${this.gpu.adapter.vendor} ${this.gpu.adapter.architecture})`;
+  }
+}

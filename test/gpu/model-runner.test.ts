@@ -1,0 +1,193 @@
+// The WebGPU ModelRunner against the CPU decoder on tiny fixture models
+// (src/testing/tiny-model.ts), on SwiftShader in CI: the same DecoderWeights
+// go up to the GPU, the same ForwardBatches run on both (a ragged step of two
+// prefills, decode steps, a chunked prefill after a cached prefix, a sliding
+// window), and the logits agree per row within
+//   max |gpu − cpu| ≤ tol · max(1, max |cpu|)
+//   tol = 2e-4 (f32 accumulation in another order, through 2 layers)
+// and their argmax (the greedy token) is the same wherever the CPU's top two
+// logits are more than 2 · tol · scale apart (else either is a right answer).
+// q8 and q4 weights: the CPU's q8 GEMV also quantizes the activations to Q8_0
+// (int8 dot products) while the GPU's multiplies the f32 activations, so the
+// CPU side there is an f32 decoder over the dequantized q8 / q4 values — the
+// numbers the GPU multiplies by — and the same tolerance holds. Architectures: Llama
+// (GQA, no bias), Qwen2 (qkv bias, tied head), Qwen3 (per-head q/k norm,
+// head_dim ≠ hidden / heads), Mistral (a 16-token sliding window). Weights f32,
+// bf16, q8 and q4 (q4 runs as q8 codes); KV f32, f16 and bf16; weights split
+// by rows into several buffers (as beyond maxStorageBufferBindingSize).
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import type { GpuDevice } from "../../src/gpu/index.js";
+import { GpuModelRunner, checkGpuSupport } from "../../src/gpu/model-runner.js";
+import { Engine } from "../../src/engine/engine.js";
+import { ArgumentError, DecoderWeights, type LayerWeights, type Runtime, type Tensor, type Weight, createDecoder, createRuntime, createWeight, dequantizeWeight, generate, loadModel, resolveSamplingParams } from "../../src/index.js";
+import type { KvCacheDType } from "../../src/kv/kv-quant.js";
+import type { WeightFormat } from "../../src/ops/weight.js";
+import { type TinyArch, writeTinyModel } from "../../src/testing/index.js";
+import { Blocks, makeBatch } from "../model/decoder-support.js";
+import { readModelMetadata } from "../../src/model/model-metadata.js";
+
+const parseTiny = (dir: string) => readModelMetadata({ kind: "dir", path: dir });
+import { openTestGpu } from "./support.js";
+
+const opened = await openTestGpu();
+const gpuTest = (name: string, fn: () => Promise<void>) => test(name, { skip: opened.skip }, fn);
+
+/** f32 weights holding exactly the values of `w`'s matrices (dequantized), with copies of its vectors. */
+function f32Twin(rt: Runtime, w: DecoderWeights): DecoderWeights {
+  const m = (x: Weight): Weight => {
+    const t = dequantizeWeight(rt, { weight: x });
+    try {
+      return createWeight(rt, { source: t, format: "f32" });
+    } finally {
+      rt.free(t);
+    }
+  };
+  const v = <T extends Tensor | null>(t: T): T => {
+    if (t === null) return t;
+    const c = rt.tensor("f32", t.shape);
+    c.data().set(t.data());
+    return c as T;
+  };
+  const embedding = m(w.embedding);
+  const layers = w.layers.map((l): LayerWeights => ({
+    inputNorm: v(l.inputNorm), postNorm: v(l.postNorm), attnOutNorm: v(l.attnOutNorm), mlpOutNorm: v(l.mlpOutNorm), qkv: m(l.qkv), qkvBias: v(l.qkvBias), qNorm: v(l.qNorm), kNorm: v(l.kNorm),
+    o: m(l.o), oBias: v(l.oBias), gateUp: m(l.gateUp), gateUpBias: v(l.gateUpBias), down: m(l.down), downBias: v(l.downBias),
+  }));
+  return new DecoderWeights(rt, "f32", embedding, layers, v(w.finalNorm), w.lmHead === w.embedding ? embedding : m(w.lmHead));
+}
+
+function argmax(a: ArrayLike<number>, from: number, n: number): number {
+  let best = from;
+  for (let i = from; i < from + n; i++) if (a[i]! > a[best]!) best = i;
+  return best - from;
+}
+
+function assertLogitsClose(what: string, gpu: Float32Array, cpu: Float32Array, V: number, TOL: number): void {
+  assert.equal(gpu.length, cpu.length, `${what}: length`);
+  for (let r = 0; r < cpu.length / V; r++) {
+    let scale = 1;
+    for (let i = 0; i < V; i++) scale = Math.max(scale, Math.abs(cpu[r * V + i]!));
+    for (let i = 0; i < V; i++) {
+      const d = Math.abs(gpu[r * V + i]! - cpu[r * V + i]!);
+      if (!(d <= TOL * scale)) assert.fail(`${what}: row ${r}, logit ${i}: gpu ${gpu[r * V + i]}, cpu ${cpu[r * V + i]} (tolerance ${TOL * scale})`);
+    }
+    const top = argmax(cpu, r * V, V);
+    let second = -Infinity;
+    for (let i = 0; i < V; i++) if (i !== top) second = Math.max(second, cpu[r * V + i]!);
+    if (cpu[r * V + top]! - second > 2 * TOL * scale) assert.equal(argmax(gpu, r * V, V), top, `${what}: row ${r}: greedy token`);
+  }
+}
+
+test("architectures the WebGPU runner does not run yet are refused by name, before anything is uploaded", () => {
+  const root = mkdtempSync(join(tmpdir(), "kvflash-gpu-support-"));
+  try {
+    for (const [arch, what] of [["gemma2", /GeGLU.*embedding scale.*sandwich norms.*final-logit softcap/], ["smollm3", /per-layer RoPE/], ["phi3", /partial RoPE/]] as const) {
+      const { config } = parseTiny(writeTinyModel(join(root, arch), { arch }).dir);
+      assert.throws(() => checkGpuSupport(config), (e: Error) => e instanceof ArgumentError && e.argument === "model" && what.test(e.message) && /use --device cpu$/.test(e.message), arch);
+    }
+    for (const arch of ["llama", "mistral", "qwen2", "qwen3"] as const) checkGpuSupport(parseTiny(writeTinyModel(join(root, arch), { arch }).dir).config);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+describe("WebGPU ModelRunner against the CPU decoder", () => {
+  let rt: Runtime;
+  let gpu: GpuDevice;
+  let root: string;
+  before(async () => {
+    rt = await createRuntime({ threads: 1 });
+    root = mkdtempSync(join(tmpdir(), "kvflash-gpu-runner-"));
+    if (opened.gpu) gpu = opened.gpu;
+  });
+  after(async () => {
+    opened.gpu?.destroy();
+    await rt.dispose();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  /** Runs the same steps on both runners and compares every step's logits. */
+  async function compare(arch: TinyArch, weights: WeightFormat, kvDtype: KvCacheDType, extra: { slidingWindow?: number | null } = {}, maxBindingBytes?: number): Promise<void> {
+    const dir = join(root, `${arch}-${weights}-${kvDtype}`);
+    writeTinyModel(dir, { arch, hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, ...extra });
+    const blockSize = 4;
+    const loaded = loadModel(rt, dir, { weights, kvDtype, blockSize, numBlocks: 64, progress: false });
+    const quantized = weights === "q8" || weights === "q4";
+    const cpu = quantized ? { config: loaded.config, runner: createDecoder(rt, loaded.config, f32Twin(rt, loaded.runner.weights), { kvDtype, blockSize, numBlocks: 64 }) } : loaded;
+    const runner = await GpuModelRunner.create(gpu, rt, { config: cpu.config, weights: loaded.runner.weights, numBlocks: 64, blockSize, kvDtype: kvDtype as "f32", ...(maxBindingBytes === undefined ? {} : { maxBindingBytes }) });
+    try {
+      const V = cpu.config.vocabSize;
+      const blocks = new Blocks(blockSize);
+      const a = { blocks: blocks.take(40), prompt: Array.from({ length: 11 }, (_, i) => (i * 7 + 3) % V) };
+      const b = { blocks: blocks.take(40), prompt: Array.from({ length: 5 }, (_, i) => (i * 13 + 1) % V) };
+      const steps = [
+        // a ragged prefill of two sequences, every row's logits
+        makeBatch([{ blocks: a.blocks, start: 0, tokens: a.prompt, logits: "all" }, { blocks: b.blocks, start: 0, tokens: b.prompt }], blockSize),
+        // a decode step
+        makeBatch([{ blocks: a.blocks, start: 11, tokens: [5] }, { blocks: b.blocks, start: 5, tokens: [9] }], blockSize),
+        // a chunk after a cached prefix (past a 16-token window), beside a decode
+        makeBatch([{ blocks: a.blocks, start: 12, tokens: Array.from({ length: 10 }, (_, i) => (i * 5 + 2) % V) }, { blocks: b.blocks, start: 6, tokens: [4] }], blockSize),
+        // a step that samples nothing
+        makeBatch([{ blocks: a.blocks, start: 22, tokens: [1, 2, 3], logits: "none" }], blockSize),
+      ];
+      for (const [i, batch] of steps.entries()) {
+        const want = cpu.runner.forward(batch);
+        const got = await runner.forward(batch);
+        assertLogitsClose(`${arch} ${weights} KV ${kvDtype} step ${i}`, got, want, V, 2e-4);
+      }
+    } finally {
+      runner.dispose();
+      cpu.runner.dispose();
+      if (quantized) loaded.runner.dispose();
+    }
+  }
+
+  gpuTest("llama, f32 weights, f32 KV", () => compare("llama", "f32", "f32"));
+
+  gpuTest("generate() on the GPU runner (awaited) gives the CPU decoder's greedy ids and text", async () => {
+    const dir = join(root, "generate");
+    writeTinyModel(dir, { arch: "llama", seed: 4, hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, tieWordEmbeddings: false, embeddingStd: 0.3 });
+    const cpu = loadModel(rt, dir, { weights: "bf16", kvDtype: "bf16", numBlocks: 16, progress: false });
+    const runner = await GpuModelRunner.create(gpu, rt, { config: cpu.config, weights: cpu.runner.weights, numBlocks: 16, blockSize: cpu.runner.kvCache.blockSize, kvDtype: "bf16" });
+    try {
+      const params = resolveSamplingParams({ temperature: 0, maxTokens: 6, ignoreEos: true }, cpu.config.vocabSize);
+      const promptIds = cpu.tokenizer.encode("a tiny prompt");
+      const want = generate({ runner: cpu.runner, tokenizer: cpu.tokenizer, promptIds, params });
+      const got = await generate({ runner, tokenizer: cpu.tokenizer, promptIds, params });
+      assert.deepEqual([got.ids, got.text], [want.ids, want.text]);
+    } finally {
+      runner.dispose();
+      cpu.runner.dispose();
+    }
+  });
+
+  gpuTest("qwen2 (qkv bias, tied head), bf16 weights, bf16 KV", () => compare("qwen2", "bf16", "bf16"));
+  gpuTest("qwen3 (per-head q/k norm), q8 weights, f16 KV", () => compare("qwen3", "q8", "f16"));
+  gpuTest("mistral (sliding window 16), q4 weights, f32 KV, every matrix split by rows into 6 KiB buffers (embedding and head too)", () => compare("mistral", "q4", "f32", { slidingWindow: 16 }, 6144));
+
+  gpuTest("a lost device fails the engine's running requests with the loss, and the engine steps on (last: it loses the suite's device)", async () => {
+    const dir = join(root, "lost");
+    writeTinyModel(dir, { arch: "llama", hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2 });
+    const cpu = loadModel(rt, dir, { weights: "f32", kvDtype: "f32", numBlocks: 16, progress: false });
+    const runner = await GpuModelRunner.create(gpu, rt, { config: cpu.config, weights: cpu.runner.weights, numBlocks: 16, blockSize: cpu.runner.kvCache.blockSize, kvDtype: "f32" });
+    try {
+      const engine = new Engine({ runner, tokenizer: cpu.tokenizer, eosTokenIds: [] });
+      const params = resolveSamplingParams({ temperature: 0, maxTokens: 4, ignoreEos: true }, cpu.config.vocabSize);
+      engine.addRequest({ requestId: "a", promptTokenIds: [3, 4, 5], params });
+      gpu.device.destroy(); // what a driver reset or a GPU removal looks like to WebGPU
+      const outs = await engine.step();
+      assert.deepEqual(outs.map((o) => [o.requestId, o.finishReason]), [["a", "error"]]);
+      assert.match(outs[0]!.error!, /^forward failed: .*WebGPU device was (lost|destroyed)/);
+      engine.addRequest({ requestId: "b", promptTokenIds: [3], params });
+      const again = await engine.step();
+      assert.deepEqual(again.map((o) => [o.requestId, o.finishReason]), [["b", "error"]]);
+    } finally {
+      runner.dispose();
+      cpu.runner.dispose();
+    }
+  });
+});
