@@ -20,7 +20,12 @@
 // Both do the same float steps per output in the same order, so a token's
 // output does not depend on the batch it is in.
 //
-// Flavors. Relaxed: dotI8U7 on int8 activation codes, one i32x4 of row sums.
+// Flavors. Relaxed: dotI8U7 on int8 activation codes, one i32x4 of row sums;
+// Q4_K's "pairs" variant (gemvQ4KPairs, gemmQ4KPairs: where the relaxed dot
+// lowers "saturating", x64 without AVX-VNNI) sums a sub-block's 8 int8 dots
+// in int16 (dotI8U7Pairs: one pmaddubsw each, |lane| ≤ 8 · 2 · 15 · 128 =
+// 30720 < 2^15) and widens once per sub-block, where each dotI8U7 there
+// would be five instructions.
 // Baseline (SIMD128 has no int8 dot): the int16 activation codes
 // (kquant-activation.ts XSHIFT) against the weight bytes widened to int16,
 // i32x4.dot_i16x8_s into two accumulators of unreduced column-pair sums (rows
@@ -28,7 +33,7 @@
 // not once per dot, as the generic dotI8U7 emulation would. Integer sums are exact: |Σ| ≤
 // 8·63·(32·15·127) (Q4_K), 16·128·(16·63·127 + 32·16·127) (Q6_K), < 2^31.
 
-import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
+import { RELAXED, dotI8U7, dotI8U7Pairs, fmadd } from "../runtime/flavor";
 import { XSHIFT } from "./kquant-activation";
 import {
   IQ4XS_D, IQ4XS_SCALES, TILE_IQ4_XS, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K,
@@ -142,8 +147,17 @@ const MASKS: usize = memory.data<u8>([
 // from its sub-block's bit plane and keeps its other fields 128 bytes higher.
 
 /** Exact row sums of sub-block c (4 rows × 32 codes, 64 bytes; Q5_K bit plane at hp) · one token's 32 activation codes at x. */
-@inline function q45kSub(five: bool, c: usize, hp: usize, x: usize, low4: v128, bit4: v128): v128 {
+@inline function q45kSub(five: bool, pairs: bool, c: usize, hp: usize, x: usize, low4: v128, bit4: v128): v128 {
   const H = five ? v128.load(hp) : i32x4.splat(0);
+  if (RELAXED && pairs && !five) {
+    let p = i16x8.splat(0);
+    for (let j: usize = 0; j < 64; j += 16) {
+      const v = v128.load(c + j);
+      p = i16x8.add(p, dotI8U7Pairs(xs4(x, j >> 1), lowNibbles(v, low4)));
+      p = i16x8.add(p, dotI8U7Pairs(xs4(x, (j >> 1) + 4), highNibbles(v, low4)));
+    }
+    return i32x4.extadd_pairwise_i16x8_s(p);
+  }
   if (RELAXED) {
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
     for (let j: usize = 0; j < 64; j += 16) {
@@ -169,9 +183,30 @@ const MASKS: usize = memory.data<u8>([
 }
 
 /** q45kSub for 4 tokens (x + t·xStride) at once, each weight vector decoded once; row sums to out[0..64) as [token][row]. */
-@inline function q45kSub4(five: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize, low4: v128, bit4: v128): void {
+@inline function q45kSub4(five: bool, pairs: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize, low4: v128, bit4: v128): void {
   const x1 = x + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const H = five ? v128.load(hp) : i32x4.splat(0);
+  if (RELAXED && pairs && !five) {
+    let p0 = i16x8.splat(0), p1 = i16x8.splat(0), p2 = i16x8.splat(0), p3 = i16x8.splat(0);
+    for (let j: usize = 0; j < 64; j += 16) {
+      const v = v128.load(c + j);
+      const lo = lowNibbles(v, low4), hi = highNibbles(v, low4);
+      const o = j >> 1;
+      p0 = i16x8.add(p0, dotI8U7Pairs(xs4(x, o), lo));
+      p1 = i16x8.add(p1, dotI8U7Pairs(xs4(x1, o), lo));
+      p2 = i16x8.add(p2, dotI8U7Pairs(xs4(x2, o), lo));
+      p3 = i16x8.add(p3, dotI8U7Pairs(xs4(x3, o), lo));
+      p0 = i16x8.add(p0, dotI8U7Pairs(xs4(x, o + 4), hi));
+      p1 = i16x8.add(p1, dotI8U7Pairs(xs4(x1, o + 4), hi));
+      p2 = i16x8.add(p2, dotI8U7Pairs(xs4(x2, o + 4), hi));
+      p3 = i16x8.add(p3, dotI8U7Pairs(xs4(x3, o + 4), hi));
+    }
+    v128.store(out, i32x4.extadd_pairwise_i16x8_s(p0), 0);
+    v128.store(out, i32x4.extadd_pairwise_i16x8_s(p1), 16);
+    v128.store(out, i32x4.extadd_pairwise_i16x8_s(p2), 32);
+    v128.store(out, i32x4.extadd_pairwise_i16x8_s(p3), 48);
+    return;
+  }
   if (RELAXED) {
     let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
     for (let j: usize = 0; j < 64; j += 16) {
@@ -223,7 +258,7 @@ const MASKS: usize = memory.data<u8>([
 }
 
 /** One quad's superblocks · one token's codes xq, scales xd, sums xsum. */
-@inline function gemvQ45K(five: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+@inline function gemvQ45K(five: bool, pairs: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   const low4 = maskLow4(), bit4 = maskBit4();
   let acc = f32x4.splat(0);
   const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
@@ -231,7 +266,7 @@ const MASKS: usize = memory.data<u8>([
     let tot = i32x4.splat(0), mins = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
       const sm = q4kScaleMins(five, w, s);
-      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), low4, bit4), i32x4.extend_low_i16x8_u(sm)));
+      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, pairs, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), low4, bit4), i32x4.extend_low_i16x8_u(sm)));
       mins = i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(sm), bsum32(xsum, s)));
     }
     acc = q4kAccumulate(five, w, tot, mins, load<f32>(xd), acc);
@@ -243,7 +278,7 @@ const MASKS: usize = memory.data<u8>([
  * One quad · 4 tokens (token t: xq + t·xStride, xd + t·dStride, xsum + t·sStride) → res [4 tokens][4 rows] f32;
  * res[64..128) is scratch for the sub-block sums.
  */
-@inline function gemmQ45K(five: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+@inline function gemmQ45K(five: bool, pairs: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const low4 = maskLow4(), bit4 = maskBit4();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   const sums = res + 64;
@@ -252,7 +287,7 @@ const MASKS: usize = memory.data<u8>([
     let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
     let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
-      q45kSub4(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
+      q45kSub4(five, pairs, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
       const sm = q4kScaleMins(five, w, s);
       const sc = i32x4.extend_low_i16x8_u(sm), mn = i32x4.extend_high_i16x8_u(sm);
       t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));
@@ -276,19 +311,29 @@ const MASKS: usize = memory.data<u8>([
 }
 
 export function gemvQ4K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvQ45K(false, w, xq, xd, xsum, nsb);
+  return gemvQ45K(false, false, w, xq, xd, xsum, nsb);
+}
+
+/** gemvQ4K with the sub-block sums in int16 pairs (relaxed flavor, "saturating" lowering); the same exact sums. */
+export function gemvQ4KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ45K(false, true, w, xq, xd, xsum, nsb);
 }
 
 export function gemvQ5K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvQ45K(true, w, xq, xd, xsum, nsb);
+  return gemvQ45K(true, false, w, xq, xd, xsum, nsb);
 }
 
 export function gemmQ4K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmQ45K(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmQ45K(false, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+/** gemmQ4K with the sub-block sums in int16 pairs, as gemvQ4KPairs. */
+export function gemmQ4KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ45K(false, true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 export function gemmQ5K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmQ45K(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmQ45K(true, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 // ---- Q6_K ----------------------------------------------------------------------

@@ -42,7 +42,7 @@ export interface RuntimeOptions {
   kernels?: KernelFlavor;
   /**
    * The q8 / q4 kernels' integer dot (module.ts Int8DotMode). Default:
-   * defaultInt8Dot for how the relaxed dot lowers (probeInt8DotLowering). The relaxed flavor takes
+   * $KVFLASH_INT8_DOT, else defaultInt8Dot for how the relaxed dot lowers (probeInt8DotLowering). The relaxed flavor takes
    * "i7" and "i16" anywhere (tests compare the modes) and "u8" only where
    * probed; the baseline flavor only "i16". Anything else is an ArgumentError.
    */
@@ -242,19 +242,26 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   return addView(shared, 0, memory, kernels, heap);
 }
 
-/** The int8Dot option against the flavor and how its relaxed dot lowers (RuntimeOptions.int8Dot). */
+/**
+ * The int8Dot option, else $KVFLASH_INT8_DOT (how benchmarks and tests pick a
+ * mode for a whole process), else defaultInt8Dot for how the flavor's
+ * relaxed dot lowers. A mode the flavor or the lowering cannot take is an
+ * ArgumentError naming where it came from and the value.
+ */
 function resolveInt8Dot(requested: Int8DotMode | undefined, flavor: KernelFlavor, lowering: Int8DotLowering | null): Int8DotMode {
-  if (requested === undefined) return defaultInt8Dot(flavor, process.arch, lowering);
-  if (!(INT8_DOT_MODES as readonly string[]).includes(requested)) {
-    throw new ArgumentError("int8Dot", `must be one of ${INT8_DOT_MODES.map((m) => JSON.stringify(m)).join(", ")}, got ${show(requested)}`);
+  const env = process.env["KVFLASH_INT8_DOT"];
+  const [name, value]: [string, string | undefined] = requested !== undefined ? ["int8Dot", requested] : ["KVFLASH_INT8_DOT", env === "" ? undefined : env];
+  if (value === undefined) return defaultInt8Dot(flavor, process.arch, lowering);
+  if (!(INT8_DOT_MODES as readonly string[]).includes(value)) {
+    throw new ArgumentError(name, `must be one of ${INT8_DOT_MODES.map((m) => JSON.stringify(m)).join(", ")}, got ${show(value)}`);
   }
-  if (flavor !== "relaxed" && requested !== "i16") {
-    throw new ArgumentError("int8Dot", `is ${show(requested)}, but the ${flavor} kernels take only "i16" (the relaxed int8 dot needs kernels: "relaxed")`);
+  if (flavor !== "relaxed" && value !== "i16") {
+    throw new ArgumentError(name, `is ${show(value)}, but the ${flavor} kernels take only "i16" (the relaxed int8 dot needs kernels: "relaxed")`);
   }
-  if (requested === "u8" && lowering !== "unsigned") {
-    throw new ArgumentError("int8Dot", `is "u8", but this engine's relaxed int8 dot is not exact on unsigned 8-bit operands here (probe: ${lowering ?? "none"}; needs the relaxed kernels on a CPU with AVX-VNNI and V8 ≥ 13)`);
+  if (value === "u8" && lowering !== "unsigned") {
+    throw new ArgumentError(name, `is "u8", but this engine's relaxed int8 dot is not exact on unsigned 8-bit operands here (probe: ${lowering ?? "none"}; needs the relaxed kernels on a CPU with AVX-VNNI and V8 ≥ 13)`);
   }
-  return requested;
+  return value as Int8DotMode;
 }
 
 /** Makes memory `index`'s view: its allocator (unless given), its argument buffer. */

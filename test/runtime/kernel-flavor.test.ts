@@ -8,9 +8,12 @@ import { ArgumentError, type KernelFlavor, createRuntime, defaultInt8Dot, defaul
 import { relaxedInt8DotLoweringHere } from "../../src/runtime/module.js";
 
 const savedEnv = process.env["KVFLASH_KERNELS"];
+const savedDot = process.env["KVFLASH_INT8_DOT"];
 afterEach(() => {
   if (savedEnv === undefined) delete process.env["KVFLASH_KERNELS"];
   else process.env["KVFLASH_KERNELS"] = savedEnv;
+  if (savedDot === undefined) delete process.env["KVFLASH_INT8_DOT"];
+  else process.env["KVFLASH_INT8_DOT"] = savedDot;
 });
 
 const relaxedHere = kernelFlavorAvailable("relaxed");
@@ -69,6 +72,25 @@ test("the option wins over $KVFLASH_KERNELS, which wins over the default", () =>
     process.env["KVFLASH_KERNELS"] = "relaxed";
     assert.equal(resolveKernelFlavor(), "relaxed");
     assert.equal(resolveKernelFlavor("baseline"), "baseline");
+  }
+});
+
+test("$KVFLASH_INT8_DOT picks the integer dot where the option does not; a bad or unavailable value is an ArgumentError naming it", async () => {
+  process.env["KVFLASH_INT8_DOT"] = "i16";
+  const rt = await createRuntime({ threads: 1, kernels: "baseline" });
+  assert.equal(rt.int8Dot, "i16");
+  await rt.dispose();
+  process.env["KVFLASH_INT8_DOT"] = "i8";
+  await assert.rejects(createRuntime({ threads: 1, kernels: "baseline" }), (e: Error) => e instanceof ArgumentError && e.argument === "KVFLASH_INT8_DOT" && /"i8"/.test(e.message));
+  process.env["KVFLASH_INT8_DOT"] = "i7";
+  await assert.rejects(createRuntime({ threads: 1, kernels: "baseline" }), (e: Error) => e instanceof ArgumentError && e.argument === "KVFLASH_INT8_DOT" && /only "i16"/.test(e.message));
+  if (relaxedHere) {
+    const r = await createRuntime({ threads: 1, kernels: "relaxed" });
+    assert.equal(r.int8Dot, "i7");
+    await r.dispose();
+    const o = await createRuntime({ threads: 1, kernels: "relaxed", int8Dot: "i16" });
+    assert.equal(o.int8Dot, "i16", "the option wins over $KVFLASH_INT8_DOT");
+    await o.dispose();
   }
 });
 
