@@ -21,10 +21,11 @@
 // output does not depend on the batch it is in.
 //
 // Flavors. Relaxed: dotI8U7 on int8 activation codes, one i32x4 of row sums;
-// Q4_K's "pairs" variant (gemvQ4KPairs, gemmQ4KPairs: where the relaxed dot
-// lowers "saturating", x64 without AVX-VNNI) sums a sub-block's 8 int8 dots
-// in int16 (dotI8U7Pairs: one pmaddubsw each, |lane| ≤ 8 · 2 · 15 · 128 =
-// 30720 < 2^15) and widens once per sub-block, where each dotI8U7 there
+// Q4_K's and Q6_K's "pairs" variants (gemvQ4KPairs, gemmQ4KPairs,
+// gemvQ6KPairs, gemmQ6KPairs: where the relaxed dot lowers "saturating", x64
+// without AVX-VNNI) sum int8 dots in int16 (dotI8U7Pairs: one pmaddubsw
+// each) and widen once per 8 dots (Q4_K: |lane| ≤ 8 · 2 · 15 · 128 = 30720 <
+// 2^15) or per 2 (Q6_K: 2 · 2 · 63 · 128 = 32256), where each dotI8U7 there
 // would be five instructions.
 // Baseline (SIMD128 has no int8 dot): the int16 activation codes
 // (kquant-activation.ts XSHIFT) against the weight bytes widened to int16,
@@ -353,8 +354,13 @@ export function gemmQ5K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
 }
 
 /** Σ q·xq − 32·bsum (lanes = rows) over the 16 columns of the sub-block at c, for the token codes at x (those 16 columns). */
-@inline function q6kSum16(c: usize, x: usize, bsum: i32, low6: v128): v128 {
+@inline function q6kSum16(pairs: bool, c: usize, x: usize, bsum: i32, low6: v128): v128 {
   const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32);
+  if (RELAXED && pairs) {
+    const p0 = i16x8.add(dotI8U7Pairs(xs4(x, 0), q6kCode(A, B, C, 0, low6)), dotI8U7Pairs(xs4(x, 4), q6kCode(A, B, C, 1, low6)));
+    const p1 = i16x8.add(dotI8U7Pairs(xs4(x, 8), q6kCode(A, B, C, 2, low6)), dotI8U7Pairs(xs4(x, 12), q6kCode(A, B, C, 3, low6)));
+    return i32x4.sub(i32x4.add(i32x4.extadd_pairwise_i16x8_s(p0), i32x4.extadd_pairwise_i16x8_s(p1)), i32x4.splat(bsum << 5));
+  }
   if (RELAXED) {
     let s0 = dotI8U7(xs4(x, 0), q6kCode(A, B, C, 0, low6), i32x4.splat(0));
     let s1 = dotI8U7(xs4(x, 4), q6kCode(A, B, C, 1, low6), i32x4.splat(0));
@@ -394,7 +400,7 @@ export function gemmQ5K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
   return t << (4 + XSHIFT);
 }
 
-export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+@inline function gemvQ6KWith(pairs: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   const low6 = maskLow6();
   let acc = f32x4.splat(0);
   for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
@@ -402,8 +408,8 @@ export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): 
     for (let t: usize = 0; t < 16; t += 2) {
       const sc = q6kScalePair(w, t);
       const s = xsum + (t << 2);
-      tot = i32x4.add(tot, i32x4.mul(q6kSum16(w + q6kSub(t), xq + q6kX(t), load<i32>(s), low6), i32x4.extend_low_i16x8_s(sc)));
-      tot = i32x4.add(tot, i32x4.mul(q6kSum16(w + q6kSub(t + 1), xq + q6kX(t + 1), load<i32>(s, 4), low6), i32x4.extend_high_i16x8_s(sc)));
+      tot = i32x4.add(tot, i32x4.mul(q6kSum16(pairs, w + q6kSub(t), xq + q6kX(t), load<i32>(s), low6), i32x4.extend_low_i16x8_s(sc)));
+      tot = i32x4.add(tot, i32x4.mul(q6kSum16(pairs, w + q6kSub(t + 1), xq + q6kX(t + 1), load<i32>(s, 4), low6), i32x4.extend_high_i16x8_s(sc)));
     }
     acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + Q6K_D), f32x4.splat(load<f32>(xd))), acc);
   }
@@ -411,11 +417,11 @@ export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): 
 }
 
 /** tot + sub-block t's sums for one token (codes x, sums s) weighted by its scales sc. */
-@inline function q6kAddSub(tot: v128, c: usize, x: usize, s: usize, sc: v128, low6: v128): v128 {
-  return i32x4.add(tot, i32x4.mul(q6kSum16(c, x, load<i32>(s), low6), sc));
+@inline function q6kAddSub(pairs: bool, tot: v128, c: usize, x: usize, s: usize, sc: v128, low6: v128): v128 {
+  return i32x4.add(tot, i32x4.mul(q6kSum16(pairs, c, x, load<i32>(s), low6), sc));
 }
 
-export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+@inline function gemmQ6KWith(pairs: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const low6 = maskLow6();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
@@ -424,10 +430,10 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
       const c = w + q6kSub(t);
       const sc = (t & 1) ? i32x4.extend_high_i16x8_s(q6kScalePair(w, t - 1)) : i32x4.extend_low_i16x8_s(q6kScalePair(w, t));
       const x = xq + q6kX(t), s = xsum + (t << 2);
-      t0 = q6kAddSub(t0, c, x, s, sc, low6);
-      t1 = q6kAddSub(t1, c, x + xStride, s + sStride, sc, low6);
-      t2 = q6kAddSub(t2, c, x + 2 * xStride, s + 2 * sStride, sc, low6);
-      t3 = q6kAddSub(t3, c, x + 3 * xStride, s + 3 * sStride, sc, low6);
+      t0 = q6kAddSub(pairs, t0, c, x, s, sc, low6);
+      t1 = q6kAddSub(pairs, t1, c, x + xStride, s + sStride, sc, low6);
+      t2 = q6kAddSub(pairs, t2, c, x + 2 * xStride, s + 2 * sStride, sc, low6);
+      t3 = q6kAddSub(pairs, t3, c, x + 3 * xStride, s + 3 * sStride, sc, low6);
     }
     const d = v128.load(w + Q6K_D);
     a0 = fmadd(f32x4.convert_i32x4_s(t0), f32x4.mul(d, f32x4.splat(load<f32>(xd))), a0);
@@ -439,6 +445,24 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
   v128.store(res, a1, 16);
   v128.store(res, a2, 32);
   v128.store(res, a3, 48);
+}
+
+export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ6KWith(false, w, xq, xd, xsum, nsb);
+}
+
+/** gemvQ6K with each two dots summed in int16 pairs (relaxed flavor, "saturating" lowering); the same exact sums. */
+export function gemvQ6KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ6KWith(true, w, xq, xd, xsum, nsb);
+}
+
+export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ6KWith(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+/** gemmQ6K with int16 pairs, as gemvQ6KPairs. */
+export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ6KWith(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 // ---- Q2_K, Q3_K ----------------------------------------------------------------

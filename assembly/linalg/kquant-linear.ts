@@ -6,7 +6,7 @@
 // through gemv<F>; both do the same float steps per output (kquant-dot.ts),
 // so outputs are independent of T, the batch and the thread count.
 
-import { gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ3K, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ6K, gemvQ2K, gemvQ3K, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ6K } from "./kquant-dot";
+import { gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ3K, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ6K, gemmQ6KPairs, gemvQ2K, gemvQ3K, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ6K, gemvQ6KPairs } from "./kquant-dot";
 import { XSHIFT } from "./kquant-activation";
 import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
 
@@ -30,7 +30,7 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
   /** Per-thread scratch (≥ 128 bytes each). */
   scratch: usize;
   scratchStride: i32;
-  /** 1: Q4_K through its int16-pair sums (kquant-dot.ts gemvQ4KPairs), where the relaxed dot lowers "saturating"; same sums. */
+  /** 1: Q4_K and Q6_K through their int16-pair sums (kquant-dot.ts gemvQ4KPairs), where the relaxed dot lowers "saturating"; same sums. */
   pairs: i32;
 }
 
@@ -69,6 +69,7 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
       else if (format == FMT_Q2_K) gemmQ2K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_IQ4_XS) gemmIq4Xs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.nsb, res);
       else if (format == FMT_Q3_K) gemmQ3K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      else if (a.pairs) gemmQ6KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else gemmQ6K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       const out = a.out + ut * outStride;
       storeQuad(out, row0, a.rows, v128.load(res), a.bias);
@@ -90,6 +91,8 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
         ? gemvIq4Xs(w, a.xq + ut * xStride, a.xd + ut * dStride, a.nsb)
         : format == FMT_Q3_K
         ? gemvQ3K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
+        : a.pairs
+        ? gemvQ6KPairs(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : gemvQ6K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb);
       storeQuad(a.out + ut * outStride, row0, a.rows, r, a.bias);
     }
