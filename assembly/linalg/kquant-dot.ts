@@ -21,12 +21,12 @@
 // output does not depend on the batch it is in.
 //
 // Flavors. Relaxed: dotI8U7 on int8 activation codes, one i32x4 of row sums;
-// Q4_K's and Q6_K's "pairs" variants (gemvQ4KPairs, gemmQ4KPairs,
-// gemvQ6KPairs, gemmQ6KPairs: where the relaxed dot lowers "saturating", x64
-// without AVX-VNNI) sum int8 dots in int16 (dotI8U7Pairs: one pmaddubsw
-// each) and widen once per 8 dots (Q4_K: |lane| ≤ 8 · 2 · 15 · 128 = 30720 <
-// 2^15) or per 2 (Q6_K: 2 · 2 · 63 · 128 = 32256), where each dotI8U7 there
-// would be five instructions.
+// Q4_K's, Q5_K's and Q6_K's "pairs" variants (gemv<F>Pairs, gemm<F>Pairs:
+// where the relaxed dot lowers "saturating", x64 without AVX-VNNI) sum int8
+// dots in int16 (dotI8U7Pairs: one pmaddubsw each) and widen once per 8 dots
+// (Q4_K: |lane| ≤ 8 · 2 · 15 · 128 = 30720 < 2^15), per 4 (Q5_K: 4 · 2 · 31
+// · 128 = 31744) or per 2 (Q6_K: 2 · 2 · 63 · 128 = 32256), where each
+// dotI8U7 there would be five instructions.
 // Baseline (SIMD128 has no int8 dot): the int16 activation codes
 // (kquant-activation.ts XSHIFT) against the weight bytes widened to int16,
 // i32x4.dot_i16x8_s into two accumulators of unreduced column-pair sums (rows
@@ -150,14 +150,16 @@ const MASKS: usize = memory.data<u8>([
 /** Exact row sums of sub-block c (4 rows × 32 codes, 64 bytes; Q5_K bit plane at hp) · one token's 32 activation codes at x. */
 @inline function q45kSub(five: bool, pairs: bool, c: usize, hp: usize, x: usize, low4: v128, bit4: v128): v128 {
   const H = five ? v128.load(hp) : i32x4.splat(0);
-  if (RELAXED && pairs && !five) {
-    let p = i16x8.splat(0);
+  if (RELAXED && pairs) {
+    // Low and high code vectors in their own int16 sums (4 dots each); Q4_K may add the two in int16 (8 dots).
+    let p0 = i16x8.splat(0), p1 = i16x8.splat(0);
     for (let j: usize = 0; j < 64; j += 16) {
       const v = v128.load(c + j);
-      p = i16x8.add(p, dotI8U7Pairs(xs4(x, j >> 1), lowNibbles(v, low4)));
-      p = i16x8.add(p, dotI8U7Pairs(xs4(x, (j >> 1) + 4), highNibbles(v, low4)));
+      const jj = <i32>(j >> 4);
+      p0 = i16x8.add(p0, dotI8U7Pairs(xs4(x, j >> 1), q45Codes(five, v, H, jj, false, low4, bit4)));
+      p1 = i16x8.add(p1, dotI8U7Pairs(xs4(x, (j >> 1) + 4), q45Codes(five, v, H, jj, true, low4, bit4)));
     }
-    return i32x4.extadd_pairwise_i16x8_s(p);
+    return five ? i32x4.add(i32x4.extadd_pairwise_i16x8_s(p0), i32x4.extadd_pairwise_i16x8_s(p1)) : i32x4.extadd_pairwise_i16x8_s(i16x8.add(p0, p1));
   }
   if (RELAXED) {
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
@@ -183,29 +185,37 @@ const MASKS: usize = memory.data<u8>([
   return reducePairs(a, b);
 }
 
+/** Row sums of a sub-block's low (lo) and high (hi) int16 pair sums: Q4_K adds them in int16 (8 dots ≤ 30720), Q5_K widens each first. */
+@inline function pairSum(five: bool, lo: v128, hi: v128): v128 {
+  return five ? i32x4.add(i32x4.extadd_pairwise_i16x8_s(lo), i32x4.extadd_pairwise_i16x8_s(hi)) : i32x4.extadd_pairwise_i16x8_s(i16x8.add(lo, hi));
+}
+
 /** q45kSub for 4 tokens (x + t·xStride) at once, each weight vector decoded once; row sums to out[0..64) as [token][row]. */
 @inline function q45kSub4(five: bool, pairs: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize, low4: v128, bit4: v128): void {
   const x1 = x + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const H = five ? v128.load(hp) : i32x4.splat(0);
-  if (RELAXED && pairs && !five) {
+  if (RELAXED && pairs) {
+    // Per token, low and high code vectors in their own int16 sums (4 dots each), as q45kSub.
     let p0 = i16x8.splat(0), p1 = i16x8.splat(0), p2 = i16x8.splat(0), p3 = i16x8.splat(0);
+    let h0 = i16x8.splat(0), h1 = i16x8.splat(0), h2 = i16x8.splat(0), h3 = i16x8.splat(0);
     for (let j: usize = 0; j < 64; j += 16) {
       const v = v128.load(c + j);
-      const lo = lowNibbles(v, low4), hi = highNibbles(v, low4);
+      const jj = <i32>(j >> 4);
+      const lo = q45Codes(five, v, H, jj, false, low4, bit4), hi = q45Codes(five, v, H, jj, true, low4, bit4);
       const o = j >> 1;
       p0 = i16x8.add(p0, dotI8U7Pairs(xs4(x, o), lo));
       p1 = i16x8.add(p1, dotI8U7Pairs(xs4(x1, o), lo));
       p2 = i16x8.add(p2, dotI8U7Pairs(xs4(x2, o), lo));
       p3 = i16x8.add(p3, dotI8U7Pairs(xs4(x3, o), lo));
-      p0 = i16x8.add(p0, dotI8U7Pairs(xs4(x, o + 4), hi));
-      p1 = i16x8.add(p1, dotI8U7Pairs(xs4(x1, o + 4), hi));
-      p2 = i16x8.add(p2, dotI8U7Pairs(xs4(x2, o + 4), hi));
-      p3 = i16x8.add(p3, dotI8U7Pairs(xs4(x3, o + 4), hi));
+      h0 = i16x8.add(h0, dotI8U7Pairs(xs4(x, o + 4), hi));
+      h1 = i16x8.add(h1, dotI8U7Pairs(xs4(x1, o + 4), hi));
+      h2 = i16x8.add(h2, dotI8U7Pairs(xs4(x2, o + 4), hi));
+      h3 = i16x8.add(h3, dotI8U7Pairs(xs4(x3, o + 4), hi));
     }
-    v128.store(out, i32x4.extadd_pairwise_i16x8_s(p0), 0);
-    v128.store(out, i32x4.extadd_pairwise_i16x8_s(p1), 16);
-    v128.store(out, i32x4.extadd_pairwise_i16x8_s(p2), 32);
-    v128.store(out, i32x4.extadd_pairwise_i16x8_s(p3), 48);
+    v128.store(out, pairSum(five, p0, h0), 0);
+    v128.store(out, pairSum(five, p1, h1), 16);
+    v128.store(out, pairSum(five, p2, h2), 32);
+    v128.store(out, pairSum(five, p3, h3), 48);
     return;
   }
   if (RELAXED) {
@@ -324,6 +334,11 @@ export function gemvQ5K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): 
   return gemvQ45K(true, false, w, xq, xd, xsum, nsb);
 }
 
+/** gemvQ5K with int16 pair sums, as gemvQ4KPairs. */
+export function gemvQ5KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ45K(true, true, w, xq, xd, xsum, nsb);
+}
+
 export function gemmQ4K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   gemmQ45K(false, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
@@ -335,6 +350,11 @@ export function gemmQ4KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 
 export function gemmQ5K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   gemmQ45K(true, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+/** gemmQ5K with int16 pair sums, as gemvQ4KPairs. */
+export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ45K(true, true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 // ---- Q6_K ----------------------------------------------------------------------

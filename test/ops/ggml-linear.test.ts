@@ -183,11 +183,11 @@ describe("native ggml weights", () => {
   }
 
   // The largest sums the kernels' integer dots take: every code at its top
-  // (Q4_K nibble 15, Q6_K 6-bit code 63) against activation codes all ±127.
-  // Where the relaxed dot lowers to pmaddubsw, Q4_K sums 8 dots and Q6_K 2 in
-  // int16 lanes (kquant-dot.ts gemvQ4KPairs): 30480 and 32004 here, just
-  // below 2^15; one dot more per lane would wrap.
-  const TOP_CODES: [GgmlNativeType, number, number][] = [["Q4_K", 16, 144], ["Q6_K", 0, 192]];
+  // (Q4_K nibble 15, Q5_K code 31, Q6_K code 63) against activation codes
+  // all ±127. Where the relaxed dot lowers to pmaddubsw, Q4_K sums 8 dots,
+  // Q5_K 4 and Q6_K 2 in int16 lanes (kquant-dot.ts gemvQ4KPairs): 30480,
+  // 31496 and 32004 here, just below 2^15; one dot more per lane would wrap.
+  const TOP_CODES: [GgmlNativeType, number, number][] = [["Q4_K", 16, 144], ["Q5_K", 16, 176], ["Q6_K", 0, 192]];
   for (const [type, from, to] of TOP_CODES) test(`${type} with every code at its largest and activations all +1 or all −1 matches the reference (T = 1, 5)`, () => {
     const rows = 9, cols = 512;
     const bytes = randomBlocks(type, rows, cols, 77);
