@@ -26,7 +26,8 @@
 // dots in int16 (dotI8U7Pairs: one pmaddubsw each) and widen once per 8 dots
 // (Q4_K: |lane| ≤ 8 · 2 · 15 · 128 = 30720 < 2^15), per 4 (Q5_K: 4 · 2 · 31
 // · 128 = 31744) or per 2 (Q6_K: 2 · 2 · 63 · 128 = 32256), where each
-// dotI8U7 there would be five instructions.
+// dotI8U7 there would be five instructions. Q2_K and Q3_K (codes ≤ 7) do
+// the same per 4 dots (lowSum16: ≤ 7168).
 // Baseline (SIMD128 has no int8 dot): the int16 activation codes
 // (kquant-activation.ts XSHIFT) against the weight bytes widened to int16,
 // i32x4.dot_i16x8_s into two accumulators of unreduced column-pair sums (rows
@@ -511,7 +512,12 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 }
 
 /** Row sums Σ c·xq of one sub-block's 4 code vectors q0..q3 · one token's 16 activation codes at x. */
-@inline function lowSum16(q0: v128, q1: v128, q2: v128, q3: v128, x: usize): v128 {
+@inline function lowSum16(pairs: bool, q0: v128, q1: v128, q2: v128, q3: v128, x: usize): v128 {
+  if (RELAXED && pairs) {
+    // Codes ≤ 7: the 4 dots' pair sums in int16, |lane| ≤ 4 · 2 · 7 · 128 = 7168.
+    const p = i16x8.add(i16x8.add(dotI8U7Pairs(xs4(x, 0), q0), dotI8U7Pairs(xs4(x, 4), q1)), i16x8.add(dotI8U7Pairs(xs4(x, 8), q2), dotI8U7Pairs(xs4(x, 12), q3)));
+    return i32x4.extadd_pairwise_i16x8_s(p);
+  }
   if (RELAXED) {
     let s0 = dotI8U7(xs4(x, 0), q0, i32x4.splat(0));
     let s1 = dotI8U7(xs4(x, 4), q1, i32x4.splat(0));
@@ -553,8 +559,8 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 }
 
 /** tot + sub-block sums for one token (codes x, code sums xs at sub-block t) weighted by sc; Q3_K's − 4·bsum included. */
-@inline function lowAddSub(three: bool, tot: v128, q0: v128, q1: v128, q2: v128, q3: v128, x: usize, xs: usize, sc: v128): v128 {
-  let s = lowSum16(q0, q1, q2, q3, x);
+@inline function lowAddSub(three: bool, pairs: bool, tot: v128, q0: v128, q1: v128, q2: v128, q3: v128, x: usize, xs: usize, sc: v128): v128 {
+  let s = lowSum16(pairs, q0, q1, q2, q3, x);
   if (three) s = i32x4.sub(s, i32x4.splat(load<i32>(xs) << 2));
   return i32x4.add(tot, i32x4.mul(s, sc));
 }
@@ -566,7 +572,7 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 }
 
 /** One quad's superblocks · one token. */
-@inline function gemvLowK(three: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+@inline function gemvLowK(three: bool, pairs: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   const low2 = maskLow2(), bit2 = maskBit2(), low3 = maskLow3();
   let acc = f32x4.splat(0);
   const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
@@ -576,15 +582,15 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
       const scp = lowScalePair(three, w, t);
       if (three) {
         const A = v128.load(w + t * 24), B = v128.load(w + t * 24, 16), C = v128.load(w + t * 24, 32);
-        tot = lowAddSub(true, tot, q3kCode(A, B, C, 0, low2, bit2, low3), q3kCode(A, B, C, 1, low2, bit2, low3), q3kCode(A, B, C, 2, low2, bit2, low3),
+        tot = lowAddSub(true, pairs, tot, q3kCode(A, B, C, 0, low2, bit2, low3), q3kCode(A, B, C, 1, low2, bit2, low3), q3kCode(A, B, C, 2, low2, bit2, low3),
           q3kCode(A, B, C, 3, low2, bit2, low3), xq + (t << (4 + XSHIFT)), xsum + (t << 2), lowScale(true, scp, false));
-        tot = lowAddSub(true, tot, q3kCode(A, B, C, 4, low2, bit2, low3), q3kCode(A, B, C, 5, low2, bit2, low3), q3kCode(A, B, C, 6, low2, bit2, low3),
+        tot = lowAddSub(true, pairs, tot, q3kCode(A, B, C, 4, low2, bit2, low3), q3kCode(A, B, C, 5, low2, bit2, low3), q3kCode(A, B, C, 6, low2, bit2, low3),
           q3kCode(A, B, C, 7, low2, bit2, low3), xq + ((t + 1) << (4 + XSHIFT)), xsum + ((t + 1) << 2), lowScale(true, scp, true));
         continue;
       }
       for (let u: usize = 0; u < 2; u++) {
         const v = v128.load(w + ((t + u) << 4));
-        tot = lowAddSub(false, tot, q2kCode(v, 0, low2), q2kCode(v, 1, low2), q2kCode(v, 2, low2), q2kCode(v, 3, low2),
+        tot = lowAddSub(false, pairs, tot, q2kCode(v, 0, low2), q2kCode(v, 1, low2), q2kCode(v, 2, low2), q2kCode(v, 3, low2),
           xq + ((t + u) << (4 + XSHIFT)), xsum + ((t + u) << 2), lowScale(false, scp, u == 1));
       }
       if (!three) mins = lowAddMins(mins, v128.load8x8_u(w + Q2K_MINS + (t << 2)), xsum + (t << 2));
@@ -600,7 +606,7 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
  * integer sums are exact and the float steps are gemvLowK's, so outputs do not
  * depend on the batch.
  */
-@inline function gemmLowK(three: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+@inline function gemmLowK(three: bool, pairs: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const low2 = maskLow2(), bit2 = maskBit2(), low3 = maskLow3();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
@@ -616,10 +622,10 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
         const c4 = q3kCode(A, B, C, 4, low2, bit2, low3), c5 = q3kCode(A, B, C, 5, low2, bit2, low3), c6 = q3kCode(A, B, C, 6, low2, bit2, low3), c7 = q3kCode(A, B, C, 7, low2, bit2, low3);
         const s0 = lowScale(true, scp, false), s1 = lowScale(true, scp, true);
         const x = xq + (t << (4 + XSHIFT)), x1 = x + (16 << XSHIFT), xs = xsum + (t << 2);
-        t0 = lowAddSub(true, lowAddSub(true, t0, c0, c1, c2, c3, x, xs, s0), c4, c5, c6, c7, x1, xs + 4, s1);
-        t1 = lowAddSub(true, lowAddSub(true, t1, c0, c1, c2, c3, x + xStride, xs + sStride, s0), c4, c5, c6, c7, x1 + xStride, xs + sStride + 4, s1);
-        t2 = lowAddSub(true, lowAddSub(true, t2, c0, c1, c2, c3, x + 2 * xStride, xs + 2 * sStride, s0), c4, c5, c6, c7, x1 + 2 * xStride, xs + 2 * sStride + 4, s1);
-        t3 = lowAddSub(true, lowAddSub(true, t3, c0, c1, c2, c3, x + 3 * xStride, xs + 3 * sStride, s0), c4, c5, c6, c7, x1 + 3 * xStride, xs + 3 * sStride + 4, s1);
+        t0 = lowAddSub(true, pairs, lowAddSub(true, pairs, t0, c0, c1, c2, c3, x, xs, s0), c4, c5, c6, c7, x1, xs + 4, s1);
+        t1 = lowAddSub(true, pairs, lowAddSub(true, pairs, t1, c0, c1, c2, c3, x + xStride, xs + sStride, s0), c4, c5, c6, c7, x1 + xStride, xs + sStride + 4, s1);
+        t2 = lowAddSub(true, pairs, lowAddSub(true, pairs, t2, c0, c1, c2, c3, x + 2 * xStride, xs + 2 * sStride, s0), c4, c5, c6, c7, x1 + 2 * xStride, xs + 2 * sStride + 4, s1);
+        t3 = lowAddSub(true, pairs, lowAddSub(true, pairs, t3, c0, c1, c2, c3, x + 3 * xStride, xs + 3 * sStride, s0), c4, c5, c6, c7, x1 + 3 * xStride, xs + 3 * sStride + 4, s1);
         continue;
       }
       for (let u: usize = 0; u < 2; u++) {
@@ -628,10 +634,10 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
         const q0 = q2kCode(v, 0, low2), q1 = q2kCode(v, 1, low2), q2 = q2kCode(v, 2, low2), q3 = q2kCode(v, 3, low2);
         const sc = lowScale(false, scp, odd);
         const x = xq + ((t + u) << (4 + XSHIFT)), xs = xsum + ((t + u) << 2);
-        t0 = lowAddSub(three, t0, q0, q1, q2, q3, x, xs, sc);
-        t1 = lowAddSub(three, t1, q0, q1, q2, q3, x + xStride, xs + sStride, sc);
-        t2 = lowAddSub(three, t2, q0, q1, q2, q3, x + 2 * xStride, xs + 2 * sStride, sc);
-        t3 = lowAddSub(three, t3, q0, q1, q2, q3, x + 3 * xStride, xs + 3 * sStride, sc);
+        t0 = lowAddSub(three, pairs, t0, q0, q1, q2, q3, x, xs, sc);
+        t1 = lowAddSub(three, pairs, t1, q0, q1, q2, q3, x + xStride, xs + sStride, sc);
+        t2 = lowAddSub(three, pairs, t2, q0, q1, q2, q3, x + 2 * xStride, xs + 2 * sStride, sc);
+        t3 = lowAddSub(three, pairs, t3, q0, q1, q2, q3, x + 3 * xStride, xs + 3 * sStride, sc);
       }
       if (!three) {
         const mn = v128.load8x8_u(w + Q2K_MINS + (t << 2));
@@ -654,19 +660,39 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 }
 
 export function gemvQ2K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvLowK(false, w, xq, xd, xsum, nsb);
+  return gemvLowK(false, false, w, xq, xd, xsum, nsb);
+}
+
+/** gemvQ2K with int16 pair sums, as gemvQ4KPairs. */
+export function gemvQ2KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvLowK(false, true, w, xq, xd, xsum, nsb);
 }
 
 export function gemvQ3K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvLowK(true, w, xq, xd, xsum, nsb);
+  return gemvLowK(true, false, w, xq, xd, xsum, nsb);
+}
+
+/** gemvQ3K with int16 pair sums, as gemvQ4KPairs. */
+export function gemvQ3KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvLowK(true, true, w, xq, xd, xsum, nsb);
 }
 
 export function gemmQ2K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmLowK(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmLowK(false, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+/** gemmQ2K with int16 pair sums, as gemvQ4KPairs. */
+export function gemmQ2KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmLowK(false, true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 export function gemmQ3K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmLowK(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmLowK(true, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+/** gemmQ3K with int16 pair sums, as gemvQ4KPairs. */
+export function gemmQ3KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmLowK(true, true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 // ---- IQ4_XS --------------------------------------------------------------------
