@@ -165,6 +165,20 @@ export function probeInt8DotLowering(flavor: KernelFlavor, exports: KernelExport
 }
 
 /**
+ * Whether the K-quant kernels may sum int8 dots in int16 pairs
+ * (assembly/linalg/kquant-dot.ts gemvQ4KPairs): where the relaxed dot lowers
+ * "saturating" (there each i32x4 dot is five instructions, the pairs one
+ * pmaddubsw) and the i16x8 relaxed dot they use is exact here
+ * (int8_dot_pairs_probe; V8 13.6's Liftoff computes it as b·b on x64 without
+ * AVX, where the first calls of a kernel run).
+ */
+export function probeInt8DotPairs(flavor: KernelFlavor, exports: KernelExports, lowering: Int8DotLowering | null): boolean {
+  if (flavor !== "relaxed" || lowering !== "saturating") return false;
+  const probe = exports["int8_dot_pairs_probe"]!;
+  return ([[-127, 15], [127, 127], [-128, 127], [5, 3], [-1, 0]] as const).every(([a, b]) => probe(a, b) === 4 * a * b);
+}
+
+/**
  * The int8-dot modes the probe allows: "u8" only for the relaxed flavor where
  * the dot is "unsigned" (exact on its second operand read as u8), else "i7"
  * ("i16" for the baseline flavor, which has no relaxed dot). The runtime

@@ -30,7 +30,7 @@ import { Allocator, StepArena } from "./allocator.js";
 import { ArgsWriter } from "./args.js";
 import { CONTROL_BYTES } from "./control.js";
 import { nameMemory } from "../tensor/tensor.js";
-import { INT8_DOT_MODES, type Int8DotLowering, type Int8DotMode, type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, defaultInt8Dot, instantiate, kernelModule, probeInt8DotLowering, resolveKernelFlavor } from "./module.js";
+import { INT8_DOT_MODES, type Int8DotLowering, type Int8DotMode, type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, defaultInt8Dot, instantiate, kernelModule, probeInt8DotLowering, probeInt8DotPairs, resolveKernelFlavor } from "./module.js";
 import { WorkerPool } from "./pool.js";
 
 export interface RuntimeOptions {
@@ -76,6 +76,7 @@ interface RuntimeShared {
   flavor: KernelFlavor;
   int8Dot: Int8DotMode;
   int8DotLowering: Int8DotLowering | null;
+  kquantPairs: boolean;
   pool: WorkerPool;
   views: Runtime[];
   initialBytes: number;
@@ -93,6 +94,8 @@ export class Runtime {
   readonly int8Dot: Int8DotMode;
   /** How the relaxed kernels' int8 dot lowers on this engine and CPU (module.ts Int8DotLowering); null on baseline. */
   readonly int8DotLowering: Int8DotLowering | null;
+  /** Whether the K-quant kernels sum their int8 dots in int16 pairs (module.ts probeInt8DotPairs): the relaxed dot lowers "saturating" and the pairs are exact here. */
+  readonly kquantPairs: boolean;
   /** Long-lived allocations: weights, KV pool, workspaces. */
   readonly heap: Allocator;
   /** Per-step scratch, reset by the caller at the start of each step. */
@@ -111,6 +114,7 @@ export class Runtime {
     this.kernels = shared.flavor;
     this.int8Dot = shared.int8Dot;
     this.int8DotLowering = shared.int8DotLowering;
+    this.kquantPairs = shared.kquantPairs;
     this.heap = heap;
     this.arena = new StepArena(heap);
     this.#shared = shared;
@@ -235,10 +239,11 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   const kernels = instantiate(module, memory);
   const int8DotLowering = probeInt8DotLowering(flavor, kernels);
   const int8Dot = resolveInt8Dot(options.int8Dot, flavor, int8DotLowering);
+  const kquantPairs = probeInt8DotPairs(flavor, kernels, int8DotLowering);
   const heap = new Allocator(memory, kernels["heap_base"]!() >>> 0);
   const control = heap.alloc(CONTROL_BYTES, "fork-join control");
   const pool = await WorkerPool.start(module, memory, kernels, control, threads);
-  const shared: RuntimeShared = { module, flavor, int8Dot, int8DotLowering, pool, views: [], initialBytes };
+  const shared: RuntimeShared = { module, flavor, int8Dot, int8DotLowering, kquantPairs, pool, views: [], initialBytes };
   return addView(shared, 0, memory, kernels, heap);
 }
 

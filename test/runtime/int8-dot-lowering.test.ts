@@ -8,6 +8,9 @@
 // reference, bit-identical across modes) and test/ops/ggml-linear.test.ts
 // (the native K-quant and Q8_0 kernels against llama.cpp's dequantizers) run
 // again in a child process under those flags, and must pass there too.
+// Without AVX as well (--no-enable-avx), V8 13.6's Liftoff computes the
+// i16x8 relaxed dot as b·b; the K-quant int16 pair sums (Runtime.kquantPairs)
+// must then stay off, or those suites fail.
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -40,6 +43,9 @@ test("the probed lowering predicts the relaxed kernel's dot on random operands; 
   try {
     assert.equal(rt.int8DotLowering, lowering);
     assert.equal(rt.int8Dot, defaultInt8Dot("relaxed", process.arch, lowering));
+    const pairs = rt.exports["int8_dot_pairs_probe"]!;
+    const pairsExact = [[-127, 15], [127, 127], [-128, 127], [5, 3]].every(([a, b]) => pairs(a!, b!) === 4 * a! * b!);
+    assert.equal(rt.kquantPairs, lowering === "saturating" && pairsExact, "K-quant int16 pair sums only where the dot saturates and the pairs are exact");
     if (lowering === "unknown") return;
     const probe = rt.exports["int8_dot_probe"]!;
     let s = 12345;
@@ -60,13 +66,14 @@ test("the probed lowering predicts the relaxed kernel's dot on random operands; 
 });
 
 /** V8 options naming the instructions to leave out, when this engine has them (x64 V8 ≥ 13); each set forces the lowering named. */
-function forcedLowerings(): { flags: string[]; lowering: Int8DotLowering }[] {
+function forcedLowerings(): { flags: string[]; lowering: Int8DotLowering; pairs?: boolean }[] {
   if (!relaxedHere || process.arch !== "x64") return [];
   const options = execFileSync(process.execPath, ["--v8-options"], { encoding: "utf8" });
   if (!/--enable-avx-vnni\b/.test(options) || !/--enable-avx-vnni-int8\b/.test(options)) return [];
   const noVnni = ["--no-enable-avx-vnni", "--no-enable-avx-vnni-int8"];
   return [
-    { flags: noVnni, lowering: "saturating" },
+    // With AVX the K-quant int16 pair sums are on (and must be covered); without it V8 13.6's Liftoff gets them wrong, so the runtime may leave them off.
+    { flags: noVnni, lowering: "saturating", pairs: true },
     { flags: [...noVnni, "--no-enable-avx2", "--no-enable-avx"], lowering: "saturating" },
   ];
 }
@@ -74,13 +81,16 @@ function forcedLowerings(): { flags: string[]; lowering: Int8DotLowering }[] {
 const forced = forcedLowerings();
 const here = fileURLToPath(new URL(".", import.meta.url));
 const moduleJs = fileURLToPath(new URL("../../src/runtime/module.js", import.meta.url));
+const indexJs = fileURLToPath(new URL("../../src/index.js", import.meta.url));
 const suites = ["../ops/linear-int8-dot.test.js", "../ops/ggml-linear.test.js"].map((f) => fileURLToPath(new URL(f, import.meta.url)));
 
-for (const { flags, lowering } of forced) {
+for (const { flags, lowering, pairs } of forced) {
   test(`under ${flags.join(" ")}: the relaxed dot lowers ${lowering}, and the q8 and K-quant conformance suites pass on it`, () => {
-    const probe = spawnSync(process.execPath, [...flags, "--input-type=module", "-e", `import { relaxedInt8DotLoweringHere } from ${JSON.stringify(moduleJs)}; console.log(relaxedInt8DotLoweringHere());`], { encoding: "utf8", cwd: here });
+    const probe = spawnSync(process.execPath, [...flags, "--input-type=module", "-e", `import { relaxedInt8DotLoweringHere } from ${JSON.stringify(moduleJs)}; import { createRuntime } from ${JSON.stringify(indexJs)}; const rt = await createRuntime({ threads: 1, kernels: "relaxed" }); console.log(relaxedInt8DotLoweringHere(), rt.kquantPairs); await rt.dispose();`], { encoding: "utf8", cwd: here });
     assert.equal(probe.status, 0, probe.stderr);
-    assert.equal(probe.stdout.trim(), lowering);
+    const [got, gotPairs] = probe.stdout.trim().split(" ");
+    assert.equal(got, lowering);
+    if (pairs !== undefined) assert.equal(gotPairs, String(pairs), "the K-quant pair sums are on, so the suites below cover them");
     for (const suite of suites) {
       // Run as a plain script (NODE_TEST_CONTEXT would make it talk to a parent test runner): its reporter prints the counts.
       const { NODE_TEST_CONTEXT: _, ...env } = process.env;
