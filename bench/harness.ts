@@ -7,7 +7,7 @@
  * Output: a table on stdout and `{ machine, ceilings, rows }` as JSON.
  */
 import { cpus, totalmem } from "node:os";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { KernelFlavor, Runtime } from "../src/index.js";
 import type { Ceilings } from "./ceilings.js";
@@ -71,6 +71,32 @@ export function machineInfo(threads: number): MachineInfo {
     threads,
     date: new Date().toISOString(),
   };
+}
+
+/**
+ * The CPU as bench rows name it (issue #30): the model and whether it has
+ * AVX-VNNI, the feature V8 ≥ 13 lowers the relaxed int8 dot to, and whether
+ * this process turned it off in V8 (--no-enable-avx-vnni, how a CPU with it
+ * stands in for one without): "Intel(R) Xeon(R) Processor, AVX-VNNI (off in
+ * V8: --no-enable-avx-vnni)". The flag comes from /proc/cpuinfo (Linux);
+ * elsewhere "AVX-VNNI unknown".
+ */
+export function cpuSummary(): string {
+  const model = cpus()[0]?.model.trim() ?? "unknown";
+  let vnni = "AVX-VNNI unknown";
+  try {
+    const flags = /^flags\s*:(.*)$/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1]?.split(/\s+/) ?? [];
+    vnni = flags.includes("avx_vnni") ? "AVX-VNNI" : "no AVX-VNNI";
+  } catch {
+    // not Linux: leave it unknown
+  }
+  const off = process.execArgv.filter((a) => /^--no-enable-(avx|sse)/.test(a));
+  return `${model}, ${vnni}${off.length > 0 ? ` (off in V8: ${off.join(" ")})` : ""}`;
+}
+
+/** The q8 / q4 integer dot as bench rows name it: "i16, relaxed dot saturating", "u8, relaxed dot unsigned", "i16, baseline kernels". */
+export function int8DotSummary(rt: Runtime): string {
+  return rt.kernels === "relaxed" ? `${rt.int8Dot}, relaxed dot ${rt.int8DotLowering ?? "unknown"}` : `${rt.int8Dot}, ${rt.kernels} kernels`;
 }
 
 export interface TimingOptions {

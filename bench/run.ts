@@ -84,7 +84,7 @@ export async function runBench(args: BenchArgs): Promise<void> {
     for (const kernels of flavors) {
       const rt = await createRuntime({ kernels, ...(args.threads === undefined ? {} : { threads: args.threads }) });
       runtimes.push(rt);
-      log(`kvflash bench ${suite.name}${args.quick ? " --quick" : ""}: ${suite.description} (${rt.threads} threads, ${describeKernels(kernels, rt.int8Dot)})`);
+      log(`kvflash bench ${suite.name}${args.quick ? " --quick" : ""}: ${suite.description} (${rt.threads} threads, ${describeKernels(kernels, rt.int8Dot, rt.int8DotLowering)})`);
       log("measuring ceilings…");
       byFlavor[kernels] = measureCeilings(rt, args.quick);
     }

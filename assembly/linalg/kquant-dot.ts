@@ -20,7 +20,14 @@
 // Both do the same float steps per output in the same order, so a token's
 // output does not depend on the batch it is in.
 //
-// Flavors. Relaxed: dotI8U7 on int8 activation codes, one i32x4 of row sums.
+// Flavors. Relaxed: dotI8U7 on int8 activation codes, one i32x4 of row sums;
+// Q4_K's, Q5_K's and Q6_K's "pairs" variants (gemv<F>Pairs, gemm<F>Pairs:
+// where the relaxed dot lowers "saturating", x64 without AVX-VNNI) sum int8
+// dots in int16 (dotI8U7Pairs: one pmaddubsw each) and widen once per 8 dots
+// (Q4_K: |lane| ≤ 8 · 2 · 15 · 128 = 30720 < 2^15), per 4 (Q5_K: 4 · 2 · 31
+// · 128 = 31744) or per 2 (Q6_K: 2 · 2 · 63 · 128 = 32256), where each
+// dotI8U7 there would be five instructions. Q2_K and Q3_K (codes ≤ 7) do
+// the same per 4 dots (lowSum16: ≤ 7168).
 // Baseline (SIMD128 has no int8 dot): the int16 activation codes
 // (kquant-activation.ts XSHIFT) against the weight bytes widened to int16,
 // i32x4.dot_i16x8_s into two accumulators of unreduced column-pair sums (rows
@@ -28,7 +35,7 @@
 // not once per dot, as the generic dotI8U7 emulation would. Integer sums are exact: |Σ| ≤
 // 8·63·(32·15·127) (Q4_K), 16·128·(16·63·127 + 32·16·127) (Q6_K), < 2^31.
 
-import { RELAXED, dotI8U7, fmadd } from "../runtime/flavor";
+import { RELAXED, dotI8U7, dotI8U7Pairs, fmadd } from "../runtime/flavor";
 import { XSHIFT } from "./kquant-activation";
 import {
   IQ4XS_D, IQ4XS_SCALES, TILE_IQ4_XS, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K,
@@ -142,8 +149,19 @@ const MASKS: usize = memory.data<u8>([
 // from its sub-block's bit plane and keeps its other fields 128 bytes higher.
 
 /** Exact row sums of sub-block c (4 rows × 32 codes, 64 bytes; Q5_K bit plane at hp) · one token's 32 activation codes at x. */
-@inline function q45kSub(five: bool, c: usize, hp: usize, x: usize, low4: v128, bit4: v128): v128 {
+@inline function q45kSub(five: bool, pairs: bool, c: usize, hp: usize, x: usize, low4: v128, bit4: v128): v128 {
   const H = five ? v128.load(hp) : i32x4.splat(0);
+  if (RELAXED && pairs) {
+    // Low and high code vectors in their own int16 sums (4 dots each); Q4_K may add the two in int16 (8 dots).
+    let p0 = i16x8.splat(0), p1 = i16x8.splat(0);
+    for (let j: usize = 0; j < 64; j += 16) {
+      const v = v128.load(c + j);
+      const jj = <i32>(j >> 4);
+      p0 = i16x8.add(p0, dotI8U7Pairs(xs4(x, j >> 1), q45Codes(five, v, H, jj, false, low4, bit4)));
+      p1 = i16x8.add(p1, dotI8U7Pairs(xs4(x, (j >> 1) + 4), q45Codes(five, v, H, jj, true, low4, bit4)));
+    }
+    return five ? i32x4.add(i32x4.extadd_pairwise_i16x8_s(p0), i32x4.extadd_pairwise_i16x8_s(p1)) : i32x4.extadd_pairwise_i16x8_s(i16x8.add(p0, p1));
+  }
   if (RELAXED) {
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
     for (let j: usize = 0; j < 64; j += 16) {
@@ -168,10 +186,39 @@ const MASKS: usize = memory.data<u8>([
   return reducePairs(a, b);
 }
 
+/** Row sums of a sub-block's low (lo) and high (hi) int16 pair sums: Q4_K adds them in int16 (8 dots ≤ 30720), Q5_K widens each first. */
+@inline function pairSum(five: bool, lo: v128, hi: v128): v128 {
+  return five ? i32x4.add(i32x4.extadd_pairwise_i16x8_s(lo), i32x4.extadd_pairwise_i16x8_s(hi)) : i32x4.extadd_pairwise_i16x8_s(i16x8.add(lo, hi));
+}
+
 /** q45kSub for 4 tokens (x + t·xStride) at once, each weight vector decoded once; row sums to out[0..64) as [token][row]. */
-@inline function q45kSub4(five: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize, low4: v128, bit4: v128): void {
+@inline function q45kSub4(five: bool, pairs: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize, low4: v128, bit4: v128): void {
   const x1 = x + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const H = five ? v128.load(hp) : i32x4.splat(0);
+  if (RELAXED && pairs) {
+    // Per token, low and high code vectors in their own int16 sums (4 dots each), as q45kSub.
+    let p0 = i16x8.splat(0), p1 = i16x8.splat(0), p2 = i16x8.splat(0), p3 = i16x8.splat(0);
+    let h0 = i16x8.splat(0), h1 = i16x8.splat(0), h2 = i16x8.splat(0), h3 = i16x8.splat(0);
+    for (let j: usize = 0; j < 64; j += 16) {
+      const v = v128.load(c + j);
+      const jj = <i32>(j >> 4);
+      const lo = q45Codes(five, v, H, jj, false, low4, bit4), hi = q45Codes(five, v, H, jj, true, low4, bit4);
+      const o = j >> 1;
+      p0 = i16x8.add(p0, dotI8U7Pairs(xs4(x, o), lo));
+      p1 = i16x8.add(p1, dotI8U7Pairs(xs4(x1, o), lo));
+      p2 = i16x8.add(p2, dotI8U7Pairs(xs4(x2, o), lo));
+      p3 = i16x8.add(p3, dotI8U7Pairs(xs4(x3, o), lo));
+      h0 = i16x8.add(h0, dotI8U7Pairs(xs4(x, o + 4), hi));
+      h1 = i16x8.add(h1, dotI8U7Pairs(xs4(x1, o + 4), hi));
+      h2 = i16x8.add(h2, dotI8U7Pairs(xs4(x2, o + 4), hi));
+      h3 = i16x8.add(h3, dotI8U7Pairs(xs4(x3, o + 4), hi));
+    }
+    v128.store(out, pairSum(five, p0, h0), 0);
+    v128.store(out, pairSum(five, p1, h1), 16);
+    v128.store(out, pairSum(five, p2, h2), 32);
+    v128.store(out, pairSum(five, p3, h3), 48);
+    return;
+  }
   if (RELAXED) {
     let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
     for (let j: usize = 0; j < 64; j += 16) {
@@ -223,7 +270,7 @@ const MASKS: usize = memory.data<u8>([
 }
 
 /** One quad's superblocks · one token's codes xq, scales xd, sums xsum. */
-@inline function gemvQ45K(five: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+@inline function gemvQ45K(five: bool, pairs: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   const low4 = maskLow4(), bit4 = maskBit4();
   let acc = f32x4.splat(0);
   const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
@@ -231,7 +278,7 @@ const MASKS: usize = memory.data<u8>([
     let tot = i32x4.splat(0), mins = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
       const sm = q4kScaleMins(five, w, s);
-      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), low4, bit4), i32x4.extend_low_i16x8_u(sm)));
+      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, pairs, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), low4, bit4), i32x4.extend_low_i16x8_u(sm)));
       mins = i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(sm), bsum32(xsum, s)));
     }
     acc = q4kAccumulate(five, w, tot, mins, load<f32>(xd), acc);
@@ -243,7 +290,7 @@ const MASKS: usize = memory.data<u8>([
  * One quad · 4 tokens (token t: xq + t·xStride, xd + t·dStride, xsum + t·sStride) → res [4 tokens][4 rows] f32;
  * res[64..128) is scratch for the sub-block sums.
  */
-@inline function gemmQ45K(five: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+@inline function gemmQ45K(five: bool, pairs: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const low4 = maskLow4(), bit4 = maskBit4();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   const sums = res + 64;
@@ -252,7 +299,7 @@ const MASKS: usize = memory.data<u8>([
     let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
     let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
-      q45kSub4(five, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
+      q45kSub4(five, pairs, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
       const sm = q4kScaleMins(five, w, s);
       const sc = i32x4.extend_low_i16x8_u(sm), mn = i32x4.extend_high_i16x8_u(sm);
       t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));
@@ -276,19 +323,39 @@ const MASKS: usize = memory.data<u8>([
 }
 
 export function gemvQ4K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvQ45K(false, w, xq, xd, xsum, nsb);
+  return gemvQ45K(false, false, w, xq, xd, xsum, nsb);
+}
+
+/** gemvQ4K with the sub-block sums in int16 pairs (relaxed flavor, "saturating" lowering); the same exact sums. */
+export function gemvQ4KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ45K(false, true, w, xq, xd, xsum, nsb);
 }
 
 export function gemvQ5K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvQ45K(true, w, xq, xd, xsum, nsb);
+  return gemvQ45K(true, false, w, xq, xd, xsum, nsb);
+}
+
+/** gemvQ5K with int16 pair sums, as gemvQ4KPairs. */
+export function gemvQ5KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ45K(true, true, w, xq, xd, xsum, nsb);
 }
 
 export function gemmQ4K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmQ45K(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmQ45K(false, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+/** gemmQ4K with the sub-block sums in int16 pairs, as gemvQ4KPairs. */
+export function gemmQ4KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ45K(false, true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 export function gemmQ5K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmQ45K(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmQ45K(true, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+/** gemmQ5K with int16 pair sums, as gemvQ4KPairs. */
+export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ45K(true, true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 // ---- Q6_K ----------------------------------------------------------------------
@@ -308,8 +375,13 @@ export function gemmQ5K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
 }
 
 /** Σ q·xq − 32·bsum (lanes = rows) over the 16 columns of the sub-block at c, for the token codes at x (those 16 columns). */
-@inline function q6kSum16(c: usize, x: usize, bsum: i32, low6: v128): v128 {
+@inline function q6kSum16(pairs: bool, c: usize, x: usize, bsum: i32, low6: v128): v128 {
   const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32);
+  if (RELAXED && pairs) {
+    const p0 = i16x8.add(dotI8U7Pairs(xs4(x, 0), q6kCode(A, B, C, 0, low6)), dotI8U7Pairs(xs4(x, 4), q6kCode(A, B, C, 1, low6)));
+    const p1 = i16x8.add(dotI8U7Pairs(xs4(x, 8), q6kCode(A, B, C, 2, low6)), dotI8U7Pairs(xs4(x, 12), q6kCode(A, B, C, 3, low6)));
+    return i32x4.sub(i32x4.add(i32x4.extadd_pairwise_i16x8_s(p0), i32x4.extadd_pairwise_i16x8_s(p1)), i32x4.splat(bsum << 5));
+  }
   if (RELAXED) {
     let s0 = dotI8U7(xs4(x, 0), q6kCode(A, B, C, 0, low6), i32x4.splat(0));
     let s1 = dotI8U7(xs4(x, 4), q6kCode(A, B, C, 1, low6), i32x4.splat(0));
@@ -349,7 +421,7 @@ export function gemmQ5K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
   return t << (4 + XSHIFT);
 }
 
-export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+@inline function gemvQ6KWith(pairs: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   const low6 = maskLow6();
   let acc = f32x4.splat(0);
   for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
@@ -357,8 +429,8 @@ export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): 
     for (let t: usize = 0; t < 16; t += 2) {
       const sc = q6kScalePair(w, t);
       const s = xsum + (t << 2);
-      tot = i32x4.add(tot, i32x4.mul(q6kSum16(w + q6kSub(t), xq + q6kX(t), load<i32>(s), low6), i32x4.extend_low_i16x8_s(sc)));
-      tot = i32x4.add(tot, i32x4.mul(q6kSum16(w + q6kSub(t + 1), xq + q6kX(t + 1), load<i32>(s, 4), low6), i32x4.extend_high_i16x8_s(sc)));
+      tot = i32x4.add(tot, i32x4.mul(q6kSum16(pairs, w + q6kSub(t), xq + q6kX(t), load<i32>(s), low6), i32x4.extend_low_i16x8_s(sc)));
+      tot = i32x4.add(tot, i32x4.mul(q6kSum16(pairs, w + q6kSub(t + 1), xq + q6kX(t + 1), load<i32>(s, 4), low6), i32x4.extend_high_i16x8_s(sc)));
     }
     acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + Q6K_D), f32x4.splat(load<f32>(xd))), acc);
   }
@@ -366,11 +438,11 @@ export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): 
 }
 
 /** tot + sub-block t's sums for one token (codes x, sums s) weighted by its scales sc. */
-@inline function q6kAddSub(tot: v128, c: usize, x: usize, s: usize, sc: v128, low6: v128): v128 {
-  return i32x4.add(tot, i32x4.mul(q6kSum16(c, x, load<i32>(s), low6), sc));
+@inline function q6kAddSub(pairs: bool, tot: v128, c: usize, x: usize, s: usize, sc: v128, low6: v128): v128 {
+  return i32x4.add(tot, i32x4.mul(q6kSum16(pairs, c, x, load<i32>(s), low6), sc));
 }
 
-export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+@inline function gemmQ6KWith(pairs: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const low6 = maskLow6();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
@@ -379,10 +451,10 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
       const c = w + q6kSub(t);
       const sc = (t & 1) ? i32x4.extend_high_i16x8_s(q6kScalePair(w, t - 1)) : i32x4.extend_low_i16x8_s(q6kScalePair(w, t));
       const x = xq + q6kX(t), s = xsum + (t << 2);
-      t0 = q6kAddSub(t0, c, x, s, sc, low6);
-      t1 = q6kAddSub(t1, c, x + xStride, s + sStride, sc, low6);
-      t2 = q6kAddSub(t2, c, x + 2 * xStride, s + 2 * sStride, sc, low6);
-      t3 = q6kAddSub(t3, c, x + 3 * xStride, s + 3 * sStride, sc, low6);
+      t0 = q6kAddSub(pairs, t0, c, x, s, sc, low6);
+      t1 = q6kAddSub(pairs, t1, c, x + xStride, s + sStride, sc, low6);
+      t2 = q6kAddSub(pairs, t2, c, x + 2 * xStride, s + 2 * sStride, sc, low6);
+      t3 = q6kAddSub(pairs, t3, c, x + 3 * xStride, s + 3 * sStride, sc, low6);
     }
     const d = v128.load(w + Q6K_D);
     a0 = fmadd(f32x4.convert_i32x4_s(t0), f32x4.mul(d, f32x4.splat(load<f32>(xd))), a0);
@@ -394,6 +466,24 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
   v128.store(res, a1, 16);
   v128.store(res, a2, 32);
   v128.store(res, a3, 48);
+}
+
+export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ6KWith(false, w, xq, xd, xsum, nsb);
+}
+
+/** gemvQ6K with each two dots summed in int16 pairs (relaxed flavor, "saturating" lowering); the same exact sums. */
+export function gemvQ6KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvQ6KWith(true, w, xq, xd, xsum, nsb);
+}
+
+export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ6KWith(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+/** gemmQ6K with int16 pairs, as gemvQ6KPairs. */
+export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmQ6KWith(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 // ---- Q2_K, Q3_K ----------------------------------------------------------------
@@ -422,7 +512,12 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
 }
 
 /** Row sums Σ c·xq of one sub-block's 4 code vectors q0..q3 · one token's 16 activation codes at x. */
-@inline function lowSum16(q0: v128, q1: v128, q2: v128, q3: v128, x: usize): v128 {
+@inline function lowSum16(pairs: bool, q0: v128, q1: v128, q2: v128, q3: v128, x: usize): v128 {
+  if (RELAXED && pairs) {
+    // Codes ≤ 7: the 4 dots' pair sums in int16, |lane| ≤ 4 · 2 · 7 · 128 = 7168.
+    const p = i16x8.add(i16x8.add(dotI8U7Pairs(xs4(x, 0), q0), dotI8U7Pairs(xs4(x, 4), q1)), i16x8.add(dotI8U7Pairs(xs4(x, 8), q2), dotI8U7Pairs(xs4(x, 12), q3)));
+    return i32x4.extadd_pairwise_i16x8_s(p);
+  }
   if (RELAXED) {
     let s0 = dotI8U7(xs4(x, 0), q0, i32x4.splat(0));
     let s1 = dotI8U7(xs4(x, 4), q1, i32x4.splat(0));
@@ -464,8 +559,8 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
 }
 
 /** tot + sub-block sums for one token (codes x, code sums xs at sub-block t) weighted by sc; Q3_K's − 4·bsum included. */
-@inline function lowAddSub(three: bool, tot: v128, q0: v128, q1: v128, q2: v128, q3: v128, x: usize, xs: usize, sc: v128): v128 {
-  let s = lowSum16(q0, q1, q2, q3, x);
+@inline function lowAddSub(three: bool, pairs: bool, tot: v128, q0: v128, q1: v128, q2: v128, q3: v128, x: usize, xs: usize, sc: v128): v128 {
+  let s = lowSum16(pairs, q0, q1, q2, q3, x);
   if (three) s = i32x4.sub(s, i32x4.splat(load<i32>(xs) << 2));
   return i32x4.add(tot, i32x4.mul(s, sc));
 }
@@ -477,7 +572,7 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
 }
 
 /** One quad's superblocks · one token. */
-@inline function gemvLowK(three: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+@inline function gemvLowK(three: bool, pairs: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   const low2 = maskLow2(), bit2 = maskBit2(), low3 = maskLow3();
   let acc = f32x4.splat(0);
   const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
@@ -487,15 +582,15 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
       const scp = lowScalePair(three, w, t);
       if (three) {
         const A = v128.load(w + t * 24), B = v128.load(w + t * 24, 16), C = v128.load(w + t * 24, 32);
-        tot = lowAddSub(true, tot, q3kCode(A, B, C, 0, low2, bit2, low3), q3kCode(A, B, C, 1, low2, bit2, low3), q3kCode(A, B, C, 2, low2, bit2, low3),
+        tot = lowAddSub(true, pairs, tot, q3kCode(A, B, C, 0, low2, bit2, low3), q3kCode(A, B, C, 1, low2, bit2, low3), q3kCode(A, B, C, 2, low2, bit2, low3),
           q3kCode(A, B, C, 3, low2, bit2, low3), xq + (t << (4 + XSHIFT)), xsum + (t << 2), lowScale(true, scp, false));
-        tot = lowAddSub(true, tot, q3kCode(A, B, C, 4, low2, bit2, low3), q3kCode(A, B, C, 5, low2, bit2, low3), q3kCode(A, B, C, 6, low2, bit2, low3),
+        tot = lowAddSub(true, pairs, tot, q3kCode(A, B, C, 4, low2, bit2, low3), q3kCode(A, B, C, 5, low2, bit2, low3), q3kCode(A, B, C, 6, low2, bit2, low3),
           q3kCode(A, B, C, 7, low2, bit2, low3), xq + ((t + 1) << (4 + XSHIFT)), xsum + ((t + 1) << 2), lowScale(true, scp, true));
         continue;
       }
       for (let u: usize = 0; u < 2; u++) {
         const v = v128.load(w + ((t + u) << 4));
-        tot = lowAddSub(false, tot, q2kCode(v, 0, low2), q2kCode(v, 1, low2), q2kCode(v, 2, low2), q2kCode(v, 3, low2),
+        tot = lowAddSub(false, pairs, tot, q2kCode(v, 0, low2), q2kCode(v, 1, low2), q2kCode(v, 2, low2), q2kCode(v, 3, low2),
           xq + ((t + u) << (4 + XSHIFT)), xsum + ((t + u) << 2), lowScale(false, scp, u == 1));
       }
       if (!three) mins = lowAddMins(mins, v128.load8x8_u(w + Q2K_MINS + (t << 2)), xsum + (t << 2));
@@ -511,7 +606,7 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
  * integer sums are exact and the float steps are gemvLowK's, so outputs do not
  * depend on the batch.
  */
-@inline function gemmLowK(three: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+@inline function gemmLowK(three: bool, pairs: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const low2 = maskLow2(), bit2 = maskBit2(), low3 = maskLow3();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   const tile = <usize>(three ? TILE_Q3_K : TILE_Q2_K);
@@ -527,10 +622,10 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
         const c4 = q3kCode(A, B, C, 4, low2, bit2, low3), c5 = q3kCode(A, B, C, 5, low2, bit2, low3), c6 = q3kCode(A, B, C, 6, low2, bit2, low3), c7 = q3kCode(A, B, C, 7, low2, bit2, low3);
         const s0 = lowScale(true, scp, false), s1 = lowScale(true, scp, true);
         const x = xq + (t << (4 + XSHIFT)), x1 = x + (16 << XSHIFT), xs = xsum + (t << 2);
-        t0 = lowAddSub(true, lowAddSub(true, t0, c0, c1, c2, c3, x, xs, s0), c4, c5, c6, c7, x1, xs + 4, s1);
-        t1 = lowAddSub(true, lowAddSub(true, t1, c0, c1, c2, c3, x + xStride, xs + sStride, s0), c4, c5, c6, c7, x1 + xStride, xs + sStride + 4, s1);
-        t2 = lowAddSub(true, lowAddSub(true, t2, c0, c1, c2, c3, x + 2 * xStride, xs + 2 * sStride, s0), c4, c5, c6, c7, x1 + 2 * xStride, xs + 2 * sStride + 4, s1);
-        t3 = lowAddSub(true, lowAddSub(true, t3, c0, c1, c2, c3, x + 3 * xStride, xs + 3 * sStride, s0), c4, c5, c6, c7, x1 + 3 * xStride, xs + 3 * sStride + 4, s1);
+        t0 = lowAddSub(true, pairs, lowAddSub(true, pairs, t0, c0, c1, c2, c3, x, xs, s0), c4, c5, c6, c7, x1, xs + 4, s1);
+        t1 = lowAddSub(true, pairs, lowAddSub(true, pairs, t1, c0, c1, c2, c3, x + xStride, xs + sStride, s0), c4, c5, c6, c7, x1 + xStride, xs + sStride + 4, s1);
+        t2 = lowAddSub(true, pairs, lowAddSub(true, pairs, t2, c0, c1, c2, c3, x + 2 * xStride, xs + 2 * sStride, s0), c4, c5, c6, c7, x1 + 2 * xStride, xs + 2 * sStride + 4, s1);
+        t3 = lowAddSub(true, pairs, lowAddSub(true, pairs, t3, c0, c1, c2, c3, x + 3 * xStride, xs + 3 * sStride, s0), c4, c5, c6, c7, x1 + 3 * xStride, xs + 3 * sStride + 4, s1);
         continue;
       }
       for (let u: usize = 0; u < 2; u++) {
@@ -539,10 +634,10 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
         const q0 = q2kCode(v, 0, low2), q1 = q2kCode(v, 1, low2), q2 = q2kCode(v, 2, low2), q3 = q2kCode(v, 3, low2);
         const sc = lowScale(false, scp, odd);
         const x = xq + ((t + u) << (4 + XSHIFT)), xs = xsum + ((t + u) << 2);
-        t0 = lowAddSub(three, t0, q0, q1, q2, q3, x, xs, sc);
-        t1 = lowAddSub(three, t1, q0, q1, q2, q3, x + xStride, xs + sStride, sc);
-        t2 = lowAddSub(three, t2, q0, q1, q2, q3, x + 2 * xStride, xs + 2 * sStride, sc);
-        t3 = lowAddSub(three, t3, q0, q1, q2, q3, x + 3 * xStride, xs + 3 * sStride, sc);
+        t0 = lowAddSub(three, pairs, t0, q0, q1, q2, q3, x, xs, sc);
+        t1 = lowAddSub(three, pairs, t1, q0, q1, q2, q3, x + xStride, xs + sStride, sc);
+        t2 = lowAddSub(three, pairs, t2, q0, q1, q2, q3, x + 2 * xStride, xs + 2 * sStride, sc);
+        t3 = lowAddSub(three, pairs, t3, q0, q1, q2, q3, x + 3 * xStride, xs + 3 * sStride, sc);
       }
       if (!three) {
         const mn = v128.load8x8_u(w + Q2K_MINS + (t << 2));
@@ -565,19 +660,39 @@ export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride:
 }
 
 export function gemvQ2K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvLowK(false, w, xq, xd, xsum, nsb);
+  return gemvLowK(false, false, w, xq, xd, xsum, nsb);
+}
+
+/** gemvQ2K with int16 pair sums, as gemvQ4KPairs. */
+export function gemvQ2KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvLowK(false, true, w, xq, xd, xsum, nsb);
 }
 
 export function gemvQ3K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvLowK(true, w, xq, xd, xsum, nsb);
+  return gemvLowK(true, false, w, xq, xd, xsum, nsb);
+}
+
+/** gemvQ3K with int16 pair sums, as gemvQ4KPairs. */
+export function gemvQ3KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  return gemvLowK(true, true, w, xq, xd, xsum, nsb);
 }
 
 export function gemmQ2K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmLowK(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmLowK(false, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+/** gemmQ2K with int16 pair sums, as gemvQ4KPairs. */
+export function gemmQ2KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmLowK(false, true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 export function gemmQ3K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmLowK(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmLowK(true, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+/** gemmQ3K with int16 pair sums, as gemvQ4KPairs. */
+export function gemmQ3KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmLowK(true, true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 // ---- IQ4_XS --------------------------------------------------------------------

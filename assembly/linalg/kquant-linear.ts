@@ -6,7 +6,7 @@
 // through gemv<F>; both do the same float steps per output (kquant-dot.ts),
 // so outputs are independent of T, the batch and the thread count.
 
-import { gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ3K, gemmQ4K, gemmQ5K, gemmQ6K, gemvQ2K, gemvQ3K, gemvQ4K, gemvQ5K, gemvQ6K } from "./kquant-dot";
+import { gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ2KPairs, gemmQ3K, gemmQ3KPairs, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ5KPairs, gemmQ6K, gemmQ6KPairs, gemvQ2K, gemvQ2KPairs, gemvQ3K, gemvQ3KPairs, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ5KPairs, gemvQ6K, gemvQ6KPairs } from "./kquant-dot";
 import { XSHIFT } from "./kquant-activation";
 import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
 
@@ -30,6 +30,8 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
   /** Per-thread scratch (≥ 128 bytes each). */
   scratch: usize;
   scratchStride: i32;
+  /** 1: Q2_K … Q6_K through their int16-pair sums (kquant-dot.ts gemvQ4KPairs), where the relaxed dot lowers "saturating"; same sums. */
+  pairs: i32;
 }
 
 /** Stores the lanes of res (rows row0 … row0 + 3) into out, adding bias, never past `rows` (as linear.ts's storeRows). */
@@ -61,11 +63,16 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
     let t = 0;
     for (; t + 4 <= a.tokens; t += 4) {
       const ut = <usize>t;
-      if (format == FMT_Q4_K) gemmQ4K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      if (format == FMT_Q4_K && a.pairs) gemmQ4KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      else if (format == FMT_Q4_K) gemmQ4K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      else if (format == FMT_Q5_K && a.pairs) gemmQ5KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q5_K) gemmQ5K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      else if (format == FMT_Q2_K && a.pairs) gemmQ2KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q2_K) gemmQ2K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_IQ4_XS) gemmIq4Xs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.nsb, res);
+      else if (format == FMT_Q3_K && a.pairs) gemmQ3KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q3_K) gemmQ3K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      else if (a.pairs) gemmQ6KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else gemmQ6K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       const out = a.out + ut * outStride;
       storeQuad(out, row0, a.rows, v128.load(res), a.bias);
@@ -75,16 +82,26 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
     }
     for (; t < a.tokens; t++) {
       const ut = <usize>t;
-      const r = format == FMT_Q4_K
+      const r = format == FMT_Q4_K && a.pairs
+        ? gemvQ4KPairs(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
+        : format == FMT_Q4_K
         ? gemvQ4K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
+        : format == FMT_Q5_K && a.pairs
+        ? gemvQ5KPairs(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : format == FMT_Q5_K
         ? gemvQ5K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
+        : format == FMT_Q2_K && a.pairs
+        ? gemvQ2KPairs(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : format == FMT_Q2_K
         ? gemvQ2K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : format == FMT_IQ4_XS
         ? gemvIq4Xs(w, a.xq + ut * xStride, a.xd + ut * dStride, a.nsb)
+        : format == FMT_Q3_K && a.pairs
+        ? gemvQ3KPairs(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : format == FMT_Q3_K
         ? gemvQ3K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
+        : a.pairs
+        ? gemvQ6KPairs(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb)
         : gemvQ6K(w, a.xq + ut * xStride, a.xd + ut * dStride, a.xsum + ut * sStride, a.nsb);
       storeQuad(a.out + ut * outStride, row0, a.rows, r, a.bias);
     }

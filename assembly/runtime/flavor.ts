@@ -52,6 +52,22 @@ export const DOT_U8: i32 = 2;
 }
 
 /**
+ * The int8 products of a (i8x16, any sign) and b (bytes in [0, 127]) summed in
+ * adjacent pairs, as i16x8: lane j = a[2j]·b[2j] + a[2j + 1]·b[2j + 1]. The
+ * caller keeps every lane below 2^15 in magnitude, also after it adds such
+ * results in int16 (then i32x4.extadd_pairwise_i16x8_s gives dotI8U7's row
+ * sums). On x64 this is one pmaddubsw: the form for CPUs where the relaxed
+ * i32x4 dot is pmaddubsw + pmaddwd + paddd behind two instructions V8 spends
+ * rebuilding pmaddwd's ones at each use (src/runtime/module.ts
+ * Int8DotLowering "saturating"). The baseline body widens to int16, exact.
+ */
+@inline export function dotI8U7Pairs(a: v128, b: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i16x8.relaxed_dot_i8x16_i7x16_s(a, b);
+  const even = i16x8.mul(i16x8.shr_s(i16x8.shl(a, 8), 8), v128.and(b, i16x8.splat(0xff)));
+  return i16x8.add(even, i16x8.mul(i16x8.shr_s(a, 8), i16x8.shr_u(b, 8)));
+}
+
+/**
  * acc + Σ_k a[4i + k] · b[4i + k] per lane with b read as exact unsigned 8 bits
  * (a: i8x16, any sign; b: u8x16, any byte). Call it only in the "u8" int8-dot
  * mode (src/runtime/module.ts probeInt8Dot): where V8 lowers the relaxed int8

@@ -2,7 +2,7 @@
 // module's flavor, a no-op for fork–join overhead, and an item counter that can trap or abort on
 // request (the pool tests use it to check exactly-once and error surfacing).
 
-import { RELAXED, dotI8U8 } from "./flavor";
+import { RELAXED, dotI8U7Pairs, dotI8U8 } from "./flavor";
 
 /** First byte above the module's static data: the allocator starts here. */
 export function heap_base(): usize {
@@ -23,6 +23,16 @@ export function task_kernels_relaxed(item: i32, tid: i32, out: usize): void {
  */
 export function int8_dot_probe(a: i32, b: i32, acc: i32): i32 {
   return i32x4.extract_lane(dotI8U8(i8x16.splat(<i8>a), i8x16.splat(<i8>b), i32x4.splat(acc)), 0);
+}
+
+/**
+ * Lane 0 of dotI8U7Pairs(splat(a), splat(b)) widened by
+ * i32x4.extadd_pairwise_i16x8_s: 4·a·b where the helper is right (b in
+ * [0, 127]). What src/runtime/module.ts probeInt8DotPairs checks: V8 13's
+ * Liftoff computes the i16x8 relaxed dot as b·b on x64 without AVX.
+ */
+export function int8_dot_pairs_probe(a: i32, b: i32): i32 {
+  return i32x4.extract_lane(i32x4.extadd_pairwise_i16x8_s(dotI8U7Pairs(i8x16.splat(<i8>a), i8x16.splat(<i8>b))), 0);
 }
 
 export function task_noop(item: i32, tid: i32, args: usize): void {}

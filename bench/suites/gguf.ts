@@ -22,14 +22,18 @@
  * meet at spinning barriers (ggml_barrier: no yield), so on a machine with
  * more runnable threads than cores its 2-thread runs slow down far more than
  * kvflash's, whose workers sleep in Atomics.wait; compare rows taken with
- * load_avg below the core count.
+ * load_avg below the core count. Every row also names the machine (issue
+ * #30): `cpu`, the CPU model and whether it has AVX-VNNI (harness.ts
+ * cpuSummary), and `int8_dot`, kvflash's q8 / q4 integer dot and how its
+ * relaxed dot lowers (int8DotSummary: "i16, relaxed dot saturating" on x64
+ * without AVX-VNNI).
  */
 import { loadavg } from "node:os";
 import { type Runtime, createRuntime, loadModel, runRequest } from "../../src/index.js";
 import type { GgufQuantMix } from "../../src/model/gguf/convert.js";
 import { argmax } from "../../src/engine/sampler.js";
 import { ArgumentError, show } from "../../src/errors.js";
-import { type Row, type Suite, median } from "../harness.js";
+import { type Row, type Suite, cpuSummary, int8DotSummary, median } from "../harness.js";
 import { BENCH_CACHE, LlamaCppBench, type LlamaCppRun, buildLlamaCppHarness } from "../llamacpp-harness.js";
 import { qwenGgufFile, qwenGgufTypes } from "../qwen-gguf-file.js";
 
@@ -51,7 +55,7 @@ export const gguf: Suite = {
     const decode = quick ? 16 : 128;
     const reps = runsSetting(quick);
     const harness = buildLlamaCppHarness(log);
-    const own: Runtime | null = rt.threads === THREADS ? null : await createRuntime({ threads: THREADS });
+    const own: Runtime | null = rt.threads === THREADS ? null : await createRuntime({ threads: THREADS, kernels: rt.kernels, int8Dot: rt.int8Dot });
     const r = own ?? rt;
     const rows: Row[] = [];
     try {
@@ -92,7 +96,7 @@ export const gguf: Suite = {
           const k = rate(runs.kvflash);
           const c = rate(runs.llamacpp);
           const load = (loadBefore + loadavg()[0]!) / 2;
-          const common = { quant: mix, threads: THREADS, prompt_tokens: prompt, decode_tokens: decode, runs: reps, file_types: typeCounts(mix), load_avg: load };
+          const common = { cpu: cpuSummary(), int8_dot: int8DotSummary(r), quant: mix, threads: THREADS, prompt_tokens: prompt, decode_tokens: decode, runs: reps, file_types: typeCounts(mix), load_avg: load };
           rows.push({ engine: "kvflash", ...common, weights: km.runner.weights.format, prefill_tok_s: k.prefill, decode_tok_s: k.decode, kvflash_over_llamacpp: k.decode / c.decode, kvflash_over_llamacpp_prefill: k.prefill / c.prefill });
           rows.push({ engine: "llama.cpp", ...common, weights: `native (node-llama-cpp ${harness.version}, flash_attn ${cpp.flashAttn})`, prefill_tok_s: c.prefill, decode_tok_s: c.decode, kvflash_over_llamacpp: null, kvflash_over_llamacpp_prefill: null });
         } finally {

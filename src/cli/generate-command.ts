@@ -64,7 +64,7 @@ async function withModel<T>(args: ModelArgs, run: (model: CommandModel, rt: Runt
     } else {
       const m = loadModel(rt, source, options);
       const r = m.runner;
-      say(`loaded ${source.path}: ${m.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads, ${describeKernels(rt.kernels, rt.int8Dot)} (${seconds()}); ${describePlacement(m.plan.placement)}`);
+      say(`loaded ${source.path}: ${m.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads, ${describeKernels(rt.kernels, rt.int8Dot, rt.int8DotLowering)} (${seconds()}); ${describePlacement(m.plan.placement)}`);
       model = m;
     }
     try {

@@ -69,11 +69,11 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     const info = await Promise.race([running.ready, stopped.then(() => null)]);
     if (info !== null && info.task === "embed") log(
       `ready in ${info.loadSeconds.toFixed(2)} s: an embedding model, ${info.embedding?.dimensions} dimensions, max_model_len ${info.maxModelLen}, ` +
-        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${describeKernels(info.kernels, info.int8Dot)}. Try:\n${tryHint(running.url, args.apiKey ?? null, true)}`,
+        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${describeKernels(info.kernels, info.int8Dot, info.int8DotLowering)}. Try:\n${tryHint(running.url, args.apiKey ?? null, true)}`,
     );
     else if (info !== null) log(
       `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
-        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${describeKernels(info.kernels, info.int8Dot)}${info.placement === undefined ? "" : `; ${info.placement}`}` +
+        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${describeKernels(info.kernels, info.int8Dot, info.int8DotLowering)}${info.placement === undefined ? "" : `; ${info.placement}`}` +
         `${describeSpeculation(args.speculativeConfig)}. Try:\n${tryHint(running.url, args.apiKey ?? null)}`,
     );
   } catch (e) {

@@ -45,6 +45,7 @@ export function loadEmbedEngine(rt: Runtime, config: EngineWorkerConfig): { engi
       threads: rt.threads,
       kernels: rt.kernels,
       int8Dot: rt.int8Dot,
+      int8DotLowering: rt.int8DotLowering,
       task: "embed",
       embedding: { dimensions: info.dimensions, matryoshka: m === null || m === "any" ? m : [...m] },
     },

@@ -239,6 +239,7 @@ async function load(): Promise<void> {
       threads: rt.threads,
       kernels: rt.kernels,
       int8Dot: rt.int8Dot,
+      int8DotLowering: rt.int8DotLowering,
       ...(model.placement === undefined ? {} : { placement: model.placement }),
       loadSeconds: (performance.now() - start) / 1000,
     },

@@ -12,7 +12,7 @@ import type { EmbedOutput, EmbedRequest } from "./embed-engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
 import type { SpeculativeConfig } from "./speculative-config.js";
 import type { LoadProgressInfo, ModelLoadOptions } from "./loader-module.js";
-import type { Int8DotMode, KernelFlavor } from "../runtime/module.js";
+import type { Int8DotLowering, Int8DotMode, KernelFlavor } from "../runtime/module.js";
 
 /** Engine settings (vLLM's names in camelCase). */
 export interface EngineSettings {
@@ -61,6 +61,8 @@ export interface EngineInfo {
   kernels: KernelFlavor;
   /** How the relaxed kernels take int8 dot products (Runtime.int8Dot). */
   int8Dot: Int8DotMode;
+  /** How the relaxed int8 dot lowers here (Runtime.int8DotLowering; null on baseline). */
+  int8DotLowering: Int8DotLowering | null;
   /** Seconds from the worker's start to ready. */
   loadSeconds: number;
   /** What the engine serves. Absent: "generate". */

@@ -51,6 +51,8 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
     .i32(qpi)
     .ptr(scratch.ptr)
     .i32(scratch.stride)
+    // Q2_K … Q6_K sum their dots in int16 pairs where the relaxed dot is pmaddubsw (kquant-dot.ts gemvQ4KPairs): the same exact sums.
+    .i32(rt.kquantPairs ? 1 : 0)
     .end();
   rt.parallelFor(`task_linear_${weight.format}`, Math.ceil(quads / qpi), args);
 }

@@ -10,8 +10,8 @@
  *             i32x4.relaxed_dot_i8x16_i7x16_add_s wrong (2·dot, accumulator
  *             dropped; V8 ≥ 11.4 is right), so it is not offered there.
  * The default (defaultKernelFlavor) is relaxed where this engine validates it,
- * except on x64 where V8 does not lower the relaxed int8 dot to AVX-VNNI
- * (Node 22's V8 12, or a CPU without AVX-VNNI: int8 dot "i7" below), where
+ * except on x64 where V8 12 (Node 22) does not lower the relaxed int8 dot to
+ * one instruction (classifyInt8Dot: AVX-VNNI "unsigned", AVX-VNNI-INT8 "signed"), where
  * q8 decode measured 0.83× baseline's (BENCHMARKS.md, "Which flavor by
  * default"); the option `kernels` or $KVFLASH_KERNELS overrides.
  */
@@ -93,23 +93,22 @@ export function resolveKernelFlavor(requested?: string): KernelFlavor {
  *         lowers it to AVX-VNNI vpdpbusd): activation codes + 128, minus
  *         128 · Σw, one dot per 16 weight bytes per token.
  *   "i7"  relaxed flavor, any CPU: the relaxed dot with its operand kept in
- *         [0, 127] (|w|, the weight's sign moved onto the int8 codes). The
- *         default where the probe does not find "u8", but on x64: there the
- *         dot is pmaddubsw + pmaddwd behind the sign fix-up, and q8 prefill
- *         and decode ran at 0.81× and 0.87× of "i16" (Node 24, AMD EPYC with
- *         AVX-512 VNNI but not AVX-VNNI, which V8 does not use).
+ *         [0, 127] (|w|, the weight's sign moved onto the int8 codes). Exact
+ *         on every lowering (INT8_DOT_LOWERINGS); the default where the dot
+ *         lowers "signed", and off x64 (defaultInt8Dot).
  *   "i16" no relaxed dot: int16 activation codes and i32x4.dot_i16x8_s, the
  *         baseline flavor's only mode, and the relaxed flavor's on x64
- *         without "u8", where its float kernels still take relaxed_madd.
+ *         where the dot lowers "saturating" (pmaddubsw; defaultInt8Dot says
+ *         what "i7" measured there), its float kernels still on relaxed_madd.
  * Every mode gives the same exact int32 sums, so outputs are bit-identical.
  */
 export const INT8_DOT_MODES = ["u8", "i7", "i16"] as const;
 export type Int8DotMode = (typeof INT8_DOT_MODES)[number];
 
 /**
- * (a, b, acc) probes whose exact unsigned-operand answers 4·a·b + acc differ
- * from every other known lowering: a pair sum of 2 · 127 · 255 saturates int16
- * (pmaddubsw), b ≥ 128 read as signed flips the sign (sdot).
+ * (a, b, acc) probes whose answers tell the known lowerings of the relaxed
+ * int8 dot apart (INT8_DOT_LOWERINGS): a pair sum of 2 · 127 · 255 saturates
+ * int16 (pmaddubsw), b ≥ 128 read as signed flips the sign (sdot, vpdpbssd).
  */
 const INT8_DOT_PROBES: readonly (readonly [number, number, number])[] = [
   [127, 255, 1],
@@ -119,49 +118,114 @@ const INT8_DOT_PROBES: readonly (readonly [number, number, number])[] = [
 ];
 
 /**
- * Classifies this engine's relaxed int8 dot by running it (the kernel
- * int8_dot_probe, operands passed at run time) on one instance of the
- * flavor's module: "u8" only for the relaxed flavor where every probe is
- * exact with its second operand unsigned, else "i7" ("i16" for the baseline
- * flavor, which has no relaxed dot). One answer per process and CPU
- * (every instance shares the compiled module and the CPU's features); the
- * runtime passes it to the kernels in their arguments, so every thread of a
- * runtime takes the same path.
+ * What the relaxed int8 dot i32x4.relaxed_dot_i8x16_i7x16_add_s(a, b, acc)
+ * computes on this engine and CPU when b's bytes reach 128 and more (below
+ * 128 every lowering is exact: flavor.ts dotI8U7):
+ *   "unsigned"   b read as u8, int32 sums: AVX-VNNI vpdpbusd (V8 ≥ 13). One instruction.
+ *   "signed"     b read as i8, int32 sums: ARM sdot, AVX-VNNI-INT8 vpdpbssd. One instruction.
+ *   "saturating" b read as u8, pairs summed in int16 with saturation: x64
+ *                without AVX-VNNI, pmaddubsw + pmaddwd + paddd (and V8
+ *                rebuilds pmaddwd's ones at each use: five instructions).
+ *   "unknown"    none of these.
  */
-export function probeInt8Dot(flavor: KernelFlavor, exports: KernelExports): Int8DotMode {
-  if (flavor !== "relaxed") return "i16";
-  const probe = exports["int8_dot_probe"]!;
-  return INT8_DOT_PROBES.every(([a, b, acc]) => probe(a, b, acc) === 4 * a * b + acc) ? "u8" : "i7";
+export const INT8_DOT_LOWERINGS = ["unsigned", "signed", "saturating", "unknown"] as const;
+export type Int8DotLowering = (typeof INT8_DOT_LOWERINGS)[number];
+
+/** i32x4 lane 0 of each lowering's dot of splat(a), splat(b) (a byte as 0..255) plus acc. */
+const INT8_DOT_MODELS: Record<Exclude<Int8DotLowering, "unknown">, (a: number, b: number, acc: number) => number> = {
+  unsigned: (a, b, acc) => 4 * a * b + acc,
+  signed: (a, b, acc) => 4 * a * (b >= 128 ? b - 256 : b) + acc,
+  saturating: (a, b, acc) => 2 * Math.max(-32768, Math.min(32767, 2 * a * b)) + acc,
+};
+
+/**
+ * Classifies a relaxed int8 dot by its answers to INT8_DOT_PROBES: `dot(a, b,
+ * acc)` is the kernel int8_dot_probe (operands passed at run time, so nothing
+ * folds them) or a model of it. The first lowering whose model every answer
+ * matches, else "unknown".
+ */
+export function classifyInt8Dot(dot: (a: number, b: number, acc: number) => number): Int8DotLowering {
+  const answers = INT8_DOT_PROBES.map(([a, b, acc]) => dot(a, b, acc));
+  for (const [name, model] of Object.entries(INT8_DOT_MODELS)) {
+    if (INT8_DOT_PROBES.every(([a, b, acc], i) => answers[i] === model(a, b, acc))) return name as Int8DotLowering;
+  }
+  return "unknown";
 }
 
 /**
- * The mode a runtime of `flavor` takes without the int8Dot option, given what
- * probeInt8Dot found on CPU architecture `arch` (process.arch): the baseline's
- * "i16"; on relaxed, "u8" where probed, else "i16" on x64 and "i7" elsewhere
- * (INT8_DOT_MODES says why).
+ * The lowering of the flavor's relaxed int8 dot (classifyInt8Dot on one
+ * instance of its module), or null for the baseline flavor, which has none.
+ * One answer per process and CPU: every instance shares the compiled module
+ * and the CPU's features.
  */
-export function defaultInt8Dot(flavor: KernelFlavor, arch: string, probed: Int8DotMode): Int8DotMode {
-  if (flavor !== "relaxed") return "i16";
-  if (probed === "u8") return "u8";
+export function probeInt8DotLowering(flavor: KernelFlavor, exports: KernelExports): Int8DotLowering | null {
+  if (flavor !== "relaxed") return null;
+  const probe = exports["int8_dot_probe"]!;
+  return classifyInt8Dot((a, b, acc) => probe(a, b, acc));
+}
+
+/**
+ * Whether the K-quant kernels may sum int8 dots in int16 pairs
+ * (assembly/linalg/kquant-dot.ts gemvQ4KPairs): where the relaxed dot lowers
+ * "saturating" (there each i32x4 dot is five instructions, the pairs one
+ * pmaddubsw) and the i16x8 relaxed dot they use is exact here
+ * (int8_dot_pairs_probe; V8 13.6's Liftoff computes it as b·b on x64 without
+ * AVX, where the first calls of a kernel run).
+ */
+export function probeInt8DotPairs(flavor: KernelFlavor, exports: KernelExports, lowering: Int8DotLowering | null): boolean {
+  if (flavor !== "relaxed" || lowering !== "saturating") return false;
+  const probe = exports["int8_dot_pairs_probe"]!;
+  return ([[-127, 15], [127, 127], [-128, 127], [5, 3], [-1, 0]] as const).every(([a, b]) => probe(a, b) === 4 * a * b);
+}
+
+/**
+ * The int8-dot modes the probe allows: "u8" only for the relaxed flavor where
+ * the dot is "unsigned" (exact on its second operand read as u8), else "i7"
+ * ("i16" for the baseline flavor, which has no relaxed dot). The runtime
+ * passes its mode to the kernels in their arguments, so every thread of a
+ * runtime takes the same path.
+ */
+export function probeInt8Dot(flavor: KernelFlavor, exports: KernelExports): Int8DotMode {
+  const lowering = probeInt8DotLowering(flavor, exports);
+  return lowering === null ? "i16" : lowering === "unsigned" ? "u8" : "i7";
+}
+
+/**
+ * The mode a runtime of `flavor` takes without the int8Dot option, on CPU
+ * architecture `arch` (process.arch) whose relaxed dot lowers as `lowering`
+ * (null: baseline), chosen by what each mode costs there:
+ *   "unsigned"   "u8": one vpdpbusd per 16 weight bytes per token.
+ *   "signed"     "i7": one instruction (sdot, vpdpbssd) behind the sign move.
+ *   "saturating" "i16" on x64: "i7" is the five-instruction dot behind the
+ *                sign move, and q8 linear measured 0.49× (decode, T = 1) and
+ *                0.74× (T = 64) of "i16" (Node 24 under --no-enable-avx-vnni
+ *                on a Xeon with AVX-VNNI; 0.81× and 0.87× on an AMD EPYC
+ *                without it; bench/int8-dot.ts). "i7" elsewhere.
+ *   "unknown"    "i16" on x64, "i7" elsewhere.
+ */
+export function defaultInt8Dot(flavor: KernelFlavor, arch: string, lowering: Int8DotLowering | null): Int8DotMode {
+  if (flavor !== "relaxed" || lowering === null) return "i16";
+  if (lowering === "unsigned") return "u8";
+  if (lowering === "signed") return "i7";
   return arch === "x64" ? "i16" : "i7";
 }
 
 /**
  * Whether the relaxed flavor is the better default on a CPU architecture
- * (process.arch) whose relaxed int8 dot probes as `int8Dot`, under V8 major
- * version `v8Major`: everywhere but on x64 with V8 < 13 (Node 22) and no "u8"
- * (AVX-VNNI) lowering. There the relaxed flavor's q8 runs the baseline's int16
- * dot ("i16"), and the baseline's GEMM tiles are the ones built for V8 12
- * (assembly/linalg/gemm.ts gemmFloat2, the 4-token q8 tile): relaxed prefill
- * measured 0.79× (q8), 0.45× (f32), 0.66× (bf16) of baseline, decode
- * 1.02–1.05× (synthetic Qwen2.5-0.5B, 256-token prompt, two threads, one
- * process; tools/ab-builds/ab-flavors.mjs). Node 24 (V8 13.6) on the same
- * CPU: prefill 1.29× (q8), 1.42× (q4), 1.17× (f32), 1.52× (bf16), decode
- * 1.05–1.08×.
+ * (process.arch) whose relaxed int8 dot lowers as `lowering`, under V8 major
+ * version `v8Major`: everywhere but on x64 with V8 < 13 (Node 22) and no
+ * one-instruction dot ("unsigned", "signed"). There the relaxed flavor's q8
+ * runs the baseline's int16 dot ("i16"), and the baseline's GEMM tiles are
+ * the ones built for V8 12 (assembly/linalg/gemm.ts gemmFloat2, the 4-token
+ * q8 tile): relaxed prefill measured 0.79× (q8), 0.45× (f32), 0.66× (bf16)
+ * of baseline, decode 1.02–1.05× (synthetic Qwen2.5-0.5B, 256-token prompt,
+ * two threads, one process; tools/ab-builds/ab-flavors.mjs). Node 24 (V8
+ * 13.6) on the same CPU: prefill 1.29× (q8), 1.42× (q4), 1.17× (f32), 1.52×
+ * (bf16), decode 1.05–1.08×.
  * ARM's sdot is one instruction, so relaxed stays the default there.
  */
-export function relaxedPreferred(arch: string, int8Dot: Int8DotMode, v8Major: number): boolean {
-  return arch !== "x64" || int8Dot === "u8" || v8Major >= 13;
+export function relaxedPreferred(arch: string, lowering: Int8DotLowering, v8Major: number): boolean {
+  return arch !== "x64" || lowering === "unsigned" || lowering === "signed" || v8Major >= 13;
 }
 
 /** This engine's V8 major version (process.versions.v8 "13.6.233.17-node.40" → 13). */
@@ -169,25 +233,36 @@ export function v8Major(): number {
   return Number.parseInt(process.versions.v8, 10);
 }
 
-let relaxedDotHere: Int8DotMode | undefined;
+let relaxedLoweringHere: Int8DotLowering | undefined;
 
-/** The relaxed module's int8 dot mode on this engine and CPU (probeInt8Dot on a scratch instance, once per process). */
-export function relaxedInt8DotHere(): Int8DotMode {
-  if (relaxedDotHere === undefined) {
+/** How this engine and CPU lower the relaxed int8 dot (probeInt8DotLowering on a scratch instance, once per process). */
+export function relaxedInt8DotLoweringHere(): Int8DotLowering {
+  if (relaxedLoweringHere === undefined) {
     const scratch = new WebAssembly.Memory({ initial: 256, maximum: MAX_PAGES, shared: true });
-    relaxedDotHere = probeInt8Dot("relaxed", instantiate(kernelModule("relaxed"), scratch));
+    relaxedLoweringHere = probeInt8DotLowering("relaxed", instantiate(kernelModule("relaxed"), scratch)) ?? "unknown";
   }
-  return relaxedDotHere;
+  return relaxedLoweringHere;
+}
+
+/** The relaxed module's allowed int8 dot mode on this engine and CPU (probeInt8Dot): "u8" where the dot lowers "unsigned", else "i7". */
+export function relaxedInt8DotHere(): Int8DotMode {
+  return relaxedInt8DotLoweringHere() === "unsigned" ? "u8" : "i7";
 }
 
 /** The flavor a runtime gets without an option or $KVFLASH_KERNELS: relaxed where it runs and relaxedPreferred says so, else baseline. */
 export function defaultKernelFlavor(): KernelFlavor {
-  return kernelFlavorAvailable("relaxed") && relaxedPreferred(process.arch, relaxedInt8DotHere(), v8Major()) ? "relaxed" : "baseline";
+  return kernelFlavorAvailable("relaxed") && relaxedPreferred(process.arch, relaxedInt8DotLoweringHere(), v8Major()) ? "relaxed" : "baseline";
 }
 
-/** The kernels as the startup lines name them: "baseline kernels", "relaxed kernels, int8 dot u8". */
-export function describeKernels(flavor: KernelFlavor, int8Dot: Int8DotMode): string {
-  return flavor === "relaxed" ? `relaxed kernels, int8 dot ${int8Dot}` : `${flavor} kernels`;
+/**
+ * The kernels as the startup lines name them: "baseline kernels",
+ * "relaxed kernels, int8 dot u8 (relaxed dot unsigned)": the flavor, the
+ * q8 / q4 integer dot mode and, on relaxed, how the relaxed dot lowers here
+ * (the two facts defaultKernelFlavor and defaultInt8Dot chose by).
+ */
+export function describeKernels(flavor: KernelFlavor, int8Dot: Int8DotMode, lowering?: Int8DotLowering | null): string {
+  if (flavor !== "relaxed") return `${flavor} kernels`;
+  return `relaxed kernels, int8 dot ${int8Dot}${lowering ? ` (relaxed dot ${lowering})` : ""}`;
 }
 
 /** Compiles the flavor's kernel module once per process; workers get the compiled module. */

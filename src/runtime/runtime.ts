@@ -30,7 +30,7 @@ import { Allocator, StepArena } from "./allocator.js";
 import { ArgsWriter } from "./args.js";
 import { CONTROL_BYTES } from "./control.js";
 import { nameMemory } from "../tensor/tensor.js";
-import { INT8_DOT_MODES, type Int8DotMode, type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, defaultInt8Dot, instantiate, kernelModule, probeInt8Dot, resolveKernelFlavor } from "./module.js";
+import { INT8_DOT_MODES, type Int8DotLowering, type Int8DotMode, type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, defaultInt8Dot, instantiate, kernelModule, probeInt8DotLowering, probeInt8DotPairs, resolveKernelFlavor } from "./module.js";
 import { WorkerPool } from "./pool.js";
 
 export interface RuntimeOptions {
@@ -42,7 +42,7 @@ export interface RuntimeOptions {
   kernels?: KernelFlavor;
   /**
    * The q8 / q4 kernels' integer dot (module.ts Int8DotMode). Default:
-   * defaultInt8Dot for what probeInt8Dot finds. The relaxed flavor takes
+   * $KVFLASH_INT8_DOT, else defaultInt8Dot for how the relaxed dot lowers (probeInt8DotLowering). The relaxed flavor takes
    * "i7" and "i16" anywhere (tests compare the modes) and "u8" only where
    * probed; the baseline flavor only "i16". Anything else is an ArgumentError.
    */
@@ -75,6 +75,8 @@ interface RuntimeShared {
   module: WebAssembly.Module;
   flavor: KernelFlavor;
   int8Dot: Int8DotMode;
+  int8DotLowering: Int8DotLowering | null;
+  kquantPairs: boolean;
   pool: WorkerPool;
   views: Runtime[];
   initialBytes: number;
@@ -90,6 +92,10 @@ export class Runtime {
   readonly kernels: KernelFlavor;
   /** How the q8 / q4 kernels take integer dot products (module.ts Int8DotMode): "u8" (AVX-VNNI's unsigned operand), "i7" (the portable relaxed dot) or "i16" (the int16 dot; always on baseline). */
   readonly int8Dot: Int8DotMode;
+  /** How the relaxed kernels' int8 dot lowers on this engine and CPU (module.ts Int8DotLowering); null on baseline. */
+  readonly int8DotLowering: Int8DotLowering | null;
+  /** Whether the K-quant kernels sum their int8 dots in int16 pairs (module.ts probeInt8DotPairs): the relaxed dot lowers "saturating" and the pairs are exact here. */
+  readonly kquantPairs: boolean;
   /** Long-lived allocations: weights, KV pool, workspaces. */
   readonly heap: Allocator;
   /** Per-step scratch, reset by the caller at the start of each step. */
@@ -107,6 +113,8 @@ export class Runtime {
     this.exports = kernels;
     this.kernels = shared.flavor;
     this.int8Dot = shared.int8Dot;
+    this.int8DotLowering = shared.int8DotLowering;
+    this.kquantPairs = shared.kquantPairs;
     this.heap = heap;
     this.arena = new StepArena(heap);
     this.#shared = shared;
@@ -229,27 +237,36 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   const module = kernelModule(flavor);
   const memory = new WebAssembly.Memory({ initial: Math.ceil(initialBytes / WASM_PAGE), maximum: MAX_PAGES, shared: true });
   const kernels = instantiate(module, memory);
-  const int8Dot = resolveInt8Dot(options.int8Dot, flavor, probeInt8Dot(flavor, kernels));
+  const int8DotLowering = probeInt8DotLowering(flavor, kernels);
+  const int8Dot = resolveInt8Dot(options.int8Dot, flavor, int8DotLowering);
+  const kquantPairs = probeInt8DotPairs(flavor, kernels, int8DotLowering);
   const heap = new Allocator(memory, kernels["heap_base"]!() >>> 0);
   const control = heap.alloc(CONTROL_BYTES, "fork-join control");
   const pool = await WorkerPool.start(module, memory, kernels, control, threads);
-  const shared: RuntimeShared = { module, flavor, int8Dot, pool, views: [], initialBytes };
+  const shared: RuntimeShared = { module, flavor, int8Dot, int8DotLowering, kquantPairs, pool, views: [], initialBytes };
   return addView(shared, 0, memory, kernels, heap);
 }
 
-/** The int8Dot option against the flavor and what the probe found (RuntimeOptions.int8Dot). */
-function resolveInt8Dot(requested: Int8DotMode | undefined, flavor: KernelFlavor, probed: Int8DotMode): Int8DotMode {
-  if (requested === undefined) return defaultInt8Dot(flavor, process.arch, probed);
-  if (!(INT8_DOT_MODES as readonly string[]).includes(requested)) {
-    throw new ArgumentError("int8Dot", `must be one of ${INT8_DOT_MODES.map((m) => JSON.stringify(m)).join(", ")}, got ${show(requested)}`);
+/**
+ * The int8Dot option, else $KVFLASH_INT8_DOT (how benchmarks and tests pick a
+ * mode for a whole process), else defaultInt8Dot for how the flavor's
+ * relaxed dot lowers. A mode the flavor or the lowering cannot take is an
+ * ArgumentError naming where it came from and the value.
+ */
+function resolveInt8Dot(requested: Int8DotMode | undefined, flavor: KernelFlavor, lowering: Int8DotLowering | null): Int8DotMode {
+  const env = process.env["KVFLASH_INT8_DOT"];
+  const [name, value]: [string, string | undefined] = requested !== undefined ? ["int8Dot", requested] : ["KVFLASH_INT8_DOT", env === "" ? undefined : env];
+  if (value === undefined) return defaultInt8Dot(flavor, process.arch, lowering);
+  if (!(INT8_DOT_MODES as readonly string[]).includes(value)) {
+    throw new ArgumentError(name, `must be one of ${INT8_DOT_MODES.map((m) => JSON.stringify(m)).join(", ")}, got ${show(value)}`);
   }
-  if (flavor !== "relaxed" && requested !== "i16") {
-    throw new ArgumentError("int8Dot", `is ${show(requested)}, but the ${flavor} kernels take only "i16" (the relaxed int8 dot needs kernels: "relaxed")`);
+  if (flavor !== "relaxed" && value !== "i16") {
+    throw new ArgumentError(name, `is ${show(value)}, but the ${flavor} kernels take only "i16" (the relaxed int8 dot needs kernels: "relaxed")`);
   }
-  if (requested === "u8" && probed !== "u8") {
-    throw new ArgumentError("int8Dot", `is "u8", but this engine's relaxed int8 dot is not exact on unsigned 8-bit operands here (probe: ${probed}; needs the relaxed kernels on a CPU with AVX-VNNI and V8 ≥ 13)`);
+  if (value === "u8" && lowering !== "unsigned") {
+    throw new ArgumentError(name, `is "u8", but this engine's relaxed int8 dot is not exact on unsigned 8-bit operands here (probe: ${lowering ?? "none"}; needs the relaxed kernels on a CPU with AVX-VNNI and V8 ≥ 13)`);
   }
-  return requested;
+  return value as Int8DotMode;
 }
 
 /** Makes memory `index`'s view: its allocator (unless given), its argument buffer. */

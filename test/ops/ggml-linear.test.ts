@@ -128,10 +128,10 @@ describe("native ggml weights", () => {
     { rows: 36, cols: 256, tokens: 5, bias: true },
   ];
 
-  /** linear with `w` over random x; checks against the reference and returns the output rows. */
-  function check(w: Weight, want: Float64Array, type: GgmlNativeType | "stack", c: { rows: number; cols: number; tokens: number; bias?: boolean }, seed: number): Float32Array {
+  /** linear with `w` over x (default: random); checks against the reference and returns the output rows. */
+  function check(w: Weight, want: Float64Array, type: GgmlNativeType | "stack", c: { rows: number; cols: number; tokens: number; bias?: boolean }, seed: number, x0?: Float32Array): Float32Array {
     const { rows, cols, tokens } = c;
-    const xv = randn(tokens * cols, seed);
+    const xv = x0 ?? randn(tokens * cols, seed);
     const x = rt.tensor("f32", [tokens, cols]).set(xv);
     // Output rows strided: each row sits in a row of rows + 3 (poisoned) values.
     const wide = rt.tensor("f32", [tokens, rows + 3]).fill(Number.NaN);
@@ -181,6 +181,22 @@ describe("native ggml weights", () => {
       for (const t of [x, all, one]) rt.free(t);
     });
   }
+
+  // The largest sums the kernels' integer dots take: every code at its top
+  // (Q4_K nibble 15, Q5_K code 31, Q6_K code 63) against activation codes
+  // all ±127. Where the relaxed dot lowers to pmaddubsw, Q4_K sums 8 dots,
+  // Q5_K 4 and Q6_K 2 in int16 lanes (kquant-dot.ts gemvQ4KPairs): 30480,
+  // 31496 and 32004 here, just below 2^15; one dot more per lane would wrap.
+  const TOP_CODES: [GgmlNativeType, number, number][] = [["Q4_K", 16, 144], ["Q5_K", 16, 176], ["Q6_K", 0, 192]];
+  for (const [type, from, to] of TOP_CODES) test(`${type} with every code at its largest and activations all +1 or all −1 matches the reference (T = 1, 5)`, () => {
+    const rows = 9, cols = 512;
+    const bytes = randomBlocks(type, rows, cols, 77);
+    const size = GGML_TYPES[type].typeSize;
+    for (let at = 0; at < bytes.length; at += size) bytes.fill(0xff, at + from, at + to);
+    const w = weightOf(type, bytes, rows, cols);
+    const want = decoded(type, bytes, rows * cols);
+    for (const sign of [1, -1]) for (const tokens of [1, 5]) check(w, want, type, { rows, cols, tokens }, 0, new Float32Array(tokens * cols).fill(sign));
+  });
 
   const STACKS: { name: string; parts: [GgmlNativeType, number][]; bytes: number }[] = [
     { name: "Q4_K, Q6_K, Q8_0 and Q5_K parts (a Q4_K_M fused QKV, and more)", parts: [["Q4_K", 12], ["Q4_K", 5], ["Q6_K", 6], ["Q8_0", 3], ["Q5_K", 2]], bytes: 608 * 3 * 2 + 608 * 2 * 2 + 848 * 2 * 2 + 288 * 1 * 16 + 736 * 1 * 2 },

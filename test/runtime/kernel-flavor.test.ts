@@ -4,12 +4,16 @@
 // thread of a runtime runs the module its rt.kernels names.
 import assert from "node:assert/strict";
 import { afterEach, test } from "node:test";
-import { ArgumentError, type KernelFlavor, createRuntime, defaultInt8Dot, defaultKernelFlavor, kernelFlavorAvailable, relaxedInt8DotHere, relaxedPreferred, resolveKernelFlavor } from "../../src/index.js";
+import { ArgumentError, type KernelFlavor, createRuntime, defaultInt8Dot, defaultKernelFlavor, kernelFlavorAvailable, relaxedPreferred, resolveKernelFlavor } from "../../src/index.js";
+import { relaxedInt8DotLoweringHere } from "../../src/runtime/module.js";
 
 const savedEnv = process.env["KVFLASH_KERNELS"];
+const savedDot = process.env["KVFLASH_INT8_DOT"];
 afterEach(() => {
   if (savedEnv === undefined) delete process.env["KVFLASH_KERNELS"];
   else process.env["KVFLASH_KERNELS"] = savedEnv;
+  if (savedDot === undefined) delete process.env["KVFLASH_INT8_DOT"];
+  else process.env["KVFLASH_INT8_DOT"] = savedDot;
 });
 
 const relaxedHere = kernelFlavorAvailable("relaxed");
@@ -18,16 +22,18 @@ test("the baseline module validates everywhere", () => {
   assert.equal(kernelFlavorAvailable("baseline"), true);
 });
 
-test("the default is relaxed where the engine validates it, but not on x64 under V8 12 (Node 22) without the u8 (AVX-VNNI) int8 dot", async () => {
+test("the default is relaxed where the engine validates it, but not on x64 under V8 12 (Node 22) without a one-instruction int8 dot", async () => {
   delete process.env["KVFLASH_KERNELS"];
   const v8 = Number(process.versions.v8.split(".")[0]);
-  const want = relaxedHere && (process.arch !== "x64" || relaxedInt8DotHere() === "u8" || v8 >= 13) ? "relaxed" : "baseline";
+  const lowering = relaxedHere ? relaxedInt8DotLoweringHere() : "unknown";
+  const want = relaxedHere && (process.arch !== "x64" || lowering === "unsigned" || lowering === "signed" || v8 >= 13) ? "relaxed" : "baseline";
   assert.equal(defaultKernelFlavor(), want);
   assert.equal(resolveKernelFlavor(), want);
   // The probe on the scratch instance agrees with a relaxed runtime's own.
   if (relaxedHere) {
     const rt = await createRuntime({ threads: 1, kernels: "relaxed" });
-    assert.equal(rt.int8Dot, defaultInt8Dot("relaxed", process.arch, relaxedInt8DotHere()));
+    assert.equal(rt.int8DotLowering, lowering);
+    assert.equal(rt.int8Dot, defaultInt8Dot("relaxed", process.arch, lowering));
     await rt.dispose();
   }
   const rt = await createRuntime({ threads: 1 });
@@ -35,21 +41,27 @@ test("the default is relaxed where the engine validates it, but not on x64 under
   await rt.dispose();
 });
 
-test("relaxed is preferred everywhere but on x64 under V8 12 whose relaxed int8 dot is not the u8 lowering", () => {
-  assert.equal(relaxedPreferred("x64", "u8", 12), true);
-  assert.equal(relaxedPreferred("x64", "i7", 12), false);
-  assert.equal(relaxedPreferred("x64", "i7", 13), true);
-  assert.equal(relaxedPreferred("x64", "i7", 14), true);
-  assert.equal(relaxedPreferred("arm64", "i7", 12), true);
-  assert.equal(relaxedPreferred("arm64", "u8", 13), true);
+test("relaxed is preferred everywhere but on x64 under V8 12 whose relaxed int8 dot is not one instruction", () => {
+  assert.equal(relaxedPreferred("x64", "unsigned", 12), true);
+  assert.equal(relaxedPreferred("x64", "signed", 12), true);
+  assert.equal(relaxedPreferred("x64", "saturating", 12), false);
+  assert.equal(relaxedPreferred("x64", "unknown", 12), false);
+  assert.equal(relaxedPreferred("x64", "saturating", 13), true);
+  assert.equal(relaxedPreferred("x64", "saturating", 14), true);
+  assert.equal(relaxedPreferred("arm64", "saturating", 12), true);
+  assert.equal(relaxedPreferred("arm64", "signed", 12), true);
 });
 
-test("the integer dot by default: i16 on baseline; on relaxed u8 where probed, else i16 on x64 and i7 elsewhere", () => {
-  assert.equal(defaultInt8Dot("baseline", "x64", "i16"), "i16");
-  assert.equal(defaultInt8Dot("relaxed", "x64", "u8"), "u8");
-  assert.equal(defaultInt8Dot("relaxed", "x64", "i7"), "i16");
-  assert.equal(defaultInt8Dot("relaxed", "arm64", "i7"), "i7");
-  assert.equal(defaultInt8Dot("relaxed", "arm64", "u8"), "u8");
+test("the integer dot by default follows the lowering: i16 on baseline; u8 where unsigned, i7 where signed, i16 on x64 where saturating or unknown, i7 elsewhere", () => {
+  assert.equal(defaultInt8Dot("baseline", "x64", null), "i16");
+  assert.equal(defaultInt8Dot("baseline", "x64", "unsigned"), "i16");
+  assert.equal(defaultInt8Dot("relaxed", "x64", "unsigned"), "u8");
+  assert.equal(defaultInt8Dot("relaxed", "x64", "signed"), "i7");
+  assert.equal(defaultInt8Dot("relaxed", "x64", "saturating"), "i16");
+  assert.equal(defaultInt8Dot("relaxed", "x64", "unknown"), "i16");
+  assert.equal(defaultInt8Dot("relaxed", "arm64", "signed"), "i7");
+  assert.equal(defaultInt8Dot("relaxed", "arm64", "saturating"), "i7");
+  assert.equal(defaultInt8Dot("relaxed", "arm64", "unsigned"), "u8");
 });
 
 test("the option wins over $KVFLASH_KERNELS, which wins over the default", () => {
@@ -60,6 +72,25 @@ test("the option wins over $KVFLASH_KERNELS, which wins over the default", () =>
     process.env["KVFLASH_KERNELS"] = "relaxed";
     assert.equal(resolveKernelFlavor(), "relaxed");
     assert.equal(resolveKernelFlavor("baseline"), "baseline");
+  }
+});
+
+test("$KVFLASH_INT8_DOT picks the integer dot where the option does not; a bad or unavailable value is an ArgumentError naming it", async () => {
+  process.env["KVFLASH_INT8_DOT"] = "i16";
+  const rt = await createRuntime({ threads: 1, kernels: "baseline" });
+  assert.equal(rt.int8Dot, "i16");
+  await rt.dispose();
+  process.env["KVFLASH_INT8_DOT"] = "i8";
+  await assert.rejects(createRuntime({ threads: 1, kernels: "baseline" }), (e: Error) => e instanceof ArgumentError && e.argument === "KVFLASH_INT8_DOT" && /"i8"/.test(e.message));
+  process.env["KVFLASH_INT8_DOT"] = "i7";
+  await assert.rejects(createRuntime({ threads: 1, kernels: "baseline" }), (e: Error) => e instanceof ArgumentError && e.argument === "KVFLASH_INT8_DOT" && /only "i16"/.test(e.message));
+  if (relaxedHere) {
+    const r = await createRuntime({ threads: 1, kernels: "relaxed" });
+    assert.equal(r.int8Dot, "i7");
+    await r.dispose();
+    const o = await createRuntime({ threads: 1, kernels: "relaxed", int8Dot: "i16" });
+    assert.equal(o.int8Dot, "i16", "the option wins over $KVFLASH_INT8_DOT");
+    await o.dispose();
   }
 });
 
