@@ -3,7 +3,7 @@
  * them: wasm SIMD f32 throughput and memory read bandwidth on one thread and
  * on all threads, and the fork–join overhead of parallelFor.
  */
-import type { Runtime } from "../src/index.js";
+import { type Runtime } from "../src/ops-entry.js";
 import { median, timeMedian } from "./harness.js";
 
 export interface Ceilings {

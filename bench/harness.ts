@@ -9,7 +9,7 @@
 import { cpus, totalmem } from "node:os";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import type { KernelFlavor, Runtime } from "../src/index.js";
+import { type KernelFlavor, type Runtime } from "../src/ops-entry.js";
 import type { Ceilings } from "./ceilings.js";
 import type { Measurement } from "./lockstep.js";
 
