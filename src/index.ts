@@ -9,7 +9,7 @@
  * name is chosen, and test/package/entry-points.test.ts pins the list. The kernels and the
  * runtime underneath are `kvflash/ops`; fixtures and synthetic models are `kvflash/testing`;
  * the WebGPU backend is `kvflash/gpu`.
- * @packageDocumentation
+ * @module kvflash
  */
 // The high-level API.
 export { LLM, type LoadOptions } from "./llm/llm.js";
@@ -38,9 +38,11 @@ export type { ChatContentPart } from "./tokenizer/chat-template.js";
 export type { EngineInfo, EngineSettings } from "./engine/protocol.js";
 // The OpenAI-compatible server.
 export { type RunningServer, type ServeOptions, serve } from "./server/start-server.js";
+export type { ToolParserName } from "./server/tool-parsers.js";
 export type { KvDtypeSetting } from "./kv/kv-quant.js";
 export type { WeightsSetting } from "./ops/weight.js";
 // Model sources: a directory, a .gguf file, a Hugging Face spec, the embedded default model.
+export type { ProgressOptions, ProgressStream } from "./model/progress.js";
 export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localModelSource, resolveModelSource } from "./model/source.js";
 export { defaultModelDir } from "./model/default-model.js";
 export { type CachedRepo, type CachedSnapshot, HubCache } from "./model/hub/hub-cache.js";

@@ -10,7 +10,7 @@
  * which the README walks through: loadModel, the tokenizer, the sampler and stop rules, the
  * engine core (Scheduler, KvCacheManager, buildForwardBatch) and generate (one request through
  * the engine). The high-level API is the main entry (kvflash); fixtures are kvflash/testing.
- * @packageDocumentation
+ * @module kvflash/ops
  */
 export { ArgumentError, KernelError, OutOfMemoryError } from "./errors.js";
 // The runtime: wasm memories, worker threads, kernel flavors.
@@ -21,8 +21,8 @@ export { Allocator, StepArena, formatBytes } from "./runtime/allocator.js";
 export { Tensor, memoryName } from "./tensor/tensor.js";
 export { copyTensor } from "./tensor/copy.js";
 export { type DType, type FloatDType, DTYPES, DTYPE_BYTES, DTYPE_CODE, checkDType, isDType } from "./tensor/dtype.js";
-export { type CodedFloatDType, type EncodeOptions, decodeInto, decodeToF32Bits, decodeValue, encodeInto, encodeValue, roundTo } from "./tensor/codec.js";
-export { convert } from "./tensor/convert.js";
+export { type CodedFloatDType, type EncodeOptions, type StorageArray, decodeInto, decodeToF32Bits, decodeValue, encodeInto, encodeValue, roundTo } from "./tensor/codec.js";
+export { type ConvertOptions, convert } from "./tensor/convert.js";
 export { Prng, randomSeed } from "./tensor/prng.js";
 // Attention: FlashAttention-2 prefill, IncreFlashAttention decode, mergeStates, their float64 references.
 export * from "./attention/index.js";
@@ -62,22 +62,22 @@ export { type ApplyRopeOptions, type RopeOptions, type RopeScaling, Rope, RopeTa
 export { type SwigluOptions, swiglu } from "./ops/swiglu.js";
 export { type AddOptions, add } from "./ops/add.js";
 // The model runtime: a loaded model (decoder, tokenizer, generation config) and its parts.
-export { type Architecture, type ModelConfig } from "./model/config.js";
+export { type Architecture, type ModelConfig, SUPPORTED_ARCHITECTURES } from "./model/config.js";
 export { type LoadModelOptions, type LoadedModel, loadModel } from "./model/loader.js";
-export { type LoadModelDirOptions, type ModelDir, loadModelDir } from "./model/model-dir.js";
+export { type LoadModelDirOptions, type ModelDir, type WeightLocation, loadModelDir } from "./model/model-dir.js";
 export { type GenerationConfig } from "./model/generation-config.js";
-export { type MemoryPlan } from "./model/memory-plan.js";
-export { type Placement, describePlacement } from "./model/placement.js";
+export { type MachineMemory, type MemoryPlan } from "./model/memory-plan.js";
+export { type MemoryShare, type Placement, describePlacement } from "./model/placement.js";
 export { Decoder, type DecoderOptions } from "./model/decoder.js";
 export { type ForwardBatch } from "./model/forward-batch.js";
 export { type KvCacheGeometry, type ModelRunner } from "./model/model-runner.js";
-export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, Tokenizer } from "./tokenizer/tokenizer.js";
+export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, type FallbackChatTemplate, Tokenizer, type TokenizerOptions, type TokenizerSource } from "./tokenizer/tokenizer.js";
 export { type ChatContentPart, type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./tokenizer/chat-template.js";
 export { type DetokenizerOptions, IncrementalDetokenizer } from "./tokenizer/detokenizer.js";
 // Sampling and stop rules (vLLM's order and semantics).
 export { GREEDY_EPSILON, MAX_LOGPROBS, type ResolvedSamplingParams, type SamplingParams, resolveSamplingParams, samplingDefaults } from "./engine/sampling-params.js";
-export { type SampleResult, Sampler, SamplingState, type TokenLogprob } from "./engine/sampler.js";
-export { type StopFinishReason, type StopOptions, StopChecker, StopStringMatcher, type StopUpdate } from "./engine/stop.js";
+export { type SampleResult, Sampler, type SamplerOptions, SamplingState, type TokenLogprob } from "./engine/sampler.js";
+export { type MatchResult, type StopFinishReason, type StopOptions, StopChecker, StopStringMatcher, type StopUpdate } from "./engine/stop.js";
 // The engine core (vLLM v1's layering): requests, the KV cache manager, the scheduler, the batch builder.
 export { Request, type FinishReason, type RequestInit, type RequestStatus } from "./engine/request.js";
 export { KvCacheManager, type AllocateSlotsOptions, type ComputedBlocks, type KvCacheManagerOptions, type PrefixCacheStats } from "./engine/kv-cache-manager.js";

@@ -11,6 +11,7 @@
  * (referenceForward); and the GGUF writer and converter that make .gguf test
  * files (writeGguf, convertModelDirToGguf). The product's code imports none of
  * them (test/package/fixture-imports.test.ts walks its imports).
+ * @module kvflash/testing
  */
 export { TINY_ARCHS, type TinyArch, type TinyModel, type TinyModelOptions, type TinyTokenizerOptions, writeTinyModel } from "./tiny-model.js";
 export { LLAMA2_CHAT_TEMPLATE, llama2Tokenizer, llama2TokenizerDir } from "./llama2-tokenizer.js";
@@ -19,3 +20,5 @@ export { type ReferenceWeights, referenceForward } from "../model/reference-deco
 export { type GgufTyped, type GgufWriteTensor, type WriteGgufOptions, gguf, writeGguf } from "../model/gguf/writer.js";
 export { type HfToGgufOptions, hfTokenizerToGguf } from "../model/gguf/tokenizer-to-gguf.js";
 export { type ConvertToGgufOptions, type GgufQuantMix, convertModelDirToGguf } from "../model/gguf/convert.js";
+export type { GgmlTypeName } from "../model/gguf/format.js";
+export type { WeightDType } from "../model/safetensors.js";

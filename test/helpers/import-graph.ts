@@ -13,6 +13,8 @@ export interface ImportEdge {
   /** Repository-relative .ts path of the target, e.g. "src/model/source.ts". */
   to: string;
   kind: EdgeKind;
+  /** `import type …` / `export type … from` (the whole declaration; erased from the JavaScript). */
+  typeOnly: boolean;
 }
 
 /** Every .ts file under `dir` (repository-relative, sorted), skipping .d.ts. */
@@ -39,15 +41,16 @@ function target(from: string, spec: string): string | null {
 export function importsOf(root: string, file: string): ImportEdge[] {
   const sf = ts.createSourceFile(file, readFileSync(join(root, file), "utf8"), ts.ScriptTarget.Latest, true);
   const edges: ImportEdge[] = [];
-  const add = (spec: string, kind: EdgeKind): void => {
+  const add = (spec: string, kind: EdgeKind, typeOnly = false): void => {
     const to = target(file, spec);
-    if (to !== null && to.endsWith(".ts")) edges.push({ to, kind });
+    if (to !== null && to.endsWith(".ts")) edges.push({ to, kind, typeOnly });
   };
   const visit = (node: ts.Node): void => {
     if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
-      add(node.moduleSpecifier.text, "static");
+      const typeOnly = ts.isImportDeclaration(node) ? node.importClause?.isTypeOnly === true : node.isTypeOnly;
+      add(node.moduleSpecifier.text, "static", typeOnly);
     } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
-      add(node.argument.literal.text, "static");
+      add(node.argument.literal.text, "static", true);
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteral(node.arguments[0])) {
       add(node.arguments[0].text, "runtime");
     } else if (ts.isNewExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === "URL") {

@@ -15,8 +15,9 @@ const MAIN = [
   "ArgumentError", "CachedRepo", "CachedSnapshot", "ChatCompletion", "ChatCompletionChunk", "ChatCompletionMessage", "ChatContentPart",
   "ChatDelta", "ChatMessage", "ChatOptions", "ChatResult", "CompleteOptions", "CompleteResult", "Completion", "EngineInfo", "EngineSettings",
   "HubCache", "HubError", "HubErrorKind", "HubSettings", "JsonSchema", "KernelError", "KvDtypeSetting", "LLM", "LLMError", "LoadOptions",
-  "LoadProgressEvent", "ModelSource", "OutOfMemoryError", "ResolveModelOptions", "ResolvedModel", "ResponseFormat", "RunningServer",
-  "SamplingOptions", "ServeOptions", "ToolCall", "ToolChoice", "ToolDefinition", "Usage", "WeightsSetting", "defaultModelDir", "hubSettings",
+  "LoadProgressEvent", "ModelSource", "OutOfMemoryError", "ProgressOptions", "ProgressStream", "ResolveModelOptions", "ResolvedModel",
+  "ResponseFormat", "RunningServer", "SamplingOptions", "ServeOptions", "ToolCall", "ToolChoice", "ToolDefinition", "ToolParserName", "Usage",
+  "WeightsSetting", "defaultModelDir", "hubSettings",
   "localModelSource", "resolveModelSource", "serve",
 ];
 

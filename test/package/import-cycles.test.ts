@@ -29,13 +29,13 @@ test("type-only imports, re-exports and import() types count as edges", () => {
 
 test("a cycle through a type-only import is found, with its path", () => {
   const g = new Map<string, ImportEdge[]>([
-    ["a.ts", [{ to: "b.ts", kind: "static" }]],
-    ["b.ts", [{ to: "c.ts", kind: "static" }]],
-    ["c.ts", [{ to: "a.ts", kind: "static" }, { to: "d.ts", kind: "static" }]],
-    ["d.ts", [{ to: "d.ts", kind: "runtime" }]],
+    ["a.ts", [{ to: "b.ts", kind: "static", typeOnly: false }]],
+    ["b.ts", [{ to: "c.ts", kind: "static", typeOnly: false }]],
+    ["c.ts", [{ to: "a.ts", kind: "static", typeOnly: false }, { to: "d.ts", kind: "static", typeOnly: false }]],
+    ["d.ts", [{ to: "d.ts", kind: "runtime", typeOnly: false }]],
   ]);
   assert.deepEqual(staticCycles(g), [["a.ts", "b.ts", "c.ts", "a.ts"]]);
   // A run-time edge (a worker URL, a dynamic import) closes no cycle: nothing is evaluated at import time.
-  g.set("d.ts", [{ to: "d.ts", kind: "static" }]);
+  g.set("d.ts", [{ to: "d.ts", kind: "static", typeOnly: false }]);
   assert.deepEqual(staticCycles(g).map((c) => c.join(" ")).sort(), ["a.ts b.ts c.ts a.ts", "d.ts d.ts"]);
 });
