@@ -26,7 +26,18 @@
  * S = 512, giving speedup_vs_reference. Prefill's peak heap (inputs, outputs,
  * the op's own allocations, thread scratch) is logged for S = 2048 and 8192.
  */
-import { AttentionPlan, type DType, type Runtime, Tensor, createRuntime, flashAttention, formatBytes, increFlashAttention, referenceFlashAttention, referenceIncreFlashAttention } from "../../src/ops-entry.js";
+import {
+  AttentionPlan,
+  type DType,
+  type Runtime,
+  Tensor,
+  createRuntime,
+  flashAttention,
+  formatBytes,
+  increFlashAttention,
+  referenceFlashAttention,
+  referenceIncreFlashAttention,
+} from "../../src/ops-entry.js";
 import type { Ceilings } from "../ceilings.js";
 import type { Row, Suite, SuiteContext } from "../harness.js";
 

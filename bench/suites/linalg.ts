@@ -14,7 +14,16 @@
  * Weights are rotated over copies totalling ≥ 4× the 32 MiB L3 so every call
  * reads them from memory, as a real model's layers do.
  */
-import { type Runtime, type Tensor, WEIGHT_FORMATS, type Weight, type WeightFormat, createWeight, linear, weightBytes } from "../../src/ops-entry.js";
+import {
+  type Runtime,
+  type Tensor,
+  WEIGHT_FORMATS,
+  type Weight,
+  type WeightFormat,
+  createWeight,
+  linear,
+  weightBytes,
+} from "../../src/ops-entry.js";
 import type { Row, Suite } from "../harness.js";
 
 interface Projection {

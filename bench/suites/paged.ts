@@ -36,7 +36,20 @@
  * rows. Successive calls cycle through layers (copies) spanning ≥ 96 MB so a
  * call's K/V is not in the L3, as in the attention suite.
  */
-import { AttentionPlan, type Int8Path, type KvCacheDType, type PagedKvCacheOptions, PagedKvCache, type Runtime, Tensor, cascadeAttention, increFlashAttention, pagedAttention, planCascadeAttention, planPagedAttention } from "../../src/ops-entry.js";
+import {
+  AttentionPlan,
+  type Int8Path,
+  type KvCacheDType,
+  type PagedKvCacheOptions,
+  PagedKvCache,
+  type Runtime,
+  Tensor,
+  cascadeAttention,
+  increFlashAttention,
+  pagedAttention,
+  planCascadeAttention,
+  planPagedAttention,
+} from "../../src/ops-entry.js";
 import { encodeValue, storageArray } from "../../src/tensor/codec.js";
 import type { Ceilings } from "../ceilings.js";
 import { type Row, type Suite, type SuiteContext, median } from "../harness.js";

@@ -7,7 +7,19 @@
 //        reference is all zero (no kept key) must be exactly 0.
 //   lse: |lse − ref| / max(1, |ref|) ≤ 1e-5; −Infinity must match exactly.
 import assert from "node:assert/strict";
-import { type AttentionResult, type DType, type FlashAttentionOptions, type IncreFlashAttentionOptions, type Runtime, type Tensor, convert, flashAttention, increFlashAttention, referenceFlashAttention, referenceIncreFlashAttention } from "../../src/ops-entry.js";
+import {
+  type AttentionResult,
+  type DType,
+  type FlashAttentionOptions,
+  type IncreFlashAttentionOptions,
+  type Runtime,
+  type Tensor,
+  convert,
+  flashAttention,
+  increFlashAttention,
+  referenceFlashAttention,
+  referenceIncreFlashAttention,
+} from "../../src/ops-entry.js";
 
 export const OUT_TOL = 1e-5;
 export const LSE_TOL = 1e-5;

@@ -9,7 +9,16 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, test } from "node:test";
-import { type LoadedModel, type Runtime, createRuntime, generate, loadModel, promptLogits, resolveSamplingParams, samplingDefaults } from "../../src/ops-entry.js";
+import {
+  type LoadedModel,
+  type Runtime,
+  createRuntime,
+  generate,
+  loadModel,
+  promptLogits,
+  resolveSamplingParams,
+  samplingDefaults,
+} from "../../src/ops-entry.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));

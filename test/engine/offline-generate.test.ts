@@ -9,7 +9,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { ArgumentError, type LoadedModel, type Runtime, type SamplingParams, createRuntime, generate, loadModel, promptLogits, resolveSamplingParams } from "../../src/ops-entry.js";
+import {
+  ArgumentError,
+  type LoadedModel,
+  type Runtime,
+  type SamplingParams,
+  createRuntime,
+  generate,
+  loadModel,
+  promptLogits,
+  resolveSamplingParams,
+} from "../../src/ops-entry.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { Blocks, argmaxOf, makeBatch, relErr } from "../model/decoder-support.js";
 

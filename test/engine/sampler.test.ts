@@ -5,7 +5,17 @@
 // so probabilities are held to 1e-6 there against 1e-9 in JavaScript).
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
-import { Prng, type Runtime, createRuntime, type ResolvedSamplingParams, Sampler, type SamplingParams, SamplingState, resolveSamplingParams, samplingDefaults } from "../../src/ops-entry.js";
+import {
+  Prng,
+  type Runtime,
+  createRuntime,
+  type ResolvedSamplingParams,
+  Sampler,
+  type SamplingParams,
+  SamplingState,
+  resolveSamplingParams,
+  samplingDefaults,
+} from "../../src/ops-entry.js";
 import { kthLargest, nucleusEdge, topN } from "../../src/engine/sampler.js";
 
 const rt: Runtime = await createRuntime({ threads: 1 });

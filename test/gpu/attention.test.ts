@@ -8,7 +8,17 @@
 // kernel (a compile costs seconds there).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, AttentionPlan, type AttentionResult, type Runtime, type Tensor, createRuntime, referenceFlashAttention, referenceIncreFlashAttention, referencePagedAttention } from "../../src/ops-entry.js";
+import {
+  ArgumentError,
+  AttentionPlan,
+  type AttentionResult,
+  type Runtime,
+  type Tensor,
+  createRuntime,
+  referenceFlashAttention,
+  referenceIncreFlashAttention,
+  referencePagedAttention,
+} from "../../src/ops-entry.js";
 import { GPU_PLAN_SLOTS, GpuDevice, GpuError, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "../../src/gpu/index.js";
 import { freeAll, host, hostCache, lseShapeOf, materialize, randomTensor, rng, tensorOf, uniform } from "../attention/support.js";
 import { pagedFixture } from "../kv/paged-support.js";

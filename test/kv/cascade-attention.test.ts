@@ -7,7 +7,18 @@
 // checks name the bad value.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { type CascadeAttentionOptions, type Int8Path, type PagedKvCache, type Runtime, type Tensor, cascadeAttention, createRuntime, pagedAttention, planCascadeAttention, referencePagedAttention } from "../../src/ops-entry.js";
+import {
+  type CascadeAttentionOptions,
+  type Int8Path,
+  type PagedKvCache,
+  type Runtime,
+  type Tensor,
+  cascadeAttention,
+  createRuntime,
+  pagedAttention,
+  planCascadeAttention,
+  referencePagedAttention,
+} from "../../src/ops-entry.js";
 import { assertClose } from "../attention/support.js";
 import { maxRelError, offsets, pagedFixture, rng } from "./paged-support.js";
 

@@ -7,7 +7,18 @@
 // counts (tolerances: ../attention/support.ts, 1e-5 row-relative).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { AttentionPlan, type PagedAttentionOptions, type Runtime, type Tensor, createRuntime, flashAttention, increFlashAttention, pagedAttention, planPagedAttention, referencePagedAttention } from "../../src/ops-entry.js";
+import {
+  AttentionPlan,
+  type PagedAttentionOptions,
+  type Runtime,
+  type Tensor,
+  createRuntime,
+  flashAttention,
+  increFlashAttention,
+  pagedAttention,
+  planPagedAttention,
+  referencePagedAttention,
+} from "../../src/ops-entry.js";
 import { assertClose, assertIdentical } from "../attention/support.js";
 import { contiguousKv, offsets, pagedFixture, paddedFromPaged, rng, runPaged as runPagedIn } from "./paged-support.js";
 

@@ -3,7 +3,19 @@
 // any kernel runs or anything stays allocated.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { ArgumentError, AttentionPlan, PagedKvCache, type PagedAttentionOptions, type Runtime, Tensor, appendKv, createRuntime, increFlashAttention, pagedAttention, planPagedAttention } from "../../src/ops-entry.js";
+import {
+  ArgumentError,
+  AttentionPlan,
+  PagedKvCache,
+  type PagedAttentionOptions,
+  type Runtime,
+  Tensor,
+  appendKv,
+  createRuntime,
+  increFlashAttention,
+  pagedAttention,
+  planPagedAttention,
+} from "../../src/ops-entry.js";
 
 let rt: Runtime;
 before(async () => {

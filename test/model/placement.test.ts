@@ -9,7 +9,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { Engine, type EngineOutput } from "../../src/engine/engine.js";
-import { type LoadedModel, type ModelConfig, type ModelRunner, type Runtime, createRuntime, describePlacement, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
+import {
+  type LoadedModel,
+  type ModelConfig,
+  type ModelRunner,
+  type Runtime,
+  createRuntime,
+  describePlacement,
+  loadModel,
+  resolveSamplingParams,
+} from "../../src/ops-entry.js";
 import { planRunner } from "../../src/model/loader.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";

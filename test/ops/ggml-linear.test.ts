@@ -20,7 +20,19 @@
 // block's |d·sc·q| + |dmin·m| (ggml rounds d·sc and d·sc·q to f32).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { GGML_NATIVE, GgmlMatrix, type GgmlNativeType, type Runtime, Tensor, type Weight, createGgmlWeight, createRuntime, dequantizeWeight, linear, stackWeights } from "../../src/ops-entry.js";
+import {
+  GGML_NATIVE,
+  GgmlMatrix,
+  type GgmlNativeType,
+  type Runtime,
+  Tensor,
+  type Weight,
+  createGgmlWeight,
+  createRuntime,
+  dequantizeWeight,
+  linear,
+  stackWeights,
+} from "../../src/ops-entry.js";
 import { GGML_TYPES } from "../../src/model/gguf/format.js";
 import { dequantize } from "../../src/model/gguf/dequantize.js";
 import { quantize } from "../../src/model/gguf/quantize.js";

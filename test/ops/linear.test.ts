@@ -11,7 +11,18 @@
 // unquantized f32 layer is reported and held to a loose bound.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, type Runtime, Tensor, WEIGHT_FORMATS, type Weight, type WeightFormat, createRuntime, createWeight, dequantizeWeight, linear } from "../../src/ops-entry.js";
+import {
+  ArgumentError,
+  type Runtime,
+  Tensor,
+  WEIGHT_FORMATS,
+  type Weight,
+  type WeightFormat,
+  createRuntime,
+  createWeight,
+  dequantizeWeight,
+  linear,
+} from "../../src/ops-entry.js";
 import { linearMagnitude, linearReference, quantizeActivationReference } from "../../src/ops/reference/linear.js";
 import { assertWithin, randn, relRms } from "../helpers/random.js";
 

@@ -5,7 +5,19 @@
 // dequantized weights.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { type Runtime, Tensor, WEIGHT_FORMATS, add, addRmsNorm, createRuntime, createWeight, dequantizeWeight, linear, rmsNorm, swiglu } from "../../src/ops-entry.js";
+import {
+  type Runtime,
+  Tensor,
+  WEIGHT_FORMATS,
+  add,
+  addRmsNorm,
+  createRuntime,
+  createWeight,
+  dequantizeWeight,
+  linear,
+  rmsNorm,
+  swiglu,
+} from "../../src/ops-entry.js";
 import { linearReference } from "../../src/ops/reference/linear.js";
 import { rmsNormReference } from "../../src/ops/reference/rmsnorm.js";
 import { swigluReference } from "../../src/ops/reference/swiglu.js";

@@ -4,7 +4,20 @@
 // stay within the stated bounds; bad input is refused by name.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, type Runtime, type Tensor, WEIGHT_FORMATS, WEIGHT_TILE_BYTES, type WeightFormat, createRuntime, createWeight, dequantizeWeight, encodeValue, roundTo, weightBytes } from "../../src/ops-entry.js";
+import {
+  ArgumentError,
+  type Runtime,
+  type Tensor,
+  WEIGHT_FORMATS,
+  WEIGHT_TILE_BYTES,
+  type WeightFormat,
+  createRuntime,
+  createWeight,
+  dequantizeWeight,
+  encodeValue,
+  roundTo,
+  weightBytes,
+} from "../../src/ops-entry.js";
 import { type QuantizedRow, dequantizeRow, quantizeQ4, quantizeQ8 } from "../../src/ops/reference/quantize.js";
 import { randn, relRms } from "../helpers/random.js";
 

@@ -4,7 +4,17 @@
 // thread of a runtime runs the module its rt.kernels names.
 import assert from "node:assert/strict";
 import { afterEach, test } from "node:test";
-import { ArgumentError, type KernelFlavor, createRuntime, defaultInt8Dot, defaultKernelFlavor, kernelFlavorAvailable, relaxedInt8DotHere, relaxedPreferred, resolveKernelFlavor } from "../../src/ops-entry.js";
+import {
+  ArgumentError,
+  type KernelFlavor,
+  createRuntime,
+  defaultInt8Dot,
+  defaultKernelFlavor,
+  kernelFlavorAvailable,
+  relaxedInt8DotHere,
+  relaxedPreferred,
+  resolveKernelFlavor,
+} from "../../src/ops-entry.js";
 
 const savedEnv = process.env["KVFLASH_KERNELS"];
 afterEach(() => {
