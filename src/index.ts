@@ -25,6 +25,8 @@ export type {
   CompleteOptions,
   CompleteResult,
   Completion,
+  EmbedOptions,
+  EmbedResult,
   JsonSchema,
   LoadProgressEvent,
   ResponseFormat,
@@ -35,7 +37,7 @@ export type {
   Usage,
 } from "./llm/types.js";
 export type { ChatContentPart } from "./tokenizer/chat-template.js";
-export type { EngineInfo, EngineSettings } from "./engine/protocol.js";
+export type { EmbeddingInfo, EngineInfo, EngineSettings, EngineTask } from "./engine/protocol.js";
 // The OpenAI-compatible server.
 export { type RunningServer, type ServeOptions, serve } from "./server/start-server.js";
 export type { ToolParserName } from "./server/tool-parsers.js";

@@ -13,7 +13,7 @@ const ROOT = repoRoot(import.meta.url);
 
 const MAIN = [
   "ArgumentError", "CachedRepo", "CachedSnapshot", "ChatCompletion", "ChatCompletionChunk", "ChatCompletionMessage", "ChatContentPart",
-  "ChatDelta", "ChatMessage", "ChatOptions", "ChatResult", "CompleteOptions", "CompleteResult", "Completion", "EngineInfo", "EngineSettings",
+  "ChatDelta", "ChatMessage", "ChatOptions", "ChatResult", "CompleteOptions", "CompleteResult", "Completion", "EmbedOptions", "EmbedResult", "EmbeddingInfo", "EngineInfo", "EngineSettings", "EngineTask",
   "HubCache", "HubError", "HubErrorKind", "HubSettings", "JsonSchema", "KernelError", "KvDtypeSetting", "LLM", "LLMError", "LoadOptions",
   "LoadProgressEvent", "ModelSource", "OutOfMemoryError", "ProgressOptions", "ProgressStream", "ResolveModelOptions", "ResolvedModel",
   "ResponseFormat", "RunningServer", "SamplingOptions", "ServeOptions", "ToolCall", "ToolChoice", "ToolDefinition", "ToolParserName", "Usage",
