@@ -62,7 +62,7 @@ export { type ApplyRopeOptions, type RopeOptions, type RopeScaling, Rope, RopeTa
 export { type SwigluOptions, swiglu } from "./ops/swiglu.js";
 export { type AddOptions, add } from "./ops/add.js";
 // The model runtime: a loaded model (decoder, tokenizer, generation config) and its parts.
-export { type Architecture, type ModelConfig, SUPPORTED_ARCHITECTURES } from "./model/config.js";
+export { type Architecture, type LayerRope, type ModelConfig, SUPPORTED_ARCHITECTURES } from "./model/config.js";
 export { type LoadModelOptions, type LoadedModel, loadModel } from "./model/loader.js";
 export { type LoadModelDirOptions, type ModelDir, type WeightLocation, loadModelDir } from "./model/model-dir.js";
 export { type GenerationConfig } from "./model/generation-config.js";

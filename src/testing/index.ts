@@ -16,7 +16,7 @@
 export { TINY_ARCHS, type TinyArch, type TinyModel, type TinyModelOptions, type TinyTokenizerOptions, writeTinyModel } from "./tiny-model.js";
 export { LLAMA2_CHAT_TEMPLATE, llama2Tokenizer, llama2TokenizerDir } from "./llama2-tokenizer.js";
 export { LLAMA31_8B_CONFIG_JSON, QWEN25_05B_CONFIG_JSON, type SyntheticModelOptions, createSyntheticModel, llama31EightBConfig, qwen25HalfBConfig } from "../model/synthetic-model.js";
-export { type ReferenceWeights, referenceForward } from "../model/reference-decoder.js";
+export { type ReferenceOptions, type ReferenceWeights, referenceForward } from "../model/reference-decoder.js";
 export { type GgufTyped, type GgufWriteTensor, type WriteGgufOptions, gguf, writeGguf } from "../model/gguf/writer.js";
 export { type HfToGgufOptions, hfTokenizerToGguf } from "../model/gguf/tokenizer-to-gguf.js";
 export { type ConvertToGgufOptions, type GgufQuantMix, convertModelDirToGguf } from "../model/gguf/convert.js";
