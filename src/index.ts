@@ -38,6 +38,7 @@ export type {
 } from "./llm/types.js";
 export type { ChatContentPart } from "./tokenizer/chat-template.js";
 export type { EmbeddingInfo, EngineInfo, EngineSettings, EngineTask } from "./engine/protocol.js";
+export type { SpeculativeConfig } from "./engine/speculative-config.js";
 // The OpenAI-compatible server.
 export { type RunningServer, type ServeOptions, serve } from "./server/start-server.js";
 export type { ToolParserName } from "./server/tool-parsers.js";

@@ -10,7 +10,6 @@
 import type { EngineOutput, EngineRequest } from "./engine.js";
 import type { EmbedOutput, EmbedRequest } from "./embed-engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
-import type { SpeculativeConfig } from "./speculative-config.js";
 import type { LoadProgressInfo, ModelLoadOptions } from "./loader-module.js";
 import type { Int8DotMode, KernelFlavor } from "../runtime/module.js";
 import type { EngineSettings } from "./engine-settings.js";
