@@ -10,7 +10,7 @@
  * Weights rotate over copies totalling ≥ 128 MiB, so every call reads them
  * from memory as a real model's layers do.
  */
-import { type Runtime, type Tensor, type Weight, type WeightFormat, createWeight, linear } from "../src/index.js";
+import { type Runtime, type Tensor, type Weight, type WeightFormat, createWeight, linear } from "../src/ops-entry.js";
 import type { SuiteContext } from "./harness.js";
 
 const HIDDEN = 896;

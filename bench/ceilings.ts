@@ -3,22 +3,10 @@
  * them: wasm SIMD f32 throughput and memory read bandwidth on one thread and
  * on all threads, and the fork–join overhead of parallelFor.
  */
-import type { Runtime } from "../src/index.js";
-import { median, timeMedian } from "./harness.js";
+import { type Runtime } from "../src/ops-entry.js";
+import { type Ceilings, median, timeMedian } from "./harness.js";
 
-export interface Ceilings {
-  threads: number;
-  /** f32x4 mul+add chains, GFLOP/s. */
-  simd_gflops_1t: number;
-  simd_gflops_all: number;
-  /** Streaming reads of a buffer far larger than the last-level cache, GB/s (1e9 bytes). */
-  read_gbps_1t: number;
-  read_gbps_all: number;
-  /** parallelFor of a no-op over `threads` items, back to back (workers spinning), µs per call. */
-  forkjoin_us: number;
-  /** The same after 2 ms idle (workers asleep in Atomics.wait), µs per call. */
-  forkjoin_cold_us: number;
-}
+export type { Ceilings };
 
 const FLOPS_PER_ITERATION = 96; // 12 chains × 4 lanes × (mul + add)
 

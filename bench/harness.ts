@@ -9,11 +9,25 @@
 import { cpus, totalmem } from "node:os";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import type { KernelFlavor, Runtime } from "../src/index.js";
-import type { Ceilings } from "./ceilings.js";
+import { type KernelFlavor, type Runtime } from "../src/ops-entry.js";
 import type { Measurement } from "./lockstep.js";
 
 export type Row = Record<string, string | number | boolean | null>;
+
+/** The machine's ceilings, measured by ceilings.ts in the same run (declared here, where every suite reads them, so ceilings.ts's import of the timing helpers is no cycle). */
+export interface Ceilings {
+  threads: number;
+  /** f32x4 mul+add chains, GFLOP/s. */
+  simd_gflops_1t: number;
+  simd_gflops_all: number;
+  /** Streaming reads of a buffer far larger than the last-level cache, GB/s (1e9 bytes). */
+  read_gbps_1t: number;
+  read_gbps_all: number;
+  /** parallelFor of a no-op over `threads` items, back to back (workers spinning), µs per call. */
+  forkjoin_us: number;
+  /** The same after 2 ms idle (workers asleep in Atomics.wait), µs per call. */
+  forkjoin_cold_us: number;
+}
 
 export interface SuiteContext {
   rt: Runtime;

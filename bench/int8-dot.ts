@@ -19,7 +19,8 @@
  *   node dist/bench/int8-dot.js [--threads N] [--tokens 1,64,256] [--rounds R] [--prompt P] [--prefill-rounds R] [--out FILE]
  */
 import { writeFileSync } from "node:fs";
-import { type Decoder, type Runtime, type Tensor, type Weight, createRuntime, createSyntheticModel, createWeight, linear, qwen25HalfBConfig, runRequest } from "../src/index.js";
+import { type Decoder, type Runtime, type Tensor, type Weight, createRuntime, createWeight, linear, runRequest } from "../src/ops-entry.js";
+import { createSyntheticModel, qwen25HalfBConfig } from "../src/testing/index.js";
 import { argmax } from "../src/engine/sampler.js";
 import { kernelFlavorAvailable } from "../src/runtime/module.js";
 import { machineInfo, median } from "./harness.js";

@@ -20,7 +20,7 @@
 import { existsSync, mkdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { qwen25HalfBConfig } from "../src/index.js";
+import { qwen25HalfBConfig } from "../src/testing/index.js";
 import { readJsonFile } from "../src/json-file.js";
 import { type GgufQuantMix, ggufArchMetadata, matrixType } from "../src/model/gguf/convert.js";
 import type { GgmlTypeName } from "../src/model/gguf/format.js";

@@ -18,7 +18,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { ArgumentError, show } from "../src/errors.js";
-import { KERNEL_FLAVORS, type KernelFlavor, type Runtime, createRuntime, kernelFlavorAvailable, resolveKernelFlavor } from "../src/index.js";
+import { KERNEL_FLAVORS, type KernelFlavor, type Runtime, createRuntime, kernelFlavorAvailable, resolveKernelFlavor } from "../src/ops-entry.js";
 import { describeKernels } from "../src/runtime/module.js";
 import { type Ceilings, measureCeilings } from "./ceilings.js";
 import {

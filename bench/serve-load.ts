@@ -11,7 +11,7 @@
  * of g contributes k samples of g / k). Aggregate tok/s = output tokens / wall
  * time from the first send to the last chunk.
  */
-import { Prng } from "../src/index.js";
+import { Prng } from "../src/ops-entry.js";
 
 export interface LoadOptions {
   /** http://host:port */

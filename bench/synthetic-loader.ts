@@ -10,8 +10,8 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../src/engine/loader-module.js";
 import { runnerOptionsFor } from "../src/model/default-loader.js";
-import { QWEN25_05B_CONFIG_JSON, type Runtime, Tokenizer, createSyntheticModel } from "../src/index.js";
-import { LLAMA2_CHAT_TEMPLATE, llama2TokenizerDir } from "../src/testing/index.js";
+import { QWEN25_05B_CONFIG_JSON, createSyntheticModel, LLAMA2_CHAT_TEMPLATE, llama2TokenizerDir } from "../src/testing/index.js";
+import { type Runtime, Tokenizer } from "../src/ops-entry.js";
 
 export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
   const runner = createSyntheticModel(rt, { weights: options.weights ?? "bf16", ...runnerOptionsFor(options) });

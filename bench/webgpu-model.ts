@@ -11,7 +11,8 @@
 import { argmax } from "../src/engine/sampler.js";
 import type { GpuDevice } from "../src/gpu/device.js";
 import { GpuModelRunner } from "../src/gpu/model-runner.js";
-import { type Decoder, type ModelRunner, type Runtime, type WeightFormat, createSyntheticModel, qwen25HalfBConfig, runRequest } from "../src/index.js";
+import { type Decoder, type ModelRunner, type Runtime, type WeightFormat, runRequest } from "../src/ops-entry.js";
+import { createSyntheticModel, qwen25HalfBConfig } from "../src/testing/index.js";
 import { type Row, median } from "./harness.js";
 
 export async function modelRows(rt: Runtime, gpu: GpuDevice, small: boolean, log: (line: string) => void): Promise<Row[]> {

@@ -37,7 +37,7 @@ import {
   increFlashAttention,
   referenceFlashAttention,
   referenceIncreFlashAttention,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import type { Ceilings } from "../ceilings.js";
 import type { Row, Suite, SuiteContext } from "../harness.js";
 

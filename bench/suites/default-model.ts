@@ -35,7 +35,8 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { defaultModelDir, generate, loadModel, resolveSamplingParams } from "../../src/index.js";
+import { defaultModelDir } from "../../src/index.js";
+import { generate, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
 import type { ChatMessage } from "../../src/tokenizer/chat-template.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import type { SyncModelRunner } from "../../src/model/model-runner.js";

@@ -33,7 +33,19 @@
 import { existsSync, mkdirSync, renameSync } from "node:fs";
 import { loadavg } from "node:os";
 import { join } from "node:path";
-import { Engine, type LoadedModel, type Runtime, Sampler, SamplingState, createRuntime, defaultModelDir, loadModel, resolveSamplingParams, runRequest, samplingDefaults } from "../../src/index.js";
+import { Engine } from "../../src/engine/engine.js";
+import {
+  type LoadedModel,
+  type Runtime,
+  Sampler,
+  SamplingState,
+  createRuntime,
+  loadModel,
+  resolveSamplingParams,
+  runRequest,
+  samplingDefaults,
+} from "../../src/ops-entry.js";
+import { defaultModelDir } from "../../src/index.js";
 import type { ResolvedSamplingParams } from "../../src/engine/sampling-params.js";
 import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
 import { writeTinyModel } from "../../src/testing/tiny-model.js";

@@ -16,7 +16,7 @@
  * speed does not depend on the values. Weights rotate over copies totalling
  * ≥ 128 MiB so every call reads them from memory, as in `linalg`.
  */
-import { GgmlMatrix, type Runtime, type Weight, createGgmlWeight, createWeight, linear } from "../../src/index.js";
+import { GgmlMatrix, type Runtime, type Weight, createGgmlWeight, createWeight, linear } from "../../src/ops-entry.js";
 import { type Row, type Suite, median, timeMedian } from "../harness.js";
 import { activation } from "./linalg.js";
 

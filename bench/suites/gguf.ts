@@ -29,7 +29,7 @@
  * without AVX-VNNI).
  */
 import { loadavg } from "node:os";
-import { type Runtime, createRuntime, loadModel, runRequest } from "../../src/index.js";
+import { type Runtime, createRuntime, loadModel, runRequest } from "../../src/ops-entry.js";
 import type { GgufQuantMix } from "../../src/model/gguf/convert.js";
 import { argmax } from "../../src/engine/sampler.js";
 import { ArgumentError, show } from "../../src/errors.js";

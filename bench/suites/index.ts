@@ -13,10 +13,12 @@ import { paged } from "./paged.js";
 import { roofline } from "./roofline.js";
 import { sampler } from "./sampler.js";
 import { scale } from "./scale.js";
+import { samplerDecode } from "./sampler-decode.js";
 import { serve } from "./serve.js";
+import { serveBound } from "./serve-bound.js";
 import { spec } from "./spec.js";
 import { stall } from "./stall.js";
 import { tokenize } from "./tokenize.js";
 import { webgpu } from "./webgpu.js";
 
-export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, model, serve, stall, fairness, scale, tokenize, ggufKernels, gguf, defaultModel, floor, webgpu, embed, spec];
+export const SUITES: readonly Suite[] = [roofline, attention, paged, linalg, sampler, samplerDecode, model, serve, serveBound, stall, fairness, scale, tokenize, ggufKernels, gguf, defaultModel, floor, webgpu, embed, spec];

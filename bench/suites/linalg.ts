@@ -23,7 +23,7 @@ import {
   createWeight,
   linear,
   weightBytes,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import type { Row, Suite } from "../harness.js";
 
 interface Projection {

@@ -46,7 +46,8 @@
  * (or the one --kernels names): two 8B models' wasm memories do not fit in
  * this machine at once.
  */
-import { type Decoder, type ModelConfig, type WeightFormat, WEIGHT_FORMATS, createSyntheticModel, llama31EightBConfig, qwen25HalfBConfig, runRequest } from "../../src/index.js";
+import { type Decoder, type ModelConfig, type WeightFormat, WEIGHT_FORMATS, runRequest } from "../../src/ops-entry.js";
+import { createSyntheticModel, llama31EightBConfig, qwen25HalfBConfig } from "../../src/testing/index.js";
 import { planRunner } from "../../src/model/loader.js";
 import { resolveKernelFlavor } from "../../src/runtime/module.js";
 import { argmax } from "../../src/engine/sampler.js";

@@ -49,7 +49,7 @@ import {
   pagedAttention,
   planCascadeAttention,
   planPagedAttention,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import { encodeValue, storageArray } from "../../src/tensor/codec.js";
 import type { Ceilings } from "../ceilings.js";
 import { type Row, type Suite, type SuiteContext, median } from "../harness.js";

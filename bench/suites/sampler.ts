@@ -16,7 +16,7 @@
  * tokens are allowed); `mask_fill_us` is the matcher's next-token bitmask
  * alone, the other per-token cost of a constrained request.
  */
-import { Prng, type Runtime, Sampler, type SamplingParams, SamplingState, Tokenizer, resolveSamplingParams } from "../../src/index.js";
+import { Prng, type Runtime, Sampler, type SamplingParams, SamplingState, Tokenizer, resolveSamplingParams } from "../../src/ops-entry.js";
 import { llama2TokenizerDir } from "../../src/testing/index.js";
 import { GrammarBackend } from "../../src/structured/grammar-backend.js";
 import type { GrammarSpec } from "../../src/structured/grammar-spec.js";

@@ -18,7 +18,7 @@
  */
 import { type Row, type Suite, type SuiteContext } from "../harness.js";
 import { runLoad } from "../serve-load.js";
-import { Prng } from "../../src/index.js";
+import { Prng } from "../../src/ops-entry.js";
 import { parseMetrics } from "../../src/server/metrics.js";
 import { type Replica, startCluster, startReplica } from "../../src/testing/replicas.js";
 

@@ -26,7 +26,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { WeightFormat } from "../../src/index.js";
+import { type WeightFormat } from "../../src/ops-entry.js";
 import { layerBatchEfficiency } from "../batch-efficiency.js";
 import { type Row, type Suite, type SuiteContext, quantile } from "../harness.js";
 import { runLoad } from "../serve-load.js";

@@ -24,7 +24,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Engine } from "../../src/engine/engine.js";
-import { type LoadedModel, Tokenizer, createSyntheticModel, defaultModelDir, loadModel, qwen25HalfBConfig, resolveSamplingParams } from "../../src/index.js";
+import { type LoadedModel, Tokenizer, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
+import { createSyntheticModel, qwen25HalfBConfig } from "../../src/testing/index.js";
+import { defaultModelDir } from "../../src/index.js";
 import type { SyncModelRunner } from "../../src/model/model-runner.js";
 import type { ChatMessage } from "../../src/tokenizer/chat-template.js";
 import { llama2TokenizerDir } from "../../src/testing/index.js";

@@ -12,7 +12,8 @@
  */
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { Tokenizer, defaultModelDir } from "../../src/index.js";
+import { Tokenizer } from "../../src/ops-entry.js";
+import { defaultModelDir } from "../../src/index.js";
 import { asciiWords } from "./stall.js";
 import type { Row, Suite } from "../harness.js";
 

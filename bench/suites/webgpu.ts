@@ -26,7 +26,7 @@ import { prefillProblem } from "../../src/attention/flash-attention.js";
 import { prepareIncreFlashAttention } from "../../src/attention/incre-flash-attention.js";
 import { type GpuAttentionLaunch, prepareAttentionOnGpu } from "../../src/gpu/attention-run.js";
 import { GpuDevice } from "../../src/gpu/device.js";
-import { type DType, type Runtime, type Tensor, convert } from "../../src/index.js";
+import { type DType, type Runtime, type Tensor, convert } from "../../src/ops-entry.js";
 import { type GpuCeilings, measureGpuCeilings, timeGpu } from "../gpu-ceilings.js";
 import type { Row, Suite } from "../harness.js";
 import { modelRows } from "../webgpu-model.js";

@@ -34,7 +34,7 @@ export interface AttentionOptions {
   scale?: number;
   /** Bottom-right aligned causal mask: query i keeps keys j ≤ i + Sk − Sq. Default false. */
   causal?: boolean;
-  /** [left, right]: query i keeps keys in [i + Sk − Sq − left, i + Sk − Sq + right]; −1 = unbounded. Default [−1, −1]. */
+  /** `[left, right]`: query i keeps keys in [i + Sk − Sq − left, i + Sk − Sq + right]; −1 = unbounded. Default [−1, −1]. */
   window?: readonly [number, number];
   /** f32 [H] or [B, H]: ALiBi slopes; s −= slope_h · |i + Sk − Sq − j|. */
   alibiSlopes?: Tensor;

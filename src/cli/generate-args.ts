@@ -4,12 +4,9 @@
  * cli/generate-command.ts hands the result to the library.
  */
 import { ArgumentError } from "../errors.js";
-import { type FlagReader, walkFlags } from "./flags.js";
+import { walkFlags } from "./flags.js";
 import { type SamplingParams, resolveSamplingParams } from "../engine/sampling-params.js";
-import { KV_DTYPE_SETTINGS, type KvDtypeSetting } from "../kv/kv-quant.js";
-import { WEIGHTS_SETTINGS, type WeightsSetting } from "../ops/weight.js";
-import { checkOneOf } from "../tensor/check.js";
-import { type DeviceKind, parseDeviceKind } from "../gpu/adapter.js";
+import { type LoadFlags, readLoadFlag } from "./load-flags.js";
 
 const MODEL_FLAGS = `  --model MODEL                a model directory, a .gguf file, or a Hugging Face repo: org/name, org/name:Q4_K_M,
                                org/name/file.gguf (from the HF cache, else downloaded into it; default: the embedded model)
@@ -51,18 +48,8 @@ export const LOGITS_USAGE = `usage: kvflash logits (--ids 1,2,3 | --prompt TEXT)
 ${MODEL_FLAGS}
 `;
 
-export interface ModelArgs {
-  model?: string;
-  revision?: string;
-  weights?: WeightsSetting;
-  kvDtype?: KvDtypeSetting;
-  maxModelLen?: number;
-  /** --kv-cache-gib in bytes. */
-  kvCacheBytes?: number;
-  threads?: number;
-  /** --device: where the model runs (default cpu). */
-  device?: DeviceKind;
-}
+/** The shared model and load flags (load-flags.ts). */
+export type ModelArgs = LoadFlags;
 
 export interface GenerateArgs extends ModelArgs {
   prompt: string;
@@ -78,37 +65,6 @@ export interface LogitsArgs extends ModelArgs {
   prompt?: string;
   json: boolean;
   top: number;
-}
-
-function modelFlag(args: ModelArgs, flag: string, read: FlagReader): boolean {
-  switch (flag) {
-    case "--model":
-      args.model = read.string();
-      return true;
-    case "--revision":
-      args.revision = read.string();
-      return true;
-    case "--weights":
-      args.weights = checkOneOf(flag, read.string(), WEIGHTS_SETTINGS);
-      return true;
-    case "--kv-dtype":
-      args.kvDtype = checkOneOf(flag, read.string(), KV_DTYPE_SETTINGS);
-      return true;
-    case "--max-model-len":
-      args.maxModelLen = read.integer(2);
-      return true;
-    case "--kv-cache-gib":
-      args.kvCacheBytes = Math.floor(read.positive() * 2 ** 30);
-      return true;
-    case "--threads":
-      args.threads = read.integer(1);
-      return true;
-    case "--device":
-      args.device = parseDeviceKind(read.string(), flag);
-      return true;
-    default:
-      return false;
-  }
 }
 
 /** The flag each sampling field comes from, so an error names what the user typed. */
@@ -191,7 +147,7 @@ export function parseGenerateArgs(argv: readonly string[]): GenerateArgs {
         s.ignoreEos = true;
         return true;
       default:
-        return modelFlag(args, flag, read);
+        return readLoadFlag(args, flag, read);
     }
   });
   if (stops.length > 0) s.stop = stops;
@@ -224,7 +180,7 @@ export function parseLogitsArgs(argv: readonly string[]): LogitsArgs {
         args.top = read.integer(1);
         return true;
       default:
-        return modelFlag(args, flag, read);
+        return readLoadFlag(args, flag, read);
     }
   });
   if ((args.ids === undefined) === (args.prompt === undefined)) throw new ArgumentError("--ids", `or --prompt is required (one of them)\n${LOGITS_USAGE}`);

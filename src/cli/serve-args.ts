@@ -6,14 +6,11 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { ArgumentError } from "../errors.js";
 import { walkFlags } from "./flags.js";
+import { type LoadFlags, readLoadFlag } from "./load-flags.js";
 import type { ServeOptions } from "../server/start-server.js";
 import { DEFAULT_MAX_NUM_SEQS, MIN_DEFAULT_BATCHED_TOKENS } from "../engine/engine-config.js";
-import { KV_DTYPE_SETTINGS } from "../kv/kv-quant.js";
 import { DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
-import { WEIGHTS_SETTINGS } from "../ops/weight.js";
 import { MAX_DATA_PARALLEL_SIZE } from "../engine/data-parallel-engine.js";
-import { checkOneOf } from "../tensor/check.js";
-import { parseDeviceKind } from "../gpu/adapter.js";
 import { TOOL_PARSERS, type ToolParserName } from "../server/tool-parsers.js";
 import { DEFAULT_LOG_STATS_INTERVAL_S } from "../server/stats-log.js";
 import { DEFAULT_DISABLE_BY_BATCH_SIZE, resolveSpeculativeConfig } from "../engine/speculative-config.js";
@@ -57,13 +54,9 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --loader-options JSON        options for a custom loader
 `;
 
-export interface ServeArgs extends Omit<ServeOptions, "source" | "modelDir"> {
+export interface ServeArgs extends Omit<ServeOptions, "source" | "modelDir">, LoadFlags {
   /** Seconds SIGTERM waits for in-flight requests. */
   shutdownTimeoutS: number;
-  /** --model as given: a path or a hub spec (the CLI resolves it to a ModelSource before serve()). */
-  model?: string;
-  /** --revision of a hub --model. */
-  revision?: string;
   /** One log line per request (off with --disable-log-requests). */
   logRequests: boolean;
   /** Seconds between throughput lines ($KVFLASH_LOG_STATS_INTERVAL), or null with --disable-log-stats. */
@@ -82,12 +75,6 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   const switches = ["--enable-prefix-caching", "--no-enable-prefix-caching", "--disable-log-requests", "--disable-log-stats"];
   walkFlags(argv, { usage: SERVE_USAGE, what: "a serve option", switches }, (flag, read) => {
     switch (flag) {
-      case "--model":
-        args.model = read.string();
-        break;
-      case "--revision":
-        args.revision = read.string();
-        break;
       case "--host":
         args.host = read.string();
         break;
@@ -111,27 +98,12 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         args.toolCallParser = name as ToolParserName;
         break;
       }
-      case "--kv-cache-gib":
-        args.kvCacheBytes = Math.floor(read.positive() * 2 ** 30);
-        break;
-      case "--kv-dtype":
-        args.kvDtype = checkOneOf(flag, read.string(), KV_DTYPE_SETTINGS);
-        break;
-      case "--weights":
-        args.weights = checkOneOf(flag, read.string(), WEIGHTS_SETTINGS);
-        break;
-      case "--device":
-        args.device = parseDeviceKind(read.string(), flag);
-        break;
       case "--num-gpu-blocks-override":
         args.numBlocks = read.integer(1);
         break;
       case "--block-size":
         args.blockSize = read.integer(1);
         if (args.blockSize > MAX_BLOCK_SIZE) throw new ArgumentError(flag, `must be ≤ ${MAX_BLOCK_SIZE}, got ${args.blockSize}`);
-        break;
-      case "--max-model-len":
-        args.maxModelLen = read.integer(2);
         break;
       case "--max-num-seqs":
         args.maxNumSeqs = read.integer(1);
@@ -171,9 +143,6 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         }
         break;
       }
-      case "--threads":
-        args.threads = read.integer(1);
-        break;
       case "--data-parallel-size":
         args.dataParallelSize = read.integer(1);
         if (args.dataParallelSize > MAX_DATA_PARALLEL_SIZE) throw new ArgumentError(flag, `must be an integer in [1, ${MAX_DATA_PARALLEL_SIZE}], got ${args.dataParallelSize}`);
@@ -183,7 +152,7 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         if (args.shutdownTimeoutS < 0) throw new ArgumentError(flag, `must be a number ≥ 0, got ${args.shutdownTimeoutS}`);
         break;
       default:
-        return false;
+        return readLoadFlag(args, flag, read);
     }
     return true;
   });

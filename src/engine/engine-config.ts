@@ -6,7 +6,7 @@
  * usage text prints the same defaults.
  */
 import { checkInt } from "../tensor/check.js";
-import type { EngineSettings } from "./protocol.js";
+import type { EngineSettings } from "./engine-settings.js";
 import { type SpeculativeConfig, resolveSpeculativeConfig } from "./speculative-config.js";
 
 /** Most requests running at once (vLLM's max_num_seqs) unless set. */

@@ -1,10 +1,14 @@
 /**
- * One request through the serving path: Scheduler + KvCacheManager →
- * buildForwardBatch → ModelRunner.forward → Sampler → StopChecker, step by
- * step — the loop of the seed xFasterTransformer's example (`while
- * (!model.isDone()) model.generate()`), on the same parts the server runs
- * (so `kvflash generate` exercises them: chunked prefill when the prompt is
- * longer than the step budget, block allocation, the stop logic).
+ * One request through the serving path — the loop of the seed
+ * xFasterTransformer's example (`while (!model.isDone()) model.generate()`).
+ * generate() is the serving Engine (engine.ts) with one request: Scheduler +
+ * KvCacheManager → buildForwardBatch → ModelRunner.forward → Sampler →
+ * StopChecker, the server's own step (so `kvflash generate` exercises it:
+ * chunked prefill when the prompt is longer than the step budget, block
+ * allocation, the stop logic); there is one step loop (ARCHITECTURE.md, "The
+ * front door is small"). runRequest is that schedule → forward loop with the
+ * caller's `pick` in place of the sampler, for raw logits (promptLogits) and
+ * the benches that time a bare step.
  *
  *   const model = loadModel(rt, dir);
  *   const params = resolveSamplingParams({ temperature: 0, maxTokens: 32 }, model.config.vocabSize, samplingDefaults(model.generation));
@@ -25,10 +29,11 @@ import { resolveEngineConfig } from "./engine-config.js";
 import { KvCacheManager } from "./kv-cache-manager.js";
 import { Request } from "./request.js";
 import type { Runtime } from "../runtime/runtime.js";
-import { Sampler, SamplingState, type TokenLogprob, argmax, createSampler } from "./sampler.js";
+import { type TokenLogprob, argmax } from "./sampler.js";
 import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { Scheduler, type StopDecision } from "./scheduler.js";
-import { type StopFinishReason, StopChecker, type StopUpdate } from "./stop.js";
+import type { StopFinishReason } from "./stop.js";
+import { Engine, type EngineOutput } from "./engine.js";
 
 /** Wall time of a phase and the tokens it handled. */
 export interface PhaseTiming {
@@ -172,61 +177,95 @@ function checkPrompt(promptIds: readonly number[], runner: ModelRunner): void {
   promptIds.forEach((id, i) => checkInt(`promptIds[${i}]`, id, { min: 0, max: runner.vocabSize - 1 }));
 }
 
-/** Generates one completion of `promptIds` (see the module comment). */
+/**
+ * Generates one completion of `promptIds` (see the module comment): the
+ * serving Engine with this one request (maxNumSeqs 1, no prefix cache), so
+ * sampling, grammar-free stop rules and detokenizing are the server's own
+ * code, step for step. A request the engine fails ("error": a forward or the
+ * sampler threw) throws that error here. With an asynchronous runner (WebGPU)
+ * the engine's steps are awaited and the result is a Promise.
+ */
 export function generate<R extends ModelRunner>(options: GenerateOptions<R>): StepResult<R, GenerateResult> {
-  const { runner, promptIds, params } = options;
+  const { runner, promptIds } = options;
   checkPrompt(promptIds, runner);
-  // The model's length limit becomes the stop checker's, so text is flushed when it is reached.
-  const maxTokens = Math.min(params.maxTokens, runner.maxModelLen - promptIds.length);
-  const sampler = createSampler(runner.vocabSize, options.runtime);
+  const engine = new Engine<R>({
+    runner,
+    tokenizer: options.tokenizer,
+    eosTokenIds: options.eosTokenIds ?? [],
+    maxNumSeqs: 1,
+    enablePrefixCaching: false,
+    ...(options.maxNumBatchedTokens === undefined ? {} : { maxNumBatchedTokens: options.maxNumBatchedTokens }),
+    ...(options.runtime === undefined ? {} : { runtime: options.runtime }),
+  });
   let result: GenerateResult | Promise<GenerateResult>;
   try {
-    result = generateWith(sampler, options, maxTokens);
+    result = drive(engine, options);
   } catch (e) {
-    sampler.free();
+    engine.dispose();
     throw e;
   }
   if (!(result instanceof Promise)) {
-    sampler.free();
+    engine.dispose();
     return result as StepResult<R, GenerateResult>;
   }
-  return result.finally(() => sampler.free()) as StepResult<R, GenerateResult>;
+  return result.finally(() => engine.dispose()) as StepResult<R, GenerateResult>;
 }
 
-function generateWith(sampler: Sampler, options: GenerateOptions, maxTokens: number): GenerateResult | Promise<GenerateResult> {
-  const { runner, tokenizer, promptIds, params } = options;
-  const state = new SamplingState(params, [...promptIds]);
-  const stop = new StopChecker(tokenizer, { ...params, maxTokens, eosTokenIds: options.eosTokenIds ?? [], promptIds: [...promptIds] });
+/** Steps the engine until the one request finishes, gathering its outputs and timing the first token; awaits the steps of an asynchronous runner. */
+function drive(engine: Engine<ModelRunner>, options: GenerateOptions<ModelRunner>): GenerateResult | Promise<GenerateResult> {
+  const { promptIds, params } = options;
+  if (engine.addRequest({ requestId: "generate", promptTokenIds: promptIds, params }) !== "accepted") throw new Error("the engine refused generate()'s only request");
+  const ids: number[] = [];
+  let text = "";
   const logprobs: number[] | null = params.logprobs !== null ? [] : null;
   const topLogprobs: TokenLogprob[][] | null = params.logprobs !== null && params.logprobs > 0 ? [] : null;
-  let last: StopUpdate | null = null;
-
-  // Rows past the tokenizer's vocabulary (checkpoints pad vocab_size) have no text: never sample them.
-  const textVocab = Math.min(tokenizer.vocabSize, runner.vocabSize);
-  const pick = (logits: Float32Array) => {
-    logits.fill(-Infinity, textVocab);
-    const r = sampler.sample(state, logits);
-    if (logprobs && r.logprob !== null) logprobs.push(r.logprob);
-    if (topLogprobs) topLogprobs.push(r.topLogprobs ?? []);
-    last = stop.push(r.token);
-    if (last.delta) options.onText?.(last.delta);
-    return { token: r.token, stop: last.finished ? { reason: last.finishReason!, ...(last.stopReason === null ? {} : { stopReason: last.stopReason }) } : null };
+  let last: EngineOutput | null = null;
+  const start = performance.now();
+  let firstTokenMs = -1;
+  const gather = (outs: readonly EngineOutput[]): void => {
+    for (const out of outs) {
+      if (out.tokenIds.length > 0 && firstTokenMs < 0) firstTokenMs = performance.now() - start;
+      ids.push(...out.tokenIds);
+      for (const lp of out.logprobs ?? []) {
+        logprobs?.push(lp.logprob);
+        topLogprobs?.push(lp.top);
+      }
+      if (out.text) {
+        text += out.text;
+        options.onText?.(out.text);
+      }
+      last = out;
+    }
   };
-  return then(runRequest(runner, promptIds, { ...options, maxTokens, pick }), (t: RequestTiming): GenerateResult => {
-    const final = last as StopUpdate | null;
-    const generated = stop.ids.length;
+  const finish = (): GenerateResult => {
+    const endMs = performance.now() - start;
+    const final = last as EngineOutput | null;
+    const reason = final?.finishReason ?? null;
+    if (reason === "error" || reason === "abort") throw new Error(`generate: ${final?.error ?? reason}`);
     return {
-      ids: [...stop.ids],
-      text: stop.text,
+      ids,
+      text,
       logprobs,
       topLogprobs,
-      finishReason: final?.finishReason ?? "length",
+      finishReason: reason ?? "length",
       stopReason: final?.stopReason ?? null,
       promptTokens: promptIds.length,
-      prefill: phase(promptIds.length, t.firstTokenMs),
-      decode: phase(Math.max(0, generated - 1), t.endMs - t.firstTokenMs),
+      prefill: phase(promptIds.length, firstTokenMs),
+      decode: phase(Math.max(0, ids.length - 1), endMs - firstTokenMs),
     };
-  });
+  };
+  while (engine.hasUnfinishedRequests) {
+    const outs = engine.step();
+    if (outs instanceof Promise) {
+      return outs.then(async (first) => {
+        gather(first);
+        while (engine.hasUnfinishedRequests) gather(await engine.step());
+        return finish();
+      });
+    }
+    gather(outs);
+  }
+  return finish();
 }
 
 /**

@@ -10,21 +10,11 @@
 import type { EngineOutput, EngineRequest } from "./engine.js";
 import type { EmbedOutput, EmbedRequest } from "./embed-engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
-import type { SpeculativeConfig } from "./speculative-config.js";
 import type { LoadProgressInfo, ModelLoadOptions } from "./loader-module.js";
 import type { Int8DotLowering, Int8DotMode, KernelFlavor } from "../runtime/module.js";
+import type { EngineSettings } from "./engine-settings.js";
 
-/** Engine settings (vLLM's names in camelCase). */
-export interface EngineSettings {
-  maxNumSeqs?: number;
-  maxNumBatchedTokens?: number;
-  maxWaitingRequests?: number;
-  enablePrefixCaching?: boolean;
-  /** Cap on prompt + output tokens. */
-  maxModelLen?: number;
-  /** Speculative decoding (vLLM's --speculative-config: its JSON object or text, or a resolved config). */
-  speculativeConfig?: SpeculativeConfig | Record<string, unknown> | string;
-}
+export type { EngineSettings };
 
 export interface EngineWorkerConfig {
   /** URL of a module exporting `loadEngineModel` (loader-module.ts). */

@@ -22,9 +22,9 @@ import { type HubModelSpec, formatHubSpec, parseHubSpec } from "./hub/model-spec
 import { pullModel } from "./hub/pull-model.js";
 import { modelInSnapshot } from "./hub/snapshot-model.js";
 import type { ProgressOptions } from "./progress.js";
+import type { ModelSource } from "./model-source.js";
 
-/** Where a model's files are: a Hugging Face model directory, or one GGUF file (the first part of a split one). */
-export type ModelSource = { kind: "dir"; path: string } | { kind: "gguf"; path: string };
+export type { ModelSource };
 
 export interface ResolvedModel {
   source: ModelSource;

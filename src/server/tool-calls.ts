@@ -23,21 +23,9 @@ import { type Fields, type Json, isObject } from "./fields.js";
 import type { GrammarRequest } from "./structured-request.js";
 import { toolGrammar } from "./tool-grammars.js";
 import { type ToolParserName, parserForTemplate } from "./tool-parsers.js";
+import type { ToolDefinition, ToolPlan } from "./tool-plan.js";
 
-export interface ToolDefinition {
-  name: string;
-  description?: string;
-  /** The parameters' JSON schema (an object schema; {"type": "object"} when the tool gives none). */
-  parameters: Json;
-}
-
-/** What the reply needs: how to parse it. Null when tool_choice is "none" or no tools are given. */
-export interface ToolPlan {
-  parser: ToolParserName;
-  tools: ToolDefinition[];
-  choice: "auto" | "required" | { name: string };
-  parallel: boolean;
-}
+export type { ToolDefinition, ToolPlan };
 
 export interface ToolFields {
   /** The tools as given, for the chat template (undefined without tools, and for the generic parser). */

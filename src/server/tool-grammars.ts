@@ -14,7 +14,7 @@
  */
 import type { GrammarSpec } from "../structured/grammar-spec.js";
 import { type Json, isObject } from "./fields.js";
-import type { ToolDefinition, ToolPlan } from "./tool-calls.js";
+import type { ToolDefinition, ToolPlan } from "./tool-plan.js";
 
 /** One call's JSON schema: {"name": <one of the tools>, "<key>": <its parameters>}, in that order. */
 function callSchema(tools: readonly ToolDefinition[], key: string): Json {

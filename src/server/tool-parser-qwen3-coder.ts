@@ -22,7 +22,7 @@
  * parameter at a time while streaming, so every prefix leads the whole.
  */
 import { taggedToolCalls } from "./tool-call-tags.js";
-import type { ParsedOutput, ParsedToolCall, ToolSchema } from "./tool-parsers.js";
+import type { ParsedOutput, ParsedToolCall, ToolSchema } from "./tool-parse-types.js";
 
 const FUNCTION = /^\s*<function=([^>\n]+)>/;
 const PARAMETER = /<parameter=([^>\n]+)>([\s\S]*?)<\/parameter>/g;

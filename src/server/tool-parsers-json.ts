@@ -11,7 +11,7 @@
  *             COMMON_CHAT_FORMAT_GENERIC, for templates with no tool format).
  */
 import { type JsonSpan, decodeStringSpan, partialTagAtEnd, readJsonPrefix, spanText } from "./partial-text.js";
-import type { ParsedOutput, ParsedToolCall } from "./tool-parsers.js";
+import type { ParsedOutput, ParsedToolCall } from "./tool-parse-types.js";
 
 const TOOL_CALLS = "[TOOL_CALLS]";
 

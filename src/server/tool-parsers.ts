@@ -25,29 +25,13 @@ import { partialTagAtEnd } from "./partial-text.js";
 import { TOOL_CALL_CLOSE as CLOSE, TOOL_CALL_OPEN as OPEN, taggedToolCalls } from "./tool-call-tags.js";
 import { parseQwen3Coder } from "./tool-parser-qwen3-coder.js";
 import { parseGeneric, parseMistral } from "./tool-parsers-json.js";
+import type { ParsedOutput, ParsedToolCall, ToolSchema } from "./tool-parse-types.js";
 
 export type ToolParserName = "hermes" | "llama3_json" | "mistral" | "qwen3_coder" | "generic";
 
 export const TOOL_PARSERS: readonly ToolParserName[] = ["hermes", "llama3_json", "mistral", "qwen3_coder", "generic"];
 
-/** What a parser may need of a tool: its name and its parameters' JSON schema (qwen3_coder types its values by it). */
-export interface ToolSchema {
-  name: string;
-  parameters: unknown;
-}
-
-export interface ParsedToolCall {
-  name: string;
-  /** The arguments' JSON text so far (all of it once `done`). */
-  arguments: string;
-  /** The call's text is complete and parses. */
-  done: boolean;
-}
-
-export interface ParsedOutput {
-  content: string;
-  calls: ParsedToolCall[];
-}
+export type { ParsedOutput, ParsedToolCall, ToolSchema } from "./tool-parse-types.js";
 
 const PYTHON_TAG = "<|python_tag|>";
 

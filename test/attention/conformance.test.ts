@@ -6,7 +6,7 @@
 // explicit formula, a row-constant bias shifts lse only.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { type Runtime, type Tensor, createRuntime } from "../../src/index.js";
+import { type Runtime, type Tensor, createRuntime } from "../../src/ops-entry.js";
 import { IMPLEMENTATIONS, assertClose, assertIdentical, freeAll, randomTensor, rng, tensorOf, uniform } from "./support.js";
 
 /** Expected (o, lse) when every score is 0: o = mean of the kept v rows, lse = ln(count). */

@@ -4,7 +4,7 @@
 // caches, BNSD and BSND, multi-token decode, every option alone and all
 // together, forced split counts, and thread counts (tolerances: support.ts).
 import { after, before, describe, test } from "node:test";
-import { AttentionPlan, type IncreFlashAttentionOptions, type Runtime, createRuntime } from "../../src/index.js";
+import { AttentionPlan, type IncreFlashAttentionOptions, type Runtime, createRuntime } from "../../src/ops-entry.js";
 import { type HostTensor, assertClose, assertIdentical, freeAll, host, hostCache, materialize, reference, rng, wasm } from "./support.js";
 
 const LENGTHS = [0, 1, 7, 97, 1000, 4096];

@@ -3,7 +3,7 @@
 // segments, merged, is attention over their union (for both implementations).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { type Runtime, Tensor, createRuntime, mergeStates, referenceMergeStates } from "../../src/index.js";
+import { type Runtime, Tensor, createRuntime, mergeStates, referenceMergeStates } from "../../src/ops-entry.js";
 import { IMPLEMENTATIONS, assertClose, assertIdentical, freeAll, randomTensor, rng, tensorOf, uniform } from "./support.js";
 
 describe("mergeStates", () => {

@@ -3,7 +3,7 @@
 // the checks that tie a plan to its tensors.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { AttentionPlan, ArgumentError, type IncreFlashAttentionOptions, type Runtime, createRuntime } from "../../src/index.js";
+import { AttentionPlan, ArgumentError, type IncreFlashAttentionOptions, type Runtime, createRuntime } from "../../src/ops-entry.js";
 import { chooseChunks, lptMakespan } from "../../src/attention/plan.js";
 import { assertClose, freeAll, host, hostCache, materialize, reference, rng, wasm } from "./support.js";
 

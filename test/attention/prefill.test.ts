@@ -3,7 +3,7 @@
 // 0, 1, 7, 97, 1000, 4096 (queries aligned with the last keys), every option
 // alone and all together, and thread counts (tolerances: support.ts).
 import { after, before, describe, test } from "node:test";
-import { type FlashAttentionOptions, type Runtime, createRuntime } from "../../src/index.js";
+import { type FlashAttentionOptions, type Runtime, createRuntime } from "../../src/ops-entry.js";
 import { type HostTensor, assertClose, assertIdentical, freeAll, host, materialize, reference, rng, wasm } from "./support.js";
 
 interface Spec {

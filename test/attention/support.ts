@@ -19,7 +19,7 @@ import {
   increFlashAttention,
   referenceFlashAttention,
   referenceIncreFlashAttention,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 
 export const OUT_TOL = 1e-5;
 export const LSE_TOL = 1e-5;

@@ -3,7 +3,7 @@
 // output untouched and allocates nothing.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, type Runtime, Tensor, createRuntime, flashAttention, increFlashAttention } from "../../src/index.js";
+import { ArgumentError, type Runtime, Tensor, createRuntime, flashAttention, increFlashAttention } from "../../src/ops-entry.js";
 
 describe("attention argument checks", () => {
   let rt: Runtime;

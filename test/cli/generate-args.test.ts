@@ -3,7 +3,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseGenerateArgs, parseLogitsArgs } from "../../src/cli/generate-args.js";
-import type { LoadModelOptions, ModelLoadOptions, ServeOptions } from "../../src/index.js";
+import { type LoadModelOptions } from "../../src/ops-entry.js";
+import { type ModelLoadOptions } from "../../src/engine/loader-module.js";
+import { type ServeOptions } from "../../src/index.js";
 
 test("sampling flags out of range name the flag", () => {
   const bad = (flag: string, value: string): (() => unknown) => () => parseGenerateArgs(["--prompt", "x", flag, value]);

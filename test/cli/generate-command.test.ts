@@ -18,7 +18,7 @@ import {
   promptLogits,
   resolveSamplingParams,
   samplingDefaults,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));

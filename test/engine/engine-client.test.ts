@@ -9,7 +9,8 @@ import { after, test } from "node:test";
 import { EngineClient, EngineRejectedError, type OutputStream } from "../../src/engine/engine-client.js";
 import type { EngineOutput } from "../../src/engine/engine.js";
 import type { EngineWorkerConfig } from "../../src/engine/protocol.js";
-import { defaultModelDir, resolveSamplingParams } from "../../src/index.js";
+import { defaultModelDir } from "../../src/index.js";
+import { resolveSamplingParams } from "../../src/ops-entry.js";
 import { toyGreedy } from "./toy-runner.js";
 
 const V = (JSON.parse(readFileSync(join(defaultModelDir(), "config.json"), "utf8")) as { vocab_size: number }).vocab_size;

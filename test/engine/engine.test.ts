@@ -9,7 +9,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { Engine, type EngineOutput, type EngineOptions } from "../../src/engine/engine.js";
-import { type Runtime, type SamplingParams, Tokenizer, createRuntime, defaultModelDir, parseModelConfig, resolveSamplingParams } from "../../src/index.js";
+import { type Runtime, type SamplingParams, Tokenizer, createRuntime, resolveSamplingParams } from "../../src/ops-entry.js";
+import { defaultModelDir } from "../../src/index.js";
+import { parseModelConfig } from "../../src/model/config.js";
 import { ToyRunner, type ToyRunnerOptions, toyGreedy } from "./toy-runner.js";
 
 const dir = defaultModelDir();

@@ -3,7 +3,7 @@
 // positions, slot mapping, block table and logit rows the decoder needs.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { KvCacheManager, Request, Scheduler, type SchedulerOutput, buildForwardBatch } from "../../src/index.js";
+import { KvCacheManager, Request, Scheduler, type SchedulerOutput, buildForwardBatch } from "../../src/ops-entry.js";
 import { ToyModel, runStep, toyGenerate } from "./toy-model.js";
 
 const BS = 4;

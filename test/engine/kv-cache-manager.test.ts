@@ -5,7 +5,7 @@
 // Block size 4 throughout; exact block ids.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ArgumentError, KvCacheManager, Request } from "../../src/index.js";
+import { ArgumentError, KvCacheManager, Request } from "../../src/ops-entry.js";
 
 const range = (start: number, n: number): number[] => Array.from({ length: n }, (_, i) => start + i);
 const req = (id: string, prompt: number[], cacheSalt?: string) =>

@@ -19,7 +19,7 @@ import {
   loadModel,
   promptLogits,
   resolveSamplingParams,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { Blocks, argmaxOf, makeBatch, relErr } from "../model/decoder-support.js";
 
@@ -119,4 +119,17 @@ test("stop strings end the text before them; the model's length limit ends a req
   assert.equal(r.finishReason, "length");
   assert.throws(() => run(llama, Array.from({ length: 48 }, () => 5), { maxTokens: 1 }), (e: Error) => e instanceof ArgumentError && /maxModelLen 48/.test(e.message));
   assert.throws(() => run(llama, [1, llama.config.vocabSize], { maxTokens: 1 }), /promptIds\[1\]/);
+});
+
+test("generate is the engine with one request: its onText deltas add up to its text, and a failing forward throws its error", () => {
+  const prompt = qwen.tokenizer.encode("Once upon a time");
+  let streamed = "";
+  const r = generate({ runner: qwen.runner, tokenizer: qwen.tokenizer, promptIds: prompt, params: params(qwen, { temperature: 0.8, seed: 4, maxTokens: 12, logprobs: 2 }), onText: (t) => (streamed += t) });
+  assert.equal(streamed, r.text);
+  assert.equal(r.logprobs!.length, r.ids.length);
+  assert.ok(r.topLogprobs!.every((t) => t.length === 2));
+  assert.equal(r.decode.tokens, r.ids.length - 1);
+  // The engine contains a forward's failure (the request finishes with "error"); generate hands it on.
+  const broken = Object.create(qwen.runner, { forward: { value: () => { throw new Error("kernel fell over"); } } }) as typeof qwen.runner;
+  assert.throws(() => generate({ runner: broken, tokenizer: qwen.tokenizer, promptIds: prompt, params: params(qwen, { maxTokens: 4 }) }), /forward failed: kernel fell over/);
 });

@@ -8,7 +8,7 @@
 // are e^x in f32 (≈ 2 ulp: |Δw| ≤ 1e-6 · w), sums in f64 (relative 1e-6).
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
-import { OutOfMemoryError, Prng, type Runtime, Sampler, createRuntime } from "../../src/index.js";
+import { OutOfMemoryError, Prng, type Runtime, Sampler, createRuntime } from "../../src/ops-entry.js";
 import { argmax, kthLargest, logSumExp, topN } from "../../src/engine/sampler.js";
 import { SamplerKernels, f32AtLeast } from "../../src/engine/sampler-kernels.js";
 

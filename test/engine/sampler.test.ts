@@ -15,7 +15,7 @@ import {
   SamplingState,
   resolveSamplingParams,
   samplingDefaults,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import { kthLargest, nucleusEdge, topN } from "../../src/engine/sampler.js";
 
 const rt: Runtime = await createRuntime({ threads: 1 });

@@ -5,7 +5,7 @@
 // that every output equals the request run alone.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ArgumentError, KvCacheManager, Request, Scheduler, type SchedulerOptions, type SchedulerOutput } from "../../src/index.js";
+import { ArgumentError, KvCacheManager, Request, Scheduler, type SchedulerOptions, type SchedulerOutput } from "../../src/ops-entry.js";
 import { ToyModel, runStep, toyGenerate } from "./toy-model.js";
 
 const BS = 4;

@@ -15,7 +15,9 @@ import { test } from "node:test";
 import { Engine } from "../../src/engine/engine.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import type { KvCacheGeometry, ModelRunner } from "../../src/model/model-runner.js";
-import { type ModelConfig, Tokenizer, defaultModelDir, parseModelConfig, resolveSamplingParams } from "../../src/index.js";
+import { type ModelConfig, Tokenizer, resolveSamplingParams } from "../../src/ops-entry.js";
+import { defaultModelDir } from "../../src/index.js";
+import { parseModelConfig } from "../../src/model/config.js";
 
 const dir = defaultModelDir();
 const base = parseModelConfig(JSON.parse(readFileSync(join(dir, "config.json"), "utf8")));

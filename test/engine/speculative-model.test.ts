@@ -7,7 +7,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Engine, type EngineOptions } from "../../src/engine/engine.js";
-import { type LoadedModel, type Runtime, createRuntime, defaultModelDir, loadModel, resolveSamplingParams } from "../../src/index.js";
+import { type LoadedModel, type Runtime, createRuntime, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
+import { defaultModelDir } from "../../src/index.js";
 
 let rt: Runtime;
 let small: LoadedModel;

@@ -14,7 +14,9 @@ import { test } from "node:test";
 import { Engine, type EngineOutput, type EngineOptions } from "../../src/engine/engine.js";
 import type { DraftProposer } from "../../src/engine/ngram-proposer.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
-import { type SamplingParams, Tokenizer, defaultModelDir, parseModelConfig, resolveSamplingParams } from "../../src/index.js";
+import { type SamplingParams, Tokenizer, resolveSamplingParams } from "../../src/ops-entry.js";
+import { defaultModelDir } from "../../src/index.js";
+import { parseModelConfig } from "../../src/model/config.js";
 import { toyGenerate } from "./toy-model.js";
 import { ToyRunner, type ToyRunnerOptions } from "./toy-runner.js";
 

@@ -2,7 +2,7 @@
 // when they do, stop token ids and EOS, max tokens; on a real tokenizer.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { StopChecker, StopStringMatcher, Tokenizer } from "../../src/index.js";
+import { StopChecker, StopStringMatcher, Tokenizer } from "../../src/ops-entry.js";
 import { realTokenizerDir } from "../tokenizer/real-tokenizers.js";
 
 const qwen3 = Tokenizer.fromDir(realTokenizerDir("qwen3"));

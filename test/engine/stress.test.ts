@@ -10,7 +10,7 @@
 // is free.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { KvCacheManager, Request, Scheduler, type SchedulerOutput, buildForwardBatch } from "../../src/index.js";
+import { KvCacheManager, Request, Scheduler, type SchedulerOutput, buildForwardBatch } from "../../src/ops-entry.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import { ToyModel, rng, sampledMap, toyGenerate } from "./toy-model.js";
 

@@ -7,7 +7,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LoadProgressInfo, EngineModel, ModelLoadOptions } from "../../src/engine/loader-module.js";
-import { Tokenizer, parseModelConfig } from "../../src/index.js";
+import { Tokenizer } from "../../src/ops-entry.js";
+import { parseModelConfig } from "../../src/model/config.js";
 import type { Runtime } from "../../src/runtime/runtime.js";
 import { ToyRunner } from "./toy-runner.js";
 

@@ -6,7 +6,7 @@
 // another sequence's entries and changes the output; reading a slot never
 // written throws.
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
-import { type Scheduler, type SchedulerOutput, buildForwardBatch } from "../../src/index.js";
+import { type Scheduler, type SchedulerOutput, buildForwardBatch } from "../../src/ops-entry.js";
 
 export const VOCAB = 1000;
 const SEED = 2166136261;

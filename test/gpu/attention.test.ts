@@ -18,7 +18,7 @@ import {
   referenceFlashAttention,
   referenceIncreFlashAttention,
   referencePagedAttention,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import { GPU_PLAN_SLOTS, GpuDevice, GpuError, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "../../src/gpu/index.js";
 import { freeAll, host, hostCache, lseShapeOf, materialize, randomTensor, rng, tensorOf, uniform } from "../attention/support.js";
 import { pagedFixture } from "../kv/paged-support.js";

@@ -10,7 +10,7 @@
 // (linearMagnitude: f32 accumulation in another order).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError } from "../../src/index.js";
+import { ArgumentError } from "../../src/ops-entry.js";
 import { GpuDecoderOps, type GpuQ8Weight, type GpuView, packQ8Weight, ropeCosSinCache } from "../../src/gpu/decoder-ops.js";
 import type { GpuDevice } from "../../src/gpu/index.js";
 import { linearMagnitude, linearReference } from "../../src/ops/reference/linear.js";

@@ -3,7 +3,7 @@
 // Runs on the adapter support.ts opens (SwiftShader in CI).
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { ArgumentError } from "../../src/index.js";
+import { ArgumentError } from "../../src/ops-entry.js";
 import { GpuDevice, GpuError, parseDeviceKind } from "../../src/gpu/index.js";
 import { sizeClass } from "../../src/gpu/buffer-pool.js";
 import { chooseTile, tileBytes } from "../../src/gpu/wgsl/flash-attention.js";

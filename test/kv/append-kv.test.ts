@@ -3,7 +3,7 @@
 // untouched, and rejects bad slot mappings and shapes by name.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { PagedKvCache, type PagedKvCacheOptions, type Runtime, Tensor, appendKv, createRuntime } from "../../src/index.js";
+import { PagedKvCache, type PagedKvCacheOptions, type Runtime, Tensor, appendKv, createRuntime } from "../../src/ops-entry.js";
 import { referenceGatherKv, referenceQuantizeRow } from "../../src/kv/reference.js";
 
 let rt: Runtime;

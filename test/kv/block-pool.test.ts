@@ -3,7 +3,7 @@
 // and errors naming the block id for broken invariants. Exact ids throughout.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ArgumentError, BlockPool } from "../../src/index.js";
+import { ArgumentError, BlockPool } from "../../src/ops-entry.js";
 
 /** Everything observable about a pool, to compare before and after a failed call. */
 function snapshot(pool: BlockPool) {

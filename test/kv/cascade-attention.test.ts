@@ -18,7 +18,7 @@ import {
   pagedAttention,
   planCascadeAttention,
   referencePagedAttention,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import { assertClose } from "../attention/support.js";
 import { maxRelError, offsets, pagedFixture, rng } from "./paged-support.js";
 

@@ -18,7 +18,7 @@ import {
   pagedAttention,
   planPagedAttention,
   referencePagedAttention,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import { assertClose, assertIdentical } from "../attention/support.js";
 import { contiguousKv, offsets, pagedFixture, paddedFromPaged, rng, runPaged as runPagedIn } from "./paged-support.js";
 

@@ -2,7 +2,15 @@
 // appendKv from known f32 rows, its blocks scattered by a random permutation,
 // the same rows as a padded or contiguous cache, and a ragged query batch.
 import assert from "node:assert/strict";
-import { type PagedAttentionOptions, PagedKvCache, type PagedKvCacheOptions, type Runtime, Tensor, appendKv, pagedAttention } from "../../src/index.js";
+import {
+  type PagedAttentionOptions,
+  PagedKvCache,
+  type PagedKvCacheOptions,
+  type Runtime,
+  Tensor,
+  appendKv,
+  pagedAttention,
+} from "../../src/ops-entry.js";
 import { storageArray } from "../../src/tensor/codec.js";
 
 export { rng } from "../helpers/random.js";

@@ -15,7 +15,7 @@ import {
   increFlashAttention,
   pagedAttention,
   planPagedAttention,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 
 let rt: Runtime;
 before(async () => {

@@ -6,7 +6,15 @@
 // for gaussian data with outliers is measured and logged per mode.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { type Int8Path, type PagedAttentionOptions, type PagedKvCacheOptions, type Runtime, createRuntime, pagedAttention, referencePagedAttention } from "../../src/index.js";
+import {
+  type Int8Path,
+  type PagedAttentionOptions,
+  type PagedKvCacheOptions,
+  type Runtime,
+  createRuntime,
+  pagedAttention,
+  referencePagedAttention,
+} from "../../src/ops-entry.js";
 import { assertClose } from "../attention/support.js";
 import { gaussian, maxRelError, offsets, pagedFixture, rng, runPaged } from "./paged-support.js";
 

@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { ArgumentError, LLM, type LoadProgressEvent, convertModelDirToGguf } from "../../src/index.js";
-import { writeTinyModel } from "../../src/testing/index.js";
+import { ArgumentError, LLM, type LoadProgressEvent } from "../../src/index.js";
+import { convertModelDirToGguf, writeTinyModel } from "../../src/testing/index.js";
 import { MockHub, readTree } from "../helpers/mock-hub.js";
 
 let hub: MockHub;

@@ -3,7 +3,9 @@
 // unsupported, missing or mistyped keys and for checkpoints that do not match.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type ModelConfig, checkWeights, expectedWeights, parseModelConfig } from "../../src/index.js";
+import { type ModelConfig } from "../../src/ops-entry.js";
+import { checkWeights, expectedWeights } from "../../src/model/weight-names.js";
+import { parseModelConfig } from "../../src/model/config.js";
 
 // Key values as published in each model's config.json.
 const LLAMA31_8B = {

@@ -13,8 +13,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { type KvDtypeSetting, type Runtime, type WeightsSetting, createRuntime, loadModel, referenceForward } from "../../src/index.js";
-import { TINY_ARCHS, type TinyArch, writeTinyModel } from "../../src/testing/index.js";
+import { type KvDtypeSetting, type Runtime, type WeightsSetting, createRuntime, loadModel } from "../../src/ops-entry.js";
+import { referenceForward, TINY_ARCHS, type TinyArch, writeTinyModel } from "../../src/testing/index.js";
 import { Blocks, dequantizedWeights, makeBatch, relErr, row } from "./decoder-support.js";
 
 let rt: Runtime;

@@ -2,7 +2,9 @@
 // ForwardBatches over a simple block allocator, the float64 oracle's weights
 // from a model directory, and error measures.
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
-import { type DecoderWeights, type ModelConfig, type ReferenceWeights, type Runtime, type Tensor, type Weight, dequantizeWeight, loadModelDir } from "../../src/index.js";
+import { type DecoderWeights } from "../../src/model/decoder-weights.js";
+import { type ModelConfig, type Runtime, type Tensor, type Weight, dequantizeWeight, loadModelDir } from "../../src/ops-entry.js";
+import { type ReferenceWeights } from "../../src/testing/index.js";
 
 /** One sequence's part of a step: its blocks, where its new tokens start, the tokens, and which logits to return. */
 export interface SeqStep {

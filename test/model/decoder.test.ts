@@ -11,19 +11,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import {
-  type LoadedModel,
-  type ReferenceWeights,
-  type Runtime,
-  type TensorToWrite,
-  createRuntime,
-  freeTensors,
-  loadModel,
-  loadSafetensors,
-  referenceForward,
-  writeSafetensors,
-} from "../../src/index.js";
-import { TINY_ARCHS, type TinyArch, writeTinyModel } from "../../src/testing/index.js";
+import { type LoadedModel, type Runtime, createRuntime, loadModel } from "../../src/ops-entry.js";
+import { type ReferenceWeights, referenceForward, TINY_ARCHS, type TinyArch, writeTinyModel } from "../../src/testing/index.js";
+import { type TensorToWrite, writeSafetensors } from "../../src/model/safetensors-writer.js";
+import { freeTensors, loadSafetensors } from "../../src/model/safetensors.js";
 import { Blocks, makeBatch, referenceWeights, relErr, row } from "./decoder-support.js";
 
 let rt: Runtime;

@@ -6,7 +6,8 @@ import assert from "node:assert/strict";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { type Runtime, createRuntime, defaultModelDir, generate, loadModel, loadModelDir, resolveSamplingParams, samplingDefaults } from "../../src/index.js";
+import { type Runtime, createRuntime, generate, loadModel, loadModelDir, resolveSamplingParams, samplingDefaults } from "../../src/ops-entry.js";
+import { defaultModelDir } from "../../src/index.js";
 
 let rt: Runtime;
 before(async () => {

@@ -7,7 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { type Runtime, createRuntime, loadModel, referenceForward } from "../../src/index.js";
+import { type Runtime, createRuntime, loadModel } from "../../src/ops-entry.js";
+import { referenceForward } from "../../src/testing/index.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { makeBatch, referenceWeights, relErr, row } from "./decoder-support.js";
 

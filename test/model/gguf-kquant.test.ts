@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { type Runtime, WeightStack, createRuntime, dequantizeWeight, loadModel } from "../../src/index.js";
+import { type Runtime, WeightStack, createRuntime, dequantizeWeight, loadModel } from "../../src/ops-entry.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
 import { ggufWeightSizes, openGgufModel, resolveGgufWeights } from "../../src/model/gguf/gguf-model.js";

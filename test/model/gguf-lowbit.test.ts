@@ -16,7 +16,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { type Runtime, type WeightsSetting, createRuntime, loadModel } from "../../src/index.js";
+import { type Runtime, type WeightsSetting, createRuntime, loadModel } from "../../src/ops-entry.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { type GgufQuantMix, convertModelDirToGguf } from "../../src/model/gguf/convert.js";
 import { ggufWeightSizes, openGgufModel, resolveGgufWeights } from "../../src/model/gguf/gguf-model.js";

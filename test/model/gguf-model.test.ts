@@ -13,7 +13,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { type Runtime, type WeightsSetting, createRuntime, loadModel, loadModelDir } from "../../src/index.js";
+import { type Runtime, type WeightsSetting, createRuntime, loadModel, loadModelDir } from "../../src/ops-entry.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { convertModelDirToGguf, matrixType, type GgufQuantMix } from "../../src/model/gguf/convert.js";
 import { dequantize } from "../../src/model/gguf/dequantize.js";

@@ -8,18 +8,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import {
-  ArgumentError,
-  type Runtime,
-  createRuntime,
-  createSyntheticModel,
-  kvBytesPerBlock,
-  loadModel,
-  parseModelConfig,
-  qwen25HalfBConfig,
-  weightBytes,
-} from "../../src/index.js";
-import { writeTinyModel } from "../../src/testing/index.js";
+import { ArgumentError, type Runtime, createRuntime, loadModel, weightBytes } from "../../src/ops-entry.js";
+import { createSyntheticModel, qwen25HalfBConfig, writeTinyModel } from "../../src/testing/index.js";
+import { kvBytesPerBlock } from "../../src/model/loader.js";
+import { parseModelConfig } from "../../src/model/config.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import { Blocks, makeBatch, relErr } from "./decoder-support.js";
 

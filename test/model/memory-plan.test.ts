@@ -10,8 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { loadEngineModel } from "../../src/model/default-loader.js";
-import { type RunnerOptions, runtimeMachineMemory, withRuntimeMachine } from "../../src/model/loader.js";
-import { ArgumentError, type Runtime, createRuntime, defaultModelDir, describePlacement, kvBytesPerBlock, loadModel, parseModelConfig, planRunner } from "../../src/index.js";
+import { type RunnerOptions, runtimeMachineMemory, withRuntimeMachine, kvBytesPerBlock, planRunner } from "../../src/model/loader.js";
+import { ArgumentError, defaultModelDir } from "../../src/index.js";
+import { type Runtime, createRuntime, describePlacement, loadModel } from "../../src/ops-entry.js";
+import { parseModelConfig } from "../../src/model/config.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 
 const GIB = 2 ** 30;

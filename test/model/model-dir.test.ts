@@ -6,16 +6,12 @@ import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import {
-  type Runtime,
-  createRuntime,
-  expectedWeights,
-  loadModelDir,
-  parseGenerationConfig,
-  readModelDirInfo,
-  readSafetensorsHeader,
-  writeSafetensors,
-} from "../../src/index.js";
+import { type Runtime, createRuntime, loadModelDir } from "../../src/ops-entry.js";
+import { expectedWeights } from "../../src/model/weight-names.js";
+import { parseGenerationConfig } from "../../src/model/generation-config.js";
+import { readModelDirInfo } from "../../src/model/model-dir.js";
+import { readSafetensorsHeader } from "../../src/model/safetensors.js";
+import { writeSafetensors } from "../../src/model/safetensors-writer.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 
 let rt: Runtime;

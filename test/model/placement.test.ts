@@ -16,9 +16,9 @@ import {
   createRuntime,
   describePlacement,
   loadModel,
-  planRunner,
   resolveSamplingParams,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
+import { planRunner } from "../../src/model/loader.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import type { SyncModelRunner } from "../../src/model/model-runner.js";

@@ -6,13 +6,8 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import {
-  type Runtime,
-  createRuntime,
-  expectedWeights,
-  loadModelDir,
-  roundTo,
-} from "../../src/index.js";
+import { type Runtime, createRuntime, loadModelDir, roundTo } from "../../src/ops-entry.js";
+import { expectedWeights } from "../../src/model/weight-names.js";
 import { TINY_ARCHS, writeTinyModel } from "../../src/testing/index.js";
 
 let rt: Runtime;

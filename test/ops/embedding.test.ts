@@ -3,7 +3,17 @@
 // the tied LM head.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, type Runtime, Tensor, WEIGHT_FORMATS, createRuntime, createWeight, dequantizeWeight, embedding, linear } from "../../src/index.js";
+import {
+  ArgumentError,
+  type Runtime,
+  Tensor,
+  WEIGHT_FORMATS,
+  createRuntime,
+  createWeight,
+  dequantizeWeight,
+  embedding,
+  linear,
+} from "../../src/ops-entry.js";
 import { linearReference } from "../../src/ops/reference/linear.js";
 import { assertWithin, randn } from "../helpers/random.js";
 

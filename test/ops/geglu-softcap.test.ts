@@ -8,7 +8,7 @@
 // absolute (tanh to a few ulp of 1, times cap); scale exact (one f32 product).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, type Runtime, Tensor, createRuntime } from "../../src/index.js";
+import { ArgumentError, type Runtime, Tensor, createRuntime } from "../../src/ops-entry.js";
 import { gegluReference } from "../../src/ops/reference/swiglu.js";
 import { softcapReference } from "../../src/ops/reference/softcap.js";
 import { scale } from "../../src/ops/scale.js";

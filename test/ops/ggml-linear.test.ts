@@ -32,7 +32,7 @@ import {
   dequantizeWeight,
   linear,
   stackWeights,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import { GGML_TYPES } from "../../src/model/gguf/format.js";
 import { dequantize } from "../../src/model/gguf/dequantize.js";
 import { quantize } from "../../src/model/gguf/quantize.js";

@@ -14,7 +14,19 @@
 // the chunks' column order (activation.ts Q4_ORDER).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, type Int8DotMode, type Runtime, Tensor, createRuntime, createWeight, defaultInt8Dot, dequantizeWeight, kernelFlavorAvailable, linear, relaxedInt8DotHere } from "../../src/index.js";
+import {
+  ArgumentError,
+  type Int8DotMode,
+  type Runtime,
+  Tensor,
+  createRuntime,
+  createWeight,
+  defaultInt8Dot,
+  dequantizeWeight,
+  kernelFlavorAvailable,
+  linear,
+  relaxedInt8DotHere,
+} from "../../src/ops-entry.js";
 import { linearMagnitude, linearReference, quantizeActivationReference } from "../../src/ops/reference/linear.js";
 import { assertWithin, randn } from "../helpers/random.js";
 

@@ -22,7 +22,7 @@ import {
   createWeight,
   dequantizeWeight,
   linear,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import { linearMagnitude, linearReference, quantizeActivationReference } from "../../src/ops/reference/linear.js";
 import { assertWithin, randn, relRms } from "../helpers/random.js";
 

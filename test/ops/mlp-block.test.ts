@@ -17,7 +17,7 @@ import {
   linear,
   rmsNorm,
   swiglu,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import { linearReference } from "../../src/ops/reference/linear.js";
 import { rmsNormReference } from "../../src/ops/reference/rmsnorm.js";
 import { swigluReference } from "../../src/ops/reference/swiglu.js";

@@ -6,7 +6,7 @@
 // squares (two accumulators) dominates; the rest is a few roundings.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, type Runtime, Tensor, addRmsNorm, createRuntime, rmsNorm } from "../../src/index.js";
+import { ArgumentError, type Runtime, Tensor, addRmsNorm, createRuntime, rmsNorm } from "../../src/ops-entry.js";
 import { rmsNormReference } from "../../src/ops/reference/rmsnorm.js";
 import { addReference } from "../../src/ops/reference/add.js";
 import { assertWithin, randn } from "../helpers/random.js";

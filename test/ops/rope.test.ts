@@ -7,7 +7,7 @@
 // to f32 and three f32 roundings; both sides use the same f32 angle.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, Rope, type RopeTable, type Runtime, Tensor, createRuntime, ropeInvFreq } from "../../src/index.js";
+import { ArgumentError, Rope, type RopeTable, type Runtime, Tensor, createRuntime, ropeInvFreq } from "../../src/ops-entry.js";
 import { ropeReference } from "../../src/ops/reference/rope.js";
 import { assertWithin, randn, rng } from "../helpers/random.js";
 

@@ -5,7 +5,7 @@
 // roundings), plus 1e-36 absolute where silu underflows (g ≪ −87).
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ArgumentError, type Runtime, Tensor, add, createRuntime, swiglu } from "../../src/index.js";
+import { ArgumentError, type Runtime, Tensor, add, createRuntime, swiglu } from "../../src/ops-entry.js";
 import { addReference } from "../../src/ops/reference/add.js";
 import { swigluReference } from "../../src/ops/reference/swiglu.js";
 import { assertWithin, randn, uniform } from "../helpers/random.js";

@@ -17,7 +17,7 @@ import {
   encodeValue,
   roundTo,
   weightBytes,
-} from "../../src/index.js";
+} from "../../src/ops-entry.js";
 import { type QuantizedRow, dequantizeRow, quantizeQ4, quantizeQ8 } from "../../src/ops/reference/quantize.js";
 import { randn, relRms } from "../helpers/random.js";
 

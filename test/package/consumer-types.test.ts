@@ -1,6 +1,6 @@
 // kvflash's published types, compiled as a consumer compiles them: a strict TypeScript project
 // that installs nothing but kvflash (no @types/node of its own, `types: []`), importing the main
-// entry, kvflash/testing and kvflash/gpu. The .d.ts files use Node's types (node:http servers,
+// entry, kvflash/ops, kvflash/testing and kvflash/gpu. The .d.ts files use Node's types (node:http servers,
 // NodeJS.ProcessEnv) and the WebGPU ones; the package declares @types/node and @webgpu/types as
 // dependencies and its entry points reference them, so this compiles. Before, it failed with
 // "Cannot find module 'node:http'".
@@ -36,12 +36,14 @@ function compileConsumer(main: string[]): void {
 
 test("a strict consumer without @types/node type-checks against kvflash's .d.ts", () => {
   compileConsumer([
-    `import { serve, createRuntime, type RunningServer } from "kvflash";`,
+    `import { LLM, serve, type ChatResult, type RunningServer } from "kvflash";`,
+    `import { createRuntime, flashAttention } from "kvflash/ops";`,
     `import { writeTinyModel } from "kvflash/testing";`,
+    `const chat = async (llm: LLM): Promise<string> => ((await llm.chat([{ role: "user", content: "Hi" }])) satisfies ChatResult).text;`,
     `const running: RunningServer = await serve({ port: 0 });`,
     `const rt = await createRuntime({ threads: 1 });`,
     `const port: number = running.server.http.listening ? 1 : 0;`,
-    `export { rt, port, writeTinyModel };`,
+    `export { rt, port, writeTinyModel, chat, flashAttention };`,
   ]);
 });
 

@@ -2,7 +2,7 @@
 // free, coalescing, growth, the 4 GiB ceiling, and the step arena.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Allocator, OutOfMemoryError, StepArena } from "../../src/index.js";
+import { Allocator, OutOfMemoryError, StepArena } from "../../src/ops-entry.js";
 
 const newMemory = (pages = 1) => new WebAssembly.Memory({ initial: pages, maximum: 65536, shared: true });
 

@@ -15,8 +15,8 @@ import { workerExecArgv } from "../../src/runtime/worker-exec-argv.js";
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 
 const USE = [
-  `const rt = await k.createRuntime({ threads: 2 });`,
-  `const x = rt.tensor("f32", [3]).set([1, 2.5, 70000]); const h = rt.tensor("f16", [3]); k.convert(rt, x, h);`,
+  `const o = await import("kvflash/ops"); const rt = await o.createRuntime({ threads: 2 });`,
+  `const x = rt.tensor("f32", [3]).set([1, 2.5, 70000]); const h = rt.tensor("f16", [3]); o.convert(rt, x, h);`,
   `console.log("converted", Array.from(h.toFloat32()).join(","), rt.threads); await rt.dispose();`,
   `const s = await k.serve({ port: 0, threads: 2 }); await s.ready; console.log("served", (await fetch(s.url + "/health")).status); await s.close();`,
 ];

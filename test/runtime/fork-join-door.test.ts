@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { Worker } from "node:worker_threads";
 import { after, before, test } from "node:test";
-import { type Runtime, createRuntime } from "../../src/index.js";
+import { type Runtime, createRuntime } from "../../src/ops-entry.js";
 import { CLOSED, CONTROL_SLOTS, STATE, closeTask, enterTask, leaveTask, openTask } from "../../src/runtime/control.js";
 
 const CONTROL_URL = new URL("../../src/runtime/control.js", import.meta.url).href;

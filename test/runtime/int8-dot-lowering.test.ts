@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
-import { createRuntime, kernelFlavorAvailable } from "../../src/index.js";
+import { createRuntime, kernelFlavorAvailable } from "../../src/ops-entry.js";
 import { INT8_DOT_LOWERINGS, type Int8DotLowering, classifyInt8Dot, defaultInt8Dot, relaxedInt8DotLoweringHere } from "../../src/runtime/module.js";
 
 /** Lane 0 of each lowering's dot of splat(a) and splat(b) (b a byte 0..255) plus acc, written out per byte. */

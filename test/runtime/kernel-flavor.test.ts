@@ -4,7 +4,16 @@
 // thread of a runtime runs the module its rt.kernels names.
 import assert from "node:assert/strict";
 import { afterEach, test } from "node:test";
-import { ArgumentError, type KernelFlavor, createRuntime, defaultInt8Dot, defaultKernelFlavor, kernelFlavorAvailable, relaxedPreferred, resolveKernelFlavor } from "../../src/index.js";
+import {
+  ArgumentError,
+  type KernelFlavor,
+  createRuntime,
+  defaultInt8Dot,
+  defaultKernelFlavor,
+  kernelFlavorAvailable,
+  relaxedPreferred,
+  resolveKernelFlavor,
+} from "../../src/ops-entry.js";
 import { relaxedInt8DotLoweringHere } from "../../src/runtime/module.js";
 
 const savedEnv = process.env["KVFLASH_KERNELS"];

@@ -3,7 +3,7 @@
 // operands from two memories is refused naming both, and copyTensor crosses.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { ArgumentError, type Runtime, Tensor, add, copyTensor, createRuntime, createWeight, linear, memoryName } from "../../src/index.js";
+import { ArgumentError, type Runtime, Tensor, add, copyTensor, createRuntime, createWeight, linear, memoryName } from "../../src/ops-entry.js";
 
 let rt: Runtime;
 let rt1: Runtime;

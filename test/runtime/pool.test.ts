@@ -2,7 +2,7 @@
 // surface as KernelError naming the kernel, and the pool keeps working.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { KernelError, type Runtime, createRuntime, resolveThreads } from "../../src/index.js";
+import { KernelError, type Runtime, createRuntime, resolveThreads } from "../../src/ops-entry.js";
 
 describe("parallelFor", () => {
   let rt: Runtime;
@@ -90,7 +90,7 @@ test("a runtime that is never disposed does not keep the process alive", async (
   const { mkdtempSync, writeFileSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
-  const url = new URL("../../src/index.js", import.meta.url).href;
+  const url = new URL("../../src/ops-entry.js", import.meta.url).href;
   const file = join(mkdtempSync(join(tmpdir(), "kvflash-")), "forget-dispose.mjs");
   writeFileSync(file, `const { createRuntime } = await import(${JSON.stringify(url)});\nconst rt = await createRuntime({ threads: 3 });\nrt.parallelFor("task_noop", 10);\nconsole.log("done");\n`);
   const env = { ...process.env };

@@ -5,7 +5,8 @@
 // only end-of-sequence; json_object refuses a top-level array.
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
-import { Tokenizer, defaultModelDir } from "../../src/index.js";
+import { Tokenizer } from "../../src/ops-entry.js";
+import { defaultModelDir } from "../../src/index.js";
 import { Fields } from "../../src/server/fields.js";
 import { parseGrammarFields } from "../../src/server/structured-request.js";
 import type { ToolDefinition, ToolPlan } from "../../src/server/tool-calls.js";

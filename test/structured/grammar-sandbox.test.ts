@@ -6,7 +6,8 @@
 // backend's cache stays within its entries.
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
-import { Tokenizer, defaultModelDir } from "../../src/index.js";
+import { Tokenizer } from "../../src/ops-entry.js";
+import { defaultModelDir } from "../../src/index.js";
 import { CACHE_ENTRIES, GrammarBackend } from "../../src/structured/grammar-backend.js";
 import { GrammarRejectedError, GrammarSandbox, type GrammarSandboxOptions } from "../../src/structured/grammar-sandbox.js";
 import type { GrammarSpec } from "../../src/structured/grammar-spec.js";

@@ -3,7 +3,7 @@
 // TypeScript codec bit for bit.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { type CodedFloatDType, DTYPE_CODE, type Runtime, createRuntime, decodeToF32Bits, decodeValue, encodeValue } from "../../src/index.js";
+import { type CodedFloatDType, DTYPE_CODE, type Runtime, createRuntime, decodeToF32Bits, decodeValue, encodeValue } from "../../src/ops-entry.js";
 
 const FORMATS: { dtype: CodedFloatDType; codes: number; nan: number; max: number; maxCode: number }[] = [
   { dtype: "f16", codes: 1 << 16, nan: 0x7e00, max: 65504, maxCode: 0x7bff },

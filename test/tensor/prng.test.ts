@@ -1,7 +1,7 @@
 // The seeded PRNG: a pure function of the seed, uniform enough for sampling and weights.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Prng } from "../../src/index.js";
+import { Prng } from "../../src/ops-entry.js";
 
 test("the stream is a function of the seed; nearby seeds give unrelated streams", () => {
   const draw = (seed: number) => {

@@ -1,7 +1,7 @@
 // Tensor views and the shape/stride checks: errors name the argument and the value.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { type Runtime, Tensor, convert, createRuntime } from "../../src/index.js";
+import { type Runtime, Tensor, convert, createRuntime } from "../../src/ops-entry.js";
 import { broadcastStrides, checkDims, checkInt, checkStrides, contiguousStrides } from "../../src/tensor/check.js";
 
 let rt: Runtime;

@@ -8,9 +8,9 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { ArgumentError, Tokenizer, renderChatTemplate, serve } from "../../src/index.js";
-import { LLAMA2_CHAT_TEMPLATE } from "../../src/testing/index.js";
-import { writeTinyModel } from "../../src/testing/index.js";
+import { ArgumentError, serve } from "../../src/index.js";
+import { Tokenizer, renderChatTemplate } from "../../src/ops-entry.js";
+import { LLAMA2_CHAT_TEMPLATE, writeTinyModel } from "../../src/testing/index.js";
 import { realTokenizerDir } from "./real-tokenizers.js";
 
 const llama3 = Tokenizer.fromDir(realTokenizerDir("llama3"));

@@ -10,7 +10,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
-import { Tokenizer, defaultModelDir } from "../../src/index.js";
+import { Tokenizer } from "../../src/ops-entry.js";
+import { defaultModelDir } from "../../src/index.js";
 import { chunkCuts, chunkableSentencePiece } from "../../src/tokenizer/chunked-encoding.js";
 import { realTokenizerDir } from "./real-tokenizers.js";
 

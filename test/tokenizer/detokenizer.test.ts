@@ -3,7 +3,7 @@
 // space after a prompt.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { IncrementalDetokenizer, Tokenizer } from "../../src/index.js";
+import { IncrementalDetokenizer, Tokenizer } from "../../src/ops-entry.js";
 import { realTokenizerDir } from "./real-tokenizers.js";
 
 const tokenizers = {

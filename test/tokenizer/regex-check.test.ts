@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { readJsonFile } from "../../src/json-file.js";
-import { ArgumentError, Tokenizer } from "../../src/index.js";
+import { ArgumentError, Tokenizer } from "../../src/ops-entry.js";
 import { REGEX_CHECK, checkTokenizerRegexes } from "../../src/tokenizer/regex-check.js";
 import { realTokenizerDir } from "./real-tokenizers.js";
 

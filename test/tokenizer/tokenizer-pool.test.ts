@@ -10,7 +10,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { readJsonFile } from "../../src/json-file.js";
-import { Tokenizer, defaultModelDir } from "../../src/index.js";
+import { Tokenizer } from "../../src/ops-entry.js";
+import { defaultModelDir } from "../../src/index.js";
 import { JobCancelledError, JobTimeoutError, TokenizerPool } from "../../src/tokenizer/tokenizer-pool.js";
 
 const source = { kind: "dir", path: defaultModelDir() } as const;

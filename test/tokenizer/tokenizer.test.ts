@@ -5,7 +5,7 @@
 // round trips on multilingual text, emoji, whitespace runs and special tokens.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { Tokenizer } from "../../src/index.js";
+import { Tokenizer } from "../../src/ops-entry.js";
 import { realTokenizerDir } from "./real-tokenizers.js";
 
 const llama3 = Tokenizer.fromDir(realTokenizerDir("llama3"));

@@ -20,12 +20,13 @@
 import { execSync } from "node:child_process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { loadBuild } from "./load-build.mjs";
 const url = (dir, path) => pathToFileURL(resolve(dir, path)).href;
 const [kernels, roundsS, casesS, ...dirs] = process.argv.slice(2);
 const rounds = Number(roundsS);
 const H = +(process.env.H ?? 32), HKV = +(process.env.HKV ?? 8), D = +(process.env.D ?? 128);
 const libs = [];
-for (const d of dirs) libs.push({ dir: d, lib: await import(url(d, "dist/src/index.js")) });
+for (const d of dirs) libs.push({ dir: d, lib: await loadBuild(d) });
 const ceilMod = await import(url(dirs[0], "dist/bench/ceilings.js"));
 const bytesOf = (dt) => (dt === "f32" ? 4 : 2);
 function fill(t, seed) {

@@ -11,7 +11,7 @@
 //   node tools/ab-builds/ab-flavors.mjs WEIGHTS PROMPT STEPS ROUNDS   # e.g. q8 512 24 3
 //   env FLAVORS (default baseline,relaxed), DIRS (built checkouts, comma-separated;
 //   default $DIR, else .), e.g. DIRS=/tmp/kvflash-base,. FLAVORS=baseline … f32 256 8 3
-import { resolve } from "node:path"; import { pathToFileURL } from "node:url";
+import { loadBuild } from "./load-build.mjs";
 const [weights, P, S, R] = [process.argv[2], ...process.argv.slice(3).map(Number)];
 const dirs = (process.env.DIRS ?? process.env.DIR ?? ".").split(",");
 const sides = [];
@@ -19,7 +19,7 @@ const nb = Math.ceil((P + S + 2) / 16);
 const table = Int32Array.from({ length: nb }, (_, i) => i);
 const batch = (start, n) => ({ tokens: Int32Array.from({ length: n }, (_, i) => ((start + i) * 2654435761) % 151936 >>> 0), positions: Int32Array.from({ length: n }, (_, i) => start + i), cuSeqlensQ: Int32Array.of(0, n), seqLens: Int32Array.of(start + n), blockTable: table, maxBlocksPerSeq: nb, slotMapping: Int32Array.from({ length: n }, (_, i) => start + i), logitIndices: Int32Array.of(n - 1) });
 for (const dir of dirs) {
-  const lib = await import(pathToFileURL(resolve(dir, "dist/src/index.js")).href);
+  const lib = await loadBuild(dir);
   for (const kernels of (process.env.FLAVORS ?? "baseline,relaxed").split(",")) {
     const rt = await lib.createRuntime({ threads: 2, kernels });
     const model = lib.createSyntheticModel(rt, { config: lib.qwen25HalfBConfig(), weights, kvDtype: "bf16", numBlocks: nb + 1, maxBatchTokens: P });

@@ -13,13 +13,14 @@
 import { execSync } from "node:child_process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { loadBuild } from "./load-build.mjs";
 const url = (dir, path) => pathToFileURL(resolve(dir, path)).href;
 const [kernels, promptS, stepsS, dtypesS, ...dirs] = process.argv.slice(2);
 const prompt = +promptS, steps = +stepsS, dtypes = dtypesS.split(",");
 const sides = [];
 const ids = Array.from({ length: prompt }, (_, i) => (i * 2654435761) % 151936 >>> 0);
 for (const dir of dirs) {
-  const lib = await import(url(dir, "dist/src/index.js"));
+  const lib = await loadBuild(dir);
   const { argmax } = await import(url(dir, "dist/src/engine/sampler.js"));
   const { KvCacheManager } = await import(url(dir, "dist/src/engine/kv-cache-manager.js"));
   const { Scheduler } = await import(url(dir, "dist/src/engine/scheduler.js"));

@@ -3,7 +3,7 @@
 //
 // Usage: node sample.mjs <model dir> [--json out.json] [question ...]
 import { writeFileSync } from "node:fs";
-import { createRuntime, generate, loadModel, resolveSamplingParams, samplingDefaults } from "../../dist/src/index.js";
+import { createRuntime, generate, loadModel, resolveSamplingParams, samplingDefaults } from "../../dist/src/ops-entry.js";
 
 const args = process.argv.slice(2);
 const dir = args.shift();

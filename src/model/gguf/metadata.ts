@@ -3,7 +3,7 @@
  * the value on every error, as config.ts's Keys does for config.json.
  */
 import { ArgumentError, show } from "../../errors.js";
-import type { GgufValue } from "./reader.js";
+import type { GgufValue } from "./value.js";
 
 export class GgufMetadata {
   constructor(

@@ -23,10 +23,9 @@ import {
   type GgmlType,
 } from "./format.js";
 import { GGUF_TOKENIZER_ARRAY_LIMITS } from "./tokenizer-limits.js";
+import type { GgufScalar, GgufValue } from "./value.js";
 
-/** A metadata value: scalars as JS values (64-bit integers as numbers when safe, else bigint), arrays as JS arrays. */
-export type GgufScalar = number | bigint | boolean | string;
-export type GgufValue = GgufScalar | GgufScalar[];
+export type { GgufScalar, GgufValue } from "./value.js";
 
 export interface GgufTensorInfo {
   name: string;

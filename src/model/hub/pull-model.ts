@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { readJsonFile } from "../../json-file.js";
 import { formatBytes } from "../../runtime/allocator.js";
 import { LoadProgress, type ProgressOptions } from "../progress.js";
-import type { ModelSource } from "../source.js";
+import type { ModelSource } from "../model-source.js";
 import { type FileMeta, type HubClient, HubError } from "./hub-client.js";
 import type { HubCache } from "./hub-cache.js";
 import { downloadFile } from "./hub-download.js";

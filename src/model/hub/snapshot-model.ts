@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import { readJsonFile } from "../../json-file.js";
-import type { ModelSource } from "../source.js";
+import type { ModelSource } from "../model-source.js";
 import type { HubCache } from "./hub-cache.js";
 import type { HubModelSpec } from "./model-spec.js";
 import { SINGLE_WEIGHTS, WEIGHTS_INDEX, chooseGguf, hasSafetensorsModel, isGguf, shardsOfIndex } from "./repo-files.js";
