@@ -70,7 +70,7 @@ export { type MachineMemory, type MemoryPlan } from "./model/memory-plan.js";
 export { type MemoryShare, type Placement, describePlacement } from "./model/placement.js";
 export { Decoder, type DecoderOptions } from "./model/decoder.js";
 export { type ForwardBatch } from "./model/forward-batch.js";
-export { type KvCacheGeometry, type ModelRunner } from "./model/model-runner.js";
+export { type KvCacheGeometry, type ModelRunner, type StepResult, type SyncModelRunner } from "./model/model-runner.js";
 export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, type FallbackChatTemplate, Tokenizer, type TokenizerOptions, type TokenizerSource } from "./tokenizer/tokenizer.js";
 export { type ChatContentPart, type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./tokenizer/chat-template.js";
 export { type DetokenizerOptions, IncrementalDetokenizer } from "./tokenizer/detokenizer.js";
@@ -84,4 +84,4 @@ export { KvCacheManager, type AllocateSlotsOptions, type ComputedBlocks, type Kv
 export { Scheduler, type RequestOutput, type ScheduledRequest, type SchedulerOptions, type SchedulerOutput, type SchedulerStats, type StopCallback, type StopDecision } from "./engine/scheduler.js";
 export { buildForwardBatch } from "./engine/forward-batch-builder.js";
 // Offline generation: one request through the engine's step loop.
-export { type GenerateOptions, type GenerateResult, type PhaseTiming, type RunRequestOptions, type StepInfo, type StepLoopOptions, generate, promptLogits, runRequest } from "./engine/offline-generate.js";
+export { type GenerateOptions, type GenerateResult, type PhaseTiming, type RequestTiming, type RunRequestOptions, type StepInfo, type StepLoopOptions, generate, promptLogits, runRequest } from "./engine/offline-generate.js";

@@ -9,7 +9,7 @@ import { type FlagReader } from "./flags.js";
 import { KV_DTYPE_SETTINGS, type KvDtypeSetting } from "../kv/kv-quant.js";
 import { WEIGHTS_SETTINGS, type WeightsSetting } from "../ops/weight.js";
 import { checkOneOf } from "../tensor/check.js";
-import { type DeviceKind, parseDeviceKind } from "../gpu/adapter.js";
+import { type DeviceKind, parseDeviceKind } from "../gpu/device-kind.js";
 
 export interface LoadFlags {
   /** --model as given: a path or a hub spec (resolved to a ModelSource by the command). */

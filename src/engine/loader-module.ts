@@ -6,7 +6,7 @@
  * directory or a GGUF file); tests and
  * embedders may name another module (a different runner, fault injection).
  */
-import type { DeviceKind } from "../gpu/adapter.js";
+import type { DeviceKind } from "../gpu/device-kind.js";
 import type { KvDtypeSetting } from "../kv/kv-quant.js";
 import type { ModelRunner } from "../model/model-runner.js";
 import type { ModelSource } from "../model/source.js";

@@ -6,19 +6,10 @@
  * recognised by `isFallbackAdapter` and by name (SwiftShader, llvmpipe,
  * lavapipe, WARP).
  */
-import { ArgumentError, show } from "../errors.js";
 import { SWIFTSHADER_ICD, WebGpuUnavailableError, loadWebGpu } from "./webgpu-module.js";
+import type { DeviceKind } from "./device-kind.js";
 
-export const DEVICE_KINDS = ["cpu", "webgpu", "auto"] as const;
-export type DeviceKind = (typeof DEVICE_KINDS)[number];
-
-/** Parses a `--device` value, naming the flag and the value when it is not one of DEVICE_KINDS. */
-export function parseDeviceKind(value: unknown, argument = "--device"): DeviceKind {
-  if (typeof value !== "string" || !(DEVICE_KINDS as readonly string[]).includes(value)) {
-    throw new ArgumentError(argument, `must be one of ${DEVICE_KINDS.join(" | ")}, got ${show(value)}`);
-  }
-  return value as DeviceKind;
-}
+export { DEVICE_KINDS, type DeviceKind, parseDeviceKind } from "./device-kind.js";
 
 /** What the startup line says about an adapter. */
 export interface AdapterDescription {

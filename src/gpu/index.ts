@@ -1,7 +1,9 @@
 /// <reference types="@webgpu/types" preserve="true" />
-// The WebGPU types (GPUDevice, GPUBuffer, …) of this entry's signatures: the reference, kept in the
-// emitted .d.ts, brings @webgpu/types into a consumer's program; it is a dependency of the optional
-// package "webgpu" that kvflash/gpu needs at run time, and a devDependency here for the build.
+/// <reference types="node" preserve="true" />
+// The WebGPU types (GPUDevice, GPUBuffer, …) and the Node types (the model runner loads files) of this
+// entry's signatures: the references, kept in the emitted .d.ts, bring @webgpu/types and @types/node
+// (both dependencies of kvflash) into a consumer's program. At run time kvflash/gpu needs the optional
+// package "webgpu".
 /**
  * kvflash/gpu: the WebGPU backend (../shared/ARCHITECTURE.md, "runtime/ gpu/"): device, adapter choice, operators.
  * @module kvflash/gpu
@@ -11,4 +13,5 @@ export { GpuDevice, type GpuDeviceOptions, GpuError, type GpuFeature, type GpuLi
 export { SWIFTSHADER_ICD, WebGpuUnavailableError, loadWebGpu } from "./webgpu-module.js";
 export { GPU_PLAN_SLOTS, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "./attention.js";
 export { GpuModelRunner, type GpuModelRunnerOptions } from "./model-runner.js";
+export type { GpuKvDtype } from "./wgsl/kv-load.js";
 export { type LoadedGpuModel, loadGpuModel } from "./load-model.js";

@@ -6,7 +6,7 @@
  * model is ready. The CLI, the tests and the serve benchmark all start
  * servers through here.
  */
-import type { DeviceKind } from "../gpu/adapter.js";
+import type { DeviceKind } from "../gpu/device-kind.js";
 import type { ToolParserName } from "./tool-parsers.js";
 import { ArgumentError } from "../errors.js";
 import { defaultModelDir } from "../model/default-model.js";
