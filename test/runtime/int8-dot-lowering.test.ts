@@ -81,12 +81,12 @@ function forcedLowerings(): { flags: string[]; lowering: Int8DotLowering; pairs?
 const forced = forcedLowerings();
 const here = fileURLToPath(new URL(".", import.meta.url));
 const moduleJs = fileURLToPath(new URL("../../src/runtime/module.js", import.meta.url));
-const indexJs = fileURLToPath(new URL("../../src/index.js", import.meta.url));
+const opsJs = fileURLToPath(new URL("../../src/ops-entry.js", import.meta.url));
 const suites = ["../ops/linear-int8-dot.test.js", "../ops/ggml-linear.test.js"].map((f) => fileURLToPath(new URL(f, import.meta.url)));
 
 for (const { flags, lowering, pairs } of forced) {
   test(`under ${flags.join(" ")}: the relaxed dot lowers ${lowering}, and the q8 and K-quant conformance suites pass on it`, () => {
-    const probe = spawnSync(process.execPath, [...flags, "--input-type=module", "-e", `import { relaxedInt8DotLoweringHere } from ${JSON.stringify(moduleJs)}; import { createRuntime } from ${JSON.stringify(indexJs)}; const rt = await createRuntime({ threads: 1, kernels: "relaxed" }); console.log(relaxedInt8DotLoweringHere(), rt.kquantPairs); await rt.dispose();`], { encoding: "utf8", cwd: here });
+    const probe = spawnSync(process.execPath, [...flags, "--input-type=module", "-e", `import { relaxedInt8DotLoweringHere } from ${JSON.stringify(moduleJs)}; import { createRuntime } from ${JSON.stringify(opsJs)}; const rt = await createRuntime({ threads: 1, kernels: "relaxed" }); console.log(relaxedInt8DotLoweringHere(), rt.kquantPairs); await rt.dispose();`], { encoding: "utf8", cwd: here });
     assert.equal(probe.status, 0, probe.stderr);
     const [got, gotPairs] = probe.stdout.trim().split(" ");
     assert.equal(got, lowering);
