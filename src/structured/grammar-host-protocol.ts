@@ -14,16 +14,10 @@
  *   ← { t: "trapped", message }                   the instance is dead: every later row answers STATUS_TRAPPED
  */
 import type { GrammarSpec } from "./grammar-spec.js";
-import type { VocabType } from "./grammar-vocabulary.js";
+import type { CompileWorkerData } from "./grammar-compile-worker.js";
 
-export interface HostWorkerData {
-  encodedVocab: string[];
-  vocabType: VocabType;
-  prependSpace: boolean;
-  /** Logit rows the masks cover. */
-  vocabSize: number;
-  stopTokenIds: number[];
-  heapMaxBytes: number;
+/** The sandbox compile worker's data (the same vocabulary, stops and heap cap; vocabSize: the logit rows the masks cover), plus the control words. */
+export interface HostWorkerData extends CompileWorkerData {
   /** Int32Array [CTRL_WORDS] over a SharedArrayBuffer. */
   ctrl: SharedArrayBuffer;
 }
