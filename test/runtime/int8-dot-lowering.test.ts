@@ -65,27 +65,35 @@ test("the probed lowering predicts the relaxed kernel's dot on random operands; 
   }
 });
 
-/** V8 options naming the instructions to leave out, when this engine has them (x64 V8 ≥ 13); each set forces the lowering named. */
-function forcedLowerings(): { flags: string[]; lowering: Int8DotLowering; pairs?: boolean }[] {
-  if (!relaxedHere || process.arch !== "x64") return [];
+/**
+ * The V8 option sets naming the instructions to leave out, each with the lowering it forces. The same
+ * two tests are declared on every Node (run-tests.mjs checks that each file reports the same count
+ * on Node 20 and 24); where this engine lacks the options (not x64, V8 < 13, no relaxed SIMD) they skip.
+ */
+const noVnni = ["--no-enable-avx-vnni", "--no-enable-avx-vnni-int8"];
+const FORCED: { flags: string[]; lowering: Int8DotLowering; pairs?: boolean }[] = [
+  // With AVX the K-quant int16 pair sums are on (and must be covered); without it V8 13.6's Liftoff gets them wrong, so the runtime may leave them off.
+  { flags: noVnni, lowering: "saturating", pairs: true },
+  { flags: [...noVnni, "--no-enable-avx2", "--no-enable-avx"], lowering: "saturating" },
+];
+
+/** Why the forced lowerings cannot run here, or undefined where they can. */
+function forcedSkipReason(): string | undefined {
+  if (!relaxedHere) return "needs Node ≥ 22";
+  if (process.arch !== "x64") return "the V8 options name x64 instructions";
   const options = execFileSync(process.execPath, ["--v8-options"], { encoding: "utf8" });
-  if (!/--enable-avx-vnni\b/.test(options) || !/--enable-avx-vnni-int8\b/.test(options)) return [];
-  const noVnni = ["--no-enable-avx-vnni", "--no-enable-avx-vnni-int8"];
-  return [
-    // With AVX the K-quant int16 pair sums are on (and must be covered); without it V8 13.6's Liftoff gets them wrong, so the runtime may leave them off.
-    { flags: noVnni, lowering: "saturating", pairs: true },
-    { flags: [...noVnni, "--no-enable-avx2", "--no-enable-avx"], lowering: "saturating" },
-  ];
+  if (!/--enable-avx-vnni\b/.test(options) || !/--enable-avx-vnni-int8\b/.test(options)) return "this V8 has no --enable-avx-vnni options";
+  return undefined;
 }
 
-const forced = forcedLowerings();
+const forcedSkip = forcedSkipReason();
 const here = fileURLToPath(new URL(".", import.meta.url));
 const moduleJs = fileURLToPath(new URL("../../src/runtime/module.js", import.meta.url));
 const opsJs = fileURLToPath(new URL("../../src/ops-entry.js", import.meta.url));
 const suites = ["../ops/linear-int8-dot.test.js", "../ops/ggml-linear.test.js"].map((f) => fileURLToPath(new URL(f, import.meta.url)));
 
-for (const { flags, lowering, pairs } of forced) {
-  test(`under ${flags.join(" ")}: the relaxed dot lowers ${lowering}, and the q8 and K-quant conformance suites pass on it`, () => {
+for (const { flags, lowering, pairs } of FORCED) {
+  test(`under ${flags.join(" ")}: the relaxed dot lowers ${lowering}, and the q8 and K-quant conformance suites pass on it`, { skip: forcedSkip ?? false }, () => {
     const probe = spawnSync(process.execPath, [...flags, "--input-type=module", "-e", `import { relaxedInt8DotLoweringHere } from ${JSON.stringify(moduleJs)}; import { createRuntime } from ${JSON.stringify(opsJs)}; const rt = await createRuntime({ threads: 1, kernels: "relaxed" }); console.log(relaxedInt8DotLoweringHere(), rt.kquantPairs); await rt.dispose();`], { encoding: "utf8", cwd: here });
     assert.equal(probe.status, 0, probe.stderr);
     const [got, gotPairs] = probe.stdout.trim().split(" ");
