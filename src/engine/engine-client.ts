@@ -38,7 +38,28 @@ export class EngineRejectedError extends Error {
   }
 }
 
-/** One request's outputs, in order; ends after the output that carries a finishReason. */
+/**
+ * `later` appended to `earlier`, as one output: what a consumer that fell
+ * behind gets instead of a queue (vLLM's RequestOutputCollector merges
+ * delta outputs the same way), so a slow reader — an SSE client whose socket
+ * is full — holds at most one pending output per request, whose text and
+ * tokens are bounded by the request's max_tokens.
+ */
+export function mergeOutputs(earlier: EngineOutput, later: EngineOutput): EngineOutput {
+  return {
+    ...later,
+    text: earlier.text + later.text,
+    tokenIds: [...earlier.tokenIds, ...later.tokenIds],
+    logprobs: earlier.logprobs === null && later.logprobs === null ? null : [...(earlier.logprobs ?? []), ...(later.logprobs ?? [])],
+    numPromptTokens: later.numPromptTokens > 0 ? later.numPromptTokens : earlier.numPromptTokens,
+  };
+}
+
+/**
+ * One request's outputs, in order; ends after the output that carries a
+ * finishReason. Outputs that arrive while one is still waiting to be read
+ * merge into it (mergeOutputs), so the buffer never holds more than one.
+ */
 export class OutputStream implements AsyncIterable<EngineOutput> {
   readonly requestId: string;
   readonly #buffer: EngineOutput[] = [];
@@ -56,7 +77,8 @@ export class OutputStream implements AsyncIterable<EngineOutput> {
   /** @internal */
   push(output: EngineOutput): void {
     if (this.#done) return;
-    this.#buffer.push(output);
+    const waiting = this.#buffer.pop();
+    this.#buffer.push(waiting === undefined ? output : mergeOutputs(waiting, output));
     if (output.finishReason !== null) this.#done = true;
     this.#wake?.();
   }

@@ -43,7 +43,7 @@ export const createResponse: Handler = async (req, res, ctx, signal) => {
   emit("response.created", { response: responseObject(r, state) });
   emit("response.in_progress", { response: responseObject(r, state) });
   const reply = new Reply(r.plan.tools, sse === null ? undefined : emit);
-  const choice = await follow(submitted, reply, sse !== null, res, r.plan.prompts[0]!.tokenIds.length);
+  const choice = await follow(submitted, reply, sse, res, r.plan.prompts[0]!.tokenIds.length);
   if (submitted.gone()) return;
   state.error = choice.error ?? null;
   if (sse === null && state.error === null) reply.push(choice.text, true);
@@ -83,7 +83,7 @@ class Reply {
  * An engine error aborts the request and ends the reply (finishReason
  * "error", its message in `error`).
  */
-async function follow(submitted: SubmittedPlan, reply: Reply, streamed: boolean, res: ServerResponse, numPromptTokens: number): Promise<ChoiceState & { error?: string }> {
+async function follow(submitted: SubmittedPlan, reply: Reply, sse: SseStream | null, res: ServerResponse, numPromptTokens: number): Promise<ChoiceState & { error?: string }> {
   const choice: ChoiceState & { error?: string } = { text: "", numPromptTokens, numOutputTokens: 0, numCachedTokens: 0, finishReason: null, stopReason: null, logprobs: [], group: 0 };
   try {
     for await (const out of submitted.streams[0]!) {
@@ -93,7 +93,10 @@ async function follow(submitted: SubmittedPlan, reply: Reply, streamed: boolean,
         submitted.abortAll();
         break;
       }
-      if (streamed) reply.push(choice.text, out.finishReason !== null, out.text);
+      if (sse !== null) {
+        reply.push(choice.text, out.finishReason !== null, out.text);
+        await sse.drained(); // a slow reader: outputs merge while its socket drains
+      }
     }
   } catch (e) {
     submitted.abortAll();

@@ -157,6 +157,7 @@ async function streamChoices(res: ServerResponse, ctx: ServerContext, plan: Gene
           const usage = () => (plan.continuousUsage ? usageOf([state]) : null);
           for (const delta of toolStream.push(state.text, out.finishReason !== null)) sse.send(deltaChunk(plan, i, delta, null, null, usage()));
           if (out.finishReason !== null) sse.send(deltaChunk(plan, i, {}, toolStream.finishReason(out.finishReason), out.stopReason, usage()));
+          await sse.drained();
           continue;
         }
         if (out.text === "" && out.finishReason === null && out.logprobs === null) continue;
@@ -164,6 +165,8 @@ async function streamChoices(res: ServerResponse, ctx: ServerContext, plan: Gene
         sse.send(
           chunk(plan, tok, i, { text: out.text, logprobs: out.logprobs ?? [], offset, finishReason, stopReason: out.stopReason }, plan.continuousUsage ? usageOf([state]) : null),
         );
+        // A slow reader: wait for its socket before reading the next output (outputs merge meanwhile).
+        await sse.drained();
       }
     }),
   );
