@@ -3,13 +3,16 @@
  * (issue #14, item 1: no request may stall /health or another stream): it
  * polls GET /health every POLL_MS and reads a long completion stream (started
  * again whenever it ends), and records the gaps (ms) between two /health
- * answers and between two stream chunks. Its own process, so nothing the
- * caller does (building and sending a 15 MB body) shows up as a gap.
+ * answers and between two stream chunks. With `structured` it also reads a
+ * constrained stream (STRUCTURED_GRAMMAR: its mask is filled by a grammar
+ * host every token, so a host busy compiling shows up as a gap there). Its
+ * own process, so nothing the caller does (building and sending a 15 MB
+ * body) shows up as a gap.
  *
- *   node gap-meter.js URL MODEL [MAX_TOKENS]
- *   stdout: "started\n" once both watchers run
+ *   node gap-meter.js URL MODEL [MAX_TOKENS] [structured]
+ *   stdout: "started\n" once every watcher runs
  *   stdin:  "begin\n" starts a window; "end\n" prints the window's gaps as one JSON line,
- *           { health: Gaps, stream: Gaps }; closing stdin ends the process.
+ *           { health: Gaps, stream: Gaps, structured?: Gaps }; closing stdin ends the process.
  *
  * Used by `npm run bench -- stall` (bench/suites/stall.ts) and by
  * test/server/long-prompt.test.ts. `node --test dist/` does not run it (no .test.js).
@@ -24,6 +27,11 @@ export interface Gaps {
 }
 
 const POLL_MS = 10;
+/**
+ * The constrained stream's grammar (XGrammar EBNF): lowercase words, done only
+ * at a NUL the model all but never picks, so the stream runs to max_tokens.
+ */
+export const STRUCTURED_GRAMMAR = 'root ::= [a-z ]+ "\\x00"';
 
 class Window {
   #gaps: number[] = [];
@@ -59,13 +67,13 @@ async function pollHealth(url: string, window: Window, stopped: () => boolean): 
 }
 
 /** Reads one stream after another; the gap between two streams (a new request's first token) is not counted. */
-async function readStreams(url: string, model: string, maxTokens: number, window: Window, started: () => void, stopped: () => boolean): Promise<void> {
+async function readStreams(url: string, body: object, window: Window, started: () => void, stopped: () => boolean): Promise<void> {
   while (!stopped()) {
     const controller = new AbortController();
     const res = await fetch(`${url}/v1/completions`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ model, prompt: "stream on", max_tokens: maxTokens, ignore_eos: true, stream: true }),
+      body: JSON.stringify({ ...body, stream: true }),
       signal: controller.signal,
     });
     if (res.status !== 200) throw new Error(`the stream request answered ${res.status}: ${await res.text()}`);
@@ -84,31 +92,38 @@ async function readStreams(url: string, model: string, maxTokens: number, window
   }
 }
 
-async function main(url: string, model: string, maxTokens: number): Promise<void> {
+async function main(url: string, model: string, maxTokens: number, structured: boolean): Promise<void> {
   let stop = false;
   const stopped = (): boolean => stop;
   const health = new Window();
   const stream = new Window();
-  let streamStarted!: () => void;
-  const streaming = new Promise<void>((r) => (streamStarted = r));
-  const watchers = Promise.all([pollHealth(url, health, stopped), readStreams(url, model, maxTokens, stream, streamStarted, stopped)]);
+  const constrained = structured ? new Window() : null;
+  const body = { model, prompt: "stream on", max_tokens: maxTokens, ignore_eos: true };
+  const started: Promise<void>[] = [];
+  const reader = (window: Window, extra: object): Promise<void> => {
+    let resolve!: () => void;
+    started.push(new Promise<void>((r) => (resolve = r)));
+    return readStreams(url, { ...body, ...extra }, window, resolve, stopped);
+  };
+  const watchers = Promise.all([pollHealth(url, health, stopped), reader(stream, {}), ...(constrained === null ? [] : [reader(constrained, { guided_grammar: STRUCTURED_GRAMMAR })])]);
   watchers.catch((e: Error) => {
     process.stderr.write(`gap-meter: ${e.message}\n`);
     process.exit(1);
   });
-  await streaming;
+  await Promise.all(started);
   process.stdout.write("started\n");
   const lines = createInterface({ input: process.stdin });
   for await (const line of lines) {
     if (line === "begin") {
       health.begin();
       stream.begin();
+      constrained?.begin();
     } else if (line === "end") {
-      process.stdout.write(`${JSON.stringify({ health: health.end(), stream: stream.end() })}\n`);
+      process.stdout.write(`${JSON.stringify({ health: health.end(), stream: stream.end(), ...(constrained === null ? {} : { structured: constrained.end() }) })}\n`);
     }
   }
   stop = true;
   process.exit(0);
 }
 
-if (process.argv.length >= 4) await main(process.argv[2]!, process.argv[3]!, Number(process.argv[4] ?? 30000));
+if (process.argv.length >= 4) await main(process.argv[2]!, process.argv[3]!, Number(process.argv[4] ?? 30000), process.argv[5] === "structured");

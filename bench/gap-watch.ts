@@ -17,6 +17,8 @@ const METER = fileURLToPath(new URL("./gap-meter.js", import.meta.url));
 export interface WindowGaps {
   health: Gaps;
   stream: Gaps;
+  /** The constrained stream's gaps (a meter started with `structured`). */
+  structured?: Gaps;
 }
 
 export class GapMeter {
@@ -37,9 +39,9 @@ export class GapMeter {
     });
   }
 
-  /** Spawns the meter; resolves once it polls /health and reads a stream of up to `maxTokens`. */
-  static async start(url: string, model: string, maxTokens = 30000): Promise<GapMeter> {
-    const proc = spawn(process.execPath, [METER, url, model, String(maxTokens)], { stdio: ["pipe", "pipe", "inherit"] });
+  /** Spawns the meter; resolves once it polls /health and reads a stream of up to `maxTokens` (and, with `structured`, a constrained one too). */
+  static async start(url: string, model: string, maxTokens = 30000, options: { structured?: boolean } = {}): Promise<GapMeter> {
+    const proc = spawn(process.execPath, [METER, url, model, String(maxTokens), ...(options.structured === true ? ["structured"] : [])], { stdio: ["pipe", "pipe", "inherit"] });
     const meter = new GapMeter(proc);
     const exited = new Promise<never>((_, reject) => proc.once("exit", (code) => reject(new Error(`the gap meter exited (code ${code})`))));
     const line = await Promise.race([meter.#nextLine(), exited]);

@@ -50,14 +50,15 @@ function attacks(model: string): [string, string, object][] {
   ];
 }
 
-export async function grammarRows(url: string, model: string, meter: GapMeter, post: Post, log: (line: string) => void, row: (bytes: number, endpoint: string, status: number, ms: number, gaps: Awaited<ReturnType<GapMeter["during"]>>["gaps"]) => Row): Promise<Row[]> {
+export async function grammarRows(url: string, model: string, meter: GapMeter, post: Post, log: (line: string) => void, row: (bytes: number, endpoint: string, status: number, ms: number, gaps: Awaited<ReturnType<GapMeter["during"]>>["gaps"]) => Row, keep: (endpoint: string) => boolean): Promise<Row[]> {
   const rows: Row[] = [];
   for (const [name, path, body] of attacks(model)) {
+    if (!keep(`grammar: ${name}`)) continue;
     const payload = Buffer.from(JSON.stringify(body));
     const t0 = performance.now();
     const { value, gaps } = await meter.during(() => post(url, path, payload));
     const r = row(payload.length, `grammar: ${name}`, value.status, performance.now() - t0 - 400, gaps);
-    log(`  grammar ${name}: ${value.status} in ${r["response_ms"]} ms; longest gap /health ${gaps.health.max_ms} ms, stream ${gaps.stream.max_ms} ms`);
+    log(`  grammar ${name}: ${value.status} in ${r["response_ms"]} ms; longest gap /health ${gaps.health.max_ms} ms, stream ${gaps.stream.max_ms} ms, structured stream ${gaps.structured?.max_ms ?? "-"} ms`);
     rows.push(r);
   }
   return rows;

@@ -14,6 +14,13 @@
  * (bench/hostile-cases.ts): a row each, `endpoint` naming the case and
  * `was` what the issue measured before their bounds; then its grammar
  * attacks (stall-grammar.ts: one row each, endpoint "grammar: <case>").
+ * There the meter also reads a constrained stream (gap-meter.ts), whose
+ * longest gap is `structured_max_gap_ms`: a structured stream must keep its
+ * masks while another request's new grammar compiles.
+ *
+ * KVFLASH_STALL_ROWS=<regex> runs only the rows whose "<config> <endpoint>"
+ * it matches (and each server's idle row), e.g. `KVFLASH_STALL_ROWS=accepted`
+ * for the two accepted grammars; a server none of whose rows match is not started.
  *
  * Two servers: `default` (models/default, max_model_len 1024: every size
  * here is refused by its length before tokenizing) and `long-context` (a tiny
@@ -97,11 +104,20 @@ async function startServer(args: string[], log: (line: string) => void): Promise
   });
 }
 
+/** KVFLASH_STALL_ROWS: which rows run ("<config> <endpoint>" matches it); all without it. */
+function rowFilter(): (config: string, endpoint: string) => boolean {
+  const only = process.env["KVFLASH_STALL_ROWS"];
+  if (only === undefined || only === "") return () => true;
+  const re = new RegExp(only);
+  return (config, endpoint) => re.test(`${config} ${endpoint}`);
+}
+
 async function measureServer(config: string, args: string[], sizes: readonly number[], log: (line: string) => void, grammars = false): Promise<Row[]> {
+  const keep = rowFilter();
   const { url, proc } = await startServer(args, log);
   const rows: Row[] = [];
   try {
-    const meter = await GapMeter.start(url, MODEL, 1000) // fits the default model's 1024-token context;
+    const meter = await GapMeter.start(url, MODEL, 1000, { structured: grammars }); // fits the default model's 1024-token context
     const row = (promptBytes: number, endpoint: string, status: number, ms: number, gaps: Awaited<ReturnType<GapMeter["during"]>>["gaps"]): Row => ({
       config,
       prompt_bytes: promptBytes,
@@ -112,6 +128,7 @@ async function measureServer(config: string, args: string[], sizes: readonly num
       health_p99_gap_ms: gaps.health.p99_ms,
       stream_max_gap_ms: gaps.stream.max_ms,
       stream_p99_gap_ms: gaps.stream.p99_ms,
+      ...(gaps.structured === undefined ? {} : { structured_max_gap_ms: gaps.structured.max_ms, structured_p99_gap_ms: gaps.structured.p99_ms }),
       load1: Math.round(loadavg()[0]! * 100) / 100,
     });
     try {
@@ -119,6 +136,7 @@ async function measureServer(config: string, args: string[], sizes: readonly num
       rows.push(row(0, "none", 0, 1000, idle.gaps));
       if (config === "default") {
         for (const c of HOSTILE_CASES) {
+          if (!keep(config, c.name)) continue;
           const payload = Buffer.from(JSON.stringify(c.body(MODEL)));
           const t0 = performance.now();
           const { value, gaps } = await meter.during(() => post(url, c.path, payload));
@@ -130,6 +148,7 @@ async function measureServer(config: string, args: string[], sizes: readonly num
       for (const size of sizes) {
         const text = asciiWords(size);
         for (const endpoint of ENDPOINTS) {
+          if (!keep(config, endpoint)) continue;
           const payload = body(endpoint, text);
           const t0 = performance.now();
           const { value, gaps } = await meter.during(() => post(url, PATHS[endpoint], payload));
@@ -138,7 +157,7 @@ async function measureServer(config: string, args: string[], sizes: readonly num
           rows.push(r);
         }
       }
-      if (grammars) rows.push(...(await grammarRows(url, MODEL, meter, post, log, row)));
+      if (grammars) rows.push(...(await grammarRows(url, MODEL, meter, post, log, row, (name) => keep(config, name))));
     } finally {
       await meter.close();
     }
@@ -155,7 +174,8 @@ export const stall: Suite = {
   async run({ quick, log }) {
     const sizes = quick ? [256 * 1024, 4 * 2 ** 20] : SIZES;
     const rows = await measureServer("default", ["--model", defaultModelDir(), "--tool-call-parser", "hermes"], sizes, log, true);
-    if (quick) return rows;
+    const keep = rowFilter();
+    if (quick || !ENDPOINTS.some((e) => keep("long-context", e))) return rows;
     const dir = mkdtempSync(join(tmpdir(), "kvflash-stall-bench-"));
     try {
       writeTinyModel(dir, {
