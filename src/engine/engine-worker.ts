@@ -16,8 +16,8 @@
  * cap), then in its grammar host worker, where the matchers live, while steps
  * go on; cached by its text, so a grammar seen before adds nothing. A request
  * aborted while "compiling" is dropped when its compile ends. When every
- * request waits for the host's compile (Engine.heldForGrammar), the loop
- * sleeps until it ends instead of spinning.
+ * request waits for its grammar host's compile (Engine.heldForGrammar), the
+ * loop sleeps until one can run instead of spinning.
  *
  * An embedding model (task "embed") is served by an EmbedEngine instead
  * (embed-worker.ts): the same step loop, "embed" messages in, "embedded" out.
@@ -91,7 +91,7 @@ function stepDone(outputs: EngineOutput[]): void {
   if (outputs.length > 0) post({ type: "outputs", outputs });
   for (const fn of deferred.splice(0)) fn();
   if (engine === null || !engine.hasUnfinishedRequests) return;
-  if (engine.heldForGrammar && grammar !== null) void grammar.whenIdle().then(scheduleStep);
+  if (engine.heldForGrammar) void engine.whenGrammarReady().then(scheduleStep);
   else scheduleStep();
 }
 

@@ -24,9 +24,12 @@
  * grammar); once the grammar is complete it finishes with "stop". Preemption
  * keeps a request's output tokens (they are recomputed, not resampled), so its
  * matcher stays where it is. Unconstrained requests never touch a matcher.
- * While the grammar host compiles a new grammar (grammar.idle false), a mask
- * would wait for that compile: constrained requests are held back from the
- * schedule for those steps (vLLM's WAITING_FOR_FSM), and the rest step on.
+ * While the grammar host a matcher lives in compiles a new grammar (its
+ * matcher not `ready`), its mask would wait for that compile: that request is
+ * held back from the schedule for those steps (vLLM's WAITING_FOR_FSM), and
+ * the rest step on. The backend compiles new grammars in a host where no
+ * live matcher is, so this is rare (a full pool of hosts, or a cache hit on a
+ * host that compiles).
  *
  * Parallel samples (OpenAI's n): a request with `prefillAfter` names a sibling
  * with the same prompt. While that sibling's prompt is still being prefilled,
@@ -200,8 +203,8 @@ export class Engine<R extends ModelRunner = ModelRunner> {
   readonly #textVocab: number;
   readonly #now: () => number;
   readonly #grammar: GrammarBackendLike | null;
-  /** Whether the grammar host was idle when this step began (constrained requests are scheduled only then). */
-  #grammarIdle = true;
+  /** The matchers this step's schedule held back (not ready: their host compiles). */
+  readonly #held = new Set<ConstraintMatcher>();
   /** Scratch for a draft row's grammar mask, Int32Array [ceil(V / 32)] (row 0's comes from masksFor). */
   readonly #mask: Int32Array;
   #heldForGrammar = false;
@@ -232,7 +235,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
       maxModelLen: this.maxModelLen,
       ...(config.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: config.maxWaitingRequests }),
       stopChecker: (request, token) => this.#stopCheck(request, token),
-      isReady: (request) => this.#grammarIdle || request.state!.matcher === null,
+      isReady: (request) => this.#ready(request.state!.matcher),
     });
     this.#sampler = createSampler(runner.vocabSize, options.runtime);
     this.#textVocab = Math.min(options.tokenizer.vocabSize, runner.vocabSize);
@@ -343,9 +346,22 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     return true;
   }
 
-  /** The last step scheduled nothing because its requests wait for the grammar host's compile (grammar.idle). */
+  /** The last step scheduled nothing because its requests wait for their grammar host's compile (ConstraintMatcher.ready). */
   get heldForGrammar(): boolean {
     return this.#heldForGrammar;
+  }
+
+  /** Resolves once a request the last step held back for its grammar host can run (at once if none was held). */
+  whenGrammarReady(): Promise<void> {
+    const held = [...this.#held];
+    return held.length === 0 ? Promise.resolve() : Promise.race(held.map((m) => m.whenReady()));
+  }
+
+  /** The scheduler's isReady: unconstrained, or its matcher's host has no compile to finish first. */
+  #ready(matcher: ConstraintMatcher | null): boolean {
+    if (matcher === null || matcher.ready) return true;
+    this.#held.add(matcher);
+    return false;
   }
 
   /**
@@ -359,9 +375,9 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     this.#unpark();
     const outputs = this.#pending;
     this.#pending = [];
-    this.#grammarIdle = this.#grammar === null || this.#grammar.idle;
+    this.#held.clear();
     const step = this.scheduler.schedule(this.#propose());
-    this.#heldForGrammar = step.scheduled.length === 0 && !this.#grammarIdle;
+    this.#heldForGrammar = step.scheduled.length === 0 && this.#held.size > 0;
     if (step.scheduled.length === 0) return outputs;
     const batch = buildForwardBatch(step, this.kvCacheManager.blockSize);
     // Constrained rows' masks are filled in the grammar host while the forward runs.

@@ -9,39 +9,40 @@
  * lookup. A new grammar is checked against the size limits
  * (grammar-limits.ts), then compiled in the sandbox (grammar-sandbox.ts: its
  * own worker, a time budget, a memory cap); only what compiled there within
- * the budget is compiled again in the grammar host (grammar-host.ts), the
- * worker that owns the matchers (XGrammar's web build cannot move a compiled
- * grammar between instances: its CompiledGrammar has no serialize call in
- * 0.1.27, the latest published). While the host compiles, `idle` is false
- * and the engine holds its constrained requests back; the others step on.
+ * the budget is compiled again in a grammar host (grammar-host.ts), a worker
+ * that owns matchers (XGrammar's web build cannot move a compiled grammar
+ * between instances: its CompiledGrammar has no serialize call in 0.1.27, the
+ * latest published). The hosts are a small pool (grammar-host-pool.ts): a new
+ * grammar compiles in a host where no other request's matcher lives, so no
+ * structured stream waits for it; a matcher whose host does compile is not
+ * `ready`, and the engine holds that request back while the others step on.
  *
  * Matchers live in the host. A step asks for its constrained requests' masks
  * before the forward (masksFor) and reads them after it; accept() checks the
  * token against the mask it was sampled under and queues it for the host;
  * a matcher is terminated once it accepted one of the grammar's stop tokens
  * (XGrammar's GrammarMatcher accepts a stop token only when the grammar is
- * complete, and then terminates). A host that traps or dies is replaced by a
- * fresh one; the matchers it held fail their requests alone.
+ * complete, and then terminates). A host that traps or dies is dropped from
+ * the pool; the matchers it held fail their requests alone.
  *
- * The cache holds at most CACHE_ENTRIES grammars and CACHE_KEY_BYTES of their
- * canonical text (a long schema pins its text and, inside XGrammar, rules in
- * proportion to it); the host's XGrammar heap is capped at ENGINE_HEAP_BYTES.
+ * The cache (in the pool) holds at most CACHE_ENTRIES grammars and
+ * CACHE_KEY_BYTES of their canonical text (a long schema pins its text and,
+ * inside XGrammar, rules in proportion to it); each host's XGrammar heap is
+ * capped at ENGINE_HEAP_BYTES.
  */
 import { ArgumentError } from "../errors.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { checkGrammarLimits } from "./grammar-limits.js";
 import { GrammarRejectedError, GrammarSandbox } from "./grammar-sandbox.js";
-import { GrammarHost, GrammarHostDeadError, type GrammarHostOptions, type MaskBatch } from "./grammar-host.js";
+import { type GrammarHost, GrammarHostDeadError, type MaskBatch } from "./grammar-host.js";
+import { GrammarHostPool, HOST_RETIRE_IDLE_MS, MAX_GRAMMAR_HOSTS } from "./grammar-host-pool.js";
 import { type GrammarSpec, grammarKey } from "./grammar-spec.js";
 import { type GrammarVocabulary, grammarVocabulary } from "./grammar-vocabulary.js";
 
 export { GrammarRejectedError } from "./grammar-sandbox.js";
+export { CACHE_ENTRIES, CACHE_KEY_BYTES } from "./grammar-host-pool.js";
 
-/** Compiled grammars kept (least recently used dropped first). */
-export const CACHE_ENTRIES = 64;
-/** Canonical grammar text the cache keeps, in all (UTF-16 code units × 2). */
-export const CACHE_KEY_BYTES = 16 * 2 ** 20;
-/** The grammar host's XGrammar wasm heap, at most. */
+/** Each grammar host's XGrammar wasm heap, at most. */
 export const ENGINE_HEAP_BYTES = 1024 * 2 ** 20;
 /** The sandbox's XGrammar wasm heap and V8 heap. */
 export const SANDBOX_HEAP_BYTES = 512 * 2 ** 20;
@@ -59,6 +60,10 @@ export interface GrammarBackendOptions {
   stopTokenIds: readonly number[];
   /** Wall time one grammar may take to compile in the sandbox, ms (default COMPILE_BUDGET_MS). */
   compileBudgetMs?: number;
+  /** Grammar hosts at most (default MAX_GRAMMAR_HOSTS; 1: every compile holds every constrained request). */
+  maxHosts?: number;
+  /** A host unused this long is closed while another remains, ms (default HOST_RETIRE_IDLE_MS). */
+  hostRetireIdleMs?: number;
 }
 
 /** One request's position in its grammar. */
@@ -75,6 +80,10 @@ export interface ConstraintMatcher {
   readonly isTerminated: boolean;
   /** Undoes the last `numTokens` accepted tokens. */
   rollback(numTokens: number): void;
+  /** Its next mask comes at once: nothing compiles where it lives (false: the engine holds its request back). */
+  readonly ready: boolean;
+  /** Resolves once ready. */
+  whenReady(): Promise<void>;
   dispose(): void;
 }
 
@@ -87,8 +96,6 @@ export interface StepMasks {
 export interface GrammarBackendLike {
   /** Logit rows the masks cover (the runner's vocabulary, padding included). */
   readonly vocabSize: number;
-  /** False while a compile runs where the matchers live: a mask asked for then would wait for it. */
-  readonly idle: boolean;
   /** Compiles `spec` (or finds it cached). Rejects with GrammarRejectedError (or ArgumentError naming the limit). */
   prepare(spec: GrammarSpec): Promise<void>;
   /** A fresh matcher for a prepared spec. */
@@ -99,24 +106,20 @@ export interface GrammarBackendLike {
 
 export class GrammarBackend implements GrammarBackendLike {
   readonly vocabSize: number;
-  readonly #hostOptions: GrammarHostOptions;
   readonly #stops: ReadonlySet<number>;
-  #host: GrammarHost;
+  readonly #pool: GrammarHostPool;
   readonly #sandbox: GrammarSandbox;
-  /** Grammars compiled in the current host, by key; least recently used first. */
-  readonly #cache = new Map<string, GrammarHost>();
-  #cacheKeyBytes = 0;
   /** Compilations under way, so concurrent requests for one grammar compile it once. */
   readonly #compiling = new Map<string, Promise<void>>();
-  #disposed = false;
-  /** Grammar hosts replaced after a trap, crash or timeout. */
-  instancesReplaced = 0;
 
   private constructor(options: GrammarBackendOptions, vocab: GrammarVocabulary) {
     this.vocabSize = options.vocabSize;
     this.#stops = new Set(options.stopTokenIds);
-    this.#hostOptions = { ...vocab, vocabSize: options.vocabSize, stopTokenIds: [...options.stopTokenIds], heapMaxBytes: ENGINE_HEAP_BYTES };
-    this.#host = this.#startHost();
+    this.#pool = new GrammarHostPool({
+      host: { ...vocab, vocabSize: options.vocabSize, stopTokenIds: [...options.stopTokenIds], heapMaxBytes: ENGINE_HEAP_BYTES },
+      maxHosts: options.maxHosts ?? MAX_GRAMMAR_HOSTS,
+      retireIdleMs: options.hostRetireIdleMs ?? HOST_RETIRE_IDLE_MS,
+    });
     this.#sandbox = new GrammarSandbox({
       ...vocab,
       vocabSize: options.vocabSize,
@@ -127,13 +130,17 @@ export class GrammarBackend implements GrammarBackendLike {
     });
   }
 
-  /** Reads the vocabulary, starts the grammar host (its TokenizerInfo: ~150 ms for 32k tokens) and the sandbox's worker. */
+  /** Reads the vocabulary, starts the first grammar host (its TokenizerInfo: ~150 ms for 32k tokens) and the sandbox's worker. */
   static async create(options: GrammarBackendOptions): Promise<GrammarBackend> {
     const b = options.compileBudgetMs;
     if (b !== undefined && !(Number.isFinite(b) && b > 0)) throw new ArgumentError("compileBudgetMs", `must be a positive number of milliseconds, got ${b}`);
+    const h = options.maxHosts;
+    if (h !== undefined && !(Number.isInteger(h) && h >= 1)) throw new ArgumentError("maxHosts", `must be an integer ≥ 1, got ${h}`);
+    const r = options.hostRetireIdleMs;
+    if (r !== undefined && !(Number.isFinite(r) && r > 0)) throw new ArgumentError("hostRetireIdleMs", `must be a positive number of milliseconds, got ${r}`);
     const backend = new GrammarBackend(options, grammarVocabulary(options.tokenizer));
     try {
-      await backend.#host.ready();
+      await backend.#pool.start();
     } catch (e) {
       await backend.dispose();
       throw e;
@@ -141,26 +148,14 @@ export class GrammarBackend implements GrammarBackendLike {
     return backend;
   }
 
-  #startHost(): GrammarHost {
-    const host = new GrammarHost(this.#hostOptions);
-    host.onDead = () => {
-      if (this.#disposed || host !== this.#host) return;
-      this.instancesReplaced++;
-      this.#cache.clear(); // those grammars lived in the dead host
-      this.#cacheKeyBytes = 0;
-      this.#host = this.#startHost();
-    };
-    return host;
-  }
-
   /** Compiled grammars in the cache. */
   get cacheSize(): number {
-    return this.#cache.size;
+    return this.#pool.cacheSize;
   }
 
   /** Canonical text the cache holds, bytes. */
   get cacheKeyBytes(): number {
-    return this.#cacheKeyBytes;
+    return this.#pool.cacheKeyBytes;
   }
 
   /** Sandbox workers started (one more per trap, timeout or crash there). */
@@ -168,25 +163,21 @@ export class GrammarBackend implements GrammarBackendLike {
     return this.#sandbox.workersStarted;
   }
 
-  get idle(): boolean {
-    return this.#host.idle;
+  /** Grammar hosts running now, started so far, and lost to a trap, crash or timeout. */
+  get hosts(): { running: number; started: number; lost: number } {
+    return { running: this.#pool.size, started: this.#pool.hostsStarted, lost: this.#pool.hostsLost };
   }
 
-  /** Resolves when the host is idle (every compile sent to it has finished). */
-  whenIdle(): Promise<void> {
-    return this.#host.whenIdle();
+  /** No host compiles (the sandbox aside). */
+  get idle(): boolean {
+    return this.#pool.idle;
   }
 
   prepare(spec: GrammarSpec): Promise<void> {
     const over = checkGrammarLimits(spec);
     if (over !== null) return Promise.reject(new ArgumentError(`grammar${over.path}`, over.message));
     const key = grammarKey(spec);
-    const hit = this.#cache.get(key);
-    if (hit !== undefined) {
-      this.#cache.delete(key);
-      this.#cache.set(key, hit); // most recently used last
-      return Promise.resolve();
-    }
+    if (this.#pool.has(key)) return Promise.resolve();
     let p = this.#compiling.get(key);
     if (p === undefined) {
       p = this.#sandbox
@@ -198,35 +189,24 @@ export class GrammarBackend implements GrammarBackendLike {
     return p;
   }
 
-  /** The host's own compile of a grammar the sandbox compiled within its budget. */
+  /** A host's own compile of a grammar the sandbox compiled within its budget. */
   async #compileInHost(key: string, spec: GrammarSpec): Promise<void> {
-    const host = this.#host;
     try {
-      await host.compile(key, spec);
+      await this.#pool.compile(key, spec);
     } catch (e) {
       const trapped = e instanceof GrammarHostDeadError;
       throw new GrammarRejectedError(trapped ? "too_complex" : "invalid", trapped ? `the grammar is too complex: ${(e as Error).message}` : (e as Error).message);
     }
-    if (host !== this.#host) throw new GrammarRejectedError("too_complex", "the grammar host was replaced while the grammar compiled");
-    this.#cache.set(key, host);
-    this.#cacheKeyBytes += 2 * key.length;
-    while (this.#cache.size > CACHE_ENTRIES || (this.#cacheKeyBytes > CACHE_KEY_BYTES && this.#cache.size > 1)) {
-      const oldest = this.#cache.keys().next().value!;
-      this.#cache.delete(oldest);
-      this.#cacheKeyBytes -= 2 * oldest.length;
-      host.evict(oldest); // live matchers hold their own reference to the compiled grammar
-    }
   }
 
   matcher(spec: GrammarSpec): ConstraintMatcher {
-    const key = grammarKey(spec);
-    const host = this.#cache.get(key);
-    if (host === undefined) throw new ArgumentError("grammar", `was not prepared (compiled) before the request was added: ${JSON.stringify(spec).slice(0, 200)}`);
-    return new HostMatcher(host, host.openMatcher(key), this.#stops);
+    const opened = this.#pool.open(grammarKey(spec));
+    if (opened === undefined) throw new ArgumentError("grammar", `was not prepared (compiled) before the request was added: ${JSON.stringify(spec).slice(0, 200)}`);
+    return new HostMatcher(opened.host, opened.mid, opened.close, this.#stops);
   }
 
   masksFor(matchers: readonly ConstraintMatcher[]): StepMasks {
-    // Usually one host; after a replacement, old matchers ask their dead host (and fail alone).
+    // One batch per host; a dead host's matchers ask it (and fail alone).
     const byHost = new Map<GrammarHost, HostMatcher[]>();
     const where: { batch: GrammarHost; row: number }[] = [];
     for (const m of matchers) {
@@ -250,10 +230,9 @@ export class GrammarBackend implements GrammarBackendLike {
     };
   }
 
-  /** Stops the sandbox's worker and the grammar host. */
+  /** Stops the sandbox's worker and the grammar hosts. */
   async dispose(): Promise<void> {
-    this.#disposed = true;
-    await Promise.all([this.#sandbox.close(), this.#host.close()]);
+    await Promise.all([this.#sandbox.close(), this.#pool.close()]);
   }
 }
 
@@ -261,14 +240,24 @@ export class GrammarBackend implements GrammarBackendLike {
 class HostMatcher implements ConstraintMatcher {
   readonly host: GrammarHost;
   readonly mid: number;
+  readonly #close: () => void;
   readonly #stops: ReadonlySet<number>;
   #mask: Int32Array | null = null;
   #terminated = false;
 
-  constructor(host: GrammarHost, mid: number, stops: ReadonlySet<number>) {
+  constructor(host: GrammarHost, mid: number, close: () => void, stops: ReadonlySet<number>) {
     this.host = host;
     this.mid = mid;
+    this.#close = close;
     this.#stops = stops;
+  }
+
+  get ready(): boolean {
+    return this.host.idle;
+  }
+
+  whenReady(): Promise<void> {
+    return this.host.whenIdle();
   }
 
   /** The mask the next token is sampled under (accept checks against it). */
@@ -311,6 +300,6 @@ class HostMatcher implements ConstraintMatcher {
   }
 
   dispose(): void {
-    this.host.closeMatcher(this.mid);
+    this.#close();
   }
 }

@@ -1,9 +1,11 @@
-// The grammar host (structured/grammar-host.ts): compiled grammars and the
-// matchers live in a worker, not on the engine thread. While the host compiles
-// a new grammar the engine keeps stepping: unconstrained requests produce
-// tokens, constrained ones are held back (and then equal their run-alone
-// output); masks asked for before the forward come back row by row, with the
-// stop tokens allowed only where the grammar is complete.
+// The grammar hosts (structured/grammar-host.ts, grammar-host-pool.ts):
+// compiled grammars and the matchers live in workers, not on the engine
+// thread. While a new grammar compiles the engine keeps stepping, and a
+// structured stream keeps its masks (the compile goes to a host where no
+// matcher lives); only where it cannot (one host, or a full pool) are the
+// constrained requests of the compiling host held back, and then equal their
+// run-alone output. Masks asked for before the forward come back row by row,
+// with the stop tokens allowed only where the grammar is complete.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -41,8 +43,8 @@ const engineWith = () => new Engine({ runner: new ToyRunner({ config, numBlocks:
 const tokens = (outs: EngineOutput[]) => outs.flatMap((o) => o.tokenIds);
 const tick = () => new Promise<void>((r) => setImmediate(r));
 
-/** Prepares `spec` and resolves once its compile in the host has begun (the sandbox's is done), with a flag that turns true when prepare settles. */
-async function hostCompiling(spec: GrammarSpec): Promise<{ prepared: Promise<void>; done: () => boolean }> {
+/** Prepares `spec` and resolves once its compile in a host has begun (the sandbox's is done), with a flag that turns true when prepare settles. */
+async function hostCompiling(spec: GrammarSpec, backend: GrammarBackend): Promise<{ prepared: Promise<void>; done: () => boolean }> {
   let settled = false;
   const prepared = backend.prepare(spec);
   prepared.then(() => (settled = true), () => (settled = true));
@@ -51,7 +53,7 @@ async function hostCompiling(spec: GrammarSpec): Promise<{ prepared: Promise<voi
   return { prepared, done: () => settled };
 }
 
-test("while the host compiles a new grammar the engine steps on: free requests produce tokens, constrained ones wait, then equal their run-alone output", async () => {
+test("while a new grammar compiles, a structured stream keeps its masks: the constrained request and a free one both produce tokens, and the constrained output equals its run-alone output", async () => {
   await backend.prepare(REGEX);
   const alone = engineWith();
   alone.addRequest(request("re", 1, 40, REGEX));
@@ -63,58 +65,93 @@ test("while the host compiles a new grammar the engine steps on: free requests p
   const by = new Map<string, EngineOutput[]>();
   const record = (outs: EngineOutput[]) => outs.forEach((o) => by.set(o.requestId, [...(by.get(o.requestId) ?? []), o]));
   record(engine.step()); // the constrained request's prefill and first token
-  const { prepared, done } = await hostCompiling(big("p"));
+  const { prepared, done } = await hostCompiling(big("p"), backend);
   engine.addRequest(request("free", 2, 300)); // fits beside the other: never preempted
   let freeTokensWhileCompiling = 0;
   let constrainedTokensWhileCompiling = 0;
+  let constrainedLive = true;
   let heldSteps = 0;
-  let freeLive = true;
   while (!done()) {
     const compiling = !backend.idle;
     const outs = engine.step();
     record(outs);
     if (compiling) {
-      if (engine.heldForGrammar && freeLive) heldSteps++;
+      if (engine.heldForGrammar) heldSteps++;
       for (const o of outs) {
         if (o.requestId === "free") freeTokensWhileCompiling += o.tokenIds.length;
-        else constrainedTokensWhileCompiling += o.tokenIds.length;
-        if (o.requestId === "free" && o.finishReason !== null) freeLive = false;
+        else if (constrainedLive) constrainedTokensWhileCompiling += o.tokenIds.length;
+        if (o.requestId === "re" && o.finishReason !== null) constrainedLive = false;
       }
     }
     await tick(); // the host's reply comes through the event loop
   }
   await prepared;
-  assert.ok(freeTokensWhileCompiling > 0, "the free request produced tokens while the host compiled");
-  assert.equal(constrainedTokensWhileCompiling, 0, "the constrained request waited for the host");
-  assert.equal(heldSteps, 0, "a step with a free request to run is never held");
-  if (freeLive) engine.abort("free");
+  assert.ok(freeTokensWhileCompiling > 0, "the free request produced tokens while the grammar compiled");
+  assert.ok(constrainedTokensWhileCompiling > 0, "the constrained request produced tokens while another grammar compiled (its mask was filled)");
+  assert.equal(heldSteps, 0, "no step was held for the compile");
+  engine.abort("free");
   while (engine.hasUnfinishedRequests) record(engine.step());
   assert.deepEqual(tokens(by.get("re")!), tokens(aloneOut));
   assert.match(by.get("re")!.map((o) => o.text).join(""), /^[a-z]{3,6}-[0-9]{2}$/);
   assert.equal(by.get("re")!.at(-1)!.finishReason, "stop");
 });
 
-test("an engine whose only requests are constrained is held (heldForGrammar) while the host compiles, and resumes after", async () => {
-  await backend.prepare(REGEX);
-  const engine = engineWith();
-  engine.addRequest(request("re", 3, 40, REGEX));
-  const outs: EngineOutput[] = [...engine.step()];
-  const { prepared, done } = await hostCompiling(big("q"));
-  let held = 0;
-  while (!done()) {
-    const compiling = !backend.idle;
-    const step = engine.step();
-    if (compiling) {
-      assert.deepEqual(step, [], "no output while held");
-      if (engine.heldForGrammar) held++;
-    }
-    outs.push(...step);
-    await tick();
+test("with one grammar host (maxHosts 1), an engine whose only requests are constrained is held (heldForGrammar) while it compiles, and resumes after", async () => {
+  const single = await GrammarBackend.create({ tokenizer, vocabSize: V, stopTokenIds: [2], compileBudgetMs: 120_000, maxHosts: 1 });
+  try {
+    await single.prepare(REGEX);
+    const engine = new Engine({ runner: new ToyRunner({ config, numBlocks: 128, blockSize: 4 }), tokenizer, eosTokenIds: [2], grammar: single });
+    engine.addRequest(request("re", 3, 40, REGEX));
+    const outs: EngineOutput[] = [...engine.step()];
+    const { prepared, done } = await hostCompiling(big("q"), single);
+    assert.deepEqual(engine.step(), [], "no output while held");
+    assert.equal(engine.heldForGrammar, true);
+    await engine.whenGrammarReady();
+    assert.equal(single.idle, true, "whenGrammarReady resolves once the host's compile ended");
+    await prepared;
+    assert.ok(done());
+    assert.equal(single.hosts.started, 1);
+    while (engine.hasUnfinishedRequests) outs.push(...engine.step());
+    assert.match(outs.map((o) => o.text).join(""), /^[a-z]{3,6}-[0-9]{2}$/);
+  } finally {
+    await single.dispose();
   }
-  await prepared;
-  assert.ok(held > 0, "steps were held while the host compiled");
-  while (engine.hasUnfinishedRequests) outs.push(...engine.step());
-  assert.match(outs.map((o) => o.text).join(""), /^[a-z]{3,6}-[0-9]{2}$/);
+});
+
+test("the pool: a new grammar compiles in a host without live matchers (a fresh one below maxHosts); at maxHosts in the one with the fewest, whose matchers alone wait; a hit opens where its grammar lives; unused hosts retire down to one", async () => {
+  const pool = await GrammarBackend.create({ tokenizer, vocabSize: V, stopTokenIds: [2], compileBudgetMs: 120_000, maxHosts: 2, hostRetireIdleMs: 200 });
+  const choice: GrammarSpec = { type: "choice", choices: ["yes", "no"] };
+  try {
+    assert.deepEqual(pool.hosts, { running: 1, started: 1, lost: 0 });
+    await pool.prepare(REGEX); // the first host: idle, no matcher
+    const a = pool.matcher(REGEX);
+    await pool.prepare(choice); // the first host has a live matcher: a second host
+    assert.deepEqual(pool.hosts, { running: 2, started: 2, lost: 0 });
+    const b = pool.matcher(choice);
+    const a2 = pool.matcher(REGEX); // a hit: beside a, in the first host
+    // Both hosts hold live matchers and the pool is full: the compile goes to the second (1 live matcher against 2).
+    const { prepared } = await hostCompiling(big("r"), pool);
+    assert.equal(pool.hosts.started, 2, "no third host");
+    assert.equal(b.ready, false, "b's host compiles");
+    assert.equal(a.ready && a2.ready, true, "the first host's matchers do not wait");
+    const mask = new Int32Array(Math.ceil(V / 32));
+    a.fillNextMask(mask);
+    assert.ok(mask.some((w) => w !== 0), "a's mask came while the other host compiled");
+    await prepared;
+    await b.whenReady();
+    assert.equal(b.ready, true);
+    for (const m of [a, a2, b]) m.dispose();
+    const t0 = Date.now();
+    while (pool.hosts.running > 1 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(pool.hosts, { running: 1, started: 2, lost: 0 }, "the unused host retired");
+    await pool.prepare(choice); // compiled again wherever it is missing
+    const c = pool.matcher(choice);
+    c.fillNextMask(mask);
+    assert.ok(mask.some((w) => w !== 0));
+    c.dispose();
+  } finally {
+    await pool.dispose();
+  }
 });
 
 test("masksFor: one row per matcher in the order asked; a stop token is allowed only where the grammar is complete, and accepting it terminates", async () => {
