@@ -7,9 +7,10 @@
  * budget), a 100k-string enum, 1000 tools with tool_choice required, a
  * schema that admits nothing — and two the engine accepts after a slow
  * compile (60 and 200 properties), which show what compiling an accepted
- * grammar again where its matchers live (the grammar host's worker) costs the
- * other streams. Each row: status, time, and the
- * longest and 99th-percentile /health and stream gaps while it ran.
+ * grammar again in a grammar host costs the other streams, the constrained
+ * one (structured_max_gap_ms) above all: its matcher lives in a host too.
+ * Each row: status, time, and the longest and 99th-percentile /health,
+ * stream and structured-stream gaps while it ran.
  */
 import type { GapMeter } from "../gap-watch.js";
 import type { Row } from "../harness.js";

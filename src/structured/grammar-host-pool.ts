@@ -33,7 +33,7 @@ import type { GrammarSpec } from "./grammar-spec.js";
 export const CACHE_ENTRIES = 64;
 /** Canonical grammar text the cache keeps, in all (UTF-16 code units × 2). */
 export const CACHE_KEY_BYTES = 16 * 2 ** 20;
-/** Grammar hosts at most (each an XGrammar instance with the model's vocabulary: ~10 MB for 32k tokens, more as it compiles). */
+/** Grammar hosts at most (each a worker with its own XGrammar instance and the model's TokenizerInfo). */
 export const MAX_GRAMMAR_HOSTS = 3;
 /** A host with no live matchers and no compile this long is closed (while another remains), ms. */
 export const HOST_RETIRE_IDLE_MS = 60_000;
