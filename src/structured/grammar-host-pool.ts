@@ -21,7 +21,8 @@
  * first, bounded across the pool by CACHE_ENTRIES and CACHE_KEY_BYTES; an
  * evicted grammar is dropped in its host (live matchers keep their own
  * reference). A host with no live matchers and no compile for retireIdleMs is
- * closed, its grammars leave the cache, while another host remains. A host
+ * closed at the next check (one every retireIdleMs while several run), its
+ * grammars leave the cache, as long as another host remains. A host
  * that traps, crashes or does not answer (grammar-host.ts) is dropped the same
  * way; its matchers fail their own requests; if it was the last host, a fresh
  * one starts at once, otherwise the next compile starts one.
@@ -35,7 +36,7 @@ export const CACHE_ENTRIES = 64;
 export const CACHE_KEY_BYTES = 16 * 2 ** 20;
 /** Grammar hosts at most (each a worker with its own XGrammar instance and the model's TokenizerInfo). */
 export const MAX_GRAMMAR_HOSTS = 3;
-/** A host with no live matchers and no compile this long is closed (while another remains), ms. */
+/** A host with no live matchers and no compile this long is closed at the next check, 0–1 such spans later (while another remains), ms. */
 export const HOST_RETIRE_IDLE_MS = 60_000;
 
 export interface GrammarHostPoolOptions {
