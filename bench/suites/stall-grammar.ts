@@ -5,10 +5,12 @@
  * $ref (within the limits: XGrammar traps in the compile sandbox), EBNF
  * nested 5000 deep, 5000 properties, 900 properties (compiles past the
  * budget), a 100k-string enum, 1000 tools with tool_choice required, a
- * schema that admits nothing — and two the engine accepts after a slow
- * compile (60 and 200 properties), which show what compiling an accepted
- * grammar again in a grammar host costs the other streams, the constrained
- * one (structured_max_gap_ms) above all: its matcher lives in a host too.
+ * schema that admits nothing — and three the engine accepts after a slow
+ * compile (60 properties; 60 under new names, new to the server again once
+ * the first may have started a host; 200), which show what compiling an
+ * accepted grammar again in a grammar host costs the other streams, the
+ * constrained one (structured_max_gap_ms) above all: its matcher lives in a
+ * host too.
  * Each row: status, time, and the longest and 99th-percentile /health,
  * stream and structured-stream gaps while it ran.
  */
@@ -17,7 +19,7 @@ import type { Row } from "../harness.js";
 
 type Post = (url: string, path: string, payload: Buffer) => Promise<{ status: number; bytes: number }>;
 
-const props = (n: number) => ({ type: "object", properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: "integer" }])) });
+const props = (n: number, name = "p") => ({ type: "object", properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`${name}${i}`, { type: "integer" }])) });
 function nest(depth: number): object {
   let s: object = { type: "string" };
   for (let i = 0; i < depth; i++) s = { type: "object", properties: { a: s }, required: ["a"] };
@@ -47,6 +49,7 @@ function attacks(model: string): [string, string, object][] {
     ["tools-1000-required", "/v1/chat/completions", chat({ tools, tool_choice: "required" })],
     ["schema-admits-nothing", "/v1/chat/completions", schema(false)],
     ["properties-60 (accepted)", "/v1/completions", comp({ guided_json: props(60) })],
+    ["properties-60, new names (accepted)", "/v1/completions", comp({ guided_json: props(60, "q") })],
     ["properties-200 (accepted)", "/v1/completions", comp({ guided_json: props(200) })],
   ];
 }
