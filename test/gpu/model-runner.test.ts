@@ -13,7 +13,7 @@
 // numbers the GPU multiplies by — and the same tolerance holds. Architectures: Llama
 // (GQA, no bias), Qwen2 (qkv bias, tied head), Qwen3 (per-head q/k norm,
 // head_dim ≠ hidden / heads), Mistral (a 16-token sliding window). Weights f32,
-// bf16, q8 and q4 (q4 runs as q8 codes); KV f32, f16 and bf16; weights split
+// bf16, q8 and q4 (q4 as q4_0 blocks); KV f32, f16 and bf16; weights split
 // by rows into several buffers (as beyond maxStorageBufferBindingSize).
 // A Q4_K_M GGUF (llama.cpp's mix: Q4_K, with V, down and the head in Q6_K;
 // written by the test converter) runs with its matrices kept as ggml blocks
