@@ -83,19 +83,30 @@ class Uploader {
     readonly maxBinding: number,
   ) {}
 
-  /** A buffer of its own (not pooled: weights live as long as the runner). */
-  put(data: ArrayBufferView, label: string): GPUBuffer {
-    const size = Math.max(4, Math.ceil(data.byteLength / 4) * 4);
+  /** A buffer of its own of `bytes` rounded up to 4 (not pooled: weights live as long as the runner). */
+  alloc(bytes: number, label: string): GPUBuffer {
+    const size = Math.max(4, Math.ceil(bytes / 4) * 4);
     const buffer = this.gpu.device.createBuffer({ size, usage: BufferUsage.STORAGE | BufferUsage.COPY_DST, label });
     this.buffers.push(buffer);
-    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    if (bytes.byteLength % 4 === 0) this.gpu.device.queue.writeBuffer(buffer, 0, bytes);
-    else {
-      const padded = new Uint8Array(size);
-      padded.set(bytes);
-      this.gpu.device.queue.writeBuffer(buffer, 0, padded);
-    }
     this.bytes += size;
+    return buffer;
+  }
+
+  /** Writes `data` at byte `offset` (a multiple of 4) of `buffer`, zero-padded to whole words. */
+  write(buffer: GPUBuffer, offset: number, data: ArrayBufferView): void {
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    if (bytes.byteLength % 4 === 0) this.gpu.device.queue.writeBuffer(buffer, offset, bytes);
+    else {
+      const padded = new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
+      padded.set(bytes);
+      this.gpu.device.queue.writeBuffer(buffer, offset, padded);
+    }
+  }
+
+  /** A buffer holding `data`. */
+  put(data: ArrayBufferView, label: string): GPUBuffer {
+    const buffer = this.alloc(data.byteLength, label);
+    this.write(buffer, 0, data);
     return buffer;
   }
 
@@ -132,9 +143,14 @@ class Uploader {
     if (type !== null) {
       const step = this.#rowsPerBuffer(blockRowBytes(type, cols), label);
       const tiles = new Uint8Array(this.rt.of(w.memory).memory.buffer, w.ptr, w.byteLength);
+      const rowBytes = blockRowBytes(type, cols);
+      // Rows repacked per write: ~16 MiB of host memory at a time, an even count (a 4-byte-aligned offset for 210-byte Q6_K blocks).
+      const chunk = Math.max(2, 2 * Math.floor(DECODE_CHUNK_BYTES / (2 * rowBytes)));
       for (let r0 = 0; r0 < rows; r0 += step) {
         const n = Math.min(step, rows - r0);
-        out.push({ kind: "blocks", type, r0: base + r0, rows: n, buffer: this.put(packBlockRows(tiles, w.format, w.blocks, r0, n), `${label} ${type} blocks`) });
+        const buffer = this.alloc(n * rowBytes, `${label} ${type} blocks`);
+        for (let c = 0; c < n; c += chunk) this.write(buffer, c * rowBytes, packBlockRows(tiles, w.format, w.blocks, r0 + c, Math.min(chunk, n - c)));
+        out.push({ kind: "blocks", type, r0: base + r0, rows: n, buffer });
       }
       this.blockTypes.add(type);
       return type === "q4_0" ? "q4_0 (from q4)" : type;
