@@ -11,12 +11,17 @@
  *   const ops = await GpuDecoderOps.create(gpu);
  *   ops.rmsNorm(pass, { x, weight, out, rows: T, cols: hidden, eps, delta });
  *   ops.gemv(pass, { x, weight: wq, out: q, tokens: T, rows: qDim, cols: hidden });
+ *   await ops.prepareBlocks(["q4_k"]);   // the ggml-block kernels compile on demand
+ *   ops.gemvBlocks(pass, { x, weight: { buffer: blocks }, type: "q4_k", out, tokens: T, rows, cols });
  */
 import { ArgumentError, show } from "../errors.js";
 import { quantizeQ8 } from "../ops/reference/quantize.js";
 import type { GpuDevice } from "./device.js";
 import { EMBED_Q8, embeddingWgsl, gemvQ8Wgsl, gemvWgsl, rmsNormWgsl, ropeWgsl, swigluWgsl } from "./wgsl/decoder-ops.js";
 import { GEMM_TM, GEMM_TN, gemmWgsl } from "./wgsl/gemm.js";
+import { GEMV_BLOCK_TOKENS, embeddingBlocksWgsl, gemvBlocksWgsl } from "./wgsl/gemv-blocks.js";
+import { DEQUANT_VALUE, GPU_BLOCK, GPU_BLOCK_CODE } from "./wgsl/quant-blocks.js";
+import type { GpuBlockType } from "./quant-blocks.js";
 import { kvAppendWgsl } from "./wgsl/kv-append.js";
 import { GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
 
@@ -173,6 +178,12 @@ export interface GpuEmbeddingArgs {
   cols: number;
 }
 
+/** W [rows, cols] as ggml blocks (wgsl/quant-blocks.ts): row r's ⌈cols / values⌉ blocks back to back, from byte 0 of the buffer. */
+export interface GpuBlockWeight {
+  weight: GpuView;
+  type: GpuBlockType;
+}
+
 function fits(argument: string, view: GpuView, elements: number, elementBytes = 4): number {
   const offset = view.offset ?? 0;
   if (!Number.isInteger(offset) || offset < 0) throw new ArgumentError(`${argument}.offset`, `must be an integer ≥ 0, got ${show(view.offset)}`);
@@ -198,6 +209,8 @@ export class GpuDecoderOps {
   readonly #gemm: GPUComputePipeline;
   readonly #gemmQ8: GPUComputePipeline;
   readonly #dummy: GPUBuffer;
+  /** The ggml-block kernels, compiled by prepareBlocks: "gemv q4_k", …, "gemm", "embedding". */
+  readonly #blocks = new Map<string, GPUComputePipeline>();
   /** Uniform buffers of recorded dispatches, destroyed by recycle(). */
   readonly #uniforms: GPUBuffer[] = [];
 
@@ -224,8 +237,8 @@ export class GpuDecoderOps {
       gpu.pipeline(kvAppendWgsl(), "kv append"),
       gpu.pipeline(gemvQ8Wgsl(), "gemv q8"),
       gpu.pipeline(embeddingWgsl(), "embedding"),
-      gpu.pipeline(gemmWgsl(false), "gemm"),
-      gpu.pipeline(gemmWgsl(true), "gemm q8"),
+      gpu.pipeline(gemmWgsl("float"), "gemm"),
+      gpu.pipeline(gemmWgsl("q8"), "gemm q8"),
     ]);
     return new GpuDecoderOps(gpu, rms, swiglu, gemv, rope, append, gemvQ8, embed, gemm, gemmQ8);
   }
@@ -382,6 +395,67 @@ export class GpuDecoderOps {
     if (fits("weight.scales", a.weight.scales, rows * blocks) !== 0) throw new ArgumentError("weight.scales.offset", `must be 0, got ${a.weight.scales.offset}`);
     const { params, bias } = this.#gemvParams(a, 0, 0, blocks);
     this.#dispatch(pass, this.#gemmQ8, params, [a.x.buffer, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, bias], this.#gemmGroups(rows, a.tokens));
+  }
+
+  /** Compiles the ggml-block kernels for `types` (a GEMV each; one GEMM and one embedding for all) unless compiled already. */
+  async prepareBlocks(types: Iterable<GpuBlockType>): Promise<void> {
+    const want: [string, () => string][] = [["gemm", () => gemmWgsl("blocks")], ["embedding", () => embeddingBlocksWgsl(DEQUANT_VALUE)]];
+    for (const t of types) want.push([`gemv ${t}`, () => gemvBlocksWgsl(t)]);
+    await Promise.all(want.filter(([k]) => !this.#blocks.has(k)).map(async ([k, code]) => this.#blocks.set(k, await this.#gpu.pipeline(code(), `${k} blocks`))));
+  }
+
+  #blockPipeline(key: string): GPUComputePipeline {
+    const p = this.#blocks.get(key);
+    if (p === undefined) throw new Error(`the ${key} kernel over ggml blocks is not compiled: await prepareBlocks() with its type first`);
+    return p;
+  }
+
+  /** Checks a ggml-block weight [rows, cols] (its type, columns, buffer): its block geometry and blocks a row. */
+  #blockGeometry(a: GpuBlockWeight & { rows: number; cols: number }): { bytes: number; values: number; blocks: number } {
+    const geometry = Object.hasOwn(GPU_BLOCK, a.type) ? GPU_BLOCK[a.type] : undefined;
+    if (geometry === undefined) throw new ArgumentError("type", `must be one of ${Object.keys(GPU_BLOCK).join(" | ")}, got ${show(a.type)}`);
+    const cols = count("cols", a.cols);
+    if (a.type !== "q4_0" && cols % geometry.values !== 0) throw new ArgumentError("cols", `must be a multiple of ${a.type}'s ${geometry.values} values a block, got ${cols}`);
+    const blocks = Math.ceil(cols / geometry.values);
+    if (fits("weight", a.weight, count("rows", a.rows) * blocks * geometry.bytes, 1) !== 0) throw new ArgumentError("weight.offset", `must be 0, got ${a.weight.offset}`);
+    return { ...geometry, blocks };
+  }
+
+  /** The block GEMV's and GEMM's 16-word uniform (wgsl/gemv-blocks.ts BLOCK_PARAMS). */
+  #blockParams(a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & GpuBlockWeight): { params: Uint32Array; bias: GPUBuffer } {
+    const g = this.#blockGeometry(a);
+    const { params, bias } = this.#gemvParams(a, 0, GPU_BLOCK_CODE[a.type], g.blocks);
+    const p = new Uint32Array(16);
+    p.set(params);
+    p.set([g.bytes, g.values], 12);
+    return { params: p, bias };
+  }
+
+  /** out[t, r] = Σ_c x[t, c] · W[r, c] (+ bias[r]), W in ggml blocks decoded in the kernel (wgsl/gemv-blocks.ts). */
+  gemvBlocks(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & GpuBlockWeight): void {
+    const { params, bias } = this.#blockParams(a);
+    const groups = a.rows * Math.ceil(a.tokens / GEMV_BLOCK_TOKENS);
+    params[6] = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    this.#dispatch(pass, this.#blockPipeline(`gemv ${a.type}`), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], groups);
+  }
+
+  /** gemvBlocks's product as the tiled GEMM. */
+  gemmBlocks(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & GpuBlockWeight): void {
+    const { params, bias } = this.#blockParams(a);
+    this.#dispatch(pass, this.#blockPipeline("gemm"), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], this.#gemmGroups(a.rows, a.tokens));
+  }
+
+  /** embedding's gather over a matrix in ggml blocks. */
+  embeddingBlocks(pass: GPUComputePassEncoder, a: Omit<GpuEmbeddingArgs, "weight" | "dtype"> & GpuBlockWeight): void {
+    const tokens = count("tokens", a.tokens);
+    const g = this.#blockGeometry(a);
+    if (fits("ids", a.ids, tokens) !== 0) throw new ArgumentError("ids.offset", `must be 0, got ${a.ids.offset}`);
+    const firstRow = a.firstRow ?? 0;
+    if (!Number.isInteger(firstRow) || firstRow < 0) throw new ArgumentError("firstRow", `must be an integer ≥ 0, got ${show(a.firstRow)}`);
+    const groups = Math.ceil((tokens * a.cols) / 64);
+    const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    const params = new Uint32Array([tokens, a.cols, GPU_BLOCK_CODE[a.type], g.blocks, fits("out", a.out, tokens * a.cols), wgX, firstRow, a.rows, g.bytes, g.values, 0, 0]);
+    this.#dispatch(pass, this.#blockPipeline("embedding"), params, [a.ids.buffer, a.weight.buffer, a.out.buffer], groups);
   }
 
   /** out[t, :] = weight[ids[t], :], decoded to f32 (ids trusted: checked on the CPU before upload). */

@@ -8,9 +8,11 @@
  *                  exact bf16: the CPU tiles hold them so), decoded by kv-load
  *   q8             int8 codes [rows, blocks·32] and f32 scales [rows, blocks],
  *                  read straight out of the CPU tiles (the same codes and scales)
- *   q4             the same q8 layout: a Q4_0 code q ∈ [−8, 7] is an int8
- *                  code with the same scale, so the values are exactly the CPU's
- *   anything else  (native K-quants) decoded to f32 by the CPU kernels
+ *   q4, q4_k,      ggml blocks (quant-blocks.ts: q4_0 with an f32 scale, block_q4_K,
+ *   q5_k, q6_k     block_q5_K, block_q6_K), rows of blocks back to back, decoded
+ *                  in the kernels (wgsl/gemv-blocks.ts): the values exactly the CPU's,
+ *                  at the file's 4.5 / 5.5 / 6.56 bits a weight (q4: 5)
+ *   anything else  (q2_k, q3_k, iq4_xs) decoded to f32 by the CPU kernels
  *                  (dequantizeWeight's gatherRows): exact values, 4 bytes each
  *
  * A matrix is a list of row parts, each one buffer: a WeightStack's parts
@@ -25,12 +27,14 @@ import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
 import type { GpuDecoderOps, GpuView } from "./decoder-ops.js";
 import { BufferUsage } from "./constants.js";
+import { type GpuBlockType, blockRowBytes, gpuBlockType, packBlockRows } from "./quant-blocks.js";
 import type { GpuDevice } from "./device.js";
 
 /** One row range [r0, r0 + rows) of a matrix in its own buffer(s). */
 export type GpuMatrixPart =
   | { kind: "f32" | "bf16"; r0: number; rows: number; buffer: GPUBuffer }
-  | { kind: "q8"; r0: number; rows: number; codes: GPUBuffer; scales: GPUBuffer };
+  | { kind: "q8"; r0: number; rows: number; codes: GPUBuffer; scales: GPUBuffer }
+  | { kind: "blocks"; type: GpuBlockType; r0: number; rows: number; buffer: GPUBuffer };
 
 export interface GpuMatrix {
   rows: number;
@@ -62,6 +66,8 @@ export interface GpuDecoderWeights {
   lmHead: GpuMatrix;
   /** Bytes of every buffer uploaded. */
   bytes: number;
+  /** The ggml block types the matrices hold (their kernels compile before the first step: GpuDecoderOps.prepareBlocks). */
+  blockTypes: GpuBlockType[];
 }
 
 /** Rows decoded per gatherRows call when a matrix goes up as f32 (bounds the wasm scratch to ~16 MiB). */
@@ -70,25 +76,37 @@ const DECODE_CHUNK_BYTES = 16 << 20;
 class Uploader {
   bytes = 0;
   readonly buffers: GPUBuffer[] = [];
+  readonly blockTypes = new Set<GpuBlockType>();
   constructor(
     readonly gpu: GpuDevice,
     readonly rt: Runtime,
     readonly maxBinding: number,
   ) {}
 
-  /** A buffer of its own (not pooled: weights live as long as the runner). */
-  put(data: ArrayBufferView, label: string): GPUBuffer {
-    const size = Math.max(4, Math.ceil(data.byteLength / 4) * 4);
+  /** A buffer of its own of `bytes` rounded up to 4 (not pooled: weights live as long as the runner). */
+  alloc(bytes: number, label: string): GPUBuffer {
+    const size = Math.max(4, Math.ceil(bytes / 4) * 4);
     const buffer = this.gpu.device.createBuffer({ size, usage: BufferUsage.STORAGE | BufferUsage.COPY_DST, label });
     this.buffers.push(buffer);
-    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
-    if (bytes.byteLength % 4 === 0) this.gpu.device.queue.writeBuffer(buffer, 0, bytes);
-    else {
-      const padded = new Uint8Array(size);
-      padded.set(bytes);
-      this.gpu.device.queue.writeBuffer(buffer, 0, padded);
-    }
     this.bytes += size;
+    return buffer;
+  }
+
+  /** Writes `data` at byte `offset` (a multiple of 4) of `buffer`, zero-padded to whole words. */
+  write(buffer: GPUBuffer, offset: number, data: ArrayBufferView): void {
+    const bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    if (bytes.byteLength % 4 === 0) this.gpu.device.queue.writeBuffer(buffer, offset, bytes);
+    else {
+      const padded = new Uint8Array(Math.ceil(bytes.byteLength / 4) * 4);
+      padded.set(bytes);
+      this.gpu.device.queue.writeBuffer(buffer, offset, padded);
+    }
+  }
+
+  /** A buffer holding `data`. */
+  put(data: ArrayBufferView, label: string): GPUBuffer {
+    const buffer = this.alloc(data.byteLength, label);
+    this.write(buffer, 0, data);
     return buffer;
   }
 
@@ -121,15 +139,31 @@ class Uploader {
   #part(w: Weight, base: number, out: GpuMatrixPart[], label: string): string {
     const { rows, cols } = w;
     const blocks = Math.ceil(cols / 32);
-    if (w.format === "q8" || w.format === "q4") {
+    const type = gpuBlockType(w.format);
+    if (type !== null) {
+      const step = this.#rowsPerBuffer(blockRowBytes(type, cols), label);
+      const tiles = new Uint8Array(this.rt.of(w.memory).memory.buffer, w.ptr, w.byteLength);
+      const rowBytes = blockRowBytes(type, cols);
+      // Rows repacked per write: ~16 MiB of host memory at a time, an even count (a 4-byte-aligned offset for 210-byte Q6_K blocks).
+      const chunk = Math.max(2, 2 * Math.floor(DECODE_CHUNK_BYTES / (2 * rowBytes)));
+      for (let r0 = 0; r0 < rows; r0 += step) {
+        const n = Math.min(step, rows - r0);
+        const buffer = this.alloc(n * rowBytes, `${label} ${type} blocks`);
+        for (let c = 0; c < n; c += chunk) this.write(buffer, c * rowBytes, packBlockRows(tiles, w.format, w.blocks, r0 + c, Math.min(chunk, n - c)));
+        out.push({ kind: "blocks", type, r0: base + r0, rows: n, buffer });
+      }
+      this.blockTypes.add(type);
+      return type === "q4_0" ? "q4_0 (from q4)" : type;
+    }
+    if (w.format === "q8") {
       const step = this.#rowsPerBuffer(blocks * 32, label);
       const tiles = new Uint8Array(this.rt.of(w.memory).memory.buffer, w.ptr, w.byteLength);
       for (let r0 = 0; r0 < rows; r0 += step) {
         const n = Math.min(step, rows - r0);
-        const { codes, scales } = unpackQ8Rows(tiles, w.format, blocks, r0, n);
+        const { codes, scales } = unpackQ8Rows(tiles, "q8", blocks, r0, n);
         out.push({ kind: "q8", r0: base + r0, rows: n, codes: this.put(codes, `${label} codes`), scales: this.put(scales, `${label} scales`) });
       }
-      return w.format === "q8" ? "q8" : "q8 (from q4)";
+      return "q8";
     }
     const kind = w.format === "bf16" ? "bf16" : "f32";
     const step = Math.min(this.#rowsPerBuffer(cols * (kind === "bf16" ? 2 : 4), label), Math.max(1, Math.floor(DECODE_CHUNK_BYTES / (cols * 4))));
@@ -232,7 +266,7 @@ export function uploadDecoderWeights(gpu: GpuDevice, rt: Runtime, weights: Decod
     }));
     const finalNorm = up.vector(weights.finalNorm, "model.norm")!;
     const lmHead = weights.lmHead === weights.embedding ? embedding : up.matrix(weights.lmHead, "lm_head");
-    return { weights: { embedding, layers, finalNorm, lmHead, bytes: up.bytes }, destroy };
+    return { weights: { embedding, layers, finalNorm, lmHead, bytes: up.bytes, blockTypes: [...up.blockTypes] }, destroy };
   } catch (e) {
     destroy();
     throw e;
@@ -252,7 +286,11 @@ export function encodeLinear(ops: GpuDecoderOps, pass: GPUComputePassEncoder, m:
     const out = { buffer: a.out.buffer, offset: (a.out.offset ?? 0) + p.r0 };
     const common = { x: a.x, out, outStride: m.rows, tokens: a.tokens, rows: p.rows, cols: m.cols, ...(a.bias ? { bias: { buffer: a.bias, offset: p.r0 } } : {}) };
     const gemm = a.tokens >= GEMM_MIN_TOKENS;
-    if (p.kind === "q8") {
+    if (p.kind === "blocks") {
+      const b = { ...common, weight: { buffer: p.buffer }, type: p.type };
+      if (gemm) ops.gemmBlocks(pass, b);
+      else ops.gemvBlocks(pass, b);
+    } else if (p.kind === "q8") {
       const q8 = { ...common, weight: { codes: { buffer: p.codes }, scales: { buffer: p.scales } } };
       if (gemm) ops.gemmQ8(pass, q8);
       else ops.gemvQ8(pass, q8);

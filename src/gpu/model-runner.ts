@@ -102,7 +102,7 @@ export class GpuModelRunner implements ModelRunner {
   readonly kvCache: KvCacheGeometry;
   readonly kvDtype: GpuKvDtype;
   readonly gpu: GpuDevice;
-  /** What the GPU holds of the weights ("q8", "bf16", "f32 (from q4_k)"), and the bytes uploaded. */
+  /** What the GPU holds of the weights ("q8", "bf16", "q4_k, q6_k", "f32 (from q3_k)"), and the bytes uploaded. */
   readonly weightFormat: string;
   readonly weightBytes: number;
   readonly #rt: Runtime;
@@ -170,6 +170,7 @@ export class GpuModelRunner implements ModelRunner {
     try {
       up = uploadDecoderWeights(gpu, rt, options.weights, options.maxBindingBytes === undefined ? undefined : checkInt("maxBindingBytes", options.maxBindingBytes, { min: 4 }));
       const u = up;
+      await ops.prepareBlocks(u.weights.blockTypes);
       return await gpu.scoped("uploading the model", () => new GpuModelRunner(gpu, rt, ops, { ...options, numBlocks, blockSize }, u, maxModelLen));
     } catch (e) {
       up?.destroy();
@@ -268,6 +269,10 @@ export class GpuModelRunner implements ModelRunner {
     const { numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I } = c;
     const qkvCols = (H + 2 * Hkv) * D;
     for (const p of W.embedding.parts) {
+      if (p.kind === "blocks") {
+        ops.embeddingBlocks(pass, { ids: { buffer: b.ids }, weight: { buffer: p.buffer }, type: p.type, out: { buffer: b.x }, tokens: T, rows: p.rows, firstRow: p.r0, cols: h });
+        continue;
+      }
       const weight = p.kind === "q8" ? { codes: { buffer: p.codes }, scales: { buffer: p.scales } } : { buffer: p.buffer };
       ops.embedding(pass, { ids: { buffer: b.ids }, weight, dtype: p.kind, out: { buffer: b.x }, tokens: T, rows: p.rows, firstRow: p.r0, cols: h });
     }

@@ -13,8 +13,15 @@
 // numbers the GPU multiplies by — and the same tolerance holds. Architectures: Llama
 // (GQA, no bias), Qwen2 (qkv bias, tied head), Qwen3 (per-head q/k norm,
 // head_dim ≠ hidden / heads), Mistral (a 16-token sliding window). Weights f32,
-// bf16, q8 and q4 (q4 runs as q8 codes); KV f32, f16 and bf16; weights split
+// bf16, q8 and q4 (q4 as q4_0 blocks); KV f32, f16 and bf16; weights split
 // by rows into several buffers (as beyond maxStorageBufferBindingSize).
+// A Q4_K_M GGUF (llama.cpp's mix: Q4_K, with V, down and the head in Q6_K;
+// written by the test converter) runs with its matrices kept as ggml blocks
+// on the GPU (q4_k, q6_k; the fused QKV a stack of both; 1 layer and two
+// steps, to stay within SwiftShader's time), against the CPU's
+// f32 decoder over the same decoded values (the CPU's native K-quant kernels
+// quantize the activations to Q8_K), same tolerance; its weights take under
+// a fifth of the bytes the f32 expansion took.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -32,6 +39,7 @@ import type { WeightFormat } from "../../src/ops/weight.js";
 import { type TinyArch, writeTinyModel } from "../../src/testing/index.js";
 import { Blocks, makeBatch } from "../model/decoder-support.js";
 import { readModelMetadata } from "../../src/model/model-metadata.js";
+import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
 
 const parseTiny = (dir: string) => readModelMetadata({ kind: "dir", path: dir });
 import { openTestGpu } from "./support.js";
@@ -114,15 +122,25 @@ describe("WebGPU ModelRunner against the CPU decoder", () => {
   });
 
   /** Runs the same steps on both runners and compares every step's logits. */
-  async function compare(arch: TinyArch, weights: WeightFormat, kvDtype: KvCacheDType, extra: { slidingWindow?: number | null } = {}, maxBindingBytes?: number): Promise<void> {
+  async function compare(arch: TinyArch, weights: WeightFormat | "Q4_K_M", kvDtype: KvCacheDType, extra: { slidingWindow?: number | null } = {}, maxBindingBytes?: number, check?: (r: GpuModelRunner, f32Bytes: number) => void, stepCount = 4): Promise<void> {
     const dir = join(root, `${arch}-${weights}-${kvDtype}`);
-    writeTinyModel(dir, { arch, hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, ...extra });
+    // A Q4_K_M file needs widths that are whole 256-value superblocks (else llama.cpp's fallbacks: Q5_0, Q8_0).
+    const shape = weights === "Q4_K_M" ? { hiddenSize: 256, intermediateSize: 512, tieWordEmbeddings: false, numLayers: 1 } : { hiddenSize: 64, numLayers: 2 };
+    writeTinyModel(dir, { arch, numHeads: 4, numKvHeads: 2, ...shape, ...extra });
+    let source = dir;
+    if (weights === "Q4_K_M") convertModelDirToGguf(dir, (source = `${dir}.gguf`), { type: "Q4_K_M" });
     const blockSize = 4;
-    const loaded = loadModel(rt, dir, { weights, kvDtype, blockSize, numBlocks: 64, progress: false });
-    const quantized = weights === "q8" || weights === "q4";
+    const loaded = loadModel(rt, source, { weights: weights === "Q4_K_M" ? "auto" : weights, kvDtype, blockSize, numBlocks: 64, progress: false });
+    const quantized = weights !== "f32" && weights !== "bf16";
     const cpu = quantized ? { config: loaded.config, runner: createDecoder(rt, loaded.config, f32Twin(rt, loaded.runner.weights), { kvDtype, blockSize, numBlocks: 64 }) } : loaded;
     const runner = await GpuModelRunner.create(gpu, rt, { config: cpu.config, weights: loaded.runner.weights, numBlocks: 64, blockSize, kvDtype: kvDtype as "f32", ...(maxBindingBytes === undefined ? {} : { maxBindingBytes }) });
     try {
+      if (check) {
+        const f32 = await GpuModelRunner.create(gpu, rt, { config: cpu.config, weights: cpu.runner.weights, numBlocks: 1, blockSize, kvDtype: "f32" });
+        const f32Bytes = f32.weightBytes;
+        f32.dispose();
+        check(runner, f32Bytes);
+      }
       const V = cpu.config.vocabSize;
       const blocks = new Blocks(blockSize);
       const a = { blocks: blocks.take(40), prompt: Array.from({ length: 11 }, (_, i) => (i * 7 + 3) % V) };
@@ -137,7 +155,7 @@ describe("WebGPU ModelRunner against the CPU decoder", () => {
         // a step that samples nothing
         makeBatch([{ blocks: a.blocks, start: 22, tokens: [1, 2, 3], logits: "none" }], blockSize),
       ];
-      for (const [i, batch] of steps.entries()) {
+      for (const [i, batch] of steps.slice(0, stepCount).entries()) {
         const want = cpu.runner.forward(batch);
         const got = await runner.forward(batch);
         assertLogitsClose(`${arch} ${weights} KV ${kvDtype} step ${i}`, got, want, V, 2e-4);
@@ -171,6 +189,12 @@ describe("WebGPU ModelRunner against the CPU decoder", () => {
   gpuTest("qwen2 (qkv bias, tied head), bf16 weights, bf16 KV", () => compare("qwen2", "bf16", "bf16"));
   gpuTest("qwen3 (per-head q/k norm), q8 weights, f16 KV", () => compare("qwen3", "q8", "f16"));
   gpuTest("mistral (sliding window 16), q4 weights, f32 KV, every matrix split by rows into 6 KiB buffers (embedding and head too)", () => compare("mistral", "q4", "f32", { slidingWindow: 16 }, 6144));
+
+  gpuTest("llama Q4_K_M GGUF (1 layer; a ragged prefill, then a decode step): q4_k and q6_k blocks on the GPU (no f32 expansion), f16 KV, split by rows into 16 KiB buffers", () =>
+    compare("llama", "Q4_K_M", "f16", {}, 16384, (r, f32Bytes) => {
+      assert.equal(r.weightFormat, "q6_k, q4_k + q6_k, q4_k"); // head, qkv (V in Q6_K), o and gate_up; down is Q6_K too
+      assert.ok(r.weightBytes < 0.2 * f32Bytes, `weights on the GPU: ${r.weightBytes} bytes, the f32 expansion ${f32Bytes}`);
+    }, 2));
 
   gpuTest("a lost device fails the engine's running requests with the loss, and the engine steps on (last: it loses the suite's device)", async () => {
     const dir = join(root, "lost");

@@ -1,8 +1,10 @@
 /**
  * WGSL tiled GEMM for prefill steps (many tokens a step), the matrix product
  * of a linear layer: out[t, r] = Σ_c x[t, c] · W[r, c] (+ bias[r]), W [rows,
- * cols] f32 | f16 | bf16 (decoded by kv-load.ts) or Q8_0 codes × scales (the
- * q8 GEMV's layout). The classic shared-memory tiling (as in CUTLASS's and
+ * cols] f32 | f16 | bf16 (decoded by kv-load.ts), Q8_0 codes × scales (the
+ * q8 GEMV's layout) or ggml blocks (q4_0, q4_k, q5_k, q6_k: decoded a value at
+ * a time by quant-blocks.ts's dequantValue as the tile loads, the type a
+ * uniform branch). The classic shared-memory tiling (as in CUTLASS's and
  * llama.cpp Vulkan's mul_mm, much simplified):
  *
  *   workgroup   64 invocations (8 × 8) own a tile of TM = 32 tokens × TN = 32
@@ -15,7 +17,9 @@
  * token). Out rows are `oStride` apart, as the GEMV's (row-split matrices).
  * Its float64 twin is linearReference (src/ops/reference/linear.ts).
  */
+import { BLOCK_PARAMS } from "./gemv-blocks.js";
 import { kvLoadFn } from "./kv-load.js";
+import { BLOCK_READERS, DEQUANT_VALUE } from "./quant-blocks.js";
 
 export const GEMM_TM = 32;
 export const GEMM_TN = 32;
@@ -24,8 +28,17 @@ const TK = 16;
 /** The GEMM's uniform block: the GEMVs' fields (wgsl/decoder-ops.ts) in the same order. */
 const PARAMS = "struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, kvDtype: u32, oStride: u32, bOff: u32, hasBias: u32, blocks: u32 }";
 
-export function gemmWgsl(q8: boolean): string {
-  const weightBindings = q8
+/** What W is stored as: f32 | f16 | bf16 words, q8 codes and scales, or ggml blocks. */
+export type GemmWeights = "float" | "q8" | "blocks";
+
+export function gemmWgsl(weights: GemmWeights): string {
+  const blockBindings = `@group(0) @binding(2) var<storage, read> qw: array<u32>;
+@group(0) @binding(3) var<storage, read_write> o: array<f32>;
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+${BLOCK_READERS}
+${DEQUANT_VALUE}
+fn loadWeight(r: u32, c: u32) -> f32 { return dequantValue((r * P.blocks + c / P.blockValues) * P.blockBytes, c % P.blockValues); }`;
+  const weightBindings = weights === "blocks" ? blockBindings : weights === "q8"
     ? `@group(0) @binding(2) var<storage, read> codes: array<u32>;
 @group(0) @binding(3) var<storage, read> scales: array<f32>;
 @group(0) @binding(4) var<storage, read_write> o: array<f32>;
@@ -40,8 +53,8 @@ fn loadWeight(r: u32, c: u32) -> f32 {
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 ${kvLoadFn("loadW", "w")}
 fn loadWeight(r: u32, c: u32) -> f32 { return loadW(P.wOff + r * P.cols + c); }`;
-  return `// tiled GEMM ${q8 ? "Q8_0" : "f32 | f16 | bf16"} weights, ${GEMM_TM} × ${GEMM_TN} tiles
-${PARAMS}
+  return `// tiled GEMM ${weights === "blocks" ? "ggml block" : weights === "q8" ? "Q8_0" : "f32 | f16 | bf16"} weights, ${GEMM_TM} × ${GEMM_TN} tiles
+${weights === "blocks" ? BLOCK_PARAMS : PARAMS}
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 ${weightBindings}

@@ -1,0 +1,129 @@
+/**
+ * A Weight's packed CPU tiles → ggml blocks, the form the GPU keeps them in
+ * (wgsl/quant-blocks.ts): the WebGPU runner uploads the DecoderWeights the
+ * loaders built for the CPU (gpu-weights.ts), so a Q4_K matrix from a GGUF
+ * file arrives in the CPU's SIMD tiles (assembly/linalg/kquant-layout.ts) and
+ * goes up as the file had it, bit for bit: every field of the tile is one of
+ * the block's (codes, 6- or 8-bit sub-block scales and mins, f16 super-scales
+ * widened to f32 exactly), regrouped back to ggml-common.h's block_q4_K,
+ * block_q5_K and block_q6_K. kvflash's q4 (Q4_0 codes, f32 scales) goes up
+ * as Q4_0 blocks with the scale kept in f32 (20 bytes).
+ *
+ *   Weight format  GPU block  bytes / 256 values   (f32: 1024)
+ *   q4             q4_0       160
+ *   q4_k           q4_k       144
+ *   q5_k           q5_k       176
+ *   q6_k           q6_k       210
+ *
+ * Rows are independent: a block row is ⌈cols / values⌉ blocks, rows back to
+ * back, so a matrix splits by rows into buffers anywhere.
+ */
+import { ArgumentError } from "../errors.js";
+import type { StorageFormat } from "../ops/weight.js";
+import { F16, decodeMiniFloat, encodeMiniFloat } from "../tensor/minifloat.js";
+import { unpackQ8Rows } from "./gpu-weights.js";
+import { GPU_BLOCK } from "./wgsl/quant-blocks.js";
+
+export type GpuBlockType = "q4_0" | "q4_k" | "q5_k" | "q6_k";
+export const GPU_BLOCK_TYPES: readonly GpuBlockType[] = ["q4_0", "q4_k", "q5_k", "q6_k"];
+
+const FROM_FORMAT: Partial<Record<StorageFormat, GpuBlockType>> = { q4: "q4_0", q4_k: "q4_k", q5_k: "q5_k", q6_k: "q6_k" };
+
+/** The GPU block type a Weight format goes up as, or null (f32, bf16, q8 and the other K-quants keep their own paths). */
+export function gpuBlockType(format: StorageFormat): GpuBlockType | null {
+  return FROM_FORMAT[format] ?? null;
+}
+
+/** Bytes of one row of `cols` values in `type`'s blocks. */
+export function blockRowBytes(type: GpuBlockType, cols: number): number {
+  return Math.ceil(cols / GPU_BLOCK[type].values) * GPU_BLOCK[type].bytes;
+}
+
+/** K-quant tiles: 4 rows × 256 columns (kquant-layout.ts). */
+const KQ_TILE = { q4_k: 608, q5_k: 736, q6_k: 848 } as const;
+
+/** The f16 code of an f32 that is exactly an f16 (a ggml super-scale the CPU widened); anything else is a broken tile. */
+function f16Code(v: number): number {
+  const code = encodeMiniFloat(F16, v);
+  if (decodeMiniFloat(F16, code) !== v && !(Number.isNaN(v) && Number.isNaN(decodeMiniFloat(F16, code)))) throw new ArgumentError("weight", `holds a K-quant super-scale ${v} that is no f16 value`);
+  return code;
+}
+
+/**
+ * The ggml blocks of rows [r0, r0 + n) of a Weight of `format` from its tiles
+ * (`blocks` column blocks a row: the Weight's `blocks`): [n, blockRowBytes].
+ */
+export function packBlockRows(tiles: Uint8Array, format: StorageFormat, blocks: number, r0: number, n: number): Uint8Array {
+  const type = gpuBlockType(format);
+  if (type === null) throw new ArgumentError("format", `has no GPU block type: ${format}`);
+  const { bytes } = GPU_BLOCK[type];
+  const out = new Uint8Array(n * blocks * bytes);
+  const dst = new DataView(out.buffer);
+  if (type === "q4_0") {
+    const { codes, scales } = unpackQ8Rows(tiles, "q4", blocks, r0, n);
+    for (let b = 0; b < n * blocks; b++) {
+      dst.setFloat32(b * 20, scales[b]!, true);
+      for (let j = 0; j < 16; j++) out[b * 20 + 4 + j] = ((codes[32 * b + j]! + 8) & 15) | (((codes[32 * b + j + 16]! + 8) & 15) << 4);
+    }
+    return out;
+  }
+  const tileBytes = KQ_TILE[type];
+  const src = new DataView(tiles.buffer, tiles.byteOffset, tiles.byteLength);
+  for (let i = 0; i < n; i++) {
+    const row = r0 + i;
+    const r = row & 3;
+    for (let b = 0; b < blocks; b++) {
+      const t = ((row >> 2) * blocks + b) * tileBytes;
+      const o = (i * blocks + b) * bytes;
+      if (type === "q6_k") q6kBlock(tiles, src, t, r, out, dst, o);
+      else q45kBlock(type, tiles, src, t, r, out, dst, o);
+    }
+  }
+  return out;
+}
+
+/** Q4_K / Q5_K: the tile's lane r at t → block_q4_K / block_q5_K at o. */
+function q45kBlock(type: "q4_k" | "q5_k", tiles: Uint8Array, src: DataView, t: number, r: number, out: Uint8Array, dst: DataView, o: number): void {
+  const five = type === "q5_k";
+  const sc = t + (five ? 640 : 512);
+  dst.setUint16(o, f16Code(src.getFloat32(t + (five ? 704 : 576) + 4 * r, true)), true);
+  dst.setUint16(o + 2, f16Code(src.getFloat32(t + (five ? 720 : 592) + 4 * r, true)), true);
+  const s = (j: number) => tiles[sc + 8 * j + r]!;
+  const m = (j: number) => tiles[sc + 8 * j + 4 + r]!;
+  for (let j = 0; j < 4; j++) {
+    out[o + 4 + j] = (s(j) & 63) | ((s(j + 4) >> 4) << 6);
+    out[o + 8 + j] = (m(j) & 63) | ((m(j + 4) >> 4) << 6);
+    out[o + 12 + j] = (s(j + 4) & 15) | ((m(j + 4) & 15) << 4);
+  }
+  const qs = o + (five ? 48 : 16);
+  for (let v = 0; v < 256; v++) {
+    // Tile: chunk v/32 at 64·(v/32), vector (v/8)%4 at +16, byte 4r + v%4, nibble (v/4)%2.
+    const q = (tiles[t + ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3)]! >> (4 * ((v >> 2) & 1))) & 15;
+    const at = qs + 32 * (v >> 6) + (v & 31);
+    out[at] = out[at]! | (q << (4 * ((v >> 5) & 1)));
+    if (five) {
+      // Tile: sub-block v/32 at 512 + 16·(v/32), byte 4r + v%4, bit 2·((v/8)%4) + (v/4)%2.
+      const hi = (tiles[t + 512 + 16 * (v >> 5) + (r << 2) + (v & 3)]! >> (2 * ((v >> 3) & 3) + ((v >> 2) & 1))) & 1;
+      out[o + 16 + (v & 31)] = out[o + 16 + (v & 31)]! | (hi << (2 * (v >> 6) + ((v >> 5) & 1)));
+    }
+  }
+}
+
+/** Q6_K: the tile's lane r at t → block_q6_K at o. */
+function q6kBlock(tiles: Uint8Array, src: DataView, t: number, r: number, out: Uint8Array, dst: DataView, o: number): void {
+  for (let v = 0; v < 256; v++) {
+    // Tile: sub-block v/16 at 48·(v/16); columns 0-11 of it in bits 0-5 of vectors A, B, C; column 12 + k
+    // spread over bits 6-7 of byte k of A (bits 4-5), B (2-3), C (0-1).
+    const base = t + 48 * (v >> 4) + (r << 2);
+    const c = v & 15;
+    const q = c < 12 ? tiles[base + 16 * (c >> 2) + (c & 3)]! & 63 : ((tiles[base + (c & 3)]! >> 6) << 4) | ((tiles[base + 16 + (c & 3)]! >> 6) << 2) | (tiles[base + 32 + (c & 3)]! >> 6);
+    const n = v >> 7;
+    const j = (v >> 5) & 3;
+    const l = v & 31;
+    const lo = o + 64 * n + 32 * (j & 1) + l;
+    out[lo] = out[lo]! | ((q & 15) << (4 * (j >> 1)));
+    out[o + 128 + 32 * n + l] = out[o + 128 + 32 * n + l]! | ((q >> 4) << (2 * j));
+  }
+  for (let s = 0; s < 16; s++) out[o + 192 + s] = tiles[t + 768 + 4 * s + r]!;
+  dst.setUint16(o + 208, f16Code(src.getFloat32(t + 832 + 4 * r, true)), true);
+}
