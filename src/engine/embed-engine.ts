@@ -20,6 +20,8 @@ export interface EmbedRequest {
   requestId: string;
   /** Token ids of each input (already truncated to the model's limit). */
   sequences: number[][];
+  /** Token type ids of each input, as its tokenizer's pair template gives them (a cross-encoder's [CLS] q [SEP] d [SEP]: 0…0 1…1); default all 0. */
+  tokenTypes?: number[][];
 }
 
 export interface EmbedOutput {
@@ -81,6 +83,17 @@ export class EmbedEngine {
         if (!Number.isInteger(id) || id < 0 || id >= vocabSize) throw new ArgumentError(`input[${i}][${j}]`, `must be a token id in [0, ${vocabSize}), got ${show(id)}`);
       });
     });
+    const types = request.tokenTypes;
+    if (types !== undefined) {
+      const { typeVocabSize } = this.model.info.config;
+      if (!Array.isArray(types) || types.length !== request.sequences.length) throw new ArgumentError("tokenTypes", `must hold one list per input (${request.sequences.length}), got ${show(types)}`);
+      types.forEach((t, i) => {
+        if (!Array.isArray(t) || t.length !== request.sequences[i]!.length) throw new ArgumentError(`tokenTypes[${i}]`, `must hold one type per token of input[${i}] (${request.sequences[i]!.length}), got ${show(t)}`);
+        t.forEach((ty, j) => {
+          if (!Number.isInteger(ty) || ty < 0 || ty >= typeVocabSize) throw new ArgumentError(`tokenTypes[${i}][${j}]`, `must be a token type in [0, ${typeVocabSize}), got ${show(ty)}`);
+        });
+      });
+    }
     if (this.#queue.length >= this.maxWaitingRequests) return "queue_full";
     const promptTokens = request.sequences.reduce((n, s) => n + s.length, 0);
     this.#queue.push({ request, vectors: new Array(request.sequences.length), next: 0, done: 0, promptTokens, arrived: performance.now() });
@@ -100,6 +113,7 @@ export class EmbedEngine {
   step(): EmbedOutput[] {
     const picked: { p: Pending; index: number }[] = [];
     const tokens: number[] = [];
+    const types: number[] = [];
     const cu = [0];
     for (const p of this.#queue) {
       while (p.next < p.request.sequences.length && picked.length < this.maxNumSeqs) {
@@ -107,6 +121,8 @@ export class EmbedEngine {
         if (picked.length > 0 && tokens.length + s.length > this.maxNumBatchedTokens) break;
         picked.push({ p, index: p.next++ });
         for (const id of s) tokens.push(id);
+        const t = p.request.tokenTypes?.[p.next - 1];
+        for (let j = 0; j < s.length; j++) types.push(t?.[j] ?? 0);
         cu.push(tokens.length);
       }
       if (p.next < p.request.sequences.length) break; // FIFO: a later request waits for this one's sequences
@@ -115,7 +131,7 @@ export class EmbedEngine {
     const touched = new Set(picked.map((x) => x.p));
     let vectors: Float32Array[];
     try {
-      vectors = this.model.embedBatch({ tokens, cuSeqlens: cu });
+      vectors = this.model.embedBatch({ tokens, cuSeqlens: cu, tokenTypes: types });
     } catch (e) {
       this.#metrics.numFailedForwards++;
       const message = `the forward failed: ${(e as Error).message}`;

@@ -47,7 +47,7 @@ export function loadEmbedEngine(rt: Runtime, config: EngineWorkerConfig): { engi
       int8Dot: rt.int8Dot,
       int8DotLowering: rt.int8DotLowering,
       task: "embed",
-      embedding: { dimensions: info.dimensions, matryoshka: m === null || m === "any" ? m : [...m] },
+      embedding: { dimensions: info.dimensions, matryoshka: m === null || m === "any" ? m : [...m], crossEncoder: info.crossEncoder, architecture: info.config.architecture },
     },
   };
 }

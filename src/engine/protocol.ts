@@ -35,6 +35,10 @@ export interface EmbeddingInfo {
   dimensions: number;
   /** Matryoshka truncation: null = `dimensions` is refused; "any" = any length ≤ dimensions; else the listed ones. */
   matryoshka: null | "any" | number[];
+  /** A cross-encoder (reranker): its "vector" is a pair's [score], for /v1/rerank and /v1/score, and it cannot embed. */
+  crossEncoder: boolean;
+  /** config.json's architecture, for the errors that name why a route refuses the model. */
+  architecture: string;
 }
 
 /** What the loaded engine is, for the server. */

@@ -17,7 +17,12 @@
  * config keys: rotary positions, SwiGLU, no biases) with the WordPiece tokenizer. Words
  * of one of `groups` share their embedding row up to a little noise — a
  * fixture whose mean-pooled vectors make paraphrases close (the cosine
- * example), not a trained model. Same options → same files.
+ * example), not a trained model. With `crossEncoder` it is a reranker
+ * instead (cross-encoder/ms-marco-MiniLM's and bge-reranker's layout):
+ * BertForSequenceClassification ("bert." names, the pooler, `classifier`) or
+ * XLMRobertaForSequenceClassification ("roberta." names, `classifier.dense`,
+ * `classifier.out_proj`), one label, no sentence-transformers modules. Same
+ * options → same files.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -55,6 +60,12 @@ export interface TinyBertOptions {
   /** Pad the vocabulary with unused "[unusedN]" tokens up to this size (a 30522-token MiniLM shape). */
   vocabSize?: number;
   seed?: number;
+  /** Write a cross-encoder (a *ForSequenceClassification checkpoint). */
+  crossEncoder?: boolean;
+  /** The cross-encoder's labels (id2label). Default 1. */
+  numLabels?: number;
+  /** config.json sentence_transformers.activation_fn of the cross-encoder. Default: none written. */
+  activationFn?: string;
 }
 
 const SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
@@ -189,6 +200,17 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
   }
   }
 
+  if (options.crossEncoder === true) {
+    const L = options.numLabels ?? 1;
+    const prefix = xlmr ? "roberta." : "bert.";
+    for (const t of tensors) t.name = prefix + t.name;
+    const [dense, out] = xlmr ? ["classifier.dense", "classifier.out_proj"] : ["bert.pooler.dense", "classifier"];
+    put(`${dense}.weight`, [h, h], uniform(h * h, 0.5));
+    put(`${dense}.bias`, [h], uniform(h, 0.1));
+    put(`${out}.weight`, [L, h], uniform(L * h, 1));
+    put(`${out}.bias`, [L], uniform(L, 0.2));
+  }
+
   mkdirSync(dir, { recursive: true });
   const json = (path: string, value: unknown): void => writeFileSync(join(dir, path), `${JSON.stringify(value, null, 2)}\n`);
   const nomic = {
@@ -213,7 +235,9 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
     pad_token_id: 0,
   };
   json("config.json", options.arch === "nomic-bert" ? nomic : {
-    architectures: [xlmr ? "XLMRobertaModel" : "BertModel"],
+    architectures: [xlmr ? (options.crossEncoder === true ? "XLMRobertaForSequenceClassification" : "XLMRobertaModel") : options.crossEncoder === true ? "BertForSequenceClassification" : "BertModel"],
+    ...(options.crossEncoder === true ? { id2label: Object.fromEntries(Array.from({ length: options.numLabels ?? 1 }, (_, i) => [String(i), `LABEL_${i}`])) } : {}),
+    ...(options.activationFn === undefined ? {} : { sentence_transformers: { activation_fn: options.activationFn, version: "4.1.0" } }),
     model_type: xlmr ? "xlm-roberta" : "bert",
     vocab_size: V,
     hidden_size: h,
@@ -242,7 +266,7 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
     json("tokenizer_config.json", { do_lower_case: true, model_max_length: maxPos, cls_token: "[CLS]", sep_token: "[SEP]", pad_token: "[PAD]", unk_token: "[UNK]", mask_token: "[MASK]", tokenizer_class: "BertTokenizer" });
     writeFileSync(join(dir, "vocab.txt"), `${vocab.join("\n")}\n`);
   }
-  if (options.sentenceTransformers !== false) {
+  if (options.sentenceTransformers !== false && options.crossEncoder !== true) {
     const normalize = options.normalize ?? true;
     const mode = options.pooling ?? "mean";
     json("modules.json", [

@@ -133,6 +133,15 @@ export class TokenizerPool {
     return Array.from((r as { ids: Int32Array }).ids);
   }
 
+  /** A pair of texts → one cross-encoder input (Tokenizer.encodePair), in a worker. */
+  async encodePair(a: string, b: string, options: JobOptions = {}): Promise<{ ids: number[]; typeIds: number[] }> {
+    if (typeof a !== "string" || typeof b !== "string") throw new ArgumentError("text", `must be two strings, got ${typeof a} and ${typeof b}`);
+    const r = await this.#run({ id: 0, kind: "pair", a, b }, options.signal);
+    if ("error" in r) throw new ArgumentError("text", r.error);
+    const { ids, typeIds } = r as { ids: Int32Array; typeIds: Int32Array };
+    return { ids: Array.from(ids), typeIds: Array.from(typeIds) };
+  }
+
   /** Token ids → text, in a worker (Tokenizer.decode: special tokens kept; an id outside the vocabulary is an ArgumentError). */
   async decode(ids: readonly number[], options: JobOptions = {}): Promise<string> {
     const r = await this.#run({ id: 0, kind: "decode", ids: Int32Array.from(ids) }, options.signal);

@@ -14,7 +14,8 @@
  *      | { id, kind: "json", segments, maxDepth, maxPromptChars, shape }
  *      | { id, kind: "decode", ids: Int32Array }
  *      | { id, kind: "chat", chat: ChatPromptJob, addSpecialTokens, stopAfter }   (render, then encode)
- *   out: { id, ids: Int32Array } | { id, text } | { id, value } | { id, longPrompt } | { id, shape } | { id, error, json, param }
+ *      | { id, kind: "pair", a, b }   (Tokenizer.encodePair: a cross-encoder's input)
+ *   out: { id, ids: Int32Array } | { id, ids, typeIds: Int32Array } | { id, text } | { id, value } | { id, longPrompt } | { id, shape } | { id, error, json, param }
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { JsonBytesError, parseJsonBytes } from "../json-bytes.js";
@@ -61,6 +62,12 @@ export type WorkerJob =
     }
   | {
       id: number;
+      kind: "pair";
+      a: string;
+      b: string;
+    }
+  | {
+      id: number;
       kind: "decode";
       /** Token ids, each in [0, vocabSize) (Tokenizer.decode checks). */
       ids: Int32Array;
@@ -70,6 +77,7 @@ export type WorkerJob =
 export type WorkerResult =
   | { id: -1; ready: true }
   | { id: number; ids: Int32Array }
+  | { id: number; ids: Int32Array; typeIds: Int32Array }
   | { id: number; text: string }
   | { id: number; value: unknown }
   | { id: number; longPrompt: LongPromptText }
@@ -104,6 +112,12 @@ port.on("message", (job: WorkerJob) => {
     }
     if (job.kind === "decode") {
       port.postMessage({ id: job.id, text: tokenizer.decode(Array.from(job.ids)) } satisfies WorkerResult);
+      return;
+    }
+    if (job.kind === "pair") {
+      const { ids, typeIds } = tokenizer.encodePair(job.a, job.b);
+      const out = { id: job.id, ids: Int32Array.from(ids), typeIds: Int32Array.from(typeIds) };
+      port.postMessage(out satisfies WorkerResult, [out.ids.buffer, out.typeIds.buffer]);
       return;
     }
     const text = job.kind === "chat" ? chatPromptText(tokenizer, job.chat) : job.text;

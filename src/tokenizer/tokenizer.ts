@@ -206,6 +206,19 @@ export class Tokenizer {
     return ids;
   }
 
+  /**
+   * A pair of texts → one input, as a cross-encoder takes it: the
+   * post-processor's pair template (tokenizer.json, e.g. BERT's
+   * [CLS] a [SEP] b [SEP] with type ids 0…0 1…1, XLM-R's <s> a </s></s> b </s>),
+   * as transformers' tokenizer(a, b) encodes it.
+   */
+  encodePair(a: string, b: string): { ids: number[]; typeIds: number[] } {
+    if (typeof a !== "string") throw new ArgumentError("a", `must be a string, got ${show(a)}`);
+    if (typeof b !== "string") throw new ArgumentError("b", `must be a string, got ${show(b)}`);
+    const e = this.#hf.encode(a, { text_pair: b, add_special_tokens: true, return_token_type_ids: true });
+    return { ids: e.ids, typeIds: e.token_type_ids ?? new Array<number>(e.ids.length).fill(0) };
+  }
+
   /** Token ids → text. Ids outside [0, vocabSize) are an error. */
   decode(ids: readonly number[], options: DecodeOptions = {}): string {
     for (let i = 0; i < ids.length; i++) {

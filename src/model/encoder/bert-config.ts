@@ -10,12 +10,15 @@
  * (nomic-embed-text) is the same post-LN encoder with rotary positions (no
  * position table), a SwiGLU MLP and no projection biases; its config keys are
  * GPT-2's (n_embd, n_head, …), read by parseNomicConfig. Anything else is
- * refused here, naming the key.
+ * refused here, naming the key. The *ForSequenceClassification classes
+ * (cross-encoders, rerankers) are the same encoder with a classification head
+ * (sequence-classifier.ts).
  */
 import { ArgumentError, show } from "../../errors.js";
+import { type ClassifierConfig, CROSS_ENCODER_ARCHITECTURES, isCrossEncoderArchitecture, parseClassifierConfig } from "./sequence-classifier.js";
 
 /** Architectures served by the BERT encoder (architectures[0], or model_type "bert"). */
-export const ENCODER_ARCHITECTURES = ["BertModel", "BertForMaskedLM", "BertForPreTraining", "XLMRobertaModel", "XLMRobertaForMaskedLM", "RobertaModel", "RobertaForMaskedLM", "NomicBertModel"] as const;
+export const ENCODER_ARCHITECTURES = ["BertModel", "BertForMaskedLM", "BertForPreTraining", "XLMRobertaModel", "XLMRobertaForMaskedLM", "RobertaModel", "RobertaForMaskedLM", "NomicBertModel", ...CROSS_ENCODER_ARCHITECTURES] as const;
 
 /** model_type of each family (used when `architectures` is absent). */
 const MODEL_TYPES = ["bert", "xlm-roberta", "roberta", "nomic_bert"];
@@ -45,6 +48,8 @@ export interface BertConfig {
   ropeTheta: number;
   /** "gelu": up · GELU · down with biases (BERT); "swiglu": down(silu(gate) ⊙ up), no biases (NomicBert). */
   mlp: "gelu" | "swiglu";
+  /** The classification head of a cross-encoder (*ForSequenceClassification), else null. */
+  classifier: ClassifierConfig | null;
 }
 
 const GELU: Readonly<Record<string, GeluKind>> = { gelu: "erf", gelu_new: "tanh", gelu_pytorch_tanh: "tanh", gelu_fast: "tanh" };
@@ -107,6 +112,7 @@ export function parseBertConfig(json: unknown, source = "config.json"): BertConf
     positions: "absolute",
     ropeTheta: 0,
     mlp: "gelu",
+    classifier: isCrossEncoderArchitecture(architecture) ? parseClassifierConfig(j, architecture, source) : null,
   };
 }
 
@@ -154,5 +160,6 @@ function parseNomicConfig(j: Record<string, unknown>, source: string): BertConfi
     positions: "rotary",
     ropeTheta: theta,
     mlp: "swiglu",
+    classifier: null,
   };
 }

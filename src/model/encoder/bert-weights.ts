@@ -67,8 +67,8 @@ export interface BertWeights {
   free(): void;
 }
 
-/** "bert." / "roberta." in checkpoints saved from a *ForMaskedLM class, else "". */
-function weightPrefix(present: ReadonlySet<string>): string {
+/** "bert." / "roberta." in checkpoints saved from a *ForMaskedLM or *ForSequenceClassification class, else "". */
+export function weightPrefix(present: ReadonlySet<string>): string {
   return ["bert.", "roberta."].find((p) => present.has(`${p}embeddings.word_embeddings.weight`)) ?? "";
 }
 

@@ -5,9 +5,13 @@
  * the same Tokenizer as the decoders), and the pooling it ships
  * (pooling-config.ts). The engine worker builds it (encoder-loader.ts); the
  * HTTP thread reads the same metadata without the weights (readEncoderInfo).
+ * A cross-encoder (*ForSequenceClassification, a reranker) is the same
+ * encoder with a classification head (sequence-classifier.ts): its "vector"
+ * is the activated score of the pair, [numLabels] = [1], as vLLM's classify
+ * pooler gives it.
  *
  *   const model = loadEncoderModel(rt, dir);
- *   model.embed([[101, 7592, 102], …]);     // one pooled f32 vector per sequence
+ *   model.embed([[101, 7592, 102], …]);     // one pooled f32 vector per sequence (a cross-encoder: [score])
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -21,9 +25,10 @@ import { SINGLE_WEIGHTS_FILE } from "../model-dir.js";
 import { freeTensors, loadSafetensors, readSafetensorsHeader } from "../safetensors.js";
 import { type BertConfig, isBertConfig, parseBertConfig } from "./bert-config.js";
 import { BertEncoder, type EncoderBatch } from "./bert-encoder.js";
-import { bertWeightNames, buildBertWeights, checkBertShapes } from "./bert-weights.js";
+import { bertWeightNames, buildBertWeights, checkBertShapes, weightPrefix } from "./bert-weights.js";
 import { type PoolingConfig, readPoolingConfig } from "./pooling-config.js";
 import { poolSequences } from "./pooling.js";
+import { SequenceClassifier, classifierWeightNames } from "./sequence-classifier.js";
 
 export interface EncoderInfo {
   dir: string;
@@ -31,8 +36,10 @@ export interface EncoderInfo {
   pooling: PoolingConfig;
   /** Longest input in tokens: sentence_bert_config's max_seq_length, else what the positions allow (capped by the caller's maxModelLen). */
   maxModelLen: number;
-  /** Length of a pooled vector (hidden size). */
+  /** Length of a pooled vector (hidden size; a cross-encoder's: its one score). */
   dimensions: number;
+  /** A cross-encoder (a classification head scores a pair), not an embedding model. */
+  crossEncoder: boolean;
 }
 
 /** True if the source is a model directory whose config.json names an encoder this package serves. */
@@ -47,10 +54,11 @@ export function readEncoderInfo(dir: string, maxModelLen?: number): EncoderInfo 
   const configPath = join(dir, "config.json");
   const json = readJsonFile(configPath);
   const config = parseBertConfig(json, configPath);
-  const pooling = readPoolingConfig(dir, json as Record<string, unknown>);
+  // A cross-encoder pools its first token into the head; sentence-transformers' modules are an embedding model's.
+  const pooling: PoolingConfig = config.classifier !== null ? { mode: "cls", normalize: false, maxSeqLength: null, matryoshka: null } : readPoolingConfig(dir, json as Record<string, unknown>);
   const limit = Math.min(pooling.maxSeqLength ?? config.maxTokens, config.maxTokens);
   if (maxModelLen !== undefined && (!Number.isInteger(maxModelLen) || maxModelLen < 1)) throw new ArgumentError("maxModelLen", `must be a positive integer, got ${maxModelLen}`);
-  return { dir, config, pooling, maxModelLen: Math.min(limit, maxModelLen ?? limit), dimensions: config.hiddenSize };
+  return { dir, config, pooling, maxModelLen: Math.min(limit, maxModelLen ?? limit), dimensions: config.classifier?.numLabels ?? config.hiddenSize, crossEncoder: config.classifier !== null };
 }
 
 /** The encoder's tokenizer (tokenizer.json, WordPiece for BERT). */
@@ -61,24 +69,29 @@ export function encoderTokenizer(dir: string): Tokenizer {
 export class EncoderModel {
   readonly info: EncoderInfo;
   readonly encoder: BertEncoder;
+  /** A cross-encoder's head, else null. */
+  readonly classifier: SequenceClassifier | null;
 
-  constructor(info: EncoderInfo, encoder: BertEncoder) {
+  constructor(info: EncoderInfo, encoder: BertEncoder, classifier: SequenceClassifier | null = null) {
+    if ((classifier !== null) !== info.crossEncoder) throw new ArgumentError("classifier", `must be given exactly for a cross-encoder (${info.config.architecture})`);
     this.info = info;
     this.encoder = encoder;
+    this.classifier = classifier;
   }
 
-  /** One pooled (and, if the model says so, normalized) vector per sequence of `batch`. */
+  /** One pooled (and, if the model says so, normalized) vector per sequence of `batch`; a cross-encoder's: [score]. */
   embedBatch(batch: EncoderBatch): Float32Array[] {
     const hidden = this.encoder.forward(batch);
+    if (this.classifier !== null) return this.classifier.score(hidden, batch.cuSeqlens);
     const { mode, normalize } = this.info.pooling;
     return poolSequences(hidden, this.info.dimensions, batch.cuSeqlens, mode, normalize);
   }
 
-  /** One vector per token-id sequence, all in one forward. */
-  embed(sequences: readonly (readonly number[])[]): Float32Array[] {
+  /** One vector per token-id sequence, all in one forward (`tokenTypes`: one list per sequence, as a pair's encoding gives them). */
+  embed(sequences: readonly (readonly number[])[], tokenTypes?: readonly (readonly number[])[]): Float32Array[] {
     const cu = [0];
     for (const s of sequences) cu.push(cu[cu.length - 1]! + s.length);
-    return this.embedBatch({ tokens: sequences.flat(), cuSeqlens: cu });
+    return this.embedBatch({ tokens: sequences.flat(), cuSeqlens: cu, ...(tokenTypes === undefined ? {} : { tokenTypes: tokenTypes.flat() }) });
   }
 
   dispose(): void {
@@ -101,11 +114,14 @@ export function loadEncoderModel(rt: Runtime, dir: string, options: LoadEncoderO
   const header = readSafetensorsHeader(file);
   const shapes = new Map(header.tensors.map((t) => [t.name, t.shape]));
   const names = bertWeightNames(info.config, new Set(shapes.keys()));
-  checkBertShapes(names, shapes, file);
-  const tensors = loadSafetensors(rt, file, { names: names.keys() });
+  const head = info.config.classifier;
+  const headNames = head === null ? new Map<string, readonly number[]>() : classifierWeightNames(head, info.config.hiddenSize, weightPrefix(new Set(shapes.keys())));
+  checkBertShapes(new Map([...names, ...headNames]), shapes, file);
+  const tensors = loadSafetensors(rt, file, { names: [...names.keys(), ...headNames.keys()] });
   try {
+    const classifier = head === null ? null : new SequenceClassifier(head, info.config.hiddenSize, tensors, weightPrefix(new Set(shapes.keys())));
     const weights = buildBertWeights(rt, info.config, tensors, options.weights ?? "f32");
-    return new EncoderModel(info, new BertEncoder(rt, info.config, weights));
+    return new EncoderModel(info, new BertEncoder(rt, info.config, weights), classifier);
   } finally {
     freeTensors(rt, tensors);
   }

@@ -1,7 +1,9 @@
 /**
  * A float64 reference of transformers' BertModel + sentence-transformers'
  * Pooling/Normalize, written for clarity and run one sequence at a time (no
- * padding, no batching): the oracle of the encoder tests. It reads the
+ * padding, no batching): the oracle of the encoder tests; and the
+ * classification heads of the *ForSequenceClassification cross-encoders
+ * (referenceScore). It reads the
  * checkpoint's f32 tensors straight from model.safetensors.
  *
  *   x = LayerNorm(E_word[id] + E_pos[i] + E_type[0])
@@ -211,4 +213,22 @@ export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number {
     bb += b[i]! * b[i]!;
   }
   return ab / Math.sqrt(aa * bb);
+}
+
+/**
+ * The float64 reference score of one encoded pair: transformers'
+ * *ForSequenceClassification forward (the checkpoint's "bert." / "roberta."
+ * names stripped for the encoder reference) and the activation.
+ */
+export function referenceScore(t: Tensors, c: RefConfig, ids: readonly number[], types: readonly number[], kind: "bert" | "roberta", activation: "sigmoid" | "identity"): number {
+  const prefix = kind === "bert" ? "bert." : "roberta.";
+  const stripped: Tensors = new Map([...t].filter(([n]) => n.startsWith(prefix)).map(([n, v]) => [n.slice(prefix.length), v]));
+  const first = referenceHidden(stripped, c, ids, types)[0]!;
+  const [dense, out] = kind === "bert" ? ["bert.pooler.dense", "classifier"] : ["classifier.dense", "classifier.out_proj"];
+  const W = t.get(`${dense}.weight`)!.data;
+  const b = t.get(`${dense}.bias`)!.data;
+  const h = c.hidden;
+  const p = Array.from({ length: h }, (_, i) => Math.tanh(b[i]! + first.reduce((s, x, k) => s + W[i * h + k]! * x, 0)));
+  const logit = t.get(`${out}.bias`)!.data[0]! + p.reduce((s, x, k) => s + t.get(`${out}.weight`)!.data[k]! * x, 0);
+  return activation === "sigmoid" ? 1 / (1 + Math.exp(-logit)) : logit;
 }
