@@ -68,8 +68,8 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     // A signal during the load stops the wait: the engine is shut down and `ready` may never settle.
     const info = await Promise.race([running.ready, stopped.then(() => null)]);
     if (info !== null && info.task === "embed") log(
-      `ready in ${info.loadSeconds.toFixed(2)} s: an embedding model, ${info.embedding?.dimensions} dimensions, max_model_len ${info.maxModelLen}, ` +
-        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${describeKernels(info.kernels, info.int8Dot, info.int8DotLowering)}. Try:\n${tryHint(running.url, args.apiKey ?? null, true)}`,
+      `ready in ${info.loadSeconds.toFixed(2)} s: ${info.embedding?.crossEncoder === true ? `a cross-encoder (${info.embedding.architecture}, a reranker)` : `an embedding model, ${info.embedding?.dimensions} dimensions`}, max_model_len ${info.maxModelLen}, ` +
+        `max_num_seqs ${info.maxNumSeqs}, ${info.threads} thread(s), ${describeKernels(info.kernels, info.int8Dot, info.int8DotLowering)}. Try:\n${tryHint(running.url, args.apiKey ?? null, info.embedding?.crossEncoder === true ? "rerank" : "embed")}`,
     );
     else if (info !== null) log(
       `ready in ${info.loadSeconds.toFixed(2)} s: max_model_len ${info.maxModelLen}, ${info.numBlocks} KV blocks × ${info.blockSize} tokens, ` +
@@ -98,10 +98,11 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
  * sends the Authorization header, reading the key from $KVFLASH_API_KEY so the
  * key itself never lands in the log.
  */
-function tryHint(url: string, apiKey: string | null, embedding = false): string {
+function tryHint(url: string, apiKey: string | null, pooling: "embed" | "rerank" | null = null): string {
   const auth = apiKey === null ? "" : ` -H "Authorization: Bearer $KVFLASH_API_KEY"`;
   const fromFlag = apiKey !== null && process.env["KVFLASH_API_KEY"] !== apiKey;
-  if (embedding) return `  curl ${url}/v1/embeddings -H 'Content-Type: application/json'${auth} -d '{"input": ["Hello!"]}'` + (fromFlag ? "\n  (with KVFLASH_API_KEY set to the --api-key value)" : "");
+  if (pooling === "rerank") return `  curl ${url}/v1/rerank -H 'Content-Type: application/json'${auth} -d '{"query": "What is a panda?", "documents": ["The giant panda is a bear.", "Paris is in France."]}'` + (fromFlag ? "\n  (with KVFLASH_API_KEY set to the --api-key value)" : "");
+  if (pooling === "embed") return `  curl ${url}/v1/embeddings -H 'Content-Type: application/json'${auth} -d '{"input": ["Hello!"]}'` + (fromFlag ? "\n  (with KVFLASH_API_KEY set to the --api-key value)" : "");
   return (
     `  curl ${url}/v1/chat/completions -H 'Content-Type: application/json'${auth} ` +
     `-d '{"messages": [{"role": "user", "content": "Hello!"}], "max_tokens": 32}'` +

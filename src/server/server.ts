@@ -16,6 +16,8 @@
  *   POST /v1/responses           the Responses API (routes/responses.ts); GET, DELETE /v1/responses/{id}
  *   POST /tokenize, /detokenize
  *   POST /v1/embeddings          an embedding model's vectors (routes/embeddings.ts)
+ *   POST /v1/rerank, /rerank, /v2/rerank   documents ranked against a query (routes/score.ts)
+ *   POST /v1/score, /score       text pairs scored (a cross-encoder, or an embedding model's cosine)
  */
 import { timingSafeEqual } from "node:crypto";
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
@@ -38,6 +40,7 @@ import type { ToolParserName } from "./tool-parsers.js";
 import { health, metrics, version } from "./routes/status.js";
 import { detokenize, tokenize } from "./routes/tokenize.js";
 import { embeddings, generativeOnly } from "./routes/embeddings.js";
+import { rerank, score } from "./routes/score.js";
 
 interface Route {
   method: "GET" | "POST" | "DELETE";
@@ -58,6 +61,11 @@ const ROUTES: Readonly<Record<string, Route>> = {
   "/tokenize": { method: "POST", handler: tokenize, auth: true },
   "/detokenize": { method: "POST", handler: detokenize, auth: true },
   "/v1/embeddings": { method: "POST", handler: embeddings, auth: true },
+  "/v1/rerank": { method: "POST", handler: rerank, auth: true },
+  "/rerank": { method: "POST", handler: rerank, auth: true },
+  "/v2/rerank": { method: "POST", handler: rerank, auth: true },
+  "/v1/score": { method: "POST", handler: score, auth: true },
+  "/score": { method: "POST", handler: score, auth: true },
 };
 
 /** GET /v1/models/{id} (the id may hold slashes, as "org/name" does). */

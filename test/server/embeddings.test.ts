@@ -160,6 +160,20 @@ test("bad requests fail alone with a 400 naming the field; generation is refused
   assert.equal(ok.data.length, 1);
 });
 
+test("rerank and score on an embedding model: the cosine of the two texts' reference vectors (vLLM's bi-encoder score)", async () => {
+  const query = "the cat sat on the mat";
+  const docs = ["stock markets fell sharply", "a kitten rested on the rug"];
+  const r = await post<{ results: { index: number; relevance_score: number }[]; usage: { prompt_tokens: number } }>(`${server.url}/v1/rerank`, { model: NAME, query, documents: docs });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.deepEqual(r.body.results.map((x) => x.index), [1, 0]); // the paraphrase first
+  for (const x of r.body.results) assert.ok(Math.abs(x.relevance_score - cosine(reference(query), reference(docs[x.index]!))) <= 1e-5, `document ${x.index}`);
+  assert.equal(r.body.usage.prompt_tokens, [query, ...docs].reduce((n, t) => n + tok.encode(t).length, 0));
+  const s = await post<{ data: { score: number }[] }>(`${server.url}/v1/score`, { text_1: ["hello world", "a rug"], text_2: ["hello world", "the cat"] });
+  assert.equal(s.status, 200);
+  assert.ok(Math.abs(s.body.data[0]!.score - 1) <= 1e-5);
+  assert.ok(Math.abs(s.body.data[1]!.score - cosine(reference("a rug"), reference("the cat"))) <= 1e-5);
+});
+
 test("metrics count embedding requests and their prompt tokens", async () => {
   const before = await server.metrics();
   const done = metric(before, "vllm:request_success_total", { finished_reason: "stop" }, NAME);

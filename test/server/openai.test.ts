@@ -142,11 +142,17 @@ test("models, tokenize / detokenize, and the metrics these requests left", async
   assert.equal(metric(m, "vllm:kv_cache_usage_perc"), 0);
 });
 
-test("a generative model answers /v1/embeddings with a 400 naming the model, and goes on", async () => {
+test("a generative model answers /v1/embeddings, /v1/rerank and /v1/score with a 400 naming the model, and goes on", async () => {
   const r = await post(`${server.url}/v1/embeddings`, { model: MODEL, input: "hello" });
   assert.equal(r.status, 400);
   assert.equal(r.body.error.param, "model");
   assert.match(r.body.error.message, /does not support the Embeddings API/);
+  for (const [path, body, api] of [["/v1/rerank", { model: MODEL, query: "a", documents: ["b"] }, "Rerank"], ["/v1/score", { model: MODEL, text_1: "a", text_2: "b" }, "Score"]] as const) {
+    const s = await post(`${server.url}${path}`, body);
+    assert.equal(s.status, 400, path);
+    assert.equal(s.body.error.param, "model");
+    assert.match(s.body.error.message, new RegExp(`\`${MODEL}\` does not support the ${api} API: it is a generative model`));
+  }
   const c = await server.openai.completions.create({ model: MODEL, prompt: "Hi", max_tokens: 2 });
   assert.equal(c.choices.length, 1);
 });

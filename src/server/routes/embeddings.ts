@@ -29,6 +29,7 @@ export const embeddings: Handler = async (req, res, ctx, signal) => {
   const s = ctx.engine.state;
   const info = s.state === "ready" ? s.info.embedding : undefined;
   if (info === undefined) throw badRequest("model", `The model \`${ctx.modelNames[0]}\` does not support the Embeddings API: it is a generative model (serve an embedding model, such as a sentence-transformers directory).`);
+  if (info.crossEncoder) throw badRequest("model", `The model \`${ctx.modelNames[0]}\` is a cross-encoder (${info.architecture}): it scores text pairs on POST /v1/rerank and /v1/score, and has no embeddings.`);
   const request = parseEmbeddingRequest(f, info, limit);
   const sequences = await whileConnected(signal, Promise.all(request.inputs.map((input, i) => tokenizeInput(ctx, input, request.truncate, request.inputs.length > 1 ? `input[${i}]` : "input", limit))));
   const requestId = `embd-${randomUUID()}`;
@@ -60,6 +61,7 @@ export function generativeOnly(handler: Handler): Handler {
   return (req, res, ctx, signal) => {
     const s = ctx.engine.state;
     if (s.state === "ready" && s.info.task === "embed") {
+      if (s.info.embedding?.crossEncoder === true) throw badRequest("model", `The model \`${ctx.modelNames[0]}\` is a cross-encoder (${s.info.embedding.architecture}): it serves POST /v1/rerank and /v1/score, not text generation.`);
       throw badRequest("model", `The model \`${ctx.modelNames[0]}\` is an embedding model: it serves POST /v1/embeddings, not text generation.`);
     }
     return handler(req, res, ctx, signal);

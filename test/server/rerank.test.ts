@@ -1,0 +1,189 @@
+// POST /v1/rerank and /v1/score end to end: `kvflash serve --model <a
+// cross-encoder directory>` (tiny random-weight BertForSequenceClassification,
+// the cross-encoder/ms-marco-MiniLM layout; and an
+// XLMRobertaForSequenceClassification, bge-reranker's), called with plain
+// fetch (the openai client has no rerank) in vLLM's shapes. Scores are
+// checked against the float64 reference of the HF forward
+// (test/model/encoder/bert-reference.ts referenceScore) on the pair encoded by
+// the tokenizer's pair template, not against our own encoder. Also: top_n,
+// return_documents, /rerank and /v2/rerank, 1:1 / 1:N / N:N scoring, errors
+// naming the field, a cross-encoder refusing embeddings and generation by
+// name, metrics.
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { encoderTokenizer } from "../../src/model/encoder/encoder-model.js";
+import { writeTinyBert } from "../../src/testing/tiny-bert.js";
+import type { Tokenizer } from "../../src/tokenizer/tokenizer.js";
+import { type RefConfig, type Tensors, readF32Safetensors, referenceScore } from "../model/encoder/bert-reference.js";
+import { type ServerProcess, metric, post, startServer, waitMetrics } from "./harness.js";
+
+const NAME = "tiny-ms-marco";
+const XLMR = "tiny-bge-reranker";
+const WORDS = ["what", "is", "a", "panda", "bear", "the", "giant", "paris", "in", "france", "cat", "small", "pet"];
+const CFG: RefConfig = { hidden: 32, heads: 4, layers: 2, eps: 1e-12, gelu: "erf" };
+const XCFG: RefConfig = { hidden: 24, heads: 4, layers: 1, eps: 1e-5, gelu: "erf", positionOffset: 2 };
+
+let root: string;
+let server: ServerProcess;
+let xserver: ServerProcess;
+let tok: Tokenizer;
+let xtok: Tokenizer;
+let tensors: Tensors;
+let xtensors: Tensors;
+
+before(async () => {
+  root = mkdtempSync(join(tmpdir(), "kvflash-rerank-e2e-"));
+  const dir = join(root, "ms-marco-tiny");
+  writeTinyBert({ dir, crossEncoder: true, seed: 21, hiddenSize: 32, numHeads: 4, numLayers: 2, maxPositionEmbeddings: 24, words: WORDS });
+  const xdir = join(root, "bge-reranker-tiny");
+  writeTinyBert({ dir: xdir, arch: "xlm-roberta", crossEncoder: true, seed: 22, hiddenSize: 24, numHeads: 4, numLayers: 1, maxPositionEmbeddings: 32, words: WORDS });
+  tok = encoderTokenizer(dir);
+  xtok = encoderTokenizer(xdir);
+  tensors = readF32Safetensors(join(dir, "model.safetensors"));
+  xtensors = readF32Safetensors(join(xdir, "model.safetensors"));
+  [server, xserver] = await Promise.all([startServer(["--model", dir, "--served-model-name", NAME]), startServer(["--model", xdir, "--served-model-name", XLMR])]);
+});
+after(async () => {
+  await Promise.all([server?.stop(), xserver?.stop()]);
+  rmSync(root, { recursive: true, force: true });
+});
+
+const reference = (q: string, d: string): number => {
+  const e = tok.encodePair(q, d);
+  return referenceScore(tensors, CFG, e.ids, e.typeIds, "bert", "sigmoid");
+};
+const pairTokens = (q: string, d: string): number => tok.encodePair(q, d).ids.length;
+
+interface RerankBody {
+  id: string;
+  model: string;
+  usage: { prompt_tokens: number; total_tokens: number };
+  results: { index: number; document?: { text: string }; relevance_score: number }[];
+}
+interface ScoreBody {
+  id: string;
+  object: string;
+  created: number;
+  model: string;
+  data: { index: number; object: string; score: number }[];
+  usage: { prompt_tokens: number; total_tokens: number; completion_tokens: number };
+}
+
+const QUERY = "what is a panda";
+const DOCS = ["the giant panda is a bear", "paris is in france", "a cat is a small pet", "panda"];
+
+test("rerank (BertForSequenceClassification): relevance scores = the float64 reference to 1e-5, best first; usage; vLLM's shape", async () => {
+  const r = await post<RerankBody>(`${server.url}/v1/rerank`, { model: NAME, query: QUERY, documents: DOCS });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  assert.match(r.body.id, /^rerank-/);
+  assert.equal(r.body.model, NAME);
+  const refs = DOCS.map((d) => reference(QUERY, d));
+  const order = refs.map((s, i) => ({ s, i })).sort((a, b) => b.s - a.s).map((x) => x.i);
+  assert.deepEqual(r.body.results.map((x) => x.index), order);
+  for (const x of r.body.results) {
+    assert.deepEqual(Object.keys(x), ["index", "document", "relevance_score"]);
+    assert.equal(x.document!.text, DOCS[x.index]);
+    assert.ok(Math.abs(x.relevance_score - refs[x.index]!) <= 1e-5, `document ${x.index}: ${x.relevance_score} against ${refs[x.index]}`);
+  }
+  const tokens = DOCS.reduce((n, d) => n + pairTokens(QUERY, d), 0);
+  assert.deepEqual(r.body.usage, { prompt_tokens: tokens, total_tokens: tokens });
+});
+
+test("rerank: top_n keeps the best n, return_documents false drops the text, { text } documents, /rerank and /v2/rerank answer the same", async () => {
+  const full = (await post<RerankBody>(`${server.url}/v1/rerank`, { query: QUERY, documents: DOCS })).body;
+  const top = await post<RerankBody>(`${server.url}/v1/rerank`, { query: QUERY, documents: DOCS.map((text) => ({ text })), top_n: 2, return_documents: false });
+  assert.equal(top.status, 200);
+  assert.deepEqual(top.body.results, full.results.slice(0, 2).map(({ index, relevance_score }) => ({ index, relevance_score })));
+  for (const path of ["/rerank", "/v2/rerank"]) {
+    const r = await post<RerankBody>(`${server.url}${path}`, { query: QUERY, documents: DOCS, top_n: 10 });
+    assert.equal(r.status, 200, path);
+    assert.deepEqual(r.body.results, full.results, path);
+  }
+});
+
+test("score: 1:1, 1:N (text_1 broadcast) and N:N pairs = the reference; vLLM's shape", async () => {
+  const one = await post<ScoreBody>(`${server.url}/v1/score`, { model: NAME, text_1: QUERY, text_2: DOCS[0] });
+  assert.equal(one.status, 200, JSON.stringify(one.body));
+  assert.equal(one.body.object, "list");
+  assert.match(one.body.id, /^score-/);
+  assert.equal(one.body.model, NAME);
+  assert.ok(Number.isInteger(one.body.created));
+  assert.deepEqual(one.body.data.map((d) => [d.index, d.object]), [[0, "score"]]);
+  assert.ok(Math.abs(one.body.data[0]!.score - reference(QUERY, DOCS[0]!)) <= 1e-5);
+  const n = pairTokens(QUERY, DOCS[0]!);
+  assert.deepEqual(one.body.usage, { prompt_tokens: n, total_tokens: n, completion_tokens: 0 });
+  const fan = await post<ScoreBody>(`${server.url}/score`, { text_1: [QUERY], text_2: DOCS });
+  assert.deepEqual(fan.body.data.map((d) => d.index), [0, 1, 2, 3]);
+  fan.body.data.forEach((d, i) => assert.ok(Math.abs(d.score - reference(QUERY, DOCS[i]!)) <= 1e-5, `1:N ${i}`));
+  const qs = ["what is a panda", "is paris in france", "a small cat"];
+  const nn = await post<ScoreBody>(`${server.url}/v1/score`, { text_1: qs, text_2: DOCS.slice(0, 3) });
+  nn.body.data.forEach((d, i) => assert.ok(Math.abs(d.score - reference(qs[i]!, DOCS[i]!)) <= 1e-5, `N:N ${i}`));
+});
+
+test("rerank on an XLMRobertaForSequenceClassification (bge-reranker layout, <s> q </s></s> d </s>) = the reference", async () => {
+  const r = await post<RerankBody>(`${xserver.url}/v1/rerank`, { query: QUERY, documents: DOCS });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  for (const x of r.body.results) {
+    const e = xtok.encodePair(QUERY, DOCS[x.index]!);
+    const ref = referenceScore(xtensors, XCFG, e.ids, e.typeIds, "roberta", "sigmoid");
+    assert.ok(Math.abs(x.relevance_score - ref) <= 1e-5, `document ${x.index}: ${x.relevance_score} against ${ref}`);
+  }
+  assert.ok(r.body.results.every((x, i) => i === 0 || x.relevance_score <= r.body.results[i - 1]!.relevance_score));
+});
+
+test("bad requests fail alone with a 400 naming the field", async () => {
+  const long = Array.from({ length: 30 }, () => "panda").join(" "); // the model takes 24 tokens
+  const cases: [string, unknown, string][] = [
+    ["/v1/rerank", { documents: ["a"] }, "query"],
+    ["/v1/rerank", { query: 3, documents: ["a"] }, "query"],
+    ["/v1/rerank", { query: "", documents: ["a"] }, "query"],
+    ["/v1/rerank", { query: "a" }, "documents"],
+    ["/v1/rerank", { query: "a", documents: [] }, "documents"],
+    ["/v1/rerank", { query: "a", documents: ["a", 7] }, "documents"],
+    ["/v1/rerank", { query: "a", documents: ["a", ""] }, "documents"],
+    ["/v1/rerank", { query: "a", documents: ["a"], top_n: 1.5 }, "top_n"],
+    ["/v1/rerank", { query: "a", documents: ["a"], top_n: -2 }, "top_n"],
+    ["/v1/rerank", { query: "a", documents: ["a"], return_documents: "yes" }, "return_documents"],
+    ["/v1/rerank", { query: "a", documents: ["a", long] }, "documents[1]"],
+    ["/v1/score", { text_2: "a" }, "text_1"],
+    ["/v1/score", { text_1: "a" }, "text_2"],
+    ["/v1/score", { text_1: ["a", "b"], text_2: ["a", "b", "c"] }, "text_1"],
+    ["/v1/score", { text_1: "a", text_2: [1] }, "text_2"],
+    ["/v1/score", { text_1: "a", text_2: [] }, "text_2"],
+  ];
+  for (const [path, body, param] of cases) {
+    const r = await post(`${server.url}${path}`, body);
+    assert.equal(r.status, 400, `${path} ${JSON.stringify(body)}`);
+    assert.equal(r.body.error.param, param, `${path} ${JSON.stringify(body)}: ${r.body.error.message}`);
+  }
+  const tooLong = await post(`${server.url}/v1/rerank`, { query: "a", documents: ["a", long] });
+  assert.equal(tooLong.body.error.code, "context_length_exceeded");
+  const missing = await post(`${server.url}/v1/rerank`, { model: "nope", query: "a", documents: ["a"] });
+  assert.equal(missing.status, 404);
+  const ok = await post<RerankBody>(`${server.url}/v1/rerank`, { query: "a", documents: ["still fine"] });
+  assert.equal(ok.status, 200);
+});
+
+test("a cross-encoder refuses embeddings and generation with a 400 naming the model and why; the startup log names it", async () => {
+  const e = await post(`${server.url}/v1/embeddings`, { model: NAME, input: "hello" });
+  assert.equal(e.status, 400);
+  assert.equal(e.body.error.param, "model");
+  assert.match(e.body.error.message, new RegExp(`${NAME}.*cross-encoder \\(BertForSequenceClassification\\).*/v1/rerank`));
+  const chat = await post(`${server.url}/v1/chat/completions`, { model: NAME, messages: [{ role: "user", content: "hi" }] });
+  assert.equal(chat.status, 400);
+  assert.match(chat.body.error.message, /cross-encoder/);
+  assert.match(server.stderr(), /ready in [\d.]+ s: a cross-encoder \(BertForSequenceClassification, a reranker\), max_model_len 24/);
+  assert.match(server.stderr(), /curl http:\/\/[^ ]+\/v1\/rerank/);
+});
+
+test("metrics count rerank requests and their prompt tokens", async () => {
+  const before = await server.metrics();
+  const done = metric(before, "vllm:request_success_total", { finished_reason: "stop" }, NAME);
+  const prompt = metric(before, "vllm:prompt_tokens_total", {}, NAME);
+  await post(`${server.url}/v1/rerank`, { query: QUERY, documents: DOCS.slice(0, 2) });
+  const m = await waitMetrics(server, (x) => metric(x, "vllm:request_success_total", { finished_reason: "stop" }, NAME) === done + 1);
+  assert.equal(metric(m, "vllm:prompt_tokens_total", {}, NAME), prompt + pairTokens(QUERY, DOCS[0]!) + pairTokens(QUERY, DOCS[1]!));
+});
