@@ -7,7 +7,8 @@ import { pathToFileURL } from "node:url";
 import { ArgumentError } from "../errors.js";
 import { walkFlags } from "./flags.js";
 import { type LoadFlags, readLoadFlag } from "./load-flags.js";
-import type { ServeOptions } from "../server/start-server.js";
+import { SERVE_TASKS, type ServeOptions } from "../server/start-server.js";
+import { checkOneOf } from "../tensor/check.js";
 import { DEFAULT_MAX_NUM_SEQS, MIN_DEFAULT_BATCHED_TOKENS } from "../engine/engine-config.js";
 import { DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
 import { MAX_DATA_PARALLEL_SIZE } from "../engine/data-parallel-engine.js";
@@ -24,6 +25,9 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --host HOST                  address to bind (default 127.0.0.1; 0.0.0.0 for every interface)
   --port N                     default 8000
   --served-model-name NAME…    names clients use in "model" (default: the --model argument)
+  --task TASK                  auto | generate | embed: embed serves a decoder's last-token embeddings on /v1/embeddings
+                               (vLLM's pooling runner; default auto: embed for an encoder, a cross-encoder or a
+                               sentence-transformers directory (modules.json), else generate)
   --api-key KEY                require "Authorization: Bearer KEY" on /v1 and /tokenize (or $KVFLASH_API_KEY)
   --cors-origin ORIGIN         send Access-Control-Allow-Origin: ORIGIN (default: no CORS)
   --tool-call-parser NAME      hermes | llama3_json | mistral | qwen3_coder | generic (default: the one the chat
@@ -88,6 +92,9 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       }
       case "--api-key":
         args.apiKey = read.string();
+        break;
+      case "--task":
+        args.task = checkOneOf(flag, read.string(), SERVE_TASKS);
         break;
       case "--cors-origin":
         args.corsOrigin = read.string();

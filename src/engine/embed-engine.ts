@@ -13,7 +13,7 @@
  *   engine.step();   // → EmbedOutput[] of the requests finished in this step
  */
 import { ArgumentError, show } from "../errors.js";
-import type { EncoderModel } from "../model/encoder/encoder-model.js";
+import type { PoolingModel } from "../model/pooling-model.js";
 import { EngineMetrics, type EngineMetricsSnapshot } from "./metrics.js";
 
 export interface EmbedRequest {
@@ -35,7 +35,7 @@ export interface EmbedOutput {
 }
 
 export interface EmbedEngineOptions {
-  model: EncoderModel;
+  model: PoolingModel;
   maxNumBatchedTokens: number;
   maxNumSeqs: number;
   maxWaitingRequests: number;
@@ -53,7 +53,7 @@ interface Pending {
 }
 
 export class EmbedEngine {
-  readonly model: EncoderModel;
+  readonly model: PoolingModel;
   readonly maxNumBatchedTokens: number;
   readonly maxNumSeqs: number;
   readonly maxWaitingRequests: number;

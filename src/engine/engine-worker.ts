@@ -19,8 +19,9 @@
  * request waits for its grammar host's compile (Engine.heldForGrammar), the
  * loop sleeps until one can run instead of spinning.
  *
- * An embedding model (task "embed") is served by an EmbedEngine instead
- * (embed-worker.ts): the same step loop, "embed" messages in, "embedded" out.
+ * A pooling model (task "embed": an encoder, a cross-encoder, or a decoder
+ * run as an embedder) is served by an EmbedEngine instead (embed-worker.ts):
+ * the same step loop, "embed" messages in, "embedded" out.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { ArgumentError } from "../errors.js";
@@ -203,14 +204,6 @@ async function shutdown(): Promise<void> {
 async function load(): Promise<void> {
   const start = performance.now();
   rt = await createRuntime(config.threads === undefined ? {} : { threads: config.threads });
-  if (config.task === "embed") {
-    const loaded = loadEmbedEngine(rt, config);
-    embedder = loaded.engine;
-    post({ type: "ready", info: { ...loaded.info, loadSeconds: (performance.now() - start) / 1000 } });
-    return;
-  }
-  const loader = (await import(config.loader)) as Partial<ModelLoaderModule>;
-  if (typeof loader.loadEngineModel !== "function") throw new ArgumentError("loader", `module ${config.loader} does not export a loadEngineModel function`);
   let lastPost = 0;
   const onProgress = (p: LoadProgressInfo): void => {
     const now = performance.now();
@@ -218,6 +211,14 @@ async function load(): Promise<void> {
     lastPost = now;
     post({ type: "progress", progress: { done: p.done, total: p.total } });
   };
+  if (config.task === "embed") {
+    const loaded = await loadEmbedEngine(rt, config, onProgress);
+    embedder = loaded.engine;
+    post({ type: "ready", info: { ...loaded.info, loadSeconds: (performance.now() - start) / 1000 } });
+    return;
+  }
+  const loader = (await import(config.loader)) as Partial<ModelLoaderModule>;
+  if (typeof loader.loadEngineModel !== "function") throw new ArgumentError("loader", `module ${config.loader} does not export a loadEngineModel function`);
   const settings = resolveEngineConfig(config.engine); // once, before the runner sizes its step buffers from it
   const { maxNumSeqs, maxNumBatchedTokens } = settings;
   model = await loader.loadEngineModel(rt, { maxNumSeqs, maxNumBatchedTokens, ...config.load }, onProgress);

@@ -187,6 +187,20 @@ export class Decoder implements ModelRunner {
   }
 
   forward(batch: ForwardBatch): Float32Array {
+    return this.#run(batch, false);
+  }
+
+  /**
+   * The same step, ending at the final norm: the hidden states of the rows
+   * named by batch.logitIndices, f32 [S, hiddenSize] (a copy), what a pooling
+   * model reads (decoder-embedder.ts: last-token embeddings). The K/V of the
+   * step's tokens are written as by forward.
+   */
+  hiddenStates(batch: ForwardBatch): Float32Array {
+    return this.#run(batch, true);
+  }
+
+  #run(batch: ForwardBatch, hidden: boolean): Float32Array {
     if (this.#disposed) throw new Error("Decoder used after dispose()");
     const c = this.config;
     const W = this.weights;
@@ -257,6 +271,7 @@ export class Decoder implements ModelRunner {
         to.set(from.subarray(r, r + c.hiddenSize), i * c.hiddenSize);
       }
       rmsNorm(hd.rt, { x: last, weight: W.finalNorm, eps });
+      if (hidden) return new Float32Array(hd.rt.memory.buffer, last.ptr, S * c.hiddenSize).slice();
       linear(hd.rt, { x: last, weight: W.lmHead, out: logits }); // logits [S, V]
       if (c.finalLogitSoftcap > 0) softcap(hd.rt, { x: logits, cap: c.finalLogitSoftcap });
       return new Float32Array(hd.rt.memory.buffer, logits.ptr, S * c.vocabSize).slice();

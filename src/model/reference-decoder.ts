@@ -38,11 +38,18 @@ export interface ReferenceOptions {
    * context size), so pass that to reproduce it.
    */
   ropeMaxPositions?: number;
+  /**
+   * "logits" (default): [T, V]. "hidden": the final-normed hidden states
+   * float64 [T, h] that the LM head would read (transformers'
+   * last_hidden_state of the base model: what a pooling model embeds).
+   */
+  output?: "logits" | "hidden";
 }
 
 /**
  * Logits of every position of one sequence: float64 [T, V] (row t predicts
- * token t + 1), for tokens at positions 0 … T − 1.
+ * token t + 1), for tokens at positions 0 … T − 1; or, with output "hidden",
+ * the final-normed hidden states [T, h].
  */
 export function referenceForward(config: ModelConfig, weights: ReferenceWeights, tokens: readonly number[], options: ReferenceOptions = {}): Float64Array {
   const { hiddenSize: h, numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I, vocabSize: V, rmsNormEps: eps } = config;
@@ -141,6 +148,7 @@ export function referenceForward(config: ModelConfig, weights: ReferenceWeights,
   }
 
   const xf = norm(x, "model.norm.weight", T, h);
+  if (options.output === "hidden") return xf;
   const head = config.tieWordEmbeddings ? embed : w("lm_head.weight");
   const logits = linearReference(xf, head, { tokens: T, rows: V, cols: h }); //                    [T, V]
   return config.finalLogitSoftcap > 0 ? softcapReference(logits, config.finalLogitSoftcap) : logits;

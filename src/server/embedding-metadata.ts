@@ -2,8 +2,11 @@
  * What the HTTP thread reads of an embedding model (an encoder directory,
  * model/encoder): the tokenizer, and the few config fields the server's
  * options take from a decoder's metadata (architecture, vocabulary), so
- * serve() starts either kind the same way. Null for any other source.
+ * serve() starts either kind the same way. Null for any other source (a
+ * decoder served with --task embed reads the decoder's metadata).
  */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig } from "../model/generation-config.js";
 import { encoderTokenizer, isEncoderSource, readEncoderInfo } from "../model/encoder/encoder-model.js";
 import type { ModelSource } from "../model/source.js";
@@ -11,8 +14,14 @@ import type { Tokenizer } from "../tokenizer/tokenizer.js";
 
 export interface EmbeddingMetadata {
   config: { architecture: string; vocabSize: number };
+  crossEncoder: boolean;
   generation: GenerationConfig;
   tokenizer: Tokenizer;
+}
+
+/** A model directory that sentence-transformers would load (modules.json): an embedding model, whatever its network. */
+export function isSentenceTransformersDir(source: ModelSource): boolean {
+  return source.kind === "dir" && existsSync(join(source.path, "modules.json"));
 }
 
 export function embeddingMetadata(source: ModelSource): EmbeddingMetadata | null {
@@ -20,6 +29,7 @@ export function embeddingMetadata(source: ModelSource): EmbeddingMetadata | null
   const info = readEncoderInfo(source.path); // refuses a directory the engine could not serve, before any worker starts
   return {
     config: { architecture: info.config.architecture, vocabSize: info.config.vocabSize },
+    crossEncoder: info.crossEncoder,
     generation: { ...EMPTY_GENERATION_CONFIG, eosTokenIds: [] },
     tokenizer: encoderTokenizer(source.path),
   };

@@ -11,7 +11,7 @@ import type { ToolParserName } from "./tool-parsers.js";
 import { ArgumentError } from "../errors.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { readModelMetadata } from "../model/model-metadata.js";
-import { embeddingMetadata } from "./embedding-metadata.js";
+import { embeddingMetadata, isSentenceTransformersDir } from "./embedding-metadata.js";
 import { type ModelSource, localModelSourceOf } from "../model/source.js";
 import { EngineClient } from "../engine/engine-client.js";
 import { DataParallelEngine } from "../engine/data-parallel-engine.js";
@@ -27,7 +27,18 @@ import { listenError } from "./listen-error.js";
 /** The model loader the server uses unless told otherwise: the decoder over the model source. */
 export const DEFAULT_LOADER = new URL("../model/default-loader.js", import.meta.url).href;
 
+/** --task values: "embed" serves any decoder as an embedding model (vLLM's pooling runner). */
+export const SERVE_TASKS = ["auto", "generate", "embed"] as const;
+export type ServeTask = (typeof SERVE_TASKS)[number];
+
 export interface ServeOptions extends EngineSettings {
+  /**
+   * What the model serves (vLLM's --task): "embed" runs a decoder as an
+   * embedding model (last-token pooling, normalized, or its sentence-transformers
+   * modules); "auto" (default): embed for an encoder, a cross-encoder or a
+   * sentence-transformers directory (modules.json), else generate.
+   */
+  task?: ServeTask;
   /** The model, as resolveModelSource (model/source.ts) gives it: a Hugging Face directory or a GGUF file, local or from the hub cache. */
   source?: ModelSource;
   /** Or a local path to one (a model directory or a .gguf file), resolved here as --model is. Default: the embedded default model (models/default). */
@@ -82,6 +93,9 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
   // What the HTTP thread needs: the vocabulary, request defaults and the tokenizer with its chat template (the weights are the engine worker's).
   // An encoder (a sentence-transformers directory) is served for embeddings; anything else is a decoder.
   const embedding = embeddingMetadata(source);
+  const task = options.task ?? "auto";
+  if (embedding !== null && task === "generate") throw new ArgumentError("task", `"generate" cannot run ${embedding.config.architecture}: it is an encoder (it serves ${embedding.crossEncoder ? "/v1/rerank and /v1/score" : "/v1/embeddings"}), got --task generate`);
+  const pooling = embedding !== null || task === "embed" || (task === "auto" && isSentenceTransformersDir(source));
   const { config, generation, tokenizer } = embedding ?? readModelMetadata(source);
   const workerConfig = {
     loader: options.loader ?? DEFAULT_LOADER,
@@ -105,7 +119,7 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
       ...(options.speculativeConfig === undefined ? {} : { speculativeConfig: resolveSpeculativeConfig(options.speculativeConfig) }),
     },
     ...(options.threads === undefined ? {} : { threads: options.threads }),
-    ...(embedding === null ? {} : { task: "embed" as const }),
+    ...(pooling ? { task: "embed" as const } : {}),
   };
   const dp = options.dataParallelSize ?? 1;
   const engine: ServingEngine = dp === 1 ? EngineClient.start(workerConfig) : DataParallelEngine.start(workerConfig, dp);

@@ -7,8 +7,8 @@
  *   sentence_bert_config.json    max_seq_length (the encoder truncates there in sentence-transformers)
  *   config.json                  matryoshka_dimensions / is_matryoshka (vLLM's keys) for `dimensions`
  *
- * A directory without modules.json gets vLLM's default for an encoder: CLS
- * pooling, normalized. A module we cannot run (Dense, max pooling…) is refused
+ * A directory without modules.json gets vLLM's default: CLS pooling for an
+ * encoder, the last token for a decoder, normalized. A module we cannot run (Dense, max pooling…) is refused
  * at load, naming the file and key, rather than served with a different vector.
  */
 import { existsSync } from "node:fs";
@@ -59,8 +59,12 @@ export function matryoshkaOf(config: Record<string, unknown>, source: string): P
   return config["is_matryoshka"] === true ? "any" : null;
 }
 
-/** Reads the pooling of a model directory (sentence-transformers' modules), `config` being its parsed config.json. */
-export function readPoolingConfig(dir: string, config: Record<string, unknown>): PoolingConfig {
+/**
+ * Reads the pooling of a model directory (sentence-transformers' modules),
+ * `config` being its parsed config.json; without modules.json, `fallback`
+ * (vLLM's default: an encoder's CLS, a decoder's last token; normalized).
+ */
+export function readPoolingConfig(dir: string, config: Record<string, unknown>, fallback: { mode: PoolingMode; normalize: boolean } = { mode: "cls", normalize: true }): PoolingConfig {
   const matryoshka = matryoshkaOf(config, join(dir, "config.json"));
   const stPath = join(dir, "sentence_bert_config.json");
   let maxSeqLength: number | null = null;
@@ -72,7 +76,7 @@ export function readPoolingConfig(dir: string, config: Record<string, unknown>):
     }
   }
   const modulesPath = join(dir, "modules.json");
-  if (!existsSync(modulesPath)) return { mode: "cls", normalize: true, maxSeqLength, matryoshka };
+  if (!existsSync(modulesPath)) return { ...fallback, maxSeqLength, matryoshka };
   const modules = readJsonFile(modulesPath);
   if (!Array.isArray(modules)) throw new ArgumentError(modulesPath, `must be a list of modules, got ${show(modules)}`);
   let mode: PoolingMode | null = null;
