@@ -29,6 +29,7 @@ import { join } from "node:path";
 import { writeSafetensors } from "../model/safetensors-writer.js";
 import type { PoolingMode } from "../model/encoder/pooling-config.js";
 import { Prng } from "../tensor/prng.js";
+import { writeSentenceTransformersModules } from "./sentence-transformers-modules.js";
 
 export interface TinyBertOptions {
   dir: string;
@@ -267,26 +268,7 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
     writeFileSync(join(dir, "vocab.txt"), `${vocab.join("\n")}\n`);
   }
   if (options.sentenceTransformers !== false && options.crossEncoder !== true) {
-    const normalize = options.normalize ?? true;
-    const mode = options.pooling ?? "mean";
-    json("modules.json", [
-      { idx: 0, name: "0", path: "", type: "sentence_transformers.models.Transformer" },
-      { idx: 1, name: "1", path: "1_Pooling", type: "sentence_transformers.models.Pooling" },
-      ...(normalize ? [{ idx: 2, name: "2", path: "2_Normalize", type: "sentence_transformers.models.Normalize" }] : []),
-    ]);
-    mkdirSync(join(dir, "1_Pooling"), { recursive: true });
-    json("1_Pooling/config.json", {
-      word_embedding_dimension: h,
-      pooling_mode_cls_token: mode === "cls",
-      pooling_mode_mean_tokens: mode === "mean",
-      pooling_mode_max_tokens: false,
-      pooling_mode_mean_sqrt_len_tokens: false,
-      pooling_mode_weightedmean_tokens: false,
-      pooling_mode_lasttoken: mode === "last",
-      include_prompt: true,
-    });
-    if (normalize) mkdirSync(join(dir, "2_Normalize"), { recursive: true });
-    json("sentence_bert_config.json", { max_seq_length: options.maxSeqLength ?? maxPos - (xlmr ? 2 : 0), do_lower_case: false });
+    writeSentenceTransformersModules(dir, { dimension: h, pooling: options.pooling ?? "mean", normalize: options.normalize ?? true, maxSeqLength: options.maxSeqLength ?? maxPos - (xlmr ? 2 : 0) });
   }
   return { vocab };
 }
