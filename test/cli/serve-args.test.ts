@@ -80,3 +80,11 @@ test("--device takes cpu | webgpu | auto and names itself and the value otherwis
   assert.throws(() => parseServeArgs(["--device=gpu"], {}), /^ArgumentError: --device must be one of cpu \| webgpu \| auto, got "gpu"$/);
   assert.match(SERVE_USAGE, /--device DEVICE +cpu \| webgpu \| auto/);
 });
+
+test("--task: auto | generate | embed (vLLM's flag); another value is refused naming the flag and the value", () => {
+  assert.equal(parseServeArgs(["--task", "embed"], {}).task, "embed");
+  assert.equal(parseServeArgs(["--task=generate"], {}).task, "generate");
+  assert.equal(parseServeArgs([], {}).task, undefined);
+  assert.throws(() => parseServeArgs(["--task", "classify"], {}), /--task.*"classify"/);
+  assert.match(SERVE_USAGE, /--task TASK +auto \| generate \| embed/);
+});
