@@ -25,9 +25,10 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --host HOST                  address to bind (default 127.0.0.1; 0.0.0.0 for every interface)
   --port N                     default 8000
   --served-model-name NAME…    names clients use in "model" (default: the --model argument)
-  --task TASK                  auto | generate | embed: embed serves a decoder's last-token embeddings on /v1/embeddings
-                               (vLLM's pooling runner; default auto: embed for an encoder, a cross-encoder or a
-                               sentence-transformers directory (modules.json), else generate)
+  --task TASK                  auto | generate | embed | score: embed serves a decoder's last-token embeddings on
+                               /v1/embeddings (vLLM's pooling runner); score a decoder's yes/no logits on /v1/rerank
+                               and /v1/score (Qwen3-Reranker); default auto: embed for an encoder, a cross-encoder or
+                               a sentence-transformers directory (modules.json), else generate
   --api-key KEY                require "Authorization: Bearer KEY" on /v1 and /tokenize (or $KVFLASH_API_KEY)
   --cors-origin ORIGIN         send Access-Control-Allow-Origin: ORIGIN (default: no CORS)
   --tool-call-parser NAME      hermes | llama3_json | mistral | qwen3_coder | generic (default: the one the chat

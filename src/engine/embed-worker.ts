@@ -6,6 +6,7 @@
  *   encoder (BertModel, … *ForSequenceClassification)   model/encoder: its own loader
  *   any decoder (`--task embed`, Qwen3-Embedding)        the worker's decoder loader, with a KV
  *                                                        cache of one step's tokens (DecoderEmbedder)
+ *   a decoder with `--task score` (Qwen3-Reranker)       the same, scored by its yes/no logits (DecoderScorer)
  *
  * Pooling requests are many short sequences, so an encoder's defaults batch
  * wider than generation's: 256 sequences and 8192 tokens a step (vLLM raises
@@ -18,6 +19,7 @@ import { ArgumentError } from "../errors.js";
 import { readJsonFile } from "../json-file.js";
 import { Decoder } from "../model/decoder.js";
 import { DecoderEmbedder, decoderEmbedBlocks } from "../model/decoder-embedder.js";
+import { DecoderScorer, yesNoTokens } from "../model/decoder-scorer.js";
 import { isEncoderSource, loadEncoderModel } from "../model/encoder/encoder-model.js";
 import { type PoolingConfig, readPoolingConfig } from "../model/encoder/pooling-config.js";
 import type { PoolingModel } from "../model/pooling-model.js";
@@ -48,7 +50,8 @@ function decoderPooling(config: EngineWorkerConfig): PoolingConfig {
 
 /** A decoder through the worker's loader module, wrapped as an embedder. */
 async function loadDecoderEmbedder(rt: Runtime, config: EngineWorkerConfig, maxNumSeqs: number, budget: number, onProgress: (p: LoadProgressInfo) => void): Promise<PoolingModel> {
-  const pooling = decoderPooling(config);
+  const score = config.task === "score";
+  const pooling: PoolingConfig = score ? { mode: "last", normalize: false, maxSeqLength: null, matryoshka: null } : decoderPooling(config);
   const blockSize = config.load.blockSize ?? DECODER_EMBED_BLOCK_SIZE;
   const loader = (await import(config.loader)) as Partial<ModelLoaderModule>;
   if (typeof loader.loadEngineModel !== "function") throw new ArgumentError("loader", `module ${config.loader} does not export a loadEngineModel function`);
@@ -60,6 +63,17 @@ async function loadDecoderEmbedder(rt: Runtime, config: EngineWorkerConfig, maxN
   }
   const c = model.runner.config;
   const maxModelLen = Math.min(model.runner.maxModelLen, budget, pooling.maxSeqLength ?? Infinity);
+  if (score) {
+    const { source } = config.load;
+    const json = source.kind === "dir" ? (readJsonFile(join(source.path, "config.json")) as Record<string, unknown>) : {};
+    try {
+      const tokens = yesNoTokens(json, model.tokenizer, source.kind === "dir" ? join(source.path, "config.json") : source.path);
+      return new DecoderScorer(model.runner, { maxModelLen, dimensions: 1, crossEncoder: true, pooling, config: { architecture: c.architecture, vocabSize: c.vocabSize, typeVocabSize: 1 } }, tokens);
+    } catch (e) {
+      model.runner.dispose();
+      throw e;
+    }
+  }
   return new DecoderEmbedder(model.runner, {
     maxModelLen,
     dimensions: c.hiddenSize,
@@ -100,7 +114,7 @@ export async function loadEmbedEngine(rt: Runtime, config: EngineWorkerConfig, o
       int8Dot: rt.int8Dot,
       int8DotLowering: rt.int8DotLowering,
       task: "embed",
-      embedding: { dimensions: info.dimensions, matryoshka: m === null || m === "any" ? m : [...m], crossEncoder: info.crossEncoder, architecture: info.config.architecture },
+      embedding: { dimensions: info.dimensions, matryoshka: m === null || m === "any" ? m : [...m], crossEncoder: info.crossEncoder, architecture: info.config.architecture, tokenTypes: info.config.typeVocabSize > 1 },
     },
   };
 }

@@ -211,7 +211,7 @@ async function load(): Promise<void> {
     lastPost = now;
     post({ type: "progress", progress: { done: p.done, total: p.total } });
   };
-  if (config.task === "embed") {
+  if (config.task === "embed" || config.task === "score") {
     const loaded = await loadEmbedEngine(rt, config, onProgress);
     embedder = loaded.engine;
     post({ type: "ready", info: { ...loaded.info, loadSeconds: (performance.now() - start) / 1000 } });

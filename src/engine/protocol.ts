@@ -23,11 +23,15 @@ export interface EngineWorkerConfig {
   engine: EngineSettings;
   /** Runtime threads (the worker's own included). Default: $KVFLASH_THREADS or all cores. */
   threads?: number;
-  /** "embed": the source is an encoder (model/encoder), served by an EmbedEngine. Default "generate". */
+  /**
+   * "embed": a pooling model served by an EmbedEngine (an encoder or cross-encoder, or a decoder's
+   * last-token embeddings); "score": the same engine, a decoder scoring pairs by its yes/no logits
+   * (Qwen3-Reranker). Default "generate".
+   */
   task?: EngineTask;
 }
 
-export type EngineTask = "generate" | "embed";
+export type EngineTask = "generate" | "embed" | "score";
 
 /** What an embedding model gives, for /v1/embeddings. */
 export interface EmbeddingInfo {
@@ -39,6 +43,8 @@ export interface EmbeddingInfo {
   crossEncoder: boolean;
   /** config.json's architecture, for the errors that name why a route refuses the model. */
   architecture: string;
+  /** The model reads token type ids (BERT: a pair's segments 0…0 1…1); a decoder or XLM-R has none to read. */
+  tokenTypes: boolean;
 }
 
 /** What the loaded engine is, for the server. */
@@ -59,7 +65,7 @@ export interface EngineInfo {
   int8DotLowering: Int8DotLowering | null;
   /** Seconds from the worker's start to ready. */
   loadSeconds: number;
-  /** What the engine serves. Absent: "generate". */
+  /** What the engine serves ("embed" for every pooling model, the yes/no scorer too). Absent: "generate". */
   task?: EngineTask;
   /** Present when task is "embed". */
   embedding?: EmbeddingInfo;

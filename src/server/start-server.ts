@@ -27,16 +27,18 @@ import { listenError } from "./listen-error.js";
 /** The model loader the server uses unless told otherwise: the decoder over the model source. */
 export const DEFAULT_LOADER = new URL("../model/default-loader.js", import.meta.url).href;
 
-/** --task values: "embed" serves any decoder as an embedding model (vLLM's pooling runner). */
-export const SERVE_TASKS = ["auto", "generate", "embed"] as const;
+/** --task values: "embed" serves any decoder as an embedding model (vLLM's pooling runner); "score" a decoder as a yes/no reranker (Qwen3-Reranker). */
+export const SERVE_TASKS = ["auto", "generate", "embed", "score"] as const;
 export type ServeTask = (typeof SERVE_TASKS)[number];
 
 export interface ServeOptions extends EngineSettings {
   /**
    * What the model serves (vLLM's --task): "embed" runs a decoder as an
    * embedding model (last-token pooling, normalized, or its sentence-transformers
-   * modules); "auto" (default): embed for an encoder, a cross-encoder or a
-   * sentence-transformers directory (modules.json), else generate.
+   * modules); "score" runs a decoder as a reranker from its yes/no logits
+   * (Qwen3-Reranker; /v1/rerank and /v1/score); "auto" (default): embed for
+   * an encoder, a cross-encoder or a sentence-transformers directory
+   * (modules.json), else generate.
    */
   task?: ServeTask;
   /** The model, as resolveModelSource (model/source.ts) gives it: a Hugging Face directory or a GGUF file, local or from the hub cache. */
@@ -95,7 +97,7 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
   const embedding = embeddingMetadata(source);
   const task = options.task ?? "auto";
   if (embedding !== null && task === "generate") throw new ArgumentError("task", `"generate" cannot run ${embedding.config.architecture}: it is an encoder (it serves ${embedding.crossEncoder ? "/v1/rerank and /v1/score" : "/v1/embeddings"}), got --task generate`);
-  const pooling = embedding !== null || task === "embed" || (task === "auto" && isSentenceTransformersDir(source));
+  const pooling = embedding !== null || task === "embed" || task === "score" || (task === "auto" && isSentenceTransformersDir(source));
   const { config, generation, tokenizer } = embedding ?? readModelMetadata(source);
   const workerConfig = {
     loader: options.loader ?? DEFAULT_LOADER,
@@ -119,7 +121,7 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
       ...(options.speculativeConfig === undefined ? {} : { speculativeConfig: resolveSpeculativeConfig(options.speculativeConfig) }),
     },
     ...(options.threads === undefined ? {} : { threads: options.threads }),
-    ...(pooling ? { task: "embed" as const } : {}),
+    ...(pooling ? { task: embedding === null && task === "score" ? ("score" as const) : ("embed" as const) } : {}),
   };
   const dp = options.dataParallelSize ?? 1;
   const engine: ServingEngine = dp === 1 ? EngineClient.start(workerConfig) : DataParallelEngine.start(workerConfig, dp);

@@ -116,6 +116,8 @@ export class Tokenizer {
   readonly #tokens: Map<number, string>;
   /** Legacy SentencePiece: encode in pieces (chunked-encoding.ts), with these special ids around them. */
   readonly #chunks: { prefix: number[]; suffix: number[]; added: string[] } | null;
+  /** The post-processor only does byte-level offsets (Qwen's, GPT-2's): a pair is the two encodings back to back. */
+  readonly #pairByConcat: boolean;
 
   constructor(source: TokenizerSource) {
     const where = source.source ?? "tokenizer";
@@ -131,6 +133,7 @@ export class Tokenizer {
       throw new ArgumentError(`${where} tokenizer.json`, `cannot be loaded by @huggingface/tokenizers: ${(e as Error).message}`);
     }
     checkTokenizerRegexes(tj, where); // the file's regexes, on adversarial texts, under a time bound
+    this.#pairByConcat = byteLevelOnly(tj["post_processor"]);
 
     this.#tokens = new Map();
     const vocab = (tj["model"] as Json)["vocab"];
@@ -215,6 +218,12 @@ export class Tokenizer {
   encodePair(a: string, b: string): { ids: number[]; typeIds: number[] } {
     if (typeof a !== "string") throw new ArgumentError("a", `must be a string, got ${show(a)}`);
     if (typeof b !== "string") throw new ArgumentError("b", `must be a string, got ${show(b)}`);
+    if (this.#pairByConcat) {
+      // @huggingface/tokenizers 0.2's ByteLevel post-processor hands the pair back unmerged and encode() drops it;
+      // the Rust library's default_process concatenates the two encodings, type ids 0 (Qwen3-Reranker's input).
+      const ids = [...this.#hf.encode(a, { add_special_tokens: true }).ids, ...this.#hf.encode(b, { add_special_tokens: true }).ids];
+      return { ids, typeIds: new Array<number>(ids.length).fill(0) };
+    }
     const e = this.#hf.encode(a, { text_pair: b, add_special_tokens: true, return_token_type_ids: true });
     return { ids: e.ids, typeIds: e.token_type_ids ?? new Array<number>(e.ids.length).fill(0) };
   }
@@ -347,4 +356,11 @@ function chatTemplatesOf(config: Json, overrides: Readonly<Record<string, { sour
   const names = Object.keys(out);
   if (out["default"] === undefined && names.length === 1) out["default"] = out[names[0]!]!;
   return out;
+}
+
+/** True if a tokenizer.json post_processor adds no tokens (ByteLevel, or a Sequence of them), so a pair is its two encodings concatenated. */
+function byteLevelOnly(pp: unknown): boolean {
+  if (!isObject(pp)) return false;
+  if (pp["type"] === "ByteLevel") return true;
+  return pp["type"] === "Sequence" && Array.isArray(pp["processors"]) && pp["processors"].length > 0 && pp["processors"].every(byteLevelOnly);
 }

@@ -86,5 +86,5 @@ test("--task: auto | generate | embed (vLLM's flag); another value is refused na
   assert.equal(parseServeArgs(["--task=generate"], {}).task, "generate");
   assert.equal(parseServeArgs([], {}).task, undefined);
   assert.throws(() => parseServeArgs(["--task", "classify"], {}), /--task.*"classify"/);
-  assert.match(SERVE_USAGE, /--task TASK +auto \| generate \| embed/);
+  assert.match(SERVE_USAGE, /--task TASK +auto \| generate \| embed \| score/);
 });

@@ -4,7 +4,9 @@
 // hidden state (referenceForward, output "hidden") of its last token (or its
 // first, "cls"), L2-normalized; within 1e-5 per element, cosine ≥ 0.9999.
 // Also: a vector does not depend on its batch (blocks are reused from 0
-// every step), and bad settings fail with the argument named.
+// every step), and bad settings fail with the argument named. The yes/no
+// scorer (DecoderScorer, Qwen3-Reranker as vLLM serves it) = sigmoid(logit_yes
+// − logit_no) of the reference's last-position logits, within 1e-5.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,6 +16,8 @@ import { ArgumentError } from "../../src/errors.js";
 import { type LoadedModel, type Runtime, createRuntime, loadModel } from "../../src/ops-entry.js";
 import { type ReferenceWeights, referenceForward, writeTinyModel } from "../../src/testing/index.js";
 import { DecoderEmbedder, decoderEmbedBlocks } from "../../src/model/decoder-embedder.js";
+import { DecoderScorer, yesNoTokens } from "../../src/model/decoder-scorer.js";
+import { Tokenizer } from "../../src/tokenizer/tokenizer.js";
 import type { PoolingModelInfo } from "../../src/model/pooling-model.js";
 import { referenceWeights } from "./decoder-support.js";
 
@@ -21,12 +25,14 @@ let rt: Runtime;
 let root: string;
 const BLOCK = 4;
 const models = new Map<string, { model: LoadedModel; ref: ReferenceWeights }>();
+const dirs = new Map<string, string>();
 
 before(async () => {
   rt = await createRuntime({ threads: 2 });
   root = mkdtempSync(join(tmpdir(), "kvflash-dec-embed-"));
   for (const arch of ["qwen3", "llama"] as const) {
     const dir = writeTinyModel(join(root, arch), { arch, seed: 11, numLayers: 2, hiddenSize: 64, intermediateSize: 96 }).dir;
+    dirs.set(arch, dir);
     models.set(arch, { model: loadModel(rt, dir, { weights: "f32", kvDtype: "f32", blockSize: BLOCK, numBlocks: decoderEmbedBlocks(64, 4, BLOCK), progress: false }), ref: referenceWeights(rt, dir) });
   }
 });
@@ -105,4 +111,29 @@ test("refused: mean pooling, a batch beyond the KV blocks, a sequence beyond max
   assert.throws(() => e.embedBatch({ tokens: big.flat(), cuSeqlens: [0, 60, 120] }), (x: unknown) => x instanceof ArgumentError && x.argument === "batch" && /30 KV blocks/.test(x.message));
   const long = seqs([65], model.config.vocabSize, 1);
   assert.throws(() => e.embedBatch({ tokens: long.flat(), cuSeqlens: [0, 65] }), (x: unknown) => x instanceof ArgumentError && x.argument === "sequence 0");
+});
+
+test("yes/no scorer (Qwen3-Reranker): p(yes) = sigmoid(logit_yes − logit_no) of the float64 reference's last position, to 1e-5; tokens from classifier_from_token", () => {
+  const { model, ref } = models.get("qwen3")!;
+  const tok = Tokenizer.fromDir(dirs.get("qwen3")!);
+  const [a, b] = [tok.idToToken(40)!, tok.idToToken(57)!];
+  const tokens = yesNoTokens({ classifier_from_token: [a, b] }, tok, "config.json");
+  assert.deepEqual(tokens, { no: 40, yes: 57 });
+  assert.throws(() => yesNoTokens({}, tok, "config.json"), (e: unknown) => e instanceof ArgumentError && e.argument === "config.json classifier_from_token" && /"no"/.test(e.message));
+  assert.throws(() => yesNoTokens({ classifier_from_token: ["x"] }, tok, "config.json"), (e: unknown) => e instanceof ArgumentError && /two token strings/.test(e.message));
+  const scorer = new DecoderScorer(model.runner, { ...info(model, "last", false), dimensions: 1, crossEncoder: true }, tokens);
+  const batch = seqs([6, 17, 2], model.config.vocabSize, 9);
+  const cu = [0, 6, 23, 25];
+  const got = scorer.embedBatch({ tokens: batch.flat(), cuSeqlens: cu });
+  const V = model.config.vocabSize;
+  const scores: number[] = [];
+  batch.forEach((ids, s) => {
+    const logits = referenceForward(model.config, ref, ids);
+    const last = (ids.length - 1) * V;
+    const want = 1 / (1 + Math.exp(logits[last + 40]! - logits[last + 57]!));
+    scores.push(want);
+    assert.equal(got[s]!.length, 1);
+    assert.ok(Math.abs(got[s]![0]! - want) <= 1e-5, `pair ${s}: ${got[s]![0]} against ${want}`);
+  });
+  assert.ok(Math.max(...scores) - Math.min(...scores) > 1e-3, `the fixture's scores must differ: ${scores}`);
 });

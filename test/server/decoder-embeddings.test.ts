@@ -7,9 +7,12 @@
 // vectors checked against the float64 reference decoder's final-normed hidden
 // state (referenceForward, output "hidden"), not against our own decoder.
 // Also: generation refused on it, inputs beyond the token budget a 400, and
-// --task generate refused on an encoder.
+// --task generate refused on an encoder. And `--task score` on a tiny
+// Qwen3ForCausalLM (Qwen3-Reranker as vLLM serves it): /v1/rerank's
+// relevance scores = sigmoid(logit_yes − logit_no) of the reference's last
+// position on the concatenated pair (classifier_from_token in config.json).
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -27,6 +30,7 @@ import { type ServerProcess, post, startServer } from "./harness.js";
 let root: string;
 let qwen: ServerProcess;
 let llama: ServerProcess;
+let reranker: ServerProcess;
 const refs = new Map<string, { config: ModelConfig; weights: ReferenceWeights; tok: Tokenizer }>();
 
 before(async () => {
@@ -34,19 +38,24 @@ before(async () => {
   const q = writeTinyModel(join(root, "qwen3-embedding-tiny"), { arch: "qwen3", seed: 3, numLayers: 2, hiddenSize: 64, intermediateSize: 96 });
   writeSentenceTransformersModules(q.dir, { dimension: 64, pooling: "last", normalize: true, maxSeqLength: 48 });
   const l = writeTinyModel(join(root, "llama-tiny"), { arch: "llama", seed: 4, numLayers: 1, hiddenSize: 32, intermediateSize: 64 });
+  const r = writeTinyModel(join(root, "qwen3-reranker-tiny"), { arch: "qwen3", seed: 6, numLayers: 2, hiddenSize: 32, intermediateSize: 64 });
+  const rtok = Tokenizer.fromDir(r.dir);
+  const cfgPath = join(r.dir, "config.json");
+  writeFileSync(cfgPath, JSON.stringify({ ...JSON.parse(readFileSync(cfgPath, "utf8")), classifier_from_token: [rtok.idToToken(40), rtok.idToToken(57)] }));
   const rt: Runtime = await createRuntime({ threads: 1 });
   try {
-    for (const [name, m] of [["qwen", q], ["llama", l]] as const) refs.set(name, { config: m.config, weights: referenceWeights(rt, m.dir), tok: Tokenizer.fromDir(m.dir) });
+    for (const [name, m] of [["qwen", q], ["llama", l], ["reranker", r]] as const) refs.set(name, { config: m.config, weights: referenceWeights(rt, m.dir), tok: Tokenizer.fromDir(m.dir) });
   } finally {
     await rt.dispose();
   }
-  [qwen, llama] = await Promise.all([
+  [qwen, llama, reranker] = await Promise.all([
     startServer(["--model", q.dir, "--served-model-name", "qwen3-embedding-tiny"]),
     startServer(["--model", l.dir, "--served-model-name", "llama-tiny", "--task", "embed", "--max-num-batched-tokens", "40"]),
+    startServer(["--model", r.dir, "--served-model-name", "qwen3-reranker-tiny", "--task", "score"]),
   ]);
 });
 after(async () => {
-  await Promise.all([qwen?.stop(), llama?.stop()]);
+  await Promise.all([qwen?.stop(), llama?.stop(), reranker?.stop()]);
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -98,4 +107,28 @@ test("--task generate on an encoder directory is refused, naming the task", asyn
   const dir = join(root, "bert");
   writeTinyBert({ dir, numLayers: 1 });
   await assert.rejects(serve({ modelDir: dir, task: "generate", port: 0 }), (e: unknown) => e instanceof ArgumentError && e.argument === "task" && /BertModel/.test(e.message));
+});
+
+test("--task score on a Qwen3ForCausalLM (Qwen3-Reranker): /v1/rerank and /v1/score = sigmoid(logit_yes − logit_no) of the reference, to 1e-5", async () => {
+  const { config, weights, tok } = refs.get("reranker")!;
+  const V = config.vocabSize;
+  const reference = (q: string, d: string): number => {
+    const ids = tok.encodePair(q, d).ids;
+    assert.deepEqual(ids, [...tok.encode(q), ...tok.encode(d)]); // Qwen's pair template concatenates: the prompt is the caller's
+    const logits = referenceForward(config, weights, ids);
+    const last = (ids.length - 1) * V;
+    return 1 / (1 + Math.exp(logits[last + 40]! - logits[last + 57]!));
+  };
+  const query = "<Instruct>: Given a web search query, retrieve relevant passages\n<Query>: what is a panda?\n";
+  const docs = ["<Document>: The giant panda is a bear.", "<Document>: Paris is in France.", "<Document>: a"];
+  const r = await post<{ results: { index: number; relevance_score: number }[] }>(`${reranker.url}/v1/rerank`, { query, documents: docs });
+  assert.equal(r.status, 200, JSON.stringify(r.body));
+  const want = docs.map((d) => reference(query, d));
+  assert.deepEqual(r.body.results.map((x) => x.index), want.map((s, i) => ({ s, i })).sort((a, b) => b.s - a.s).map((x) => x.i));
+  for (const x of r.body.results) assert.ok(Math.abs(x.relevance_score - want[x.index]!) <= 1e-5, `document ${x.index}: ${x.relevance_score} against ${want[x.index]}`);
+  const s = await post<{ data: { score: number }[] }>(`${reranker.url}/v1/score`, { text_1: query, text_2: docs[1] });
+  assert.ok(Math.abs(s.body.data[0]!.score - want[1]!) <= 1e-5);
+  const e = await post(`${reranker.url}/v1/embeddings`, { input: "a" });
+  assert.equal(e.status, 400);
+  assert.match(e.body.error.message, /cross-encoder \(Qwen3ForCausalLM\)/);
 });

@@ -8,8 +8,8 @@ import { HttpError } from "../../src/server/errors.js";
 import { Fields } from "../../src/server/fields.js";
 import { encodeEmbedding, parseEmbeddingRequest, truncateIds } from "../../src/server/embedding-request.js";
 
-const PLAIN = { dimensions: 32, matryoshka: null, crossEncoder: false, architecture: "BertModel" };
-const ANY = { dimensions: 32, matryoshka: "any" as const, crossEncoder: false, architecture: "BertModel" };
+const PLAIN = { dimensions: 32, matryoshka: null, crossEncoder: false, architecture: "BertModel", tokenTypes: true };
+const ANY = { dimensions: 32, matryoshka: "any" as const, crossEncoder: false, architecture: "BertModel", tokenTypes: true };
 const parse = (body: unknown, info: typeof PLAIN | typeof ANY = PLAIN) => parseEmbeddingRequest(new Fields(body), info, 24);
 const refused = (body: unknown, param: string, info: typeof PLAIN | typeof ANY = PLAIN): void =>
   assert.throws(() => parse(body, info), (e: unknown) => e instanceof HttpError && e.status === 400 && e.toJSON().error.param === param, JSON.stringify(body));

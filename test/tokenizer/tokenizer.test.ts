@@ -100,3 +100,11 @@ test("a directory without tokenizer.json, or with a broken one, is a clear error
   assert.throws(() => Tokenizer.fromDir("/nonexistent-kvflash-dir"), /has no tokenizer\.json/);
   assert.throws(() => new Tokenizer({ tokenizerJson: { nope: 1 } }), /tokenizer\.json must be an object with a "model"/);
 });
+
+test("encodePair with a ByteLevel post-processor (Qwen3, Llama 3: Qwen3-Reranker's input) is the two encodings back to back, type ids 0 (the library alone drops the second text)", () => {
+  const [a, b] = ["<Query>: what is a panda?\n", "<Document>: The giant panda is a bear."];
+  for (const tok of [qwen3, llama3]) {
+    const ids = [...tok.encode(a), ...tok.encode(b)];
+    assert.deepEqual(tok.encodePair(a, b), { ids, typeIds: new Array<number>(ids.length).fill(0) });
+  }
+});

@@ -5,7 +5,8 @@
  *
  *   cross-encoder    the pair encoded with the tokenizer's pair template (with
  *                    its token types) in the tokenizer pool, then the
- *                    encoder + classification head: sigmoid(logit)
+ *                    encoder + classification head: sigmoid(logit); or a
+ *                    decoder's yes/no logits (Qwen3-Reranker, --task score)
  *   embedding model  both texts embedded, then their cosine similarity (vLLM's
  *                    score for a bi-encoder)
  *
@@ -82,7 +83,8 @@ async function scorePairs(ctx: ServerContext, signal: AbortSignal, info: Embeddi
   const limit = contextLimit(ctx);
   if (info.crossEncoder) {
     const encoded = await whileConnected(signal, Promise.all(pairs.map((p) => encodePair(ctx, p, limit))));
-    const { vectors, promptTokens } = await pool(ctx, signal, requestId, encoded.map((e) => e.ids), encoded.map((e) => e.typeIds));
+    const types = info.tokenTypes ? encoded.map((e) => e.typeIds) : undefined; // a decoder (Qwen3-Reranker) or XLM-R reads none
+    const { vectors, promptTokens } = await pool(ctx, signal, requestId, encoded.map((e) => e.ids), types);
     return { scores: vectors.map((v) => v[0]!), promptTokens };
   }
   // A bi-encoder: each distinct text embedded once, then the cosine of each pair.
