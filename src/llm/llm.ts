@@ -6,6 +6,7 @@
  *   const reply = await llm.chat([{ role: "user", content: "Hi" }], { maxTokens: 64 }); // reply.text
  *   for await (const d of llm.stream(messages, { signal })) process.stdout.write(d.text);
  *   const { embeddings } = await llm.embed(["a query", "a passage"]);   // an embedding model (a sentence-transformers directory)
+ *   const { results } = await llm.rerank("a query", ["a passage", "another"]);   // a reranker (or an embedding model's cosine)
  *   await llm.close();
  *
  * How: LLM.load resolves the model as the CLI does (resolveModelSource: a
@@ -32,7 +33,7 @@ import { type RunningServer, type ServeOptions, serve } from "../server/start-se
 import { LLMError } from "./llm-error.js";
 import { chatBody, completeBody } from "./request-body.js";
 import { sseEvents } from "./sse-events.js";
-import type { ChatCompletion, ChatCompletionChunk, ChatDelta, ChatMessage, ChatOptions, ChatResult, CompleteOptions, CompleteResult, Completion, EmbedOptions, EmbedResult, LoadProgressEvent } from "./types.js";
+import type { ChatCompletion, ChatCompletionChunk, ChatDelta, ChatMessage, ChatOptions, ChatResult, CompleteOptions, CompleteResult, Completion, EmbedOptions, EmbedResult, LoadProgressEvent, RerankOptions, RerankResult } from "./types.js";
 
 /** LLM.load's options: the load and engine settings serve() takes, and progress. */
 export interface LoadOptions extends Omit<ServeOptions, "source" | "modelDir" | "host" | "port" | "apiKey" | "corsOrigin" | "servedModelNames"> {
@@ -151,6 +152,17 @@ export class LLM {
     const res = await this.#post("/v1/embeddings", body, options.signal);
     const json = (await res.json()) as { model: string; data: { embedding: string }[]; usage: EmbedResult["usage"] };
     return { model: json.model, usage: json.usage, embeddings: json.data.map((d) => decodeF32(d.embedding)) };
+  }
+
+  /**
+   * Documents ranked against a query (POST /v1/rerank) on a reranker (a
+   * cross-encoder such as bge-reranker, or Qwen3-Reranker with task "score")
+   * or, by cosine similarity, on an embedding model; best first.
+   */
+  async rerank(query: string, documents: readonly string[], options: RerankOptions = {}): Promise<RerankResult> {
+    const body = { query, documents, ...(options.topN === undefined ? {} : { top_n: options.topN }) };
+    const res = await this.#post("/v1/rerank", body, options.signal);
+    return (await res.json()) as RerankResult;
   }
 
   /** Tokens of a text (with the tokenizer's special tokens) or of chat messages as the chat template renders them (POST /tokenize). */

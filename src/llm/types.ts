@@ -166,6 +166,22 @@ export interface EmbedOptions {
   signal?: AbortSignal;
 }
 
+/** llm.rerank's options. */
+export interface RerankOptions {
+  /** Keep the best n results (default: all). */
+  topN?: number;
+  signal?: AbortSignal;
+}
+
+/** llm.rerank's answer: POST /v1/rerank's body, best result first. */
+export interface RerankResult {
+  id: string;
+  model: string;
+  usage: { prompt_tokens: number; total_tokens: number };
+  /** `index` into the documents; relevance_score: a cross-encoder's sigmoid score, or an embedding model's cosine. */
+  results: { index: number; document: { text: string }; relevance_score: number }[];
+}
+
 /** llm.embed's answer: one f32 vector per input, in order. */
 export interface EmbedResult {
   embeddings: Float32Array[];
