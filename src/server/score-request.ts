@@ -36,11 +36,25 @@ export interface ScoreRequest {
   pairs: ScorePair[];
 }
 
+/**
+ * vLLM's scoring options this server does not take, each a 400 naming it
+ * rather than a silently different score: truncate_prompt_tokens (pairs are
+ * not truncated: a pair beyond the context is a 400), and use_activation /
+ * activation false (raw logits).
+ */
+function refuseUnsupported(f: Fields): void {
+  if (f.has("truncate_prompt_tokens")) throw badRequest("truncate_prompt_tokens", `truncate_prompt_tokens is not supported on the scoring routes (a pair beyond the context is a 400: shorten it), got ${show(f.raw("truncate_prompt_tokens"))}`);
+  for (const name of ["use_activation", "activation"]) {
+    if (f.boolean(name) === false) throw badRequest(name, `${name} false (raw logits) is not supported: scores are always activated (sigmoid), got false`);
+  }
+}
+
 function checkCount(param: string, n: number): void {
   if (n > MAX_SCORE_PAIRS) throw badRequest(param, `${param} must have at most ${MAX_SCORE_PAIRS} items, got ${n}`);
 }
 
 export function parseRerankRequest(f: Fields): RerankRequest {
+  refuseUnsupported(f);
   if (!f.has("query")) throw badRequest("query", "query is required: the text the documents are ranked against");
   const query = f.string("query")!;
   if (query.length === 0) throw badRequest("query", "query must not be empty");
@@ -70,6 +84,7 @@ function texts(f: Fields, name: string): string[] {
 }
 
 export function parseScoreRequest(f: Fields): ScoreRequest {
+  refuseUnsupported(f);
   const t1 = texts(f, "text_1");
   const t2 = texts(f, "text_2");
   if (t1.length !== 1 && t1.length !== t2.length) {

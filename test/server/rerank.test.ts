@@ -153,6 +153,8 @@ test("bad requests fail alone with a 400 naming the field", async () => {
     ["/v1/score", { text_1: ["a", "b"], text_2: ["a", "b", "c"] }, "text_1"],
     ["/v1/score", { text_1: "a", text_2: [1] }, "text_2"],
     ["/v1/score", { text_1: "a", text_2: [] }, "text_2"],
+    ["/v1/rerank", { query: "a", documents: ["a"], truncate_prompt_tokens: 8 }, "truncate_prompt_tokens"],
+    ["/v1/score", { text_1: "a", text_2: "b", use_activation: false }, "use_activation"],
   ];
   for (const [path, body, param] of cases) {
     const r = await post(`${server.url}${path}`, body);
@@ -163,7 +165,7 @@ test("bad requests fail alone with a 400 naming the field", async () => {
   assert.equal(tooLong.body.error.code, "context_length_exceeded");
   const missing = await post(`${server.url}/v1/rerank`, { model: "nope", query: "a", documents: ["a"] });
   assert.equal(missing.status, 404);
-  const ok = await post<RerankBody>(`${server.url}/v1/rerank`, { query: "a", documents: ["still fine"] });
+  const ok = await post<RerankBody>(`${server.url}/v1/rerank`, { query: "a", documents: ["still fine"], use_activation: true });
   assert.equal(ok.status, 200);
 });
 
