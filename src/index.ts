@@ -29,6 +29,8 @@ export type {
   EmbedResult,
   JsonSchema,
   LoadProgressEvent,
+  RerankOptions,
+  RerankResult,
   ResponseFormat,
   SamplingOptions,
   ToolCall,

@@ -16,7 +16,7 @@ const MAIN = [
   "ChatDelta", "ChatMessage", "ChatOptions", "ChatResult", "CompleteOptions", "CompleteResult", "Completion", "EmbedOptions", "EmbedResult", "EmbeddingInfo", "EngineInfo", "EngineSettings", "EngineTask",
   "HubCache", "HubError", "HubErrorKind", "HubSettings", "JsonSchema", "KernelError", "KvDtypeSetting", "LLM", "LLMError", "LoadOptions",
   "LoadProgressEvent", "ModelSource", "OutOfMemoryError", "ProgressOptions", "ProgressStream", "ResolveModelOptions", "ResolvedModel",
-  "ResponseFormat", "RunningServer", "SamplingOptions", "ServeOptions", "SpeculativeConfig", "ToolCall", "ToolChoice", "ToolDefinition", "ToolParserName", "Usage",
+  "RerankOptions", "RerankResult", "ResponseFormat", "RunningServer", "SamplingOptions", "ServeOptions", "SpeculativeConfig", "ToolCall", "ToolChoice", "ToolDefinition", "ToolParserName", "Usage",
   "WeightsSetting", "defaultModelDir", "hubSettings",
   "localModelSource", "resolveModelSource", "serve",
 ];
