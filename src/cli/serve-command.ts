@@ -115,5 +115,6 @@ function tryHint(url: string, apiKey: string | null, pooling: "embed" | "rerank"
 function describeSpeculation(c: ServeArgs["speculativeConfig"]): string {
   if (c === undefined) return "";
   const s = resolveSpeculativeConfig(c);
+  if (s.method === "draft_model") return `; speculative decoding: draft model ${s.model}, up to ${s.numSpeculativeTokens} drafts, off at ${s.disableByBatchSize}+ running`;
   return `; speculative decoding: ngram, up to ${s.numSpeculativeTokens} drafts, lookup ${s.promptLookupMin}..${s.promptLookupMax} tokens, off at ${s.disableByBatchSize}+ running`;
 }

@@ -81,6 +81,7 @@ import { StopChecker, type StopUpdate } from "./stop.js";
 import { resolveEngineConfig } from "./engine-config.js";
 import { DraftLength } from "./draft-length.js";
 import { type DraftProposer, NgramProposer } from "./ngram-proposer.js";
+import type { BatchDraftProposer, DraftRequest } from "./draft-model-proposer.js";
 import type { SpeculativeConfig } from "./speculative-config.js";
 
 /** The defaults live in engine-config.ts; re-exported for existing imports. */
@@ -114,8 +115,11 @@ export interface EngineOptions<R extends ModelRunner = ModelRunner> {
   runtime?: Runtime;
   /** Speculative decoding (vLLM's speculative_config: a resolved config, or its JSON object or text). Default: none. */
   speculativeConfig?: SpeculativeConfig | Record<string, unknown> | string;
-  /** Proposes the drafts instead of the config's method (its numSpeculativeTokens and disableByBatchSize still apply). */
-  proposer?: DraftProposer;
+  /**
+   * Proposes the drafts instead of the config's method (its numSpeculativeTokens and disableByBatchSize still apply).
+   * Required for the "draft_model" method: a DraftModelProposer over the loaded draft model (the caller loads it).
+   */
+  proposer?: DraftProposer | BatchDraftProposer;
 }
 
 export interface EngineRequest {
@@ -213,7 +217,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
   /** Requests waiting for a sibling's prefill (EngineRequest.prefillAfter), in arrival order. */
   #parked: { request: Request<RequestState>; after: string }[] = [];
   /** Speculative decoding: the config and its proposer, or null. */
-  readonly #spec: { config: SpeculativeConfig; proposer: DraftProposer } | null;
+  readonly #spec: { config: SpeculativeConfig; proposer: DraftProposer | BatchDraftProposer } | null;
 
   constructor(options: EngineOptions<R>) {
     const runner = options.runner;
@@ -246,8 +250,14 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     this.#mask = new Int32Array(this.#grammar === null ? 0 : Math.ceil(runner.vocabSize / 32));
     const spec = config.speculativeConfig;
     if (spec === undefined && options.proposer !== undefined) throw new ArgumentError("proposer", "needs a speculativeConfig (its num_speculative_tokens)");
-    if (options.proposer !== undefined && typeof options.proposer?.propose !== "function") throw new ArgumentError("proposer", `must have a propose(tokens, k) method, got ${show(options.proposer)}`);
-    this.#spec = spec === undefined ? null : { config: spec, proposer: options.proposer ?? new NgramProposer(spec) };
+    const proposer = options.proposer as Partial<DraftProposer & BatchDraftProposer> | undefined;
+    if (proposer !== undefined && typeof proposer?.propose !== "function" && (typeof proposer?.proposeBatch !== "function" || typeof proposer.release !== "function")) {
+      throw new ArgumentError("proposer", `must have a propose(tokens, k) method, or proposeBatch(seqs) and release(requestId), got ${show(options.proposer)}`);
+    }
+    if (spec?.method === "draft_model" && options.proposer === undefined) {
+      throw new ArgumentError("proposer", `is required for the draft model ${show(spec.model)}: load it and pass a DraftModelProposer`);
+    }
+    this.#spec = spec === undefined ? null : { config: spec, proposer: options.proposer ?? new NgramProposer(spec as SpeculativeConfig & { method: "ngram" }) };
     if (spec !== undefined) this.metrics.specDecode = new SpecDecodeMetrics(spec.numSpeculativeTokens);
   }
 
@@ -479,14 +489,20 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     const drafts = new Map<string, number[]>();
     const spec = this.#spec;
     if (spec === null || this.scheduler.numRunning >= spec.config.disableByBatchSize) return drafts;
+    const seqs: DraftRequest[] = [];
     for (const id of this.scheduler.runningRequestIds()) {
       const request = this.scheduler.getRequest(id)!;
       if (request.numTokens - request.numComputedTokens !== 1) continue;
       const k = request.state!.draftLength!.next();
-      if (k === 0) continue;
-      const d = spec.proposer.propose(request.allTokenIds, k);
-      if (d.length > 0) drafts.set(id, d.length > k ? d.slice(0, k) : d);
+      if (k > 0) seqs.push({ requestId: id, tokens: request.allTokenIds, k });
     }
+    if (seqs.length === 0) return drafts;
+    const p = spec.proposer;
+    const proposed = "proposeBatch" in p ? p.proposeBatch(seqs) : seqs.map((s) => p.propose(s.tokens, s.k));
+    seqs.forEach(({ requestId, k }, i) => {
+      const d = proposed[i] ?? [];
+      if (d.length > 0) drafts.set(requestId, d.length > k ? d.slice(0, k) : d);
+    });
     return drafts;
   }
 
@@ -603,14 +619,13 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     };
     st.text = "";
     st.logprobs = null;
-    if (reason !== null) this.#recordFinish(st, reason, now);
+    if (reason !== null) this.#recordFinish(request, reason, now);
     return out;
   }
 
   /** The last output of a request finished outside a normal step (abort, error). */
   #finishOutput(request: Request<RequestState>, reason: "abort" | "error", error: string | null): EngineOutput {
-    const st = request.state!;
-    this.#recordFinish(st, reason, this.#now());
+    this.#recordFinish(request, reason, this.#now());
     return {
       requestId: request.requestId,
       text: "",
@@ -625,8 +640,11 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     };
   }
 
-  #recordFinish(st: RequestState, reason: EngineFinishReason, now: number): void {
+  #recordFinish(request: Request<RequestState>, reason: EngineFinishReason, now: number): void {
+    const st = request.state!;
     st.matcher?.dispose();
+    const p = this.#spec?.proposer;
+    if (p !== undefined && "release" in p) p.release(request.requestId);
     this.metrics.requestSuccess[reason]++;
     this.metrics.e2eRequestLatency.observe((now - st.arrivalTime) / 1000);
   }

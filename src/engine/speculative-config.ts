@@ -5,8 +5,12 @@
  *   {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2,
  *    "disable_by_batch_size": 8}
  *
- * Prompt lookup ("ngram", Saxena's prompt-lookup decoding as vLLM runs it)
- * is the one method: a draft model (`"model"`) is refused with a clear error.
+ *   {"model": "Qwen/Qwen2.5-0.5B-Instruct", "num_speculative_tokens": 4}
+ *
+ * Two methods: prompt lookup ("ngram", Saxena's prompt-lookup decoding as vLLM
+ * runs it), and a draft model ("draft_model", implied by `"model"`: a model
+ * directory, GGUF file or hub spec with the target's tokenizer, which the
+ * edge resolves and loads; draft-model-proposer.ts).
  * As in vLLM, a missing prompt_lookup_min defaults to prompt_lookup_max and
  * the other way round, and both to 5 when neither is given.
  * `disable_by_batch_size`: no request speculates while this many or more
@@ -27,16 +31,29 @@ export const DEFAULT_PROMPT_LOOKUP = 5;
 export const DEFAULT_DISABLE_BY_BATCH_SIZE = 8;
 
 /** A resolved speculative decoding config (camelCase), checked. */
-export interface SpeculativeConfig {
-  method: "ngram";
+export type SpeculativeConfig = NgramSpeculativeConfig | DraftModelSpeculativeConfig;
+
+interface SpeculativeConfigBase {
   /** Draft tokens proposed per step at most (k), in [1, MAX_SPECULATIVE_TOKENS]. */
   numSpeculativeTokens: number;
+  /** Speculation is off while ≥ this many requests run. */
+  disableByBatchSize: number;
+}
+
+/** Prompt lookup (vLLM's "ngram"). */
+export interface NgramSpeculativeConfig extends SpeculativeConfigBase {
+  method: "ngram";
   /** Shortest suffix n-gram that must match earlier in the sequence, ≥ 1. */
   promptLookupMin: number;
   /** Longest suffix n-gram tried first, ≥ promptLookupMin. */
   promptLookupMax: number;
-  /** Speculation is off while ≥ this many requests run. */
-  disableByBatchSize: number;
+}
+
+/** A draft model (vLLM's "draft_model"). */
+export interface DraftModelSpeculativeConfig extends SpeculativeConfigBase {
+  method: "draft_model";
+  /** The draft model as given: a directory, a .gguf file or a hub spec (the edge resolves it). */
+  model: string;
 }
 
 const KEYS = ["method", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min", "disable_by_batch_size", "model"] as const;
@@ -61,13 +78,20 @@ export function resolveSpeculativeConfig(value: unknown, argument = "speculative
   for (const key of Object.keys(o)) {
     if (!(KEYS as readonly string[]).includes(key)) throw new ArgumentError(`${argument}.${key}`, `is not a speculative config field (known: ${KEYS.join(", ")})`);
   }
-  if (o["model"] !== undefined) {
-    throw new ArgumentError(`${argument}.model`, `is a draft model, which kvflash does not run yet: use {"method": "ngram", …}, got ${show(o["model"])}`);
-  }
-  const method = o["method"] ?? "ngram";
-  if (method !== "ngram") throw new ArgumentError(`${argument}.method`, `must be "ngram" (prompt lookup), got ${show(method)}`);
+  const method = o["method"] ?? (o["model"] === undefined ? "ngram" : "draft_model");
+  if (method !== "ngram" && method !== "draft_model") throw new ArgumentError(`${argument}.method`, `must be "ngram" (prompt lookup) or "draft_model", got ${show(method)}`);
   if (o["num_speculative_tokens"] === undefined) throw new ArgumentError(`${argument}.num_speculative_tokens`, "is required (draft tokens per step, 1..15)");
   const k = checkInt(`${argument}.num_speculative_tokens`, o["num_speculative_tokens"], { min: 1, max: MAX_SPECULATIVE_TOKENS });
+  const disable = o["disable_by_batch_size"] === undefined ? DEFAULT_DISABLE_BY_BATCH_SIZE : checkInt(`${argument}.disable_by_batch_size`, o["disable_by_batch_size"], { min: 1 });
+  if (method === "draft_model") {
+    const model = o["model"];
+    if (typeof model !== "string" || model.trim() === "") throw new ArgumentError(`${argument}.model`, `must name the draft model (a directory, .gguf file or hub spec), got ${show(model)}`);
+    for (const key of ["prompt_lookup_max", "prompt_lookup_min"]) {
+      if (o[key] !== undefined) throw new ArgumentError(`${argument}.${key}`, `is a prompt lookup setting, not one of a draft model, got ${show(o[key])}`);
+    }
+    return { method: "draft_model", model, numSpeculativeTokens: k, disableByBatchSize: disable };
+  }
+  if (o["model"] !== undefined) throw new ArgumentError(`${argument}.model`, `names a draft model, but method is "ngram", got ${show(o["model"])}`);
   const lookup = (key: string) => (o[key] === undefined ? undefined : checkInt(`${argument}.${key}`, o[key], { min: 1, max: MAX_PROMPT_LOOKUP }));
   let max = lookup("prompt_lookup_max");
   let min = lookup("prompt_lookup_min");
@@ -75,18 +99,22 @@ export function resolveSpeculativeConfig(value: unknown, argument = "speculative
   max ??= min!;
   min ??= max;
   if (min > max) throw new ArgumentError(`${argument}.prompt_lookup_min`, `must be ≤ prompt_lookup_max (${max}), got ${min}`);
-  const disable = o["disable_by_batch_size"] === undefined ? DEFAULT_DISABLE_BY_BATCH_SIZE : checkInt(`${argument}.disable_by_batch_size`, o["disable_by_batch_size"], { min: 1 });
   return { method: "ngram", numSpeculativeTokens: k, promptLookupMin: min, promptLookupMax: max, disableByBatchSize: disable };
 }
 
 function isResolved(v: unknown): v is SpeculativeConfig {
   if (v === null || typeof v !== "object") return false;
-  const c = v as Partial<SpeculativeConfig>;
-  if (c.method !== "ngram" || c.numSpeculativeTokens === undefined) return false;
+  const method = (v as { method?: unknown }).method;
+  const c = v as Partial<NgramSpeculativeConfig & Omit<DraftModelSpeculativeConfig, "method">>;
+  if ((method !== "ngram" && method !== "draft_model") || c.numSpeculativeTokens === undefined) return false;
   // Checked again: a hand-built object must hold the same ranges.
   checkInt("speculativeConfig.numSpeculativeTokens", c.numSpeculativeTokens, { min: 1, max: MAX_SPECULATIVE_TOKENS });
+  checkInt("speculativeConfig.disableByBatchSize", c.disableByBatchSize, { min: 1 });
+  if (method === "draft_model") {
+    if (typeof c.model !== "string" || c.model === "") throw new ArgumentError("speculativeConfig.model", `must name the draft model, got ${show(c.model)}`);
+    return true;
+  }
   const min = checkInt("speculativeConfig.promptLookupMin", c.promptLookupMin, { min: 1, max: MAX_PROMPT_LOOKUP });
   checkInt("speculativeConfig.promptLookupMax", c.promptLookupMax, { min, max: MAX_PROMPT_LOOKUP });
-  checkInt("speculativeConfig.disableByBatchSize", c.disableByBatchSize, { min: 1 });
   return true;
 }

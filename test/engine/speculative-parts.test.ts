@@ -11,7 +11,14 @@ import { KvCacheManager } from "../../src/engine/kv-cache-manager.js";
 import { NgramProposer } from "../../src/engine/ngram-proposer.js";
 import { Request } from "../../src/engine/request.js";
 import { Scheduler } from "../../src/engine/scheduler.js";
-import { resolveSpeculativeConfig } from "../../src/engine/speculative-config.js";
+import { type NgramSpeculativeConfig, resolveSpeculativeConfig } from "../../src/engine/speculative-config.js";
+
+/** Resolves a config that must come out as prompt lookup. */
+function ngram(v: unknown): NgramSpeculativeConfig {
+  const c = resolveSpeculativeConfig(v);
+  assert.equal(c.method, "ngram");
+  return c as NgramSpeculativeConfig;
+}
 
 test("prompt lookup: the longest suffix n-gram in [min, max] wins, then the most recent occurrence; the draft is what followed", () => {
   const p = new NgramProposer({ promptLookupMin: 1, promptLookupMax: 3 });
@@ -37,15 +44,15 @@ test("--speculative-config: vLLM's keys and defaults; errors name the field and 
     promptLookupMax: 4,
     disableByBatchSize: 8,
   });
-  const c = resolveSpeculativeConfig({ num_speculative_tokens: 3, prompt_lookup_max: 6, disable_by_batch_size: 2 });
+  const c = ngram({ num_speculative_tokens: 3, prompt_lookup_max: 6, disable_by_batch_size: 2 });
   assert.deepEqual([c.promptLookupMin, c.promptLookupMax, c.disableByBatchSize], [6, 6, 2], "min defaults to max");
-  assert.deepEqual([resolveSpeculativeConfig({ num_speculative_tokens: 1, prompt_lookup_min: 2 }).promptLookupMax], [2]);
-  assert.deepEqual([resolveSpeculativeConfig({ num_speculative_tokens: 1 }).promptLookupMin], [5], "both default to 5");
+  assert.deepEqual([ngram({ num_speculative_tokens: 1, prompt_lookup_min: 2 }).promptLookupMax], [2]);
+  assert.deepEqual([ngram({ num_speculative_tokens: 1 }).promptLookupMin], [5], "both default to 5");
   assert.equal(resolveSpeculativeConfig(c), c, "idempotent");
   const bad: [unknown, RegExp][] = [
     ["{nope", /--speculative-config must be a JSON object, got "\{nope"/],
     ["[1]", /--speculative-config must be a JSON object, got \[1\]/],
-    ['{"method":"eagle","num_speculative_tokens":2}', /--speculative-config\.method must be "ngram" \(prompt lookup\), got "eagle"/],
+    ['{"method":"eagle","num_speculative_tokens":2}', /--speculative-config\.method must be "ngram" \(prompt lookup\) or "draft_model", got "eagle"/],
     ['{"method":"ngram"}', /--speculative-config\.num_speculative_tokens is required/],
     ['{"num_speculative_tokens":0}', /--speculative-config\.num_speculative_tokens must be ≥ 1, got 0/],
     ['{"num_speculative_tokens":16}', /--speculative-config\.num_speculative_tokens must be ≤ 15, got 16/],
@@ -53,10 +60,16 @@ test("--speculative-config: vLLM's keys and defaults; errors name the field and 
     ['{"num_speculative_tokens":2,"prompt_lookup_min":4,"prompt_lookup_max":3}', /--speculative-config\.prompt_lookup_min must be ≤ prompt_lookup_max \(3\), got 4/],
     ['{"num_speculative_tokens":2,"prompt_lookup_max":"4"}', /--speculative-config\.prompt_lookup_max must be an integer, got "4"/],
     ['{"num_speculative_tokens":2,"lookahead":3}', /--speculative-config\.lookahead is not a speculative config field/],
-    ['{"model":"Qwen/Qwen2.5-0.5B","num_speculative_tokens":2}', /--speculative-config\.model is a draft model, which kvflash does not run yet/],
+    ['{"model":"","num_speculative_tokens":2}', /--speculative-config\.model must name the draft model \(a directory, \.gguf file or hub spec\), got ""/],
+    ['{"model":"d","num_speculative_tokens":2,"prompt_lookup_max":3}', /--speculative-config\.prompt_lookup_max is a prompt lookup setting, not one of a draft model, got 3/],
+    ['{"method":"ngram","model":"d","num_speculative_tokens":2}', /--speculative-config\.model names a draft model, but method is "ngram", got "d"/],
     ['{"num_speculative_tokens":2,"disable_by_batch_size":0}', /--speculative-config\.disable_by_batch_size must be ≥ 1, got 0/],
   ];
   for (const [v, re] of bad) assert.throws(() => resolveSpeculativeConfig(v, "--speculative-config"), re, String(v));
+  const d = resolveSpeculativeConfig('{"model":"Qwen/Qwen2.5-0.5B-Instruct","num_speculative_tokens":5}');
+  assert.deepEqual(d, { method: "draft_model", model: "Qwen/Qwen2.5-0.5B-Instruct", numSpeculativeTokens: 5, disableByBatchSize: 8 }, "a model implies draft_model");
+  assert.equal(resolveSpeculativeConfig(d), d, "idempotent");
+  assert.deepEqual(resolveSpeculativeConfig({ method: "draft_model", model: "m", num_speculative_tokens: 2, disable_by_batch_size: 3 }), { method: "draft_model", model: "m", numSpeculativeTokens: 2, disableByBatchSize: 3 });
 });
 
 test("adaptive draft length: the full length while drafts are accepted, fewer as acceptance drops, pauses that double when none pay", () => {

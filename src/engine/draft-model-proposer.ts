@@ -1,0 +1,244 @@
+/**
+ * The draft-model proposer for speculative decoding (vLLM's draft_model
+ * method; Leviathan et al. 2023's small model Mq beside the target Mp): a
+ * smaller model with the same tokenizer runs beside the target with its own
+ * paged KV cache, and drafts k tokens per step greedily, one forward per draft
+ * token, every drafting sequence in one ragged batch.
+ *
+ * The draft's cache follows each sequence's accepted tokens (vLLM's
+ * draft-model runner does the same with its own KV):
+ *
+ *   cached   t0 … t(c−1) d1 … d(k−1)     what the draft computed last step (its drafts too)
+ *   now      t0 … t(c−1) d1 … da x y     the target accepted a drafts, then sampled x (and y …)
+ *   rollback cached length := the common prefix (c + a): the rest is stale, overwritten later
+ *   catch-up one forward over the tokens past it (x …; a whole prompt the first time,
+ *            in chunks of maxBatchTokens), whose last logit row gives draft 1
+ *   draft    k − 1 forwards of one token each: draft j feeds draft j + 1
+ *
+ * Greedy drafts are a point mass q = δ_d, for which the engine's verification
+ * (sample each row as plain decoding, accept while equal) is the rejection
+ * sampling of Leviathan / Chen: the output distribution is the target's, and
+ * a seeded request draws the same tokens as without speculation.
+ *
+ * Blocks: a sequence holds ⌈cached / blockSize⌉ blocks between steps; the
+ * engine calls release() when a request finishes or aborts. When the pool runs
+ * short, the states of sequences not drafting this step go first, then the
+ * sequence that does not fit drafts nothing this step. A forward that throws
+ * leaves the draft's KV undefined: every state is dropped and no sequence
+ * drafts that step (the target decodes on; `failures` counts it).
+ */
+import { ArgumentError, show } from "../errors.js";
+import { BlockPool } from "../kv/block-pool.js";
+import type { ForwardBatch } from "../model/forward-batch.js";
+import type { SyncModelRunner } from "../model/model-runner.js";
+import { checkInt } from "../tensor/check.js";
+import type { Tokenizer } from "../tokenizer/tokenizer.js";
+
+/** One sequence asking for drafts: its tokens so far (prompt and output) and how many drafts at most. */
+export interface DraftRequest {
+  requestId: string;
+  tokens: readonly number[];
+  k: number;
+}
+
+/** A proposer that drafts for every sequence of a step at once and keeps state per request (the draft model). */
+export interface BatchDraftProposer {
+  /** Drafts for each entry of `seqs`, in order (each ≤ its k; [] for none). */
+  proposeBatch(seqs: readonly DraftRequest[]): number[][];
+  /** The request finished or was aborted: free what it holds. Unknown ids are ignored. */
+  release(requestId: string): void;
+}
+
+export interface DraftModelProposerOptions {
+  /** The draft model: a synchronous runner (the CPU decoder) with its own KV cache. */
+  runner: SyncModelRunner;
+  /** Drafts are argmax over ids < vocabLimit (the target's text vocabulary: padded rows are never proposed). */
+  vocabLimit: number;
+  /** Most tokens one catch-up forward carries (the runner's step buffers). Default 512. */
+  maxBatchTokens?: number;
+}
+
+interface SeqState {
+  /** Tokens whose K/V the draft cache holds, in order (position p in slot blocks[⌊p/bs⌋]·bs + p mod bs). */
+  cached: number[];
+  blocks: number[];
+}
+
+export class DraftModelProposer implements BatchDraftProposer {
+  readonly runner: SyncModelRunner;
+  readonly pool: BlockPool;
+  readonly blockSize: number;
+  readonly vocabLimit: number;
+  readonly maxBatchTokens: number;
+  /** Draft forwards that threw (the states were dropped and that step drafted nothing). */
+  failures = 0;
+  /** The last such error's message, or null. */
+  lastError: string | null = null;
+  readonly #seqs = new Map<string, SeqState>();
+
+  constructor(options: DraftModelProposerOptions) {
+    const runner = options.runner;
+    if (runner === null || typeof runner !== "object" || typeof runner.forward !== "function") throw new ArgumentError("runner", `must be a ModelRunner, got ${show(runner)}`);
+    this.runner = runner;
+    this.pool = new BlockPool({ numBlocks: runner.kvCache.numBlocks });
+    this.blockSize = runner.kvCache.blockSize;
+    this.vocabLimit = checkInt("vocabLimit", options.vocabLimit, { min: 1, max: runner.vocabSize });
+    this.maxBatchTokens = checkInt("maxBatchTokens", options.maxBatchTokens ?? 512, { min: 1 });
+  }
+
+  /** Sequences whose state the draft cache holds. */
+  get numSequences(): number {
+    return this.#seqs.size;
+  }
+
+  release(requestId: string): void {
+    const s = this.#seqs.get(requestId);
+    if (s === undefined) return;
+    this.pool.free([...s.blocks].reverse());
+    this.#seqs.delete(requestId);
+  }
+
+  proposeBatch(seqs: readonly DraftRequest[]): number[][] {
+    const out = seqs.map((): number[] => []);
+    try {
+      this.#draft(seqs, out);
+    } catch (e) {
+      this.failures++;
+      this.lastError = e instanceof Error ? e.message : String(e);
+      for (const id of [...this.#seqs.keys()]) this.release(id);
+      return seqs.map(() => []);
+    }
+    return out;
+  }
+
+  #draft(seqs: readonly DraftRequest[], out: number[][]): void {
+    const active = new Set(seqs.map((s) => s.requestId));
+    // Catch-up: each sequence's tokens past its common prefix with the cache.
+    const pending: { i: number; state: SeqState; rest: number[] }[] = [];
+    seqs.forEach((s, i) => {
+      if (s.k <= 0 || s.tokens.length === 0 || s.tokens.length + s.k - 1 > this.runner.maxModelLen) return;
+      const state = this.#seqs.get(s.requestId) ?? { cached: [], blocks: [] };
+      this.#seqs.set(s.requestId, state);
+      let common = 0;
+      const n = Math.min(state.cached.length, s.tokens.length - 1); // the last token is always fed: its logits give draft 1
+      while (common < n && state.cached[common] === s.tokens[common]) common++;
+      state.cached.length = common; // rollback: what follows is stale
+      pending.push({ i, state, rest: s.tokens.slice(common) });
+    });
+    let last: { i: number; state: SeqState }[] = [];
+    while (pending.length > 0) {
+      const batch: { state: SeqState; feed: number[]; sample: boolean; i: number }[] = [];
+      let budget = this.maxBatchTokens;
+      while (pending.length > 0 && budget > 0) {
+        const p = pending[0]!;
+        const feed = p.rest.splice(0, budget);
+        budget -= feed.length;
+        if (p.rest.length === 0) pending.shift();
+        if (!this.#reserve(p.state, p.state.cached.length + feed.length + seqs[p.i]!.k - 1, active)) {
+          this.release(seqs[p.i]!.requestId);
+          if (p.rest.length > 0) pending.shift();
+          continue;
+        }
+        batch.push({ state: p.state, feed, sample: p.rest.length === 0, i: p.i });
+      }
+      if (batch.length === 0) continue;
+      const logits = this.#forward(batch);
+      let row = 0;
+      for (const b of batch) {
+        if (!b.sample) continue;
+        out[b.i]!.push(this.#argmax(logits, row++));
+        last.push({ i: b.i, state: b.state });
+      }
+    }
+    // Drafting: draft j is fed to get draft j + 1.
+    for (;;) {
+      last = last.filter((l) => out[l.i]!.length < seqs[l.i]!.k);
+      if (last.length === 0) return;
+      const logits = this.#forward(last.map((l) => ({ state: l.state, feed: [out[l.i]!.at(-1)!], sample: true, i: l.i })));
+      last.forEach((l, row) => out[l.i]!.push(this.#argmax(logits, row)));
+    }
+  }
+
+  /** Holds blocks for `numTokens` positions of `state`, freeing idle sequences' first if short; false when they do not fit. */
+  #reserve(state: SeqState, numTokens: number, active: ReadonlySet<string>): boolean {
+    const need = Math.ceil(numTokens / this.blockSize) - state.blocks.length;
+    if (need <= 0) return true;
+    let got = this.pool.allocate(need);
+    for (const id of [...this.#seqs.keys()]) {
+      if (got !== null) break;
+      if (!active.has(id)) {
+        this.release(id);
+        got = this.pool.allocate(need);
+      }
+    }
+    if (got === null) return false;
+    state.blocks.push(...got);
+    return true;
+  }
+
+  /** One forward: each entry's `feed` tokens follow its cached ones; one logit row (its last token) per entry that samples. */
+  #forward(entries: readonly { state: SeqState; feed: readonly number[]; sample: boolean }[]): Float32Array {
+    const bs = this.blockSize;
+    const B = entries.length;
+    const T = entries.reduce((n, e) => n + e.feed.length, 0);
+    const maxBlocksPerSeq = entries.reduce((m, e) => Math.max(m, Math.ceil((e.state.cached.length + e.feed.length) / bs)), 0);
+    const batch: ForwardBatch = {
+      tokens: new Int32Array(T),
+      positions: new Int32Array(T),
+      cuSeqlensQ: new Int32Array(B + 1),
+      seqLens: new Int32Array(B),
+      blockTable: new Int32Array(B * maxBlocksPerSeq), // [B, maxBlocksPerSeq]
+      maxBlocksPerSeq,
+      slotMapping: new Int32Array(T),
+      logitIndices: new Int32Array(entries.filter((e) => e.sample).length),
+    };
+    let t = 0;
+    let row = 0;
+    entries.forEach((e, b) => {
+      const { cached, blocks } = e.state;
+      for (const token of e.feed) {
+        const p = cached.length;
+        batch.tokens[t] = token;
+        batch.positions[t] = p;
+        batch.slotMapping[t] = blocks[Math.floor(p / bs)]! * bs + (p % bs);
+        cached.push(token);
+        t++;
+      }
+      batch.cuSeqlensQ[b + 1] = t;
+      batch.seqLens[b] = cached.length;
+      for (let i = 0; i < Math.ceil(cached.length / bs); i++) batch.blockTable[b * maxBlocksPerSeq + i] = blocks[i]!;
+      if (e.sample) batch.logitIndices[row++] = t - 1;
+    });
+    return this.runner.forward(batch);
+  }
+
+  #argmax(logits: Float32Array, row: number): number {
+    const V = this.runner.vocabSize;
+    let best = 0;
+    let bestValue = -Infinity;
+    for (let i = 0; i < this.vocabLimit; i++) {
+      const x = logits[row * V + i]!;
+      if (x > bestValue) {
+        bestValue = x;
+        best = i;
+      }
+    }
+    return best;
+  }
+}
+
+/**
+ * Checks that a draft model can propose for a target: the same tokenizer
+ * vocabulary, id for id. Throws naming both models and the first difference.
+ */
+export function checkSameVocabulary(target: { name: string; tokenizer: Tokenizer }, draft: { name: string; tokenizer: Tokenizer }): void {
+  const [a, b] = [target.tokenizer, draft.tokenizer];
+  const fail = (what: string) => {
+    throw new ArgumentError("speculativeConfig.model", `the draft model ${draft.name} must share the target model ${target.name}'s tokenizer: ${what}`);
+  };
+  if (a.vocabSize !== b.vocabSize) fail(`its vocabulary has ${b.vocabSize} tokens, the target's ${a.vocabSize}`);
+  for (let id = 0; id < a.vocabSize; id++) {
+    const [x, y] = [a.idToToken(id), b.idToToken(id)];
+    if (x !== y) fail(`token ${id} is ${show(y)} in the draft, ${show(x)} in the target`);
+  }
+}
