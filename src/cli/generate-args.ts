@@ -19,6 +19,10 @@ const MODEL_FLAGS = `  --model MODEL                a model directory, a .gguf f
   --device DEVICE              cpu | webgpu | auto: the wasm kernels, a WebGPU adapter (the optional "webgpu"
                                package), or a real GPU when there is one, else the CPU (default cpu)`;
 
+const SPECULATIVE_FLAG = `  --speculative-config JSON    speculative decoding (vLLM's flag, as kvflash serve): '{"method": "ngram",
+                               "num_speculative_tokens": 4, "prompt_lookup_max": 4}', or a draft model with the same
+                               tokenizer (loaded on the CPU beside the target), '{"model": DIR_OR_SPEC, "num_speculative_tokens": 4}'`;
+
 export const GENERATE_USAGE = `usage: kvflash generate --prompt TEXT [options]
 
   Streams the completion of TEXT to stdout; prefill and decode speed go to stderr.
@@ -34,6 +38,7 @@ export const GENERATE_USAGE = `usage: kvflash generate --prompt TEXT [options]
   --stop TEXT                  stop string (repeatable); cut from the output
   --ignore-eos                 keep going past the model's end-of-sequence tokens
   --json                       print { "ids", "text", "logprobs", "finish_reason" } instead of streaming
+${SPECULATIVE_FLAG}
 ${MODEL_FLAGS}
 `;
 
@@ -183,6 +188,7 @@ export function parseLogitsArgs(argv: readonly string[]): LogitsArgs {
         return readLoadFlag(args, flag, read);
     }
   });
+  if (args.speculativeConfig !== undefined) throw new ArgumentError("--speculative-config", "is a generation setting: logits runs no decoding steps");
   if ((args.ids === undefined) === (args.prompt === undefined)) throw new ArgumentError("--ids", `or --prompt is required (one of them)\n${LOGITS_USAGE}`);
   return args;
 }

@@ -20,6 +20,8 @@ import { ArgumentError } from "../errors.js";
 import { type ModelArgs, parseGenerateArgs, parseLogitsArgs } from "./generate-args.js";
 import { resolveModelArg } from "./hub.js";
 import { checkModelDirArg } from "./model-dir-arg.js";
+import { type DraftModelProposer, createDraftProposer } from "../engine/draft-model-proposer.js";
+import type { EngineMetricsSnapshot } from "../engine/metrics.js";
 
 /** Default --max-tokens when generation_config.json has no max_new_tokens. */
 const DEFAULT_MAX_TOKENS = 128;
@@ -77,36 +79,83 @@ async function withModel<T>(args: ModelArgs, run: (model: CommandModel, rt: Runt
   }
 }
 
+/**
+ * --speculative-config with a draft model: resolve and load it on the CPU
+ * with the target's weight and KV settings, and pair it with the target
+ * (same vocabulary); null for prompt lookup or no speculation.
+ */
+async function loadDraft(args: ModelArgs, target: CommandModel, rt: Runtime): Promise<DraftModelProposer | null> {
+  const spec = args.speculativeConfig;
+  if (spec?.method !== "draft_model") return null;
+  const source = (await resolveModelArg(spec.model, undefined, say)).source;
+  checkModelDirArg(source);
+  const m = loadModel(rt, source, {
+    progress: false,
+    ...(args.weights === undefined ? {} : { weights: args.weights }),
+    ...(args.kvDtype === undefined ? {} : { kvDtype: args.kvDtype }),
+    maxModelLen: Math.min(target.runner.maxModelLen, args.maxModelLen ?? Infinity),
+  });
+  try {
+    const proposer = createDraftProposer({ name: target.source.path, tokenizer: target.tokenizer, runner: target.runner }, { name: source.path, tokenizer: m.tokenizer, runner: m.runner });
+    say(`draft model ${source.path}: ${m.config.architecture}, weights ${m.runner.weights.format}, ${m.config.numLayers} layers, KV ${m.runner.kvCache.numBlocks} blocks × ${m.runner.kvCache.blockSize}; up to ${spec.numSpeculativeTokens} drafts a step`);
+    return proposer;
+  } catch (e) {
+    m.runner.dispose();
+    throw e;
+  }
+}
+
+/** The stderr line on speculative decoding's acceptance ("" without it). */
+function describeAcceptance(stats: EngineMetricsSnapshot | null): string {
+  const sd = stats?.specDecode;
+  if (sd === null || sd === undefined) return "";
+  const rate = sd.numDraftTokens === 0 ? 0 : sd.numAcceptedTokens / sd.numDraftTokens;
+  return ` · speculative: ${sd.numAcceptedTokens} of ${sd.numDraftTokens} drafts accepted (${(100 * rate).toFixed(1)} %)`;
+}
+
 export async function generateCommand(argv: readonly string[]): Promise<number> {
   const args = parseGenerateArgs(argv);
   return withModel(args, async (model, rt) => {
-    const { tokenizer } = model;
-    const promptIds = args.chat
-      ? tokenizer.encodeChat([...(args.system === undefined ? [] : [{ role: "system", content: args.system }]), { role: "user", content: args.prompt }])
-      : tokenizer.encode(args.prompt);
-    const defaults = { maxTokens: DEFAULT_MAX_TOKENS, ...samplingDefaults(model.generation) };
-    const params = resolveSamplingParams({ ...args.sampling, ...(args.json ? { logprobs: 0 } : {}) }, model.config.vocabSize, defaults);
-    const result = await generate({
-      runner: model.runner,
-      tokenizer,
-      promptIds,
-      params,
-      eosTokenIds: model.eosTokenIds,
-      runtime: rt,
-      ...(args.json ? {} : { onText: (delta: string) => process.stdout.write(delta) }),
-    });
-    if (args.json) {
-      process.stdout.write(`${JSON.stringify({ ids: result.ids, text: result.text, logprobs: result.logprobs, finish_reason: result.finishReason })}\n`);
-    } else {
-      process.stdout.write("\n");
+    const proposer = await loadDraft(args, model, rt);
+    try {
+      return await generateWith(args, model, rt, proposer);
+    } finally {
+      proposer?.runner.dispose();
     }
-    const { prefill, decode } = result;
-    say(
-      `prefill: ${prefill.tokens} tokens in ${prefill.ms.toFixed(1)} ms (${prefill.tokPerS.toFixed(1)} tok/s) · ` +
-        `decode: ${decode.tokens} tokens in ${decode.ms.toFixed(1)} ms (${decode.tokPerS.toFixed(1)} tok/s) · finish: ${result.finishReason}`,
-    );
-    return 0;
   });
+}
+
+async function generateWith(args: ReturnType<typeof parseGenerateArgs>, model: CommandModel, rt: Runtime, proposer: DraftModelProposer | null): Promise<number> {
+  let stats: EngineMetricsSnapshot | null = null;
+  const { tokenizer } = model;
+  const promptIds = args.chat
+    ? tokenizer.encodeChat([...(args.system === undefined ? [] : [{ role: "system", content: args.system }]), { role: "user", content: args.prompt }])
+    : tokenizer.encode(args.prompt);
+  const defaults = { maxTokens: DEFAULT_MAX_TOKENS, ...samplingDefaults(model.generation) };
+  const params = resolveSamplingParams({ ...args.sampling, ...(args.json ? { logprobs: 0 } : {}) }, model.config.vocabSize, defaults);
+  const result = await generate({
+    runner: model.runner,
+    tokenizer,
+    promptIds,
+    params,
+    eosTokenIds: model.eosTokenIds,
+    runtime: rt,
+    ...(args.json ? {} : { onText: (delta: string) => process.stdout.write(delta) }),
+    ...(args.speculativeConfig === undefined ? {} : { speculativeConfig: args.speculativeConfig }),
+    ...(proposer === null ? {} : { proposer }),
+    onStats: (s) => (stats = s),
+  });
+  if (args.json) {
+    process.stdout.write(`${JSON.stringify({ ids: result.ids, text: result.text, logprobs: result.logprobs, finish_reason: result.finishReason })}\n`);
+  } else {
+    process.stdout.write("\n");
+  }
+  const { prefill, decode } = result;
+  say(
+    `prefill: ${prefill.tokens} tokens in ${prefill.ms.toFixed(1)} ms (${prefill.tokPerS.toFixed(1)} tok/s) · ` +
+      `decode: ${decode.tokens} tokens in ${decode.ms.toFixed(1)} ms (${decode.tokPerS.toFixed(1)} tok/s) · finish: ${result.finishReason}${describeAcceptance(stats)}`,
+  );
+  return 0;
 }
 
 export async function logitsCommand(argv: readonly string[]): Promise<number> {

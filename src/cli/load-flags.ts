@@ -1,7 +1,7 @@
 /**
  * The model and load flags `kvflash serve`, `generate` and `logits` share
  * (--model, --revision, --weights, --kv-dtype, --max-model-len, --kv-cache-gib,
- * --threads, --device), read by this one parser, so each is spelled, checked and named
+ * --threads, --device, --speculative-config), read by this one parser, so each is spelled, checked and named
  * in its errors the same way in every command (vLLM's shared EngineArgs, in
  * small). Parsing only; the commands resolve the model and load it.
  */
@@ -10,6 +10,7 @@ import { KV_DTYPE_SETTINGS, type KvDtypeSetting } from "../kv/kv-quant.js";
 import { WEIGHTS_SETTINGS, type WeightsSetting } from "../ops/weight.js";
 import { checkOneOf } from "../tensor/check.js";
 import { type DeviceKind, parseDeviceKind } from "../gpu/device-kind.js";
+import { type SpeculativeConfig, resolveSpeculativeConfig } from "../engine/speculative-config.js";
 
 export interface LoadFlags {
   /** --model as given: a path or a hub spec (resolved to a ModelSource by the command). */
@@ -24,6 +25,8 @@ export interface LoadFlags {
   threads?: number;
   /** --device: where the model runs (default cpu). */
   device?: DeviceKind;
+  /** --speculative-config: vLLM's JSON (prompt lookup, or a draft model the command loads beside the target). */
+  speculativeConfig?: SpeculativeConfig;
 }
 
 /** Reads `flag` into `args` if it is one of the shared load flags; false for any other flag. */
@@ -52,6 +55,9 @@ export function readLoadFlag(args: LoadFlags, flag: string, read: FlagReader): b
       return true;
     case "--device":
       args.device = parseDeviceKind(read.string(), flag);
+      return true;
+    case "--speculative-config":
+      args.speculativeConfig = resolveSpeculativeConfig(read.string(), flag);
       return true;
     default:
       return false;

@@ -14,7 +14,7 @@ import { DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
 import { MAX_DATA_PARALLEL_SIZE } from "../engine/data-parallel-engine.js";
 import { TOOL_PARSERS, type ToolParserName } from "../server/tool-parsers.js";
 import { DEFAULT_LOG_STATS_INTERVAL_S } from "../server/stats-log.js";
-import { DEFAULT_DISABLE_BY_BATCH_SIZE, resolveSpeculativeConfig } from "../engine/speculative-config.js";
+import { DEFAULT_DISABLE_BY_BATCH_SIZE } from "../engine/speculative-config.js";
 
 export const SERVE_USAGE = `usage: kvflash serve [options]
 
@@ -46,8 +46,9 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --max-num-batched-tokens N   token budget of one engine step (default max(${MIN_DEFAULT_BATCHED_TOKENS}, --max-num-seqs))
   --max-waiting-requests N     waiting queue bound, in client requests (a prompt list is one); beyond it 429 (default 1024)
   --no-enable-prefix-caching   turn automatic prefix caching off
-  --speculative-config JSON    speculative decoding by prompt lookup (vLLM's flag), e.g. '{"method": "ngram",
-                               "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}';
+  --speculative-config JSON    speculative decoding (vLLM's flag): prompt lookup, e.g. '{"method": "ngram",
+                               "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}', or a
+                               draft model with the same tokenizer, '{"model": DIR_OR_SPEC, "num_speculative_tokens": 4}';
                                off while disable_by_batch_size (default ${DEFAULT_DISABLE_BY_BATCH_SIZE}) or more requests run
   --threads N                  kernel threads, of each engine (default: $KVFLASH_THREADS or all cores, shared out among the engines)
   --data-parallel-size N       N engines behind one HTTP front, each with its own threads and KV cache; requests go
@@ -59,7 +60,7 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
   --loader-options JSON        options for a custom loader
 `;
 
-export interface ServeArgs extends Omit<ServeOptions, "source" | "modelDir">, LoadFlags {
+export interface ServeArgs extends Omit<ServeOptions, "source" | "modelDir" | "speculativeConfig">, LoadFlags {
   /** Seconds SIGTERM waits for in-flight requests. */
   shutdownTimeoutS: number;
   /** One log line per request (off with --disable-log-requests). */
@@ -127,9 +128,6 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         break;
       case "--no-enable-prefix-caching":
         args.enablePrefixCaching = false;
-        break;
-      case "--speculative-config":
-        args.speculativeConfig = resolveSpeculativeConfig(read.string(), flag);
         break;
       case "--disable-log-requests":
         args.logRequests = false;

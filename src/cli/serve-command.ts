@@ -24,7 +24,10 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   const source: ModelSource = model === undefined ? { kind: "dir", path: defaultModelDir() } : (await resolveModelArg(model, revision, log)).source;
   checkModelDirArg(source);
   log(`loading ${model === undefined ? "the embedded default model" : source.path}…`);
-  const running = await serve({ ...options, source, servedModelNames: options.servedModelNames ?? [model ?? "kvflash-default"], requestLog: args.logRequests ? log : null });
+  const spec = options.speculativeConfig;
+  const draftSource = spec?.method === "draft_model" ? (await resolveModelArg(spec.model, undefined, log)).source : undefined;
+  if (draftSource !== undefined) checkModelDirArg(draftSource);
+  const running = await serve({ ...options, source, ...(draftSource === undefined ? {} : { draftSource }), servedModelNames: options.servedModelNames ?? [model ?? "kvflash-default"], requestLog: args.logRequests ? log : null });
   const names = running.server.context.modelNames;
   log(`listening on ${running.url} (model ${names.map((n) => JSON.stringify(n)).join(", ")}; GET /health is 503 until loaded)`);
   log(`chat template: ${running.server.context.tokenizer.chatTemplateOrigin ?? "none"}`);

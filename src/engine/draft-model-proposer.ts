@@ -209,7 +209,9 @@ export class DraftModelProposer implements BatchDraftProposer {
       for (let i = 0; i < Math.ceil(cached.length / bs); i++) batch.blockTable[b * maxBlocksPerSeq + i] = blocks[i]!;
       if (e.sample) batch.logitIndices[row++] = t - 1;
     });
-    return this.runner.forward(batch);
+    const logits: unknown = this.runner.forward(batch);
+    if (!(logits instanceof Float32Array)) throw new ArgumentError("runner", `must be synchronous (the CPU decoder): its forward returned ${show(logits)}`);
+    return logits;
   }
 
   #argmax(logits: Float32Array, row: number): number {
@@ -241,4 +243,27 @@ export function checkSameVocabulary(target: { name: string; tokenizer: Tokenizer
     const [x, y] = [a.idToToken(id), b.idToToken(id)];
     if (x !== y) fail(`token ${id} is ${show(y)} in the draft, ${show(x)} in the target`);
   }
+}
+
+/** A loaded model as the draft-model pairing sees it. */
+export interface DraftPairModel {
+  /** How errors name it (its path or hub spec). */
+  name: string;
+  tokenizer: Tokenizer;
+  runner: { readonly vocabSize: number };
+}
+
+/**
+ * The proposer for `draft` drafting for `target`, after checking the pair:
+ * the same tokenizer vocabulary (checkSameVocabulary), and a draft runner
+ * whose rows cover the target's text vocabulary. The draft's runner must be
+ * synchronous (the CPU decoder).
+ */
+export function createDraftProposer(target: DraftPairModel, draft: DraftPairModel & { runner: SyncModelRunner }, options: { maxBatchTokens?: number } = {}): DraftModelProposer {
+  checkSameVocabulary(target, draft);
+  const textVocab = Math.min(target.tokenizer.vocabSize, target.runner.vocabSize);
+  if (draft.runner.vocabSize < textVocab) {
+    throw new ArgumentError("speculativeConfig.model", `the draft model ${draft.name} has ${draft.runner.vocabSize} logit rows, fewer than the ${textVocab} tokens of the target model ${target.name}`);
+  }
+  return new DraftModelProposer({ runner: draft.runner, vocabLimit: textVocab, ...(options.maxBatchTokens === undefined ? {} : { maxBatchTokens: options.maxBatchTokens }) });
 }

@@ -29,7 +29,9 @@ import { type Runtime, createRuntime } from "../runtime/runtime.js";
 import { GrammarBackend, GrammarRejectedError } from "../structured/grammar-backend.js";
 import { Engine, type EngineOutput, type EngineRequest } from "./engine.js";
 import { resolveEngineConfig } from "./engine-config.js";
-import type { LoadProgressInfo, EngineModel, ModelLoaderModule } from "./loader-module.js";
+import type { LoadProgressInfo, EngineModel, ModelLoadOptions, ModelLoaderModule } from "./loader-module.js";
+import { type DraftModelProposer, createDraftProposer } from "./draft-model-proposer.js";
+import type { SyncModelRunner } from "../model/model-runner.js";
 import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
 import type { EmbedEngine } from "./embed-engine.js";
 import { EMBEDDING_MODEL_MESSAGE, loadEmbedEngine } from "./embed-worker.js";
@@ -41,6 +43,8 @@ const post = (m: FromWorker): void => port.postMessage(m);
 
 let rt: Runtime | null = null;
 let model: EngineModel | null = null;
+/** The draft model of a draft_model speculative config (EngineWorkerConfig.draft), else null. */
+let draftModel: EngineModel | null = null;
 let engine: Engine | null = null;
 /** The step loop of an embedding model (then engine stays null). */
 let embedder: EmbedEngine | null = null;
@@ -193,12 +197,20 @@ async function shutdown(): Promise<void> {
   try {
     engine?.dispose();
     model?.runner.dispose();
+    draftModel?.runner.dispose();
     embedder?.model.dispose();
     await grammar?.dispose();
   } finally {
     await rt?.dispose();
     port!.close();
   }
+}
+
+/** Loads the draft model beside the target (`options.source` is the draft's) and pairs them (createDraftProposer checks the vocabulary). */
+async function loadDraft(load: ModelLoaderModule["loadEngineModel"], options: ModelLoadOptions, target: EngineModel): Promise<DraftModelProposer> {
+  draftModel = await load(rt!, options, () => {});
+  const runner = draftModel.runner as SyncModelRunner; // loaded with device "cpu": the decoder's forward is synchronous (the proposer checks each result)
+  return createDraftProposer({ name: config.load.source.path, tokenizer: target.tokenizer, runner: target.runner }, { name: options.source.path, tokenizer: draftModel.tokenizer, runner });
 }
 
 async function load(): Promise<void> {
@@ -222,12 +234,13 @@ async function load(): Promise<void> {
   const settings = resolveEngineConfig(config.engine); // once, before the runner sizes its step buffers from it
   const { maxNumSeqs, maxNumBatchedTokens } = settings;
   model = await loader.loadEngineModel(rt, { maxNumSeqs, maxNumBatchedTokens, ...config.load }, onProgress);
+  const proposer = config.draft === undefined ? null : await loadDraft(loader.loadEngineModel, { maxNumSeqs, maxNumBatchedTokens, ...config.load, source: config.draft, device: "cpu" }, model);
   try {
     grammar = await GrammarBackend.create({ tokenizer: model.tokenizer, vocabSize: model.runner.vocabSize, stopTokenIds: model.eosTokenIds });
   } catch (e) {
     grammarUnavailable = `XGrammar cannot load this tokenizer: ${(e as Error).message}`;
   }
-  engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, runtime: rt, ...settings, ...(grammar === null ? {} : { grammar }) });
+  engine = new Engine({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, runtime: rt, ...settings, ...(grammar === null ? {} : { grammar }), ...(proposer === null ? {} : { proposer }) });
   const { numBlocks, blockSize } = model.runner.kvCache;
   post({
     type: "ready",

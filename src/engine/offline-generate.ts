@@ -33,7 +33,8 @@ import { type TokenLogprob, argmax } from "./sampler.js";
 import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { Scheduler, type StopDecision } from "./scheduler.js";
 import type { StopFinishReason } from "./stop.js";
-import { Engine, type EngineOutput } from "./engine.js";
+import { Engine, type EngineOptions, type EngineOutput } from "./engine.js";
+import type { EngineMetricsSnapshot } from "./metrics.js";
 
 /** Wall time of a phase and the tokens it handled. */
 export interface PhaseTiming {
@@ -62,6 +63,12 @@ export interface GenerateOptions<R extends ModelRunner = ModelRunner> extends St
   onText?: (delta: string) => void;
   /** A runtime whose memory holds the sampler's scratch for the call (wasm passes: EngineOptions.runtime). Default: JavaScript passes. */
   runtime?: Runtime;
+  /** Speculative decoding (EngineOptions.speculativeConfig). Default: none. */
+  speculativeConfig?: EngineOptions["speculativeConfig"];
+  /** The drafts' proposer (EngineOptions.proposer): required for a draft model (createDraftProposer). */
+  proposer?: EngineOptions["proposer"];
+  /** Called with the engine's metrics once the request finished (speculative decoding's acceptance, for one). */
+  onStats?: (stats: EngineMetricsSnapshot) => void;
 }
 
 export interface GenerateResult {
@@ -196,7 +203,13 @@ export function generate<R extends ModelRunner>(options: GenerateOptions<R>): St
     enablePrefixCaching: false,
     ...(options.maxNumBatchedTokens === undefined ? {} : { maxNumBatchedTokens: options.maxNumBatchedTokens }),
     ...(options.runtime === undefined ? {} : { runtime: options.runtime }),
+    ...(options.speculativeConfig === undefined ? {} : { speculativeConfig: options.speculativeConfig }),
+    ...(options.proposer === undefined ? {} : { proposer: options.proposer }),
   });
+  const finish = () => {
+    options.onStats?.(engine.stats());
+    engine.dispose();
+  };
   let result: GenerateResult | Promise<GenerateResult>;
   try {
     result = drive(engine, options);
@@ -205,10 +218,10 @@ export function generate<R extends ModelRunner>(options: GenerateOptions<R>): St
     throw e;
   }
   if (!(result instanceof Promise)) {
-    engine.dispose();
+    finish();
     return result as StepResult<R, GenerateResult>;
   }
-  return result.finally(() => engine.dispose()) as StepResult<R, GenerateResult>;
+  return result.finally(finish) as StepResult<R, GenerateResult>;
 }
 
 /** Steps the engine until the one request finishes, gathering its outputs and timing the first token; awaits the steps of an asynchronous runner. */

@@ -13,6 +13,7 @@ import type { EngineMetricsSnapshot } from "./metrics.js";
 import type { LoadProgressInfo, ModelLoadOptions } from "./loader-module.js";
 import type { Int8DotLowering, Int8DotMode, KernelFlavor } from "../runtime/module.js";
 import type { EngineSettings } from "./engine-settings.js";
+import type { ModelSource } from "../model/source.js";
 
 export type { EngineSettings };
 
@@ -23,6 +24,8 @@ export interface EngineWorkerConfig {
   engine: EngineSettings;
   /** Runtime threads (the worker's own included). Default: $KVFLASH_THREADS or all cores. */
   threads?: number;
+  /** The draft model of a draft_model speculativeConfig, loaded by the same loader on the CPU beside the target. */
+  draft?: ModelSource;
   /**
    * "embed": a pooling model served by an EmbedEngine (an encoder or cross-encoder, or a decoder's
    * last-token embeddings); "score": the same engine, a decoder scoring pairs by its yes/no logits

@@ -73,6 +73,8 @@ export interface ServeOptions extends EngineSettings {
   loader?: string;
   /** Loader-specific options. */
   loaderExtra?: Record<string, unknown>;
+  /** The draft model of a draft_model speculativeConfig, resolved at the edge (a hub spec: cli/hub.ts). Default: its `model` as a local path. */
+  draftSource?: ModelSource;
   /** Where the one line per request goes (server/request-log.ts); null or absent: none (vLLM's --disable-log-requests). */
   requestLog?: ((line: string) => void) | null;
 }
@@ -99,6 +101,9 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
   if (embedding !== null && task === "generate") throw new ArgumentError("task", `"generate" cannot run ${embedding.config.architecture}: it is an encoder (it serves ${embedding.crossEncoder ? "/v1/rerank and /v1/score" : "/v1/embeddings"}), got --task generate`);
   const pooling = embedding !== null || task === "embed" || task === "score" || (task === "auto" && isSentenceTransformersDir(source));
   const { config, generation, tokenizer } = embedding ?? readModelMetadata(source);
+  const spec = options.speculativeConfig === undefined ? undefined : resolveSpeculativeConfig(options.speculativeConfig);
+  if (options.draftSource !== undefined && spec?.method !== "draft_model") throw new ArgumentError("draftSource", `needs a draft_model speculativeConfig, got ${JSON.stringify(spec ?? null)}`);
+  const draft = spec?.method === "draft_model" ? (options.draftSource ?? localModelSourceOf(spec.model, "speculativeConfig.model")) : undefined;
   const workerConfig = {
     loader: options.loader ?? DEFAULT_LOADER,
     load: {
@@ -118,8 +123,9 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
       ...(options.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: options.maxWaitingRequests }),
       ...(options.enablePrefixCaching === undefined ? {} : { enablePrefixCaching: options.enablePrefixCaching }),
       ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
-      ...(options.speculativeConfig === undefined ? {} : { speculativeConfig: resolveSpeculativeConfig(options.speculativeConfig) }),
+      ...(spec === undefined ? {} : { speculativeConfig: spec }),
     },
+    ...(draft === undefined ? {} : { draft }),
     ...(options.threads === undefined ? {} : { threads: options.threads }),
     ...(pooling ? { task: embedding === null && task === "score" ? ("score" as const) : ("embed" as const) } : {}),
   };

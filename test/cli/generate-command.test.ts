@@ -19,7 +19,7 @@ import {
   resolveSamplingParams,
   samplingDefaults,
 } from "../../src/ops-entry.js";
-import { writeTinyModel } from "../../src/testing/index.js";
+import { llama2TokenizerDir, writeTinyModel } from "../../src/testing/index.js";
 
 const MAIN = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const run = promisify(execFile);
@@ -90,6 +90,20 @@ test("generate streams the same text to stdout; --seed reproduces across process
   assert.equal(cj.finish_reason, "stop");
 });
 
+test("generate --speculative-config with a draft model: the same ids as without; the acceptance on stderr; a draft with another tokenizer is refused naming both", async () => {
+  const args = ["generate", "--model", dir, "--prompt", "Once upon a time", "--max-tokens", "24", "--ignore-eos", "--temperature", "0", "--json"];
+  const [plain, spec] = await Promise.all([kvflash(...args), kvflash(...args, "--speculative-config", JSON.stringify({ model: dir, num_speculative_tokens: 3 }))]);
+  assert.equal(spec.code, 0, spec.stderr);
+  assert.deepEqual(JSON.parse(spec.stdout), JSON.parse(plain.stdout));
+  assert.match(spec.stderr, /draft model .*qwen2: Qwen2ForCausalLM, weights f32, 2 layers, KV \d+ blocks × \d+; up to 3 drafts a step/);
+  const m = /speculative: (\d+) of (\d+) drafts accepted/.exec(spec.stderr);
+  assert.ok(m !== null && Number(m[2]) > 0 && Number(m[1]) === Number(m[2]), `the model drafting for itself has every draft accepted: ${spec.stderr}`);
+  const other = writeTinyModel(join(root, "llama"), { arch: "llama", seed: 3, tokenizer: { kind: "copy", dir: llama2TokenizerDir() } }).dir;
+  const bad = await kvflash(...args, "--speculative-config", JSON.stringify({ model: other, num_speculative_tokens: 3 }));
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /speculativeConfig\.model the draft model .*llama must share the target model .*qwen2's tokenizer: its vocabulary has 32000 tokens/);
+});
+
 test("logits --json prints the last position's logits, bit for bit the library's", async () => {
   const out = await kvflash("logits", "--model", dir, "--ids", "1,2,3,40", "--json", "--weights", "q8", "--kv-dtype", "int8");
   assert.equal(out.code, 0, out.stderr);
@@ -124,6 +138,8 @@ test("bad arguments exit 1 with a message naming the flag and the value", async 
     [["logits", "--model", dir, "--ids", "1", "--prompt", "y"], /--ids or --prompt is required \(one of them\)/],
     [["generate", "--model", join(root, "nowhere"), "--prompt", "x"], /--model ".*nowhere": no such file or directory/],
     [["generate", "--prompt", "x", "--kv-cache-gib", "0.00000001"], /kvCacheBytes must hold at least one KV block of [\d.]+ KiB .*got 10 B/],
+    [["generate", "--prompt", "x", "--speculative-config", '{"model": "d", "num_speculative_tokens": 0}'], /--speculative-config\.num_speculative_tokens must be ≥ 1, got 0/],
+    [["logits", "--ids", "1", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}'], /--speculative-config is a generation setting: logits runs no decoding steps/],
   ];
   for (const [args, message] of cases) {
     const out = await kvflash(...args);
