@@ -4,12 +4,19 @@
 // not, with logprobs, equal a plain server's; /metrics carries vLLM's
 // spec_decode counters with per-position acceptance, and the stats log vLLM's
 // SpecDecoding line; a bad config stops serve
-// with an error naming the field.
+// with an error naming the field. With a draft model (the default model
+// drafting for itself: `{"model": DIR}`) the answers equal a plain server's
+// too, and a draft with another tokenizer stops serve naming both models.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { test } from "node:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { startServer } from "./harness.js";
+import { defaultModelDir } from "../../src/index.js";
+import { llama2TokenizerDir, writeTinyModel } from "../../src/testing/index.js";
 
 const MODEL = "kvflash-default";
 const SPEC = '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}';
@@ -67,4 +74,44 @@ test("serve with a bad --speculative-config exits 1 naming the field and the val
   const r = spawnSync(process.execPath, [CLI, "serve", "--port", "0", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 0}'], { encoding: "utf8", timeout: 30_000 });
   assert.match(r.stderr, /--speculative-config\.prompt_lookup_min must be ≥ 1, got 0/);
   assert.equal(r.status, 1);
+});
+
+test("serve --speculative-config with a draft model: greedy and seeded answers equal a plain server's; drafts are counted", { timeout: 240_000 }, async () => {
+  const draft = JSON.stringify({ model: defaultModelDir(), num_speculative_tokens: 3 });
+  const [spec, plain] = await Promise.all([startServer(["--speculative-config", draft]), startServer([])]);
+  try {
+    for (let i = 0; i < 100 && !/ready in/.test(spec.stderr()); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.match(spec.stderr(), /speculative decoding: draft model .*models\/default, up to 3 drafts, off at 8\+ running/);
+    const ask = async (server: typeof spec, content: string, extra: Partial<Create>) => {
+      const body = { model: MODEL, messages: [{ role: "user" as const, content }], max_tokens: 32, temperature: 0, logprobs: true, ...extra };
+      const r = await server.openai.chat.completions.create({ ...body, stream: false } as Create & { stream: false });
+      const c = r.choices[0]!;
+      return { text: c.message.content, finish: c.finish_reason, logprobs: c.logprobs?.content?.map((l) => [l.token, l.logprob]) };
+    };
+    const questions = ["What does brisk mean?", "Hello", "What is a river?"];
+    for (const extra of [{}, { temperature: 0.8, seed: 5 }, { frequency_penalty: 0 }] as Partial<Create>[]) {
+      const got = await Promise.all(questions.map((q) => ask(spec, q, extra))); // batched verification
+      const want = await Promise.all(questions.map((q) => ask(plain, q, extra)));
+      assert.deepEqual(got, want, JSON.stringify(extra));
+    }
+    const m = await spec.metrics();
+    const l = `model_name="${MODEL}"`;
+    const drafts = m.get(`vllm:spec_decode_num_draft_tokens_total{${l}}`)!;
+    const accepted = m.get(`vllm:spec_decode_num_accepted_tokens_total{${l}}`)!;
+    assert.ok(drafts > 0 && accepted > 0.3 * drafts, `accepted ${accepted} of ${drafts} drafts`);
+  } finally {
+    await Promise.all([spec.stop(), plain.stop()]);
+  }
+});
+
+test("serve with a draft model whose tokenizer differs exits 1 naming both models", () => {
+  const root = mkdtempSync(join(tmpdir(), "kvflash-draft-"));
+  try {
+    const other = writeTinyModel(join(root, "llama"), { arch: "llama", seed: 3, tokenizer: { kind: "copy", dir: llama2TokenizerDir() } }).dir;
+    const r = spawnSync(process.execPath, [CLI, "serve", "--port", "0", "--threads", "1", "--speculative-config", JSON.stringify({ model: other, num_speculative_tokens: 2 })], { encoding: "utf8", timeout: 60_000 });
+    assert.match(r.stderr, /the draft model .*llama must share the target model .*models\/default's tokenizer: its vocabulary has 32000 tokens, the target's 4096/);
+    assert.equal(r.status, 1);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 });
