@@ -7,17 +7,20 @@
 // critical value). The seeds are fixed, so the test is deterministic: a
 // correct engine passes every run; a wrong acceptance rule (e.g. accepting
 // a draft whenever p(draft) ≥ some threshold, or resampling without removing
-// the draft) moves the statistic far past the critical value.
+// the draft) moves the statistic far past the critical value. The same test
+// runs with a draft model (another Markov model, whose greedy drafts are right
+// in some states and wrong in others) as the proposer.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
-import { Engine } from "../../src/engine/engine.js";
+import { Engine, type EngineOptions } from "../../src/engine/engine.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import type { KvCacheGeometry, ModelRunner } from "../../src/model/model-runner.js";
 import { type ModelConfig, Tokenizer, resolveSamplingParams } from "../../src/ops-entry.js";
 import { defaultModelDir } from "../../src/index.js";
 import { parseModelConfig } from "../../src/model/config.js";
+import { DraftModelProposer } from "../../src/engine/draft-model-proposer.js";
 
 const dir = defaultModelDir();
 const base = parseModelConfig(JSON.parse(readFileSync(join(dir, "config.json"), "utf8")));
@@ -32,7 +35,15 @@ const P = [
   [0.7, 0.05, 0.05, 0.2],
 ];
 
-/** A Markov model as a ModelRunner: the logits after token t are log P(· | t) on STATES, −∞ elsewhere. */
+/** The draft's table: its argmax agrees with P's after 11 and 13, not after 10 and 12. */
+const Q = [
+  [0.2, 0.5, 0.2, 0.1],
+  [0.1, 0.2, 0.6, 0.1],
+  [0.1, 0.1, 0.2, 0.6],
+  [0.7, 0.05, 0.05, 0.2],
+];
+
+/** A Markov model as a ModelRunner: the logits after token t are log table(· | t) on STATES, −∞ elsewhere. */
 class MarkovRunner implements ModelRunner {
   readonly config: ModelConfig = { ...base, vocabSize: V };
   readonly vocabSize = V;
@@ -42,10 +53,11 @@ class MarkovRunner implements ModelRunner {
     const out = new Float32Array(batch.logitIndices.length * V).fill(-Infinity);
     batch.logitIndices.forEach((t, row) => {
       const prev = STATES.indexOf(batch.tokens[t]!);
-      STATES.forEach((s, j) => (out[row * V + s] = Math.log(P[prev]![j]!)));
+      STATES.forEach((s, j) => (out[row * V + s] = Math.log(this.table[prev]![j]!)));
     });
     return out;
   }
+  constructor(readonly table = P) {}
   dispose(): void {}
 }
 
@@ -56,15 +68,21 @@ function chiSquareCritical(df: number, z: number): number {
 }
 
 test("sampled continuations under prompt-lookup speculation follow the target distribution (chi-square, α = 0.001)", () => {
+  checkDistribution({ speculativeConfig: { method: "ngram", num_speculative_tokens: 3, prompt_lookup_min: 1, prompt_lookup_max: 2, disable_by_batch_size: 10_000 } });
+});
+
+test("sampled continuations with a draft model's greedy drafts follow the target distribution (chi-square, α = 0.001)", () => {
+  const proposer = new DraftModelProposer({ runner: new MarkovRunner(Q), vocabLimit: V });
+  checkDistribution({ speculativeConfig: { model: "markov-q", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer });
+  assert.equal(proposer.pool.numUsedBlocks, 0);
+});
+
+/** Draws N seeded 4-token continuations with `spec`'s speculation and tests them against their exact probabilities. */
+function checkDistribution(spec: Pick<EngineOptions, "speculativeConfig" | "proposer">): void {
   const N = 3000;
   const LEN = 4;
   const promptIds = [10, 11, 12, 13, 10, 12, 11, 10];
-  const engine = new Engine({
-    runner: new MarkovRunner(),
-    tokenizer,
-    eosTokenIds: [],
-    speculativeConfig: { method: "ngram", num_speculative_tokens: 3, prompt_lookup_min: 1, prompt_lookup_max: 2, disable_by_batch_size: 10_000 },
-  });
+  const engine = new Engine({ runner: new MarkovRunner(), tokenizer, eosTokenIds: [], ...spec });
   for (let i = 0; i < N; i++) {
     const params = resolveSamplingParams({ temperature: 1, maxTokens: LEN, ignoreEos: true, seed: 7000 + i }, V);
     engine.addRequest({ requestId: `s${i}`, promptTokenIds: promptIds, params });
@@ -110,4 +128,4 @@ test("sampled continuations under prompt-lookup speculation follow the target di
   if (poolE > 0) (chi2 += (poolO - poolE) ** 2 / poolE), bins++;
   const critical = chiSquareCritical(bins - 1, 3.0902);
   assert.ok(chi2 < critical, `chi-square ${chi2.toFixed(1)} over ${bins - 1} degrees of freedom ≥ the α = 0.001 critical value ${critical.toFixed(1)}`);
-});
+}

@@ -4,24 +4,31 @@
 // batched, with chunked prefill (a step budget below the prompts) and with
 // preemption (a KV pool too small for all of them), and verification rows
 // (1 + k query tokens a sequence) go through the paged attention's decode path.
+// The same with a draft model: the default model loaded a second time with its
+// own paged KV cache, drafting for itself (with the target's sampling at
+// repetition penalty 1 every draft is accepted; the requests' 1.2 rejects some).
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Engine, type EngineOptions } from "../../src/engine/engine.js";
 import { type LoadedModel, type Runtime, createRuntime, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
 import { defaultModelDir } from "../../src/index.js";
+import { DraftModelProposer, createDraftProposer } from "../../src/engine/draft-model-proposer.js";
 
 let rt: Runtime;
 let small: LoadedModel;
 let tight: LoadedModel;
+let draft: LoadedModel;
 
 before(async () => {
   rt = await createRuntime({ threads: 2 });
   small = loadModel(rt, defaultModelDir(), { blockSize: 4, numBlocks: 512, progress: false });
   tight = loadModel(rt, defaultModelDir(), { blockSize: 4, numBlocks: 40, progress: false });
+  draft = loadModel(rt, defaultModelDir(), { blockSize: 8, numBlocks: 128, progress: false });
 });
 after(async () => {
   small.runner.dispose();
   tight.runner.dispose();
+  draft.runner.dispose();
   await rt.dispose();
 });
 
@@ -34,12 +41,12 @@ const QUESTIONS = [
   "Hello",
 ];
 
-function run(m: LoadedModel, spec: boolean, questions: readonly string[], engine: Omit<Partial<EngineOptions>, "runner"> = {}) {
-  const e = new Engine({ runner: m.runner, tokenizer: m.tokenizer, eosTokenIds: m.eosTokenIds, runtime: rt, ...engine, ...(spec ? { speculativeConfig: SPEC } : {}) });
+function run(m: LoadedModel, spec: boolean, questions: readonly string[], engine: Omit<Partial<EngineOptions>, "runner"> = {}, sampling = {}) {
+  const e = new Engine({ runner: m.runner, tokenizer: m.tokenizer, eosTokenIds: m.eosTokenIds, runtime: rt, ...(spec ? { speculativeConfig: SPEC } : {}), ...engine });
   const tok = m.tokenizer;
   questions.forEach((q, i) => {
     const ids = tok.encode(tok.applyChatTemplate([{ role: "user", content: q }], { addGenerationPrompt: true }), { addSpecialTokens: false });
-    e.addRequest({ requestId: `q${i}`, promptTokenIds: ids, params: resolveSamplingParams({ temperature: 0, maxTokens: 40, ignoreEos: true, logprobs: 1 }, m.config.vocabSize) });
+    e.addRequest({ requestId: `q${i}`, promptTokenIds: ids, params: resolveSamplingParams({ temperature: 0, maxTokens: 40, ignoreEos: true, logprobs: 1, ...sampling }, m.config.vocabSize) });
   });
   const out = new Map<string, { ids: number[]; lps: number[] }>();
   while (e.hasUnfinishedRequests) {
@@ -81,4 +88,23 @@ test("default model, greedy: the same tokens under chunked prefill and under pre
   const spec = run(tight, true, QUESTIONS);
   assert.ok(spec.stats.numPreemptions > 0, "the 40-block pool preempts");
   assertSame(plain, spec);
+});
+
+test("default model drafting for itself (its own paged KV): the same tokens as plain decoding, alone, batched, chunked and preempted", () => {
+  const proposer = createDraftProposer({ name: "target", tokenizer: small.tokenizer, runner: small.runner }, { name: "draft", tokenizer: draft.tokenizer, runner: draft.runner }, { maxBatchTokens: 16 });
+  const withDraft = { speculativeConfig: { model: defaultModelDir(), num_speculative_tokens: 4, disable_by_batch_size: 64 }, proposer };
+  const plain = run(small, false, QUESTIONS);
+  const spec = run(small, false, QUESTIONS, withDraft);
+  assertSame(plain, spec);
+  const sd = spec.stats.specDecode!;
+  assert.ok(sd.numAcceptedTokens > 0.9 * sd.numDraftTokens && sd.numDraftTokens > 100, `greedy at penalty 1: ${JSON.stringify(sd)}`);
+  assert.deepEqual(run(small, false, [QUESTIONS[2]!], withDraft).out.get("q0")!.ids, plain.out.get("q2")!.ids, "alone");
+  const penalized = run(small, false, QUESTIONS, withDraft, { repetitionPenalty: 1.2 });
+  assertSame(run(small, false, QUESTIONS, {}, { repetitionPenalty: 1.2 }), penalized);
+  assertSame(run(small, false, QUESTIONS, { maxNumBatchedTokens: 16 }), run(small, false, QUESTIONS, { ...withDraft, maxNumBatchedTokens: 16 }));
+  const tightSpec = run(tight, false, QUESTIONS, withDraft);
+  assert.ok(tightSpec.stats.numPreemptions > 0, "the 40-block pool preempts");
+  assertSame(run(tight, false, QUESTIONS), tightSpec);
+  assert.equal(proposer.pool.numUsedBlocks, 0, "the draft's blocks are all back");
+  assert.ok(proposer instanceof DraftModelProposer && proposer.failures === 0);
 });
