@@ -20,6 +20,12 @@
  *   with prompt_lookup_min 2 and with 1 (a one-token match nearly every step).
  * - batch rows: 16 `define` streams at once, speculation on by default (off at
  *   disable_by_batch_size 8) and forced on (disable_by_batch_size 64).
+ * - draft rows (method `draft`, vLLM's draft_model): `define` and `context_copy`
+ *   at batch 1 with a draft model beside the default model, two pairs of
+ *   trained weights: the default model drafting for itself (acceptance's
+ *   upper bound; the draft costs what the target does, so it cannot be
+ *   faster) and its first 2 of 4 layers as an early-exit draft
+ *   (early-exit-draft.ts; half the cost, no early-exit training).
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -31,6 +37,9 @@ import type { SyncModelRunner } from "../../src/model/model-runner.js";
 import type { ChatMessage } from "../../src/tokenizer/chat-template.js";
 import { llama2TokenizerDir } from "../../src/testing/index.js";
 import type { Row, Suite, SuiteContext } from "../harness.js";
+import { type DraftModelProposer, createDraftProposer } from "../../src/engine/draft-model-proposer.js";
+import { earlyExitDraftDir } from "../early-exit-draft.js";
+import { rmSync } from "node:fs";
 
 const RECIPE = join(import.meta.dirname, "..", "..", "..", "tools", "train-default-model");
 const K = 4;
@@ -47,6 +56,8 @@ interface Workload {
   /** Requests at once (all added up front). */
   batch: number;
   spec: Record<string, unknown>;
+  /** A draft model's proposer, made fresh for each run (method `draft`); else prompt lookup. */
+  proposer?: { name: string; make: () => DraftModelProposer };
 }
 
 interface RunResult {
@@ -58,7 +69,8 @@ interface RunResult {
 }
 
 function runOnce(ctx: SuiteContext, w: Workload, spec: boolean): RunResult {
-  const engine = new Engine({ runner: w.runner, tokenizer: w.tokenizer, eosTokenIds: w.eos, runtime: ctx.rt, maxNumSeqs: Math.max(16, w.batch), ...(spec ? { speculativeConfig: w.spec } : {}) });
+  const proposer = spec ? w.proposer?.make() : undefined;
+  const engine = new Engine({ runner: w.runner, tokenizer: w.tokenizer, eosTokenIds: w.eos, runtime: ctx.rt, maxNumSeqs: Math.max(16, w.batch), ...(spec ? { speculativeConfig: w.spec } : {}), ...(proposer === undefined ? {} : { proposer }) });
   const params = resolveSamplingParams({ temperature: 0, maxTokens: w.maxTokens }, w.runner.vocabSize);
   const outputs: number[][] = w.prompts.map(() => []);
   const t0 = performance.now();
@@ -93,7 +105,7 @@ async function measure(ctx: SuiteContext, w: Workload, rounds: number): Promise<
     last = b;
   }
   const row: Row = {
-    method: `ngram${w.spec["prompt_lookup_min"] === 1 ? " (min 1)" : ""}${w.spec["disable_by_batch_size"] === undefined ? "" : ` (off at ${String(w.spec["disable_by_batch_size"])})`}`,
+    method: w.proposer !== undefined ? `draft: ${w.proposer.name}` : `ngram${w.spec["prompt_lookup_min"] === 1 ? " (min 1)" : ""}${w.spec["disable_by_batch_size"] === undefined ? "" : ` (off at ${String(w.spec["disable_by_batch_size"])})`}`,
     k: K,
     workload: w.workload,
     model: w.model,
@@ -139,6 +151,25 @@ export const spec: Suite = {
       const many = words.slice(0, 32).map((w) => chat([{ role: "user", content: `What is a ${w}?` }]));
       rows.push(await measure(ctx, { ...base, workload: "define", prompts: many, batch: 16, spec: { ...SPEC, disable_by_batch_size: 8 } }, rounds));
       rows.push(await measure(ctx, { ...base, workload: "define", prompts: many, batch: 16, spec: { ...SPEC, disable_by_batch_size: 64 } }, rounds));
+
+      // Draft models beside the default model (the same tokenizer): itself, and its first two layers.
+      log("draft models: the default model itself, its first 2 of 4 layers…");
+      const exitDir = earlyExitDraftDir(defaultModelDir(), 2);
+      const drafts = [
+        { name: "default (itself)", model: loadModel(rt, defaultModelDir(), { progress: false }) },
+        { name: "default layers 0-1 (early exit)", model: loadModel(rt, exitDir, { progress: false }) },
+      ];
+      try {
+        for (const d of drafts) {
+          const proposer = { name: d.name, make: () => createDraftProposer({ name: "default", tokenizer: tok, runner: model.runner }, { name: d.name, tokenizer: d.model.tokenizer, runner: d.model.runner }) };
+          const draftSpec = { model: d.name, num_speculative_tokens: K };
+          rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer }, rounds));
+          rows.push(await measure(ctx, { ...base, workload: "context_copy", prompts: copy, batch: 1, spec: draftSpec, proposer }, rounds));
+        }
+      } finally {
+        for (const d of drafts) d.model.runner.dispose();
+        rmSync(exitDir, { recursive: true, force: true });
+      }
     } finally {
       model.runner.dispose();
     }

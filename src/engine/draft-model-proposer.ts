@@ -15,6 +15,8 @@
  *            in chunks of maxBatchTokens), whose last logit row gives draft 1
  *   draft    k − 1 forwards of one token each: draft j feeds draft j + 1
  *
+ * Drafts are the argmax after the request's logit bias and penalties (as a
+ * greedy target picks its token), the drafts before them counted as output.
  * Greedy drafts are a point mass q = δ_d, for which the engine's verification
  * (sample each row as plain decoding, accept while equal) is the rejection
  * sampling of Leviathan / Chen: the output distribution is the target's, and
@@ -39,6 +41,22 @@ export interface DraftRequest {
   requestId: string;
   tokens: readonly number[];
   k: number;
+  /**
+   * The request's logit processors that a greedy target applies before its
+   * argmax (sampler.ts processLogits): drafts follow them too, so a greedy
+   * request with a repetition penalty has its drafts accepted as often as one
+   * without. Default: none.
+   */
+  penalties?: DraftPenalties;
+}
+
+/** The sampler's logit bias and penalties (ResolvedSamplingParams' fields), and where the output starts in `tokens`. */
+export interface DraftPenalties {
+  numPromptTokens: number;
+  repetitionPenalty: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  logitBias: ReadonlyMap<number, number>;
 }
 
 /** A proposer that drafts for every sequence of a step at once and keeps state per request (the draft model). */
@@ -146,7 +164,7 @@ export class DraftModelProposer implements BatchDraftProposer {
       let row = 0;
       for (const b of batch) {
         if (!b.sample) continue;
-        out[b.i]!.push(this.#argmax(logits, row++));
+        out[b.i]!.push(this.#argmax(logits, row++, seqs[b.i]!, out[b.i]!));
         last.push({ i: b.i, state: b.state });
       }
     }
@@ -155,7 +173,7 @@ export class DraftModelProposer implements BatchDraftProposer {
       last = last.filter((l) => out[l.i]!.length < seqs[l.i]!.k);
       if (last.length === 0) return;
       const logits = this.#forward(last.map((l) => ({ state: l.state, feed: [out[l.i]!.at(-1)!], sample: true, i: l.i })));
-      last.forEach((l, row) => out[l.i]!.push(this.#argmax(logits, row)));
+      last.forEach((l, row) => out[l.i]!.push(this.#argmax(logits, row, seqs[l.i]!, out[l.i]!)));
     }
   }
 
@@ -214,14 +232,30 @@ export class DraftModelProposer implements BatchDraftProposer {
     return logits;
   }
 
-  #argmax(logits: Float32Array, row: number): number {
+  /** argmax over ids < vocabLimit of row `row`, after `seq`'s penalties with `drafted` counted as output. */
+  #argmax(logits: Float32Array, row: number, seq: DraftRequest, drafted: readonly number[]): number {
     const V = this.runner.vocabSize;
+    const x = logits.subarray(row * V, row * V + this.vocabLimit);
+    const p = seq.penalties;
+    if (p !== undefined && (p.logitBias.size > 0 || p.repetitionPenalty !== 1 || p.presencePenalty !== 0 || p.frequencyPenalty !== 0)) {
+      const counts = new Map<number, number>();
+      for (let i = p.numPromptTokens; i < seq.tokens.length; i++) counts.set(seq.tokens[i]!, (counts.get(seq.tokens[i]!) ?? 0) + 1);
+      for (const t of drafted) counts.set(t, (counts.get(t) ?? 0) + 1);
+      const seen = new Set(p.repetitionPenalty === 1 ? [] : seq.tokens.slice(0, p.numPromptTokens));
+      for (const t of counts.keys()) seen.add(t);
+      for (const [id, bias] of p.logitBias) if (id < x.length) x[id] = x[id]! + bias;
+      if (p.repetitionPenalty !== 1) {
+        for (const id of seen) if (id < x.length) x[id] = x[id]! > 0 ? x[id]! / p.repetitionPenalty : x[id]! * p.repetitionPenalty;
+      }
+      if (p.presencePenalty !== 0 || p.frequencyPenalty !== 0) {
+        for (const [id, n] of counts) if (id < x.length) x[id] = x[id]! - p.frequencyPenalty * n - p.presencePenalty;
+      }
+    }
     let best = 0;
     let bestValue = -Infinity;
-    for (let i = 0; i < this.vocabLimit; i++) {
-      const x = logits[row * V + i]!;
-      if (x > bestValue) {
-        bestValue = x;
+    for (let i = 0; i < x.length; i++) {
+      if (x[i]! > bestValue) {
+        bestValue = x[i]!;
         best = i;
       }
     }

@@ -494,7 +494,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
       const request = this.scheduler.getRequest(id)!;
       if (request.numTokens - request.numComputedTokens !== 1) continue;
       const k = request.state!.draftLength!.next();
-      if (k > 0) seqs.push({ requestId: id, tokens: request.allTokenIds, k });
+      if (k > 0) seqs.push({ requestId: id, tokens: request.allTokenIds, k, penalties: { numPromptTokens: request.numPromptTokens, ...request.state!.sampling.params } });
     }
     if (seqs.length === 0) return drafts;
     const p = spec.proposer;

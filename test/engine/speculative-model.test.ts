@@ -5,8 +5,8 @@
 // preemption (a KV pool too small for all of them), and verification rows
 // (1 + k query tokens a sequence) go through the paged attention's decode path.
 // The same with a draft model: the default model loaded a second time with its
-// own paged KV cache, drafting for itself (with the target's sampling at
-// repetition penalty 1 every draft is accepted; the requests' 1.2 rejects some).
+// own paged KV cache, drafting for itself: nearly every draft is accepted,
+// with a repetition penalty too (the drafts follow the request's penalties).
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Engine, type EngineOptions } from "../../src/engine/engine.js";
@@ -101,6 +101,13 @@ test("default model drafting for itself (its own paged KV): the same tokens as p
   assert.deepEqual(run(small, false, [QUESTIONS[2]!], withDraft).out.get("q0")!.ids, plain.out.get("q2")!.ids, "alone");
   const penalized = run(small, false, QUESTIONS, withDraft, { repetitionPenalty: 1.2 });
   assertSame(run(small, false, QUESTIONS, {}, { repetitionPenalty: 1.2 }), penalized);
+  const pd = penalized.stats.specDecode!;
+  assert.ok(pd.numAcceptedTokens > 0.9 * pd.numDraftTokens, `drafts under the request's repetition penalty: ${JSON.stringify(pd)}`);
+  const biased = { repetitionPenalty: 1.1, frequencyPenalty: 0.5, presencePenalty: 0.3, logitBias: { "13": 3 } };
+  const withPenalties = run(small, false, QUESTIONS, withDraft, biased);
+  assertSame(run(small, false, QUESTIONS, {}, biased), withPenalties);
+  const bd = withPenalties.stats.specDecode!;
+  assert.ok(bd.numAcceptedTokens > 0.9 * bd.numDraftTokens, `drafts under penalties and a logit bias: ${JSON.stringify(bd)}`);
   assertSame(run(small, false, QUESTIONS, { maxNumBatchedTokens: 16 }), run(small, false, QUESTIONS, { ...withDraft, maxNumBatchedTokens: 16 }));
   const tightSpec = run(tight, false, QUESTIONS, withDraft);
   assert.ok(tightSpec.stats.numPreemptions > 0, "the 40-block pool preempts");
