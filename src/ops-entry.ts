@@ -85,3 +85,6 @@ export { Scheduler, type RequestOutput, type ScheduledRequest, type SchedulerOpt
 export { buildForwardBatch } from "./engine/forward-batch-builder.js";
 // Offline generation: one request through the engine's step loop.
 export { type GenerateOptions, type GenerateResult, type PhaseTiming, type RequestTiming, type RunRequestOptions, type StepInfo, type StepLoopOptions, generate, promptLogits, runRequest } from "./engine/offline-generate.js";
+// Speculative decoding's proposers (GenerateOptions.proposer): the interfaces a proposer implements.
+export type { DraftProposer } from "./engine/ngram-proposer.js";
+export type { BatchDraftProposer, DraftPenalties, DraftRequest } from "./engine/draft-model-proposer.js";

@@ -21,7 +21,6 @@ import { type ModelArgs, parseGenerateArgs, parseLogitsArgs } from "./generate-a
 import { resolveModelArg } from "./hub.js";
 import { checkModelDirArg } from "./model-dir-arg.js";
 import { type DraftModelProposer, createDraftProposer } from "../engine/draft-model-proposer.js";
-import type { EngineMetricsSnapshot } from "../engine/metrics.js";
 
 /** Default --max-tokens when generation_config.json has no max_new_tokens. */
 const DEFAULT_MAX_TOKENS = 128;
@@ -106,9 +105,8 @@ async function loadDraft(args: ModelArgs, target: CommandModel, rt: Runtime): Pr
 }
 
 /** The stderr line on speculative decoding's acceptance ("" without it). */
-function describeAcceptance(stats: EngineMetricsSnapshot | null): string {
-  const sd = stats?.specDecode;
-  if (sd === null || sd === undefined) return "";
+function describeAcceptance(sd: SpecCounts | null): string {
+  if (sd === null) return "";
   const rate = sd.numDraftTokens === 0 ? 0 : sd.numAcceptedTokens / sd.numDraftTokens;
   return ` · speculative: ${sd.numAcceptedTokens} of ${sd.numDraftTokens} drafts accepted (${(100 * rate).toFixed(1)} %)`;
 }
@@ -125,8 +123,10 @@ export async function generateCommand(argv: readonly string[]): Promise<number> 
   });
 }
 
+type SpecCounts = { numDraftTokens: number; numAcceptedTokens: number };
+
 async function generateWith(args: ReturnType<typeof parseGenerateArgs>, model: CommandModel, rt: Runtime, proposer: DraftModelProposer | null): Promise<number> {
-  let stats: EngineMetricsSnapshot | null = null;
+  let stats: SpecCounts | null = null;
   const { tokenizer } = model;
   const promptIds = args.chat
     ? tokenizer.encodeChat([...(args.system === undefined ? [] : [{ role: "system", content: args.system }]), { role: "user", content: args.prompt }])
@@ -143,7 +143,7 @@ async function generateWith(args: ReturnType<typeof parseGenerateArgs>, model: C
     ...(args.json ? {} : { onText: (delta: string) => process.stdout.write(delta) }),
     ...(args.speculativeConfig === undefined ? {} : { speculativeConfig: args.speculativeConfig }),
     ...(proposer === null ? {} : { proposer }),
-    onStats: (s) => (stats = s),
+    onSpecDecode: (s) => (stats = s),
   });
   if (args.json) {
     process.stdout.write(`${JSON.stringify({ ids: result.ids, text: result.text, logprobs: result.logprobs, finish_reason: result.finishReason })}\n`);

@@ -36,15 +36,17 @@
  * the request is parked outside the scheduler; it is queued once the prompt's
  * KV is computed, and finds those blocks in the prefix cache (prefill once).
  *
- * Speculative decoding (EngineOptions.speculativeConfig; the proposer is in
- * ngram-proposer.ts, the per-request draft length in draft-length.ts): before each
+ * Speculative decoding (EngineOptions.speculativeConfig; the proposers are in
+ * ngram-proposer.ts and draft-model-proposer.ts — a draft model drafts greedily
+ * for all requests in one batch and is told when a request ends, release() —
+ * the per-request draft length in draft-length.ts): before each
  * schedule, every decoding request (while fewer than disable_by_batch_size
  * run) may propose k drafts, k chosen per request by its DraftLength; the
  * scheduler makes them extra query tokens of the step, the runner returns
  * k + 1 logit rows for the request, and #verify samples row j from the
  * target's distribution as plain decoding would, accepting draft j while the
  * sampled token equals it. For a draft that is one fixed token (a point mass
- * q = δ_d, as prompt lookup proposes), this is exactly the rejection
+ * q = δ_d, as prompt lookup and a greedy draft model propose), this is exactly the rejection
  * sampling of Leviathan et al. / Chen et al. 2023: the draft is kept with
  * probability min(1, p(d)/q(d)) = p(d), and on rejection the token is drawn
  * from norm(max(0, p − q)), which is p with d removed and renormalized —

@@ -34,7 +34,6 @@ import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { Scheduler, type StopDecision } from "./scheduler.js";
 import type { StopFinishReason } from "./stop.js";
 import { Engine, type EngineOptions, type EngineOutput } from "./engine.js";
-import type { EngineMetricsSnapshot } from "./metrics.js";
 
 /** Wall time of a phase and the tokens it handled. */
 export interface PhaseTiming {
@@ -67,8 +66,8 @@ export interface GenerateOptions<R extends ModelRunner = ModelRunner> extends St
   speculativeConfig?: EngineOptions["speculativeConfig"];
   /** The drafts' proposer (EngineOptions.proposer): required for a draft model (createDraftProposer). */
   proposer?: EngineOptions["proposer"];
-  /** Called with the engine's metrics once the request finished (speculative decoding's acceptance, for one). */
-  onStats?: (stats: EngineMetricsSnapshot) => void;
+  /** With speculativeConfig: called once the request finished with the drafts it verified and how many were accepted. */
+  onSpecDecode?: (counts: { numDraftTokens: number; numAcceptedTokens: number }) => void;
 }
 
 export interface GenerateResult {
@@ -207,7 +206,8 @@ export function generate<R extends ModelRunner>(options: GenerateOptions<R>): St
     ...(options.proposer === undefined ? {} : { proposer: options.proposer }),
   });
   const finish = () => {
-    options.onStats?.(engine.stats());
+    const sd = engine.stats().specDecode;
+    if (sd !== null) options.onSpecDecode?.({ numDraftTokens: sd.numDraftTokens, numAcceptedTokens: sd.numAcceptedTokens });
     engine.dispose();
   };
   let result: GenerateResult | Promise<GenerateResult>;

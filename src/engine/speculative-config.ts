@@ -30,31 +30,34 @@ export const DEFAULT_PROMPT_LOOKUP = 5;
 /** Running requests at which speculation turns off, unless set. */
 export const DEFAULT_DISABLE_BY_BATCH_SIZE = 8;
 
-/** A resolved speculative decoding config (camelCase), checked. */
-export type SpeculativeConfig = NgramSpeculativeConfig | DraftModelSpeculativeConfig;
+/**
+ * A resolved speculative decoding config (camelCase), checked: prompt lookup
+ * (vLLM's "ngram") or a draft model (vLLM's "draft_model"). Both have
+ * numSpeculativeTokens (k, drafts a step at most, in [1, MAX_SPECULATIVE_TOKENS])
+ * and disableByBatchSize (speculation is off while ≥ this many requests run).
+ */
+export type SpeculativeConfig =
+  | {
+      method: "ngram";
+      numSpeculativeTokens: number;
+      disableByBatchSize: number;
+      /** Shortest suffix n-gram that must match earlier in the sequence, ≥ 1. */
+      promptLookupMin: number;
+      /** Longest suffix n-gram tried first, ≥ promptLookupMin. */
+      promptLookupMax: number;
+    }
+  | {
+      method: "draft_model";
+      numSpeculativeTokens: number;
+      disableByBatchSize: number;
+      /** The draft model as given: a directory, a .gguf file or a hub spec (the edge resolves it). */
+      model: string;
+    };
 
-interface SpeculativeConfigBase {
-  /** Draft tokens proposed per step at most (k), in [1, MAX_SPECULATIVE_TOKENS]. */
-  numSpeculativeTokens: number;
-  /** Speculation is off while ≥ this many requests run. */
-  disableByBatchSize: number;
-}
-
-/** Prompt lookup (vLLM's "ngram"). */
-export interface NgramSpeculativeConfig extends SpeculativeConfigBase {
-  method: "ngram";
-  /** Shortest suffix n-gram that must match earlier in the sequence, ≥ 1. */
-  promptLookupMin: number;
-  /** Longest suffix n-gram tried first, ≥ promptLookupMin. */
-  promptLookupMax: number;
-}
-
-/** A draft model (vLLM's "draft_model"). */
-export interface DraftModelSpeculativeConfig extends SpeculativeConfigBase {
-  method: "draft_model";
-  /** The draft model as given: a directory, a .gguf file or a hub spec (the edge resolves it). */
-  model: string;
-}
+/** Prompt lookup's config. */
+export type NgramSpeculativeConfig = Extract<SpeculativeConfig, { method: "ngram" }>;
+/** A draft model's config. */
+export type DraftModelSpeculativeConfig = Extract<SpeculativeConfig, { method: "draft_model" }>;
 
 const KEYS = ["method", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min", "disable_by_batch_size", "model"] as const;
 
