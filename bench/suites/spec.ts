@@ -1,5 +1,5 @@
 /**
- * Suite `spec`: speculative decoding by prompt lookup (vLLM's `ngram`) against
+ * Suite `spec`: speculative decoding by prompt lookup (vLLM's `ngram`) and by a draft model against
  * plain decoding, through the Engine (scheduler, verification, sampler), greedy.
  * Each row times one workload with and without speculation, the two runs
  * alternated round by round (the machine is shared: ratios from one process,
@@ -20,12 +20,13 @@
  *   with prompt_lookup_min 2 and with 1 (a one-token match nearly every step).
  * - batch rows: 16 `define` streams at once, speculation on by default (off at
  *   disable_by_batch_size 8) and forced on (disable_by_batch_size 64).
- * - draft rows (method `draft`, vLLM's draft_model): `define` and `context_copy`
- *   at batch 1 with a draft model beside the default model, two pairs of
- *   trained weights: the default model drafting for itself (acceptance's
- *   upper bound; the draft costs what the target does, so it cannot be
- *   faster) and its first 2 of 4 layers as an early-exit draft
- *   (early-exit-draft.ts; half the cost, no early-exit training).
+ * - draft rows (method `draft`, vLLM's draft_model), batch 1, with a draft
+ *   model beside the default model, two pairs of trained weights: the default
+ *   model drafting for itself (acceptance's upper bound; the draft costs what
+ *   the target does, so it cannot be faster) and its first 2 of 4 layers as an
+ *   early-exit draft (early-exit-draft.ts; no early-exit training). "forced":
+ *   draftCost 0, drafts every step; "adaptive": the default draftCost (the
+ *   parameter ratio), which the adaptive draft length weighs.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -127,7 +128,7 @@ interface HeldOut {
 
 export const spec: Suite = {
   name: "spec",
-  description: "speculative decoding (prompt lookup, k = 4) against plain decoding: acceptance, tokens/s, ratio",
+  description: "speculative decoding (prompt lookup and draft models, k = 4) against plain decoding: acceptance, tokens/s, ratio",
   async run(ctx): Promise<Row[]> {
     const { rt, quick, log } = ctx;
     const rounds = quick ? 2 : 5;
@@ -160,12 +161,15 @@ export const spec: Suite = {
         { name: "default layers 0-1 (early exit)", model: loadModel(rt, exitDir, { progress: false }) },
       ];
       try {
-        for (const d of drafts) {
-          const proposer = { name: d.name, make: () => createDraftProposer({ name: "default", tokenizer: tok, runner: model.runner }, { name: d.name, tokenizer: d.model.tokenizer, runner: d.model.runner }) };
-          const draftSpec = { model: d.name, num_speculative_tokens: K };
-          rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer }, rounds));
-          rows.push(await measure(ctx, { ...base, workload: "context_copy", prompts: copy, batch: 1, spec: draftSpec, proposer }, rounds));
-        }
+        const pair = (d: (typeof drafts)[number], forced: boolean) => ({
+          name: `${d.name}, ${forced ? "forced" : "adaptive"}`,
+          make: () => createDraftProposer({ name: "default", tokenizer: tok, runner: model.runner }, { name: d.name, tokenizer: d.model.tokenizer, runner: d.model.runner }, forced ? { draftCost: 0 } : {}),
+        });
+        const draftSpec = { model: "draft", num_speculative_tokens: K };
+        rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[0]!, true) }, rounds));
+        rows.push(await measure(ctx, { ...base, workload: "context_copy", prompts: copy, batch: 1, spec: draftSpec, proposer: pair(drafts[0]!, true) }, rounds));
+        rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[1]!, true) }, rounds));
+        rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[1]!, false) }, rounds));
       } finally {
         for (const d of drafts) d.model.runner.dispose();
         rmSync(exitDir, { recursive: true, force: true });

@@ -6,7 +6,8 @@
  * weighted average of the acceptance rate α̂ = EWMA(a / d). With per-draft
  * acceptance α, a step verifying k drafts yields (1 − α^(k+1)) / (1 − α)
  * tokens (Leviathan et al. 2023, eq. 1) and costs about 1 + c·k plain steps,
- * c = DRAFT_TOKEN_COST the extra work of one query token in a decode step.
+ * c = DRAFT_TOKEN_COST the extra work of one query token in a decode step
+ * (plus, for a draft model, one draft forward: its cost against a target step).
  * The next k is the one that maximizes tokens per cost; when no k beats
  * plain decoding by MIN_GAIN, the sequence stops proposing for a pause that
  * doubles each time (8, 16, … 256 steps), then probes with one draft.
@@ -33,13 +34,17 @@ export function draftGain(alpha: number, k: number, cost = DRAFT_TOKEN_COST): nu
 
 export class DraftLength {
   readonly maxDrafts: number;
+  /** Cost of one draft in plain decode steps (c above). */
+  readonly cost: number;
   /** Acceptance average; starts optimistic (1) so a new sequence tries the full length. */
   #alpha = 1;
   #pause = 0;
   #nextPause = FIRST_PAUSE;
 
-  constructor(maxDrafts: number) {
+  constructor(maxDrafts: number, cost = DRAFT_TOKEN_COST) {
     this.maxDrafts = checkInt("maxDrafts", maxDrafts, { min: 1 });
+    if (!(cost >= 0 && Number.isFinite(cost))) throw new RangeError(`cost must be a finite number ≥ 0, got ${cost}`);
+    this.cost = cost;
   }
 
   get acceptance(): number {
@@ -55,7 +60,7 @@ export class DraftLength {
     let best = 0;
     let bestGain = MIN_GAIN;
     for (let k = 1; k <= this.maxDrafts; k++) {
-      const g = draftGain(this.#alpha, k);
+      const g = draftGain(this.#alpha, k, this.cost);
       if (g > bestGain) (best = k), (bestGain = g);
     }
     if (best === 0) {
@@ -69,6 +74,6 @@ export class DraftLength {
   record(proposed: number, accepted: number): void {
     if (proposed <= 0) return;
     this.#alpha += ACCEPTANCE_EWMA_WEIGHT * (accepted / proposed - this.#alpha);
-    if (draftGain(this.#alpha, 1) > MIN_GAIN) this.#nextPause = FIRST_PAUSE; // paying off again: the next pause starts short
+    if (draftGain(this.#alpha, 1, this.cost) > MIN_GAIN) this.#nextPause = FIRST_PAUSE; // paying off again: the next pause starts short
   }
 }

@@ -35,6 +35,7 @@ import type { ForwardBatch } from "../model/forward-batch.js";
 import type { SyncModelRunner } from "../model/model-runner.js";
 import { checkInt } from "../tensor/check.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
+import type { ModelConfig } from "../model/config.js";
 
 /** One sequence asking for drafts: its tokens so far (prompt and output) and how many drafts at most. */
 export interface DraftRequest {
@@ -65,6 +66,8 @@ export interface BatchDraftProposer {
   proposeBatch(seqs: readonly DraftRequest[]): number[][];
   /** The request finished or was aborted: free what it holds. Unknown ids are ignored. */
   release(requestId: string): void;
+  /** Cost of drafting one token, in target decode steps (the adaptive draft length weighs it). Default 0. */
+  readonly draftCost?: number;
 }
 
 export interface DraftModelProposerOptions {
@@ -74,6 +77,8 @@ export interface DraftModelProposerOptions {
   vocabLimit: number;
   /** Most tokens one catch-up forward carries (the runner's step buffers). Default 512. */
   maxBatchTokens?: number;
+  /** Cost of one draft forward in target decode steps (BatchDraftProposer.draftCost). Default 0. */
+  draftCost?: number;
 }
 
 interface SeqState {
@@ -88,6 +93,7 @@ export class DraftModelProposer implements BatchDraftProposer {
   readonly blockSize: number;
   readonly vocabLimit: number;
   readonly maxBatchTokens: number;
+  readonly draftCost: number;
   /** Draft forwards that threw (the states were dropped and that step drafted nothing). */
   failures = 0;
   /** The last such error's message, or null. */
@@ -102,6 +108,9 @@ export class DraftModelProposer implements BatchDraftProposer {
     this.blockSize = runner.kvCache.blockSize;
     this.vocabLimit = checkInt("vocabLimit", options.vocabLimit, { min: 1, max: runner.vocabSize });
     this.maxBatchTokens = checkInt("maxBatchTokens", options.maxBatchTokens ?? 512, { min: 1 });
+    const cost = options.draftCost ?? 0;
+    if (!(typeof cost === "number" && cost >= 0 && Number.isFinite(cost))) throw new ArgumentError("draftCost", `must be a finite number ≥ 0, got ${show(cost)}`);
+    this.draftCost = cost;
   }
 
   /** Sequences whose state the draft cache holds. */
@@ -284,20 +293,34 @@ export interface DraftPairModel {
   /** How errors name it (its path or hub spec). */
   name: string;
   tokenizer: Tokenizer;
-  runner: { readonly vocabSize: number };
+  runner: { readonly vocabSize: number; readonly config: ModelConfig };
+}
+
+/**
+ * Weights one decode step reads, in parameters (attention, MLP, embedding
+ * row and head): a decode step is bound by reading them, so a draft step
+ * costs about params(draft) / params(target) of a target step.
+ */
+export function decodeStepParams(c: ModelConfig): number {
+  const attention = c.hiddenSize * c.headDim * (2 * c.numHeads + 2 * c.numKvHeads);
+  const mlp = 3 * c.hiddenSize * c.intermediateSize;
+  return c.numLayers * (attention + mlp) + c.vocabSize * c.hiddenSize;
 }
 
 /**
  * The proposer for `draft` drafting for `target`, after checking the pair:
  * the same tokenizer vocabulary (checkSameVocabulary), and a draft runner
  * whose rows cover the target's text vocabulary. The draft's runner must be
- * synchronous (the CPU decoder).
+ * synchronous (the CPU decoder). `draftCost` (default: decodeStepParams'
+ * ratio) tells the adaptive draft length what a draft costs, so a draft as
+ * big as its target stops drafting: it cannot be faster than plain decoding.
  */
-export function createDraftProposer(target: DraftPairModel, draft: DraftPairModel & { runner: SyncModelRunner }, options: { maxBatchTokens?: number } = {}): DraftModelProposer {
+export function createDraftProposer(target: DraftPairModel, draft: DraftPairModel & { runner: SyncModelRunner }, options: { maxBatchTokens?: number; draftCost?: number } = {}): DraftModelProposer {
   checkSameVocabulary(target, draft);
   const textVocab = Math.min(target.tokenizer.vocabSize, target.runner.vocabSize);
   if (draft.runner.vocabSize < textVocab) {
     throw new ArgumentError("speculativeConfig.model", `the draft model ${draft.name} has ${draft.runner.vocabSize} logit rows, fewer than the ${textVocab} tokens of the target model ${target.name}`);
   }
-  return new DraftModelProposer({ runner: draft.runner, vocabLimit: textVocab, ...(options.maxBatchTokens === undefined ? {} : { maxBatchTokens: options.maxBatchTokens }) });
+  const draftCost = options.draftCost ?? decodeStepParams(draft.runner.config) / decodeStepParams(target.runner.config);
+  return new DraftModelProposer({ runner: draft.runner, vocabLimit: textVocab, draftCost, ...(options.maxBatchTokens === undefined ? {} : { maxBatchTokens: options.maxBatchTokens }) });
 }

@@ -81,7 +81,7 @@ import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { type RequestOutput, Scheduler, type SchedulerOutput, type StopDecision } from "./scheduler.js";
 import { StopChecker, type StopUpdate } from "./stop.js";
 import { resolveEngineConfig } from "./engine-config.js";
-import { DraftLength } from "./draft-length.js";
+import { DRAFT_TOKEN_COST, DraftLength } from "./draft-length.js";
 import { type DraftProposer, NgramProposer } from "./ngram-proposer.js";
 import type { BatchDraftProposer, DraftRequest } from "./draft-model-proposer.js";
 import type { SpeculativeConfig } from "./speculative-config.js";
@@ -309,7 +309,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
       }),
       matcher,
       grammarEndAt: null,
-      draftLength: this.#spec === null ? null : new DraftLength(this.#spec.config.numSpeculativeTokens),
+      draftLength: this.#spec === null ? null : new DraftLength(this.#spec.config.numSpeculativeTokens, DRAFT_TOKEN_COST + ("draftCost" in this.#spec.proposer ? (this.#spec.proposer.draftCost ?? 0) : 0)),
       arrivalTime: init.arrivalTime ?? this.#now(),
       pushed: 0,
       text: "",

@@ -91,7 +91,8 @@ test("default model, greedy: the same tokens under chunked prefill and under pre
 });
 
 test("default model drafting for itself (its own paged KV): the same tokens as plain decoding, alone, batched, chunked and preempted", () => {
-  const proposer = createDraftProposer({ name: "target", tokenizer: small.tokenizer, runner: small.runner }, { name: "draft", tokenizer: draft.tokenizer, runner: draft.runner }, { maxBatchTokens: 16 });
+  // draftCost 0: draft every step (by default a draft as big as the target costs a whole step per draft, and adaptivity stops it).
+  const proposer = createDraftProposer({ name: "target", tokenizer: small.tokenizer, runner: small.runner }, { name: "draft", tokenizer: draft.tokenizer, runner: draft.runner }, { maxBatchTokens: 16, draftCost: 0 });
   const withDraft = { speculativeConfig: { model: defaultModelDir(), num_speculative_tokens: 4, disable_by_batch_size: 64 }, proposer };
   const plain = run(small, false, QUESTIONS);
   const spec = run(small, false, QUESTIONS, withDraft);
@@ -114,4 +115,13 @@ test("default model drafting for itself (its own paged KV): the same tokens as p
   assertSame(run(tight, false, QUESTIONS), tightSpec);
   assert.equal(proposer.pool.numUsedBlocks, 0, "the draft's blocks are all back");
   assert.ok(proposer instanceof DraftModelProposer && proposer.failures === 0);
+});
+
+test("a draft as big as its target costs a step per draft: by default adaptivity keeps it to rare probes, and output is unchanged", () => {
+  const proposer = createDraftProposer({ name: "target", tokenizer: small.tokenizer, runner: small.runner }, { name: "draft", tokenizer: draft.tokenizer, runner: draft.runner });
+  assert.equal(proposer.draftCost, 1, "the same model: params ratio 1");
+  const spec = run(small, false, QUESTIONS, { speculativeConfig: { model: "itself", num_speculative_tokens: 4 }, proposer });
+  assertSame(run(small, false, QUESTIONS), spec);
+  const sd = spec.stats.specDecode!;
+  assert.ok(sd.numDraftTokens > 0 && sd.numDraftTokens <= 3 * QUESTIONS.length, `probes only: ${JSON.stringify(sd)} for ${spec.stats.generationTokens} tokens`);
 });

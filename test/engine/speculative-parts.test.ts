@@ -94,6 +94,12 @@ test("adaptive draft length: the full length while drafts are accepted, fewer as
   d.record(1, 1);
   d.record(1, 1);
   assert.ok(d.next() > 0, "accepted probes turn speculation back on");
+  // A draft model's forward adds its cost to every draft: a draft as costly as the target never pays, even always right.
+  const self = new DraftLength(4, 0.2 + 1);
+  assert.equal(self.next(), 0, "draft as big as the target: no k beats plain decoding at acceptance 1");
+  const small = new DraftLength(4, 0.2 + 0.15);
+  assert.ok(small.next() >= 3, "a draft at 15 % of the target's cost drafts at full acceptance");
+  assert.throws(() => new DraftLength(4, -1), /cost must be a finite number ≥ 0, got -1/);
 });
 
 test("scheduler: drafts are extra new tokens with lookahead slots; updateFromOutput rolls the rejected ones back (exact block ids)", () => {
