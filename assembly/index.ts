@@ -13,6 +13,7 @@ export * from "./linalg/activation";
 export * from "./linalg/linear";
 export * from "./ops/embedding";
 export * from "./ops/rmsnorm";
+export * from "./ops/layernorm";
 export * from "./ops/rope";
 export * from "./ops/activations";
 export * from "./ops/elementwise";
