@@ -15,13 +15,17 @@
  * NomicBert: no position table; q and k are rotated (RoPE, rotate-half) by
  * each token's position in its sequence; the MLP is down(silu(gate) ⊙ up).
  *
- * The projections and attention run in wasm on the runtime's threads; the
- * LayerNorms, GELU and the embedding sums on this thread (encoder-host-ops.ts).
+ * The projections, attention, LayerNorms (ops/layernorm.ts, the residual add
+ * fused) and GELU (ops/gelu.ts) run in wasm on the runtime's threads over all
+ * T tokens of the step at once (the GEMMs' M = T); attention alone goes
+ * sequence by sequence (cuSeqlens). The embedding sums run on this thread.
  * Activations are allocated once and grow with the largest step seen.
  */
 import { ArgumentError, show } from "../../errors.js";
 import { flashAttention } from "../../attention/flash-attention.js";
 import { embedding } from "../../ops/embedding.js";
+import { gelu } from "../../ops/gelu.js";
+import { addLayerNorm, layerNorm } from "../../ops/layernorm.js";
 import { linear } from "../../ops/linear.js";
 import { Rope } from "../../ops/rope.js";
 import { swiglu } from "../../ops/swiglu.js";
@@ -29,7 +33,6 @@ import type { Runtime } from "../../runtime/runtime.js";
 import { Tensor } from "../../tensor/tensor.js";
 import type { BertConfig } from "./bert-config.js";
 import type { BertWeights } from "./bert-weights.js";
-import { addLayerNorm, geluInPlace } from "./encoder-host-ops.js";
 
 /** One step: whole sequences back to back. */
 export interface EncoderBatch {
@@ -102,7 +105,8 @@ export class BertEncoder {
         else for (let i = 0; i < h; i++) xs[t * h + i] = xs[t * h + i]! + W.tokenType[type + i]!;
       }
     }
-    addLayerNorm(xs, null, T, h, W.embNorm, c.layerNormEps);
+    const eps = c.layerNormEps;
+    layerNorm(rt, { x, ...W.embNorm, eps });
 
     const attOut = new Tensor(rt.memory, att.ptr, "f32", [T, c.numHeads, c.headDim]);
     const table = this.#rope?.table(positions);
@@ -113,7 +117,7 @@ export class BertEncoder {
         if (table !== undefined) this.#rope!.apply({ q: heads(0), k: heads(h), table });
         flashAttention(rt, { q: heads(0), k: heads(h), v: heads(2 * h), layout: "TND", cuSeqlensQ: cu, cuSeqlensK: cu, causal: false, out: attOut });
         linear(rt, { x: att, weight: w.o, out: o, ...bias(w.oBias) });
-        addLayerNorm(f32(x, T * h), f32(o, T * h), T, h, w.attnNorm, c.layerNormEps);
+        addLayerNorm(rt, { x, delta: o, ...w.attnNorm, eps });
         linear(rt, { x, weight: w.up, out: up, ...bias(w.upBias) });
         const I = c.intermediateSize;
         if (swi) {
@@ -121,10 +125,10 @@ export class BertEncoder {
           swiglu(rt, { gate, up: cols(up, I, I, 2 * I), out: gate });
           linear(rt, { x: gate, weight: w.down, out: o });
         } else {
-          geluInPlace(f32(up, T * I), T * I, c.gelu);
+          gelu(rt, { x: up, form: c.gelu });
           linear(rt, { x: up, weight: w.down, out: o, ...bias(w.downBias) });
         }
-        addLayerNorm(f32(x, T * h), f32(o, T * h), T, h, w.outNorm, c.layerNormEps);
+        addLayerNorm(rt, { x, delta: o, ...w.outNorm, eps });
       }
     } finally {
       table?.free();

@@ -31,10 +31,10 @@ import { decodeValue } from "../../tensor/codec.js";
 import type { Tensor } from "../../tensor/tensor.js";
 import type { BertConfig } from "./bert-config.js";
 
-/** A LayerNorm's scale and shift, f32 [h] each. */
+/** A LayerNorm's scale and shift, f32 [h] each, in the runtime's memory (ops/layernorm.ts). */
 export interface LayerNormWeights {
-  weight: Float32Array;
-  bias: Float32Array;
+  weight: Tensor;
+  bias: Tensor;
 }
 
 export interface BertLayerWeights {
@@ -170,7 +170,7 @@ export function buildBertWeights(rt: Runtime, c: BertConfig, tensors: ReadonlyMa
     for (const a of host) (dst.set(a, at), (at += a.length));
     return t;
   };
-  const norm = (base: string): LayerNormWeights => ({ weight: hostF32(get(`${base}.weight`)), bias: hostF32(get(`${base}.bias`)) });
+  const norm = (base: string): LayerNormWeights => ({ weight: bias([`${base}.weight`]), bias: bias([`${base}.bias`]) });
   try {
     if (c.architecture === "NomicBertModel") {
       const layers: BertLayerWeights[] = [];
