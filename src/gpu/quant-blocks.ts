@@ -21,10 +21,10 @@
 import { ArgumentError } from "../errors.js";
 import type { StorageFormat } from "../ops/weight.js";
 import { F16, decodeMiniFloat, encodeMiniFloat } from "../tensor/minifloat.js";
-import { unpackQ8Rows } from "./gpu-weights.js";
-import { GPU_BLOCK } from "./wgsl/quant-blocks.js";
+import { unpackQ8Rows } from "./q8-tile-rows.js";
+import { GPU_BLOCK, type GpuBlockType } from "./wgsl/quant-blocks.js";
 
-export type GpuBlockType = "q4_0" | "q4_k" | "q5_k" | "q6_k";
+export type { GpuBlockType };
 export const GPU_BLOCK_TYPES: readonly GpuBlockType[] = ["q4_0", "q4_k", "q5_k", "q6_k"];
 
 const FROM_FORMAT: Partial<Record<StorageFormat, GpuBlockType>> = { q4: "q4_0", q4_k: "q4_k", q5_k: "q5_k", q6_k: "q6_k" };

@@ -24,7 +24,8 @@
  * bits (f16Value), subnormals included: unpack2x16float may flush them, and
  * Q4_K super-scales of real models are often subnormal (d ≈ 1e-5).
  */
-import type { GpuBlockType } from "../quant-blocks.js";
+/** The ggml block types the GPU reads in place. */
+export type GpuBlockType = "q4_0" | "q4_k" | "q5_k" | "q6_k";
 
 /** Values and bytes of one block of each GPU block type. */
 export const GPU_BLOCK: Readonly<Record<GpuBlockType, { values: number; bytes: number }>> = {
