@@ -78,6 +78,8 @@ export class StatsLogger {
   readonly #timer: NodeJS.Timeout;
   #prev: { sample: Sample; at: number } | null = null;
   #lastBusy = false;
+  /** When a tick last found no engine (or the logger started). */
+  #notRunningAt = performance.now();
   #ticking = false;
 
   constructor(options: StatsLoggerOptions) {
@@ -97,10 +99,15 @@ export class StatsLogger {
     try {
       const cur = await this.#options.stats();
       const at = performance.now();
-      if (cur === null) return;
-      const prev = this.#prev;
+      if (cur === null) {
+        this.#notRunningAt = at;
+        return;
+      }
+      // The engine's counters start at zero when it starts, so the first snapshot is measured from
+      // zero over the time since the last tick that found no engine: a burst served between the
+      // engine's start and the first snapshot is reported, not taken as the starting point.
+      const prev = this.#prev ?? { sample: { promptTokens: 0, generationTokens: 0, prefixCacheQueries: 0, prefixCacheHits: 0, numRequestsRunning: 0, numRequestsWaiting: 0, kvCacheUsage: 0 }, at: this.#notRunningAt };
       this.#prev = { sample: cur, at };
-      if (prev === null) return; // the first snapshot only starts the counters
       const now = busy(prev.sample, cur);
       const seconds = Math.max(at - prev.at, 1) / 1000;
       if (now || this.#lastBusy) this.#options.write(throughputLine(prev.sample, cur, seconds));

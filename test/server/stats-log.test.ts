@@ -86,6 +86,27 @@ test("StatsLogger writes while busy, once more as the load ends, then nothing wh
   }
 });
 
+test("StatsLogger reports a burst served before its first snapshot of the engine: the engine's counters start at zero", async () => {
+  // Not running (loading), then the first snapshot already counts a burst that came and went (a fast load, or a late timer).
+  const script = [null, snapshot({ promptTokens: 16, generationTokens: 72 }), snapshot({ promptTokens: 16, generationTokens: 72 }), snapshot({ promptTokens: 16, generationTokens: 72 })];
+  let i = 0;
+  const lines: string[] = [];
+  const logger = new StatsLogger({ stats: async () => script[i++] ?? null, write: (l) => lines.push(l), intervalS: 3600 });
+  try {
+    await new Promise((r) => setImmediate(r)); // the constructor's first read: null
+    const perTick: number[] = [];
+    for (let t = 1; t < script.length; t++) {
+      const n = lines.length;
+      await logger.tick();
+      perTick.push(lines.length - n);
+    }
+    assert.deepEqual(perTick, [1, 1, 0]);
+    assert.match(lines[0]!, /^Avg prompt throughput: [1-9]\d*\.\d tokens\/s, Avg generation throughput: [1-9]\d*\.\d tokens\/s, Running: 0 reqs/);
+  } finally {
+    logger.stop();
+  }
+});
+
 test("StatsLogger refuses an interval that is not a positive number", () => {
   assert.throws(() => new StatsLogger({ stats: async () => null, write: () => {}, intervalS: 0 }), /intervalS must be > 0, got 0/);
 });
