@@ -14,7 +14,10 @@
  *   clean when it ends with EOS and repeats no 4-word run. `decoding` says how the answer
  *   was picked: `argmax` (the raw model), or `argmax+repetition_penalty` (greedy under the
  *   model's generation_config.json repetition_penalty, as transformers' generate() does with
- *   do_sample=False). The target: `on_topic_fraction` ≥ 0.6.
+ *   do_sample=False). The target (#15): `on_topic_fraction` ≥ 0.6. A memorizer of a chosen
+ *   vocabulary (#29) is meant to refuse words it was not taught, and these nouns were never
+ *   taught: `refused_fraction` counts clean "I don't know …" answers, and the #29 restatement
+ *   of the target is `on_topic_or_refused_fraction` ≥ 0.6 (never a wrong definition).
  *
  * Issue #29's measures (the model as a memorizer of a chosen vocabulary), each under both
  * decodings above:
@@ -159,6 +162,7 @@ export const defaultModel: Suite = {
         const params = resolveSamplingParams({ temperature: 0, maxTokens: 64, ...(repetitionPenalty ? { repetitionPenalty } : {}) }, vocab);
         let onTopic = 0;
         let clean = 0;
+        let refused = 0;
         for (const [k, h] of items.entries()) {
           const promptIds = tokenizer.encodeChat([h.messages[0]!]);
           const r = generate({ runner, tokenizer, eosTokenIds: model.eosTokenIds, promptIds, params });
@@ -166,10 +170,20 @@ export const defaultModel: Suite = {
           const topic = namesWord(r.text, [h.word, ...h.synonyms]);
           if (ok) clean++;
           if (ok && topic) onTopic++;
+          else if (ok && isRefusal(r.text.trim())) refused++;
           if (k < 6) log(`  [${decoding}] ${String(h.messages[0]!.content)} → ${r.text.trim()}${ok && topic ? "" : "   [off]"}`);
         }
-        rows.push({ measure: "define", decoding, repetition_penalty: repetitionPenalty ?? 1, words: items.length, clean_fraction: clean / items.length, on_topic_fraction: onTopic / items.length });
-        log(`${decoding}: ${onTopic}/${items.length} definitions clean and on topic`);
+        rows.push({
+          measure: "define",
+          decoding,
+          repetition_penalty: repetitionPenalty ?? 1,
+          words: items.length,
+          clean_fraction: clean / items.length,
+          on_topic_fraction: onTopic / items.length,
+          refused_fraction: refused / items.length,
+          on_topic_or_refused_fraction: (onTopic + refused) / items.length,
+        });
+        log(`${decoding}: ${onTopic}/${items.length} definitions clean and on topic, ${refused} refused`);
       }
 
       // Issue #29: the chosen words, the ten, and refusals of rare words.
