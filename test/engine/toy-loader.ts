@@ -1,8 +1,8 @@
 // An engine-worker loader module (loader-module.ts) that builds a ToyRunner
 // with the default model's config and tokenizer: the worker, the client and
 // the engine's failure handling are tested without a decoder. Options come in
-// ModelLoadOptions (numBlocks, blockSize, maxModelLen) or its extra:
-// numBlocks, blockSize, failToken, nanToken, failLoad (throw instead of
+// ModelLoadOptions (numBlocks, blockSize, maxModelLen: the resolved load settings) or its extra,
+// which wins: numBlocks, blockSize, failToken, nanToken, failLoad (throw instead of
 // loading), progressSteps.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -21,8 +21,8 @@ export function loadEngineModel(_rt: Runtime, options: ModelLoadOptions, onProgr
   const tokenizer = Tokenizer.fromDir(options.source.path);
   const runner = new ToyRunner({
     config,
-    numBlocks: options.numBlocks ?? Number(extra["numBlocks"] ?? 64),
-    blockSize: options.blockSize ?? Number(extra["blockSize"] ?? 16),
+    numBlocks: extra["numBlocks"] === undefined ? (options.numBlocks ?? 64) : Number(extra["numBlocks"]),
+    blockSize: extra["blockSize"] === undefined ? options.blockSize : Number(extra["blockSize"]),
     ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
     ...(extra["failToken"] === undefined ? {} : { failToken: Number(extra["failToken"]) }),
     ...(extra["nanToken"] === undefined ? {} : { nanToken: Number(extra["nanToken"]) }),
