@@ -24,8 +24,8 @@ export interface ModelLoadOptions extends LoadConfig {
   maxNumSeqs?: number;
   /** The engine's token budget: most tokens a step. */
   maxNumBatchedTokens?: number;
-  /** Loader-specific extras (serve()'s loaderExtra; test loaders use them). */
-  extra?: Record<string, unknown>;
+  /** Loader-specific options (serve()'s loaderExtra, `--loader-options`; test loaders use them). */
+  loaderExtra?: Record<string, unknown>;
 }
 
 /** Bytes read so far of a load that reads `total`. */

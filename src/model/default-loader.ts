@@ -22,7 +22,7 @@ import { describePlacement } from "./placement.js";
  * tokens and sequences a step, progress to the worker.
  */
 export function loadModelOptionsFor(options: ModelLoadOptions, onProgress?: (p: LoadProgressInfo) => void): LoadModelOptions {
-  const { source: _source, extra: _extra, maxNumSeqs, maxNumBatchedTokens, ...settings } = options;
+  const { source: _source, loaderExtra: _extra, maxNumSeqs, maxNumBatchedTokens, ...settings } = options;
   return {
     ...settings,
     ...(maxNumBatchedTokens === undefined ? {} : { maxBatchTokens: maxNumBatchedTokens }),

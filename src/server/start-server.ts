@@ -91,7 +91,7 @@ export function engineWorkerConfig(options: ServeOptions, source: ModelSource, t
   const draft = spec?.method === "draft_model" ? (options.draftSource ?? localModelSourceOf(spec.model, "speculativeConfig.model")) : undefined;
   return {
     loader: options.loader ?? DEFAULT_LOADER,
-    load: { ...load, source, ...(options.loaderExtra === undefined ? {} : { extra: options.loaderExtra }) },
+    load: { ...load, source, ...(options.loaderExtra === undefined ? {} : { loaderExtra: options.loaderExtra }) },
     engine: {
       ...(options.maxNumSeqs === undefined ? {} : { maxNumSeqs: options.maxNumSeqs }),
       ...(options.maxNumBatchedTokens === undefined ? {} : { maxNumBatchedTokens: options.maxNumBatchedTokens }),

@@ -18,7 +18,7 @@ const V = (JSON.parse(readFileSync(join(defaultModelDir(), "config.json"), "utf8
 const loader = new URL("./toy-loader.js", import.meta.url).href;
 const config = (extra: Record<string, unknown> = {}, engine: EngineWorkerConfig["engine"] = {}): EngineWorkerConfig => ({
   loader,
-  load: { ...resolveLoadConfig({ threads: 1 }), source: { kind: "dir", path: defaultModelDir() }, extra: { numBlocks: 32, blockSize: 4, progressSteps: 4, ...extra } },
+  load: { ...resolveLoadConfig({ threads: 1 }), source: { kind: "dir", path: defaultModelDir() }, loaderExtra: { numBlocks: 32, blockSize: 4, progressSteps: 4, ...extra } },
   engine,
 });
 const greedy = (maxTokens: number) => resolveSamplingParams({ temperature: 0, maxTokens, ignoreEos: true }, V);

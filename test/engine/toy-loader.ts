@@ -1,7 +1,7 @@
 // An engine-worker loader module (loader-module.ts) that builds a ToyRunner
 // with the default model's config and tokenizer: the worker, the client and
 // the engine's failure handling are tested without a decoder. Options come in
-// ModelLoadOptions (numBlocks, blockSize, maxModelLen: the resolved load settings) or its extra,
+// ModelLoadOptions (numBlocks, blockSize, maxModelLen: the resolved load settings) or its loaderExtra,
 // which wins: numBlocks, blockSize, failToken, nanToken, failLoad (throw instead of
 // loading), progressSteps.
 import { readFileSync } from "node:fs";
@@ -13,7 +13,7 @@ import type { Runtime } from "../../src/runtime/runtime.js";
 import { ToyRunner } from "./toy-runner.js";
 
 export function loadEngineModel(_rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
-  const extra = options.extra ?? {};
+  const extra = options.loaderExtra ?? {};
   if (extra["failLoad"] === true) throw new Error("toy loader: asked to fail");
   const steps = Number(extra["progressSteps"] ?? 1);
   for (let i = 1; i <= steps; i++) onProgress({ done: i, total: steps });

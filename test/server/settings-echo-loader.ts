@@ -6,6 +6,6 @@ import type { Runtime } from "../../src/runtime/runtime.js";
 import { loadEngineModel as loadToy } from "../engine/toy-loader.js";
 
 export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
-  const { source: _source, extra: _extra, maxNumSeqs: _seqs, maxNumBatchedTokens: _tokens, ...settings } = options;
+  const { source: _source, loaderExtra: _extra, maxNumSeqs: _seqs, maxNumBatchedTokens: _tokens, ...settings } = options;
   return { ...loadToy(rt, options, onProgress), placement: `load settings ${JSON.stringify(settings)}` };
 }
