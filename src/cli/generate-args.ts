@@ -8,6 +8,7 @@ import { walkFlags } from "./flags.js";
 import { type SamplingParams, resolveSamplingParams } from "../engine/sampling-params.js";
 import { type LoadFlags, readLoadFlag } from "./load-flags.js";
 import { LOAD_DEFAULTS } from "../model/load-settings.js";
+import { MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
 
 const MODEL_FLAGS = `  --model MODEL                a model directory, a .gguf file, or a Hugging Face repo: org/name, org/name:Q4_K_M,
                                org/name/file.gguf (from the HF cache, else downloaded into it; default: the embedded model)
@@ -16,6 +17,8 @@ const MODEL_FLAGS = `  --model MODEL                a model directory, a .gguf f
   --kv-dtype DTYPE             KV cache: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default ${LOAD_DEFAULTS.kvDtype})
   --max-model-len N            cap on prompt + output tokens (default: the model's, as far as the KV cache holds; at most the model's)
   --kv-cache-gib N             KV cache budget, GiB (default: what one sequence of max-model-len needs, within 4 GiB)
+  --num-gpu-blocks-override N  exactly N KV blocks (vLLM's name; instead of --kv-cache-gib)
+  --block-size N               tokens per KV block, 1..${MAX_BLOCK_SIZE} (default ${LOAD_DEFAULTS.blockSize})
   --threads N                  kernel threads (default: $KVFLASH_THREADS or all cores)
   --device DEVICE              cpu | webgpu | auto: the wasm kernels, a WebGPU adapter (the optional "webgpu"
                                package), or a real GPU when there is one, else the CPU (default ${LOAD_DEFAULTS.device})

@@ -1,14 +1,16 @@
 /**
  * The model and load flags `kvflash serve`, `generate` and `logits` share
  * (--model, --revision, --weights, --kv-dtype, --max-model-len, --kv-cache-gib,
- * --threads, --device, --kernels, --speculative-config), read by this one parser into the library's
- * LoadSettings (model/load-settings.ts) and the speculative config, so each is spelled, checked and named
+ * --num-gpu-blocks-override, --block-size, --threads, --device, --kernels, --speculative-config),
+ * read by this one parser into the library's LoadSettings (model/load-settings.ts)
+ * and the speculative config, so each is spelled, checked and named
  * in its errors the same way in every command (vLLM's shared EngineArgs, in
  * small). Parsing only; the commands resolve the model and load it.
  */
 import { type FlagReader } from "./flags.js";
 import { ArgumentError } from "../errors.js";
 import { KV_DTYPE_SETTINGS } from "../kv/kv-quant.js";
+import { MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
 import { WEIGHTS_SETTINGS } from "../ops/weight.js";
 import { KERNEL_FLAVORS } from "../runtime/module.js";
 import { checkOneOf } from "../tensor/check.js";
@@ -62,6 +64,13 @@ export function readLoadFlag(args: LoadFlags, flag: string, read: FlagReader): b
       return true;
     case "--max-model-len":
       args.maxModelLen = read.integer(2);
+      return true;
+    case "--num-gpu-blocks-override":
+      args.numBlocks = read.integer(1);
+      return true;
+    case "--block-size":
+      args.blockSize = read.integer(1);
+      if (args.blockSize > MAX_BLOCK_SIZE) throw new ArgumentError(flag, `must be ≤ ${MAX_BLOCK_SIZE}, got ${args.blockSize}`);
       return true;
     case "--kv-cache-gib":
       args.kvCacheBytes = Math.floor(read.positive() * 2 ** 30);

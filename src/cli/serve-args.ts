@@ -109,13 +109,6 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         args.toolCallParser = name as ToolParserName;
         break;
       }
-      case "--num-gpu-blocks-override":
-        args.numBlocks = read.integer(1);
-        break;
-      case "--block-size":
-        args.blockSize = read.integer(1);
-        if (args.blockSize > MAX_BLOCK_SIZE) throw new ArgumentError(flag, `must be ≤ ${MAX_BLOCK_SIZE}, got ${args.blockSize}`);
-        break;
       case "--max-num-seqs":
         args.maxNumSeqs = read.integer(1);
         break;
