@@ -9,12 +9,12 @@
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../src/engine/loader-module.js";
-import { runnerOptionsFor } from "../src/model/default-loader.js";
+import { loadModelOptionsFor } from "../src/model/default-loader.js";
 import { QWEN25_05B_CONFIG_JSON, createSyntheticModel, LLAMA2_CHAT_TEMPLATE, llama2TokenizerDir } from "../src/testing/index.js";
 import { type Runtime, Tokenizer } from "../src/ops-entry.js";
 
 export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel {
-  const runner = createSyntheticModel(rt, { weights: options.weights ?? "bf16", ...runnerOptionsFor(options) });
+  const runner = createSyntheticModel(rt, { ...loadModelOptionsFor(options), weights: options.weights === "auto" ? "bf16" : options.weights });
   onProgress({ done: 1, total: 1 });
   const tokenizer = Tokenizer.fromDir(options.source.path);
   return { runner, tokenizer, eosTokenIds: tokenizer.eosTokenId === null ? [] : [tokenizer.eosTokenId] };

@@ -43,6 +43,7 @@ export type { EmbeddingInfo, EngineInfo, EngineSettings, EngineTask } from "./en
 export type { SpeculativeConfig } from "./engine/speculative-config.js";
 // The OpenAI-compatible server.
 export { type RunningServer, type ServeOptions, serve } from "./server/start-server.js";
+export type { LoadSettings } from "./model/load-settings.js";
 export type { ToolParserName } from "./server/tool-parsers.js";
 export type { KvDtypeSetting } from "./kv/kv-quant.js";
 export type { WeightsSetting } from "./ops/weight.js";

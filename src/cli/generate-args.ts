@@ -7,17 +7,22 @@ import { ArgumentError } from "../errors.js";
 import { walkFlags } from "./flags.js";
 import { type SamplingParams, resolveSamplingParams } from "../engine/sampling-params.js";
 import { type LoadFlags, readLoadFlag } from "./load-flags.js";
+import { LOAD_DEFAULTS } from "../model/load-settings.js";
+import { MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
 
 const MODEL_FLAGS = `  --model MODEL                a model directory, a .gguf file, or a Hugging Face repo: org/name, org/name:Q4_K_M,
                                org/name/file.gguf (from the HF cache, else downloaded into it; default: the embedded model)
   --revision REV               with a hub --model: branch, tag or commit hash (default main)
-  --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4 | auto (default auto: the checkpoint's)
-  --kv-dtype DTYPE             KV cache: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default auto)
-  --max-model-len N            cap on prompt + output tokens (default: the model's, as far as the KV cache holds)
+  --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4 | auto (default ${LOAD_DEFAULTS.weights}: the checkpoint's)
+  --kv-dtype DTYPE             KV cache: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default ${LOAD_DEFAULTS.kvDtype})
+  --max-model-len N            cap on prompt + output tokens (default: the model's, as far as the KV cache holds; at most the model's)
   --kv-cache-gib N             KV cache budget, GiB (default: what one sequence of max-model-len needs, within 4 GiB)
+  --num-gpu-blocks-override N  exactly N KV blocks (vLLM's name; instead of --kv-cache-gib)
+  --block-size N               tokens per KV block, 1..${MAX_BLOCK_SIZE} (default ${LOAD_DEFAULTS.blockSize})
   --threads N                  kernel threads (default: $KVFLASH_THREADS or all cores)
   --device DEVICE              cpu | webgpu | auto: the wasm kernels, a WebGPU adapter (the optional "webgpu"
-                               package), or a real GPU when there is one, else the CPU (default cpu)`;
+                               package), or a real GPU when there is one, else the CPU (default ${LOAD_DEFAULTS.device})
+  --kernels FLAVOR             baseline | relaxed wasm kernels (default: $KVFLASH_KERNELS, else relaxed where Node runs them right)`;
 
 const SPECULATIVE_FLAG = `  --speculative-config JSON    speculative decoding (vLLM's flag, as kvflash serve): '{"method": "ngram",
                                "num_speculative_tokens": 4, "prompt_lookup_max": 4}', or a draft model with the same

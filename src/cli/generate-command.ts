@@ -7,7 +7,7 @@ import { generate, promptLogits } from "../engine/offline-generate.js";
 import { resolveSamplingParams, samplingDefaults } from "../engine/sampling-params.js";
 import { topN } from "../engine/sampler.js";
 import { defaultModelDir } from "../model/default-model.js";
-import { type LoadModelOptions, type LoadedModelInfo, loadModel } from "../model/loader.js";
+import { type LoadModelOptions, type LoadedModel, type LoadedModelInfo, loadModel } from "../model/loader.js";
 import type { ModelRunner } from "../model/model-runner.js";
 import { GpuDevice } from "../gpu/device.js";
 import { loadGpuModel } from "../gpu/load-model.js";
@@ -21,6 +21,8 @@ import { type ModelArgs, parseGenerateArgs, parseLogitsArgs } from "./generate-a
 import { resolveModelArg } from "./hub.js";
 import { checkModelDirArg } from "./model-dir-arg.js";
 import { type DraftModelProposer, createDraftProposer } from "../engine/draft-model-proposer.js";
+import { asFlagError } from "./load-flags.js";
+import { type LoadConfig, resolveLoadConfig } from "../model/load-settings.js";
 
 /** Default --max-tokens when generation_config.json has no max_new_tokens. */
 const DEFAULT_MAX_TOKENS = 128;
@@ -32,44 +34,37 @@ const say = (line: string): void => {
 /** What the commands use of a loaded model, on the CPU (Decoder) or a WebGPU device (GpuModelRunner). */
 type CommandModel = LoadedModelInfo & { runner: ModelRunner };
 
-async function withModel<T>(args: ModelArgs, run: (model: CommandModel, rt: Runtime) => T | Promise<T>): Promise<T> {
+/** Loads the model with the load settings resolved once, runs `run` with it (and with those settings), disposes of it. */
+async function withModel<T>(args: ModelArgs, run: (model: CommandModel, rt: Runtime, load: LoadConfig) => T | Promise<T>): Promise<T> {
   if (args.model === undefined && args.revision !== undefined) throw new ArgumentError("--revision", "needs a hub --model (org/name)");
+  // The load settings, resolved once by the library's resolver (as serve() does); an error names the flag.
+  let load: LoadConfig;
+  try {
+    load = resolveLoadConfig(args);
+  } catch (e) {
+    throw asFlagError(e);
+  }
   // --model becomes a typed source before the runtime starts (downloading if need be).
   const source: ModelSource = args.model === undefined ? { kind: "dir", path: defaultModelDir() } : (await resolveModelArg(args.model, args.revision, say)).source;
   checkModelDirArg(source);
-  const rt = await createRuntime(args.threads === undefined ? {} : { threads: args.threads });
+  const rt = await createRuntime({ ...(load.threads === undefined ? {} : { threads: load.threads }), ...(load.kernels === undefined ? {} : { kernels: load.kernels }) }).catch((e: unknown) => {
+    throw asFlagError(e);
+  });
   try {
     const t0 = performance.now();
-    // A bar on a terminal; on a pipe or a log file, a line per 10 % (as serve prints).
-    const options: LoadModelOptions = {
-      progress: true,
-      ...(args.weights === undefined ? {} : { weights: args.weights }),
-      ...(args.kvDtype === undefined ? {} : { kvDtype: args.kvDtype }),
-      ...(args.maxModelLen === undefined ? {} : { maxModelLen: args.maxModelLen }),
-      ...(args.kvCacheBytes === undefined ? {} : { kvCacheBytes: args.kvCacheBytes }),
-    };
+    // The settings whole; a bar on a terminal, on a pipe or a log file a line per 10 % (as serve prints).
+    const options: LoadModelOptions = { ...load, progress: true };
     const seconds = () => `${((performance.now() - t0) / 1000).toFixed(2)} s`;
-    const gpu = args.device === undefined || args.device === "cpu" ? null : await GpuDevice.open({ device: args.device === "auto" ? "auto" : "webgpu" });
-    if (gpu === null && args.device === "auto") say("--device auto: no hardware WebGPU adapter, running on the CPU");
+    const gpu = load.device === "cpu" ? null : await GpuDevice.open({ device: load.device === "auto" ? "auto" : "webgpu" });
+    if (gpu === null && load.device === "auto") say("--device auto: no hardware WebGPU adapter, running on the CPU");
     let model: CommandModel;
-    if (gpu !== null) {
-      try {
-        const m = await loadGpuModel(rt, gpu, source, options, { ownDevice: true });
-        const r = m.runner;
-        say(`loaded ${source.path}: ${m.config.architecture}, on ${gpu.describe()}; weights ${r.weightFormat} (${formatBytes(r.weightBytes)} on the GPU), KV ${r.kvDtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens (${seconds()})`);
-        model = m;
-      } catch (e) {
-        gpu.destroy();
-        throw e;
-      }
-    } else {
-      const m = loadModel(rt, source, options);
-      const r = m.runner;
-      say(`loaded ${source.path}: ${m.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads, ${describeKernels(rt.kernels, rt.int8Dot, rt.int8DotLowering)} (${seconds()}); ${describePlacement(m.plan.placement)}`);
-      model = m;
+    try {
+      model = gpu !== null ? await loadOnGpu(rt, gpu, source, options, seconds) : loadOnCpu(rt, source, options, seconds);
+    } catch (e) {
+      throw asFlagError(e);
     }
     try {
-      return await run(model, rt);
+      return await run(model, rt, load);
     } finally {
       model.runner.dispose();
     }
@@ -79,27 +74,40 @@ async function withModel<T>(args: ModelArgs, run: (model: CommandModel, rt: Runt
 }
 
 /**
- * --speculative-config with a draft model: resolve and load it on the CPU
- * with the target's weight and KV settings, and pair it with the target
- * (same vocabulary); null for prompt lookup or no speculation.
+ * --speculative-config with a draft model: resolve it and load it on the CPU
+ * with the target's load settings (as the engine worker does; its context is
+ * the target's), and pair it with the target (same vocabulary); null for
+ * prompt lookup or no speculation.
  */
-async function loadDraft(args: ModelArgs, target: CommandModel, rt: Runtime): Promise<DraftModelProposer | null> {
+async function loadDraft(args: ModelArgs, load: LoadConfig, target: CommandModel, rt: Runtime): Promise<DraftModelProposer | null> {
   const spec = args.speculativeConfig;
   if (spec?.method !== "draft_model") return null;
   const source = (await resolveModelArg(spec.model, undefined, say)).source;
   checkModelDirArg(source);
-  const m = loadModel(rt, source, {
-    progress: false,
-    ...(args.weights === undefined ? {} : { weights: args.weights }),
-    ...(args.kvDtype === undefined ? {} : { kvDtype: args.kvDtype }),
-    maxModelLen: Math.min(target.runner.maxModelLen, args.maxModelLen ?? Infinity),
-  });
+  let m: LoadedModel;
+  try {
+    m = loadModel(rt, source, { ...load, device: "cpu", maxModelLen: target.runner.maxModelLen, progress: false });
+  } catch (e) {
+    throw asFlagError(e);
+  }
   try {
     const proposer = createDraftProposer({ name: target.source.path, tokenizer: target.tokenizer, runner: target.runner }, { name: source.path, tokenizer: m.tokenizer, runner: m.runner });
     say(`draft model ${source.path}: ${m.config.architecture}, weights ${m.runner.weights.format}, ${m.config.numLayers} layers, KV ${m.runner.kvCache.numBlocks} blocks × ${m.runner.kvCache.blockSize}; up to ${spec.numSpeculativeTokens} drafts a step`);
     return proposer;
   } catch (e) {
     m.runner.dispose();
+    throw e;
+  }
+}
+
+async function loadOnGpu(rt: Runtime, gpu: GpuDevice, source: ModelSource, options: LoadModelOptions, seconds: () => string): Promise<CommandModel> {
+  try {
+    const m = await loadGpuModel(rt, gpu, source, options, { ownDevice: true });
+    const r = m.runner;
+    say(`loaded ${source.path}: ${m.config.architecture}, on ${gpu.describe()}; weights ${r.weightFormat} (${formatBytes(r.weightBytes)} on the GPU), KV ${r.kvDtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens (${seconds()})`);
+    return m;
+  } catch (e) {
+    gpu.destroy();
     throw e;
   }
 }
@@ -111,10 +119,17 @@ function describeAcceptance(sd: SpecCounts | null): string {
   return ` · speculative: ${sd.numAcceptedTokens} of ${sd.numDraftTokens} drafts accepted (${(100 * rate).toFixed(1)} %)`;
 }
 
+function loadOnCpu(rt: Runtime, source: ModelSource, options: LoadModelOptions, seconds: () => string): CommandModel {
+  const m = loadModel(rt, source, options);
+  const r = m.runner;
+  say(`loaded ${source.path}: ${m.config.architecture}, weights ${r.weights.format}, KV ${r.cache.dtype} ${r.kvCache.numBlocks} blocks × ${r.kvCache.blockSize}, max ${r.maxModelLen} tokens, ${rt.threads} threads, ${describeKernels(rt.kernels, rt.int8Dot, rt.int8DotLowering)} (${seconds()}); ${describePlacement(m.plan.placement)}`);
+  return m;
+}
+
 export async function generateCommand(argv: readonly string[]): Promise<number> {
   const args = parseGenerateArgs(argv);
-  return withModel(args, async (model, rt) => {
-    const proposer = await loadDraft(args, model, rt);
+  return withModel(args, async (model, rt, load) => {
+    const proposer = await loadDraft(args, load, model, rt);
     try {
       return await generateWith(args, model, rt, proposer);
     } finally {

@@ -10,7 +10,8 @@ import { type LoadFlags, readLoadFlag } from "./load-flags.js";
 import { SERVE_TASKS, type ServeOptions } from "../server/start-server.js";
 import { checkOneOf } from "../tensor/check.js";
 import { DEFAULT_MAX_NUM_SEQS, MIN_DEFAULT_BATCHED_TOKENS } from "../engine/engine-config.js";
-import { DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
+import { MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
+import { LOAD_DEFAULTS } from "../model/load-settings.js";
 import { MAX_DATA_PARALLEL_SIZE } from "../engine/data-parallel-engine.js";
 import { TOOL_PARSERS, type ToolParserName } from "../server/tool-parsers.js";
 import { DEFAULT_LOG_STATS_INTERVAL_S } from "../server/stats-log.js";
@@ -35,13 +36,14 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
                                template is written for; generic: tools in the system prompt)
   --kv-cache-gib N             KV cache budget, GiB (default 4, at most half the memory left after the weights;
                                never more than max-num-seqs sequences of max-model-len need)
-  --kv-dtype DTYPE             KV cache storage: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default auto)
-  --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4 | auto (default auto: the checkpoint's)
+  --kv-dtype DTYPE             KV cache storage: f32 | f16 | bf16 | int8 | fp8 (= fp8_e4m3) | fp8_e5m2 | auto (default ${LOAD_DEFAULTS.kvDtype})
+  --weights FORMAT             compute format of the weights: f32 | bf16 | q8 | q4 | auto (default ${LOAD_DEFAULTS.weights}: the checkpoint's)
   --device DEVICE              cpu | webgpu | auto: the wasm kernels, a WebGPU adapter (the optional "webgpu"
-                               package), or a real GPU when there is one, else the CPU (default cpu)
-  --num-gpu-blocks-override N  exactly N KV blocks (vLLM's name; wins over --kv-cache-gib)
-  --block-size N               tokens per KV block, 1..${MAX_BLOCK_SIZE} (default ${DEFAULT_BLOCK_SIZE})
-  --max-model-len N            cap on prompt + output tokens
+                               package), or a real GPU when there is one, else the CPU (default ${LOAD_DEFAULTS.device})
+  --kernels FLAVOR             baseline | relaxed wasm kernels (default: $KVFLASH_KERNELS, else relaxed where Node runs them right)
+  --num-gpu-blocks-override N  exactly N KV blocks (vLLM's name; instead of --kv-cache-gib)
+  --block-size N               tokens per KV block, 1..${MAX_BLOCK_SIZE} (default ${LOAD_DEFAULTS.blockSize})
+  --max-model-len N            cap on prompt + output tokens (default: the model's, as far as the KV cache holds; at most the model's)
   --max-num-seqs N             most requests running at once (default ${DEFAULT_MAX_NUM_SEQS})
   --max-num-batched-tokens N   token budget of one engine step (default max(${MIN_DEFAULT_BATCHED_TOKENS}, --max-num-seqs))
   --max-waiting-requests N     waiting queue bound, in client requests (a prompt list is one); beyond it 429 (default 1024)
@@ -107,13 +109,6 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
         args.toolCallParser = name as ToolParserName;
         break;
       }
-      case "--num-gpu-blocks-override":
-        args.numBlocks = read.integer(1);
-        break;
-      case "--block-size":
-        args.blockSize = read.integer(1);
-        if (args.blockSize > MAX_BLOCK_SIZE) throw new ArgumentError(flag, `must be ≤ ${MAX_BLOCK_SIZE}, got ${args.blockSize}`);
-        break;
       case "--max-num-seqs":
         args.maxNumSeqs = read.integer(1);
         break;

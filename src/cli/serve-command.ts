@@ -12,6 +12,7 @@ import { serve } from "../server/start-server.js";
 import { StatsLogger } from "../server/stats-log.js";
 import { resolveModelArg } from "./hub.js";
 import { checkModelDirArg } from "./model-dir-arg.js";
+import { asFlagError } from "./load-flags.js";
 import { type ServeArgs, parseServeArgs } from "./serve-args.js";
 import { resolveSpeculativeConfig } from "../engine/speculative-config.js";
 
@@ -27,7 +28,10 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   const spec = options.speculativeConfig;
   const draftSource = spec?.method === "draft_model" ? (await resolveModelArg(spec.model, undefined, log)).source : undefined;
   if (draftSource !== undefined) checkModelDirArg(draftSource);
-  const running = await serve({ ...options, source, ...(draftSource === undefined ? {} : { draftSource }), servedModelNames: options.servedModelNames ?? [model ?? "kvflash-default"], requestLog: args.logRequests ? log : null });
+  // serve() resolves the load settings (the library's resolver); an error names the flag, as the parser's do.
+  const running = await serve({ ...options, source, ...(draftSource === undefined ? {} : { draftSource }), servedModelNames: options.servedModelNames ?? [model ?? "kvflash-default"], requestLog: args.logRequests ? log : null }).catch((e: unknown) => {
+    throw asFlagError(e);
+  });
   const names = running.server.context.modelNames;
   log(`listening on ${running.url} (model ${names.map((n) => JSON.stringify(n)).join(", ")}; GET /health is 503 until loaded)`);
   log(`chat template: ${running.server.context.tokenizer.chatTemplateOrigin ?? "none"}`);
@@ -81,7 +85,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     );
   } catch (e) {
     if (!stopping) {
-      log((e as Error).message);
+      log((asFlagError(e) as Error).message);
       clearInterval(progress);
       statsLog?.stop();
       await running.close(0);

@@ -37,15 +37,15 @@ export class DataParallelEngine implements ServingEngine {
   }
 
   /**
-   * Starts `size` engines with one config. `config.threads` is each engine's
+   * Starts `size` engines with one config. `config.load.threads` is each engine's
    * thread count; by default the cores are shared out (at least 1 each).
    */
   static start(config: EngineWorkerConfig, size: number): DataParallelEngine {
     if (!Number.isInteger(size) || size < 1 || size > MAX_DATA_PARALLEL_SIZE) {
       throw new ArgumentError("--data-parallel-size", `must be an integer in [1, ${MAX_DATA_PARALLEL_SIZE}], got ${size}`);
     }
-    const threads = config.threads ?? Math.max(1, Math.floor(availableParallelism() / size));
-    return new DataParallelEngine(Array.from({ length: size }, () => EngineClient.start({ ...config, threads })));
+    const threads = config.load.threads ?? Math.max(1, Math.floor(availableParallelism() / size));
+    return new DataParallelEngine(Array.from({ length: size }, () => EngineClient.start({ ...config, load: { ...config.load, threads } })));
   }
 
   /** Number of engines. */

@@ -34,8 +34,6 @@ export const EMBED_MAX_NUM_SEQS = 256;
 export const EMBED_MAX_NUM_BATCHED_TOKENS = 8192;
 export const DECODER_EMBED_MAX_NUM_SEQS = 64;
 export const DECODER_EMBED_MAX_NUM_BATCHED_TOKENS = 2048;
-/** The KV block size of a decoder embedder's cache (when the load settings name none). */
-const DECODER_EMBED_BLOCK_SIZE = 16;
 
 /** What a generation request to an embedding model is told. */
 export const EMBEDDING_MODEL_MESSAGE = "the model is an embedding model: it serves POST /v1/embeddings, not text generation";
@@ -52,7 +50,7 @@ function decoderPooling(config: EngineWorkerConfig): PoolingConfig {
 async function loadDecoderEmbedder(rt: Runtime, config: EngineWorkerConfig, maxNumSeqs: number, budget: number, onProgress: (p: LoadProgressInfo) => void): Promise<PoolingModel> {
   const score = config.task === "score";
   const pooling: PoolingConfig = score ? { mode: "last", normalize: false, maxSeqLength: null, matryoshka: null } : decoderPooling(config);
-  const blockSize = config.load.blockSize ?? DECODER_EMBED_BLOCK_SIZE;
+  const blockSize = config.load.blockSize; // the load settings' (resolved at the edge, default 16)
   const loader = (await import(config.loader)) as Partial<ModelLoaderModule>;
   if (typeof loader.loadEngineModel !== "function") throw new ArgumentError("loader", `module ${config.loader} does not export a loadEngineModel function`);
   const { numBlocks: _n, kvCacheBytes: _k, ...load } = config.load;

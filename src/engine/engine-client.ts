@@ -13,6 +13,7 @@
  *   const { embeddings } = await engine.embed({ requestId, sequences });   // an embedding model (task "embed")
  */
 import { Worker } from "node:worker_threads";
+import { ArgumentError } from "../errors.js";
 import { workerExecArgv } from "../runtime/worker-exec-argv.js";
 import type { EngineOutput, EngineRequest } from "./engine.js";
 import type { EmbedOutput, EmbedRequest } from "./embed-engine.js";
@@ -260,7 +261,8 @@ export class EngineClient {
         resolveReady(m.info);
         return;
       case "load_failed":
-        this.#fail(`loading the model failed: ${m.message}`, rejectReady);
+        // A bad setting (maxModelLen beyond the model, a KV cache too small…) comes back as the ArgumentError it was, naming the setting.
+        this.#fail(`loading the model failed: ${m.message}`, rejectReady, m.argument === undefined || !m.message.startsWith(`${m.argument} `) ? undefined : new ArgumentError(m.argument, m.message.slice(m.argument.length + 1)));
         return;
       case "accepted": {
         const s = this.#submits.get(m.requestId);
@@ -309,10 +311,10 @@ export class EngineClient {
     }
   }
 
-  #fail(message: string, rejectReady: (e: Error) => void): void {
+  #fail(message: string, rejectReady: (e: Error) => void, error: Error = new Error(message)): void {
     if (this.#state.state === "failed" || this.#state.state === "stopped") return;
     this.#state = { state: "failed", message };
-    rejectReady(new Error(message));
+    rejectReady(error);
     this.#endAll(message);
   }
 

@@ -26,8 +26,6 @@ export interface EngineConfig {
   /** Unbounded when undefined. */
   maxWaitingRequests?: number;
   enablePrefixCaching: boolean;
-  /** The cap asked for; the engine further bounds it by the runner and the KV pool. */
-  maxModelLen?: number;
   /** Speculative decoding; none when undefined. */
   speculativeConfig?: SpeculativeConfig;
 }
@@ -40,7 +38,6 @@ export function resolveEngineConfig(settings: EngineSettings): EngineConfig {
     maxNumBatchedTokens: checkInt("maxNumBatchedTokens", settings.maxNumBatchedTokens ?? defaultMaxNumBatchedTokens(maxNumSeqs), { min: 1 }),
     ...(settings.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: checkInt("maxWaitingRequests", settings.maxWaitingRequests, { min: 0 }) }),
     enablePrefixCaching: settings.enablePrefixCaching ?? true,
-    ...(settings.maxModelLen === undefined ? {} : { maxModelLen: checkInt("maxModelLen", settings.maxModelLen, { min: 2 }) }),
     ...(settings.speculativeConfig === undefined ? {} : { speculativeConfig: resolveSpeculativeConfig(settings.speculativeConfig) }),
   };
 }

@@ -10,8 +10,6 @@ export interface EngineSettings {
   maxNumBatchedTokens?: number;
   maxWaitingRequests?: number;
   enablePrefixCaching?: boolean;
-  /** Cap on prompt + output tokens. */
-  maxModelLen?: number;
   /** Speculative decoding (vLLM's --speculative-config: its JSON object or text, or a resolved config). */
   speculativeConfig?: SpeculativeConfig | Record<string, unknown> | string;
 }

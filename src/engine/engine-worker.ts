@@ -215,7 +215,8 @@ async function loadDraft(load: ModelLoaderModule["loadEngineModel"], options: Mo
 
 async function load(): Promise<void> {
   const start = performance.now();
-  rt = await createRuntime(config.threads === undefined ? {} : { threads: config.threads });
+  const { threads, kernels } = config.load;
+  rt = await createRuntime({ ...(threads === undefined ? {} : { threads }), ...(kernels === undefined ? {} : { kernels }) });
   let lastPost = 0;
   const onProgress = (p: LoadProgressInfo): void => {
     const now = performance.now();
@@ -264,5 +265,5 @@ port.on("message", (m: ToWorker) => {
   if (!stopped || m.type === "shutdown") handle(m);
 });
 load().catch((e: unknown) => {
-  post({ type: "load_failed", message: e instanceof Error ? e.message : String(e) });
+  post({ type: "load_failed", message: e instanceof Error ? e.message : String(e), ...(e instanceof ArgumentError ? { argument: e.argument } : {}) });
 });

@@ -103,8 +103,6 @@ export interface EngineOptions<R extends ModelRunner = ModelRunner> {
   maxWaitingRequests?: number;
   /** Automatic prefix caching. Default true. */
   enablePrefixCaching?: boolean;
-  /** Cap on prompt + output tokens, below the runner's and the KV pool's. */
-  maxModelLen?: number;
   /** Clock in milliseconds, shared with the callers' arrival times. Default performance.timeOrigin + performance.now(). */
   now?: () => number;
   /** Grammars for constrained requests (structured/grammar-backend.ts). Without one, a request with a grammar is refused. */
@@ -233,7 +231,8 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     const { numBlocks, blockSize } = runner.kvCache;
     const config = resolveEngineConfig(options);
     this.kvCacheManager = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: config.enablePrefixCaching });
-    this.maxModelLen = Math.min(runner.maxModelLen, numBlocks * blockSize, config.maxModelLen ?? Infinity);
+    // The runner's maxModelLen is the load settings' value, resolved once against the model and the KV cache (model/max-model-len.ts, memory-plan.ts); the pool bounds a runner that did not.
+    this.maxModelLen = Math.min(runner.maxModelLen, numBlocks * blockSize);
     this.scheduler = new Scheduler<RequestState>({
       kvCacheManager: this.kvCacheManager,
       maxNumSeqs: config.maxNumSeqs,

@@ -20,11 +20,10 @@ export type { EngineSettings };
 export interface EngineWorkerConfig {
   /** URL of a module exporting `loadEngineModel` (loader-module.ts). */
   loader: string;
+  /** The model source and the load settings, resolved at the edge (threads and kernels make the worker's runtime). */
   load: ModelLoadOptions;
   engine: EngineSettings;
-  /** Runtime threads (the worker's own included). Default: $KVFLASH_THREADS or all cores. */
-  threads?: number;
-  /** The draft model of a draft_model speculativeConfig, loaded by the same loader on the CPU beside the target. */
+  /** The draft model of a draft_model speculativeConfig, loaded by the same loader on the CPU beside the target (with the target's load settings). */
   draft?: ModelSource;
   /**
    * "embed": a pooling model served by an EmbedEngine (an encoder or cross-encoder, or a decoder's
@@ -86,7 +85,8 @@ export type ToWorker =
 export type FromWorker =
   | { type: "progress"; progress: LoadProgressInfo }
   | { type: "ready"; info: EngineInfo }
-  | { type: "load_failed"; message: string }
+  /** `argument`: the setting an ArgumentError named (the message starts with it). */
+  | { type: "load_failed"; message: string; argument?: string }
   | { type: "accepted"; requestId: string }
   | { type: "rejected"; requestId: string; reason: "queue_full" | "invalid"; message: string; param: string | null }
   | { type: "outputs"; outputs: EngineOutput[] }

@@ -39,6 +39,7 @@ import { GpuDecoderOps, ropeCosSinCache } from "./decoder-ops.js";
 import type { GpuDevice } from "./device.js";
 import { type GpuDecoderWeights, encodeLinear, uploadDecoderWeights } from "./gpu-weights.js";
 import { PagedAttentionStep } from "./paged-attention-step.js";
+import { modelLengthLimit } from "../model/max-model-len.js";
 import { GPU_KV_DTYPES, type GpuKvDtype } from "./wgsl/kv-load.js";
 import { BufferUsage, MapMode } from "./constants.js";
 
@@ -51,7 +52,7 @@ export interface GpuModelRunnerOptions {
   blockSize: number;
   /** KV storage: f32 | f16 | bf16. */
   kvDtype: GpuKvDtype;
-  /** Longest sequence accepted. Default min(max_position_embeddings, numBlocks · blockSize). */
+  /** Longest sequence accepted (loadGpuModel: the memory plan's). Default min(the model's limit, numBlocks · blockSize). */
   maxModelLen?: number;
   /** dispose() destroys the device too (a loader opened it for this runner). Default false. */
   ownDevice?: boolean;
@@ -163,7 +164,7 @@ export class GpuModelRunner implements ModelRunner {
       throw new ArgumentError("kvDtype", `must be one of ${GPU_KV_DTYPES.join(" | ")} on the webgpu device, got ${show(options.kvDtype)}`);
     }
     if (options.kvDtype !== "f32" && c.headDim % 2 !== 0) throw new ArgumentError("kvDtype", `${options.kvDtype} needs an even head dim on the webgpu device, got ${c.headDim}`);
-    const limit = Math.min(c.maxPositionEmbeddings, numBlocks * blockSize);
+    const limit = Math.min(modelLengthLimit(c).tokens, numBlocks * blockSize); // loadGpuModel passes the plan's maxModelLen, resolved once (model/max-model-len.ts)
     const maxModelLen = options.maxModelLen === undefined ? limit : checkInt("maxModelLen", options.maxModelLen, { min: 1, max: limit });
     const ops = await GpuDecoderOps.create(gpu);
     let up: { weights: GpuDecoderWeights; destroy: () => void } | null = null;

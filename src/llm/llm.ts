@@ -35,7 +35,7 @@ import { chatBody, completeBody } from "./request-body.js";
 import { sseEvents } from "./sse-events.js";
 import type { ChatCompletion, ChatCompletionChunk, ChatDelta, ChatMessage, ChatOptions, ChatResult, CompleteOptions, CompleteResult, Completion, EmbedOptions, EmbedResult, LoadProgressEvent, RerankOptions, RerankResult } from "./types.js";
 
-/** LLM.load's options: the load and engine settings serve() takes, and progress. */
+/** LLM.load's options: the load settings (weights, KV cache, maxModelLen, device, threads, kernels: resolved by serve()'s one resolver) and engine settings serve() takes, and progress. */
 export interface LoadOptions extends Omit<ServeOptions, "source" | "modelDir" | "host" | "port" | "apiKey" | "corsOrigin" | "servedModelNames"> {
   /** Download progress (hub models not yet in the cache), then the engine's weight loading; bytes. */
   onProgress?: (event: LoadProgressEvent) => void;

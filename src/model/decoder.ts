@@ -64,8 +64,8 @@ export interface DecoderOptions {
    * block size and dtype in all: one block table serves every layer).
    */
   cache: PagedKvCache | readonly PagedKvCache[];
-  /** Longest sequence accepted. Default: min(max_position_embeddings, the cache's slots). */
-  maxModelLen?: number;
+  /** Longest sequence accepted: the memory plan's maxModelLen (resolved once, memory-plan.ts), ≤ the model's limit and the cache's slots. */
+  maxModelLen: number;
   /** Tokens per step the activations are allocated for up front (a larger step grows them once). Default 512. */
   maxBatchTokens?: number;
   /** Logit rows per step allocated up front (f32 [rows, vocab]). Default 16. */
@@ -136,8 +136,7 @@ export class Decoder implements ModelRunner {
       mismatch("dtype", c.dtype, first.dtype);
     }
     if (weights.layers.length !== config.numLayers) throw new ArgumentError("weights", `must have the config's ${config.numLayers} layers, got ${weights.layers.length}`);
-    const limit = Math.min(config.maxPositionEmbeddings, first.numSlots);
-    this.maxModelLen = options.maxModelLen === undefined ? limit : checkInt("maxModelLen", options.maxModelLen, { min: 1, max: limit });
+    this.maxModelLen = options.maxModelLen;
     this.config = config;
     this.vocabSize = config.vocabSize;
     this.kvCache = { numBlocks: first.numBlocks, blockSize: first.blockSize };

@@ -1,6 +1,7 @@
 /**
  * The server's default model loader (engine/loader-module.ts): the model
- * source (a Hugging Face directory or a GGUF file) through loadModel — weights converted to `weights` as they
+ * source (a Hugging Face directory or a GGUF file) through loadModel, with the
+ * load settings resolved at the edge passed whole — weights converted to `weights` as they
  * stream from disk, a paged KV cache of `numBlocks` or `kvCacheBytes` (never
  * more than the engine's max_num_seqs sequences of max_model_len need), step
  * buffers sized for the engine's most tokens and sequences a step. With
@@ -12,32 +13,31 @@
 import type { EngineModel, LoadProgressInfo, ModelLoadOptions } from "../engine/loader-module.js";
 import { formatBytes } from "../runtime/allocator.js";
 import type { Runtime } from "../runtime/runtime.js";
-import { type LoadModelOptions, type RunnerOptions, loadModel } from "./loader.js";
+import { type LoadModelOptions, loadModel } from "./loader.js";
 import { describePlacement } from "./placement.js";
 
-/** The decoder's KV cache and step-buffer options for the engine's load options (undefined fields left to the decoder's defaults). */
-export function runnerOptionsFor(options: ModelLoadOptions): RunnerOptions {
+/**
+ * loadModel's options for the engine's load options: the load settings whole
+ * (model/load-settings.ts), the step buffers sized for the engine's most
+ * tokens and sequences a step, progress to the worker.
+ */
+export function loadModelOptionsFor(options: ModelLoadOptions, onProgress?: (p: LoadProgressInfo) => void): LoadModelOptions {
+  const { source: _source, loaderExtra: _extra, maxNumSeqs, maxNumBatchedTokens, ...settings } = options;
   return {
-    ...(options.kvDtype === undefined ? {} : { kvDtype: options.kvDtype }),
-    ...(options.numBlocks !== undefined ? { numBlocks: options.numBlocks } : options.kvCacheBytes !== undefined ? { kvCacheBytes: options.kvCacheBytes } : {}),
-    ...(options.blockSize === undefined ? {} : { blockSize: options.blockSize }),
-    ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
-    ...(options.maxNumBatchedTokens === undefined ? {} : { maxBatchTokens: options.maxNumBatchedTokens }),
-    ...(options.maxNumSeqs === undefined ? {} : { maxLogitRows: options.maxNumSeqs, maxNumSeqs: options.maxNumSeqs }),
+    ...settings,
+    ...(maxNumBatchedTokens === undefined ? {} : { maxBatchTokens: maxNumBatchedTokens }),
+    ...(maxNumSeqs === undefined ? {} : { maxLogitRows: maxNumSeqs, maxNumSeqs }),
+    progress: false,
+    ...(onProgress === undefined ? {} : { onProgress: (done: number, total: number) => onProgress({ done, total }) }),
   };
 }
 
-/** On the CPU (no `device`, or "cpu") the model is loaded synchronously; on a GPU, asynchronously. */
-export function loadEngineModel(rt: Runtime, options: ModelLoadOptions & { device?: "cpu" }, onProgress: (p: LoadProgressInfo) => void): EngineModel;
+/** On the CPU (device "cpu") the model is loaded synchronously; on a GPU, asynchronously. */
+export function loadEngineModel(rt: Runtime, options: ModelLoadOptions & { device: "cpu" }, onProgress: (p: LoadProgressInfo) => void): EngineModel;
 export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel | Promise<EngineModel>;
 export function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): EngineModel | Promise<EngineModel> {
-  const load: LoadModelOptions = {
-    ...(options.weights === undefined ? {} : { weights: options.weights }),
-    ...runnerOptionsFor(options),
-    progress: false,
-    onProgress: (done, total) => onProgress({ done, total }),
-  };
-  if (options.device !== undefined && options.device !== "cpu") return loadOnGpu(rt, options, load);
+  const load = loadModelOptionsFor(options, onProgress);
+  if (options.device !== "cpu") return loadOnGpu(rt, options, load);
   const model = loadModel(rt, options.source, load);
   return { runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, placement: describePlacement(model.plan.placement) };
 }

@@ -18,7 +18,7 @@
  */
 import { ArgumentError, OutOfMemoryError, show } from "../errors.js";
 import { KV_CACHE_DTYPES, type KvCacheDType, type KvDtypeSetting } from "../kv/kv-quant.js";
-import { DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE, PagedKvCache } from "../kv/paged-kv-cache.js";
+import { PagedKvCache } from "../kv/paged-kv-cache.js";
 import { type StorageFormat, WEIGHT_FORMATS, type WeightFormat, type WeightsSetting } from "../ops/weight.js";
 import { formatBytes } from "../runtime/allocator.js";
 import type { Runtime } from "../runtime/runtime.js";
@@ -35,30 +35,17 @@ import { type MachineMemory, type MemoryPlan, type WeightSizes, kvBytesPerLayerB
 import { openModelDir } from "./model-dir.js";
 import { type ModelSource, localModelSourceOf } from "./source.js";
 import { LoadProgress, type ProgressOptions } from "./progress.js";
+import { type LoadSettings, resolveLoadConfig } from "./load-settings.js";
+import { checkMaxModelLen, modelLengthLimit } from "./max-model-len.js";
 import { freeTensors, loadSafetensors } from "./safetensors.js";
 import { expectedWeights } from "./weight-names.js";
 
-/** KV cache options shared by loadModel and the synthetic model. */
-export interface RunnerOptions {
-  /**
-   * Storage of the paged KV cache: f32 | f16 | bf16 | int8 (per-token scales) | fp8e4m3 | fp8e5m2,
-   * or vLLM's spellings "auto" (the checkpoint's dtype: bf16 for bf16/f16 checkpoints, else f32),
-   * "fp8" / "fp8_e4m3", "fp8_e5m2". Default "auto".
-   */
-  kvDtype?: KvDtypeSetting;
-  /** Tokens per KV block, 1..MAX_BLOCK_SIZE (256). Default DEFAULT_BLOCK_SIZE (16, vLLM's). */
-  blockSize?: number;
-  /** Blocks in the KV cache. Default: from kvCacheBytes. */
-  numBlocks?: number;
-  /**
-   * The KV budget: bytes for the whole cache (all layers and memories, K and V).
-   * Default 4 GiB (vLLM CPU's KV cache space), at most half of the memory the
-   * machine has left after the weights — and never more blocks than maxNumSeqs
-   * sequences of maxModelLen tokens need.
-   */
-  kvCacheBytes?: number;
-  /** Longest sequence (prompt + output). Default: min(max_position_embeddings, the cache's capacity). */
-  maxModelLen?: number;
+/**
+ * The KV cache and step options of a runner, shared by loadModel and the
+ * synthetic model: the load settings that shape the cache (load-settings.ts,
+ * their one declaration and defaults), and the engine's step sizes.
+ */
+export interface RunnerOptions extends Pick<LoadSettings, "kvDtype" | "blockSize" | "numBlocks" | "kvCacheBytes" | "maxModelLen"> {
   /** Sequences at once (the engine's max_num_seqs): the KV cache never holds more than they need. Default 1. */
   maxNumSeqs?: number;
   /** For tests: bytes one wasm memory may hold (default 4 GiB), to force a model across memories. */
@@ -71,9 +58,12 @@ export interface RunnerOptions {
   maxLogitRows?: number;
 }
 
-export interface LoadModelOptions extends RunnerOptions {
-  /** Compute format of the weights: f32 | bf16 | q8 | q4, or "auto" (the checkpoint's: bf16 stays bf16, f32 and f16 become f32). Default "auto". */
-  weights?: WeightsSetting;
+/**
+ * loadModel's options: the load settings (a LoadConfig passes whole; `device`,
+ * `threads` and `kernels` are the caller's to act on: the runtime `rt` and, for
+ * WebGPU, gpu/load-model.ts), the runner's step sizes, and progress.
+ */
+export interface LoadModelOptions extends RunnerOptions, LoadSettings {
   /** Progress bar on stderr: true / false, or options. Default: only when stderr is a TTY. */
   progress?: boolean | ProgressOptions;
   /** Called as the weights load: bytes read so far and in all. */
@@ -134,19 +124,19 @@ export function kvBytesPerBlock(config: ModelConfig, blockSize: number, dtype: K
  * KV blocks, placement, the fit check) for `format` weights, before anything
  * is allocated or read.
  */
-export function planRunner(config: ModelConfig, format: StorageFormat, options: RunnerOptions = {}, sourceElementBytes = 2, weightSizes?: WeightSizes): MemoryPlan {
-  const kvDtype = resolveKvDtype(options.kvDtype, config);
-  const blockSize = checkInt("blockSize", options.blockSize ?? DEFAULT_BLOCK_SIZE, { min: 1, max: MAX_BLOCK_SIZE }); // before the plan: a bad size must fail before any weight is read
-  if (options.numBlocks !== undefined && options.kvCacheBytes !== undefined) {
-    throw new ArgumentError("kvCacheBytes", `and numBlocks both size the KV cache: give one, got ${show(options.kvCacheBytes)} and ${show(options.numBlocks)}`);
-  }
+export function planRunner(config: ModelConfig, format: StorageFormat, options: RunnerOptions = {}, sourceElementBytes = 2, weightSizes?: WeightSizes, gguf = false): MemoryPlan {
+  // The settings resolved (idempotent for a LoadConfig from the edge), then maxModelLen against the model: before the plan, so a bad value fails before any weight is read.
+  const load = resolveLoadConfig(options);
+  const lengthLimit = modelLengthLimit(config, gguf);
+  const maxModelLen = checkMaxModelLen(load.maxModelLen, lengthLimit);
   return planModelMemory(config, {
     format,
-    kvDtype,
-    blockSize,
-    ...(options.numBlocks === undefined ? {} : { numBlocks: checkInt("numBlocks", options.numBlocks, { min: 1 }) }),
-    ...(options.kvCacheBytes === undefined ? {} : { kvCacheBytes: checkInt("kvCacheBytes", options.kvCacheBytes, { min: 1 }) }),
-    ...(options.maxModelLen === undefined ? {} : { maxModelLen: checkInt("maxModelLen", options.maxModelLen, { min: 2, max: config.maxPositionEmbeddings }) }),
+    kvDtype: resolveKvDtype(load.kvDtype, config),
+    blockSize: load.blockSize,
+    lengthLimit,
+    ...(load.numBlocks === undefined ? {} : { numBlocks: load.numBlocks }),
+    ...(load.kvCacheBytes === undefined ? {} : { kvCacheBytes: load.kvCacheBytes }),
+    ...(maxModelLen === undefined ? {} : { maxModelLen }),
     ...(options.maxNumSeqs === undefined ? {} : { maxNumSeqs: checkInt("maxNumSeqs", options.maxNumSeqs, { min: 1 }) }),
     maxBatchTokens: checkInt("maxBatchTokens", options.maxBatchTokens ?? 512, { min: 1 }),
     maxLogitRows: checkInt("maxLogitRows", options.maxLogitRows ?? 16, { min: 1 }),
@@ -249,7 +239,7 @@ export function loadModelWeights(rt: Runtime, model: ModelSource | string, optio
   const params = expectedWeights(config).reduce((n, w) => n + w.shape.reduce((a, b) => a * b, 1), 0);
   // A GGUF source hands out f32 tensors (decoded at load), or raw blocks (fewer bytes): at most 4 bytes a checkpoint element.
   const sizes = gguf && ggufWeights ? ggufWeightSizes(gguf, ggufWeights) : undefined;
-  const plan = planRunner(config, format, withRuntimeMachine(rt, options), gguf ? 4 : Math.min(4, Math.max(1, Math.round(info.weightBytes / params))), sizes);
+  const plan = planRunner(config, format, withRuntimeMachine(rt, options), gguf ? 4 : Math.min(4, Math.max(1, Math.round(info.weightBytes / params))), sizes, gguf !== null);
   const located = new Map("weights" in info ? info.weights.map((w) => [w.name, w]) : []);
   const p = options.progress;
   const progress = new LoadProgress(info.weightBytes, typeof p === "object" ? p : p === undefined ? {} : { enabled: p });

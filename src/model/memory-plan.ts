@@ -22,6 +22,7 @@ import { formatBytes } from "../runtime/allocator.js";
 import { MAX_MEMORY_BYTES } from "../runtime/module.js";
 import { DTYPE_BYTES } from "../tensor/dtype.js";
 import type { ModelConfig } from "./config.js";
+import { type ModelLengthLimit, modelLengthLimit } from "./max-model-len.js";
 import { type Placement, type PlacedPart, placeAuto } from "./placement.js";
 import { StepBuffers } from "./step-buffers.js";
 
@@ -30,7 +31,7 @@ const GIB = 2 ** 30;
 
 /** The KV budget when none is given: vLLM CPU's default KV cache space. */
 export const DEFAULT_KV_CACHE_BYTES = 4 * GIB;
-/** Context the size check insists on when maxModelLen is not given (min with max_position_embeddings). */
+/** Context the size check insists on when maxModelLen is not given (min with the model's limit). */
 export const MIN_DEFAULT_CONTEXT = 2048;
 /** Per memory, beyond the step buffers: ops workspace, attention plan, RoPE tables, thread scratch, control. */
 const WORKSPACE_SLACK = 16 * MIB;
@@ -65,8 +66,10 @@ export interface MemoryPlanOptions {
   numBlocks?: number;
   /** The KV budget in bytes. Default DEFAULT_KV_CACHE_BYTES, at most half of what the machine has left after the weights. */
   kvCacheBytes?: number;
-  /** Longest sequence. Default: min(max_position_embeddings, what the KV cache holds). */
+  /** Longest sequence asked for, already checked against the model (max-model-len.ts); it must fit in the KV cache. Default: the model's limit, as far as the KV cache holds it. */
   maxModelLen?: number;
+  /** The model's own limit (max-model-len.ts modelLengthLimit). Default: the config's. */
+  lengthLimit?: ModelLengthLimit;
   /** Sequences at once (the engine's max_num_seqs): caps the KV cache at what they can use. Default 1. */
   maxNumSeqs?: number;
   /** Tokens and logit rows a step's activations are sized for. */
@@ -85,7 +88,7 @@ export interface MemoryPlan {
   kvDtype: KvCacheDType;
   blockSize: number;
   numBlocks: number;
-  /** Longest sequence: given, or min(max_position_embeddings, the cache's slots). */
+  /** Longest sequence: given, or min(the model's limit, the cache's slots). The runners, the engine and the server read this one value. */
   maxModelLen: number;
   /** Bytes of one KV block in one layer (K and V, scales included). */
   kvBytesPerLayerBlock: number;
@@ -161,9 +164,10 @@ export function planModelMemory(config: ModelConfig, options: MemoryPlanOptions)
 
   // The context the cache must hold for one sequence, and what the sequences could use at most.
   const explicitLen = options.maxModelLen;
-  const minContext = explicitLen ?? Math.min(config.maxPositionEmbeddings, MIN_DEFAULT_CONTEXT);
+  const modelLimit = (options.lengthLimit ?? modelLengthLimit(config)).tokens;
+  const minContext = explicitLen ?? Math.min(modelLimit, MIN_DEFAULT_CONTEXT);
   const minBlocks = blocksFor(minContext);
-  const neededBlocks = maxNumSeqs * blocksFor(explicitLen ?? config.maxPositionEmbeddings);
+  const neededBlocks = maxNumSeqs * blocksFor(explicitLen ?? modelLimit);
 
   // Blocks: exact, or the budget's worth capped at what the sequences need.
   let numBlocks: number;
@@ -185,7 +189,7 @@ export function planModelMemory(config: ModelConfig, options: MemoryPlanOptions)
   if (explicitLen !== undefined && explicitLen > slots) {
     throw new ArgumentError("maxModelLen", `must fit in the KV cache (${numBlocks} blocks × ${blockSize} = ${slots} tokens at ${formatBytes(perBlock / blockSize)} a token): got ${explicitLen}; give the cache more memory or lower maxModelLen`);
   }
-  const maxModelLen = explicitLen ?? Math.min(config.maxPositionEmbeddings, slots);
+  const maxModelLen = explicitLen ?? Math.min(modelLimit, slots);
 
   const kvBytes = numBlocks * perBlock;
   const help = advice(format, options.numBlocks !== undefined);

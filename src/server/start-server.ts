@@ -6,7 +6,6 @@
  * model is ready. The CLI, the tests and the serve benchmark all start
  * servers through here.
  */
-import type { DeviceKind } from "../gpu/device-kind.js";
 import type { ToolParserName } from "./tool-parsers.js";
 import { ArgumentError } from "../errors.js";
 import { defaultModelDir } from "../model/default-model.js";
@@ -16,9 +15,8 @@ import { type ModelSource, localModelSourceOf } from "../model/source.js";
 import { EngineClient } from "../engine/engine-client.js";
 import { DataParallelEngine } from "../engine/data-parallel-engine.js";
 import type { ServingEngine } from "../engine/serving-engine.js";
-import type { EngineInfo, EngineSettings } from "../engine/protocol.js";
-import type { KvDtypeSetting } from "../kv/kv-quant.js";
-import type { WeightsSetting } from "../ops/weight.js";
+import type { EngineInfo, EngineSettings, EngineTask, EngineWorkerConfig } from "../engine/protocol.js";
+import { type LoadSettings, resolveLoadConfig } from "../model/load-settings.js";
 import { samplingDefaults } from "../engine/sampling-params.js";
 import { resolveSpeculativeConfig } from "../engine/speculative-config.js";
 import { KvflashServer } from "./server.js";
@@ -31,7 +29,8 @@ export const DEFAULT_LOADER = new URL("../model/default-loader.js", import.meta.
 export const SERVE_TASKS = ["auto", "generate", "embed", "score"] as const;
 export type ServeTask = (typeof SERVE_TASKS)[number];
 
-export interface ServeOptions extends EngineSettings {
+/** serve()'s options: the engine's settings, the load settings (model/load-settings.ts: weights, KV cache, maxModelLen, device, threads, kernels; one declaration, one defaults table), and the server's own. */
+export interface ServeOptions extends EngineSettings, LoadSettings {
   /**
    * What the model serves (vLLM's --task): "embed" runs a decoder as an
    * embedding model (last-token pooling, normalized, or its sentence-transformers
@@ -55,18 +54,6 @@ export interface ServeOptions extends EngineSettings {
   corsOrigin?: string | null;
   /** Tool-call parser (vLLM's --tool-call-parser). Default: the one the chat template is written for. */
   toolCallParser?: ToolParserName | null;
-  /** Bytes of the paged KV cache. */
-  kvCacheBytes?: number;
-  /** Blocks of the paged KV cache (wins over kvCacheBytes). */
-  numBlocks?: number;
-  kvDtype?: KvDtypeSetting;
-  weights?: WeightsSetting;
-  /** Where the model runs: "cpu" (wasm), "webgpu" (any WebGPU adapter) or "auto" (a real GPU when there is one). Default "cpu". */
-  device?: DeviceKind;
-  blockSize?: number;
-  maxModelLen?: number;
-  /** Runtime threads in the engine worker (in each one, with dataParallelSize > 1). Default: $KVFLASH_THREADS or all cores (shared out among the engines). */
-  threads?: number;
   /** Engines behind the one HTTP front, each with its own threads and KV cache (vLLM's --data-parallel-size). Default 1. */
   dataParallelSize?: number;
   /** URL of the model loader module (engine/loader-module.ts). Default DEFAULT_LOADER. */
@@ -90,6 +77,33 @@ export interface RunningServer {
   close(drainMs?: number): Promise<void>;
 }
 
+/**
+ * What serve() starts its engine worker(s) with: the load settings resolved
+ * here, once (resolveLoadConfig; a bad one throws before anything starts),
+ * passed whole with the source; the engine's settings (a draft_model
+ * speculativeConfig's draft resolved to its source, the draftSource given or
+ * its `model` as a local path); the loader.
+ */
+export function engineWorkerConfig(options: ServeOptions, source: ModelSource, task: EngineTask = "generate"): EngineWorkerConfig {
+  const load = resolveLoadConfig(options);
+  const spec = options.speculativeConfig === undefined ? undefined : resolveSpeculativeConfig(options.speculativeConfig);
+  if (options.draftSource !== undefined && spec?.method !== "draft_model") throw new ArgumentError("draftSource", `needs a draft_model speculativeConfig, got ${JSON.stringify(spec ?? null)}`);
+  const draft = spec?.method === "draft_model" ? (options.draftSource ?? localModelSourceOf(spec.model, "speculativeConfig.model")) : undefined;
+  return {
+    loader: options.loader ?? DEFAULT_LOADER,
+    load: { ...load, source, ...(options.loaderExtra === undefined ? {} : { loaderExtra: options.loaderExtra }) },
+    engine: {
+      ...(options.maxNumSeqs === undefined ? {} : { maxNumSeqs: options.maxNumSeqs }),
+      ...(options.maxNumBatchedTokens === undefined ? {} : { maxNumBatchedTokens: options.maxNumBatchedTokens }),
+      ...(options.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: options.maxWaitingRequests }),
+      ...(options.enablePrefixCaching === undefined ? {} : { enablePrefixCaching: options.enablePrefixCaching }),
+      ...(spec === undefined ? {} : { speculativeConfig: spec }),
+    },
+    ...(draft === undefined ? {} : { draft }),
+    ...(task === "generate" ? {} : { task }),
+  };
+}
+
 export async function serve(options: ServeOptions = {}): Promise<RunningServer> {
   if (options.source !== undefined && options.modelDir !== undefined) throw new ArgumentError("modelDir", `and source both name the model: give one, got ${JSON.stringify(options.modelDir)} and ${JSON.stringify(options.source)}`);
   // Resolved once, here: everything below gets the typed source, never a path to guess from.
@@ -101,34 +115,7 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
   if (embedding !== null && task === "generate") throw new ArgumentError("task", `"generate" cannot run ${embedding.config.architecture}: it is an encoder (it serves ${embedding.crossEncoder ? "/v1/rerank and /v1/score" : "/v1/embeddings"}), got --task generate`);
   const pooling = embedding !== null || task === "embed" || task === "score" || (task === "auto" && isSentenceTransformersDir(source));
   const { config, generation, tokenizer } = embedding ?? readModelMetadata(source);
-  const spec = options.speculativeConfig === undefined ? undefined : resolveSpeculativeConfig(options.speculativeConfig);
-  if (options.draftSource !== undefined && spec?.method !== "draft_model") throw new ArgumentError("draftSource", `needs a draft_model speculativeConfig, got ${JSON.stringify(spec ?? null)}`);
-  const draft = spec?.method === "draft_model" ? (options.draftSource ?? localModelSourceOf(spec.model, "speculativeConfig.model")) : undefined;
-  const workerConfig = {
-    loader: options.loader ?? DEFAULT_LOADER,
-    load: {
-      source,
-      ...(options.weights === undefined ? {} : { weights: options.weights }),
-      ...(options.kvDtype === undefined ? {} : { kvDtype: options.kvDtype }),
-      ...(options.device === undefined ? {} : { device: options.device }),
-      ...(options.kvCacheBytes === undefined ? {} : { kvCacheBytes: options.kvCacheBytes }),
-      ...(options.numBlocks === undefined ? {} : { numBlocks: options.numBlocks }),
-      ...(options.blockSize === undefined ? {} : { blockSize: options.blockSize }),
-      ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
-      ...(options.loaderExtra === undefined ? {} : { extra: options.loaderExtra }),
-    },
-    engine: {
-      ...(options.maxNumSeqs === undefined ? {} : { maxNumSeqs: options.maxNumSeqs }),
-      ...(options.maxNumBatchedTokens === undefined ? {} : { maxNumBatchedTokens: options.maxNumBatchedTokens }),
-      ...(options.maxWaitingRequests === undefined ? {} : { maxWaitingRequests: options.maxWaitingRequests }),
-      ...(options.enablePrefixCaching === undefined ? {} : { enablePrefixCaching: options.enablePrefixCaching }),
-      ...(options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen }),
-      ...(spec === undefined ? {} : { speculativeConfig: spec }),
-    },
-    ...(draft === undefined ? {} : { draft }),
-    ...(options.threads === undefined ? {} : { threads: options.threads }),
-    ...(pooling ? { task: embedding === null && task === "score" ? ("score" as const) : ("embed" as const) } : {}),
-  };
+  const workerConfig = engineWorkerConfig(options, source, pooling ? (embedding === null && task === "score" ? "score" : "embed") : "generate");
   const dp = options.dataParallelSize ?? 1;
   const engine: ServingEngine = dp === 1 ? EngineClient.start(workerConfig) : DataParallelEngine.start(workerConfig, dp);
   const server = new KvflashServer({

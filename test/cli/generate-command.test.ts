@@ -137,7 +137,9 @@ test("bad arguments exit 1 with a message naming the flag and the value", async 
     [["logits", "--model", dir, "--ids", "1,x"], /--ids\[1\] must be a token id/],
     [["logits", "--model", dir, "--ids", "1", "--prompt", "y"], /--ids or --prompt is required \(one of them\)/],
     [["generate", "--model", join(root, "nowhere"), "--prompt", "x"], /--model ".*nowhere": no such file or directory/],
-    [["generate", "--prompt", "x", "--kv-cache-gib", "0.00000001"], /kvCacheBytes must hold at least one KV block of [\d.]+ KiB .*got 10 B/],
+    [["generate", "--prompt", "x", "--kv-cache-gib", "0.00000001"], /--kv-cache-gib must hold at least one KV block of [\d.]+ KiB .*got 10 B/],
+    // maxModelLen is resolved against the model's config (its max_position_embeddings), naming the flag and the value.
+    [["generate", "--model", dir, "--prompt", "x", "--max-model-len", "999999"], /--max-model-len must be ≤ \d+, what the model allows \(max_position_embeddings \d+ in config\.json\), got 999999/],
     [["generate", "--prompt", "x", "--speculative-config", '{"model": "d", "num_speculative_tokens": 0}'], /--speculative-config\.num_speculative_tokens must be ≥ 1, got 0/],
     [["logits", "--ids", "1", "--speculative-config", '{"method": "ngram", "num_speculative_tokens": 2}'], /--speculative-config is a generation setting: logits runs no decoding steps/],
   ];

@@ -17,6 +17,7 @@ const GOOD: [string[], LoadFlags][] = [
   [["--model", "org/name:Q4_K_M", "--revision", "v2"], { model: "org/name:Q4_K_M", revision: "v2" }],
   [["--weights=q8", "--kv-dtype", "fp8_e5m2"], { weights: "q8", kvDtype: "fp8_e5m2" }],
   [["--max-model-len", "4096", "--kv-cache-gib", "0.5", "--threads", "3"], { maxModelLen: 4096, kvCacheBytes: 2 ** 29, threads: 3 }],
+  [["--num-gpu-blocks-override", "64", "--block-size=8", "--kernels", "baseline", "--device", "cpu"], { numBlocks: 64, blockSize: 8, kernels: "baseline", device: "cpu" }],
 ];
 
 test("every command reads the shared load flags into the same fields", () => {
@@ -29,7 +30,7 @@ test("every command reads the shared load flags into the same fields", () => {
 });
 
 test("a bad load flag is the same error, naming the flag, in every command", () => {
-  const bad = [["--weights", "q3"], ["--kv-dtype", "int4"], ["--max-model-len", "1"], ["--kv-cache-gib", "-1"], ["--threads", "0"], ["--model"]];
+  const bad = [["--weights", "q3"], ["--kv-dtype", "int4"], ["--max-model-len", "1"], ["--kv-cache-gib", "-1"], ["--threads", "0"], ["--model"], ["--block-size", "512"], ["--num-gpu-blocks-override", "0"], ["--kernels", "fast"]];
   for (const flags of bad) {
     const messages = Object.entries(commands).map(([name, parse]) => {
       try {

@@ -9,6 +9,7 @@ import { after, test } from "node:test";
 import { EngineClient, EngineRejectedError, type OutputStream } from "../../src/engine/engine-client.js";
 import type { EngineOutput } from "../../src/engine/engine.js";
 import type { EngineWorkerConfig } from "../../src/engine/protocol.js";
+import { resolveLoadConfig } from "../../src/model/load-settings.js";
 import { defaultModelDir } from "../../src/index.js";
 import { resolveSamplingParams } from "../../src/ops-entry.js";
 import { toyGreedy } from "./toy-runner.js";
@@ -17,9 +18,8 @@ const V = (JSON.parse(readFileSync(join(defaultModelDir(), "config.json"), "utf8
 const loader = new URL("./toy-loader.js", import.meta.url).href;
 const config = (extra: Record<string, unknown> = {}, engine: EngineWorkerConfig["engine"] = {}): EngineWorkerConfig => ({
   loader,
-  load: { source: { kind: "dir", path: defaultModelDir() }, extra: { numBlocks: 32, blockSize: 4, progressSteps: 4, ...extra } },
+  load: { ...resolveLoadConfig({ threads: 1 }), source: { kind: "dir", path: defaultModelDir() }, loaderExtra: { numBlocks: 32, blockSize: 4, progressSteps: 4, ...extra } },
   engine,
-  threads: 1,
 });
 const greedy = (maxTokens: number) => resolveSamplingParams({ temperature: 0, maxTokens, ignoreEos: true }, V);
 const collect = async (s: OutputStream): Promise<EngineOutput[]> => {

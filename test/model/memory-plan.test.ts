@@ -14,6 +14,7 @@ import { type RunnerOptions, runtimeMachineMemory, withRuntimeMachine, kvBytesPe
 import { ArgumentError, defaultModelDir } from "../../src/index.js";
 import { type Runtime, createRuntime, describePlacement, loadModel } from "../../src/ops-entry.js";
 import { parseModelConfig } from "../../src/model/config.js";
+import { resolveLoadConfig } from "../../src/model/load-settings.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 
 const GIB = 2 ** 30;
@@ -63,7 +64,7 @@ test("the default model's KV cache is sized to what its sequences need, not 1 Gi
   const perBlock = kvBytesPerBlock(config, 16, "bf16");
   const maxLen = config.maxPositionEmbeddings;
   // The server's loader, with serve's default max_num_seqs 64: 64 sequences × max_position_embeddings / 16 blocks (4096 for 1024 tokens, 128 MiB), where 131072 were reserved before.
-  const served = loadEngineModel(rt, { source: { kind: "dir", path: defaultModelDir() }, maxNumSeqs: 64, maxNumBatchedTokens: 512 }, () => {});
+  const served = loadEngineModel(rt, { ...resolveLoadConfig({}), device: "cpu", source: { kind: "dir", path: defaultModelDir() }, maxNumSeqs: 64, maxNumBatchedTokens: 512 }, () => {});
   assert.deepEqual(served.runner.kvCache, { numBlocks: (64 * maxLen) / 16, blockSize: 16 });
   assert.equal(served.runner.maxModelLen, maxLen);
   assert.match(served.placement!, /^memory 0: embedding, layers 0–3, head, \d+\.\d+ MiB$/);

@@ -14,7 +14,7 @@ const ROOT = repoRoot(import.meta.url);
 const MAIN = [
   "ArgumentError", "CachedRepo", "CachedSnapshot", "ChatCompletion", "ChatCompletionChunk", "ChatCompletionMessage", "ChatContentPart",
   "ChatDelta", "ChatMessage", "ChatOptions", "ChatResult", "CompleteOptions", "CompleteResult", "Completion", "EmbedOptions", "EmbedResult", "EmbeddingInfo", "EngineInfo", "EngineSettings", "EngineTask",
-  "HubCache", "HubError", "HubErrorKind", "HubSettings", "JsonSchema", "KernelError", "KvDtypeSetting", "LLM", "LLMError", "LoadOptions",
+  "HubCache", "HubError", "HubErrorKind", "HubSettings", "JsonSchema", "KernelError", "KvDtypeSetting", "LLM", "LLMError", "LoadOptions", "LoadSettings",
   "LoadProgressEvent", "ModelSource", "OutOfMemoryError", "ProgressOptions", "ProgressStream", "ResolveModelOptions", "ResolvedModel",
   "RerankOptions", "RerankResult", "ResponseFormat", "RunningServer", "SamplingOptions", "ServeOptions", "SpeculativeConfig", "ToolCall", "ToolChoice", "ToolDefinition", "ToolParserName", "Usage",
   "WeightsSetting", "defaultModelDir", "hubSettings",
