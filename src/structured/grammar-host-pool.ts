@@ -39,6 +39,24 @@ export const MAX_GRAMMAR_HOSTS = 3;
 /** A host with no live matchers and no compile this long is closed at the next check, 0–1 such spans later (while another remains), ms. */
 export const HOST_RETIRE_IDLE_MS = 60_000;
 
+/** The pools open in this thread, for terminateGrammarHostHolding only. */
+const openPools = new Set<GrammarHostPool>();
+
+/**
+ * Kills (GrammarHost.kill: the worker is terminated, as by a crash or an OOM
+ * kill) every host of this thread's pools that holds a compiled grammar whose
+ * cache key (grammarKey) contains `needle`; how many it killed. The pools then
+ * handle the loss as they would a real one. A fault-injection hook for tests:
+ * reachable only by code running in the pool's own thread (a --loader module
+ * in the engine worker), never from a request.
+ */
+export function terminateGrammarHostHolding(needle: string): number {
+  const doomed = new Set<GrammarHost>();
+  for (const pool of openPools) for (const host of pool.hostsHolding(needle)) doomed.add(host);
+  for (const host of doomed) host.kill();
+  return doomed.size;
+}
+
 export interface GrammarHostPoolOptions {
   host: GrammarHostOptions;
   /** Hosts at most (≥ 1); 1 is the single host: every compile holds every constrained request. */
@@ -70,6 +88,12 @@ export class GrammarHostPool {
 
   constructor(options: GrammarHostPoolOptions) {
     this.#options = options;
+    openPools.add(this);
+  }
+
+  /** The live hosts holding a compiled grammar whose key contains `needle`. */
+  hostsHolding(needle: string): GrammarHost[] {
+    return [...new Set([...this.#cache].filter(([key, h]) => key.includes(needle) && h.dead === null).map(([, h]) => h))];
   }
 
   /** Starts the first host; rejects if it cannot load the vocabulary. */
@@ -141,6 +165,7 @@ export class GrammarHostPool {
 
   async close(): Promise<void> {
     this.#closed = true;
+    openPools.delete(this);
     if (this.#retireTimer !== null) clearTimeout(this.#retireTimer);
     const hosts = [...this.#hosts.keys()];
     this.#hosts.clear();
