@@ -16,6 +16,14 @@
  *   4. else the host with the fewest live matchers: those requests, alone,
  *      wait for it (the engine holds them back: ConstraintMatcher.ready).
  *
+ * A host started on demand loads the vocabulary first (a worker start and
+ * XGrammar's TokenizerInfo), and a compile placed on it would wait for that.
+ * So the pool keeps one warm spare: whenever a compile or a matcher takes the
+ * last host that is idle with no live matchers, another is started in the
+ * background, within maxHosts (not a host beyond it: each costs a worker and
+ * a TokenizerInfo, and at maxHosts a compile already shares a host, rule 3
+ * or 4). Retiring keeps that one spare as well.
+ *
  * A grammar already compiled (a cache hit) opens its matcher in the host that
  * holds it. The cache maps a grammar's key to its host, least recently used
  * first, bounded across the pool by CACHE_ENTRIES and CACHE_KEY_BYTES; an
@@ -24,8 +32,8 @@
  * closed at the next check (one every retireIdleMs while several run), its
  * grammars leave the cache, as long as another host remains. A host
  * that traps, crashes or does not answer (grammar-host.ts) is dropped the same
- * way; its matchers fail their own requests; if it was the last host, a fresh
- * one starts at once, otherwise the next compile starts one.
+ * way; its matchers fail their own requests; a fresh host starts at once if
+ * it was the last one or the spare.
  */
 import { GrammarHost, GrammarHostDeadError, type GrammarHostOptions } from "./grammar-host.js";
 import type { GrammarSpec } from "./grammar-spec.js";
@@ -39,6 +47,24 @@ export const MAX_GRAMMAR_HOSTS = 3;
 /** A host with no live matchers and no compile this long is closed at the next check, 0–1 such spans later (while another remains), ms. */
 export const HOST_RETIRE_IDLE_MS = 60_000;
 
+/** The pools open in this thread, for terminateGrammarHostHolding only. */
+const openPools = new Set<GrammarHostPool>();
+
+/**
+ * Kills (GrammarHost.kill: the worker is terminated, as by a crash or an OOM
+ * kill) every host of this thread's pools that holds a compiled grammar whose
+ * cache key (grammarKey) contains `needle`; how many it killed. The pools then
+ * handle the loss as they would a real one. A fault-injection hook for tests:
+ * reachable only by code running in the pool's own thread (a --loader module
+ * in the engine worker), never from a request.
+ */
+export function terminateGrammarHostHolding(needle: string): number {
+  const doomed = new Set<GrammarHost>();
+  for (const pool of openPools) for (const host of pool.hostsHolding(needle)) doomed.add(host);
+  for (const host of doomed) host.kill();
+  return doomed.size;
+}
+
 export interface GrammarHostPoolOptions {
   host: GrammarHostOptions;
   /** Hosts at most (≥ 1); 1 is the single host: every compile holds every constrained request. */
@@ -49,6 +75,8 @@ export interface GrammarHostPoolOptions {
 /** A host's bookkeeping: its live matchers, when it last took a compile or a matcher (performance.now()), and its load. */
 interface HostState {
   live: number;
+  /** Compiles placed on it and not yet settled. */
+  compiles: number;
   lastUsed: number;
   /** Resolves once the host loaded the vocabulary. */
   ready: Promise<void>;
@@ -70,6 +98,12 @@ export class GrammarHostPool {
 
   constructor(options: GrammarHostPoolOptions) {
     this.#options = options;
+    openPools.add(this);
+  }
+
+  /** The live hosts holding a compiled grammar whose key contains `needle`. */
+  hostsHolding(needle: string): GrammarHost[] {
+    return [...new Set([...this.#cache].filter(([key, h]) => key.includes(needle) && h.dead === null).map(([, h]) => h))];
   }
 
   /** Starts the first host; rejects if it cannot load the vocabulary. */
@@ -106,8 +140,15 @@ export class GrammarHostPool {
   /** Compiles `spec` under `key` in a host chosen as the header says; rejects with XGrammar's message or GrammarHostDeadError. */
   async compile(key: string, spec: GrammarSpec): Promise<void> {
     const host = this.#placeCompile();
-    this.#touch(host);
-    await host.compile(key, spec);
+    const placed = this.#touch(host);
+    placed.compiles++;
+    const compiled = host.compile(key, spec);
+    this.#keepSpare();
+    try {
+      await compiled;
+    } finally {
+      placed.compiles--;
+    }
     if (host.dead !== null) throw new GrammarHostDeadError(host.dead);
     this.#touch(host);
     const before = this.#cache.get(key);
@@ -127,6 +168,7 @@ export class GrammarHostPool {
     const mid = host.openMatcher(key);
     const state = this.#touch(host);
     state.live++;
+    this.#keepSpare();
     let closed = false;
     const close = (): void => {
       if (closed) return;
@@ -141,6 +183,7 @@ export class GrammarHostPool {
 
   async close(): Promise<void> {
     this.#closed = true;
+    openPools.delete(this);
     if (this.#retireTimer !== null) clearTimeout(this.#retireTimer);
     const hosts = [...this.#hosts.keys()];
     this.#hosts.clear();
@@ -152,17 +195,27 @@ export class GrammarHostPool {
   #placeCompile(): GrammarHost {
     const hosts = [...this.#hosts].filter(([h]) => h.dead === null);
     const empty = hosts.filter(([, s]) => s.live === 0).map(([h]) => h);
-    const free = empty.find((h) => h.idle);
+    const free = empty.find((h) => h.idle) ?? empty.find((h) => !this.#hosts.get(h)!.loaded && this.#hosts.get(h)!.compiles === 0); // a spare still loading is further along than a fresh start
     if (free !== undefined) return free;
     if (hosts.length < this.#options.maxHosts) return this.#spawn();
     if (empty.length > 0) return empty[0]!;
     return hosts.reduce((a, b) => (b[1].live < a[1].live ? b : a))[0];
   }
 
+  /** Hosts free for the next compile now or once loaded: alive, with no live matchers and no compile placed. */
+  #spares(): number {
+    return [...this.#hosts].filter(([h, s]) => h.dead === null && s.live === 0 && s.compiles === 0).length;
+  }
+
+  /** Starts a spare host in the background when none is left, within maxHosts. */
+  #keepSpare(): void {
+    if (!this.#closed && this.#spares() === 0 && this.#hosts.size < this.#options.maxHosts) this.#spawn();
+  }
+
   #spawn(): GrammarHost {
     const host = new GrammarHost(this.#options.host);
     this.hostsStarted++;
-    const state: HostState = { live: 0, lastUsed: performance.now(), ready: host.ready(), loaded: false };
+    const state: HostState = { live: 0, compiles: 0, lastUsed: performance.now(), ready: host.ready(), loaded: false };
     state.ready.then(
       () => (state.loaded = true),
       () => {
@@ -182,10 +235,11 @@ export class GrammarHostPool {
     this.hostsLost++;
     this.#forget(host);
     if (this.#hosts.size === 0 && loaded) this.#spawn();
+    else if (loaded) this.#keepSpare();
   }
 
   #touch(host: GrammarHost): HostState {
-    const state = this.#hosts.get(host) ?? { live: 0, lastUsed: 0, ready: Promise.resolve(), loaded: true }; // a host lost meanwhile: its count no longer matters
+    const state = this.#hosts.get(host) ?? { live: 0, compiles: 0, lastUsed: 0, ready: Promise.resolve(), loaded: true }; // a host lost meanwhile: its count no longer matters
     state.lastUsed = performance.now();
     return state;
   }
@@ -212,7 +266,7 @@ export class GrammarHostPool {
     this.#retireTimer.unref();
   }
 
-  /** Closes hosts unused for retireIdleMs (no live matcher, no compile), least recently used first, keeping one. */
+  /** Closes hosts unused for retireIdleMs (no live matcher, no compile), least recently used first, keeping one and the spare. */
   #retire(): void {
     this.#retireTimer = null;
     const now = performance.now();
@@ -220,7 +274,7 @@ export class GrammarHostPool {
       .filter(([h, s]) => s.live === 0 && h.idle && now - s.lastUsed >= this.#options.retireIdleMs)
       .sort((a, b) => a[1].lastUsed - b[1].lastUsed);
     for (const [host] of idle) {
-      if (this.#hosts.size <= 1) break;
+      if (this.#hosts.size <= 1 || this.#spares() <= 1) break;
       this.#hosts.delete(host);
       this.#forget(host);
       void host.close();

@@ -16,7 +16,9 @@
  * [rows status | rows × ceil(V / 32) masks], grown (and sent again) when a
  * step asks for more rows. A host whose instance trapped, that died, or that
  * does not answer a fill within FILL_TIMEOUT_MS is dead: its matchers fail
- * their requests, and the backend starts a fresh host.
+ * their requests, and the backend starts a fresh host. A host whose thread
+ * stopped (a crash, an out-of-memory kill) is seen dead within
+ * STOPPED_CHECK_MS of a step waiting on it, not FILL_TIMEOUT_MS.
  */
 import { Worker } from "node:worker_threads";
 import { workerExecArgv } from "../runtime/worker-exec-argv.js";
@@ -25,6 +27,9 @@ import { ACCEPTED, COMPILES_DONE, CTRL_WORDS, FILL_SEQ, type HostMessage, type H
 
 /** How long a step waits for its masks before the host is declared dead, ms. */
 export const FILL_TIMEOUT_MS = 5000;
+
+/** While a step waits for its masks, how often it checks that the host's thread still runs, ms. */
+const STOPPED_CHECK_MS = 20;
 
 export type GrammarHostOptions = Omit<HostWorkerData, "ctrl">;
 
@@ -166,6 +171,11 @@ export class GrammarHost {
     };
   }
 
+  /** Terminates the worker as a crash or an OOM kill would: its exit makes the host dead (onDead runs), unlike close(). */
+  kill(): void {
+    void this.#worker.terminate();
+  }
+
   async close(): Promise<void> {
     this.#dead ??= "the grammar host is closed";
     this.#settle(new GrammarHostDeadError(this.#dead));
@@ -177,12 +187,29 @@ export class GrammarHost {
     const deadline = performance.now() + FILL_TIMEOUT_MS;
     for (let cur = Atomics.load(this.#ctrl, FILL_SEQ); cur !== seq; cur = Atomics.load(this.#ctrl, FILL_SEQ)) {
       const left = deadline - performance.now();
-      if (left <= 0 || Atomics.wait(this.#ctrl, FILL_SEQ, cur, left) === "timed-out") {
+      if (left <= 0) {
         this.#die(`the grammar host did not answer a mask request within ${FILL_TIMEOUT_MS} ms`);
         void this.#worker.terminate();
         throw new GrammarHostDeadError(this.#dead!);
       }
+      if (Atomics.wait(this.#ctrl, FILL_SEQ, cur, Math.min(left, STOPPED_CHECK_MS)) === "timed-out" && this.#stopped()) {
+        this.#die("the grammar host exited (its thread stopped: a crash, an out-of-memory kill or a termination)");
+        throw new GrammarHostDeadError(this.#dead!);
+      }
     }
+  }
+
+  /**
+   * Whether the worker's thread has stopped, seen synchronously: its "exit"
+   * event cannot arrive while this thread blocks in Atomics.wait. A stopped
+   * worker's event loop idle time reads -1 (Node's Worker::LoopIdleTime,
+   * src/node_worker.cc, on Node 20 and 24), once eventLoopUtilization() was
+   * first called while the loop ran (it caches the loop's start time then:
+   * #onReply does it when the host has loaded). FILL_TIMEOUT_MS stays the
+   * bound should that ever change.
+   */
+  #stopped(): boolean {
+    return this.#worker.performance.eventLoopUtilization().idle < 0;
   }
 
   #grow(rows: number): void {
@@ -203,6 +230,7 @@ export class GrammarHost {
 
   #onReply(m: HostReply): void {
     if (m.t === "trapped") return this.#die(`the grammar engine trapped (${m.message})`);
+    if (m.id === 0) this.#worker.performance.eventLoopUtilization(); // its loop runs: #stopped can read it from now on
     const waiter = this.#compiles.get(m.id);
     this.#compiles.delete(m.id);
     if (this.#compiles.size === 0) this.#worker.unref();

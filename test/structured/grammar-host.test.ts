@@ -15,6 +15,7 @@ import { Tokenizer, resolveSamplingParams } from "../../src/ops-entry.js";
 import { defaultModelDir } from "../../src/index.js";
 import { parseModelConfig } from "../../src/model/config.js";
 import { GrammarBackend } from "../../src/structured/grammar-backend.js";
+import type { GrammarHost } from "../../src/structured/grammar-host.js";
 import type { GrammarSpec } from "../../src/structured/grammar-spec.js";
 import { ToyRunner } from "../engine/toy-runner.js";
 
@@ -183,4 +184,65 @@ test("masksFor: one row per matcher in the order asked; a stop token is allowed 
   assert.equal(a.isTerminated, true);
   a.dispose();
   b.dispose();
+});
+
+test("a host whose worker stops (killed, as by a crash or an OOM kill) while a step waits for its masks: that step's rows on it fail within a second, not after FILL_TIMEOUT_MS; the other host's rows come; a new compile afterwards works", async () => {
+  const pool = await GrammarBackend.create({ tokenizer, vocabSize: V, stopTokenIds: [2], compileBudgetMs: 120_000, maxHosts: 2 });
+  const choice: GrammarSpec = { type: "choice", choices: ["yes", "no"] };
+  try {
+    await pool.prepare(REGEX);
+    const a = pool.matcher(REGEX);
+    await pool.prepare(choice); // a second host: the first has a live matcher
+    const b = pool.matcher(choice);
+    const victim = (b as unknown as { host: GrammarHost }).host;
+    assert.notEqual((a as unknown as { host: GrammarHost }).host, victim, "the two matchers live on two hosts");
+    victim.kill(); // the worker stops; its exit event cannot arrive while this thread waits for masks below
+    const t0 = Date.now();
+    const masks = pool.masksFor([a, b]);
+    assert.ok(masks.mask(0).some((w) => w !== 0), "the other host's row came");
+    assert.throws(() => masks.mask(1), /the grammar host exited/);
+    assert.ok(Date.now() - t0 < 1000, `the dead host was noticed in ${Date.now() - t0} ms`);
+    await new Promise((r) => setTimeout(r, 50)); // its exit event: the pool drops it
+    assert.deepEqual(pool.hosts, { running: 2, started: 3, lost: 1 }, "it is gone, and a spare replaces it");
+    b.dispose();
+    await pool.prepare(choice); // it left the cache with its host: compiled again
+    const c = pool.matcher(choice);
+    const mask = new Int32Array(Math.ceil(V / 32));
+    c.fillNextMask(mask);
+    assert.ok(mask.some((w) => w !== 0));
+    assert.notEqual((c as unknown as { host: GrammarHost }).host, (a as unknown as { host: GrammarHost }).host, "in the spare (the first host has a live matcher)");
+    a.dispose();
+    c.dispose();
+  } finally {
+    await pool.dispose();
+  }
+});
+
+test("a warm spare: when a matcher or a compile takes the last free host, another starts in the background (within maxHosts), so the next new grammar compiles without waiting for a host to start", async () => {
+  const pool = await GrammarBackend.create({ tokenizer, vocabSize: V, stopTokenIds: [2], compileBudgetMs: 120_000, maxHosts: 3 });
+  const choice: GrammarSpec = { type: "choice", choices: ["yes", "no"] };
+  const third: GrammarSpec = { type: "regex", pattern: "[0-9]{4}" };
+  const loaded = async () => {
+    while (!pool.idle) await tick(); // every host loaded (a load counts as a compile)
+  };
+  try {
+    assert.deepEqual(pool.hosts, { running: 1, started: 1, lost: 0 });
+    await pool.prepare(REGEX);
+    assert.deepEqual(pool.hosts, { running: 2, started: 2, lost: 0 }, "the compile took the only free host: a spare started");
+    const a = pool.matcher(REGEX);
+    assert.deepEqual(pool.hosts, { running: 2, started: 2, lost: 0 }, "the spare is still free");
+    await loaded();
+    const spare = pool.hosts.started;
+    await pool.prepare(choice);
+    const b = pool.matcher(choice);
+    assert.notEqual((b as unknown as { host: GrammarHost }).host, (a as unknown as { host: GrammarHost }).host);
+    assert.deepEqual(pool.hosts, { running: 3, started: spare + 1, lost: 0 }, "the new grammar compiled in the warm spare, and the next spare started");
+    await loaded();
+    await pool.prepare(third);
+    const c = pool.matcher(third);
+    assert.deepEqual(pool.hosts, { running: 3, started: 3, lost: 0 }, "never beyond maxHosts");
+    for (const m of [a, b, c]) m.dispose();
+  } finally {
+    await pool.dispose();
+  }
 });
