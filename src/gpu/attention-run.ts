@@ -53,7 +53,7 @@ function checkKvDtype(dtype: string, paged: boolean, t: ProblemTensors): GpuCach
   const allowed = paged ? GPU_CACHE_DTYPES : GPU_KV_DTYPES;
   const where = paged ? "a paged cache" : "dense K/V (int8 and fp8: a paged cache)";
   if (!(allowed as readonly string[]).includes(dtype)) throw new ArgumentError("k.dtype", `must be one of ${allowed.join(" | ")} for ${where} on the webgpu backend, got ${show(dtype)}`);
-  if (dtype === "int8" && !(t.kScale && t.vScale)) throw new ArgumentError("cache", "an int8 cache on the webgpu backend needs its per-token scales (int8.mode \"per-token\")");
+  if (dtype === "int8" && !(t.kScale && t.vScale)) throw new ArgumentError("cache", "is int8 without per-token scales, which the webgpu backend needs (int8.mode \"per-token\")");
   return dtype as GpuCacheDtype;
 }
 
@@ -151,7 +151,7 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
   const vUp = withScales(v, kvDtype === "int8" ? t.vScale : undefined);
   // The scale of element e is at e / D from kvScaleOff: K and V start at their span's first word and share the offset.
   if (kvDtype === "int8" && (t.k.ptr !== k.start || t.v.ptr !== v.start || kUp.scaleOff !== vUp.scaleOff)) {
-    throw new ArgumentError("cache", "an int8 cache's K and V must start on a 4-byte boundary and have the same size (a PagedKvCache layer does)");
+    throw new ArgumentError("cache", "must keep an int8 layer's K and V on 4-byte boundaries and of one size (a PagedKvCache layer does)");
   }
   const aux = packAux(p, t);
   const outFloats = plan.T * p.H * p.D;

@@ -32,9 +32,9 @@ export const GPU_PLAN_SLOTS = 256;
 
 /** The cache quantizations the GPU kernels read (kv-load.ts): none, int8 per-token, fp8 at scale 1. */
 function checkGpuQuant(quant: KvQuantMode, layer: KvLayer): void {
-  if (quant === "per-channel") throw new ArgumentError("cache", "an int8 per-channel cache does not run on the webgpu backend yet (per-token does): use the CPU pagedAttention");
+  if (quant === "per-channel") throw new ArgumentError("cache", "is int8 per-channel, which the webgpu backend does not run yet (int8 per-token it does): use the CPU pagedAttention");
   if (quant === "per-tensor" && (layer.kScalar !== 1 || layer.vScalar !== 1)) {
-    throw new ArgumentError("cache", `an fp8 cache with per-tensor scales (k ${layer.kScalar}, v ${layer.vScalar}) does not run on the webgpu backend yet (scale 1 does): use the CPU pagedAttention`);
+    throw new ArgumentError("cache", `is fp8 with per-tensor scales (k ${layer.kScalar}, v ${layer.vScalar}), which the webgpu backend does not run yet (scale 1 it does): use the CPU pagedAttention`);
   }
 }
 
