@@ -4,7 +4,7 @@
  * weights streamed from the safetensors or GGUF file and converted as for the
  * CPU), then the weights go up to the GPU once (gpu-weights.ts) and the wasm
  * copy is freed. The KV cache takes the plan's blocks, block size and dtype
- * (f32 | f16 | bf16 on the GPU).
+ * (f32 | f16 | bf16 | int8 | fp8e4m3 | fp8e5m2 on the GPU).
  *
  *   const gpu = await GpuDevice.open({ device: "webgpu" });
  *   const model = await loadGpuModel(rt, gpu, source, { weights: "q8" });
