@@ -7,13 +7,17 @@
  * split sequences, the
  * FlashDecoding merge run in one submission, and the compact out [T, H, D]
  * and lse [T, H] come back into the problem's out and lse tensors.
+ *
+ * A paged cache may be int8 (per-token scales) or fp8 (scale 1): its K (V)
+ * buffer on the GPU is the codes then the scales f32 [numSlots, Hkv], the
+ * layout of the WebGPU ModelRunner's cache (wgsl/kv-load.ts cacheLayout).
  */
 import type { AttentionProblem } from "../attention/problem.js";
 import { ArgumentError, show } from "../errors.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { type GpuPlanTables, buildGpuPlan } from "./attention-plan.js";
 import type { GpuDevice } from "./device.js";
-import { GPU_KV_DTYPES, GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
+import { GPU_CACHE_DTYPES, GPU_CACHE_DTYPE_CODE, GPU_KV_DTYPES, type GpuCacheDtype } from "./wgsl/kv-load.js";
 import { WORKGROUP, chooseTile, dmaxFor, flashAttentionWgsl } from "./wgsl/flash-attention.js";
 import { DECODE_RMAX, decodeAttentionWgsl } from "./wgsl/decode-attention.js";
 import { mergeStatesWgsl } from "./wgsl/merge-states.js";
@@ -27,6 +31,9 @@ export interface ProblemTensors {
   bias?: Tensor | undefined;
   mask?: Tensor | undefined;
   alibiSlopes?: Tensor | undefined;
+  /** An int8 paged cache's per-token scales f32 [numBlocks, blockSize, Hkv] (PagedKvCache's kScale, vScale). */
+  kScale?: Tensor | undefined;
+  vScale?: Tensor | undefined;
 }
 
 /** How the keys are split: per sequence chunk bounds [0, …, sk]; the paged table when paged. */
@@ -41,9 +48,24 @@ function span(t: Tensor): { bytes: Uint8Array; start: number } {
   return { bytes: new Uint8Array(t.memory.buffer, start, t.ptr + t.byteLength - start), start };
 }
 
-function checkKvDtype(dtype: string): GpuKvDtype {
-  if (!(GPU_KV_DTYPES as readonly string[]).includes(dtype)) throw new ArgumentError("k.dtype", `must be one of ${GPU_KV_DTYPES.join(" | ")} on the webgpu backend, got ${show(dtype)}`);
-  return dtype as GpuKvDtype;
+/** The float dtypes anywhere; the 1-byte cache dtypes only in a paged cache (int8 with its per-token scales). */
+function checkKvDtype(dtype: string, paged: boolean, t: ProblemTensors): GpuCacheDtype {
+  const allowed = paged ? GPU_CACHE_DTYPES : GPU_KV_DTYPES;
+  const where = paged ? "a paged cache" : "dense K/V (int8 and fp8: a paged cache)";
+  if (!(allowed as readonly string[]).includes(dtype)) throw new ArgumentError("k.dtype", `must be one of ${allowed.join(" | ")} for ${where} on the webgpu backend, got ${show(dtype)}`);
+  if (dtype === "int8" && !(t.kScale && t.vScale)) throw new ArgumentError("cache", "is int8 without per-token scales, which the webgpu backend needs (int8.mode \"per-token\")");
+  return dtype as GpuCacheDtype;
+}
+
+/** k's (or v's) span, then for int8 its scales from a 4-byte boundary: the bytes to upload and the scales' word offset. */
+function withScales(x: { bytes: Uint8Array }, scale: Tensor | undefined): { bytes: Uint8Array; scaleOff: number } {
+  if (!scale) return { bytes: x.bytes, scaleOff: 0 };
+  const pad = Math.ceil(x.bytes.byteLength / 4) * 4;
+  const s = new Uint8Array(scale.memory.buffer, scale.ptr, scale.byteLength);
+  const bytes = new Uint8Array(pad + s.byteLength);
+  bytes.set(x.bytes);
+  bytes.set(s, pad);
+  return { bytes, scaleOff: pad / 4 };
 }
 
 /** The aux buffer: bias (f32), mask (u8) and ALiBi slopes (f32) concatenated at 4-byte boundaries. */
@@ -114,7 +136,7 @@ export interface GpuAttentionLaunch {
 
 /** Checks the GPU limits, compiles (or reuses) the pipelines and uploads everything `p` reads. */
 export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem, t: ProblemTensors, split: ProblemSplit): Promise<GpuAttentionLaunch> {
-  const kvDtype = checkKvDtype(p.kvDtype);
+  const kvDtype = checkKvDtype(p.kvDtype, p.paged !== undefined, t);
   const kernel = chooseAttentionKernel(gpu, p);
   const plan = buildGpuPlan(p.seqs, split.bounds, p.Hkv, p.G, kernel.rows, split.table);
   const paged = p.paged !== undefined;
@@ -125,12 +147,18 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
   const q = span(t.q);
   const k = span(t.k);
   const v = span(t.v);
+  const kUp = withScales(k, kvDtype === "int8" ? t.kScale : undefined);
+  const vUp = withScales(v, kvDtype === "int8" ? t.vScale : undefined);
+  // The scale of element e is at e / D from kvScaleOff: K and V start at their span's first word and share the offset.
+  if (kvDtype === "int8" && (t.k.ptr !== k.start || t.v.ptr !== v.start || kUp.scaleOff !== vUp.scaleOff)) {
+    throw new ArgumentError("cache", "must keep an int8 layer's K and V on 4-byte boundaries and of one size (a PagedKvCache layer does)");
+  }
   const aux = packAux(p, t);
   const outFloats = plan.T * p.H * p.D;
   const lseFloats = plan.T * p.H;
   const partO = plan.slots * p.H * plan.partSq * p.D;
   const partL = plan.slots * p.H * plan.partSq;
-  for (const [what, n] of [["q", q.bytes.byteLength], ["k", k.bytes.byteLength], ["v", v.bytes.byteLength], ["out", (outFloats + partO) * 4]] as const) checkBinding(gpu, what, n);
+  for (const [what, n] of [["q", q.bytes.byteLength], ["k", kUp.bytes.byteLength], ["v", vUp.bytes.byteLength], ["out", (outFloats + partO) * 4]] as const) checkBinding(gpu, what, n);
 
   const [wgX, wgY] = dispatchSize(gpu, plan.nItems);
   const s = p.score;
@@ -146,7 +174,7 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
     bsJ: s.bias?.sJ ?? 0, maskOff: aux.at.mask ?? 0, msB: s.mask?.sB ?? 0, msH: s.mask?.sH ?? 0,
     msI: s.mask?.sI ?? 0, msJ: s.mask?.sJ ?? 0, alibiOff: aux.at.alibi ?? 0, asB: s.alibi?.sB ?? 0,
     partOOff: outFloats, partLOff: lseFloats, wgX, chunksOff: plan.chunksOff,
-    D: p.D, kvDtype: GPU_KV_DTYPE_CODE[kvDtype], paged: paged ? 1 : 0, pad0: 0,
+    D: p.D, kvDtype: GPU_CACHE_DTYPE_CODE[kvDtype], paged: paged ? 1 : 0, kvScaleOff: kUp.scaleOff,
   };
   const d = gpu.device;
   const owned: GPUBuffer[] = [];
@@ -169,8 +197,8 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
     return await gpu.scoped("uploading an attention call", () => {
       const bufs = {
         q: up(q.bytes, "attention q"),
-        k: up(k.bytes, "attention k"),
-        v: up(v.bytes, "attention v"),
+        k: up(kUp.bytes, "attention k"),
+        v: up(vUp.bytes, "attention v"),
         plan: up(new Uint8Array(plan.data.buffer), "attention plan"),
         aux: up(aux.bytes, "attention aux"),
         out: acquire((outFloats + partO) * 4, "attention out"),

@@ -13,7 +13,10 @@ import { type IncreFlashAttentionOptions, prepareIncreFlashAttention } from "../
 import type { AttentionPlan } from "../attention/plan.js";
 import type { AttentionProblem } from "../attention/problem.js";
 import type { AttentionResult } from "../attention/types.js";
+import type { KvQuantMode } from "../kv/kv-quant.js";
 import { type PagedAttentionOptions, preparePagedAttention } from "../kv/paged-attention.js";
+import type { KvLayer } from "../kv/paged-kv-cache.js";
+import { ArgumentError } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { type ProblemSplit, type ProblemTensors, runAttentionOnGpu } from "./attention-run.js";
 import type { GpuDevice } from "./device.js";
@@ -26,6 +29,14 @@ import type { GpuDevice } from "./device.js";
  * build it with `threads: GPU_PLAN_SLOTS` for the GPU.
  */
 export const GPU_PLAN_SLOTS = 256;
+
+/** The cache quantizations the GPU kernels read (kv-load.ts): none, int8 per-token, fp8 at scale 1. */
+function checkGpuQuant(quant: KvQuantMode, layer: KvLayer): void {
+  if (quant === "per-channel") throw new ArgumentError("cache", "is int8 per-channel, which the webgpu backend does not run yet (int8 per-token it does): use the CPU pagedAttention");
+  if (quant === "per-tensor" && (layer.kScalar !== 1 || layer.vScalar !== 1)) {
+    throw new ArgumentError("cache", `is fp8 with per-tensor scales (k ${layer.kScalar}, v ${layer.vScalar}), which the webgpu backend does not run yet (scale 1 it does): use the CPU pagedAttention`);
+  }
+}
 
 async function dispatch(rt: Runtime, gpu: GpuDevice, p: AttentionProblem, tensors: ProblemTensors, split: ProblemSplit): Promise<AttentionResult> {
   try {
@@ -57,12 +68,19 @@ export async function gpuIncreFlashAttention(gpu: GpuDevice, rt: Runtime, option
   }
 }
 
-/** pagedAttention (a ragged or uniform batch over a PagedKvCache with its block table) on the GPU. f32 | f16 | bf16 caches. */
+/**
+ * pagedAttention (a ragged or uniform batch over a PagedKvCache with its
+ * block table) on the GPU. f32 | f16 | bf16 caches, int8 with per-token
+ * scales, fp8e4m3 | fp8e5m2 with per-tensor scale 1 (what loadModel makes);
+ * int8 per-channel and other fp8 scales are ArgumentErrors.
+ */
 export async function gpuPagedAttention(gpu: GpuDevice, rt: Runtime, options: PagedAttentionOptions): Promise<AttentionResult> {
   const { p, plan, ownPlan } = preparePagedAttention(rt, options, GPU_PLAN_SLOTS);
   try {
     const layer = options.cache.layer(options.layer);
-    return await dispatch(rt, gpu, p, { ...options, k: layer.k, v: layer.v }, planSplit(plan));
+    checkGpuQuant(options.cache.quant, layer);
+    const scales = options.cache.quant === "per-token" ? { kScale: layer.kScale!, vScale: layer.vScale! } : {};
+    return await dispatch(rt, gpu, p, { ...options, k: layer.k, v: layer.v, ...scales }, planSplit(plan));
   } finally {
     if (ownPlan) plan.dispose();
   }

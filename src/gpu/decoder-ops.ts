@@ -23,7 +23,7 @@ import { GEMV_BLOCK_TOKENS, embeddingBlocksWgsl, gemvBlocksWgsl } from "./wgsl/g
 import { DEQUANT_VALUE, GPU_BLOCK, GPU_BLOCK_CODE } from "./wgsl/quant-blocks.js";
 import type { GpuBlockType } from "./quant-blocks.js";
 import { kvAppendWgsl } from "./wgsl/kv-append.js";
-import { GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
+import { GPU_CACHE_DTYPE_CODE, GPU_KV_DTYPE_CODE, type GpuCacheDtype, type GpuKvDtype, cacheLayout } from "./wgsl/kv-load.js";
 
 /** A tensor in a GPU buffer: `offset` elements in (f32 elements; for f16/bf16 weights, 2-byte elements). */
 export interface GpuView {
@@ -109,10 +109,10 @@ export interface GpuKvAppendArgs {
   vTokenStride?: number;
   /** int32 [tokens]: blockId · blockSize + offset, or −1 to skip the token. Checked on the CPU (checkSlotMapping) before upload. */
   slots: GpuView;
-  /** The cache's K and V [numSlots, Hkv, D] in `dtype`. */
+  /** The cache's K and V [numSlots, Hkv, D] in `dtype` (int8: the per-token scales after the codes, wgsl/kv-load.ts cacheLayout). */
   cacheK: GpuView;
   cacheV: GpuView;
-  dtype: GpuKvDtype;
+  dtype: GpuCacheDtype;
   numSlots: number;
   tokens: number;
   numKvHeads: number;
@@ -321,19 +321,22 @@ export class GpuDecoderOps {
     const d = count("headDim", a.headDim);
     const numSlots = count("numSlots", a.numSlots);
     if (a.dtype !== "f32" && d % 2 !== 0) throw new ArgumentError("headDim", `must be even for a ${a.dtype} cache on the GPU (two elements a word), got ${d}`);
+    const bytes = a.dtype === "f32" ? 4 : a.dtype === "f16" || a.dtype === "bf16" ? 2 : 1;
+    if (bytes === 1 && d % 4 !== 0) throw new ArgumentError("headDim", `must be a multiple of 4 for a ${a.dtype} cache on the GPU (four elements a word), got ${d}`);
     const stride = a.tokenStride ?? hkv * d;
     const vStride = a.vTokenStride ?? stride;
     const kOff = fits("k", a.k, (tokens - 1) * stride + hkv * d);
     const vOff = fits("v", a.v, (tokens - 1) * vStride + hkv * d);
     if (fits("slots", a.slots, tokens) !== 0) throw new ArgumentError("slots.offset", `must be 0, got ${a.slots.offset}`);
-    const eb = a.dtype === "f32" ? 4 : 2;
+    const layout = cacheLayout(numSlots, hkv, d, a.dtype);
     for (const name of ["cacheK", "cacheV"] as const) {
-      if (fits(name, a[name], numSlots * hkv * d, eb) !== 0) throw new ArgumentError(`${name}.offset`, `must be 0, got ${a[name].offset}`);
+      if (fits(name, a[name], layout.bytes, 1) !== 0) throw new ArgumentError(`${name}.offset`, `must be 0, got ${a[name].offset}`);
     }
-    const words = (tokens * hkv * d * eb) / 4;
-    const groups = Math.ceil((2 * words) / 64);
+    // One invocation per word (float dtypes) or per (token, KV head) row (1-byte dtypes).
+    const items = bytes === 1 ? tokens * hkv : (tokens * hkv * d * bytes) / 4;
+    const groups = Math.ceil((2 * items) / 64);
     const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    const params = new Uint32Array([tokens, hkv, d, GPU_KV_DTYPE_CODE[a.dtype], kOff, vOff, stride, wgX, vStride, 0, 0, 0]);
+    const params = new Uint32Array([tokens, hkv, d, GPU_CACHE_DTYPE_CODE[a.dtype], kOff, vOff, stride, wgX, vStride, layout.scaleOff, 0, 0]);
     this.#dispatch(pass, this.#append, params, [a.k.buffer, a.v.buffer, a.slots.buffer, a.cacheK.buffer, a.cacheV.buffer], groups);
   }
 

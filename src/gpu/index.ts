@@ -13,5 +13,5 @@ export { GpuDevice, type GpuDeviceOptions, GpuError, type GpuFeature, type GpuLi
 export { SWIFTSHADER_ICD, WebGpuUnavailableError, loadWebGpu } from "./webgpu-module.js";
 export { GPU_PLAN_SLOTS, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "./attention.js";
 export { GpuModelRunner, type GpuModelRunnerOptions } from "./model-runner.js";
-export type { GpuKvDtype } from "./wgsl/kv-load.js";
+export type { GpuCacheDtype, GpuKvDtype } from "./wgsl/kv-load.js";
 export { type LoadedGpuModel, loadGpuModel } from "./load-model.js";

@@ -4,7 +4,7 @@
  * weights streamed from the safetensors or GGUF file and converted as for the
  * CPU), then the weights go up to the GPU once (gpu-weights.ts) and the wasm
  * copy is freed. The KV cache takes the plan's blocks, block size and dtype
- * (f32 | f16 | bf16 on the GPU).
+ * (f32 | f16 | bf16 | int8 | fp8e4m3 | fp8e5m2 on the GPU).
  *
  *   const gpu = await GpuDevice.open({ device: "webgpu" });
  *   const model = await loadGpuModel(rt, gpu, source, { weights: "q8" });
@@ -16,7 +16,7 @@ import type { ModelSource } from "../model/source.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { GpuDevice } from "./device.js";
 import { GpuModelRunner } from "./model-runner.js";
-import { GPU_KV_DTYPES, type GpuKvDtype } from "./wgsl/kv-load.js";
+import { GPU_CACHE_DTYPES, type GpuCacheDtype } from "./wgsl/kv-load.js";
 
 export interface LoadedGpuModel extends LoadedModelInfo {
   runner: GpuModelRunner;
@@ -27,15 +27,15 @@ export async function loadGpuModel(rt: Runtime, gpu: GpuDevice, model: ModelSour
   const { weights, loaded } = loadModelWeights(rt, model, options);
   try {
     const { plan } = loaded;
-    if (!(GPU_KV_DTYPES as readonly string[]).includes(plan.kvDtype)) {
-      throw new ArgumentError("kvDtype", `must be one of ${GPU_KV_DTYPES.join(" | ")} (or "auto") on the webgpu device, got ${show(options.kvDtype ?? plan.kvDtype)}`);
+    if (!(GPU_CACHE_DTYPES as readonly string[]).includes(plan.kvDtype)) {
+      throw new ArgumentError("kvDtype", `must be one of ${GPU_CACHE_DTYPES.join(" | ")} (or "auto") on the webgpu device, got ${show(options.kvDtype ?? plan.kvDtype)}`);
     }
     const runner = await GpuModelRunner.create(gpu, rt, {
       config: loaded.config,
       weights,
       numBlocks: plan.numBlocks,
       blockSize: plan.blockSize,
-      kvDtype: plan.kvDtype as GpuKvDtype,
+      kvDtype: plan.kvDtype as GpuCacheDtype,
       maxModelLen: plan.maxModelLen,
       ...(own.ownDevice === undefined ? {} : { ownDevice: own.ownDevice }),
     });

@@ -40,7 +40,7 @@ import type { GpuDevice } from "./device.js";
 import { type GpuDecoderWeights, encodeLinear, uploadDecoderWeights } from "./gpu-weights.js";
 import { PagedAttentionStep } from "./paged-attention-step.js";
 import { modelLengthLimit } from "../model/max-model-len.js";
-import { GPU_KV_DTYPES, type GpuKvDtype } from "./wgsl/kv-load.js";
+import { GPU_CACHE_DTYPES, type GpuCacheDtype, cacheLayout } from "./wgsl/kv-load.js";
 import { BufferUsage, MapMode } from "./constants.js";
 
 export interface GpuModelRunnerOptions {
@@ -50,8 +50,8 @@ export interface GpuModelRunnerOptions {
   /** Blocks of the paged KV cache and tokens per block (the engine's KvCacheManager uses the same). */
   numBlocks: number;
   blockSize: number;
-  /** KV storage: f32 | f16 | bf16. */
-  kvDtype: GpuKvDtype;
+  /** KV storage: f32 | f16 | bf16 | int8 (per-token scales) | fp8e4m3 | fp8e5m2 (scale 1), as the CPU's PagedKvCache stores them. */
+  kvDtype: GpuCacheDtype;
   /** Longest sequence accepted (loadGpuModel: the memory plan's). Default min(the model's limit, numBlocks · blockSize). */
   maxModelLen?: number;
   /** dispose() destroys the device too (a loader opened it for this runner). Default false. */
@@ -101,7 +101,7 @@ export class GpuModelRunner implements ModelRunner {
   readonly vocabSize: number;
   readonly maxModelLen: number;
   readonly kvCache: KvCacheGeometry;
-  readonly kvDtype: GpuKvDtype;
+  readonly kvDtype: GpuCacheDtype;
   readonly gpu: GpuDevice;
   /** What the GPU holds of the weights ("q8", "bf16", "q4_k, q6_k", "f32 (from q3_k)"), and the bytes uploaded. */
   readonly weightFormat: string;
@@ -111,6 +111,8 @@ export class GpuModelRunner implements ModelRunner {
   readonly #w: GpuDecoderWeights;
   readonly #destroyWeights: () => void;
   readonly #cache: { k: GPUBuffer; v: GPUBuffer }[];
+  /** int8: the word where each K/V buffer's per-token scales start (wgsl/kv-load.ts cacheLayout). */
+  readonly #kvScaleOff: number;
   readonly #cosSin: GPUBuffer;
   readonly #windows: ([number, number] | undefined)[];
   readonly #ownDevice: boolean;
@@ -140,8 +142,10 @@ export class GpuModelRunner implements ModelRunner {
       return b;
     };
     try {
-      // The paged KV cache: per layer K and V [numBlocks · blockSize, Hkv, D] in kvDtype.
-      const layerBytes = options.numBlocks * options.blockSize * c.numKvHeads * c.headDim * (options.kvDtype === "f32" ? 4 : 2);
+      // The paged KV cache: per layer K and V [numBlocks · blockSize, Hkv, D] in kvDtype (int8: + scales [numBlocks · blockSize, Hkv]).
+      const layout = cacheLayout(options.numBlocks * options.blockSize, c.numKvHeads, c.headDim, options.kvDtype);
+      const layerBytes = layout.bytes;
+      this.#kvScaleOff = layout.scaleOff;
       const max = gpu.limits.maxStorageBufferBindingSize;
       if (layerBytes > max) throw new ArgumentError("numBlocks", `gives a KV layer of ${layerBytes} bytes, beyond the adapter's maxStorageBufferBindingSize ${max}: lower kvCacheBytes or numBlocks (got ${options.numBlocks})`);
       this.#cache = Array.from({ length: c.numLayers }, (_, l) => ({ k: buffer(layerBytes, `layer ${l} K cache`), v: buffer(layerBytes, `layer ${l} V cache`) }));
@@ -160,10 +164,11 @@ export class GpuModelRunner implements ModelRunner {
     checkGpuSupport(c);
     const numBlocks = checkInt("numBlocks", options.numBlocks, { min: 1 });
     const blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: 256 });
-    if (!(GPU_KV_DTYPES as readonly string[]).includes(options.kvDtype)) {
-      throw new ArgumentError("kvDtype", `must be one of ${GPU_KV_DTYPES.join(" | ")} on the webgpu device, got ${show(options.kvDtype)}`);
+    if (!(GPU_CACHE_DTYPES as readonly string[]).includes(options.kvDtype)) {
+      throw new ArgumentError("kvDtype", `must be one of ${GPU_CACHE_DTYPES.join(" | ")} on the webgpu device, got ${show(options.kvDtype)}`);
     }
     if (options.kvDtype !== "f32" && c.headDim % 2 !== 0) throw new ArgumentError("kvDtype", `${options.kvDtype} needs an even head dim on the webgpu device, got ${c.headDim}`);
+    if (/^(int8|fp8)/.test(options.kvDtype) && c.headDim % 4 !== 0) throw new ArgumentError("kvDtype", `${options.kvDtype} needs a head dim that is a multiple of 4 on the webgpu device, got ${c.headDim}`);
     const limit = Math.min(modelLengthLimit(c).tokens, numBlocks * blockSize); // loadGpuModel passes the plan's maxModelLen, resolved once (model/max-model-len.ts)
     const maxModelLen = options.maxModelLen === undefined ? limit : checkInt("maxModelLen", options.maxModelLen, { min: 1, max: limit });
     const ops = await GpuDecoderOps.create(gpu);
@@ -217,7 +222,7 @@ export class GpuModelRunner implements ModelRunner {
     let attn: PagedAttentionStep | null = null;
     let b: StepBuffers | null = null;
     try {
-      attn = await PagedAttentionStep.create(gpu, this.#rt, { H: c.numHeads, Hkv: c.numKvHeads, D: c.headDim, kvDtype: this.kvDtype, blockSize: this.kvCache.blockSize, scale: c.attentionScale, softcap: c.attnLogitSoftcap }, batch);
+      attn = await PagedAttentionStep.create(gpu, this.#rt, { H: c.numHeads, Hkv: c.numKvHeads, D: c.headDim, kvDtype: this.kvDtype, kvScaleOff: this.#kvScaleOff, blockSize: this.kvCache.blockSize, scale: c.attentionScale, softcap: c.attnLogitSoftcap }, batch);
       const bufs = (b = this.#acquire(T, S, attn.outFloats, attn.lseFloats));
       const step = attn;
       return await gpu.scoped("running a forward step", async () => {

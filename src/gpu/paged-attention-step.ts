@@ -10,7 +10,8 @@
  * merge, over
  *
  *   q    the layer's q columns of qkv [T, (H + 2·Hkv)·D] (or a normed copy [T, H, D])
- *   k, v the layer's paged cache [numSlots, Hkv, D] in f32 | f16 | bf16
+ *   k, v the layer's paged cache [numSlots, Hkv, D] in f32 | f16 | bf16 | int8 |
+ *        fp8e4m3 | fp8e5m2 (int8: its per-token scales after the codes, kv-load.ts)
  *   out  att [T, H, D] compact, the split partials after it ([slots, H, partSq, D])
  *   lse  [T, H], partials after it
  *
@@ -27,14 +28,16 @@ import { chooseAttentionKernel } from "./attention-run.js";
 import type { GpuDevice } from "./device.js";
 import { mergeStatesWgsl } from "./wgsl/merge-states.js";
 import { WORKGROUP } from "./wgsl/flash-attention.js";
-import { GPU_KV_DTYPE_CODE, type GpuKvDtype } from "./wgsl/kv-load.js";
+import { GPU_CACHE_DTYPE_CODE, type GpuCacheDtype } from "./wgsl/kv-load.js";
 import { type AttnParams, packAttnParams } from "./wgsl/params.js";
 
 export interface AttentionShape {
   H: number;
   Hkv: number;
   D: number;
-  kvDtype: GpuKvDtype;
+  kvDtype: GpuCacheDtype;
+  /** int8: the word where the per-token scales start in each K and V buffer (kv-load.ts cacheLayout); else 0. */
+  kvScaleOff: number;
   blockSize: number;
   /** Softmax scale (the model's: 1/√D, or Gemma's query_pre_attn_scalar^−½). */
   scale: number;
@@ -139,7 +142,7 @@ export class PagedAttentionStep {
       bsJ: 0, maskOff: 0, msB: 0, msH: 0,
       msI: 0, msJ: 0, alibiOff: 0, asB: 0,
       partOOff: t.T * H * D, partLOff: t.T * H, wgX, chunksOff: t.chunksOff,
-      D, kvDtype: GPU_KV_DTYPE_CODE[kvDtype], paged: 1, pad0: 0,
+      D, kvDtype: GPU_CACHE_DTYPE_CODE[kvDtype], paged: 1, kvScaleOff: this.#shape.kvScaleOff,
     };
     const d = this.#gpu.device;
     const uniform = this.#gpu.uniform(packAttnParams(params), "attention params");

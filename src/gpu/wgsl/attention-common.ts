@@ -9,7 +9,7 @@
  * f32 as words); 6 out f32 (compact [T, H, D], then the split partials);
  * 7 lse as f32 bits ([T, H], then the partials).
  */
-import { kvLoadFn } from "./kv-load.js";
+import { FP8_E4M3_DECODE_WGSL, cacheLoadFn } from "./kv-load.js";
 
 /** Marks an excluded key's score; any real score is above −1e38. */
 export const EXCLUDED_WGSL = "const EXCLUDED: f32 = -3.0e38;\nconst NEG_INF_BITS: u32 = 0xff800000u;\n";
@@ -51,8 +51,8 @@ export function workItemWgsl(): string {
 }
 
 export function attentionScoreWgsl(): string {
-  return `${kvLoadFn("loadK", "kb")}
-${kvLoadFn("loadV", "vb")}
+  return `${FP8_E4M3_DECODE_WGSL}${cacheLoadFn("loadK", "kb")}
+${cacheLoadFn("loadV", "vb")}
 // Element index of key row j (0-based in the sequence) of KV head kvh: dense strides or the block table.
 fn keySlot(b: u32, j: u32, k0: u32) -> u32 {
   let t = k0 + j;

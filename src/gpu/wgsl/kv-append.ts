@@ -7,10 +7,20 @@
  * adjacent 16-bit elements packed (f16 by pack2x16float, bf16 rounded to
  * nearest even) — so no two invocations share a word (D even for 16-bit
  * caches). K and V in one dispatch: the second half of the invocations write V.
+ *
+ * The 1-byte dtypes (codes ≥ 3, the CPU's assembly/kv/append.ts modes as
+ * loadModel makes them) take one invocation per (token, KV head) row of D
+ * values (D % 4 == 0, so rows own their words):
+ *   int8      per-token: s = max|x| / 127 stored at word scaleOff + slot · Hkv + h,
+ *             q = round-half-even(x / s) clamped to [−128, 127] (0 when s = 0)
+ *   fp8e4m3   fp8(x), round to nearest even, saturating (OCP), per-tensor scale 1
+ *   fp8e5m2   likewise
+ * WGSL's f32 division is within 2.5 ULP, not correctly rounded as wasm's is:
+ * a code may differ by one from the CPU's where x / s lies at a half.
  */
 export function kvAppendWgsl(): string {
   return `// KV append
-struct Params { tokens: u32, hkv: u32, d: u32, dtype: u32, kOff: u32, vOff: u32, tokenStride: u32, wgX: u32, vTokenStride: u32, pad0: u32, pad1: u32, pad2: u32 }
+struct Params { tokens: u32, hkv: u32, d: u32, dtype: u32, kOff: u32, vOff: u32, tokenStride: u32, wgX: u32, vTokenStride: u32, scaleOff: u32, pad1: u32, pad2: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> newK: array<f32>;
 @group(0) @binding(2) var<storage, read> newV: array<f32>;
@@ -35,8 +45,76 @@ fn word(isV: bool, t: u32, e: u32) -> u32 {
   return bf16(a) | (bf16(b) << 16u);
 }
 
+// f32 → a small float (E exponent bits, M mantissa bits, bias BIAS), nearest even, saturating:
+// assembly/tensor/dtype.ts encodeSmallFloat with sat, step for step.
+fn smallFloat(x: f32, E: u32, M: u32, BIAS: i32, MAXCODE: u32, NANCODE: u32) -> u32 {
+  let b = bitcast<u32>(x);
+  let a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) { return NANCODE; }
+  let sign = (b >> 31u) << (E + M);
+  if (a == 0x7f800000u) { return sign | MAXCODE; }
+  var code: u32;
+  if (a < (u32(128 - BIAS) << 23u)) {
+    let magic = bitcast<f32>(u32(151 - BIAS - i32(M)) << 23u);   // adding it rounds to the subnormal quantum
+    code = bitcast<u32>(bitcast<f32>(a) + magic) - bitcast<u32>(magic);
+  } else {
+    let s = 23u - M;
+    code = (a + bitcast<u32>(BIAS - 127) * 0x800000u + ((1u << (s - 1u)) - 1u) + ((a >> s) & 1u)) >> s;
+  }
+  return select(sign | code, sign | MAXCODE, code > MAXCODE);
+}
+
+fn src(isV: bool, i: u32) -> f32 {
+  if (isV) { return newV[P.vOff + i]; }
+  return newK[P.kOff + i];
+}
+
+fn put(isV: bool, i: u32, value: u32) {
+  if (isV) { cacheV[i] = value; } else { cacheK[i] = value; }
+}
+
+// One (token, KV head) row of a 1-byte cache: D / 4 words (and int8's scale).
+fn byteRow(isV: bool, t: u32, h: u32, slot: u32) {
+  let x0 = t * select(P.tokenStride, P.vTokenStride, isV) + h * P.d;
+  let row = slot * P.hkv + h;
+  var s = 0.0;
+  if (P.dtype == 3u) {
+    var amax = 0.0;
+    for (var i = 0u; i < P.d; i++) { amax = max(amax, abs(src(isV, x0 + i))); }
+    s = amax / 127.0;
+    put(isV, P.scaleOff + row, bitcast<u32>(s));
+  }
+  for (var w = 0u; w < P.d / 4u; w++) {
+    var packed = 0u;
+    for (var k = 0u; k < 4u; k++) {
+      let x = src(isV, x0 + 4u * w + k);
+      var code: u32;
+      if (P.dtype == 3u) {
+        code = select(0u, bitcast<u32>(i32(clamp(round(x / s), -128.0, 127.0))) & 0xffu, s > 0.0);
+      } else if (P.dtype == 4u) {
+        code = smallFloat(x, 4u, 3u, 7, 0x7eu, 0x7fu);
+      } else {
+        code = smallFloat(x, 5u, 2u, 15, 0x7bu, 0x7eu);
+      }
+      packed |= code << (8u * k);
+    }
+    put(isV, row * (P.d / 4u) + w, packed);
+  }
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  if (P.dtype >= 3u) {
+    let rows = P.tokens * P.hkv;
+    var r = gid.x + gid.y * P.wgX * 64u;
+    if (r >= 2u * rows) { return; }
+    let isV = r >= rows;
+    if (isV) { r -= rows; }
+    let slot = slots[r / P.hkv];
+    if (slot < 0) { return; }
+    byteRow(isV, r / P.hkv, r % P.hkv, u32(slot));
+    return;
+  }
   let perElem = select(2u, 1u, P.dtype == 0u);    // elements per word
   let wordsPerToken = P.hkv * P.d / perElem;
   let total = P.tokens * wordsPerToken;

@@ -6,6 +6,15 @@
  * WGSL; shader-f16 is not required), bf16 is the high half of an f32.
  * Element e of the tensor is at (word, half) = (e >> 1, e & 1) for 2-byte
  * dtypes, little-endian as the wasm memory stores it.
+ *
+ * The paged cache also stores the CPU cache's 1-byte dtypes (kv-quant.ts, as
+ * the ModelRunner's loader makes them): element e at (word, byte) =
+ * (e >> 2, e & 3), and
+ *   int8      x = q · scale, the per-token scale (one per slot and KV head,
+ *             max|x| / 127) f32 [numSlots, Hkv] stored after the codes in
+ *             the same buffer, from word P.kvScaleOff (so no binding changes)
+ *   fp8e4m3   x = e4m3(q)  (per-tensor scale 1, as loadModel makes the cache)
+ *   fp8e5m2   x = e5m2(q), the top byte of an f16
  */
 import type { DType } from "../../tensor/dtype.js";
 
@@ -15,14 +24,60 @@ export const GPU_KV_DTYPES: readonly GpuKvDtype[] = ["f32", "f16", "bf16"];
 /** KV_DTYPE codes of the kernels' `kvDtype` parameter. */
 export const GPU_KV_DTYPE_CODE: Readonly<Record<GpuKvDtype, number>> = { f32: 0, f16: 1, bf16: 2 };
 
+/** What the paged cache of the WebGPU ModelRunner stores: the float dtypes and the 1-byte ones. */
+export type GpuCacheDtype = GpuKvDtype | "int8" | "fp8e4m3" | "fp8e5m2";
+export const GPU_CACHE_DTYPES: readonly GpuCacheDtype[] = [...GPU_KV_DTYPES, "int8", "fp8e4m3", "fp8e5m2"];
+export const GPU_CACHE_DTYPE_CODE: Readonly<Record<GpuCacheDtype, number>> = { ...GPU_KV_DTYPE_CODE, int8: 3, fp8e4m3: 4, fp8e5m2: 5 };
+
+/**
+ * One layer's K (or V) buffer of a paged cache [numSlots, Hkv, D] in `dtype`:
+ * the codes, then (int8) the per-token scales f32 [numSlots, Hkv] from word
+ * `scaleOff`. Bytes are a multiple of 4.
+ */
+export function cacheLayout(numSlots: number, hkv: number, d: number, dtype: GpuCacheDtype): { bytes: number; scaleOff: number } {
+  const elemBytes = dtype === "f32" ? 4 : dtype === "f16" || dtype === "bf16" ? 2 : 1;
+  const dataBytes = Math.ceil((numSlots * hkv * d * elemBytes) / 4) * 4;
+  return { bytes: dataBytes + (dtype === "int8" ? numSlots * hkv * 4 : 0), scaleOff: dataBytes / 4 };
+}
+
+/** WGSL: fp8 e4m3 (E4M3FN: bias 7, no Inf, S.1111.111 NaN) byte → f32, exact, with no subnormal f32 on the way. */
+export const FP8_E4M3_DECODE_WGSL = `fn fp8e4m3(byte: u32) -> f32 {
+  let em = byte & 0x7fu;
+  if (em == 0x7fu) { return bitcast<f32>(0x7f800000u | (em << 20u)); }
+  let ex = em >> 3u;
+  let m = f32(em & 7u);
+  var x = m * 0.001953125;                                       // subnormal: m · 2^-9
+  if (ex != 0u) { x = ldexp(8.0 + m, i32(ex) - 10); }            // (1 + m/8) · 2^(ex − 7)
+  return select(x, -x, (byte & 0x80u) != 0u);
+}
+`;
+
 /**
  * WGSL \`fn <name>(e: u32) -> f32\` reading element e of \`buffer\`, decoded by
  * the dtype code \`P.kvDtype\` (a uniform branch: one pipeline serves every
  * dtype, which keeps shader compiles few — each costs seconds on SwiftShader).
  */
+/**
+ * As kvLoadFn, for a paged cache [numSlots, Hkv, D] that may hold the 1-byte
+ * dtypes too: needs \`P.D\`, \`P.kvScaleOff\` and fp8e4m3() (FP8_E4M3_DECODE_WGSL)
+ * in scope. Element e belongs to row e / D = slot · Hkv + h, the index of its
+ * per-token scale.
+ */
+export function cacheLoadFn(name: string, buffer: string): string {
+  return kvLoadFn(name, buffer).replace(BYTE_MARK, `  if (P.kvDtype >= 3u) {
+    let byte = (${buffer}[e >> 2u] >> (8u * (e & 3u))) & 0xffu;
+    if (P.kvDtype == 3u) { return f32(bitcast<i32>(byte << 24u) >> 24u) * bitcast<f32>(${buffer}[P.kvScaleOff + e / P.D]); }
+    if (P.kvDtype == 4u) { return fp8e4m3(byte); }
+    return unpack2x16float(byte << 8u).x;
+  }`);
+}
+
+const BYTE_MARK = "  // (1-byte dtypes: cacheLoadFn)";
+
 export function kvLoadFn(name: string, buffer: string): string {
   return `fn ${name}(e: u32) -> f32 {
   if (P.kvDtype == 0u) { return bitcast<f32>(${buffer}[e]); }
+${BYTE_MARK}
   let w = ${buffer}[e >> 1u];
   if (P.kvDtype == 1u) { return unpack2x16float(w)[e & 1u]; }
   return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (e & 1u) == 1u));

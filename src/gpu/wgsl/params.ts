@@ -3,7 +3,8 @@
  * field names shared by the WGSL struct and the host that fills it, so the
  * two cannot drift apart. Every field is 4 bytes (u32, i32 or f32); offsets
  * index the kernel's bindings in elements (q, k, v, plan, out, lse) or
- * 32-bit words (aux; maskOff is in bytes).
+ * 32-bit words (aux, and kvScaleOff: where an int8 cache's scales start in
+ * its K and V buffers; maskOff is in bytes).
  */
 export const ATTN_PARAM_FIELDS = [
   ["H", "u32"], ["Hkv", "u32"], ["G", "u32"], ["nItems", "u32"],
@@ -17,7 +18,7 @@ export const ATTN_PARAM_FIELDS = [
   ["bsJ", "u32"], ["maskOff", "u32"], ["msB", "u32"], ["msH", "u32"],
   ["msI", "u32"], ["msJ", "u32"], ["alibiOff", "u32"], ["asB", "u32"],
   ["partOOff", "u32"], ["partLOff", "u32"], ["wgX", "u32"], ["chunksOff", "u32"],
-  ["D", "u32"], ["kvDtype", "u32"], ["paged", "u32"], ["pad0", "u32"],
+  ["D", "u32"], ["kvDtype", "u32"], ["paged", "u32"], ["kvScaleOff", "u32"],
 ] as const;
 
 export type AttnParamName = (typeof ATTN_PARAM_FIELDS)[number][0];
