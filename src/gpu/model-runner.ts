@@ -10,7 +10,7 @@
  *   for each layer:
  *     qkv = xb · Wqkvᵀ (+ bias)                         [T, (H + 2·Hkv)·D]
  *     q, k = rmsnorm_per_head(q), rmsnorm_per_head(k)    (Qwen3: into qn [T, H, D], kn [T, Hkv, D])
- *     q, k = rope(q, k, positions)                       cos/sin table uploaded at creation
+ *     q, k = rope(q, k, positions)                       cos/sin tables (one per layer RoPE; none on NoPE layers) uploaded at creation
  *     cache[layer][slots] = k, v
  *     att = pagedAttention(q, cache[layer])              the step's plan, uploaded once (paged-attention-step.ts)
  *     x += att · Woᵀ;  xb = rmsnorm(x)                   fused residual add
@@ -32,7 +32,7 @@ import type { ModelConfig } from "../model/config.js";
 import type { DecoderWeights } from "../model/decoder-weights.js";
 import type { ForwardBatch } from "../model/forward-batch.js";
 import type { KvCacheGeometry, ModelRunner } from "../model/model-runner.js";
-import { ropeInvFreq } from "../ops/rope.js";
+import { ropeAttentionFactor, ropeInvFreq } from "../ops/rope.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
 import { GpuDecoderOps, ropeCosSinCache } from "./decoder-ops.js";
@@ -82,8 +82,9 @@ interface StepBuffers {
 /**
  * Throws an ArgumentError naming what the WebGPU runner does not run yet (the
  * CPU decoder does: --device cpu): GeGLU, Gemma's embedding scale and
- * sandwich norms, final-logit softcap, partial or per-layer RoPE. The
- * attention scale and score softcap are the kernels' own options.
+ * sandwich norms, final-logit softcap. Partial RoPE, LongRoPE and per-layer
+ * RoPE (NoPE layers, local bases) run here; the attention scale and score
+ * softcap are the kernels' own options.
  */
 export function checkGpuSupport(c: ModelConfig): void {
   const missing: string[] = [];
@@ -91,8 +92,6 @@ export function checkGpuSupport(c: ModelConfig): void {
   if (c.embeddingScale !== 1) missing.push(`an embedding scale (${c.embeddingScale})`);
   if (c.sandwichNorms) missing.push("sandwich norms");
   if (c.finalLogitSoftcap > 0) missing.push(`a final-logit softcap (${c.finalLogitSoftcap})`);
-  if (c.rotaryDim !== c.headDim) missing.push(`partial RoPE (rotary dim ${c.rotaryDim} of ${c.headDim})`);
-  if (c.layerRope.some((r) => r === null || r.theta !== c.ropeTheta || JSON.stringify(r.scaling) !== JSON.stringify(c.ropeScaling))) missing.push("per-layer RoPE (NoPE layers, local RoPE bases)");
   if (missing.length > 0) throw new ArgumentError("model", `${c.architecture} needs ${missing.join(", ")}, which the webgpu device does not run yet: use --device cpu`);
 }
 
@@ -113,7 +112,8 @@ export class GpuModelRunner implements ModelRunner {
   readonly #cache: { k: GPUBuffer; v: GPUBuffer }[];
   /** int8: the word where each K/V buffer's per-token scales start (wgsl/kv-load.ts cacheLayout). */
   readonly #kvScaleOff: number;
-  readonly #cosSin: GPUBuffer;
+  /** Per layer: its RoPE cos/sin table [maxModelLen, R] (layers with the same theta and scaling share one), or null (a NoPE layer). */
+  readonly #cosSin: (GPUBuffer | null)[];
   readonly #windows: ([number, number] | undefined)[];
   readonly #ownDevice: boolean;
   #busy = false;
@@ -149,9 +149,23 @@ export class GpuModelRunner implements ModelRunner {
       const max = gpu.limits.maxStorageBufferBindingSize;
       if (layerBytes > max) throw new ArgumentError("numBlocks", `gives a KV layer of ${layerBytes} bytes, beyond the adapter's maxStorageBufferBindingSize ${max}: lower kvCacheBytes or numBlocks (got ${options.numBlocks})`);
       this.#cache = Array.from({ length: c.numLayers }, (_, l) => ({ k: buffer(layerBytes, `layer ${l} K cache`), v: buffer(layerBytes, `layer ${l} V cache`) }));
-      const table = ropeCosSinCache(ropeInvFreq({ headDim: c.headDim, theta: c.ropeTheta, scaling: c.ropeScaling }), maxModelLen);
-      this.#cosSin = buffer(table.byteLength, "rope cos/sin");
-      gpu.device.queue.writeBuffer(this.#cosSin, 0, table);
+      // One table per distinct layer RoPE (Gemma 3's local base, SmolLM3's NoPE layers), built as the CPU Rope builds
+      // its own: partial rotary dims, LongRoPE's factors chosen by maxModelLen, cos and sin × its attention factor.
+      const tables = new Map<string, GPUBuffer>();
+      this.#cosSin = c.layerRope.map((r) => {
+        if (r === null) return null;
+        const key = JSON.stringify(r);
+        let buf = tables.get(key);
+        if (buf === undefined) {
+          const table = ropeCosSinCache(ropeInvFreq({ headDim: c.headDim, rotaryDim: c.rotaryDim, theta: r.theta, scaling: r.scaling, maxPositions: maxModelLen }), maxModelLen);
+          const f = ropeAttentionFactor(r.scaling);
+          if (f !== 1) for (let i = 0; i < table.length; i++) table[i] = Math.fround(table[i]! * f);
+          buf = buffer(table.byteLength, `rope cos/sin (theta ${r.theta}, ${r.scaling?.type ?? "default"})`);
+          gpu.device.queue.writeBuffer(buf, 0, table);
+          tables.set(key, buf);
+        }
+        return buf;
+      });
     } catch (e) {
       for (const b of made) b.destroy();
       throw e;
@@ -296,9 +310,12 @@ export class GpuModelRunner implements ModelRunner {
         q = { buffer: b.qn, offset: 0, tokenStride: H * D };
         k = { buffer: b.qn, offset: T * H * D, tokenStride: Hkv * D };
       }
-      const rope = { positions, cosSin: { buffer: this.#cosSin }, maxPos: this.maxModelLen, tokens: T, headDim: D, rotaryDim: D };
-      ops.rope(pass, { ...rope, x: { buffer: q.buffer, offset: q.offset }, tokenStride: q.tokenStride, heads: H });
-      ops.rope(pass, { ...rope, x: { buffer: k.buffer, offset: k.offset }, tokenStride: k.tokenStride, heads: Hkv });
+      const cosSin = this.#cosSin[l];
+      if (cosSin) {
+        const rope = { positions, cosSin: { buffer: cosSin }, maxPos: this.maxModelLen, tokens: T, headDim: D, rotaryDim: c.rotaryDim };
+        ops.rope(pass, { ...rope, x: { buffer: q.buffer, offset: q.offset }, tokenStride: q.tokenStride, heads: H });
+        ops.rope(pass, { ...rope, x: { buffer: k.buffer, offset: k.offset }, tokenStride: k.tokenStride, heads: Hkv });
+      }
       const cache = this.#cache[l]!;
       ops.appendKv(pass, {
         k: { buffer: k.buffer, offset: k.offset },
@@ -332,7 +349,7 @@ export class GpuModelRunner implements ModelRunner {
     this.#ops.dispose();
     this.#destroyWeights();
     for (const c of this.#cache) (c.k.destroy(), c.v.destroy());
-    this.#cosSin.destroy();
+    for (const b of new Set(this.#cosSin)) b?.destroy();
     if (this.#ownDevice) this.gpu.destroy();
   }
 

@@ -96,11 +96,11 @@ function assertLogitsClose(what: string, gpu: Float32Array, cpu: Float32Array, V
 test("architectures the WebGPU runner does not run yet are refused by name, before anything is uploaded", () => {
   const root = mkdtempSync(join(tmpdir(), "kvflash-gpu-support-"));
   try {
-    for (const [arch, what] of [["gemma2", /GeGLU.*embedding scale.*sandwich norms.*final-logit softcap/], ["smollm3", /per-layer RoPE/], ["phi3", /partial RoPE/]] as const) {
+    for (const [arch, what] of [["gemma2", /Gemma2ForCausalLM needs the gelu_pytorch_tanh MLP \(GeGLU\).*embedding scale.*sandwich norms.*final-logit softcap/], ["gemma3", /Gemma3ForCausalLM needs the gelu_pytorch_tanh MLP \(GeGLU\).*embedding scale.*sandwich norms/]] as const) {
       const { config } = parseTiny(writeTinyModel(join(root, arch), { arch }).dir);
       assert.throws(() => checkGpuSupport(config), (e: Error) => e instanceof ArgumentError && e.argument === "model" && what.test(e.message) && /use --device cpu$/.test(e.message), arch);
     }
-    for (const arch of ["llama", "mistral", "qwen2", "qwen3"] as const) checkGpuSupport(parseTiny(writeTinyModel(join(root, arch), { arch }).dir).config);
+    for (const arch of ["llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3"] as const) checkGpuSupport(parseTiny(writeTinyModel(join(root, arch), { arch }).dir).config);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
@@ -188,6 +188,8 @@ describe("WebGPU ModelRunner against the CPU decoder", () => {
 
   gpuTest("qwen2 (qkv bias, tied head), bf16 weights, bf16 KV", () => compare("qwen2", "bf16", "bf16"));
   gpuTest("qwen3 (per-head q/k norm), q8 weights, f16 KV", () => compare("qwen3", "q8", "f16"));
+  gpuTest("phi3 (fused qkv and gate_up, partial rotary 12 of 16, LongRoPE long factors and attention factor), f32 weights, f32 KV", () => compare("phi3", "f32", "f32"));
+  gpuTest("smollm3 (NoPE on every 2nd layer), bf16 weights, f16 KV", () => compare("smollm3", "bf16", "f16"));
   gpuTest("mistral (sliding window 16), q4 weights, f32 KV, every matrix split by rows into 6 KiB buffers (embedding and head too)", () => compare("mistral", "q4", "f32", { slidingWindow: 16 }, 6144));
 
   gpuTest("llama Q4_K_M GGUF (1 layer; a ragged prefill, then a decode step): q4_k and q6_k blocks on the GPU (no f32 expansion), f16 KV, split by rows into 16 KiB buffers", () =>
