@@ -8,7 +8,8 @@
  *   POST /v1/score                     { model?, text_1: string | string[], text_2: string | string[] }
  *                                        1:1, 1:N (text_1 broadcast) or N:N pairs (vLLM's rule)
  *   both                               truncate_prompt_tokens? (vLLM's: -1 = the model's limit, k ≥ 1 = each
- *                                        cross-encoder pair, or each text of a bi-encoder, cut to k tokens)
+ *                                        cross-encoder pair, or each text of a bi-encoder, cut to k tokens),
+ *                                      use_activation? (default true; false: a cross-encoder's raw logit)
  */
 import { show } from "../errors.js";
 import { badRequest } from "./errors.js";
@@ -30,6 +31,8 @@ export interface RerankRequest {
   query: string;
   /** truncate_prompt_tokens resolved (-1 → the model's limit), or null: a pair beyond the context is a 400. */
   truncate: number | null;
+  /** use_activation: false = a cross-encoder's raw logit (an embedding model's cosine is unchanged). */
+  activation: boolean;
   documents: string[];
   /** How many of the best results to answer (all: documents.length). */
   topN: number;
@@ -39,16 +42,15 @@ export interface RerankRequest {
 export interface ScoreRequest {
   pairs: ScorePair[];
   truncate: number | null;
+  activation: boolean;
 }
 
-/**
- * use_activation / activation false (raw logits) is a 400 naming it rather
- * than a silently different score: scores are always activated.
- */
-function refuseUnsupported(f: Fields): void {
-  for (const name of ["use_activation", "activation"]) {
-    if (f.boolean(name) === false) throw badRequest(name, `${name} false (raw logits) is not supported: scores are always activated (sigmoid), got false`);
-  }
+/** use_activation (vLLM's; its older name activation), default true; false: a cross-encoder's raw logit. Both given and differing: a 400. */
+function parseActivation(f: Fields): boolean {
+  const use = f.boolean("use_activation");
+  const old = f.boolean("activation");
+  if (use !== undefined && old !== undefined && use !== old) throw badRequest("activation", `activation (${old}) contradicts use_activation (${use}): give one`);
+  return use ?? old ?? true;
 }
 
 /** truncate_prompt_tokens as vLLM validates it (-1 → maxModelLen; 0 or beyond maxModelLen → 400), or null when absent. */
@@ -65,7 +67,7 @@ function checkCount(param: string, n: number): void {
 }
 
 export function parseRerankRequest(f: Fields, maxModelLen: number): RerankRequest {
-  refuseUnsupported(f);
+  const activation = parseActivation(f);
   const truncate = parseTruncate(f, maxModelLen);
   if (!f.has("query")) throw badRequest("query", "query is required: the text the documents are ranked against");
   const query = f.string("query")!;
@@ -80,7 +82,7 @@ export function parseRerankRequest(f: Fields, maxModelLen: number): RerankReques
     return text;
   });
   const top = f.integer("top_n", { min: -1 }) ?? 0;
-  return { query, documents, truncate, topN: top <= 0 ? documents.length : Math.min(top, documents.length), returnDocuments: f.boolean("return_documents") ?? true };
+  return { query, documents, truncate, activation, topN: top <= 0 ? documents.length : Math.min(top, documents.length), returnDocuments: f.boolean("return_documents") ?? true };
 }
 
 function texts(f: Fields, name: string): string[] {
@@ -96,7 +98,7 @@ function texts(f: Fields, name: string): string[] {
 }
 
 export function parseScoreRequest(f: Fields, maxModelLen: number): ScoreRequest {
-  refuseUnsupported(f);
+  const activation = parseActivation(f);
   const truncate = parseTruncate(f, maxModelLen);
   const t1 = texts(f, "text_1");
   const t2 = texts(f, "text_2");
@@ -104,5 +106,5 @@ export function parseScoreRequest(f: Fields, maxModelLen: number): ScoreRequest 
     throw badRequest("text_1", `text_1 and text_2 must pair 1:1, 1:N or N:N (vLLM's rule), got ${t1.length} and ${t2.length} texts`);
   }
   const list2 = Array.isArray(f.raw("text_2"));
-  return { truncate, pairs: t2.map((b, i) => ({ a: t1.length === 1 ? t1[0]! : t1[i]!, b, param: list2 ? `text_2[${i}]` : "text_2" })) };
+  return { truncate, activation, pairs: t2.map((b, i) => ({ a: t1.length === 1 ? t1[0]! : t1[i]!, b, param: list2 ? `text_2[${i}]` : "text_2" })) };
 }

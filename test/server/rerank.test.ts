@@ -8,7 +8,7 @@
 // the tokenizer's pair template, not against our own encoder. Also: top_n,
 // return_documents, /rerank and /v2/rerank, 1:1 / 1:N / N:N scoring,
 // truncate_prompt_tokens (longest_first, against the reference of the pair
-// truncated by hand), errors
+// truncated by hand), use_activation false (raw logits), errors
 // naming the field, a cross-encoder refusing embeddings and generation by
 // name, metrics.
 import assert from "node:assert/strict";
@@ -160,7 +160,8 @@ test("bad requests fail alone with a 400 naming the field", async () => {
     ["/v1/rerank", { query: "a", documents: ["a"], truncate_prompt_tokens: -2 }, "truncate_prompt_tokens"],
     ["/v1/score", { text_1: "a", text_2: "b", truncate_prompt_tokens: "8" }, "truncate_prompt_tokens"],
     ["/v1/score", { text_1: "what is", text_2: "a panda", truncate_prompt_tokens: 2 }, "truncate_prompt_tokens"],
-    ["/v1/score", { text_1: "a", text_2: "b", use_activation: false }, "use_activation"],
+    ["/v1/score", { text_1: "a", text_2: "b", use_activation: "no" }, "use_activation"],
+    ["/v1/score", { text_1: "a", text_2: "b", use_activation: false, activation: true }, "activation"],
   ];
   for (const [path, body, param] of cases) {
     const r = await post(`${server.url}${path}`, body);
@@ -227,6 +228,29 @@ test("truncate_prompt_tokens (vLLM's, longest_first on the pair): scores = the r
     assert.ok(Math.abs(d.score - ref) <= 1e-5, `pair ${i}: ${d.score} against ${ref}`);
   });
   assert.equal(s.body.usage.prompt_tokens, 22);
+});
+
+test("use_activation false (and its older name activation false): the classification head's raw logit = the reference's, on BERT and XLM-R heads; with truncation too", async () => {
+  const pairs = DOCS.map((d) => tok.encodePair(QUERY, d));
+  for (const body of [{ use_activation: false }, { activation: false }]) {
+    const r = await post<RerankBody>(`${server.url}/v1/rerank`, { query: QUERY, documents: DOCS, ...body });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    for (const x of r.body.results) {
+      const e = pairs[x.index]!;
+      const ref = referenceScore(tensors, CFG, e.ids, e.typeIds, "bert", "identity");
+      assert.ok(Math.abs(x.relevance_score - ref) <= 1e-5, `${JSON.stringify(body)} document ${x.index}: ${x.relevance_score} against ${ref}`);
+    }
+  }
+  const s = await post<ScoreBody>(`${xserver.url}/v1/score`, { text_1: QUERY, text_2: DOCS, use_activation: false, truncate_prompt_tokens: 9 });
+  assert.equal(s.status, 200, JSON.stringify(s.body));
+  s.body.data.forEach((d, i) => {
+    const e = truncatedPair(xtok, QUERY, DOCS[i]!, 9, "roberta");
+    const ref = referenceScore(xtensors, XCFG, e.ids, e.typeIds, "roberta", "identity");
+    assert.ok(Math.abs(d.score - ref) <= 1e-5, `XLM-R pair ${i}: ${d.score} against ${ref}`);
+  });
+  // Activated and raw requests in flight together each get their own kind of score.
+  const [on, off] = await Promise.all([true, false].map((use_activation) => post<ScoreBody>(`${server.url}/v1/score`, { text_1: QUERY, text_2: DOCS, use_activation })));
+  on!.body.data.forEach((d, i) => assert.ok(Math.abs(d.score - 1 / (1 + Math.exp(-off!.body.data[i]!.score))) <= 1e-6, `pair ${i}`));
 });
 
 test("a cross-encoder refuses embeddings and generation with a 400 naming the model and why; the startup log names it", async () => {

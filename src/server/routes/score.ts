@@ -5,7 +5,8 @@
  *
  *   cross-encoder    the pair encoded with the tokenizer's pair template (with
  *                    its token types) in the tokenizer pool, then the
- *                    encoder + classification head: sigmoid(logit); or a
+ *                    encoder + classification head: sigmoid(logit) (the raw
+ *                    logit with use_activation false); or a
  *                    decoder's yes/no logits (Qwen3-Reranker, --task score)
  *   embedding model  both texts embedded, then their cosine similarity (vLLM's
  *                    score for a bi-encoder)
@@ -50,12 +51,12 @@ function scoringModel(ctx: ServerContext, model: string | undefined, api: string
 }
 
 /** Pools token sequences in the engine worker as one request; the client leaving aborts it. */
-async function pool(ctx: ServerContext, signal: AbortSignal, requestId: string, sequences: number[][], tokenTypes?: number[][]): Promise<{ vectors: Float32Array[]; promptTokens: number }> {
+async function pool(ctx: ServerContext, signal: AbortSignal, requestId: string, sequences: number[][], tokenTypes?: number[][], raw = false): Promise<{ vectors: Float32Array[]; promptTokens: number }> {
   const onGone = (): void => ctx.engine.abort(requestId);
   signal.addEventListener("abort", onGone, { once: true });
   let out;
   try {
-    out = await ctx.engine.embed({ requestId, sequences, ...(tokenTypes === undefined ? {} : { tokenTypes }) });
+    out = await ctx.engine.embed({ requestId, sequences, ...(tokenTypes === undefined ? {} : { tokenTypes }), ...(raw ? { raw } : {}) });
   } finally {
     signal.removeEventListener("abort", onGone);
   }
@@ -92,12 +93,12 @@ function cosine(u: Float32Array, v: Float32Array): number {
 }
 
 /** The score of each pair, in order, and the tokens they took. */
-async function scorePairs(ctx: ServerContext, signal: AbortSignal, info: EmbeddingInfo, pairs: ScorePair[], truncate: number | null, requestId: string): Promise<{ scores: number[]; promptTokens: number }> {
+async function scorePairs(ctx: ServerContext, signal: AbortSignal, info: EmbeddingInfo, pairs: ScorePair[], truncate: number | null, activation: boolean, requestId: string): Promise<{ scores: number[]; promptTokens: number }> {
   const limit = contextLimit(ctx);
   if (info.crossEncoder) {
     const encoded = await whileConnected(signal, Promise.all(pairs.map((p) => encodePair(ctx, p, limit, truncate))));
     const types = info.tokenTypes ? encoded.map((e) => e.typeIds) : undefined; // a decoder (Qwen3-Reranker) or XLM-R reads none
-    const { vectors, promptTokens } = await pool(ctx, signal, requestId, encoded.map((e) => e.ids), types);
+    const { vectors, promptTokens } = await pool(ctx, signal, requestId, encoded.map((e) => e.ids), types, !activation);
     return { scores: vectors.map((v) => v[0]!), promptTokens };
   }
   // A bi-encoder: each distinct text embedded once, then the cosine of each pair.
@@ -123,7 +124,7 @@ export const rerank: Handler = async (req, res, ctx, signal) => {
   const request = parseRerankRequest(f, contextLimit(ctx));
   const requestId = `rerank-${randomUUID()}`;
   const pairs = request.documents.map((b, i) => ({ a: request.query, b, param: `documents[${i}]` }));
-  const { scores, promptTokens } = await scorePairs(ctx, signal, info, pairs, request.truncate, requestId);
+  const { scores, promptTokens } = await scorePairs(ctx, signal, info, pairs, request.truncate, request.activation, requestId);
   const order = scores.map((s, index) => ({ index, s })).sort((x, y) => y.s - x.s || x.index - y.index).slice(0, request.topN);
   sendJson(res, 200, {
     id: requestId,
@@ -139,7 +140,7 @@ export const score: Handler = async (req, res, ctx, signal) => {
   const info = scoringModel(ctx, model, "Score");
   const request = parseScoreRequest(f, contextLimit(ctx));
   const requestId = `score-${randomUUID()}`;
-  const { scores, promptTokens } = await scorePairs(ctx, signal, info, request.pairs, request.truncate, requestId);
+  const { scores, promptTokens } = await scorePairs(ctx, signal, info, request.pairs, request.truncate, request.activation, requestId);
   sendJson(res, 200, {
     id: requestId,
     object: "list",
