@@ -22,6 +22,8 @@ export interface EmbedRequest {
   sequences: number[][];
   /** Token type ids of each input, as its tokenizer's pair template gives them (a cross-encoder's [CLS] q [SEP] d [SEP]: 0…0 1…1); default all 0. */
   tokenTypes?: number[][];
+  /** A scoring head's raw logits instead of activated scores (vLLM's use_activation false); default false. */
+  raw?: boolean;
 }
 
 export interface EmbedOutput {
@@ -115,6 +117,7 @@ export class EmbedEngine {
     const tokens: number[] = [];
     const types: number[] = [];
     const cu = [0];
+    const raw: boolean[] = [];
     for (const p of this.#queue) {
       while (p.next < p.request.sequences.length && picked.length < this.maxNumSeqs) {
         const s = p.request.sequences[p.next]!;
@@ -124,6 +127,7 @@ export class EmbedEngine {
         const t = p.request.tokenTypes?.[p.next - 1];
         for (let j = 0; j < s.length; j++) types.push(t?.[j] ?? 0);
         cu.push(tokens.length);
+        raw.push(p.request.raw === true);
       }
       if (p.next < p.request.sequences.length) break; // FIFO: a later request waits for this one's sequences
     }
@@ -131,7 +135,7 @@ export class EmbedEngine {
     const touched = new Set(picked.map((x) => x.p));
     let vectors: Float32Array[];
     try {
-      vectors = this.model.embedBatch({ tokens, cuSeqlens: cu, tokenTypes: types });
+      vectors = this.model.embedBatch({ tokens, cuSeqlens: cu, tokenTypes: types, raw });
     } catch (e) {
       this.#metrics.numFailedForwards++;
       const message = `the forward failed: ${(e as Error).message}`;

@@ -52,12 +52,15 @@ export class DecoderScorer implements PoolingModel {
     this.#yes = tokens.yes;
   }
 
-  /** One [p(yes)] per sequence. */
+  /** One [p(yes)] per sequence; where batch.raw[b], the raw logit_yes − logit_no (vLLM's use_activation false: its yes−no classifier row's logit). */
   embedBatch(batch: EncoderBatch): Float32Array[] {
     const { forward, cu } = wholeSequenceStep(this.decoder, batch, this.info.maxModelLen, "last");
     const logits = this.decoder.forward(forward); // [B, V]
     const V = this.decoder.vocabSize;
-    return Array.from({ length: cu.length - 1 }, (_, b) => Float32Array.of(1 / (1 + Math.exp(logits[b * V + this.#no]! - logits[b * V + this.#yes]!))));
+    return Array.from({ length: cu.length - 1 }, (_, b) => {
+      const d = logits[b * V + this.#yes]! - logits[b * V + this.#no]!;
+      return Float32Array.of(batch.raw?.[b] === true ? d : 1 / (1 + Math.exp(-d)));
+    });
   }
 
   dispose(): void {

@@ -7,6 +7,9 @@
  *                                        top_n? (0 or absent: all; -1 too, as vLLM), return_documents? (default true) }
  *   POST /v1/score                     { model?, text_1: string | string[], text_2: string | string[] }
  *                                        1:1, 1:N (text_1 broadcast) or N:N pairs (vLLM's rule)
+ *   both                               truncate_prompt_tokens? (vLLM's: -1 = the model's limit, k ≥ 1 = each
+ *                                        cross-encoder pair, or each text of a bi-encoder, cut to k tokens),
+ *                                      use_activation? (default true; false: a cross-encoder's raw logit)
  */
 import { show } from "../errors.js";
 import { badRequest } from "./errors.js";
@@ -26,6 +29,10 @@ export interface ScorePair {
 
 export interface RerankRequest {
   query: string;
+  /** truncate_prompt_tokens resolved (-1 → the model's limit), or null: a pair beyond the context is a 400. */
+  truncate: number | null;
+  /** use_activation: false = a cross-encoder's raw logit (an embedding model's cosine is unchanged). */
+  activation: boolean;
   documents: string[];
   /** How many of the best results to answer (all: documents.length). */
   topN: number;
@@ -34,27 +41,34 @@ export interface RerankRequest {
 
 export interface ScoreRequest {
   pairs: ScorePair[];
+  truncate: number | null;
+  activation: boolean;
 }
 
-/**
- * vLLM's scoring options this server does not take, each a 400 naming it
- * rather than a silently different score: truncate_prompt_tokens (pairs are
- * not truncated: a pair beyond the context is a 400), and use_activation /
- * activation false (raw logits).
- */
-function refuseUnsupported(f: Fields): void {
-  if (f.has("truncate_prompt_tokens")) throw badRequest("truncate_prompt_tokens", `truncate_prompt_tokens is not supported on the scoring routes (a pair beyond the context is a 400: shorten it), got ${show(f.raw("truncate_prompt_tokens"))}`);
-  for (const name of ["use_activation", "activation"]) {
-    if (f.boolean(name) === false) throw badRequest(name, `${name} false (raw logits) is not supported: scores are always activated (sigmoid), got false`);
-  }
+/** use_activation (vLLM's; its older name activation), default true; false: a cross-encoder's raw logit. Both given and differing: a 400. */
+function parseActivation(f: Fields): boolean {
+  const use = f.boolean("use_activation");
+  const old = f.boolean("activation");
+  if (use !== undefined && old !== undefined && use !== old) throw badRequest("activation", `activation (${old}) contradicts use_activation (${use}): give one`);
+  return use ?? old ?? true;
+}
+
+/** truncate_prompt_tokens as vLLM validates it (-1 → maxModelLen; 0 or beyond maxModelLen → 400), or null when absent. */
+export function parseTruncate(f: Fields, maxModelLen: number): number | null {
+  const t = f.integer("truncate_prompt_tokens", { min: -1 }) ?? null;
+  if (t === 0) throw badRequest("truncate_prompt_tokens", "truncate_prompt_tokens must be -1 (the model's limit) or ≥ 1, got 0");
+  if (t === -1) return maxModelLen;
+  if (t !== null && t > maxModelLen) throw badRequest("truncate_prompt_tokens", `truncate_prompt_tokens must be ≤ the model's maximum context length ${maxModelLen}, got ${t}`);
+  return t;
 }
 
 function checkCount(param: string, n: number): void {
   if (n > MAX_SCORE_PAIRS) throw badRequest(param, `${param} must have at most ${MAX_SCORE_PAIRS} items, got ${n}`);
 }
 
-export function parseRerankRequest(f: Fields): RerankRequest {
-  refuseUnsupported(f);
+export function parseRerankRequest(f: Fields, maxModelLen: number): RerankRequest {
+  const activation = parseActivation(f);
+  const truncate = parseTruncate(f, maxModelLen);
   if (!f.has("query")) throw badRequest("query", "query is required: the text the documents are ranked against");
   const query = f.string("query")!;
   if (query.length === 0) throw badRequest("query", "query must not be empty");
@@ -68,7 +82,7 @@ export function parseRerankRequest(f: Fields): RerankRequest {
     return text;
   });
   const top = f.integer("top_n", { min: -1 }) ?? 0;
-  return { query, documents, topN: top <= 0 ? documents.length : Math.min(top, documents.length), returnDocuments: f.boolean("return_documents") ?? true };
+  return { query, documents, truncate, activation, topN: top <= 0 ? documents.length : Math.min(top, documents.length), returnDocuments: f.boolean("return_documents") ?? true };
 }
 
 function texts(f: Fields, name: string): string[] {
@@ -83,13 +97,14 @@ function texts(f: Fields, name: string): string[] {
   return list as string[];
 }
 
-export function parseScoreRequest(f: Fields): ScoreRequest {
-  refuseUnsupported(f);
+export function parseScoreRequest(f: Fields, maxModelLen: number): ScoreRequest {
+  const activation = parseActivation(f);
+  const truncate = parseTruncate(f, maxModelLen);
   const t1 = texts(f, "text_1");
   const t2 = texts(f, "text_2");
   if (t1.length !== 1 && t1.length !== t2.length) {
     throw badRequest("text_1", `text_1 and text_2 must pair 1:1, 1:N or N:N (vLLM's rule), got ${t1.length} and ${t2.length} texts`);
   }
   const list2 = Array.isArray(f.raw("text_2"));
-  return { pairs: t2.map((b, i) => ({ a: t1.length === 1 ? t1[0]! : t1[i]!, b, param: list2 ? `text_2[${i}]` : "text_2" })) };
+  return { truncate, activation, pairs: t2.map((b, i) => ({ a: t1.length === 1 ? t1[0]! : t1[i]!, b, param: list2 ? `text_2[${i}]` : "text_2" })) };
 }

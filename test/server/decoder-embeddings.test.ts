@@ -128,6 +128,13 @@ test("--task score on a Qwen3ForCausalLM (Qwen3-Reranker): /v1/rerank and /v1/sc
   for (const x of r.body.results) assert.ok(Math.abs(x.relevance_score - want[x.index]!) <= 1e-5, `document ${x.index}: ${x.relevance_score} against ${want[x.index]}`);
   const s = await post<{ data: { score: number }[] }>(`${reranker.url}/v1/score`, { text_1: query, text_2: docs[1] });
   assert.ok(Math.abs(s.body.data[0]!.score - want[1]!) <= 1e-5);
+  // use_activation false: the raw logit_yes − logit_no (vLLM's yes−no classifier row), i.e. logit(p(yes)).
+  const raw = await post<{ data: { score: number }[] }>(`${reranker.url}/v1/score`, { text_1: query, text_2: docs, use_activation: false });
+  assert.equal(raw.status, 200, JSON.stringify(raw.body));
+  raw.body.data.forEach((d, i) => {
+    const logit = Math.log(want[i]! / (1 - want[i]!));
+    assert.ok(Math.abs(d.score - logit) <= 1e-4 * Math.max(1, Math.abs(logit)), `raw ${i}: ${d.score} against ${logit}`);
+  });
   const e = await post(`${reranker.url}/v1/embeddings`, { input: "a" });
   assert.equal(e.status, 400);
   assert.match(e.body.error.message, /cross-encoder \(Qwen3ForCausalLM\)/);

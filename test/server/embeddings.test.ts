@@ -174,6 +174,22 @@ test("rerank and score on an embedding model: the cosine of the two texts' refer
   assert.ok(Math.abs(s.body.data[1]!.score - cosine(reference("a rug"), reference("the cat"))) <= 1e-5);
 });
 
+test("score on an embedding model with truncate_prompt_tokens: each text cut to k as /v1/embeddings cuts it ([CLS] first k−2 [SEP]), then the cosine of the reference vectors", async () => {
+  const a = "the cat sat on the mat in the hello world";
+  const b = "a kitten rested on the rug";
+  const cut = (t: string, k: number): number[] => {
+    const ids = tok.encode(t);
+    return ids.length <= k ? ids : [...ids.slice(0, k - 1), ids[ids.length - 1]!];
+  };
+  for (const k of [4, 7]) {
+    const s = await post<{ data: { score: number }[]; usage: { prompt_tokens: number } }>(`${server.url}/v1/score`, { text_1: a, text_2: b, truncate_prompt_tokens: k });
+    assert.equal(s.status, 200, JSON.stringify(s.body));
+    const ref = cosine(referenceEmbedding(dir, CFG, cut(a, k), "mean", true), referenceEmbedding(dir, CFG, cut(b, k), "mean", true));
+    assert.ok(Math.abs(s.body.data[0]!.score - ref) <= 1e-5, `k=${k}: ${s.body.data[0]!.score} against ${ref}`);
+    assert.equal(s.body.usage.prompt_tokens, 2 * k);
+  }
+});
+
 test("metrics count embedding requests and their prompt tokens", async () => {
   const before = await server.metrics();
   const done = metric(before, "vllm:request_success_total", { finished_reason: "stop" }, NAME);

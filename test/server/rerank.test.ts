@@ -6,7 +6,9 @@
 // checked against the float64 reference of the HF forward
 // (test/model/encoder/bert-reference.ts referenceScore) on the pair encoded by
 // the tokenizer's pair template, not against our own encoder. Also: top_n,
-// return_documents, /rerank and /v2/rerank, 1:1 / 1:N / N:N scoring, errors
+// return_documents, /rerank and /v2/rerank, 1:1 / 1:N / N:N scoring,
+// truncate_prompt_tokens (longest_first, against the reference of the pair
+// truncated by hand), use_activation false (raw logits), errors
 // naming the field, a cross-encoder refusing embeddings and generation by
 // name, metrics.
 import assert from "node:assert/strict";
@@ -153,8 +155,13 @@ test("bad requests fail alone with a 400 naming the field", async () => {
     ["/v1/score", { text_1: ["a", "b"], text_2: ["a", "b", "c"] }, "text_1"],
     ["/v1/score", { text_1: "a", text_2: [1] }, "text_2"],
     ["/v1/score", { text_1: "a", text_2: [] }, "text_2"],
-    ["/v1/rerank", { query: "a", documents: ["a"], truncate_prompt_tokens: 8 }, "truncate_prompt_tokens"],
-    ["/v1/score", { text_1: "a", text_2: "b", use_activation: false }, "use_activation"],
+    ["/v1/rerank", { query: "a", documents: ["a"], truncate_prompt_tokens: 0 }, "truncate_prompt_tokens"],
+    ["/v1/rerank", { query: "a", documents: ["a"], truncate_prompt_tokens: 25 }, "truncate_prompt_tokens"],
+    ["/v1/rerank", { query: "a", documents: ["a"], truncate_prompt_tokens: -2 }, "truncate_prompt_tokens"],
+    ["/v1/score", { text_1: "a", text_2: "b", truncate_prompt_tokens: "8" }, "truncate_prompt_tokens"],
+    ["/v1/score", { text_1: "what is", text_2: "a panda", truncate_prompt_tokens: 2 }, "truncate_prompt_tokens"],
+    ["/v1/score", { text_1: "a", text_2: "b", use_activation: "no" }, "use_activation"],
+    ["/v1/score", { text_1: "a", text_2: "b", use_activation: false, activation: true }, "activation"],
   ];
   for (const [path, body, param] of cases) {
     const r = await post(`${server.url}${path}`, body);
@@ -167,6 +174,83 @@ test("bad requests fail alone with a 400 naming the field", async () => {
   assert.equal(missing.status, 404);
   const ok = await post<RerankBody>(`${server.url}/v1/rerank`, { query: "a", documents: ["still fine"], use_activation: true });
   assert.equal(ok.status, 200);
+});
+
+/**
+ * The pair as transformers' tokenizer(q, d, truncation=True, max_length=k)
+ * gives it (longest_first, written out here): each text's WordPiece ids, one
+ * token off the end of the longer (a tie: the second) until they and the
+ * template's specials fit k, then the template rebuilt by hand.
+ */
+function truncatedPair(t: Tokenizer, q: string, d: string, k: number, kind: "bert" | "roberta"): { ids: number[]; typeIds: number[] } {
+  const a = t.encode(q, { addSpecialTokens: false });
+  const b = t.encode(d, { addSpecialTokens: false });
+  const specials = kind === "bert" ? 3 : 4;
+  while (a.length + b.length > k - specials) {
+    if (a.length > b.length) a.pop();
+    else b.pop();
+  }
+  if (kind === "bert") {
+    const [cls, sep] = [t.tokenToId("[CLS]")!, t.tokenToId("[SEP]")!];
+    return { ids: [cls, ...a, sep, ...b, sep], typeIds: [0, ...a.map(() => 0), 0, ...b.map(() => 1), 1] };
+  }
+  const [s, e] = [t.tokenToId("<s>")!, t.tokenToId("</s>")!];
+  const ids = [s, ...a, e, e, ...b, e];
+  return { ids, typeIds: ids.map(() => 0) };
+}
+
+test("truncate_prompt_tokens (vLLM's, longest_first on the pair): scores = the reference of the truncated pair; -1 = the model's limit; usage counts the kept tokens", async () => {
+  const long = Array.from({ length: 30 }, (_, i) => WORDS[i % WORDS.length]).join(" "); // 30 tokens: beyond the model's 24 alone
+  const docs = [long, DOCS[0]!, "panda"];
+  for (const k of [-1, 8, 5]) {
+    const r = await post<RerankBody>(`${server.url}/v1/rerank`, { query: QUERY, documents: docs, truncate_prompt_tokens: k });
+    assert.equal(r.status, 200, `k=${k}: ${JSON.stringify(r.body)}`);
+    const limit = k === -1 ? 24 : k;
+    const pairs = docs.map((d) => truncatedPair(tok, QUERY, d, limit, "bert"));
+    assert.equal(pairs[0]!.ids.length, limit);
+    for (const x of r.body.results) {
+      const e = pairs[x.index]!;
+      const ref = referenceScore(tensors, CFG, e.ids, e.typeIds, "bert", "sigmoid");
+      assert.ok(Math.abs(x.relevance_score - ref) <= 1e-5, `k=${k} document ${x.index}: ${x.relevance_score} against ${ref}`);
+    }
+    const tokens = pairs.reduce((n, e) => n + e.ids.length, 0);
+    assert.equal(r.body.usage.prompt_tokens, tokens, `k=${k}`);
+  }
+  // Without it the long document is still a 400: truncation is asked for, never implied.
+  assert.equal((await post(`${server.url}/v1/rerank`, { query: QUERY, documents: docs })).status, 400);
+  // XLM-R's <s> q </s></s> d </s> template, through /v1/score N:N.
+  const qs = [long, "what is a panda bear"];
+  const s = await post<ScoreBody>(`${xserver.url}/v1/score`, { text_1: qs, text_2: [DOCS[1], long], truncate_prompt_tokens: 11 });
+  assert.equal(s.status, 200, JSON.stringify(s.body));
+  s.body.data.forEach((d, i) => {
+    const e = truncatedPair(xtok, qs[i]!, i === 0 ? DOCS[1]! : long, 11, "roberta");
+    const ref = referenceScore(xtensors, XCFG, e.ids, e.typeIds, "roberta", "sigmoid");
+    assert.ok(Math.abs(d.score - ref) <= 1e-5, `pair ${i}: ${d.score} against ${ref}`);
+  });
+  assert.equal(s.body.usage.prompt_tokens, 22);
+});
+
+test("use_activation false (and its older name activation false): the classification head's raw logit = the reference's, on BERT and XLM-R heads; with truncation too", async () => {
+  const pairs = DOCS.map((d) => tok.encodePair(QUERY, d));
+  for (const body of [{ use_activation: false }, { activation: false }]) {
+    const r = await post<RerankBody>(`${server.url}/v1/rerank`, { query: QUERY, documents: DOCS, ...body });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    for (const x of r.body.results) {
+      const e = pairs[x.index]!;
+      const ref = referenceScore(tensors, CFG, e.ids, e.typeIds, "bert", "identity");
+      assert.ok(Math.abs(x.relevance_score - ref) <= 1e-5, `${JSON.stringify(body)} document ${x.index}: ${x.relevance_score} against ${ref}`);
+    }
+  }
+  const s = await post<ScoreBody>(`${xserver.url}/v1/score`, { text_1: QUERY, text_2: DOCS, use_activation: false, truncate_prompt_tokens: 9 });
+  assert.equal(s.status, 200, JSON.stringify(s.body));
+  s.body.data.forEach((d, i) => {
+    const e = truncatedPair(xtok, QUERY, DOCS[i]!, 9, "roberta");
+    const ref = referenceScore(xtensors, XCFG, e.ids, e.typeIds, "roberta", "identity");
+    assert.ok(Math.abs(d.score - ref) <= 1e-5, `XLM-R pair ${i}: ${d.score} against ${ref}`);
+  });
+  // Activated and raw requests in flight together each get their own kind of score.
+  const [on, off] = await Promise.all([true, false].map((use_activation) => post<ScoreBody>(`${server.url}/v1/score`, { text_1: QUERY, text_2: DOCS, use_activation })));
+  on!.body.data.forEach((d, i) => assert.ok(Math.abs(d.score - 1 / (1 + Math.exp(-off!.body.data[i]!.score))) <= 1e-6, `pair ${i}`));
 });
 
 test("a cross-encoder refuses embeddings and generation with a 400 naming the model and why; the startup log names it", async () => {

@@ -42,6 +42,8 @@ export interface EncoderBatch {
   cuSeqlens: ArrayLike<number>;
   /** Token type ids [T] (segment A = 0, B = 1); default all 0. */
   tokenTypes?: ArrayLike<number>;
+  /** Per sequence [B]: true = a scoring head's raw logit, no activation (vLLM's use_activation false); default activated. Embedding pooling ignores it. */
+  raw?: ArrayLike<boolean>;
 }
 
 interface Buffers {

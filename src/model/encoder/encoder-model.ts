@@ -82,7 +82,7 @@ export class EncoderModel {
   /** One pooled (and, if the model says so, normalized) vector per sequence of `batch`; a cross-encoder's: [score]. */
   embedBatch(batch: EncoderBatch): Float32Array[] {
     const hidden = this.encoder.forward(batch);
-    if (this.classifier !== null) return this.classifier.score(hidden, batch.cuSeqlens);
+    if (this.classifier !== null) return this.classifier.score(hidden, batch.cuSeqlens, batch.raw);
     const { mode, normalize } = this.info.pooling;
     return poolSequences(hidden, this.info.dimensions, batch.cuSeqlens, mode, normalize);
   }

@@ -111,8 +111,8 @@ export class SequenceClassifier {
     this.#outBias = get(3);
   }
 
-  /** The activated score of each sequence: hidden f32 [T, h], cuSeqlens [B + 1] → f32 [B, numLabels] as B vectors. */
-  score(hidden: Float32Array, cuSeqlens: ArrayLike<number>): Float32Array[] {
+  /** The activated score of each sequence (its raw logits where raw[b]): hidden f32 [T, h], cuSeqlens [B + 1] → f32 [B, numLabels] as B vectors. */
+  score(hidden: Float32Array, cuSeqlens: ArrayLike<number>, raw?: ArrayLike<boolean>): Float32Array[] {
     const h = this.#h;
     const L = this.config.numLabels;
     const out: Float32Array[] = [];
@@ -128,7 +128,7 @@ export class SequenceClassifier {
       for (let l = 0; l < L; l++) {
         let s = this.#outBias[l]!;
         for (let k = 0; k < h; k++) s += this.#out[l * h + k]! * p[k]!;
-        v[l] = this.config.activation === "sigmoid" ? 1 / (1 + Math.exp(-s)) : s;
+        v[l] = this.config.activation === "sigmoid" && raw?.[b] !== true ? 1 / (1 + Math.exp(-s)) : s;
       }
       out.push(v);
     }

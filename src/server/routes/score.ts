@@ -5,10 +5,16 @@
  *
  *   cross-encoder    the pair encoded with the tokenizer's pair template (with
  *                    its token types) in the tokenizer pool, then the
- *                    encoder + classification head: sigmoid(logit); or a
+ *                    encoder + classification head: sigmoid(logit) (the raw
+ *                    logit with use_activation false); or a
  *                    decoder's yes/no logits (Qwen3-Reranker, --task score)
  *   embedding model  both texts embedded, then their cosine similarity (vLLM's
  *                    score for a bi-encoder)
+ *
+ * truncate_prompt_tokens k (vLLM's): a cross-encoder pair is cut to k tokens
+ * with the tokenizer's longest_first strategy (pair-truncation.ts), a
+ * bi-encoder's texts each to k as /v1/embeddings cuts them (right side, the
+ * special-token wrap kept).
  *
  * All the pairs of a request are one engine request, batched with every other
  * request's sequences. A generative model is a 400 naming the model.
@@ -26,6 +32,8 @@ import { HttpError, badRequest, sendJson } from "../errors.js";
 import { Fields } from "../fields.js";
 import { contextLimit, encodePrompt, refuseLongText } from "../prompt-length.js";
 import { type ScorePair, parseRerankRequest, parseScoreRequest } from "../score-request.js";
+import { truncateIds } from "../embedding-request.js";
+import { truncatePair } from "../pair-truncation.js";
 
 /** The served model's pooling info, or a 400 naming the model when it cannot score; an unknown `model` is a 404. */
 function scoringModel(ctx: ServerContext, model: string | undefined, api: string): EmbeddingInfo {
@@ -43,12 +51,12 @@ function scoringModel(ctx: ServerContext, model: string | undefined, api: string
 }
 
 /** Pools token sequences in the engine worker as one request; the client leaving aborts it. */
-async function pool(ctx: ServerContext, signal: AbortSignal, requestId: string, sequences: number[][], tokenTypes?: number[][]): Promise<{ vectors: Float32Array[]; promptTokens: number }> {
+async function pool(ctx: ServerContext, signal: AbortSignal, requestId: string, sequences: number[][], tokenTypes?: number[][], raw = false): Promise<{ vectors: Float32Array[]; promptTokens: number }> {
   const onGone = (): void => ctx.engine.abort(requestId);
   signal.addEventListener("abort", onGone, { once: true });
   let out;
   try {
-    out = await ctx.engine.embed({ requestId, sequences, ...(tokenTypes === undefined ? {} : { tokenTypes }) });
+    out = await ctx.engine.embed({ requestId, sequences, ...(tokenTypes === undefined ? {} : { tokenTypes }), ...(raw ? { raw } : {}) });
   } finally {
     signal.removeEventListener("abort", onGone);
   }
@@ -56,12 +64,18 @@ async function pool(ctx: ServerContext, signal: AbortSignal, requestId: string, 
   return { vectors: out.embeddings, promptTokens: out.promptTokens };
 }
 
-/** One pair → its cross-encoder input in the tokenizer pool; longer than the context → 400 naming the document's field. */
-async function encodePair(ctx: ServerContext, pair: ScorePair, limit: number): Promise<{ ids: number[]; typeIds: number[] }> {
-  refuseLongText(ctx, pair.a.length + pair.b.length, pair.param);
+/** One pair → its cross-encoder input in the tokenizer pool; cut to `truncate` tokens, or longer than the context → 400 naming the document's field. */
+async function encodePair(ctx: ServerContext, pair: ScorePair, limit: number, truncate: number | null): Promise<{ ids: number[]; typeIds: number[] }> {
+  if (truncate === null) refuseLongText(ctx, pair.a.length + pair.b.length, pair.param);
   const e = await ctx.tokenizerPool.encodePair(pair.a, pair.b);
+  if (truncate !== null && e.ids.length > truncate) {
+    const [a, b] = await Promise.all([pair.a, pair.b].map((t) => ctx.tokenizerPool.encode(t, { addSpecialTokens: false })));
+    const cut = truncatePair(e, a!, b!, truncate);
+    if (cut === null) throw badRequest("truncate_prompt_tokens", `truncate_prompt_tokens ${truncate} leaves no room for the texts: the pair template alone takes ${e.ids.length - a!.length - b!.length} tokens`);
+    return cut;
+  }
   if (e.ids.length > limit) {
-    throw badRequest(pair.param, `This model's maximum context length is ${limit} tokens. However, the query and your ${pair.param} have ${e.ids.length} tokens together.`, "context_length_exceeded");
+    throw badRequest(pair.param, `This model's maximum context length is ${limit} tokens. However, the query and your ${pair.param} have ${e.ids.length} tokens together. Shorten them, or set truncate_prompt_tokens.`, "context_length_exceeded");
   }
   return e;
 }
@@ -79,12 +93,12 @@ function cosine(u: Float32Array, v: Float32Array): number {
 }
 
 /** The score of each pair, in order, and the tokens they took. */
-async function scorePairs(ctx: ServerContext, signal: AbortSignal, info: EmbeddingInfo, pairs: ScorePair[], requestId: string): Promise<{ scores: number[]; promptTokens: number }> {
+async function scorePairs(ctx: ServerContext, signal: AbortSignal, info: EmbeddingInfo, pairs: ScorePair[], truncate: number | null, activation: boolean, requestId: string): Promise<{ scores: number[]; promptTokens: number }> {
   const limit = contextLimit(ctx);
   if (info.crossEncoder) {
-    const encoded = await whileConnected(signal, Promise.all(pairs.map((p) => encodePair(ctx, p, limit))));
+    const encoded = await whileConnected(signal, Promise.all(pairs.map((p) => encodePair(ctx, p, limit, truncate))));
     const types = info.tokenTypes ? encoded.map((e) => e.typeIds) : undefined; // a decoder (Qwen3-Reranker) or XLM-R reads none
-    const { vectors, promptTokens } = await pool(ctx, signal, requestId, encoded.map((e) => e.ids), types);
+    const { vectors, promptTokens } = await pool(ctx, signal, requestId, encoded.map((e) => e.ids), types, !activation);
     return { scores: vectors.map((v) => v[0]!), promptTokens };
   }
   // A bi-encoder: each distinct text embedded once, then the cosine of each pair.
@@ -94,7 +108,10 @@ async function scorePairs(ctx: ServerContext, signal: AbortSignal, info: Embeddi
     if (!paramOf.has(p.a)) paramOf.set(p.a, p.param.startsWith("documents") ? "query" : p.param.replace("text_2", "text_1"));
     if (!paramOf.has(p.b)) paramOf.set(p.b, p.param);
   }
-  const ids = await whileConnected(signal, Promise.all(distinct.map((t) => encodePrompt(ctx, t, true, paramOf.get(t)!))));
+  const isSpecial = (id: number): boolean => ctx.tokenizer.isSpecial(id);
+  const encodeText = async (t: string): Promise<number[]> =>
+    truncate === null ? encodePrompt(ctx, t, true, paramOf.get(t)!) : truncateIds(await ctx.tokenizerPool.encode(t, { addSpecialTokens: true }), truncate, true, isSpecial);
+  const ids = await whileConnected(signal, Promise.all(distinct.map(encodeText)));
   const { vectors, promptTokens } = await pool(ctx, signal, requestId, ids);
   const at = new Map(distinct.map((t, i) => [t, vectors[i]!]));
   return { scores: pairs.map((p) => cosine(at.get(p.a)!, at.get(p.b)!)), promptTokens };
@@ -104,10 +121,10 @@ export const rerank: Handler = async (req, res, ctx, signal) => {
   const f = new Fields(await readJsonBody(req, bodyOptions(ctx, signal)));
   const model = f.string("model");
   const info = scoringModel(ctx, model, "Rerank");
-  const request = parseRerankRequest(f);
+  const request = parseRerankRequest(f, contextLimit(ctx));
   const requestId = `rerank-${randomUUID()}`;
   const pairs = request.documents.map((b, i) => ({ a: request.query, b, param: `documents[${i}]` }));
-  const { scores, promptTokens } = await scorePairs(ctx, signal, info, pairs, requestId);
+  const { scores, promptTokens } = await scorePairs(ctx, signal, info, pairs, request.truncate, request.activation, requestId);
   const order = scores.map((s, index) => ({ index, s })).sort((x, y) => y.s - x.s || x.index - y.index).slice(0, request.topN);
   sendJson(res, 200, {
     id: requestId,
@@ -121,9 +138,9 @@ export const score: Handler = async (req, res, ctx, signal) => {
   const f = new Fields(await readJsonBody(req, bodyOptions(ctx, signal)));
   const model = f.string("model");
   const info = scoringModel(ctx, model, "Score");
-  const request = parseScoreRequest(f);
+  const request = parseScoreRequest(f, contextLimit(ctx));
   const requestId = `score-${randomUUID()}`;
-  const { scores, promptTokens } = await scorePairs(ctx, signal, info, request.pairs, requestId);
+  const { scores, promptTokens } = await scorePairs(ctx, signal, info, request.pairs, request.truncate, request.activation, requestId);
   sendJson(res, 200, {
     id: requestId,
     object: "list",
