@@ -37,8 +37,9 @@
  * KV is computed, and finds those blocks in the prefix cache (prefill once).
  *
  * Speculative decoding (EngineOptions.speculativeConfig; the proposers are in
- * ngram-proposer.ts and draft-model-proposer.ts — a draft model drafts greedily
- * for all requests in one batch and is told when a request ends, release() —
+ * ngram-proposer.ts and draft-model-proposer.ts — a draft model drafts greedily,
+ * or sampled (see below), for all requests in one batch and is told when a
+ * request ends, release() —
  * the per-request draft length in draft-length.ts): before each
  * schedule, every decoding request (while fewer than disable_by_batch_size
  * run) may propose k drafts, k chosen per request by its DraftLength; the
