@@ -88,3 +88,4 @@ export { type GenerateOptions, type GenerateResult, type PhaseTiming, type Reque
 // Speculative decoding's proposers (GenerateOptions.proposer): the interfaces a proposer implements.
 export type { DraftProposer } from "./engine/ngram-proposer.js";
 export type { BatchDraftProposer, DraftPenalties, DraftRequest } from "./engine/draft-model-proposer.js";
+export type { TokenDistribution } from "./engine/rejection-sampler.js";

@@ -27,6 +27,11 @@
  *   early-exit draft (early-exit-draft.ts; no early-exit training). "forced":
  *   draftCost 0, drafts every step; "adaptive": the default draftCost (the
  *   parameter ratio), which the adaptive draft length weighs.
+ * - sampled rows (`temperature` 1, seeded requests): the default model drafting
+ *   for itself with greedy drafts (argmax, a point mass q) and with sampled
+ *   drafts ("draft_sampling": "sampled": x ~ q, Leviathan / Chen's full rule).
+ *   Outputs differ from plain decoding's there (both are samples of p), so
+ *   only those rows skip the token-for-token check.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -59,6 +64,8 @@ interface Workload {
   spec: Record<string, unknown>;
   /** A draft model's proposer, made fresh for each run (method `draft`); else prompt lookup. */
   proposer?: { name: string; make: () => DraftModelProposer };
+  /** Sampling temperature of every request (seeded by its index). Default 0: greedy. */
+  temperature?: number;
 }
 
 interface RunResult {
@@ -72,12 +79,12 @@ interface RunResult {
 function runOnce(ctx: SuiteContext, w: Workload, spec: boolean): RunResult {
   const proposer = spec ? w.proposer?.make() : undefined;
   const engine = new Engine({ runner: w.runner, tokenizer: w.tokenizer, eosTokenIds: w.eos, runtime: ctx.rt, maxNumSeqs: Math.max(16, w.batch), ...(spec ? { speculativeConfig: w.spec } : {}), ...(proposer === undefined ? {} : { proposer }) });
-  const params = resolveSamplingParams({ temperature: 0, maxTokens: w.maxTokens }, w.runner.vocabSize);
+  const T = w.temperature ?? 0;
   const outputs: number[][] = w.prompts.map(() => []);
   const t0 = performance.now();
   try {
     for (let i = 0; i < w.prompts.length; i += w.batch) {
-      w.prompts.slice(i, i + w.batch).forEach((p, j) => engine.addRequest({ requestId: String(i + j), promptTokenIds: p, params }));
+      w.prompts.slice(i, i + w.batch).forEach((p, j) => engine.addRequest({ requestId: String(i + j), promptTokenIds: p, params: resolveSamplingParams({ temperature: T, maxTokens: w.maxTokens, seed: i + j }, w.runner.vocabSize) }));
       while (engine.hasUnfinishedRequests) for (const o of engine.step()) outputs[Number(o.requestId)]!.push(...o.tokenIds);
     }
     const ms = performance.now() - t0;
@@ -99,7 +106,7 @@ async function measure(ctx: SuiteContext, w: Workload, rounds: number): Promise<
   for (let r = 0; r < rounds; r++) {
     const a = runOnce(ctx, w, false);
     const b = runOnce(ctx, w, true);
-    if (JSON.stringify(a.outputs) !== JSON.stringify(b.outputs)) throw new Error(`${w.workload}: speculative greedy output differs from plain decoding`);
+    if ((w.temperature ?? 0) === 0 && JSON.stringify(a.outputs) !== JSON.stringify(b.outputs)) throw new Error(`${w.workload}: speculative greedy output differs from plain decoding`);
     plain.push((a.tokens * 1000) / a.ms);
     spec.push((b.tokens * 1000) / b.ms);
     ratios.push(a.ms / b.ms);
@@ -111,6 +118,7 @@ async function measure(ctx: SuiteContext, w: Workload, rounds: number): Promise<
     workload: w.workload,
     model: w.model,
     batch: w.batch,
+    temperature: w.temperature ?? 0,
     tokens: last!.tokens,
     acceptance: last!.drafts === 0 ? 0 : last!.accepted / last!.drafts,
     draft_tokens: last!.drafts,
@@ -118,7 +126,7 @@ async function measure(ctx: SuiteContext, w: Workload, rounds: number): Promise<
     tok_s: median(spec),
     over_plain: median(ratios),
   };
-  ctx.log(`${w.model} ${w.workload} batch ${w.batch}: acceptance ${(row["acceptance"] as number).toFixed(2)}, ${median(spec).toFixed(1)} tok/s vs ${median(plain).toFixed(1)} plain: ×${median(ratios).toFixed(2)}`);
+  ctx.log(`${w.model} ${w.workload} batch ${w.batch} T ${w.temperature ?? 0} ${row["method"] as string}: acceptance ${(row["acceptance"] as number).toFixed(2)}, ${median(spec).toFixed(1)} tok/s vs ${median(plain).toFixed(1)} plain: ×${median(ratios).toFixed(2)}`);
   return row;
 }
 
@@ -161,15 +169,18 @@ export const spec: Suite = {
         { name: "default layers 0-1 (early exit)", model: loadModel(rt, exitDir, { progress: false }) },
       ];
       try {
-        const pair = (d: (typeof drafts)[number], forced: boolean) => ({
-          name: `${d.name}, ${forced ? "forced" : "adaptive"}`,
-          make: () => createDraftProposer({ name: "default", tokenizer: tok, runner: model.runner }, { name: d.name, tokenizer: d.model.tokenizer, runner: d.model.runner }, forced ? { draftCost: 0 } : {}),
+        const pair = (d: (typeof drafts)[number], forced: boolean, sampled = false) => ({
+          name: `${d.name}, ${forced ? "forced" : "adaptive"}${sampled ? ", sampled drafts" : ""}`,
+          make: () => createDraftProposer({ name: "default", tokenizer: tok, runner: model.runner }, { name: d.name, tokenizer: d.model.tokenizer, runner: d.model.runner }, { sampled, ...(forced ? { draftCost: 0 } : {}) }),
         });
         const draftSpec = { model: "draft", num_speculative_tokens: K };
         rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[0]!, true) }, rounds));
         rows.push(await measure(ctx, { ...base, workload: "context_copy", prompts: copy, batch: 1, spec: draftSpec, proposer: pair(drafts[0]!, true) }, rounds));
         rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[1]!, true) }, rounds));
         rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[1]!, false) }, rounds));
+        // Temperature 1: greedy drafts are kept at p(argmax); drafts sampled from q = p at ~1.
+        rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, temperature: 1, spec: draftSpec, proposer: pair(drafts[0]!, true) }, rounds));
+        rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, temperature: 1, spec: { ...draftSpec, draft_sampling: "sampled" }, proposer: pair(drafts[0]!, true, true) }, rounds));
       } finally {
         for (const d of drafts) d.model.runner.dispose();
         rmSync(exitDir, { recursive: true, force: true });

@@ -91,7 +91,7 @@ async function loadDraft(args: ModelArgs, load: LoadConfig, target: CommandModel
     throw asFlagError(e);
   }
   try {
-    const proposer = createDraftProposer({ name: target.source.path, tokenizer: target.tokenizer, runner: target.runner }, { name: source.path, tokenizer: m.tokenizer, runner: m.runner });
+    const proposer = createDraftProposer({ name: target.source.path, tokenizer: target.tokenizer, runner: target.runner }, { name: source.path, tokenizer: m.tokenizer, runner: m.runner }, { sampled: spec.draftSampling === "sampled" });
     say(`draft model ${source.path}: ${m.config.architecture}, weights ${m.runner.weights.format}, ${m.config.numLayers} layers, KV ${m.runner.kvCache.numBlocks} blocks × ${m.runner.kvCache.blockSize}; up to ${spec.numSpeculativeTokens} drafts a step`);
     return proposer;
   } catch (e) {

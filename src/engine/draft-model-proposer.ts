@@ -22,6 +22,17 @@
  * sampling of Leviathan / Chen: the output distribution is the target's, and
  * a seeded request draws the same tokens as without speculation.
  *
+ * With `sampled` (speculative config "draft_sampling": "sampled"), a request
+ * that samples (temperature > 0) gets drafts drawn from the draft's own
+ * distribution q: its logits through the request's whole sampler (logit bias,
+ * penalties, temperature, min-p, top-k, top-p; Sampler.distribution), drawn
+ * from a per-request stream seeded from the request's seed (so a seeded
+ * request stays reproducible). Each position's q is kept (distributions())
+ * for the engine's full rejection rule (rejection-sampler.ts). When draft and
+ * target agree, sampled drafts are accepted with probability ≈ 1 where greedy
+ * drafts are accepted with probability p(argmax) only. Greedy requests draft
+ * greedily either way.
+ *
  * Blocks: a sequence holds ⌈cached / blockSize⌉ blocks between steps; the
  * engine calls release() when a request finishes or aborts. When the pool runs
  * short, the states of sequences not drafting this step go first, then the
@@ -36,6 +47,10 @@ import type { SyncModelRunner } from "../model/model-runner.js";
 import { checkInt } from "../tensor/check.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { ModelConfig } from "../model/config.js";
+import { Prng } from "../tensor/prng.js";
+import { Sampler, SamplingState } from "./sampler.js";
+import { GREEDY_EPSILON, type ResolvedSamplingParams } from "./sampling-params.js";
+import { type TokenDistribution, sampleFrom } from "./rejection-sampler.js";
 
 /** One sequence asking for drafts: its tokens so far (prompt and output) and how many drafts at most. */
 export interface DraftRequest {
@@ -49,6 +64,8 @@ export interface DraftRequest {
    * without. Default: none.
    */
   penalties?: DraftPenalties;
+  /** The request's sampling parameters and seed: a sampling proposer draws from them (temperature > 0). Default: greedy. */
+  sampling?: { params: ResolvedSamplingParams; seed: number };
 }
 
 /** The sampler's logit bias and penalties (ResolvedSamplingParams' fields), and where the output starts in `tokens`. */
@@ -68,6 +85,12 @@ export interface BatchDraftProposer {
   release(requestId: string): void;
   /** Cost of drafting one token, in target decode steps (the adaptive draft length weighs it). Default 0. */
   readonly draftCost?: number;
+  /**
+   * The draft distributions q of the last proposeBatch's drafts for
+   * `requestId`, one per draft (sampled drafts only; undefined for greedy
+   * drafts, which are a point mass).
+   */
+  distributions?(requestId: string): readonly TokenDistribution[] | undefined;
 }
 
 export interface DraftModelProposerOptions {
@@ -79,7 +102,12 @@ export interface DraftModelProposerOptions {
   maxBatchTokens?: number;
   /** Cost of one draft forward in target decode steps (BatchDraftProposer.draftCost). Default 0. */
   draftCost?: number;
+  /** Sampled drafts for requests that sample (see the module comment). Default false: greedy drafts. */
+  sampled?: boolean;
 }
+
+/** Derives a draft stream's seed from its request's: another stream than the target's own. */
+const DRAFT_SEED_SALT = 0x5bd1e995;
 
 interface SeqState {
   /** Tokens whose K/V the draft cache holds, in order (position p in slot blocks[⌊p/bs⌋]·bs + p mod bs). */
@@ -98,7 +126,13 @@ export class DraftModelProposer implements BatchDraftProposer {
   failures = 0;
   /** The last such error's message, or null. */
   lastError: string | null = null;
+  readonly sampled: boolean;
   readonly #seqs = new Map<string, SeqState>();
+  /** Per request: the stream sampled drafts draw from (lives until release()). */
+  readonly #rngs = new Map<string, Prng>();
+  /** Per request: q of each draft the last proposeBatch returned (sampled drafts only). */
+  readonly #lastQ = new Map<string, TokenDistribution[]>();
+  readonly #sampler: Sampler;
 
   constructor(options: DraftModelProposerOptions) {
     const runner = options.runner;
@@ -111,6 +145,12 @@ export class DraftModelProposer implements BatchDraftProposer {
     const cost = options.draftCost ?? 0;
     if (!(typeof cost === "number" && cost >= 0 && Number.isFinite(cost))) throw new ArgumentError("draftCost", `must be a finite number ≥ 0, got ${show(cost)}`);
     this.draftCost = cost;
+    this.sampled = options.sampled ?? false;
+    this.#sampler = new Sampler(runner.vocabSize);
+  }
+
+  distributions(requestId: string): readonly TokenDistribution[] | undefined {
+    return this.#lastQ.get(requestId);
   }
 
   /** Sequences whose state the draft cache holds. */
@@ -119,6 +159,13 @@ export class DraftModelProposer implements BatchDraftProposer {
   }
 
   release(requestId: string): void {
+    this.#rngs.delete(requestId);
+    this.#lastQ.delete(requestId);
+    this.#drop(requestId);
+  }
+
+  /** Frees a sequence's cached state (its draft stream stays). */
+  #drop(requestId: string): void {
     const s = this.#seqs.get(requestId);
     if (s === undefined) return;
     this.pool.free([...s.blocks].reverse());
@@ -127,12 +174,14 @@ export class DraftModelProposer implements BatchDraftProposer {
 
   proposeBatch(seqs: readonly DraftRequest[]): number[][] {
     const out = seqs.map((): number[] => []);
+    this.#lastQ.clear();
     try {
       this.#draft(seqs, out);
     } catch (e) {
       this.failures++;
       this.lastError = e instanceof Error ? e.message : String(e);
-      for (const id of [...this.#seqs.keys()]) this.release(id);
+      for (const id of [...this.#seqs.keys()]) this.#drop(id);
+      this.#lastQ.clear();
       return seqs.map(() => []);
     }
     return out;
@@ -162,7 +211,7 @@ export class DraftModelProposer implements BatchDraftProposer {
         budget -= feed.length;
         if (p.rest.length === 0) pending.shift();
         if (!this.#reserve(p.state, p.state.cached.length + feed.length + seqs[p.i]!.k - 1, active)) {
-          this.release(seqs[p.i]!.requestId);
+          this.#drop(seqs[p.i]!.requestId);
           if (p.rest.length > 0) pending.shift();
           continue;
         }
@@ -173,7 +222,7 @@ export class DraftModelProposer implements BatchDraftProposer {
       let row = 0;
       for (const b of batch) {
         if (!b.sample) continue;
-        out[b.i]!.push(this.#argmax(logits, row++, seqs[b.i]!, out[b.i]!));
+        out[b.i]!.push(this.#pick(logits, row++, seqs[b.i]!, out[b.i]!));
         last.push({ i: b.i, state: b.state });
       }
     }
@@ -182,7 +231,7 @@ export class DraftModelProposer implements BatchDraftProposer {
       last = last.filter((l) => out[l.i]!.length < seqs[l.i]!.k);
       if (last.length === 0) return;
       const logits = this.#forward(last.map((l) => ({ state: l.state, feed: [out[l.i]!.at(-1)!], sample: true, i: l.i })));
-      last.forEach((l, row) => out[l.i]!.push(this.#argmax(logits, row, seqs[l.i]!, out[l.i]!)));
+      last.forEach((l, row) => out[l.i]!.push(this.#pick(logits, row, seqs[l.i]!, out[l.i]!)));
     }
   }
 
@@ -194,7 +243,7 @@ export class DraftModelProposer implements BatchDraftProposer {
     for (const id of [...this.#seqs.keys()]) {
       if (got !== null) break;
       if (!active.has(id)) {
-        this.release(id);
+        this.#drop(id);
         got = this.pool.allocate(need);
       }
     }
@@ -239,6 +288,31 @@ export class DraftModelProposer implements BatchDraftProposer {
     const logits: unknown = this.runner.forward(batch);
     if (!(logits instanceof Float32Array)) throw new ArgumentError("runner", `must be synchronous (the CPU decoder): its forward returned ${show(logits)}`);
     return logits;
+  }
+
+  /** The next draft from row `row`: sampled from q (kept in #lastQ) when this proposer and `seq` sample, else #argmax. */
+  #pick(logits: Float32Array, row: number, seq: DraftRequest, drafted: readonly number[]): number {
+    const s = seq.sampling;
+    if (!this.sampled || s === undefined || s.params.temperature < GREEDY_EPSILON) return this.#argmax(logits, row, seq, drafted);
+    const V = this.runner.vocabSize;
+    const x = logits.subarray(row * V, (row + 1) * V);
+    if (this.vocabLimit < V) x.fill(-Infinity, this.vocabLimit);
+    let rng = this.#rngs.get(seq.requestId);
+    if (rng === undefined) {
+      rng = new Prng((new Prng(s.seed).nextU32() ^ DRAFT_SEED_SALT) >>> 0);
+      this.#rngs.set(seq.requestId, rng);
+    }
+    // The request's sampler state as of this draft: prompt, output so far and the drafts before it.
+    const numPrompt = seq.penalties?.numPromptTokens ?? seq.tokens.length;
+    const state = new SamplingState(s.params, seq.tokens.slice(0, numPrompt), rng);
+    for (let i = numPrompt; i < seq.tokens.length; i++) state.accept(seq.tokens[i]!);
+    for (const t of drafted) state.accept(t);
+    const q = this.#sampler.distribution(state, x);
+    const token = sampleFrom(q, rng.nextFloat());
+    const qs = this.#lastQ.get(seq.requestId) ?? [];
+    qs.push(q);
+    this.#lastQ.set(seq.requestId, qs);
+    return token;
   }
 
   /** argmax over ids < vocabLimit of row `row`, after `seq`'s penalties with `drafted` counted as output. */
@@ -315,12 +389,12 @@ export function decodeStepParams(c: ModelConfig): number {
  * ratio) tells the adaptive draft length what a draft costs, so a draft as
  * big as its target stops drafting: it cannot be faster than plain decoding.
  */
-export function createDraftProposer(target: DraftPairModel, draft: DraftPairModel & { runner: SyncModelRunner }, options: { maxBatchTokens?: number; draftCost?: number } = {}): DraftModelProposer {
+export function createDraftProposer(target: DraftPairModel, draft: DraftPairModel & { runner: SyncModelRunner }, options: { maxBatchTokens?: number; draftCost?: number; sampled?: boolean } = {}): DraftModelProposer {
   checkSameVocabulary(target, draft);
   const textVocab = Math.min(target.tokenizer.vocabSize, target.runner.vocabSize);
   if (draft.runner.vocabSize < textVocab) {
     throw new ArgumentError("speculativeConfig.model", `the draft model ${draft.name} has ${draft.runner.vocabSize} logit rows, fewer than the ${textVocab} tokens of the target model ${target.name}`);
   }
   const draftCost = options.draftCost ?? decodeStepParams(draft.runner.config) / decodeStepParams(target.runner.config);
-  return new DraftModelProposer({ runner: draft.runner, vocabLimit: textVocab, draftCost, ...(options.maxBatchTokens === undefined ? {} : { maxBatchTokens: options.maxBatchTokens }) });
+  return new DraftModelProposer({ runner: draft.runner, vocabLimit: textVocab, draftCost, sampled: options.sampled ?? false, ...(options.maxBatchTokens === undefined ? {} : { maxBatchTokens: options.maxBatchTokens }) });
 }

@@ -207,10 +207,10 @@ async function shutdown(): Promise<void> {
 }
 
 /** Loads the draft model beside the target (`options.source` is the draft's) and pairs them (createDraftProposer checks the vocabulary). */
-async function loadDraft(load: ModelLoaderModule["loadEngineModel"], options: ModelLoadOptions, target: EngineModel): Promise<DraftModelProposer> {
+async function loadDraft(load: ModelLoaderModule["loadEngineModel"], options: ModelLoadOptions, target: EngineModel, sampled: boolean): Promise<DraftModelProposer> {
   draftModel = await load(rt!, options, () => {});
   const runner = draftModel.runner as SyncModelRunner; // loaded with device "cpu": the decoder's forward is synchronous (the proposer checks each result)
-  return createDraftProposer({ name: config.load.source.path, tokenizer: target.tokenizer, runner: target.runner }, { name: options.source.path, tokenizer: draftModel.tokenizer, runner });
+  return createDraftProposer({ name: config.load.source.path, tokenizer: target.tokenizer, runner: target.runner }, { name: options.source.path, tokenizer: draftModel.tokenizer, runner }, { sampled });
 }
 
 async function load(): Promise<void> {
@@ -235,7 +235,7 @@ async function load(): Promise<void> {
   const settings = resolveEngineConfig(config.engine); // once, before the runner sizes its step buffers from it
   const { maxNumSeqs, maxNumBatchedTokens } = settings;
   model = await loader.loadEngineModel(rt, { maxNumSeqs, maxNumBatchedTokens, ...config.load }, onProgress);
-  const proposer = config.draft === undefined ? null : await loadDraft(loader.loadEngineModel, { maxNumSeqs, maxNumBatchedTokens, ...config.load, source: config.draft, device: "cpu" }, model);
+  const proposer = config.draft === undefined ? null : await loadDraft(loader.loadEngineModel, { maxNumSeqs, maxNumBatchedTokens, ...config.load, source: config.draft, device: "cpu" }, model, settings.speculativeConfig?.method === "draft_model" && settings.speculativeConfig.draftSampling === "sampled");
   try {
     grammar = await GrammarBackend.create({ tokenizer: model.tokenizer, vocabSize: model.runner.vocabSize, stopTokenIds: model.eosTokenIds });
   } catch (e) {

@@ -37,8 +37,9 @@
  * KV is computed, and finds those blocks in the prefix cache (prefill once).
  *
  * Speculative decoding (EngineOptions.speculativeConfig; the proposers are in
- * ngram-proposer.ts and draft-model-proposer.ts — a draft model drafts greedily
- * for all requests in one batch and is told when a request ends, release() —
+ * ngram-proposer.ts and draft-model-proposer.ts — a draft model drafts greedily,
+ * or sampled (see below), for all requests in one batch and is told when a
+ * request ends, release() —
  * the per-request draft length in draft-length.ts): before each
  * schedule, every decoding request (while fewer than disable_by_batch_size
  * run) may propose k drafts, k chosen per request by its DraftLength; the
@@ -58,6 +59,16 @@
  * each row's mask follows the accepted tokens before it). Rejected drafts'
  * KV slots roll back in the scheduler (updateFromOutput).
  *
+ * A draft model with sampled drafts (draft_sampling "sampled") proposes, for a
+ * request that samples, drafts drawn from its own filtered distribution q and
+ * keeps q per position (BatchDraftProposer.distributions). Those rows are
+ * verified by the full rule (rejection-sampler.ts): draft x kept with
+ * probability min(1, p(x)/q(x)), the first rejected one replaced by a draw
+ * from norm(max(0, p − q)); if all are kept, the bonus token is sampled from
+ * p as usual. The output distribution is still p's, and a seeded request is
+ * reproducible (its draws come from its own stream and the draft's, seeded
+ * from it), though not the same tokens as without speculation.
+ *
  * Failure is contained. A request whose sampling or detokenizing throws
  * finishes alone with finishReason "error". A forward that throws leaves the
  * KV of its step undefined, and blocks it was filling are already registered
@@ -76,7 +87,8 @@ import { KvCacheManager } from "./kv-cache-manager.js";
 import { type EngineFinishReason, EngineMetrics, type EngineMetricsSnapshot, SpecDecodeMetrics } from "./metrics.js";
 import { Request } from "./request.js";
 import type { Runtime } from "../runtime/runtime.js";
-import { Sampler, SamplingState, type TokenLogprob, createSampler } from "./sampler.js";
+import { type SampleResult, Sampler, SamplingState, type TokenLogprob, createSampler } from "./sampler.js";
+import { type TokenDistribution, verifyDraft } from "./rejection-sampler.js";
 import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { type RequestOutput, Scheduler, type SchedulerOutput, type StopDecision } from "./scheduler.js";
 import { StopChecker, type StopUpdate } from "./stop.js";
@@ -217,6 +229,8 @@ export class Engine<R extends ModelRunner = ModelRunner> {
   /** Requests waiting for a sibling's prefill (EngineRequest.prefillAfter), in arrival order. */
   #parked: { request: Request<RequestState>; after: string }[] = [];
   /** Speculative decoding: the config and its proposer, or null. */
+  /** This step's sampled drafts' distributions q, per request (#propose fills it, #verify reads it). */
+  readonly #draftQ = new Map<string, readonly TokenDistribution[]>();
   readonly #spec: { config: SpeculativeConfig; proposer: DraftProposer | BatchDraftProposer } | null;
 
   constructor(options: EngineOptions<R>) {
@@ -433,7 +447,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
       const st = request.state!;
       const m = maskRowOf.get(request.requestId);
       try {
-        const tokens = this.#verify(request, logits, r, drafts, m === undefined ? null : masks!.mask(m));
+        const tokens = this.#verify(request, logits, r, drafts, m === undefined ? null : masks!.mask(m), this.#draftQ.get(request.requestId));
         sampled.set(request.requestId, tokens);
         if (drafts.length > 0) {
           this.metrics.specDecode!.observe(drafts.length, tokens.length - 1);
@@ -457,7 +471,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
    * `firstMask`: a constrained request's row-r0 mask, filled by the grammar
    * host during the forward; the rows after it ask the host for theirs.
    */
-  #verify(request: Request<RequestState>, logits: Float32Array, r0: number, drafts: readonly number[], firstMask: Int32Array | null): number[] {
+  #verify(request: Request<RequestState>, logits: Float32Array, r0: number, drafts: readonly number[], firstMask: Int32Array | null, qs?: readonly TokenDistribution[]): number[] {
     const st = request.state!;
     const V = this.runner.vocabSize;
     const tokens: number[] = [];
@@ -469,7 +483,16 @@ export class Engine<R extends ModelRunner = ModelRunner> {
         mask = j === 0 ? firstMask : this.#mask;
         if (j > 0) st.matcher.fillNextMask(this.#mask);
       }
-      const result = this.#sampler.sample(st.sampling, rowLogits, mask);
+      const q = j < drafts.length ? qs?.[j] : undefined;
+      let result: SampleResult;
+      if (q === undefined) result = this.#sampler.sample(st.sampling, rowLogits, mask);
+      else {
+        // A sampled draft: Leviathan / Chen's rule against the target's filtered p (rejection-sampler.ts).
+        const p = this.#sampler.distribution(st.sampling, rowLogits, mask);
+        const token = verifyDraft(p, q, drafts[j]!, st.sampling.rng).token;
+        st.sampling.accept(token);
+        result = this.#sampler.resultFor(st.sampling, rowLogits, token);
+      }
       if (st.matcher !== null && !st.matcher.accept(result.token)) throw new Error(`the grammar rejected token ${result.token}, which its own mask allowed`);
       if (result.logprob !== null) (st.logprobs ??= []).push({ token: result.token, logprob: result.logprob, top: result.topLogprobs ?? [] });
       tokens.push(result.token);
@@ -488,6 +511,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
    */
   #propose(): ReadonlyMap<string, readonly number[]> {
     const drafts = new Map<string, number[]>();
+    this.#draftQ.clear();
     const spec = this.#spec;
     if (spec === null || this.scheduler.numRunning >= spec.config.disableByBatchSize) return drafts;
     const seqs: DraftRequest[] = [];
@@ -495,14 +519,17 @@ export class Engine<R extends ModelRunner = ModelRunner> {
       const request = this.scheduler.getRequest(id)!;
       if (request.numTokens - request.numComputedTokens !== 1) continue;
       const k = request.state!.draftLength!.next();
-      if (k > 0) seqs.push({ requestId: id, tokens: request.allTokenIds, k, penalties: { numPromptTokens: request.numPromptTokens, ...request.state!.sampling.params } });
+      if (k > 0) seqs.push({ requestId: id, tokens: request.allTokenIds, k, penalties: { numPromptTokens: request.numPromptTokens, ...request.state!.sampling.params }, sampling: { params: request.state!.sampling.params, seed: request.state!.sampling.seed } });
     }
     if (seqs.length === 0) return drafts;
     const p = spec.proposer;
     const proposed = "proposeBatch" in p ? p.proposeBatch(seqs) : seqs.map((s) => p.propose(s.tokens, s.k));
     seqs.forEach(({ requestId, k }, i) => {
       const d = proposed[i] ?? [];
-      if (d.length > 0) drafts.set(requestId, d.length > k ? d.slice(0, k) : d);
+      if (d.length === 0) return;
+      drafts.set(requestId, d.length > k ? d.slice(0, k) : d);
+      const q = "distributions" in p ? p.distributions?.(requestId) : undefined;
+      if (q !== undefined && q.length >= Math.min(d.length, k)) this.#draftQ.set(requestId, q.slice(0, k));
     });
     return drafts;
   }

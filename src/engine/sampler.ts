@@ -56,10 +56,11 @@ export class SamplingState {
   readonly #counts = new Map<number, number>();
   readonly outputIds: number[] = [];
 
-  constructor(params: ResolvedSamplingParams, promptIds: readonly number[] = []) {
+  /** `rng`: a stream to draw from instead of a new one from the seed (a draft model's per-request stream). */
+  constructor(params: ResolvedSamplingParams, promptIds: readonly number[] = [], rng?: Prng) {
     this.params = params;
     this.seed = params.seed ?? randomSeed();
-    this.rng = new Prng(this.seed);
+    this.rng = rng ?? new Prng(this.seed);
     this.#prompt = params.repetitionPenalty !== 1 ? new Set(promptIds) : new Set();
   }
 
@@ -133,6 +134,16 @@ export class Sampler {
     const scores = this.processLogits(state, logits, allowed);
     const token = p.temperature < GREEDY_EPSILON ? this.#argmax(scores) : this.#draw(state, scores);
     state.accept(token);
+    return this.resultFor(state, logits, token);
+  }
+
+  /**
+   * The SampleResult of `token` chosen from `logits` by another rule (a
+   * speculative draft's verification): its raw logprobs when params.logprobs
+   * is set. Records nothing in `state`.
+   */
+  resultFor(state: SamplingState, logits: Float32Array, token: number): SampleResult {
+    const p = state.params;
     if (p.logprobs === null) return { token, logprob: null, topLogprobs: null };
     const k = this.#kernels;
     const lse = k === null ? logSumExp(logits) : k.rawLogSumExp(logits);

@@ -5,7 +5,7 @@
  *   {"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2,
  *    "disable_by_batch_size": 8}
  *
- *   {"model": "Qwen/Qwen2.5-0.5B-Instruct", "num_speculative_tokens": 4}
+ *   {"model": "Qwen/Qwen2.5-0.5B-Instruct", "num_speculative_tokens": 4, "draft_sampling": "sampled"}
  *
  * Two methods: prompt lookup ("ngram", Saxena's prompt-lookup decoding as vLLM
  * runs it), and a draft model ("draft_model", implied by `"model"`: a model
@@ -13,6 +13,10 @@
  * edge resolves and loads; draft-model-proposer.ts).
  * As in vLLM, a missing prompt_lookup_min defaults to prompt_lookup_max and
  * the other way round, and both to 5 when neither is given.
+ * `draft_sampling` (a draft model only; kvflash's own key): "greedy" (the
+ * default) drafts the draft's argmax; "sampled" draws a sampling request's
+ * drafts from the draft's distribution and verifies them by the full
+ * rejection rule (rejection-sampler.ts), which accepts more at temperature > 0.
  * `disable_by_batch_size`: no request speculates while this many or more
  * requests run (vLLM v0's speculative_disable_by_batch_size; at a large batch
  * the weights are already read once for many tokens, and drafts only add work).
@@ -52,6 +56,8 @@ export type SpeculativeConfig =
       disableByBatchSize: number;
       /** The draft model as given: a directory, a .gguf file or a hub spec (the edge resolves it). */
       model: string;
+      /** How a sampling request's drafts are chosen: the argmax ("greedy", default) or drawn from the draft's distribution ("sampled"). */
+      draftSampling?: "greedy" | "sampled";
     };
 
 /** Prompt lookup's config. */
@@ -59,7 +65,7 @@ export type NgramSpeculativeConfig = Extract<SpeculativeConfig, { method: "ngram
 /** A draft model's config. */
 export type DraftModelSpeculativeConfig = Extract<SpeculativeConfig, { method: "draft_model" }>;
 
-const KEYS = ["method", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min", "disable_by_batch_size", "model"] as const;
+const KEYS = ["method", "num_speculative_tokens", "prompt_lookup_max", "prompt_lookup_min", "disable_by_batch_size", "model", "draft_sampling"] as const;
 
 /**
  * Resolves `--speculative-config` (its JSON text, or the parsed object) into
@@ -92,9 +98,12 @@ export function resolveSpeculativeConfig(value: unknown, argument = "speculative
     for (const key of ["prompt_lookup_max", "prompt_lookup_min"]) {
       if (o[key] !== undefined) throw new ArgumentError(`${argument}.${key}`, `is a prompt lookup setting, not one of a draft model, got ${show(o[key])}`);
     }
-    return { method: "draft_model", model, numSpeculativeTokens: k, disableByBatchSize: disable };
+    const sampling = o["draft_sampling"] ?? "greedy";
+    if (sampling !== "greedy" && sampling !== "sampled") throw new ArgumentError(`${argument}.draft_sampling`, `must be "greedy" or "sampled", got ${show(sampling)}`);
+    return { method: "draft_model", model, numSpeculativeTokens: k, disableByBatchSize: disable, draftSampling: sampling };
   }
   if (o["model"] !== undefined) throw new ArgumentError(`${argument}.model`, `names a draft model, but method is "ngram", got ${show(o["model"])}`);
+  if (o["draft_sampling"] !== undefined) throw new ArgumentError(`${argument}.draft_sampling`, `is a draft model setting, not one of prompt lookup, got ${show(o["draft_sampling"])}`);
   const lookup = (key: string) => (o[key] === undefined ? undefined : checkInt(`${argument}.${key}`, o[key], { min: 1, max: MAX_PROMPT_LOOKUP }));
   let max = lookup("prompt_lookup_max");
   let min = lookup("prompt_lookup_min");
@@ -115,6 +124,7 @@ function isResolved(v: unknown): v is SpeculativeConfig {
   checkInt("speculativeConfig.disableByBatchSize", c.disableByBatchSize, { min: 1 });
   if (method === "draft_model") {
     if (typeof c.model !== "string" || c.model === "") throw new ArgumentError("speculativeConfig.model", `must name the draft model, got ${show(c.model)}`);
+    if (c.draftSampling !== undefined && c.draftSampling !== "greedy" && c.draftSampling !== "sampled") throw new ArgumentError("speculativeConfig.draftSampling", `must be "greedy" or "sampled", got ${show(c.draftSampling)}`);
     return true;
   }
   const min = checkInt("speculativeConfig.promptLookupMin", c.promptLookupMin, { min: 1, max: MAX_PROMPT_LOOKUP });

@@ -9,7 +9,12 @@
 // a draft whenever p(draft) ≥ some threshold, or resampling without removing
 // the draft) moves the statistic far past the critical value. The same test
 // runs with a draft model (another Markov model, whose greedy drafts are right
-// in some states and wrong in others) as the proposer.
+// in some states and wrong in others) as the proposer, greedy and sampled: the
+// sampled drafts x ~ q (q ≠ p in two of four states) go through the full rule
+// (accept with min(1, p/q), else a draw from norm(max(0, p − q))). Replacing
+// that residual by a draw from p moves the statistic past the critical value
+// (checked by hand: chi-square 519.0 over 107 degrees of freedom against the
+// critical value 158.0).
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -77,9 +82,48 @@ test("sampled continuations with a draft model's greedy drafts follow the target
   assert.equal(proposer.pool.numUsedBlocks, 0);
 });
 
-/** Draws N seeded 4-token continuations with `spec`'s speculation and tests them against their exact probabilities. */
-function checkDistribution(spec: Pick<EngineOptions, "speculativeConfig" | "proposer">): void {
-  const N = 3000;
+test("sampled continuations with a draft model's SAMPLED drafts (q ≠ p) follow the target distribution (chi-square, α = 0.001)", () => {
+  const proposer = new DraftModelProposer({ runner: new MarkovRunner(Q), vocabLimit: V, sampled: true });
+  const seqs = checkDistribution({ speculativeConfig: { model: "markov-q", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer }, [0.4, 0.95]);
+  assert.equal(proposer.pool.numUsedBlocks, 0);
+  assert.equal(proposer.numSequences, 0);
+  // Seeded requests are reproducible: the same seeds draw the same continuations again.
+  const again = checkDistribution({ speculativeConfig: { model: "markov-q", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer: new DraftModelProposer({ runner: new MarkovRunner(Q), vocabLimit: V, sampled: true }) }, [0.4, 0.95], 200);
+  for (const [id, s] of again) assert.deepEqual(s, seqs.get(id), id);
+});
+
+test("a draft equal to the target at temperature 1: sampled drafts are all accepted, greedy ones only at p(argmax)", () => {
+  const rate = (sampled: boolean) => {
+    const engine = new Engine({ runner: new MarkovRunner(), tokenizer, eosTokenIds: [], speculativeConfig: { model: "markov-p", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer: new DraftModelProposer({ runner: new MarkovRunner(P), vocabLimit: V, sampled }) });
+    for (let i = 0; i < 200; i++) engine.addRequest({ requestId: `a${i}`, promptTokenIds: [10, 11, 12], params: resolveSamplingParams({ temperature: 1, maxTokens: 12, ignoreEos: true, seed: i }, V) });
+    while (engine.hasUnfinishedRequests) engine.step();
+    const sd = engine.stats().specDecode!;
+    return sd.numAcceptedTokens / sd.numDraftTokens;
+  };
+  const [sampled, greedy] = [rate(true), rate(false)];
+  assert.ok(sampled > 0.99, `sampled drafts from the target itself are accepted: ${sampled}`);
+  assert.ok(greedy < 0.75, `greedy drafts are accepted at about p(argmax): ${greedy}`);
+});
+
+test("greedy requests stay token-identical to plain decoding with a sampling draft proposer", () => {
+  const run = (spec: Pick<EngineOptions, "speculativeConfig" | "proposer">) => {
+    const engine = new Engine({ runner: new MarkovRunner(), tokenizer, eosTokenIds: [], ...spec });
+    for (let i = 0; i < 4; i++) engine.addRequest({ requestId: `g${i}`, promptTokenIds: [10 + i, 12, 11], params: resolveSamplingParams({ temperature: 0, maxTokens: 10, ignoreEos: true }, V) });
+    const out = new Map<string, number[]>();
+    while (engine.hasUnfinishedRequests) for (const o of engine.step()) out.set(o.requestId, [...(out.get(o.requestId) ?? []), ...o.tokenIds]);
+    return out;
+  };
+  const plain = run({});
+  const spec = run({ speculativeConfig: { model: "markov-q", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer: new DraftModelProposer({ runner: new MarkovRunner(Q), vocabLimit: V, sampled: true }) });
+  assert.deepEqual(spec, plain);
+});
+
+/**
+ * Draws N seeded 4-token continuations with `spec`'s speculation and tests
+ * them against their exact probabilities (the chi-square only for the full N);
+ * `acceptance`: the bounds of accepted / draft tokens. Returns the continuations.
+ */
+function checkDistribution(spec: Pick<EngineOptions, "speculativeConfig" | "proposer">, acceptance: [number, number] = [0.2, 0.8], N = 3000): Map<string, number[]> {
   const LEN = 4;
   const promptIds = [10, 11, 12, 13, 10, 12, 11, 10];
   const engine = new Engine({ runner: new MarkovRunner(), tokenizer, eosTokenIds: [], ...spec });
@@ -92,7 +136,8 @@ function checkDistribution(spec: Pick<EngineOptions, "speculativeConfig" | "prop
   assert.equal(engine.kvCacheManager.pool.numUsedBlocks, 0);
   const sd = engine.stats().specDecode!;
   assert.ok(sd.numDrafts > N, `most requests verified drafts: ${JSON.stringify(sd)}`);
-  assert.ok(sd.numAcceptedTokens > 0.2 * sd.numDraftTokens && sd.numAcceptedTokens < 0.8 * sd.numDraftTokens, `acceptance in between: ${JSON.stringify(sd)}`);
+  assert.ok(sd.numAcceptedTokens > acceptance[0] * sd.numDraftTokens && sd.numAcceptedTokens < acceptance[1] * sd.numDraftTokens, `acceptance in between: ${JSON.stringify(sd)}`);
+  if (N < 3000) return seqs;
 
   // Observed counts and exact probabilities of the 4^LEN continuations.
   const K = STATES.length;
@@ -128,4 +173,5 @@ function checkDistribution(spec: Pick<EngineOptions, "speculativeConfig" | "prop
   if (poolE > 0) (chi2 += (poolO - poolE) ** 2 / poolE), bins++;
   const critical = chiSquareCritical(bins - 1, 3.0902);
   assert.ok(chi2 < critical, `chi-square ${chi2.toFixed(1)} over ${bins - 1} degrees of freedom ≥ the α = 0.001 critical value ${critical.toFixed(1)}`);
+  return seqs;
 }

@@ -117,6 +117,21 @@ test("default model drafting for itself (its own paged KV): the same tokens as p
   assert.ok(proposer instanceof DraftModelProposer && proposer.failures === 0);
 });
 
+test("default model drafting for itself with SAMPLED drafts at temperature 1: nearly every draft kept, seeded runs reproducible, greedy unchanged", () => {
+  const make = (sampled: boolean) => createDraftProposer({ name: "target", tokenizer: small.tokenizer, runner: small.runner }, { name: "draft", tokenizer: draft.tokenizer, runner: draft.runner }, { maxBatchTokens: 16, draftCost: 0, sampled });
+  const spec = (sampled: boolean) => ({ speculativeConfig: { model: defaultModelDir(), num_speculative_tokens: 4, disable_by_batch_size: 64 }, proposer: make(sampled) });
+  const sampling = { temperature: 1, topP: 0.95, topK: 50, repetitionPenalty: 1.1, logitBias: { "13": 1 }, seed: 11 };
+  const a = run(small, false, QUESTIONS, spec(true), sampling);
+  const sd = a.stats.specDecode!;
+  // q and p come from the same weights; the verification rows are computed in a wider step, so they agree to rounding.
+  assert.ok(sd.numDraftTokens > 100 && sd.numAcceptedTokens > 0.95 * sd.numDraftTokens, `sampled drafts: ${JSON.stringify(sd)}`);
+  const g = run(small, false, QUESTIONS, spec(false), sampling).stats.specDecode!;
+  assert.ok(g.numAcceptedTokens / g.numDraftTokens < sd.numAcceptedTokens / sd.numDraftTokens, `greedy drafts accepted less at temperature 1: ${JSON.stringify(g)}`);
+  const b = run(small, false, QUESTIONS, spec(true), sampling);
+  for (const [id, x] of a.out) assert.deepEqual(b.out.get(id)!.ids, x.ids, `${id}: a seeded request draws the same tokens again`);
+  assertSame(run(small, false, QUESTIONS), run(small, false, QUESTIONS, spec(true)));
+});
+
 test("a draft as big as its target costs a step per draft: by default adaptivity keeps it to rare probes, and output is unchanged", () => {
   const proposer = createDraftProposer({ name: "target", tokenizer: small.tokenizer, runner: small.runner }, { name: "draft", tokenizer: draft.tokenizer, runner: draft.runner });
   assert.equal(proposer.draftCost, 1, "the same model: params ratio 1");

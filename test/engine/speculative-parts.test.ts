@@ -67,9 +67,12 @@ test("--speculative-config: vLLM's keys and defaults; errors name the field and 
   ];
   for (const [v, re] of bad) assert.throws(() => resolveSpeculativeConfig(v, "--speculative-config"), re, String(v));
   const d = resolveSpeculativeConfig('{"model":"Qwen/Qwen2.5-0.5B-Instruct","num_speculative_tokens":5}');
-  assert.deepEqual(d, { method: "draft_model", model: "Qwen/Qwen2.5-0.5B-Instruct", numSpeculativeTokens: 5, disableByBatchSize: 8 }, "a model implies draft_model");
+  assert.deepEqual(d, { method: "draft_model", model: "Qwen/Qwen2.5-0.5B-Instruct", numSpeculativeTokens: 5, disableByBatchSize: 8, draftSampling: "greedy" }, "a model implies draft_model");
   assert.equal(resolveSpeculativeConfig(d), d, "idempotent");
-  assert.deepEqual(resolveSpeculativeConfig({ method: "draft_model", model: "m", num_speculative_tokens: 2, disable_by_batch_size: 3 }), { method: "draft_model", model: "m", numSpeculativeTokens: 2, disableByBatchSize: 3 });
+  assert.deepEqual(resolveSpeculativeConfig({ method: "draft_model", model: "m", num_speculative_tokens: 2, disable_by_batch_size: 3 }), { method: "draft_model", model: "m", numSpeculativeTokens: 2, disableByBatchSize: 3, draftSampling: "greedy" });
+  assert.equal(resolveSpeculativeConfig({ model: "m", num_speculative_tokens: 2, draft_sampling: "sampled" }).method === "draft_model" && (resolveSpeculativeConfig({ model: "m", num_speculative_tokens: 2, draft_sampling: "sampled" }) as { draftSampling?: string }).draftSampling, "sampled");
+  assert.throws(() => resolveSpeculativeConfig('{"model":"m","num_speculative_tokens":2,"draft_sampling":"random"}', "--speculative-config"), /--speculative-config\.draft_sampling must be "greedy" or "sampled", got "random"/);
+  assert.throws(() => resolveSpeculativeConfig('{"num_speculative_tokens":2,"draft_sampling":"sampled"}', "--speculative-config"), /--speculative-config\.draft_sampling is a draft model setting, not one of prompt lookup, got "sampled"/);
 });
 
 test("adaptive draft length: the full length while drafts are accepted, fewer as acceptance drops, pauses that double when none pay", () => {

@@ -104,6 +104,31 @@ test("serve --speculative-config with a draft model: greedy and seeded answers e
   }
 });
 
+test("serve with a draft model's sampled drafts (draft_sampling \"sampled\"): seeded answers reproduce at temperature 1, drafts are kept", { timeout: 240_000 }, async () => {
+  const draft = JSON.stringify({ model: defaultModelDir(), num_speculative_tokens: 3, draft_sampling: "sampled" });
+  const spec = await startServer(["--speculative-config", draft]);
+  try {
+    const ask = async (content: string) => {
+      const body = { model: MODEL, messages: [{ role: "user" as const, content }], max_tokens: 32, temperature: 1, top_p: 0.9, seed: 7, logprobs: true };
+      const r = await spec.openai.chat.completions.create({ ...body, stream: false } as Create & { stream: false });
+      const c = r.choices[0]!;
+      return { text: c.message.content, logprobs: c.logprobs?.content?.map((l) => [l.token, l.logprob]) };
+    };
+    const questions = ["What does brisk mean?", "Hello", "What is a river?"];
+    const first = await Promise.all(questions.map((q) => ask(q)));
+    const again = await Promise.all(questions.map((q) => ask(q)));
+    assert.deepEqual(again.map((x) => x.text), first.map((x) => x.text));
+    assert.ok(first.every((x) => (x.text ?? "").length > 0 && (x.logprobs ?? []).length > 0));
+    const m = await spec.metrics();
+    const l = `model_name="${MODEL}"`;
+    const drafts = m.get(`vllm:spec_decode_num_draft_tokens_total{${l}}`)!;
+    const accepted = m.get(`vllm:spec_decode_num_accepted_tokens_total{${l}}`)!;
+    assert.ok(drafts > 0 && accepted > 0.9 * drafts, `a model drafting for itself with sampled drafts: accepted ${accepted} of ${drafts}`);
+  } finally {
+    await spec.stop();
+  }
+});
+
 test("serve with a draft model whose tokenizer differs exits 1 naming both models", () => {
   const root = mkdtempSync(join(tmpdir(), "kvflash-draft-"));
   try {
