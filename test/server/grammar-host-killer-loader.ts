@@ -1,4 +1,4 @@
-// A loader module that wraps another one (extra.base, a module URL) and, on
+// A loader module that wraps another one (loaderExtra.base, a module URL) and, on
 // the first forward after a test writes extra.triggerFile, kills the grammar
 // hosts holding a grammar whose key contains the file's text
 // (terminateGrammarHostHolding: the worker is terminated, as by a crash or an
@@ -14,7 +14,7 @@ import type { Runtime } from "../../src/runtime/runtime.js";
 import { terminateGrammarHostHolding } from "../../src/structured/grammar-host-pool.js";
 
 export async function loadEngineModel(rt: Runtime, options: ModelLoadOptions, onProgress: (p: LoadProgressInfo) => void): Promise<EngineModel> {
-  const extra = options.extra ?? {};
+  const extra = options.loaderExtra ?? {};
   const base = (await import(String(extra["base"]))) as ModelLoaderModule;
   const trigger = String(extra["triggerFile"]);
   const delay = new Int32Array(new SharedArrayBuffer(4));
