@@ -64,7 +64,7 @@ test("--speculative-config: vLLM's JSON, resolved here; a bad field is named wit
   assert.throws(() => parseServeArgs(["--speculative-config", '{"num_speculative_tokens": 40}'], {}), /--speculative-config\.num_speculative_tokens must be ≤ 15, got 40/);
   assert.throws(() => parseServeArgs(["--speculative-config=ngram"], {}), /--speculative-config must be a JSON object, got "ngram"/);
   assert.match(SERVE_USAGE, /--speculative-config JSON .*\n.*\n.*draft model with the same tokenizer, .*"model": DIR_OR_SPEC.*\n.*disable_by_batch_size \(default 8\)/);
-  assert.deepEqual(parseServeArgs(["--speculative-config", '{"model": "Qwen/Qwen2.5-0.5B", "num_speculative_tokens": 3}'], {}).speculativeConfig, { method: "draft_model", model: "Qwen/Qwen2.5-0.5B", numSpeculativeTokens: 3, disableByBatchSize: 8 });
+  assert.deepEqual(parseServeArgs(["--speculative-config", '{"model": "Qwen/Qwen2.5-0.5B", "num_speculative_tokens": 3}'], {}).speculativeConfig, { method: "draft_model", model: "Qwen/Qwen2.5-0.5B", numSpeculativeTokens: 3, disableByBatchSize: 8, draftSampling: "greedy" });
 });
 
 test("the usage text states the engine's own defaults", () => {
