@@ -228,9 +228,9 @@ export class Engine<R extends ModelRunner = ModelRunner> {
   #pending: EngineOutput[] = [];
   /** Requests waiting for a sibling's prefill (EngineRequest.prefillAfter), in arrival order. */
   #parked: { request: Request<RequestState>; after: string }[] = [];
-  /** Speculative decoding: the config and its proposer, or null. */
   /** This step's sampled drafts' distributions q, per request (#propose fills it, #verify reads it). */
   readonly #draftQ = new Map<string, readonly TokenDistribution[]>();
+  /** Speculative decoding: the config and its proposer, or null. */
   readonly #spec: { config: SpeculativeConfig; proposer: DraftProposer | BatchDraftProposer } | null;
 
   constructor(options: EngineOptions<R>) {
