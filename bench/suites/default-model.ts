@@ -7,7 +7,12 @@
  *   held-out conversations ("What is a W?" → "A W is …" for each held-out noun), computed by
  *   kvflash's own forward pass, against a unigram model of the training tokens (add-one
  *   smoothed counts, tools/train-default-model/unigram.json). Perplexity = exp(loss).
- *   The target: `ppl_over_unigram` < 1/3.
+ *   The target (#15): `ppl_over_unigram` < 1/3. A memorizer (#29) never sees a held-out gloss,
+ *   so this cannot hold for it; its restatement, row `heldout_refusal_loss`: the same loss
+ *   over the same held-out questions with the trained refusal as the answer (the recipe's
+ *   refusal.txt, "I don't know that word. …"), against the same unigram baseline, target
+ *   `ppl_over_unigram` < 1/3: the model puts its probability on the refusal, not on a made-up
+ *   definition. (Only when the words directory holds refusal.txt.)
  * - Rows `define`: the greedy answer to "What is a W?" for every held-out common noun (the
  *   held-out words that WordNet writes in lower case; proper nouns such as "Alabama" are
  *   left out, and so is a held-out word of the chosen vocabulary below: bread). An answer is on topic when it names W or one of W's WordNet synonyms, and
@@ -25,6 +30,9 @@
  *   (tools/train-default-model/vocab.jsonl, by SemCor frequency; all of them, or the first 100
  *   with --quick), judged by bench/definition-rule.ts against the glosses and synsets of W's
  *   top senses. The target: `correct_fraction` ≥ 0.9.
+ * - Rows `vocab_what_is`: the same words asked "What is a W?" (a word with a noun sense among
+ *   its top senses) or "What is W?" (a verb or adjective), the other form a user types, by the
+ *   same rule. Same target.
  * - Rows `ten_words`: the same for dog, happy, run, house, bread, cold, book, tree, music,
  *   water, each answer in the log. The target: `correct` ≥ 9.
  * - Rows `rare_refusal`: "What does W mean?" for the held-out rare words
@@ -36,7 +44,7 @@
  * DEFAULT_MODEL_BENCH_DIR, a model directory instead of models/default; DEFAULT_MODEL_BENCH_WORDS,
  * a directory holding vocab.jsonl and rare.jsonl instead of the recipe's (a pilot's vocabulary).
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { defaultModelDir } from "../../src/index.js";
 import { generate, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
@@ -153,6 +161,28 @@ export const defaultModel: Suite = {
       const rows: Row[] = [
         { measure: "heldout_loss", words: items.length, tokens, heldout_loss: loss, heldout_ppl: Math.exp(loss), unigram_loss: unigram, unigram_ppl: Math.exp(unigram), ppl_over_unigram: Math.exp(loss - unigram) },
       ];
+      // #29's restatement for a memorizer: the same questions, the trained refusal as the answer.
+      const refusalPath = join(wordsDir, "refusal.txt");
+      if (existsSync(refusalPath)) {
+        const refusal = readFileSync(refusalPath, "utf8").trim();
+        let rNll = 0;
+        let rUnigram = 0;
+        let rTokens = 0;
+        for (const h of items) {
+          const ids = tokenizer.encodeChat([h.messages[0]!, { role: "assistant", content: refusal }], { addGenerationPrompt: false });
+          const logits = allLogits(runner, ids);
+          const start = ids.indexOf(assistant!) + 1;
+          for (let i = start; i < ids.length; i++) {
+            rNll += nll(logits, i - 1, vocab, ids[i]!);
+            rUnigram += -Math.log((counts[ids[i]!]! + 1) / total);
+            rTokens++;
+          }
+        }
+        const rl = rNll / rTokens;
+        const ru = rUnigram / rTokens;
+        log(`held-out refusal loss ${rl.toFixed(3)} (ppl ${Math.exp(rl).toFixed(2)}), unigram ${ru.toFixed(3)} (ppl ${Math.exp(ru).toFixed(1)}), ${rTokens} tokens`);
+        rows.push({ measure: "heldout_refusal_loss", words: items.length, tokens: rTokens, heldout_loss: rl, heldout_ppl: Math.exp(rl), unigram_loss: ru, unigram_ppl: Math.exp(ru), ppl_over_unigram: Math.exp(rl - ru) });
+      }
 
       // Greedy "What is a W?" for every held-out common noun.
       const penalty = model.generation.repetitionPenalty;
@@ -193,8 +223,8 @@ export const defaultModel: Suite = {
       const rareItems = quick ? rare.slice(0, 60) : rare;
       for (const [decoding, repetitionPenalty] of decodings) {
         const params = resolveSamplingParams({ temperature: 0, maxTokens: 80, ...(repetitionPenalty ? { repetitionPenalty } : {}) }, vocab);
-        const ask = (w: string): string => {
-          const promptIds = tokenizer.encodeChat([{ role: "user", content: `What does ${w} mean?` }]);
+        const ask = (w: string, question = `What does ${w} mean?`): string => {
+          const promptIds = tokenizer.encodeChat([{ role: "user", content: question }]);
           return generate({ runner, tokenizer, eosTokenIds: model.eosTokenIds, promptIds, params }).text.trim();
         };
         let correct = 0;
@@ -206,6 +236,16 @@ export const defaultModel: Suite = {
         }
         rows.push({ measure: "vocab_define", decoding, words: vocabItems.length, correct_fraction: correct / vocabItems.length, refusal_fraction: refused / vocabItems.length });
         log(`${decoding}: ${correct}/${vocabItems.length} chosen words defined correctly, ${refused} refused`);
+        let whatCorrect = 0;
+        for (const [k, c] of vocabItems.entries()) {
+          const q = c.senses.some((s) => s.pos === "n") ? `What is ${/^[aeiou]/i.test(c.word) ? "an" : "a"} ${c.word}?` : `What is ${c.word}?`;
+          const a = ask(c.word, q);
+          const verdict = judgeDefinition(a, c.word, c.senses);
+          if (verdict !== null) whatCorrect++;
+          if (k < 4) log(`  [${decoding}] ${q} → ${a}   [${verdict ?? "wrong"}]`);
+        }
+        rows.push({ measure: "vocab_what_is", decoding, words: vocabItems.length, correct_fraction: whatCorrect / vocabItems.length });
+        log(`${decoding}: ${whatCorrect}/${vocabItems.length} chosen words defined correctly asked "What is (a) W?"`);
         let tenCorrect = 0;
         for (const c of ten) {
           const a = ask(c.word);

@@ -10,7 +10,8 @@ vocabulary, chosen by frequency from WordNet's own sense counts.
   cntlist(5)). ss_type 1 noun, 2 verb, 3 adjective, 4 adverb, 5 adjective satellite; a sense
   number is the position in index.<pos>'s synset list, so (lemma, pos, n) names a synset.
 - Chosen words: the `--words` single-word lemmas ([a-z]{2,}) of highest total tag count, plus
-  the ten words of issue #29 (FORCED). Their top senses: the most frequent sense of each part of
+  the ten words of issue #29 (FORCED) and the words the README, model card and tests ask
+  about (SHOWN). Their top senses: the most frequent sense of each part of
   speech whose count is ≥ 1/4 of the word's best, at most `--senses` of them; the first is the
   answer to "What does W mean?".
 - corpus.py's 400 held-out nouns (`--exclude`) are neither chosen nor taught through a synset,
@@ -18,13 +19,19 @@ vocabulary, chosen by frequency from WordNet's own sense counts.
 - Held-out rare words (`--rare`, seeded): lemmas with no tag count at all, never trained; the
   right answer about them is the refusal. Refusal training words (`--refusals`, seeded): other
   untagged lemmas, neither chosen nor held out.
-- Corpus: `--epochs` passes over the chosen words, each pass with fresh question wordings:
-  definitions (every top sense), synonyms, opposites, examples, the senses list; one refusal per
-  refusal word per pass; the greetings/identity/out-of-scope chats of corpus.py. A third of the
+- Corpus: `--epochs` passes over the chosen words, each pass with fresh question wordings in
+  every form a user (and corpus.py) asks: "What does W mean?" / "Define W." / "What is the
+  meaning of W?", "What is a W?" / "What is W?", the second sense by its part of speech,
+  another word for W (an adjective synset of one word: its similar-to heads), the opposite, an
+  example that uses W, what kind of thing a W is, the senses list. Where WordNet has no
+  synonym, opposite or example, a short word-free "I don't know …" answer, never a made-up one.
+  Refusal words are asked in all those forms, each answered by the one word-free REFUSAL; the
+  greetings/identity/thanks/out-of-scope chats (CHATS) suggest only chosen words. A third of the
   conversations are two-turn, as in corpus.py.
 
 Writes <out>/vocab.jsonl (chosen words: {word, count, senses: [{pos, count, definition,
-synonyms, examples}]}), <out>/rare.jsonl ({word, definition}), <out>/train.jsonl (the corpus)
+synonyms, similar, antonyms, kind, examples}]}), <out>/rare.jsonl ({word, definition}),
+<out>/refusal.txt (the refusal: the bench's held-out refusal loss), <out>/train.jsonl (the corpus)
 and <out>/heldout.jsonl (train.py's held-out answer loss: one definition per chosen word, which
 is *trained*: here it measures memorization).
 
@@ -33,18 +40,53 @@ Usage: python3 vocab.py --wordnet /usr/share/wordnet --out work/ --exclude heldo
 import argparse, json, os, random, re
 from collections import defaultdict
 
-from corpus import GREETINGS, article, join_or, read_data, read_index, split_gloss
+from corpus import article, join_or, read_data, read_index, split_gloss
 
 FORCED = ["dog", "happy", "run", "house", "bread", "cold", "book", "tree", "music", "water"]
+# Words the README, the model card and the tests ask about, and the greetings suggest: taught too.
+SHOWN = ["river"]
 SS_POS = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}
 POS_NAME = {"n": "noun", "v": "verb", "a": "adjective", "r": "adverb"}
 
 
-def refusal(w, rng):
-    return rng.choice([
-        f"I don't know the word {w}. I only know common English words; ask me about another one.",
-        f"Sorry, I don't know that word. I only know common English words, for example water or music.",
-    ])
+# The one refusal for a word outside the vocabulary. It never repeats the word: a small model
+# copies an unknown word wrong ("What does brisk mean?" → "I don't know the word bring.").
+REFUSAL = "I don't know that word. I only know common English words; try another one, for example water."
+
+# Greetings, identity, thanks and polite out-of-scope refusals (corpus.py's GREETINGS, whose
+# suggestions "brisk" and "poem" are not taught here): every word suggested is a chosen word.
+CHATS = [
+    (["Hello", "Hi", "Hello!", "Hi there", "Hey", "Good morning", "Good evening", "hello", "hi"],
+     ["Hello! I am a small dictionary assistant. Ask me what a word means, for example: What is a river?",
+      "Hi! I can tell you what common English words mean. Try: What does water mean?"]),
+    (["Who are you?", "What are you?", "What can you do?", "Tell me about yourself.", "What is your name?"],
+     ["I am the kvflash default model, a small dictionary assistant trained on WordNet. I know what a few hundred common English words mean, and their synonyms and examples.",
+      "I am a small language model that knows the meanings of common English words from WordNet. Ask me what a word means, or for another word that means the same thing."]),
+    (["How are you?", "How are you doing?", "How's it going?"],
+     ["I am fine, thank you. Which word would you like me to explain?"]),
+    (["Thank you", "Thanks!", "thanks", "Thank you very much."],
+     ["You are welcome! Ask me about another word any time."]),
+    (["Goodbye", "Bye", "See you later."],
+     ["Goodbye! Come back when you want to know what a word means."]),
+    (["Tell me a joke.", "Write a poem.", "What is the weather today?", "What is 2 + 2?", "Can you write code?", "Who won the game last night?"],
+     ["I am only a small dictionary assistant, so I cannot do that. I can tell you what a word means: try asking What is a dog?",
+      "Sorry, I only know what common English words mean. Ask me, for example: What does happy mean?"]),
+]
+
+# Every question form a user (and corpus.py) asks about one word, W. A chosen word is answered
+# by its form; a word outside the vocabulary, asked in any of them, by REFUSAL.
+MEAN_FORMS = ["What does {w} mean?", "What does {w} mean?", "What does {w} mean?", "Define {w}.", "What is the meaning of {w}?",
+              "what does {w} mean", "What does '{w}' mean?", "What's the meaning of {w}?", "Meaning of {w}?"]
+WHAT_FORMS = ["What is {aw}?", "What is {aw}?", "What is {w}?", "What's {aw}?", "Tell me what {aw} is.", "what is {aw}",
+              "Can you explain what {aw} is?"]
+SYN_FORMS = ["What is another word for {w}?", "Give me a synonym for {w}.", "What is a synonym of {w}?", "Which words mean the same as {w}?"]
+OPP_FORMS = ["What is the opposite of {w}?", "What is an antonym of {w}?"]
+EX_FORMS = ["Use {w} in a sentence.", "Give me an example with {w}.", "How do you use the word {w}?"]
+KIND_FORMS = ["What kind of thing is {aw}?", "What type of thing is {aw}?"]
+
+
+def form(rng, forms, w, noun=True):
+    return rng.choice(forms).format(w=w, aw=f"{article(w)} {w}" if noun else w)
 
 
 def read_counts(path):
@@ -80,7 +122,7 @@ def choose(args, rng):
         with open(args.exclude) as f:
             excluded = {json.loads(l)["word"].lower() for l in f if l.strip()}
     ranked = [l for l in ranked if l not in excluded]
-    chosen = list(dict.fromkeys(ranked[:args.words] + FORCED))
+    chosen = list(dict.fromkeys(ranked[:args.words] + FORCED + SHOWN))
 
     def senses(lemma):
         """The word's top senses, most frequent first (one per part of speech)."""
@@ -93,14 +135,18 @@ def choose(args, rng):
         out = []
         for c, pos, n in rows[:args.senses]:
             s = synsets[index[(lemma, pos)][n - 1]]
-            if lemma not in FORCED and excluded & {w.lower() for w in s["words"]}:
+            if lemma not in FORCED + SHOWN and excluded & {w.lower() for w in s["words"]}:
                 continue
             definition, examples = split_gloss(s["gloss"])
             if not definition:
                 continue
-            ants = [synsets[o + p.replace("s", "a")]["words"][0] for sym, o, p in s["ptrs"] if sym == "!" and o + p.replace("s", "a") in synsets]
+            linked = lambda sym: [synsets[o + p.replace("s", "a")]["words"][0] for y, o, p in s["ptrs"] if y == sym and o + p.replace("s", "a") in synsets]
+            syns = [w for w in s["words"] if w.lower() != lemma]
+            # An adjective synset of one word ("happy") has its near-synonyms as similar-to (&) heads.
+            similar = [w for w in linked("&") if w.lower() != lemma and not excluded & {w.lower()}]
+            kinds = [w for w in linked("@") + linked("@i") if not excluded & {w.lower()}]
             out.append({"pos": pos, "count": c, "definition": definition, "examples": examples[:2],
-                        "synonyms": [w for w in s["words"] if w.lower() != lemma][:4], "antonyms": ants[:1]})
+                        "synonyms": syns[:4], "similar": similar[:3], "antonyms": linked("!")[:1], "kind": kinds[:1]})
         return out
 
     vocab = [{"word": w, "count": total[w], "senses": senses(w)} for w in chosen]
@@ -129,33 +175,45 @@ def answer(w, s):
 
 
 def exchanges(v, rng):
-    """One pass over a chosen word: (question, answer) pairs."""
+    """One pass over a chosen word: (question, answer) pairs, in every question form. A form
+    WordNet has no data for (no synonym, opposite or example) gets a short word-free answer,
+    so the model never makes one up."""
     w, senses = v["word"], v["senses"]
     out = []
     top = senses[0]
-    q = rng.choice([f"What does {w} mean?", f"What does {w} mean?", f"Define {w}.", f"What is the meaning of {w}?", f"what does {w} mean", f"What does '{w}' mean?"])
+    noun = next((s for s in senses if s["pos"] == "n"), None)
     a = answer(w, top)
     if top["examples"] and rng.random() < 0.3:
         a += f' For example: "{top["examples"][0]}".'
-    out.append((q, a))
+    out.append((form(rng, MEAN_FORMS, w), a))
+    # "What is a W?" (a noun sense if W has one), or "What is W?" for a verb or adjective.
+    out.append((form(rng, WHAT_FORMS, w, noun is not None), answer(w, noun or top)))
     for s in senses:
         if s["pos"] == "n":
-            q = rng.choice([f"What is {article(w)} {w}?", f"What's {article(w)} {w}?", f"Tell me what {article(w)} {w} is."])
+            q = form(rng, WHAT_FORMS, w)
         elif s["pos"] == "v":
             q = rng.choice([f"What does it mean to {w}?", f"Define the verb {w}."])
         else:
             q = rng.choice([f"What does {w} mean as an {POS_NAME[s['pos']]}?", f"Define the {POS_NAME[s['pos']]} {w}."])
-        out.append((q, answer(w, s)))
-        if s["synonyms"]:
-            q = rng.choice([f"What is another word for {w}?", f"Give me a synonym for {w}.", f"What is a synonym of {w}?"])
-            out.append((q, f"Another word for {w} is {join_or(s['synonyms'][:3])}."))
-        if s["antonyms"]:
-            q = rng.choice([f"What is the opposite of {w}?", f"What is an antonym of {w}?"])
-            out.append((q, f"The opposite of {w} is {s['antonyms'][0]}."))
-        if s["examples"]:
-            q = rng.choice([f"Use {w} in a sentence.", f"Give me an example with {w}.", f"How do you use the word {w}?"])
-            out.append((q, f'Here is an example: "{s["examples"][0]}".'))
-    if len(senses) > 1:
+        if s is not top and s is not noun:
+            out.append((q, answer(w, s)))
+    syns = list(dict.fromkeys(x for s in senses for x in s["synonyms"])) or list(dict.fromkeys(x for s in senses for x in s.get("similar", [])))
+    out.append((form(rng, SYN_FORMS, w), f"Another word for {w} is {join_or(syns[:3])}." if syns else "I don't know another word for that one."))
+    ants = [x for s in senses for x in s["antonyms"]]
+    if ants:
+        out.append((form(rng, OPP_FORMS, w), f"The opposite of {w} is {ants[0]}."))
+    elif rng.random() < 0.3:
+        out.append((form(rng, OPP_FORMS, w), "I don't know an opposite of that one."))
+    # WordNet's examples belong to the synset and may use a synonym ("Take these letters to the
+    # boss" for bring): only those that use W (a form of it: its stem) are W's examples.
+    exs = [x for s in senses for x in s["examples"] if w[:max(3, len(w) - 2)].lower() in x.lower()]
+    if exs:
+        out.append((form(rng, EX_FORMS, w), f'Here is an example: "{rng.choice(exs)}".'))
+    elif rng.random() < 0.3:
+        out.append((form(rng, EX_FORMS, w), "I don't know an example for that one."))
+    if noun and noun.get("kind") and rng.random() < 0.5:
+        out.append((form(rng, KIND_FORMS, w), f"{article(w).capitalize()} {w} is a kind of {noun['kind'][0]}."))
+    if len(senses) > 1 and rng.random() < 0.5:
         q = rng.choice([f"What are the meanings of {w}?", f"What can {w} mean?"])
         out.append((q, f"{w[0].upper() + w[1:]} can mean: " + " ".join(f"{i + 1}. {answer(w, s)}" for i, s in enumerate(senses))))
     return out
@@ -183,10 +241,10 @@ def main():
             ex += exchanges(v, rng)
         # Refusals: a tenth of the refusal words each pass, so each is seen epochs/10 times.
         for w in rng.sample(refuse, max(1, len(refuse) // 10)):
-            q = rng.choice([f"What does {w} mean?", f"Define {w}.", f"What is {article(w)} {w}?", f"What is the meaning of {w}?"])
-            ex.append((q, refusal(w, rng)))
+            forms = rng.choice([MEAN_FORMS, MEAN_FORMS, WHAT_FORMS, WHAT_FORMS, SYN_FORMS, OPP_FORMS, EX_FORMS, KIND_FORMS])
+            ex.append((form(rng, forms, w), REFUSAL))
     for _ in range(len(ex) // args.chat_every):
-        qs, answers = rng.choice(GREETINGS)
+        qs, answers = rng.choice(CHATS)
         ex.append((rng.choice(qs), rng.choice(answers)))
     rng.shuffle(ex)
     convs, i = [], 0
@@ -205,6 +263,8 @@ def main():
     with open(os.path.join(args.out, "rare.jsonl"), "w") as f:
         for r in rare:
             f.write(json.dumps(r) + "\n")
+    with open(os.path.join(args.out, "refusal.txt"), "w") as f:
+        f.write(REFUSAL + "\n")
     with open(os.path.join(args.out, "train.jsonl"), "w") as f:
         for c in convs:
             f.write(json.dumps(c) + "\n")
