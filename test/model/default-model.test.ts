@@ -62,3 +62,51 @@ test("greedy under its generation_config, it answers dictionary questions in sen
   }
   model.runner.dispose();
 });
+
+// Issue #29: the model is a memorizer of the chosen vocabulary (tools/train-default-model/vocab.jsonl).
+// Each question form a user types is answered from WordNet for a taught word; a word outside
+// the vocabulary gets the one trained refusal, which never repeats (and so never misspells) the
+// word; the greeting suggests a word the model knows. The defects of the 298-word candidate
+// (tools/train-default-model/README.md) and of the #15 model: both fail this test.
+interface Taught {
+  word: string;
+  senses: { pos: string; definition: string; synonyms: string[]; similar?: string[]; antonyms: string[]; examples: string[] }[];
+}
+const RECIPE = join(defaultModelDir(), "..", "..", "tools", "train-default-model");
+const taught = new Map(
+  readFileSync(join(RECIPE, "vocab.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Taught).map((t) => [t.word, t]),
+);
+
+test("#29: a taught word is answered from WordNet in every question form, an untaught one by the word-free refusal, and the greeting suggests a taught word", () => {
+  const model = loadModel(rt, defaultModelDir(), { progress: false });
+  const params = resolveSamplingParams({ temperature: 0, maxTokens: 80 }, model.config.vocabSize, samplingDefaults(model.generation));
+  const ask = (q: string) => {
+    const r = generate({ runner: model.runner, tokenizer: model.tokenizer, eosTokenIds: model.eosTokenIds, promptIds: model.tokenizer.encodeChat([{ role: "user", content: q }]), params });
+    assert.equal(r.finishReason, "stop", `${q} → ${r.text}`);
+    return r.text.trim();
+  };
+  const sense = (w: string) => taught.get(w)!.senses[0]!;
+  for (const w of ["river", "dog", "water", "happy"]) assert.ok(taught.has(w), `${w} is in vocab.jsonl`);
+  // Definitions, word for word, in the forms a user types.
+  for (const [q, w] of [["What is a river?", "river"], ["What does water mean?", "water"], ["Define dog.", "dog"], ["What is the meaning of happy?", "happy"], ["What is a dog?", "dog"]] as const) {
+    const a = ask(q);
+    assert.ok(a.includes(sense(w).definition), `${q} → ${a}; expected WordNet's gloss "${sense(w).definition}"`);
+  }
+  const happy = sense("happy");
+  const nearHappy = [...happy.synonyms, ...(happy.similar ?? [])];
+  const syn = ask("What is another word for happy?");
+  assert.ok(nearHappy.length > 0 && nearHappy.some((s) => syn.includes(s)), `another word for happy → ${syn}; expected one of ${nearHappy.join(", ")}`);
+  assert.match(ask("What is the opposite of cold?"), new RegExp(`\\b${sense("cold").antonyms[0]}\\b`));
+  // The refusal: the same words for any untaught word, asked in any form, never the word itself.
+  for (const [q, w] of [["What does brisk mean?", "brisk"], ["What is a zymogen?", "zymogen"], ["Use quixotic in a sentence.", "quixotic"]] as const) {
+    assert.ok(!taught.has(w));
+    const a = ask(q);
+    assert.match(a, /^I don't know that word\./, `${q} → ${a}`);
+    assert.doesNotMatch(a.toLowerCase(), new RegExp(w.slice(0, 4)), `${q} → ${a}: a refusal never repeats the word`);
+  }
+  const hello = ask("Hello");
+  const suggested = /(?:What does (\w+) mean\?|What is an? (\w+)\?)/.exec(hello);
+  assert.ok(suggested, `Hello → ${hello}: suggests a question`);
+  assert.ok(taught.has((suggested[1] ?? suggested[2])!), `Hello → ${hello}: suggests a taught word`);
+  model.runner.dispose();
+});

@@ -1,5 +1,6 @@
 // What a new user sees first: `npm start` (serve with no --model), the chat page in a real
-// headless Chromium, and the embedded default model answering in real sentences (#15).
+// headless Chromium, and the embedded default model answering in real sentences (#15): a
+// taught word from WordNet, an untaught one (brisk) by its trained refusal (#29).
 // Greedy (temperature 0 in the page's settings), so the reply equals the API's. The
 // screenshot goes to $KVFLASH_TEST_ARTIFACTS (default: kvflash-test-artifacts in the
 // temporary directory) as web-chat-default-model.png; the test prints its path.
@@ -42,7 +43,7 @@ test("the default model answers on the chat page in real sentences", { timeout: 
   await page.fill("#temperature", "0");
   await page.locator("#settings summary").click();
   const history: { role: "user" | "assistant"; content: string }[] = [];
-  for (const [question, word] of [["Hello", /word/i], ["What is a river?", /river/i], ["What does brisk mean?", /brisk/i]] as const) {
+  for (const [question, word] of [["Hello", /word/i], ["What is a river?", /river is a large natural stream of water/i], ["What does brisk mean?", /^I don't know that word\./]] as const) {
     const n = await page.locator(".msg.assistant").count();
     await page.fill("#prompt", question);
     await page.press("#prompt", "Enter");
