@@ -3,7 +3,8 @@
  * "embed"): loads the model and sizes its EmbedEngine from the engine
  * settings.
  *
- *   encoder (BertModel, … *ForSequenceClassification)   model/encoder: its own loader
+ *   encoder (BertModel, … *ForSequenceClassification,   model/encoder: its own loader
+ *     or a "bert" / "nomic-bert" GGUF file)
  *   any decoder (`--task embed`, Qwen3-Embedding)        the worker's decoder loader, with a KV
  *                                                        cache of one step's tokens (DecoderEmbedder)
  *   a decoder with `--task score` (Qwen3-Reranker)       the same, scored by its yes/no logits (DecoderScorer)
@@ -20,7 +21,7 @@ import { readJsonFile } from "../json-file.js";
 import { Decoder } from "../model/decoder.js";
 import { DecoderEmbedder, decoderEmbedBlocks } from "../model/decoder-embedder.js";
 import { DecoderScorer, yesNoTokens } from "../model/decoder-scorer.js";
-import { isEncoderSource, loadEncoderModel } from "../model/encoder/encoder-model.js";
+import { isEncoderModelSource, loadEncoderSource } from "../model/encoder/encoder-source.js";
 import { type PoolingConfig, readPoolingConfig } from "../model/encoder/pooling-config.js";
 import type { PoolingModel } from "../model/pooling-model.js";
 import type { WeightFormat } from "../ops/weight.js";
@@ -83,13 +84,13 @@ async function loadDecoderEmbedder(rt: Runtime, config: EngineWorkerConfig, maxN
 
 export async function loadEmbedEngine(rt: Runtime, config: EngineWorkerConfig, onProgress: (p: LoadProgressInfo) => void = () => {}): Promise<{ engine: EmbedEngine; info: Omit<EngineInfo, "loadSeconds"> }> {
   const { source, weights, maxModelLen } = config.load;
-  const encoder = isEncoderSource(source);
+  const encoder = isEncoderModelSource(source);
   const e = config.engine;
   const maxNumSeqs = checkInt("maxNumSeqs", e.maxNumSeqs ?? (encoder ? EMBED_MAX_NUM_SEQS : DECODER_EMBED_MAX_NUM_SEQS), { min: 1 });
   const maxNumBatchedTokens = checkInt("maxNumBatchedTokens", e.maxNumBatchedTokens ?? (encoder ? EMBED_MAX_NUM_BATCHED_TOKENS : DECODER_EMBED_MAX_NUM_BATCHED_TOKENS), { min: 1 });
   const format: WeightFormat | undefined = weights === "auto" ? undefined : weights;
   const model: PoolingModel = encoder
-    ? loadEncoderModel(rt, source.path, { ...(format === undefined ? {} : { weights: format }), ...(maxModelLen === undefined ? {} : { maxModelLen }) })
+    ? loadEncoderSource(rt, source, { ...(format === undefined ? {} : { weights: format }), ...(maxModelLen === undefined ? {} : { maxModelLen }) })
     : await loadDecoderEmbedder(rt, config, maxNumSeqs, maxNumBatchedTokens, onProgress);
   const engine = new EmbedEngine({
     model,

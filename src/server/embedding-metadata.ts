@@ -1,6 +1,6 @@
 /**
- * What the HTTP thread reads of an embedding model (an encoder directory,
- * model/encoder): the tokenizer, and the few config fields the server's
+ * What the HTTP thread reads of an embedding model (an encoder directory or
+ * a BERT GGUF file, model/encoder/encoder-source.ts): the tokenizer, and the few config fields the server's
  * options take from a decoder's metadata (architecture, vocabulary), so
  * serve() starts either kind the same way. Null for any other source (a
  * decoder served with --task embed reads the decoder's metadata).
@@ -8,7 +8,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig } from "../model/generation-config.js";
-import { encoderTokenizer, isEncoderSource, readEncoderInfo } from "../model/encoder/encoder-model.js";
+import { encoderSourceTokenizer, isEncoderModelSource, readEncoderSourceInfo } from "../model/encoder/encoder-source.js";
 import type { ModelSource } from "../model/source.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 
@@ -25,12 +25,12 @@ export function isSentenceTransformersDir(source: ModelSource): boolean {
 }
 
 export function embeddingMetadata(source: ModelSource): EmbeddingMetadata | null {
-  if (!isEncoderSource(source)) return null;
-  const info = readEncoderInfo(source.path); // refuses a directory the engine could not serve, before any worker starts
+  if (!isEncoderModelSource(source)) return null;
+  const info = readEncoderSourceInfo(source); // refuses a directory the engine could not serve, before any worker starts
   return {
     config: { architecture: info.config.architecture, vocabSize: info.config.vocabSize },
     crossEncoder: info.crossEncoder,
     generation: { ...EMPTY_GENERATION_CONFIG, eosTokenIds: [] },
-    tokenizer: encoderTokenizer(source.path),
+    tokenizer: encoderSourceTokenizer(source),
   };
 }

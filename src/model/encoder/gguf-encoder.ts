@@ -1,0 +1,102 @@
+/**
+ * A BERT-family GGUF file (arch "bert" or "nomic-bert", as llama.cpp's
+ * converter writes all-MiniLM, bge, e5, gte and nomic-embed-text) → the same
+ * EncoderModel the safetensors directory gives (encoder-model.ts): the config
+ * and pooling from the metadata (gguf-bert-config.ts), the WordPiece
+ * tokenizer from the vocabulary (gguf-wordpiece.ts), and the tensors, decoded
+ * to f32 (any GGUF type, dequantize.ts) under their transformers names, into
+ * the weight builder the safetensors path uses (bert-weights.ts). Every
+ * tensor's presence and shape is checked, naming the GGUF tensor, before a
+ * weight byte is read.
+ *
+ *   const info = readGgufEncoderInfo(path);           // metadata only
+ *   const model = loadGgufEncoderModel(rt, path);     // → model.embed([[101, 7592, 102]])
+ */
+import { closeSync, openSync, readSync } from "node:fs";
+import { ArgumentError, show } from "../../errors.js";
+import type { Runtime } from "../../runtime/runtime.js";
+import type { Tensor } from "../../tensor/tensor.js";
+import type { Tokenizer } from "../../tokenizer/tokenizer.js";
+import { dequantize } from "../gguf/dequantize.js";
+import { GgufMetadata } from "../gguf/metadata.js";
+import { type GgufHeader, type GgufTensorInfo, readGgufHeader } from "../gguf/reader.js";
+import { BertEncoder } from "./bert-encoder.js";
+import { bertWeightNames, buildBertWeights } from "./bert-weights.js";
+import { type EncoderInfo, EncoderModel, type LoadEncoderOptions } from "./encoder-model.js";
+import { ggufEncoderPooling, ggufEncoderTensorName, ggufEncoderTensors, parseGgufBertConfig } from "./gguf-bert-config.js";
+import { ggufWordPieceTokenizer } from "./gguf-wordpiece.js";
+
+interface GgufEncoderFile {
+  info: EncoderInfo;
+  header: GgufHeader;
+  /** HF name → GGUF tensor, for the tensors the encoder reads. */
+  tensors: Map<string, GgufTensorInfo>;
+}
+
+/** HF name ↔ GGUF name of the tensors the encoder reads, each checked by shape. */
+function checkedTensors(header: GgufHeader, info: EncoderInfo, arch: string): Map<string, GgufTensorInfo> {
+  const all = ggufEncoderTensors(header, arch);
+  const wanted = bertWeightNames(info.config, new Set(all.keys()));
+  const out = new Map<string, GgufTensorInfo>();
+  for (const [hf, shape] of wanted) {
+    const t = all.get(hf);
+    if (t === undefined) throw new ArgumentError(header.path, `has no tensor ${show(ggufEncoderTensorName(hf, arch))} (a ${arch} encoder of ${info.config.numLayers} layers needs it)`);
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) throw new ArgumentError(`${header.path} ${t.name}`, `must have shape ${show(shape)} from the metadata, got ${show(t.shape)}`);
+    out.set(hf, t);
+  }
+  return out;
+}
+
+function openEncoderFile(path: string, maxModelLen?: number): GgufEncoderFile {
+  const header = readGgufHeader(path);
+  const meta = new GgufMetadata(header.metadata, path);
+  const arch = meta.string("general.architecture") ?? "";
+  const config = parseGgufBertConfig(header, ggufEncoderTensors(header, arch));
+  const pooling = { ...ggufEncoderPooling(meta, arch), maxSeqLength: null, matryoshka: null };
+  if (maxModelLen !== undefined && (!Number.isInteger(maxModelLen) || maxModelLen < 1)) throw new ArgumentError("maxModelLen", `must be a positive integer, got ${maxModelLen}`);
+  const info: EncoderInfo = { dir: path, config, pooling, maxModelLen: Math.min(config.maxTokens, maxModelLen ?? config.maxTokens), dimensions: config.hiddenSize, crossEncoder: false };
+  return { info, header, tensors: checkedTensors(header, info, arch) };
+}
+
+/** Config, pooling and length limit of an encoder GGUF file; reads no weights. */
+export function readGgufEncoderInfo(path: string, maxModelLen?: number): EncoderInfo {
+  return openEncoderFile(path, maxModelLen).info;
+}
+
+/** The WordPiece tokenizer of an encoder GGUF file. */
+export function ggufEncoderTokenizer(path: string): Tokenizer {
+  return ggufWordPieceTokenizer(new GgufMetadata(readGgufHeader(path).metadata, path));
+}
+
+/** One GGUF tensor decoded to f32 in rt's memory. */
+function readTensor(rt: Runtime, fd: number, path: string, t: GgufTensorInfo): Tensor {
+  const bytes = new Uint8Array(t.end - t.begin);
+  for (let done = 0; done < bytes.length; ) {
+    const n = readSync(fd, bytes, done, bytes.length - done, t.begin + done);
+    if (n === 0) throw new ArgumentError(path, `ended early inside tensor ${show(t.name)} (file truncated?)`);
+    done += n;
+  }
+  const out = rt.tensor("f32", t.shape, t.name);
+  try {
+    dequantize(t.type, bytes, t.numel, out.data() as Float32Array);
+  } catch (e) {
+    rt.free(out);
+    throw e;
+  }
+  return out;
+}
+
+/** Loads an encoder GGUF file's weights into rt's memory (projections in options.weights' format, default f32). */
+export function loadGgufEncoderModel(rt: Runtime, path: string, options: LoadEncoderOptions = {}): EncoderModel {
+  const { info, tensors } = openEncoderFile(path, options.maxModelLen);
+  const loaded = new Map<string, Tensor>();
+  const fd = openSync(path, "r");
+  try {
+    for (const [hf, t] of tensors) loaded.set(hf, readTensor(rt, fd, path, t));
+    const weights = buildBertWeights(rt, info.config, loaded, options.weights ?? "f32");
+    return new EncoderModel(info, new BertEncoder(rt, info.config, weights));
+  } finally {
+    closeSync(fd);
+    for (const t of loaded.values()) rt.free(t);
+  }
+}
