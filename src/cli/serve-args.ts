@@ -9,6 +9,7 @@ import { walkFlags } from "./flags.js";
 import { type LoadFlags, readLoadFlag } from "./load-flags.js";
 import { SERVE_TASKS, type ServeOptions } from "../server/start-server.js";
 import { checkOneOf } from "../tensor/check.js";
+import { parsePoolerConfig } from "../model/pooler-config.js";
 import { DEFAULT_MAX_NUM_SEQS, MIN_DEFAULT_BATCHED_TOKENS } from "../engine/engine-config.js";
 import { MAX_BLOCK_SIZE } from "../kv/paged-kv-cache.js";
 import { LOAD_DEFAULTS } from "../model/load-settings.js";
@@ -30,6 +31,9 @@ export const SERVE_USAGE = `usage: kvflash serve [options]
                                /v1/embeddings (vLLM's pooling runner); score a decoder's yes/no logits on /v1/rerank
                                and /v1/score (Qwen3-Reranker); default auto: embed for an encoder, a cross-encoder or
                                a sentence-transformers directory (modules.json), else generate
+  --pooler-config JSON         how --task embed pools a decoder (vLLM's flag; also --override-pooler-config), e.g.
+                               '{"pooling_type": "MEAN", "normalize": true}': MEAN | CLS | LAST (default: the
+                               directory's sentence-transformers Pooling, else LAST, normalized)
   --api-key KEY                require "Authorization: Bearer KEY" on /v1 and /tokenize (or $KVFLASH_API_KEY)
   --cors-origin ORIGIN         send Access-Control-Allow-Origin: ORIGIN (default: no CORS)
   --tool-call-parser NAME      hermes | llama3_json | mistral | qwen3_coder | generic (default: the one the chat
@@ -133,6 +137,18 @@ export function parseServeArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
       case "--loader": {
         const v = read.string();
         args.loader = /^[a-z]+:/i.test(v) ? v : pathToFileURL(resolve(v)).href;
+        break;
+      }
+      case "--pooler-config":
+      case "--override-pooler-config": {
+        const v = read.string();
+        let json: unknown;
+        try {
+          json = JSON.parse(v);
+        } catch (e) {
+          throw new ArgumentError(flag, `must be a JSON object, got ${JSON.stringify(v)}: ${(e as Error).message}`);
+        }
+        args.poolerConfig = parsePoolerConfig(json, flag);
         break;
       }
       case "--loader-options": {

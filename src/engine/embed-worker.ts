@@ -24,6 +24,7 @@ import { DecoderScorer, yesNoTokens } from "../model/decoder-scorer.js";
 import { isEncoderModelSource, loadEncoderSource } from "../model/encoder/encoder-source.js";
 import { type PoolingConfig, readPoolingConfig } from "../model/encoder/pooling-config.js";
 import type { PoolingModel } from "../model/pooling-model.js";
+import { applyPoolerConfig } from "../model/pooler-config.js";
 import type { WeightFormat } from "../ops/weight.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkInt } from "../tensor/check.js";
@@ -39,12 +40,12 @@ export const DECODER_EMBED_MAX_NUM_BATCHED_TOKENS = 2048;
 /** What a generation request to an embedding model is told. */
 export const EMBEDDING_MODEL_MESSAGE = "the model is an embedding model: it serves POST /v1/embeddings, not text generation";
 
-/** A decoder's pooling: sentence-transformers' modules if the directory has them, else vLLM's default (last token, normalized). */
+/** A decoder's pooling: sentence-transformers' modules if the directory has them, else vLLM's default (last token, normalized); the pooler config over either. */
 function decoderPooling(config: EngineWorkerConfig): PoolingConfig {
   const { source } = config.load;
   const fallback = { mode: "last" as const, normalize: true };
-  if (source.kind !== "dir") return { ...fallback, maxSeqLength: null, matryoshka: null };
-  return readPoolingConfig(source.path, readJsonFile(join(source.path, "config.json")) as Record<string, unknown>, fallback);
+  const own = source.kind !== "dir" ? { ...fallback, maxSeqLength: null, matryoshka: null } : readPoolingConfig(source.path, readJsonFile(join(source.path, "config.json")) as Record<string, unknown>, fallback);
+  return applyPoolerConfig(own, config.pooler);
 }
 
 /** A decoder through the worker's loader module, wrapped as an embedder. */

@@ -7,6 +7,7 @@
  *                     outputs (one message per engine step), stats, fatal
  *   embedding models: embed → embedded | rejected
  */
+import type { PoolerConfig } from "../model/pooler-config.js";
 import type { EngineOutput, EngineRequest } from "./engine.js";
 import type { EmbedOutput, EmbedRequest } from "./embed-engine.js";
 import type { EngineMetricsSnapshot } from "./metrics.js";
@@ -31,6 +32,8 @@ export interface EngineWorkerConfig {
    * (Qwen3-Reranker). Default "generate".
    */
   task?: EngineTask;
+  /** How a decoder run with task "embed" pools (vLLM's --pooler-config), over its directory's pooling; checked at the edge. */
+  pooler?: PoolerConfig;
 }
 
 export type EngineTask = "generate" | "embed" | "score";

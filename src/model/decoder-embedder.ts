@@ -2,10 +2,12 @@
  * A decoder served as an embedding model — vLLM's pooling runner for a
  * *ForCausalLM checkpoint (`--task embed`; Qwen3-Embedding, e5-mistral,
  * gte-Qwen2): each sequence is one causal prefill through the Decoder, and
- * the final-normed hidden state of its last token (or its first) is the
- * vector, L2-normalized when the model says so (sentence-transformers'
- * Pooling lasttoken + Normalize; vLLM's default for a decoder: last,
- * normalized).
+ * the final-normed hidden state of its last token (or its first), or the
+ * mean of the final-normed hidden states of all its tokens (vLLM's MEAN
+ * pooler: the model's output hidden states, final norm applied, summed in
+ * f64), is the vector, L2-normalized when the model says so
+ * (sentence-transformers' Pooling lasttoken / mean_tokens + Normalize; vLLM's
+ * default for a decoder: last, normalized).
  *
  * No KV is kept: every step lays its sequences out from block 0 of the
  * Decoder's paged cache, back to back, so the cache only needs one step's
@@ -17,7 +19,7 @@
  */
 import { ArgumentError, show } from "../errors.js";
 import type { EncoderBatch } from "./encoder/bert-encoder.js";
-import { l2Normalize } from "./encoder/pooling.js";
+import { l2Normalize, poolSequences } from "./encoder/pooling.js";
 import type { Decoder } from "./decoder.js";
 import type { ForwardBatch } from "./forward-batch.js";
 import type { PoolingModel, PoolingModelInfo } from "./pooling-model.js";
@@ -69,19 +71,21 @@ export class DecoderEmbedder implements PoolingModel {
   /** The embedder owns `decoder` from now on (dispose frees it). */
   constructor(decoder: Decoder, info: PoolingModelInfo) {
     const mode = info.pooling.mode;
-    if (mode !== "last" && mode !== "cls") throw new ArgumentError("pooling", `of a decoder must be last-token or first-token (cls) pooling (vLLM's pooling runner; mean pooling is not served for decoders), got ${show(mode)}`);
+    if (mode !== "last" && mode !== "cls" && mode !== "mean") throw new ArgumentError("pooling", `of a decoder must be last-token, first-token (cls) or mean pooling (vLLM's pooling runner), got ${show(mode)}`);
     if (info.maxModelLen > decoder.maxModelLen) throw new ArgumentError("info.maxModelLen", `must be ≤ the decoder's ${decoder.maxModelLen}, got ${info.maxModelLen}`);
     this.decoder = decoder;
     this.info = info;
   }
 
   embedBatch(batch: EncoderBatch): Float32Array[] {
-    const { forward, cu } = wholeSequenceStep(this.decoder, batch, this.info.maxModelLen, this.info.pooling.mode === "last" ? "last" : "first");
-    const hidden = this.decoder.hiddenStates(forward);
+    const { mode, normalize } = this.info.pooling;
+    const { forward, cu } = wholeSequenceStep(this.decoder, batch, this.info.maxModelLen, mode === "last" ? "last" : "first");
     const h = this.decoder.config.hiddenSize;
+    if (mode === "mean") return poolSequences(this.decoder.allHiddenStates(forward), h, cu, "mean", normalize); // [T, h] → B means
+    const hidden = this.decoder.hiddenStates(forward);
     return Array.from({ length: cu.length - 1 }, (_, b) => {
       const v = hidden.slice(b * h, b * h + h);
-      return this.info.pooling.normalize ? l2Normalize(v) : v;
+      return normalize ? l2Normalize(v) : v;
     });
   }
 

@@ -186,7 +186,7 @@ export class Decoder implements ModelRunner {
   }
 
   forward(batch: ForwardBatch): Float32Array {
-    return this.#run(batch, false);
+    return this.#run(batch, "logits");
   }
 
   /**
@@ -196,10 +196,20 @@ export class Decoder implements ModelRunner {
    * step's tokens are written as by forward.
    */
   hiddenStates(batch: ForwardBatch): Float32Array {
-    return this.#run(batch, true);
+    return this.#run(batch, "rows");
   }
 
-  #run(batch: ForwardBatch, hidden: boolean): Float32Array {
+  /**
+   * The same step, ending at the final norm for every token: f32 [T,
+   * hiddenSize] (a copy), what mean pooling reads (vLLM's MEAN pooler over the
+   * prompt's hidden states). batch.logitIndices is not read; no LM head runs.
+   */
+  allHiddenStates(batch: ForwardBatch): Float32Array {
+    return this.#run(batch, "all");
+  }
+
+  /** "logits": the LM head on the logitIndices rows; "rows": their final-normed hidden states; "all": every token's. */
+  #run(batch: ForwardBatch, out: "logits" | "rows" | "all"): Float32Array {
     if (this.#disposed) throw new Error("Decoder used after dispose()");
     const c = this.config;
     const W = this.weights;
@@ -258,10 +268,17 @@ export class Decoder implements ModelRunner {
           else add(rt, { a: x, b: o, out: x }); // the next memory (or the head) norms it: same kernel, same bits
         }
       });
+      const hd = this.#head;
+      if (out === "all") {
+        // Final norm of all T rows into the head memory's xb [T, h] (free once the layers are done).
+        const { xb } = hd.buffers.views(T, S);
+        if (xb.memory === x.memory) rmsNorm(hd.rt, { x, weight: W.finalNorm, out: xb, eps });
+        else (copyTensor(x, xb), rmsNorm(hd.rt, { x: xb, weight: W.finalNorm, eps }));
+        return new Float32Array(hd.rt.memory.buffer, xb.ptr, T * c.hiddenSize).slice();
+      }
       if (S === 0) return new Float32Array(0); // a prefill chunk that samples nothing
 
       // Final norm and LM head on the sampled rows only: last [S, h] ← x[logitIndices] (from whichever memory holds x).
-      const hd = this.#head;
       const { last, logits } = hd.buffers.views(T, S);
       const from = new Float32Array(x.memory.buffer, x.ptr, T * c.hiddenSize);
       const to = new Float32Array(hd.rt.memory.buffer, last.ptr, S * c.hiddenSize);
@@ -270,7 +287,7 @@ export class Decoder implements ModelRunner {
         to.set(from.subarray(r, r + c.hiddenSize), i * c.hiddenSize);
       }
       rmsNorm(hd.rt, { x: last, weight: W.finalNorm, eps });
-      if (hidden) return new Float32Array(hd.rt.memory.buffer, last.ptr, S * c.hiddenSize).slice();
+      if (out === "rows") return new Float32Array(hd.rt.memory.buffer, last.ptr, S * c.hiddenSize).slice();
       linear(hd.rt, { x: last, weight: W.lmHead, out: logits }); // logits [S, V]
       if (c.finalLogitSoftcap > 0) softcap(hd.rt, { x: logits, cap: c.finalLogitSoftcap });
       return new Float32Array(hd.rt.memory.buffer, logits.ptr, S * c.vocabSize).slice();

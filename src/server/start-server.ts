@@ -11,6 +11,7 @@ import { ArgumentError } from "../errors.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { readModelMetadata } from "../model/model-metadata.js";
 import { embeddingMetadata, isSentenceTransformersDir } from "./embedding-metadata.js";
+import { type PoolerConfig, checkPoolerConfig } from "../model/pooler-config.js";
 import { type ModelSource, localModelSourceOf } from "../model/source.js";
 import { EngineClient } from "../engine/engine-client.js";
 import { DataParallelEngine } from "../engine/data-parallel-engine.js";
@@ -40,6 +41,12 @@ export interface ServeOptions extends EngineSettings, LoadSettings {
    * (modules.json), else generate.
    */
   task?: ServeTask;
+  /**
+   * How a decoder served with task "embed" pools (vLLM's --pooler-config):
+   * poolingType "mean" | "cls" | "last", normalize. Default: its directory's
+   * sentence-transformers Pooling, else the last token, normalized.
+   */
+  poolerConfig?: PoolerConfig;
   /** The model, as resolveModelSource (model/source.ts) gives it: a Hugging Face directory or a GGUF file, local or from the hub cache. */
   source?: ModelSource;
   /** Or a local path to one (a model directory or a .gguf file), resolved here as --model is. Default: the embedded default model (models/default). */
@@ -101,6 +108,7 @@ export function engineWorkerConfig(options: ServeOptions, source: ModelSource, t
     },
     ...(draft === undefined ? {} : { draft }),
     ...(task === "generate" ? {} : { task }),
+    ...(options.poolerConfig === undefined ? {} : { pooler: checkPoolerConfig(options.poolerConfig) }),
   };
 }
 
@@ -114,6 +122,9 @@ export async function serve(options: ServeOptions = {}): Promise<RunningServer> 
   const task = options.task ?? "auto";
   if (embedding !== null && task === "generate") throw new ArgumentError("task", `"generate" cannot run ${embedding.config.architecture}: it is an encoder (it serves ${embedding.crossEncoder ? "/v1/rerank and /v1/score" : "/v1/embeddings"}), got --task generate`);
   const pooling = embedding !== null || task === "embed" || task === "score" || (task === "auto" && isSentenceTransformersDir(source));
+  if (options.poolerConfig !== undefined && (embedding !== null || !pooling || task === "score")) {
+    throw new ArgumentError("poolerConfig", `applies to a decoder served as an embedding model (task "embed"), not to ${embedding !== null ? `the encoder ${embedding.config.architecture} (its pooling is its own files')` : `task ${JSON.stringify(task)}`}; got ${JSON.stringify(options.poolerConfig)}`);
+  }
   const { config, generation, tokenizer } = embedding ?? readModelMetadata(source);
   const workerConfig = engineWorkerConfig(options, source, pooling ? (embedding === null && task === "score" ? "score" : "embed") : "generate");
   const dp = options.dataParallelSize ?? 1;

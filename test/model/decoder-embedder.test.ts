@@ -2,7 +2,8 @@
 // `--task embed`) on tiny random-weight decoders: the pooled vector of each
 // sequence of a ragged batch = the float64 reference decoder's final-normed
 // hidden state (referenceForward, output "hidden") of its last token (or its
-// first, "cls"), L2-normalized; within 1e-5 per element, cosine ≥ 0.9999.
+// first, "cls"; or the f64 mean over all its tokens, "mean", vLLM's MEAN
+// pooler), L2-normalized; within 1e-5 per element, cosine ≥ 0.9999.
 // Also: a vector does not depend on its batch (blocks are reused from 0
 // every step), and bad settings fail with the argument named. The yes/no
 // scorer (DecoderScorer, Qwen3-Reranker as vLLM serves it) = sigmoid(logit_yes
@@ -58,7 +59,7 @@ function seqs(lengths: readonly number[], vocab: number, seed: number): number[]
 }
 
 /** Embeds `sequences` in one batch through a DecoderEmbedder that does not own the shared decoder. */
-function embed(model: LoadedModel, mode: "last" | "cls", normalize: boolean, sequences: number[][]): Float32Array[] {
+function embed(model: LoadedModel, mode: "last" | "cls" | "mean", normalize: boolean, sequences: number[][]): Float32Array[] {
   const e = new DecoderEmbedder(model.runner, info(model, mode, normalize));
   const cu = [0];
   for (const s of sequences) cu.push(cu[cu.length - 1]! + s.length);
@@ -69,7 +70,22 @@ const CASES = [
   { arch: "qwen3", mode: "last" as const, normalize: true, what: "Qwen3ForCausalLM (Qwen3-Embedding: last token, normalized)" },
   { arch: "llama", mode: "last" as const, normalize: false, what: "LlamaForCausalLM, last token, not normalized" },
   { arch: "qwen3", mode: "cls" as const, normalize: true, what: "Qwen3ForCausalLM, first token" },
+  { arch: "qwen3", mode: "mean" as const, normalize: true, what: "Qwen3ForCausalLM, mean of every token's final-normed state, normalized" },
+  { arch: "llama", mode: "mean" as const, normalize: false, what: "LlamaForCausalLM, mean pooling, not normalized" },
 ];
+
+/** The float64 reference's pooled vector of one sequence: hidden [n, h] (final norm applied) → one row, or the mean of all rows. */
+function referencePooled(hidden: Float64Array | Float32Array, n: number, h: number, mode: "last" | "cls" | "mean"): number[] {
+  if (mode !== "mean") {
+    const t = mode === "last" ? n - 1 : 0;
+    return Array.from(hidden.subarray(t * h, t * h + h));
+  }
+  return Array.from({ length: h }, (_, i) => {
+    let sum = 0;
+    for (let t = 0; t < n; t++) sum += hidden[t * h + i]!;
+    return sum / n;
+  });
+}
 
 for (const c of CASES) {
   test(`decoder embedding = float64 reference hidden state: ${c.what}; ragged lengths 1, 7, 21, 5`, () => {
@@ -79,8 +95,7 @@ for (const c of CASES) {
     const got = embed(model, c.mode, c.normalize, batch);
     batch.forEach((ids, s) => {
       const hidden = referenceForward(model.config, ref, ids, { output: "hidden" });
-      const t = c.mode === "last" ? ids.length - 1 : 0;
-      let want = Array.from(hidden.subarray(t * h, t * h + h));
+      let want = referencePooled(hidden, ids.length, h, c.mode);
       if (c.normalize) {
         const n = Math.hypot(...want);
         want = want.map((v) => v / n);
@@ -103,9 +118,20 @@ test("a sequence's vector does not depend on the batch it is in (blocks reused f
   assert.ok(Math.max(...Array.from(alone, (v, i) => Math.abs(v - third[i]!))) <= 1e-6);
 });
 
-test("refused: mean pooling, a batch beyond the KV blocks, a sequence beyond maxModelLen, each naming the argument", () => {
+test("mean pooling: a sequence's vector does not depend on its batch; it differs from last-token pooling", () => {
+  const { model } = models.get("llama")!;
+  const [a, b] = seqs([11, 4], model.config.vocabSize, 8) as [number[], number[]];
+  const alone = embed(model, "mean", true, [a])[0]!;
+  const second = embed(model, "mean", true, [b, a])[1]!;
+  assert.ok(Math.max(...Array.from(alone, (v, i) => Math.abs(v - second[i]!))) <= 1e-6);
+  const last = embed(model, "last", true, [a])[0]!;
+  assert.ok(Math.max(...Array.from(alone, (v, i) => Math.abs(v - last[i]!))) > 1e-3);
+});
+
+test("refused: an unknown pooling mode, a batch beyond the KV blocks, a sequence beyond maxModelLen, each naming the argument", () => {
   const { model } = models.get("qwen3")!;
-  assert.throws(() => new DecoderEmbedder(model.runner, info(model, "mean", true)), (e: unknown) => e instanceof ArgumentError && e.argument === "pooling" && /mean/.test(e.message));
+  const bad = { ...info(model, "last", true), pooling: { mode: "max" as unknown as "mean", normalize: true, maxSeqLength: null, matryoshka: null } };
+  assert.throws(() => new DecoderEmbedder(model.runner, bad), (e: unknown) => e instanceof ArgumentError && e.argument === "pooling" && /"max"/.test(e.message));
   const e = new DecoderEmbedder(model.runner, info(model, "last", true));
   const big = seqs([60, 60], model.config.vocabSize, 1); // 30 blocks of 4 > decoderEmbedBlocks(64, 4, 4) = 20
   assert.throws(() => e.embedBatch({ tokens: big.flat(), cuSeqlens: [0, 60, 120] }), (x: unknown) => x instanceof ArgumentError && x.argument === "batch" && /30 KV blocks/.test(x.message));

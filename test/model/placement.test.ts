@@ -100,6 +100,22 @@ for (const [name, dir, config] of [
   });
 }
 
+test("mean pooling's every-token hidden states (allHiddenStates) across 3 memories are bit-identical to one memory", () => {
+  const batch = steps(OPTIONS.blockSize)[0]!;
+  const one = loadModel(rt, untiedDir, OPTIONS);
+  const want = one.runner.allHiddenStates(batch);
+  one.runner.dispose();
+  const m = loadModel(rt, untiedDir, { ...OPTIONS, memoryBytes: budgetFor(untied, 3) });
+  try {
+    assert.equal(m.plan.placement.memories.length, 3);
+    const got = m.runner.allHiddenStates(batch);
+    assert.equal(got.length, batch.tokens.length * untied.hiddenSize);
+    assert.deepEqual(got, want);
+  } finally {
+    m.runner.dispose();
+  }
+});
+
 /** A runner that records every logits array the decoder returns. */
 function recording(runner: SyncModelRunner, log: Float32Array[]): SyncModelRunner {
   return {
