@@ -157,10 +157,18 @@ export class LLM {
   /**
    * Documents ranked against a query (POST /v1/rerank) on a reranker (a
    * cross-encoder such as bge-reranker, or Qwen3-Reranker with task "score")
-   * or, by cosine similarity, on an embedding model; best first.
+   * or, by cosine similarity, on an embedding model; best first. The server
+   * checks the options (truncatePromptTokens, useActivation) as it checks
+   * /v1/rerank's fields: a bad one is an LLMError naming the field.
    */
   async rerank(query: string, documents: readonly string[], options: RerankOptions = {}): Promise<RerankResult> {
-    const body = { query, documents, ...(options.topN === undefined ? {} : { top_n: options.topN }) };
+    const body = {
+      query,
+      documents,
+      ...(options.topN === undefined ? {} : { top_n: options.topN }),
+      ...(options.truncatePromptTokens === undefined ? {} : { truncate_prompt_tokens: options.truncatePromptTokens }),
+      ...(options.useActivation === undefined ? {} : { use_activation: options.useActivation }),
+    };
     const res = await this.#post("/v1/rerank", body, options.signal);
     return (await res.json()) as RerankResult;
   }

@@ -170,6 +170,14 @@ export interface EmbedOptions {
 export interface RerankOptions {
   /** Keep the best n results (default: all). */
   topN?: number;
+  /**
+   * Cut each query–document pair to at most this many tokens (-1: the model's
+   * limit), the longer text losing tokens first (the tokenizer's longest_first,
+   * as vLLM's truncate_prompt_tokens); default: a pair beyond the context is an error.
+   */
+  truncatePromptTokens?: number;
+  /** false: a cross-encoder's raw logit instead of its activated score (vLLM's use_activation); an embedding model's cosine is unchanged. Default true. */
+  useActivation?: boolean;
   signal?: AbortSignal;
 }
 

@@ -65,11 +65,17 @@ async function pool(ctx: ServerContext, signal: AbortSignal, requestId: string, 
 }
 
 /** One pair → its cross-encoder input in the tokenizer pool; cut to `truncate` tokens, or longer than the context → 400 naming the document's field. */
-async function encodePair(ctx: ServerContext, pair: ScorePair, limit: number, truncate: number | null): Promise<{ ids: number[]; typeIds: number[] }> {
+async function encodePair(ctx: ServerContext, pair: ScorePair, limit: number, truncate: number | null, alone: Map<string, Promise<number[]>>): Promise<{ ids: number[]; typeIds: number[] }> {
   if (truncate === null) refuseLongText(ctx, pair.a.length + pair.b.length, pair.param);
   const e = await ctx.tokenizerPool.encodePair(pair.a, pair.b);
   if (truncate !== null && e.ids.length > truncate) {
-    const [a, b] = await Promise.all([pair.a, pair.b].map((t) => ctx.tokenizerPool.encode(t, { addSpecialTokens: false })));
+    // Each text alone, once per request: a rerank's query is every pair's first text.
+    const encodeAlone = (t: string): Promise<number[]> => {
+      let ids = alone.get(t);
+      if (ids === undefined) alone.set(t, (ids = ctx.tokenizerPool.encode(t, { addSpecialTokens: false })));
+      return ids;
+    };
+    const [a, b] = await Promise.all([encodeAlone(pair.a), encodeAlone(pair.b)]);
     const cut = truncatePair(e, a!, b!, truncate);
     if (cut === null) throw badRequest("truncate_prompt_tokens", `truncate_prompt_tokens ${truncate} leaves no room for the texts: the pair template alone takes ${e.ids.length - a!.length - b!.length} tokens`);
     return cut;
@@ -96,7 +102,8 @@ function cosine(u: Float32Array, v: Float32Array): number {
 async function scorePairs(ctx: ServerContext, signal: AbortSignal, info: EmbeddingInfo, pairs: ScorePair[], truncate: number | null, activation: boolean, requestId: string): Promise<{ scores: number[]; promptTokens: number }> {
   const limit = contextLimit(ctx);
   if (info.crossEncoder) {
-    const encoded = await whileConnected(signal, Promise.all(pairs.map((p) => encodePair(ctx, p, limit, truncate))));
+    const alone = new Map<string, Promise<number[]>>(); // text → its ids without special tokens (truncation only)
+    const encoded = await whileConnected(signal, Promise.all(pairs.map((p) => encodePair(ctx, p, limit, truncate, alone))));
     const types = info.tokenTypes ? encoded.map((e) => e.typeIds) : undefined; // a decoder (Qwen3-Reranker) or XLM-R reads none
     const { vectors, promptTokens } = await pool(ctx, signal, requestId, encoded.map((e) => e.ids), types, !activation);
     return { scores: vectors.map((v) => v[0]!), promptTokens };
