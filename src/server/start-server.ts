@@ -11,7 +11,7 @@ import { ArgumentError } from "../errors.js";
 import { defaultModelDir } from "../model/default-model.js";
 import { readModelMetadata } from "../model/model-metadata.js";
 import { embeddingMetadata, isSentenceTransformersDir } from "./embedding-metadata.js";
-import { type PoolerConfig, checkPoolerConfig } from "../model/pooler-config.js";
+import { checkPoolerConfig } from "../model/pooler-config.js";
 import { type ModelSource, localModelSourceOf } from "../model/source.js";
 import { EngineClient } from "../engine/engine-client.js";
 import { DataParallelEngine } from "../engine/data-parallel-engine.js";
@@ -46,7 +46,7 @@ export interface ServeOptions extends EngineSettings, LoadSettings {
    * poolingType "mean" | "cls" | "last", normalize. Default: its directory's
    * sentence-transformers Pooling, else the last token, normalized.
    */
-  poolerConfig?: PoolerConfig;
+  poolerConfig?: { poolingType?: "mean" | "cls" | "last"; normalize?: boolean };
   /** The model, as resolveModelSource (model/source.ts) gives it: a Hugging Face directory or a GGUF file, local or from the hub cache. */
   source?: ModelSource;
   /** Or a local path to one (a model directory or a .gguf file), resolved here as --model is. Default: the embedded default model (models/default). */
