@@ -1,8 +1,8 @@
 /**
  * The tokenizer of a model source (source.ts), read by its kind: a
  * directory's tokenizer.json (+ tokenizer_config.json), or a GGUF file's
- * tokenizer.ggml.* metadata (gguf/tokenizer.ts; a BERT file's WordPiece
- * vocabulary, encoder/gguf-wordpiece.ts). What a tokenizer worker
+ * tokenizer.ggml.* metadata (gguf/tokenizer.ts; a BERT-family file's
+ * WordPiece or Unigram vocabulary, encoder/gguf-encoder-tokenizer.ts). What a tokenizer worker
  * (tokenizer/tokenizer-worker.ts) builds, so it imports nothing of the
  * weights' side. Workers render chat prompts too, so given the config's
  * architecture it picks the same fallback chat template as model-metadata.ts.
@@ -13,7 +13,7 @@ import { fallbackFor } from "./chat-template-fallback.js";
 import { GgufMetadata } from "./gguf/metadata.js";
 import { readGgufHeader } from "./gguf/reader.js";
 import { ggufTokenizer } from "./gguf/tokenizer.js";
-import { ggufWordPieceTokenizer } from "./encoder/gguf-wordpiece.js";
+import { ggufEncoderTokenizerOf, isGgufEncoderTokenizer } from "./encoder/gguf-encoder-tokenizer.js";
 import type { ModelSource } from "./source.js";
 
 /** Throws unless `source` is a ModelSource (it may have crossed a worker boundary or come from JavaScript). */
@@ -29,8 +29,8 @@ export function readSourceTokenizer(source: ModelSource, architecture?: string):
   const options = architecture === undefined ? {} : fallbackFor(architecture);
   if (source.kind === "gguf") {
     const meta = new GgufMetadata(readGgufHeader(source.path).metadata, source.path);
-    // A BERT-family GGUF's WordPiece vocabulary (tokenizer.ggml.model "bert"): the encoder's tokenizer.
-    if (meta.string("tokenizer.ggml.model") === "bert") return ggufWordPieceTokenizer(meta, options);
+    // A BERT-family GGUF's vocabulary (tokenizer.ggml.model "bert": WordPiece, "t5": XLM-R's Unigram): the encoder's tokenizer.
+    if (isGgufEncoderTokenizer(meta)) return ggufEncoderTokenizerOf(meta, options);
     return ggufTokenizer(meta, options);
   }
   return Tokenizer.fromDir(source.path, options);

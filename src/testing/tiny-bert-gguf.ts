@@ -1,10 +1,12 @@
 /**
- * A BERT or NomicBert model directory (writeTinyBert's, f32 safetensors with
- * a WordPiece tokenizer.json) → the GGUF file llama.cpp's
+ * A BERT, XLM-RoBERTa or NomicBert model directory (writeTinyBert's, f32
+ * safetensors with a WordPiece or Unigram tokenizer.json) → the GGUF file llama.cpp's
  * convert_hf_to_gguf.py writes from it (BertModel / NomicBertModel): the same
  * weights under llama.cpp's tensor names, the vocabulary in its "phantom
  * space" spelling (CONTROL tokens as they are, "##x" → "x", "x" → "▁x"),
  * the special ids gguf-py's SpecialVocab writes from tokenizer_config.json,
+ * XLM-R's Unigram vocabulary as "t5" with its scores, the position table cut
+ * to start at padding_idx + 1 (RobertaModel.modify_tensors),
  * and `{arch}.pooling_type` from the sentence-transformers Pooling module
  * (_try_set_pooling_type). For tests: the same random weights served from
  * two formats must give the same vectors.
@@ -27,6 +29,7 @@ type Json = Record<string, unknown>;
 
 const CONTROL = 3;
 const NORMAL = 1;
+const UNKNOWN = 2;
 
 /** name → [shape, f32 data] of an f32 model.safetensors. */
 function readSafetensorsF32(path: string): Map<string, { shape: number[]; data: Float32Array }> {
@@ -81,20 +84,26 @@ export function bertDirToGguf(dir: string, options: BertGgufOptions = {}): Write
   const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as Json;
   const nomic = config["model_type"] === "nomic_bert";
   const arch = nomic ? "nomic-bert" : "bert";
-  const tj = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")) as { model: { type: string; vocab: Record<string, number> }; added_tokens: { id: number; content: string; special: boolean }[] };
-  if (tj.model.type !== "WordPiece") throw new Error(`bertDirToGguf writes WordPiece vocabularies, ${dir} has ${tj.model.type}`);
+  const tj = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")) as { model: { type: string; vocab: Record<string, number> | [string, number][]; unk_id?: number }; added_tokens: { id: number; content: string; special: boolean }[] };
+  const unigram = tj.model.type === "Unigram"; // XLMRobertaModel: _xlmroberta_set_vocab's "t5" vocabulary
+  if (tj.model.type !== "WordPiece" && !unigram) throw new Error(`bertDirToGguf writes WordPiece or Unigram vocabularies, ${dir} has ${tj.model.type}`);
   const vocab: string[] = [];
-  for (const [t, i] of Object.entries(tj.model.vocab)) vocab[i] = t;
-  const types = vocab.map((_, i) => (tj.added_tokens.some((a) => a.id === i && a.special) ? CONTROL : NORMAL));
-  const tokens = vocab.map((t, i) => (types[i] === CONTROL ? t : t.startsWith("##") ? t.slice(2) : `\u2581${t}`));
+  if (Array.isArray(tj.model.vocab)) tj.model.vocab.forEach(([t], i) => (vocab[i] = t));
+  else for (const [t, i] of Object.entries(tj.model.vocab)) vocab[i] = t;
+  for (let i = 0; i < vocab.length; i++) vocab[i] ??= `[PAD${i}]`; // an id no token has (get_vocab_base's filler)
+  const ids = new Map(vocab.map((t, i) => [t, i]));
+  const types = vocab.map((_, i) => (unigram && i === tj.model.unk_id ? UNKNOWN : tj.added_tokens.some((a) => a.id === i && a.special) ? CONTROL : NORMAL));
+  const tokens = unigram ? vocab : vocab.map((t, i) => (types[i] === CONTROL ? t : t.startsWith("##") ? t.slice(2) : `\u2581${t}`));
   const tc = JSON.parse(readFileSync(join(dir, "tokenizer_config.json"), "utf8")) as Json;
-  const idOf = (key: string): number | null => (typeof tc[key] === "string" ? (tj.model.vocab[tc[key] as string] ?? null) : null);
+  const idOf = (key: string): number | null => (typeof tc[key] === "string" ? (ids.get(tc[key] as string) ?? null) : null);
+  // RobertaModel's converter cuts the position table to start at padding_idx + 1 and shortens the context to match.
+  const offset = unigram ? (config["pad_token_id"] as number) + 1 : 0;
   const k = (key: string): string => `${arch}.${key}`;
   const int = (key: string): number => config[key] as number;
   const metadata: Record<string, GgufTyped> = {
     "general.architecture": gguf.str(arch),
     "general.name": gguf.str("tiny-bert"),
-    [k("context_length")]: gguf.u32(nomic ? int("n_positions") : int("max_position_embeddings")),
+    [k("context_length")]: gguf.u32(nomic ? int("n_positions") : int("max_position_embeddings") - offset),
     [k("embedding_length")]: gguf.u32(nomic ? int("n_embd") : int("hidden_size")),
     [k("feed_forward_length")]: gguf.u32(nomic ? int("n_inner") : int("intermediate_size")),
     [k("block_count")]: gguf.u32(nomic ? int("n_layer") : int("num_hidden_layers")),
@@ -103,21 +112,29 @@ export function bertDirToGguf(dir: string, options: BertGgufOptions = {}): Write
     [k("attention.causal")]: gguf.bool(false),
     ...(nomic ? { [k("rope.freq_base")]: gguf.f32(config["rotary_emb_base"] as number) } : {}),
     "tokenizer.ggml.token_type_count": gguf.u32(int("type_vocab_size")),
-    "tokenizer.ggml.model": gguf.str("bert"),
+    "tokenizer.ggml.model": gguf.str(unigram ? "t5" : "bert"),
     "tokenizer.ggml.pre": gguf.str("default"),
     "tokenizer.ggml.tokens": gguf.strings(tokens),
     "tokenizer.ggml.token_type": gguf.i32s(types),
+    ...(unigram
+      ? {
+          "tokenizer.ggml.scores": gguf.f32s((tj.model.vocab as [string, number][]).map(([, s]) => s)),
+          "tokenizer.ggml.add_space_prefix": gguf.bool(true),
+          "tokenizer.ggml.remove_extra_whitespaces": gguf.bool(false), // the fixture's tokenizer.json has no normalizer
+        }
+      : {}),
   };
   const pool = poolingType(dir);
   if (pool !== null) metadata[k("pooling_type")] = gguf.u32(pool);
-  for (const [key, name] of [["unk_token", "unknown"], ["sep_token", "seperator"], ["pad_token", "padding"], ["cls_token", "cls"], ["mask_token", "mask"]] as const) {
+  for (const [key, name] of [["bos_token", "bos"], ["eos_token", "eos"], ["unk_token", "unknown"], ["sep_token", "seperator"], ["pad_token", "padding"], ["cls_token", "cls"], ["mask_token", "mask"]] as const) {
     const id = idOf(key);
     if (id !== null) metadata[`tokenizer.ggml.${name}_token_id`] = gguf.u32(id);
   }
   const type = options.type ?? "F32";
   const tensors: GgufWriteTensor[] = [];
-  for (const [name, t] of readSafetensorsF32(join(dir, "model.safetensors"))) {
+  for (let [name, t] of readSafetensorsF32(join(dir, "model.safetensors"))) {
     const g = ggufName(name);
+    if (g === "position_embd.weight" && offset > 0) t = { shape: [t.shape[0]! - offset, t.shape[1]!], data: t.data.slice(offset * t.shape[1]!) };
     const matrix = t.shape.length === 2 && !g.startsWith("token_types");
     const cols = t.shape[t.shape.length - 1]!;
     tensors.push({ name: g, type: matrix ? type : "F32", shape: t.shape, data: quantize(matrix ? type : "F32", t.data, cols) });

@@ -21,6 +21,10 @@
  *   blk.N.ffn_up, ffn_down (+ biases)      blk.N.ffn_up (fc11), ffn_gate (fc12), ffn_down (fc2)
  *   blk.N.layer_output_norm                blk.N.layer_output_norm (norm2)
  *
+ * XLMRobertaModel is written as arch "bert" with a Unigram vocabulary
+ * (tokenizer.ggml.model "t5") and its position table already cut to start at
+ * padding_idx + 1; it is reported as XLMRobertaModel.
+ *
  * What GGUF does not carry takes BERT's defaults: the GELU is erf
  * (BertConfig's hidden_act "gelu"; llama.cpp evaluates ggml_gelu, the tanh
  * approximation), positions start at 0 (the converter already dropped
@@ -141,7 +145,8 @@ export function parseGgufBertConfig(header: GgufHeader, tensors: ReadonlyMap<str
   const positions = nomic ? context : rows(tensors, "embeddings.position_embeddings.weight", "position_embd.weight", header.path);
   if (context > positions) throw meta.error(k("context_length"), `must be ≤ position_embd.weight's ${positions} rows, got ${context}`);
   return {
-    architecture,
+    // A "bert" file with XLM-R's Unigram vocabulary ("t5") was converted from XLMRobertaModel.
+    architecture: architecture === "BertModel" && meta.string("tokenizer.ggml.model") === "t5" ? "XLMRobertaModel" : architecture,
     vocabSize,
     hiddenSize,
     numLayers: meta.int(k("block_count"), undefined, 1),

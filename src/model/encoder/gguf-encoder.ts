@@ -2,8 +2,8 @@
  * A BERT-family GGUF file (arch "bert" or "nomic-bert", as llama.cpp's
  * converter writes all-MiniLM, bge, e5, gte and nomic-embed-text) → the same
  * EncoderModel the safetensors directory gives (encoder-model.ts): the config
- * and pooling from the metadata (gguf-bert-config.ts), the WordPiece
- * tokenizer from the vocabulary (gguf-wordpiece.ts), and the tensors, decoded
+ * and pooling from the metadata (gguf-bert-config.ts), the WordPiece or
+ * Unigram tokenizer from the vocabulary (gguf-encoder-tokenizer.ts), and the tensors, decoded
  * to f32 (any GGUF type, dequantize.ts) under their transformers names, into
  * the weight builder the safetensors path uses (bert-weights.ts). Every
  * tensor's presence and shape is checked, naming the GGUF tensor, before a
@@ -24,7 +24,7 @@ import { BertEncoder } from "./bert-encoder.js";
 import { bertWeightNames, buildBertWeights } from "./bert-weights.js";
 import { type EncoderInfo, EncoderModel, type LoadEncoderOptions } from "./encoder-model.js";
 import { ggufEncoderPooling, ggufEncoderTensorName, ggufEncoderTensors, parseGgufBertConfig } from "./gguf-bert-config.js";
-import { ggufWordPieceTokenizer } from "./gguf-wordpiece.js";
+import { ggufEncoderTokenizerOf } from "./gguf-encoder-tokenizer.js";
 
 interface GgufEncoderFile {
   info: EncoderInfo;
@@ -63,9 +63,9 @@ export function readGgufEncoderInfo(path: string, maxModelLen?: number): Encoder
   return openEncoderFile(path, maxModelLen).info;
 }
 
-/** The WordPiece tokenizer of an encoder GGUF file. */
+/** The tokenizer of an encoder GGUF file (WordPiece, or XLM-R's Unigram). */
 export function ggufEncoderTokenizer(path: string): Tokenizer {
-  return ggufWordPieceTokenizer(new GgufMetadata(readGgufHeader(path).metadata, path));
+  return ggufEncoderTokenizerOf(new GgufMetadata(readGgufHeader(path).metadata, path));
 }
 
 /** One GGUF tensor decoded to f32 in rt's memory. */

@@ -39,7 +39,7 @@ export function unphantomVocab(tokens: readonly string[], types: readonly number
 export function ggufWordPieceJson(meta: GgufMetadata): Json {
   const model = meta.string("tokenizer.ggml.model");
   if (model !== "bert") {
-    throw meta.error("tokenizer.ggml.model", `must be "bert" (WordPiece) for a BERT encoder${model === "t5" ? "; XLM-RoBERTa's SentencePiece Unigram vocabulary (\"t5\") is not read from GGUF: serve the model's safetensors directory" : ""}, got ${model === null ? "nothing" : JSON.stringify(model)}`);
+    throw meta.error("tokenizer.ggml.model", `must be "bert" (WordPiece) or "t5" (Unigram) for a BERT-family encoder, got ${model === null ? "nothing" : JSON.stringify(model)}`);
   }
   const tokens = meta.array("tokenizer.ggml.tokens", "a string", isString);
   if (!tokens || tokens.length === 0) throw meta.error("tokenizer.ggml.tokens", "must be a non-empty array of strings");

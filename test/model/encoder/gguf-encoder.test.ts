@@ -4,9 +4,11 @@
 // the safetensors path's within 1e-5 and the float64 reference
 // (bert-reference.ts) within 1e-5; an F16 file within its rounding; the
 // WordPiece tokenizer rebuilt from the phantom-space GGUF vocabulary equals
-// tokenizer.json's on accents, punctuation, unknown words and pairs; bad
-// files (a missing tensor, an unknown or unserved pooling type, a causal flag,
-// a Unigram vocabulary) fail naming the tensor or key.
+// tokenizer.json's on accents, punctuation, unknown words and pairs, and so
+// does XLM-R's (arch bert, its Unigram "t5" vocabulary, the position table
+// cut at padding_idx + 1); bad files (a missing tensor, an unknown or
+// unserved pooling type, a causal flag, another vocabulary kind, a Unigram
+// one without scores) fail naming the tensor or key.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -41,6 +43,7 @@ const maxErr = (a: ArrayLike<number>, b: ArrayLike<number>): number => Math.max(
 const CASES = [
   { name: "bert, mean pooling, h32 H4", opts: { hiddenSize: 32, numHeads: 4, numLayers: 2, pooling: "mean" as const }, pooling: "mean" as const },
   { name: "bert, cls pooling, h40 H5 I72", opts: { hiddenSize: 40, numHeads: 5, numLayers: 3, intermediateSize: 72, pooling: "cls" as const }, pooling: "cls" as const },
+  { name: "XLMRobertaModel (arch bert, Unigram \"t5\" vocabulary, positions cut at padding_idx + 1), cls pooling, h48 H6", opts: { arch: "xlm-roberta" as const, hiddenSize: 48, numHeads: 6, numLayers: 2, intermediateSize: 96, pooling: "cls" as const }, pooling: "cls" as const },
   { name: "nomic-bert, mean pooling, h48 H4", opts: { arch: "nomic-bert" as const, hiddenSize: 48, numHeads: 4, numLayers: 2, intermediateSize: 80, pooling: "mean" as const }, pooling: "mean" as const },
 ];
 
@@ -55,14 +58,15 @@ for (const [ci, { name, opts, pooling }] of CASES.entries()) {
     const st = loadEncoderModel(rt, dir);
     const gg = loadGgufEncoderModel(rt, file);
     try {
-      assert.equal(gg.info.config.architecture, opts.arch === "nomic-bert" ? "NomicBertModel" : "BertModel");
-      assert.equal(gg.info.config.layerNormEps, 1e-12);
+      const xlmr = opts.arch === "xlm-roberta";
+      assert.equal(gg.info.config.architecture, opts.arch === "nomic-bert" ? "NomicBertModel" : xlmr ? "XLMRobertaModel" : "BertModel");
+      assert.equal(gg.info.config.layerNormEps, xlmr ? 1e-5 : 1e-12);
       const rng = new Prng(7 + ci);
       const seqs = [1, 6, 29].map((n) => Array.from({ length: n }, () => rng.nextInt(vocab.length)));
       const a = st.embed(seqs);
       const b = gg.embed(seqs);
       const tensors = readF32Safetensors(join(dir, "model.safetensors"));
-      const c = { hidden: opts.hiddenSize, heads: opts.numHeads, layers: opts.numLayers, eps: 1e-12, gelu: "erf" as const };
+      const c = { hidden: opts.hiddenSize, heads: opts.numHeads, layers: opts.numLayers, eps: xlmr ? 1e-5 : 1e-12, gelu: "erf" as const, positionOffset: xlmr ? 2 : 0 };
       seqs.forEach((ids, s) => {
         assert.ok(maxErr(a[s]!, b[s]!) <= 1e-5, `sequence ${s}: GGUF vs safetensors ${maxErr(a[s]!, b[s]!)}`);
         const hidden = opts.arch === "nomic-bert" ? referenceNomicHidden(tensors, { ...c, theta: 1000 }, ids) : referenceHidden(tensors, c, ids);
@@ -110,6 +114,22 @@ test("WordPiece from the GGUF vocabulary = tokenizer.json: accents, punctuation,
   assert.deepEqual(gg.encodePair("a query", "a document!").typeIds.slice(-3), [1, 1, 1]);
 });
 
+test("XLM-R's Unigram vocabulary from GGUF (\"t5\", scores) = tokenizer.json: <s> ▁word … </s>, unknown pieces, pairs <s> a </s></s> b </s>", () => {
+  const dir = join(root, "xlmr-tok");
+  writeTinyBert({ dir, arch: "xlm-roberta", words: ["hello", "world", "play"], numLayers: 1 });
+  const file = join(root, "xlmr-tok.gguf");
+  writeBertGguf(dir, file);
+  const hf = encoderTokenizer(dir);
+  const gg = ggufEncoderTokenizer(file);
+  const viaSource = readSourceTokenizer({ kind: "gguf", path: file });
+  for (const text of ["hello world", "hello xyz", "playful, Played!", "ünknöwn ☃ words", "  spaced   out "]) {
+    assert.deepEqual(gg.encode(text), hf.encode(text), text);
+    assert.deepEqual(viaSource.encode(text), hf.encode(text), text);
+  }
+  assert.deepEqual(gg.encodePair("a query", "a document!"), hf.encodePair("a query", "a document!"));
+  assert.equal(readGgufEncoderInfo(file).maxModelLen, 64, "the context is the cut table's length");
+});
+
 test("encoder-source: a BERT GGUF is an encoder source; info and tokenizer by source", () => {
   const file = join(root, "case0.gguf");
   assert.equal(isEncoderModelSource({ kind: "gguf", path: file }), true);
@@ -126,7 +146,7 @@ function badFile(name: string, edit: (o: ReturnType<typeof bertDirToGguf>) => vo
   return path;
 }
 
-test("bad GGUF files fail naming the tensor or the key: missing tensor, unknown / rank / none pooling, causal, a Unigram vocabulary, a stray tensor", () => {
+test("bad GGUF files fail naming the tensor or the key: missing tensor, unknown / rank / none pooling, causal, another vocabulary kind, Unigram without scores, a stray tensor", () => {
   const isArg = (re: RegExp) => (e: unknown) => e instanceof ArgumentError && re.test(`${e.argument} ${e.message}`);
   const missing = badFile("missing", (o) => void (o.tensors = o.tensors.filter((t) => t.name !== "blk.1.attn_k.weight")));
   assert.throws(() => loadGgufEncoderModel(rt, missing), isArg(/has no tensor "blk\.1\.attn_k\.weight"/));
@@ -141,7 +161,9 @@ test("bad GGUF files fail naming the tensor or the key: missing tensor, unknown 
   const causal = badFile("causal", (o) => void (o.metadata["bert.attention.causal"] = gguf.bool(true)));
   assert.throws(() => readGgufEncoderInfo(causal), isArg(/bert\.attention\.causal/));
   const t5 = badFile("t5", (o) => void (o.metadata["tokenizer.ggml.model"] = gguf.str("t5")));
-  assert.throws(() => ggufEncoderTokenizer(t5), isArg(/tokenizer\.ggml\.model .*"t5"/));
+  assert.throws(() => ggufEncoderTokenizer(t5), isArg(/tokenizer\.ggml\.scores must have one score per token/));
+  const gpt2 = badFile("gpt2", (o) => void (o.metadata["tokenizer.ggml.model"] = gguf.str("gpt2")));
+  assert.throws(() => ggufEncoderTokenizer(gpt2), isArg(/tokenizer\.ggml\.model .*"gpt2"/));
   const stray = badFile("stray", (o) => void o.tensors.push({ name: "cls.output.weight", type: "F32", shape: [1, 32], data: new Uint8Array(128) }));
   assert.throws(() => readGgufEncoderInfo(stray), isArg(/cls\.output\.weight/));
   const shape = badFile("shape", (o) => {
