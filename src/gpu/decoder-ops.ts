@@ -11,13 +11,15 @@
  *   const ops = await GpuDecoderOps.create(gpu);
  *   ops.rmsNorm(pass, { x, weight, out, rows: T, cols: hidden, eps, delta });
  *   ops.gemv(pass, { x, weight: wq, out: q, tokens: T, rows: qDim, cols: hidden });
+ *   ops.geglu(pass, { gate, up, out, n: I, rows: T });     // Gemma; swiglu for the others
+ *   ops.softcap(pass, { x: logits, n: S * V, cap: 30 });    // Gemma 2's final logits; scale(): its embedding
  *   await ops.prepareBlocks(["q4_k"]);   // the ggml-block kernels compile on demand
  *   ops.gemvBlocks(pass, { x, weight: { buffer: blocks }, type: "q4_k", out, tokens: T, rows, cols });
  */
 import { ArgumentError, show } from "../errors.js";
 import { quantizeQ8 } from "../ops/reference/quantize.js";
 import type { GpuDevice } from "./device.js";
-import { EMBED_Q8, embeddingWgsl, gemvQ8Wgsl, gemvWgsl, rmsNormWgsl, ropeWgsl, swigluWgsl } from "./wgsl/decoder-ops.js";
+import { EMBED_Q8, embeddingWgsl, gemvQ8Wgsl, gemvWgsl, gluWgsl, pointwiseWgsl, rmsNormWgsl, ropeWgsl } from "./wgsl/decoder-ops.js";
 import { GEMM_TM, GEMM_TN, gemmWgsl } from "./wgsl/gemm.js";
 import { GEMV_BLOCK_TOKENS, embeddingBlocksWgsl, gemvBlocksWgsl } from "./wgsl/gemv-blocks.js";
 import { DEQUANT_VALUE, GPU_BLOCK, GPU_BLOCK_CODE } from "./wgsl/quant-blocks.js";
@@ -63,6 +65,12 @@ export interface GpuSwigluArgs {
   n: number;
   /** Default 1. */
   rows?: number;
+}
+
+export interface GpuPointwiseArgs {
+  /** f32 [n], rewritten in place. */
+  x: GpuView;
+  n: number;
 }
 
 export interface GpuRopeArgs {
@@ -197,6 +205,13 @@ function count(argument: string, value: unknown): number {
   return value;
 }
 
+/** The kernels only Gemma's layers record (compiled with the others: three small shaders). */
+interface GemmaPipelines {
+  geglu: GPUComputePipeline;
+  scale: GPUComputePipeline;
+  softcap: GPUComputePipeline;
+}
+
 export class GpuDecoderOps {
   readonly #gpu: GpuDevice;
   readonly #rms: GPUComputePipeline;
@@ -208,14 +223,17 @@ export class GpuDecoderOps {
   readonly #embed: GPUComputePipeline;
   readonly #gemm: GPUComputePipeline;
   readonly #gemmQ8: GPUComputePipeline;
+  /** GeGLU and the in-place maps scale and softcap (Gemma). */
+  readonly #gemma: GemmaPipelines;
   readonly #dummy: GPUBuffer;
   /** The ggml-block kernels, compiled by prepareBlocks: "gemv q4_k", …, "gemm", "embedding". */
   readonly #blocks = new Map<string, GPUComputePipeline>();
   /** Uniform buffers of recorded dispatches, destroyed by recycle(). */
   readonly #uniforms: GPUBuffer[] = [];
 
-  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline, gemvQ8: GPUComputePipeline, embed: GPUComputePipeline, gemm: GPUComputePipeline, gemmQ8: GPUComputePipeline) {
+  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline, gemvQ8: GPUComputePipeline, embed: GPUComputePipeline, gemm: GPUComputePipeline, gemmQ8: GPUComputePipeline, gemma: GemmaPipelines) {
     this.#gpu = gpu;
+    this.#gemma = gemma;
     this.#gemm = gemm;
     this.#gemmQ8 = gemmQ8;
     this.#embed = embed;
@@ -229,9 +247,9 @@ export class GpuDecoderOps {
   }
 
   static async create(gpu: GpuDevice): Promise<GpuDecoderOps> {
-    const [rms, swiglu, gemv, rope, append, gemvQ8, embed, gemm, gemmQ8] = await Promise.all([
+    const [rms, swiglu, gemv, rope, append, gemvQ8, embed, gemm, gemmQ8, geglu, scale, softcap] = await Promise.all([
       gpu.pipeline(rmsNormWgsl(), "rmsnorm"),
-      gpu.pipeline(swigluWgsl(), "swiglu"),
+      gpu.pipeline(gluWgsl("silu"), "swiglu"),
       gpu.pipeline(gemvWgsl(), "gemv f32"),
       gpu.pipeline(ropeWgsl(), "rope"),
       gpu.pipeline(kvAppendWgsl(), "kv append"),
@@ -239,8 +257,11 @@ export class GpuDecoderOps {
       gpu.pipeline(embeddingWgsl(), "embedding"),
       gpu.pipeline(gemmWgsl("float"), "gemm"),
       gpu.pipeline(gemmWgsl("q8"), "gemm q8"),
+      gpu.pipeline(gluWgsl("gelu_tanh"), "geglu"),
+      gpu.pipeline(pointwiseWgsl("scale"), "scale"),
+      gpu.pipeline(pointwiseWgsl("softcap"), "softcap"),
     ]);
-    return new GpuDecoderOps(gpu, rms, swiglu, gemv, rope, append, gemvQ8, embed, gemm, gemmQ8);
+    return new GpuDecoderOps(gpu, rms, swiglu, gemv, rope, append, gemvQ8, embed, gemm, gemmQ8, { geglu, scale, softcap });
   }
 
   #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: GPUBuffer[], groups: number | [number, number]): number {
@@ -286,6 +307,38 @@ export class GpuDecoderOps {
 
   /** out = silu(gate) · up, elementwise. */
   swiglu(pass: GPUComputePassEncoder, a: GpuSwigluArgs): void {
+    this.#glu(pass, this.#swiglu, a);
+  }
+
+  /** out = gelu_tanh(gate) · up, elementwise (Gemma's GeGLU; swiglu's arguments). */
+  geglu(pass: GPUComputePassEncoder, a: GpuSwigluArgs): void {
+    this.#glu(pass, this.#gemma.geglu, a);
+  }
+
+  /** x ← s · x in place, f32 products (Gemma's embedding scale √hidden). */
+  scale(pass: GPUComputePassEncoder, a: GpuPointwiseArgs & { s: number }): void {
+    if (!Number.isFinite(a.s)) throw new ArgumentError("s", `must be a finite number, got ${show(a.s)}`);
+    this.#pointwise(pass, this.#gemma.scale, a, a.s);
+  }
+
+  /** x ← cap · tanh(x / cap) in place (Gemma 2's final-logit softcap). */
+  softcap(pass: GPUComputePassEncoder, a: GpuPointwiseArgs & { cap: number }): void {
+    if (!(typeof a.cap === "number" && a.cap > 0 && Number.isFinite(a.cap))) throw new ArgumentError("cap", `must be a finite number > 0, got ${show(a.cap)}`);
+    this.#pointwise(pass, this.#gemma.softcap, a, a.cap);
+  }
+
+  #pointwise(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, a: GpuPointwiseArgs, k: number): void {
+    const n = count("n", a.n);
+    const xOff = fits("x", a.x, n);
+    const groups = Math.ceil(n / 64);
+    const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    const p = new ArrayBuffer(16);
+    new Uint32Array(p).set([n, xOff, wgX]);
+    new Float32Array(p)[3] = k;
+    this.#dispatch(pass, pipeline, p, [a.x.buffer], groups);
+  }
+
+  #glu(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, a: GpuSwigluArgs): void {
     const n = count("n", a.n);
     const rows = count("rows", a.rows ?? 1);
     const inStride = a.inStride ?? n;
@@ -294,7 +347,7 @@ export class GpuDecoderOps {
     const span = (rows - 1) * inStride + n;
     const groups = Math.ceil((n * rows) / 64);
     const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    this.#dispatch(pass, this.#swiglu, new Uint32Array([n, fits("gate", a.gate, span), fits("up", a.up, span), fits("out", a.out, n * rows), x, rows, inStride, 0]), [a.gate.buffer, a.up.buffer, a.out.buffer], groups);
+    this.#dispatch(pass, pipeline, new Uint32Array([n, fits("gate", a.gate, span), fits("up", a.up, span), fits("out", a.out, n * rows), x, rows, inStride, 0]), [a.gate.buffer, a.up.buffer, a.out.buffer], groups);
   }
 
   /** Rotate-half RoPE of x in place. Positions must lie in [0, maxPos) (the caller's plan checks them; the kernel trusts them). */

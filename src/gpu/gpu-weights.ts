@@ -48,6 +48,9 @@ export interface GpuMatrix {
 export interface GpuLayerWeights {
   inputNorm: GPUBuffer;
   postNorm: GPUBuffer;
+  /** Gemma's sandwich norms of the attention and MLP outputs, or null. */
+  attnOutNorm: GPUBuffer | null;
+  mlpOutNorm: GPUBuffer | null;
   qkv: GpuMatrix;
   qkvBias: GPUBuffer | null;
   qNorm: GPUBuffer | null;
@@ -213,6 +216,8 @@ export function uploadDecoderWeights(gpu: GpuDevice, rt: Runtime, weights: Decod
     const layers = weights.layers.map((w, l): GpuLayerWeights => ({
       inputNorm: up.vector(w.inputNorm, `layer ${l} input_layernorm`)!,
       postNorm: up.vector(w.postNorm, `layer ${l} post_attention_layernorm`)!,
+      attnOutNorm: up.vector(w.attnOutNorm, `layer ${l} post_attention_layernorm (Gemma)`),
+      mlpOutNorm: up.vector(w.mlpOutNorm, `layer ${l} post_feedforward_layernorm`),
       qkv: up.matrix(w.qkv, `layer ${l} qkv_proj`),
       qkvBias: up.vector(w.qkvBias, `layer ${l} qkv bias`),
       qNorm: up.vector(w.qNorm, `layer ${l} q_norm`),

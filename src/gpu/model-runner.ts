@@ -6,18 +6,25 @@
  * One step is one submission:
  *
  *   x = embed(tokens)                                   ids, positions, slots uploaded once
+ *   x = √hidden · x                                     (Gemma's embedding scale, f32 as the CPU's)
  *   xb = rmsnorm(x)
  *   for each layer:
  *     qkv = xb · Wqkvᵀ (+ bias)                         [T, (H + 2·Hkv)·D]
  *     q, k = rmsnorm_per_head(q), rmsnorm_per_head(k)    (Qwen3: into qn [T, H, D], kn [T, Hkv, D])
  *     q, k = rope(q, k, positions)                       cos/sin tables (one per layer RoPE; none on NoPE layers) uploaded at creation
  *     cache[layer][slots] = k, v
- *     att = pagedAttention(q, cache[layer])              the step's plan, uploaded once (paged-attention-step.ts)
- *     x += att · Woᵀ;  xb = rmsnorm(x)                   fused residual add
- *     x += down(silu(gate) ⊙ up);  xb = next rmsnorm(x)
+ *     att = pagedAttention(q, cache[layer])              the step's plan, uploaded once (paged-attention-step.ts);
+ *                                                        the layer's window, the model's scale and score softcap
+ *     o = att · Woᵀ;  o = rmsnorm(o)                     (Gemma's sandwich: post_attention_layernorm)
+ *     x += o;  xb = rmsnorm(x)                           fused residual add
+ *     o = down(act(gate) ⊙ up);  o = rmsnorm(o)          act: silu, or Gemma's tanh GELU; (Gemma: post_feedforward_layernorm)
+ *     x += o;  xb = next rmsnorm(x)
  *   last = x[logitIndices];  logits = rmsnorm(last) · Wlmᵀ
+ *   logits = cap · tanh(logits / cap)                    (Gemma 2's final-logit softcap)
  *
- * and only logits [S, V] come back to the CPU. forward() is asynchronous
+ * and only logits [S, V] come back to the CPU. Every architecture the CPU
+ * decoder runs runs here, with its semantics (Gemma's (1 + w) norm weights
+ * come folded by the loader, decoder-weights.ts). forward() is asynchronous
  * (the readback is); the engine awaits it. The batch is checked as the CPU
  * decoder checks it (checkForwardBatch) and the attention plan is the CPU's
  * AttentionPlan, built in `rt` (a small wasm runtime) and disposed each step.
@@ -72,6 +79,7 @@ interface StepBuffers {
   att: GPUBuffer; // attention out + split partials
   lse: GPUBuffer;
   o: GPUBuffer; // [T, h]
+  on: GPUBuffer; // [T, h] Gemma's normed o (sandwich norms)
   gateUp: GPUBuffer; // [T, 2·I]
   act: GPUBuffer; // [T, I]
   last: GPUBuffer; // [S, h]
@@ -79,21 +87,8 @@ interface StepBuffers {
   logits: GPUBuffer; // [S, V]
 }
 
-/**
- * Throws an ArgumentError naming what the WebGPU runner does not run yet (the
- * CPU decoder does: --device cpu): GeGLU, Gemma's embedding scale and
- * sandwich norms, final-logit softcap. Partial RoPE, LongRoPE and per-layer
- * RoPE (NoPE layers, local bases) run here; the attention scale and score
- * softcap are the kernels' own options.
- */
-export function checkGpuSupport(c: ModelConfig): void {
-  const missing: string[] = [];
-  if (c.hiddenAct !== "silu") missing.push(`the ${c.hiddenAct} MLP (GeGLU)`);
-  if (c.embeddingScale !== 1) missing.push(`an embedding scale (${c.embeddingScale})`);
-  if (c.sandwichNorms) missing.push("sandwich norms");
-  if (c.finalLogitSoftcap > 0) missing.push(`a final-logit softcap (${c.finalLogitSoftcap})`);
-  if (missing.length > 0) throw new ArgumentError("model", `${c.architecture} needs ${missing.join(", ")}, which the webgpu device does not run yet: use --device cpu`);
-}
+/** The MLP's gated activation per hiddenAct (a new activation fails to compile here until it has a kernel). */
+const GLU: Record<ModelConfig["hiddenAct"], "swiglu" | "geglu"> = { silu: "swiglu", gelu_pytorch_tanh: "geglu" };
 
 export class GpuModelRunner implements ModelRunner {
   readonly config: ModelConfig;
@@ -175,7 +170,6 @@ export class GpuModelRunner implements ModelRunner {
   /** Uploads the weights and allocates the KV cache on `gpu`; `rt` builds each step's attention plan. */
   static async create(gpu: GpuDevice, rt: Runtime, options: GpuModelRunnerOptions): Promise<GpuModelRunner> {
     const c = options.config;
-    checkGpuSupport(c);
     const numBlocks = checkInt("numBlocks", options.numBlocks, { min: 1 });
     const blockSize = checkInt("blockSize", options.blockSize, { min: 1, max: 256 });
     if (!(GPU_CACHE_DTYPES as readonly string[]).includes(options.kvDtype)) {
@@ -216,6 +210,7 @@ export class GpuModelRunner implements ModelRunner {
       att: f(attFloats, "attention out"),
       lse: f(lseFloats, "attention lse"),
       o: f(T * c.hiddenSize, "o"),
+      on: f(c.sandwichNorms ? T * c.hiddenSize : 1, "o normed"),
       gateUp: f(T * 2 * c.intermediateSize, "gate_up"),
       act: f(T * c.intermediateSize, "act"),
       last: f(Math.max(1, S) * c.hiddenSize, "last"),
@@ -259,6 +254,7 @@ export class GpuModelRunner implements ModelRunner {
         const head = enc.beginComputePass();
         this.#ops.rmsNorm(head, { x: { buffer: bufs.last }, weight: { buffer: this.#w.finalNorm }, out: { buffer: bufs.lastN }, rows: S, cols: h, eps: c.rmsNormEps });
         encodeLinear(this.#ops, head, this.#w.lmHead, { x: { buffer: bufs.lastN }, out: { buffer: bufs.logits }, tokens: S });
+        if (c.finalLogitSoftcap > 0) this.#ops.softcap(head, { x: { buffer: bufs.logits }, n: S * c.vocabSize, cap: c.finalLogitSoftcap });
         head.end();
         const bytes = S * c.vocabSize * 4;
         const staging = gpu.device.createBuffer({ size: bytes, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: "logits readback" });
@@ -296,7 +292,15 @@ export class GpuModelRunner implements ModelRunner {
       const weight = p.kind === "q8" ? { codes: { buffer: p.codes }, scales: { buffer: p.scales } } : { buffer: p.buffer };
       ops.embedding(pass, { ids: { buffer: b.ids }, weight, dtype: p.kind, out: { buffer: b.x }, tokens: T, rows: p.rows, firstRow: p.r0, cols: h });
     }
+    if (c.embeddingScale !== 1) ops.scale(pass, { x: { buffer: b.x }, n: T * h, s: c.embeddingScale });
     const positions = { buffer: b.positions };
+    const glu = GLU[c.hiddenAct];
+    /** o, or (Gemma) rmsnorm(o) into on: what joins the residual stream. */
+    const sandwich = (norm: GPUBuffer | null): GPUBuffer => {
+      if (norm === null) return b.o;
+      ops.rmsNorm(pass, { x: { buffer: b.o }, weight: { buffer: norm }, out: { buffer: b.on }, rows: T, cols: h, eps });
+      return b.on;
+    };
     ops.rmsNorm(pass, { x: { buffer: b.x }, weight: { buffer: W.layers[0]!.inputNorm }, out: { buffer: b.xb }, rows: T, cols: h, eps });
     for (let l = 0; l < c.numLayers; l++) {
       const w = W.layers[l]!;
@@ -333,13 +337,13 @@ export class GpuModelRunner implements ModelRunner {
       });
       attn.encode(pass, { q, k: cache.k, v: cache.v, out: b.att, lse: b.lse, window: this.#windows[l] });
       encodeLinear(ops, pass, w.o, { x: { buffer: b.att }, out: { buffer: b.o }, bias: w.oBias, tokens: T });
-      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: b.o }, weight: { buffer: w.postNorm }, out: { buffer: b.xb }, rows: T, cols: h, eps }); // x += o; xb = rmsnorm(x)
+      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: sandwich(w.attnOutNorm) }, weight: { buffer: w.postNorm }, out: { buffer: b.xb }, rows: T, cols: h, eps }); // x += o; xb = rmsnorm(x)
       encodeLinear(ops, pass, w.gateUp, { x: { buffer: b.xb }, out: { buffer: b.gateUp }, bias: w.gateUpBias, tokens: T });
-      ops.swiglu(pass, { gate: { buffer: b.gateUp }, up: { buffer: b.gateUp, offset: I }, inStride: 2 * I, out: { buffer: b.act }, n: I, rows: T });
+      ops[glu](pass, { gate: { buffer: b.gateUp }, up: { buffer: b.gateUp, offset: I }, inStride: 2 * I, out: { buffer: b.act }, n: I, rows: T });
       encodeLinear(ops, pass, w.down, { x: { buffer: b.act }, out: { buffer: b.o }, bias: w.downBias, tokens: T });
       // x += o; xb = the next layer's rmsnorm(x) (after the last layer, xb is unused: the head norms the sampled rows).
       const next = W.layers[l + 1]?.inputNorm ?? W.finalNorm;
-      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: b.o }, weight: { buffer: next }, out: { buffer: b.xb }, rows: T, cols: h, eps });
+      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: sandwich(w.mlpOutNorm) }, weight: { buffer: next }, out: { buffer: b.xb }, rows: T, cols: h, eps });
     }
   }
 

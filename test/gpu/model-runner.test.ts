@@ -28,21 +28,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import type { GpuDevice } from "../../src/gpu/index.js";
-import { GpuModelRunner, checkGpuSupport } from "../../src/gpu/model-runner.js";
+import { GpuModelRunner } from "../../src/gpu/model-runner.js";
 import { Engine } from "../../src/engine/engine.js";
-import { ArgumentError } from "../../src/index.js";
 import { DecoderWeights, type LayerWeights } from "../../src/model/decoder-weights.js";
 import { createDecoder } from "../../src/model/loader.js";
 import { type Runtime, type Tensor, type Weight, createRuntime, createWeight, dequantizeWeight, generate, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
 import type { KvCacheDType } from "../../src/kv/kv-quant.js";
 import type { WeightFormat } from "../../src/ops/weight.js";
 import { type TinyArch, writeTinyModel } from "../../src/testing/index.js";
-import { Blocks, makeBatch } from "../model/decoder-support.js";
-import { readModelMetadata } from "../../src/model/model-metadata.js";
 import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
-
-const parseTiny = (dir: string) => readModelMetadata({ kind: "dir", path: dir });
 import { openTestGpu } from "./support.js";
+import { assertLogitsClose, runnerSteps } from "./runner-support.js";
 
 const opened = await openTestGpu();
 const gpuTest = (name: string, fn: () => Promise<void>) => test(name, { skip: opened.skip }, fn);
@@ -70,41 +66,6 @@ function f32Twin(rt: Runtime, w: DecoderWeights): DecoderWeights {
   }));
   return new DecoderWeights(rt, "f32", embedding, layers, v(w.finalNorm), w.lmHead === w.embedding ? embedding : m(w.lmHead));
 }
-
-function argmax(a: ArrayLike<number>, from: number, n: number): number {
-  let best = from;
-  for (let i = from; i < from + n; i++) if (a[i]! > a[best]!) best = i;
-  return best - from;
-}
-
-function assertLogitsClose(what: string, gpu: Float32Array, cpu: Float32Array, V: number, TOL: number): void {
-  assert.equal(gpu.length, cpu.length, `${what}: length`);
-  for (let r = 0; r < cpu.length / V; r++) {
-    let scale = 1;
-    for (let i = 0; i < V; i++) scale = Math.max(scale, Math.abs(cpu[r * V + i]!));
-    for (let i = 0; i < V; i++) {
-      const d = Math.abs(gpu[r * V + i]! - cpu[r * V + i]!);
-      if (!(d <= TOL * scale)) assert.fail(`${what}: row ${r}, logit ${i}: gpu ${gpu[r * V + i]}, cpu ${cpu[r * V + i]} (tolerance ${TOL * scale})`);
-    }
-    const top = argmax(cpu, r * V, V);
-    let second = -Infinity;
-    for (let i = 0; i < V; i++) if (i !== top) second = Math.max(second, cpu[r * V + i]!);
-    if (cpu[r * V + top]! - second > 2 * TOL * scale) assert.equal(argmax(gpu, r * V, V), top, `${what}: row ${r}: greedy token`);
-  }
-}
-
-test("architectures the WebGPU runner does not run yet are refused by name, before anything is uploaded", () => {
-  const root = mkdtempSync(join(tmpdir(), "kvflash-gpu-support-"));
-  try {
-    for (const [arch, what] of [["gemma2", /Gemma2ForCausalLM needs the gelu_pytorch_tanh MLP \(GeGLU\).*embedding scale.*sandwich norms.*final-logit softcap/], ["gemma3", /Gemma3ForCausalLM needs the gelu_pytorch_tanh MLP \(GeGLU\).*embedding scale.*sandwich norms/]] as const) {
-      const { config } = parseTiny(writeTinyModel(join(root, arch), { arch }).dir);
-      assert.throws(() => checkGpuSupport(config), (e: Error) => e instanceof ArgumentError && e.argument === "model" && what.test(e.message) && /use --device cpu$/.test(e.message), arch);
-    }
-    for (const arch of ["llama", "mistral", "qwen2", "qwen3", "phi3", "smollm3"] as const) checkGpuSupport(parseTiny(writeTinyModel(join(root, arch), { arch }).dir).config);
-  } finally {
-    rmSync(root, { recursive: true, force: true });
-  }
-});
 
 describe("WebGPU ModelRunner against the CPU decoder", () => {
   let rt: Runtime;
@@ -142,19 +103,7 @@ describe("WebGPU ModelRunner against the CPU decoder", () => {
         check(runner, f32Bytes);
       }
       const V = cpu.config.vocabSize;
-      const blocks = new Blocks(blockSize);
-      const a = { blocks: blocks.take(40), prompt: Array.from({ length: 11 }, (_, i) => (i * 7 + 3) % V) };
-      const b = { blocks: blocks.take(40), prompt: Array.from({ length: 5 }, (_, i) => (i * 13 + 1) % V) };
-      const steps = [
-        // a ragged prefill of two sequences, every row's logits
-        makeBatch([{ blocks: a.blocks, start: 0, tokens: a.prompt, logits: "all" }, { blocks: b.blocks, start: 0, tokens: b.prompt }], blockSize),
-        // a decode step
-        makeBatch([{ blocks: a.blocks, start: 11, tokens: [5] }, { blocks: b.blocks, start: 5, tokens: [9] }], blockSize),
-        // a chunk after a cached prefix (past a 16-token window), beside a decode
-        makeBatch([{ blocks: a.blocks, start: 12, tokens: Array.from({ length: 10 }, (_, i) => (i * 5 + 2) % V) }, { blocks: b.blocks, start: 6, tokens: [4] }], blockSize),
-        // a step that samples nothing
-        makeBatch([{ blocks: a.blocks, start: 22, tokens: [1, 2, 3], logits: "none" }], blockSize),
-      ];
+      const steps = runnerSteps(blockSize, V);
       for (const [i, batch] of steps.slice(0, stepCount).entries()) {
         const want = cpu.runner.forward(batch);
         const got = await runner.forward(batch);

@@ -10,6 +10,17 @@
  *            out = w ⊙ x / sqrt(mean(x²) + eps); weight f32 | f16 | bf16
  *   swiglu   out = silu(gate) · up, silu(g) = g / (1 + e^(−g)), elementwise over
  *            rows of n (gate and up rows `inStride` apart: the halves of gate_up)
+ *   geglu    the same with Gemma's tanh GELU: gelu(g) = ½g(1 + tanh(u)) =
+ *            g / (1 + e^(−2u)), u = √(2/π)(g + 0.044715g³) (PyTorch's
+ *            gelu(approximate="tanh"), the CPU's task_geglu), e^'s argument
+ *            clamped to [−87, 87] so finite inputs give finite outputs
+ *   scale    x ← s · x in place (Gemma's embedding × √hidden), one f32 product
+ *            as on the CPU: the same bits
+ *   softcap  x ← cap · tanh(x · (1/cap)) in place (Gemma 2's final-logit
+ *            softcap), tanh as the CPU's tanh4: sign(y)(1 − t)/(1 + t),
+ *            t = e^(−2|y|), and below |y| = 1/16 (where 1 − t cancels) the
+ *            series y − y³/3 + 2y⁵/15 − 17y⁷/315, so small logits keep their
+ *            relative precision (WGSL's tanh promises only sinh/cosh's)
  *   rope     rotate-half RoPE in place on x [T, heads, headDim] (token
  *            stride free), θ's cos and sin gathered from a cos/sin cache
  *            [maxPos, rotaryDim] built on the CPU (vLLM's cos_sin_cache):
@@ -80,20 +91,62 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
 `;
 }
 
-export function swigluWgsl(): string {
-  return `// SwiGLU
+/** The gated activations of the MLP: SwiGLU (Llama, Qwen, …) and GeGLU with tanh GELU (Gemma). */
+export type GluActivation = "silu" | "gelu_tanh";
+
+const GLU_ACT: Record<GluActivation, string> = {
+  silu: "fn act(a: f32) -> f32 { return a / (1.0 + exp(-a)); }",
+  // 2u = 2√(2/π)·a·(1 + 0.044715·a²), as the CPU's gelu4.
+  gelu_tanh: "fn act(a: f32) -> f32 { let u2 = a * 1.5957691216057308 * (1.0 + 0.044715 * a * a); return a / (1.0 + exp(clamp(-u2, -87.0, 87.0))); }",
+};
+
+/** out = act(gate) · up over rows of n (swiglu: silu, geglu: gelu_tanh). */
+export function gluWgsl(activation: GluActivation): string {
+  return `// GLU (${activation})
 struct Params { n: u32, gOff: u32, uOff: u32, oOff: u32, wgX: u32, rows: u32, inStride: u32, pad0: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> g: array<f32>;
 @group(0) @binding(2) var<storage, read> u: array<f32>;
 @group(0) @binding(3) var<storage, read_write> o: array<f32>;
+${GLU_ACT[activation]}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let idx = gid.x + gid.y * P.wgX * ${WG}u;     // rows of n: gate and up rows inStride apart, out compact
   if (idx >= P.n * P.rows) { return; }
   let i = (idx / P.n) * P.inStride + idx % P.n;
-  let a = g[P.gOff + i];
-  o[P.oOff + idx] = a / (1.0 + exp(-a)) * u[P.uOff + i];
+  o[P.oOff + idx] = act(g[P.gOff + i]) * u[P.uOff + i];
+}
+`;
+}
+
+/** The in-place elementwise maps of a Gemma step: x ← s · x, or x ← cap · tanh(x / cap). */
+export type PointwiseOp = "scale" | "softcap";
+
+const POINTWISE: Record<PointwiseOp, string> = {
+  scale: "fn f(v: f32) -> f32 { return v * P.k; }",
+  softcap: `fn f(v: f32) -> f32 {
+  let y = v * (1.0 / P.k);
+  let ay = abs(y);
+  let t = exp(-2.0 * ay);
+  let y2 = ay * ay;
+  let series = ay + ((-17.0 / 315.0 * y2 + 2.0 / 15.0) * y2 - 1.0 / 3.0) * y2 * ay;
+  let th = select((1.0 - t) / (1.0 + t), series, ay < 0.0625);
+  return P.k * select(th, -th, y < 0.0);
+}`,
+};
+
+/** x[i] ← f(x[i]) for i < n, in place (POINTWISE; k is s or cap). */
+export function pointwiseWgsl(op: PointwiseOp): string {
+  return `// ${op} in place
+struct Params { n: u32, xOff: u32, wgX: u32, k: f32 }
+@group(0) @binding(0) var<uniform> P: Params;
+@group(0) @binding(1) var<storage, read_write> x: array<f32>;
+${POINTWISE[op]}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let idx = gid.x + gid.y * P.wgX * ${WG}u;
+  if (idx >= P.n) { return; }
+  x[P.xOff + idx] = f(x[P.xOff + idx]);
 }
 `;
 }
