@@ -33,6 +33,15 @@
  * drafts are accepted with probability p(argmax) only. Greedy requests draft
  * greedily either way.
  *
+ * A constrained request's drafts follow its grammar (DraftRequest.grammar, as
+ * vLLM's spec-decode bitmask advances the matcher over the drafts): each
+ * draft's q, or argmax, is taken over the tokens the grammar allows after the
+ * drafts before it — the same mask the engine verifies that row under, so
+ * the target's p and q share their support (a draft that equals its target
+ * is then always accepted, as without a grammar). If the draft model puts no
+ * mass on any allowed token, that draft is taken unmasked (the rejection rule
+ * is exact for any q; the engine rejects it) and the grammar stops there.
+ *
  * Blocks: a sequence holds ⌈cached / blockSize⌉ blocks between steps; the
  * engine calls release() when a request finishes or aborts. When the pool runs
  * short, the states of sequences not drafting this step go first, then the
@@ -48,7 +57,7 @@ import { checkInt } from "../tensor/check.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { ModelConfig } from "../model/config.js";
 import { Prng } from "../tensor/prng.js";
-import { Sampler, SamplingState } from "./sampler.js";
+import { Sampler, SamplingState, applyTokenMask } from "./sampler.js";
 import { GREEDY_EPSILON, type ResolvedSamplingParams } from "./sampling-params.js";
 import { type TokenDistribution, sampleFrom } from "./rejection-sampler.js";
 
@@ -66,6 +75,22 @@ export interface DraftRequest {
   penalties?: DraftPenalties;
   /** The request's sampling parameters and seed: a sampling proposer draws from them (temperature > 0). Default: greedy. */
   sampling?: { params: ResolvedSamplingParams; seed: number };
+  /** A constrained request's grammar: drafts are chosen among the tokens it allows after the drafts before them. Default: none. */
+  grammar?: DraftGrammar;
+}
+
+/**
+ * A constrained request's grammar as its drafts see it (the engine's matcher,
+ * advanced over the drafts and rolled back after proposeBatch).
+ */
+export interface DraftGrammar {
+  /**
+   * The allowed tokens after the request's tokens and then `drafted` (this
+   * step's drafts so far, in order): Int32Array [ceil(V / 32)], bit t % 32 of
+   * word t >> 5 set ⇔ token t allowed; valid until the next call. null when
+   * the grammar cannot follow `drafted` (it ended, or refused one of them).
+   */
+  nextMask(drafted: readonly number[]): Int32Array | null;
 }
 
 /** The sampler's logit bias and penalties (ResolvedSamplingParams' fields), and where the output starts in `tokens`. */
@@ -293,10 +318,11 @@ export class DraftModelProposer implements BatchDraftProposer {
   /** The next draft from row `row`: sampled from q (kept in #lastQ) when this proposer and `seq` sample, else #argmax. */
   #pick(logits: Float32Array, row: number, seq: DraftRequest, drafted: readonly number[]): number {
     const s = seq.sampling;
-    if (!this.sampled || s === undefined || s.params.temperature < GREEDY_EPSILON) return this.#argmax(logits, row, seq, drafted);
     const V = this.runner.vocabSize;
     const x = logits.subarray(row * V, (row + 1) * V);
     if (this.vocabLimit < V) x.fill(-Infinity, this.vocabLimit);
+    const allowed = seq.grammar === undefined ? null : allowedIn(x, seq.grammar.nextMask(drafted));
+    if (!this.sampled || s === undefined || s.params.temperature < GREEDY_EPSILON) return this.#argmax(logits, row, seq, drafted, allowed);
     let rng = this.#rngs.get(seq.requestId);
     if (rng === undefined) {
       rng = new Prng((new Prng(s.seed).nextU32() ^ DRAFT_SEED_SALT) >>> 0);
@@ -307,7 +333,7 @@ export class DraftModelProposer implements BatchDraftProposer {
     const state = new SamplingState(s.params, seq.tokens.slice(0, numPrompt), rng);
     for (let i = numPrompt; i < seq.tokens.length; i++) state.accept(seq.tokens[i]!);
     for (const t of drafted) state.accept(t);
-    const q = this.#sampler.distribution(state, x);
+    const q = this.#sampler.distribution(state, x, allowed);
     const token = sampleFrom(q, rng.nextFloat());
     const qs = this.#lastQ.get(seq.requestId) ?? [];
     qs.push(q);
@@ -315,8 +341,8 @@ export class DraftModelProposer implements BatchDraftProposer {
     return token;
   }
 
-  /** argmax over ids < vocabLimit of row `row`, after `seq`'s penalties with `drafted` counted as output. */
-  #argmax(logits: Float32Array, row: number, seq: DraftRequest, drafted: readonly number[]): number {
+  /** argmax over ids < vocabLimit (and in `allowed`, when given) of row `row`, after `seq`'s penalties with `drafted` counted as output. */
+  #argmax(logits: Float32Array, row: number, seq: DraftRequest, drafted: readonly number[], allowed: Int32Array | null): number {
     const V = this.runner.vocabSize;
     const x = logits.subarray(row * V, row * V + this.vocabLimit);
     const p = seq.penalties;
@@ -334,6 +360,7 @@ export class DraftModelProposer implements BatchDraftProposer {
         for (const [id, n] of counts) if (id < x.length) x[id] = x[id]! - p.frequencyPenalty * n - p.presencePenalty;
       }
     }
+    if (allowed !== null) applyTokenMask(x, allowed);
     let best = 0;
     let bestValue = -Infinity;
     for (let i = 0; i < x.length; i++) {
@@ -344,6 +371,21 @@ export class DraftModelProposer implements BatchDraftProposer {
     }
     return best;
   }
+}
+
+/**
+ * `mask` when some token it allows has a finite logit in `x` (f32 [V]), else
+ * null (the grammar ended, or the draft gives all it allows −∞: draft unmasked).
+ */
+function allowedIn(x: Float32Array, mask: Int32Array | null): Int32Array | null {
+  if (mask === null) return null;
+  const words = Math.min(mask.length, Math.ceil(x.length / 32));
+  for (let w = 0; w < words; w++) {
+    const bits = mask[w]!;
+    if (bits === 0) continue;
+    for (let b = 0; b < 32 && (w << 5) + b < x.length; b++) if (((bits >>> b) & 1) === 1 && x[(w << 5) + b]! > -Infinity) return mask;
+  }
+  return null;
 }
 
 /**

@@ -57,7 +57,10 @@
  * identical, logprobs are the target's at each accepted position, and a
  * grammar matcher only ever accepts tokens that are output (no rollback:
  * each row's mask follows the accepted tokens before it). Rejected drafts'
- * KV slots roll back in the scheduler (updateFromOutput).
+ * KV slots roll back in the scheduler (updateFromOutput). A draft model
+ * drafts a constrained request under its grammar (DraftRequest.grammar): the
+ * matcher is advanced over the drafts for their masks, then rolled back
+ * before the step's masks are asked for (#draftMask).
  *
  * A draft model with sampled drafts (draft_sampling "sampled") proposes, for a
  * request that samples, drafts drawn from its own filtered distribution q and
@@ -67,7 +70,10 @@
  * from norm(max(0, p − q)); if all are kept, the bonus token is sampled from
  * p as usual. The output distribution is still p's, and a seeded request is
  * reproducible (its draws come from its own stream and the draft's, seeded
- * from it), though not the same tokens as without speculation.
+ * from it), though not the same tokens as without speculation. With a
+ * grammar, p is the target's grammar-masked distribution and q the draft's
+ * under the same masks (the rule is exact for any q; a shared support is what
+ * lets a good draft be accepted).
  *
  * Failure is contained. A request whose sampling or detokenizing throws
  * finishes alone with finishReason "error". A forward that throws leaves the
@@ -515,15 +521,31 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     const spec = this.#spec;
     if (spec === null || this.scheduler.numRunning >= spec.config.disableByBatchSize) return drafts;
     const seqs: DraftRequest[] = [];
+    const p = spec.proposer;
+    /** Constrained requests' matchers, and how far their drafts advanced them (rolled back below). */
+    const advanced: { matcher: ConstraintMatcher; n: number }[] = [];
     for (const id of this.scheduler.runningRequestIds()) {
       const request = this.scheduler.getRequest(id)!;
       if (request.numTokens - request.numComputedTokens !== 1) continue;
-      const k = request.state!.draftLength!.next();
-      if (k > 0) seqs.push({ requestId: id, tokens: request.allTokenIds, k, penalties: { numPromptTokens: request.numPromptTokens, ...request.state!.sampling.params }, sampling: { params: request.state!.sampling.params, seed: request.state!.sampling.seed } });
+      const st = request.state!;
+      if (st.matcher !== null && !st.matcher.ready) continue; // held back this step (its host compiles): no mask to draft under
+      const k = st.draftLength!.next();
+      if (k <= 0) continue;
+      const seq: DraftRequest = { requestId: id, tokens: request.allTokenIds, k, penalties: { numPromptTokens: request.numPromptTokens, ...st.sampling.params }, sampling: { params: st.sampling.params, seed: st.sampling.seed } };
+      if (st.matcher !== null && "proposeBatch" in p) {
+        const a = { matcher: st.matcher, n: 0 };
+        advanced.push(a);
+        seq.grammar = { nextMask: (drafted) => this.#draftMask(a, drafted) };
+      }
+      seqs.push(seq);
     }
     if (seqs.length === 0) return drafts;
-    const p = spec.proposer;
-    const proposed = "proposeBatch" in p ? p.proposeBatch(seqs) : seqs.map((s) => p.propose(s.tokens, s.k));
+    let proposed: number[][];
+    try {
+      proposed = "proposeBatch" in p ? p.proposeBatch(seqs) : seqs.map((s) => p.propose(s.tokens, s.k));
+    } finally {
+      for (const a of advanced) if (a.n > 0) a.matcher.rollback(a.n);
+    }
     seqs.forEach(({ requestId, k }, i) => {
       const d = proposed[i] ?? [];
       if (d.length === 0) return;
@@ -532,6 +554,24 @@ export class Engine<R extends ModelRunner = ModelRunner> {
       if (q !== undefined && q.length >= Math.min(d.length, k)) this.#draftQ.set(requestId, q.slice(0, k));
     });
     return drafts;
+  }
+
+  /**
+   * DraftGrammar.nextMask for a constrained request: its matcher advanced over
+   * `drafted` (`a.n` counts the tokens accepted so far this step; #propose
+   * rolls them back), then the mask its next row is verified under. null
+   * once the grammar ended or refused a draft.
+   */
+  #draftMask(a: { matcher: ConstraintMatcher; n: number }, drafted: readonly number[]): Int32Array | null {
+    for (; a.n < drafted.length; a.n++) if (a.matcher.isTerminated || !a.matcher.accept(drafted[a.n]!)) return null;
+    if (a.matcher.isTerminated) return null;
+    const mask = new Int32Array(this.#mask.length);
+    try {
+      a.matcher.fillNextMask(mask);
+    } catch {
+      return null; // its grammar host failed: the step's own masks fail the request alone
+    }
+    return mask;
   }
 
   /** Whether a new client request would go beyond the waiting-queue bound (parked requests wait too). */
