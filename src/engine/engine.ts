@@ -21,7 +21,10 @@
  *
  * A constrained request (EngineRequest.grammar) gets its matcher from the
  * grammar backend when added (the caller has prepared, i.e. compiled, its
- * grammar); once the grammar is complete it finishes with "stop". Preemption
+ * grammar); once the grammar is complete it finishes with "stop". With
+ * ignore_eos it goes on inside its grammar while the grammar allows more than
+ * EOS (EOS is masked there: #sampleMask), and stops only where it must end
+ * (vLLM lets EOS through and then samples unconstrained after it). Preemption
  * keeps a request's output tokens (they are recomputed, not resampled), so its
  * matcher stays where it is. Unconstrained requests never touch a matcher.
  * While the grammar host a matcher lives in compiles a new grammar (its
@@ -229,6 +232,8 @@ export class Engine<R extends ModelRunner = ModelRunner> {
   readonly #held = new Set<ConstraintMatcher>();
   /** Scratch for a draft row's grammar mask, Int32Array [ceil(V / 32)] (row 0's comes from masksFor). */
   readonly #mask: Int32Array;
+  /** Scratch for row 0's mask with EOS dropped (ignore_eos, #sampleMask), Int32Array [ceil(V / 32)]. */
+  readonly #eosFree: Int32Array;
   #heldForGrammar = false;
   /** Outputs produced between steps (aborts), returned by the next step(). */
   #pending: EngineOutput[] = [];
@@ -269,6 +274,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
       throw new ArgumentError("grammar", `covers ${this.#grammar.vocabSize} tokens, the runner's vocabulary has ${runner.vocabSize}`);
     }
     this.#mask = new Int32Array(this.#grammar === null ? 0 : Math.ceil(runner.vocabSize / 32));
+    this.#eosFree = new Int32Array(this.#mask.length);
     const spec = config.speculativeConfig;
     if (spec === undefined && options.proposer !== undefined) throw new ArgumentError("proposer", "needs a speculativeConfig (its num_speculative_tokens)");
     const proposer = options.proposer as Partial<DraftProposer & BatchDraftProposer> | undefined;
@@ -486,8 +492,8 @@ export class Engine<R extends ModelRunner = ModelRunner> {
       if (this.#textVocab < V) rowLogits.fill(-Infinity, this.#textVocab);
       let mask: Int32Array | null = null;
       if (st.matcher !== null) {
-        mask = j === 0 ? firstMask : this.#mask;
         if (j > 0) st.matcher.fillNextMask(this.#mask);
+        mask = j === 0 ? this.#sampleMask(st, firstMask!, this.#eosFree) : this.#sampleMask(st, this.#mask, this.#mask);
       }
       const q = j < drafts.length ? qs?.[j] : undefined;
       let result: SampleResult;
@@ -535,7 +541,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
       if (st.matcher !== null && "proposeBatch" in p) {
         const a = { matcher: st.matcher, n: 0 };
         advanced.push(a);
-        seq.grammar = { nextMask: (drafted) => this.#draftMask(a, drafted) };
+        seq.grammar = { nextMask: (drafted) => this.#draftMask(st, a, drafted) };
       }
       seqs.push(seq);
     }
@@ -559,10 +565,10 @@ export class Engine<R extends ModelRunner = ModelRunner> {
   /**
    * DraftGrammar.nextMask for a constrained request: its matcher advanced over
    * `drafted` (`a.n` counts the tokens accepted so far this step; #propose
-   * rolls them back), then the mask its next row is verified under. null
-   * once the grammar ended or refused a draft.
+   * rolls them back), then the mask its next row is verified under
+   * (#sampleMask). null once the grammar ended or refused a draft.
    */
-  #draftMask(a: { matcher: ConstraintMatcher; n: number }, drafted: readonly number[]): Int32Array | null {
+  #draftMask(st: RequestState, a: { matcher: ConstraintMatcher; n: number }, drafted: readonly number[]): Int32Array | null {
     for (; a.n < drafted.length; a.n++) if (a.matcher.isTerminated || !a.matcher.accept(drafted[a.n]!)) return null;
     if (a.matcher.isTerminated) return null;
     const mask = new Int32Array(this.#mask.length);
@@ -571,7 +577,32 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     } catch {
       return null; // its grammar host failed: the step's own masks fail the request alone
     }
-    return mask;
+    return this.#sampleMask(st, mask, mask);
+  }
+
+  /**
+   * The mask a constrained request samples under, from its grammar's `mask`:
+   * with ignore_eos, the model's EOS ids are dropped while the grammar allows
+   * any other token, so the request goes on inside its grammar (to max_tokens)
+   * rather than end where the grammar may; where EOS is all the grammar
+   * allows, it must end, and the request stops there ("stop"). Returns `mask`
+   * itself when nothing changes, else `into` (which may be `mask`) changed.
+   */
+  #sampleMask(st: RequestState, mask: Int32Array, into: Int32Array): Int32Array {
+    if (!st.sampling.params.ignoreEos || this.#eos.length === 0) return mask;
+    let eos = false;
+    for (const t of this.#eos) eos ||= t >> 5 < mask.length && ((mask[t >> 5]! >>> (t & 31)) & 1) === 1;
+    if (!eos) return mask;
+    let other = false;
+    for (let w = 0; w < mask.length && !other; w++) {
+      let bits = mask[w]!;
+      for (const t of this.#eos) if (t >> 5 === w) bits &= ~(1 << (t & 31));
+      other = bits !== 0;
+    }
+    if (!other) return mask;
+    if (into !== mask) into.set(mask);
+    for (const t of this.#eos) if (t >> 5 < into.length) into[t >> 5]! &= ~(1 << (t & 31));
+    return into;
   }
 
   /** Whether a new client request would go beyond the waiting-queue bound (parked requests wait too). */
