@@ -122,6 +122,9 @@ function tryHint(url: string, apiKey: string | null, pooling: "embed" | "rerank"
 function describeSpeculation(c: ServeArgs["speculativeConfig"]): string {
   if (c === undefined) return "";
   const s = resolveSpeculativeConfig(c);
-  if (s.method === "draft_model") return `; speculative decoding: draft model ${s.model}, up to ${s.numSpeculativeTokens} drafts, off at ${s.disableByBatchSize}+ running`;
+  if (s.method === "draft_model") {
+    const sampled = s.draftSampling === "sampled" ? ", sampled for sampling requests (draft_sampling sampled)" : "";
+    return `; speculative decoding: draft model ${s.model}, up to ${s.numSpeculativeTokens} drafts${sampled}, off at ${s.disableByBatchSize}+ running`;
+  }
   return `; speculative decoding: ngram, up to ${s.numSpeculativeTokens} drafts, lookup ${s.promptLookupMin}..${s.promptLookupMax} tokens, off at ${s.disableByBatchSize}+ running`;
 }

@@ -104,10 +104,12 @@ test("serve --speculative-config with a draft model: greedy and seeded answers e
   }
 });
 
-test("serve with a draft model's sampled drafts (draft_sampling \"sampled\"): seeded answers reproduce at temperature 1, drafts are kept", { timeout: 240_000 }, async () => {
+test("serve with a draft model's sampled drafts (draft_sampling \"sampled\"): the ready line says so; seeded answers reproduce at temperature 1, drafts are kept; json_schema answers all parse", { timeout: 240_000 }, async () => {
   const draft = JSON.stringify({ model: defaultModelDir(), num_speculative_tokens: 3, draft_sampling: "sampled" });
   const spec = await startServer(["--speculative-config", draft]);
   try {
+    for (let i = 0; i < 100 && !/ready in/.test(spec.stderr()); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.match(spec.stderr(), /speculative decoding: draft model .*models\/default, up to 3 drafts, sampled for sampling requests \(draft_sampling sampled\), off at 8\+ running/);
     const ask = async (content: string) => {
       const body = { model: MODEL, messages: [{ role: "user" as const, content }], max_tokens: 32, temperature: 1, top_p: 0.9, seed: 7, logprobs: true };
       const r = await spec.openai.chat.completions.create({ ...body, stream: false } as Create & { stream: false });
@@ -124,6 +126,22 @@ test("serve with a draft model's sampled drafts (draft_sampling \"sampled\"): se
     const drafts = m.get(`vllm:spec_decode_num_draft_tokens_total{${l}}`)!;
     const accepted = m.get(`vllm:spec_decode_num_accepted_tokens_total{${l}}`)!;
     assert.ok(drafts > 0 && accepted > 0.9 * drafts, `a model drafting for itself with sampled drafts: accepted ${accepted} of ${drafts}`);
+    // Structured output with sampled drafts (drafted under the grammar's masks): every seed's answer is valid.
+    const schema = { type: "object", properties: { word: { type: "string", pattern: "^[a-z]{2,10}$" }, count: { type: "integer", minimum: 0, maximum: 99 } }, required: ["word", "count"], additionalProperties: false };
+    const answers = await Promise.all(
+      [1, 2, 3, 4, 5, 6].map(async (seed) => {
+        const body = { model: MODEL, messages: [{ role: "user" as const, content: "What is a river?" }], max_tokens: 64, temperature: 1, seed, response_format: { type: "json_schema" as const, json_schema: { name: "w", schema, strict: true } } };
+        const r = await spec.openai.chat.completions.create({ ...body, stream: false } as Create & { stream: false });
+        return { text: r.choices[0]!.message.content ?? "", finish: r.choices[0]!.finish_reason };
+      }),
+    );
+    for (const a of answers) {
+      assert.equal(a.finish, "stop", a.text);
+      const v = JSON.parse(a.text) as { word: string; count: number };
+      assert.ok(/^[a-z]{2,10}$/.test(v.word) && Number.isInteger(v.count) && v.count >= 0 && v.count <= 99, a.text);
+    }
+    const after = (await spec.metrics()).get(`vllm:spec_decode_num_draft_tokens_total{${l}}`)!;
+    assert.ok(after > drafts, "the structured requests were drafted for");
   } finally {
     await spec.stop();
   }
