@@ -20,12 +20,11 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { Engine, type EngineOptions } from "../../src/engine/engine.js";
-import type { ForwardBatch } from "../../src/model/forward-batch.js";
-import type { KvCacheGeometry, ModelRunner } from "../../src/model/model-runner.js";
-import { type ModelConfig, Tokenizer, resolveSamplingParams } from "../../src/ops-entry.js";
+import { Tokenizer, resolveSamplingParams } from "../../src/ops-entry.js";
 import { defaultModelDir } from "../../src/index.js";
 import { parseModelConfig } from "../../src/model/config.js";
 import { DraftModelProposer } from "../../src/engine/draft-model-proposer.js";
+import { MarkovRunner, assertChiSquare } from "./markov-runner.js";
 
 const dir = defaultModelDir();
 const base = parseModelConfig(JSON.parse(readFileSync(join(dir, "config.json"), "utf8")));
@@ -48,53 +47,32 @@ const Q = [
   [0.7, 0.05, 0.05, 0.2],
 ];
 
-/** A Markov model as a ModelRunner: the logits after token t are log table(· | t) on STATES, −∞ elsewhere. */
-class MarkovRunner implements ModelRunner {
-  readonly config: ModelConfig = { ...base, vocabSize: V };
-  readonly vocabSize = V;
-  readonly maxModelLen = 256;
-  readonly kvCache: KvCacheGeometry = { numBlocks: 4096, blockSize: 16 };
-  forward(batch: ForwardBatch): Float32Array {
-    const out = new Float32Array(batch.logitIndices.length * V).fill(-Infinity);
-    batch.logitIndices.forEach((t, row) => {
-      const prev = STATES.indexOf(batch.tokens[t]!);
-      STATES.forEach((s, j) => (out[row * V + s] = Math.log(this.table[prev]![j]!)));
-    });
-    return out;
-  }
-  constructor(readonly table = P) {}
-  dispose(): void {}
-}
-
-/** Upper α quantile of χ²(df) by Wilson–Hilferty; z the standard normal's upper α quantile. */
-function chiSquareCritical(df: number, z: number): number {
-  const a = 2 / (9 * df);
-  return df * (1 - a + z * Math.sqrt(a)) ** 3;
-}
+/** The Markov target (P) or draft (another table) over STATES in a 16-token vocabulary. */
+const markov = (table: readonly (readonly number[])[] = P) => new MarkovRunner({ ...base, vocabSize: V }, STATES, table);
 
 test("sampled continuations under prompt-lookup speculation follow the target distribution (chi-square, α = 0.001)", () => {
   checkDistribution({ speculativeConfig: { method: "ngram", num_speculative_tokens: 3, prompt_lookup_min: 1, prompt_lookup_max: 2, disable_by_batch_size: 10_000 } });
 });
 
 test("sampled continuations with a draft model's greedy drafts follow the target distribution (chi-square, α = 0.001)", () => {
-  const proposer = new DraftModelProposer({ runner: new MarkovRunner(Q), vocabLimit: V });
+  const proposer = new DraftModelProposer({ runner: markov(Q), vocabLimit: V });
   checkDistribution({ speculativeConfig: { model: "markov-q", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer });
   assert.equal(proposer.pool.numUsedBlocks, 0);
 });
 
 test("sampled continuations with a draft model's SAMPLED drafts (q ≠ p) follow the target distribution (chi-square, α = 0.001)", () => {
-  const proposer = new DraftModelProposer({ runner: new MarkovRunner(Q), vocabLimit: V, sampled: true });
+  const proposer = new DraftModelProposer({ runner: markov(Q), vocabLimit: V, sampled: true });
   const seqs = checkDistribution({ speculativeConfig: { model: "markov-q", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer }, [0.4, 0.95]);
   assert.equal(proposer.pool.numUsedBlocks, 0);
   assert.equal(proposer.numSequences, 0);
   // Seeded requests are reproducible: the same seeds draw the same continuations again.
-  const again = checkDistribution({ speculativeConfig: { model: "markov-q", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer: new DraftModelProposer({ runner: new MarkovRunner(Q), vocabLimit: V, sampled: true }) }, [0.4, 0.95], 200);
+  const again = checkDistribution({ speculativeConfig: { model: "markov-q", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer: new DraftModelProposer({ runner: markov(Q), vocabLimit: V, sampled: true }) }, [0.4, 0.95], 200);
   for (const [id, s] of again) assert.deepEqual(s, seqs.get(id), id);
 });
 
 test("a draft equal to the target at temperature 1: sampled drafts are all accepted, greedy ones only at p(argmax)", () => {
   const rate = (sampled: boolean) => {
-    const engine = new Engine({ runner: new MarkovRunner(), tokenizer, eosTokenIds: [], speculativeConfig: { model: "markov-p", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer: new DraftModelProposer({ runner: new MarkovRunner(P), vocabLimit: V, sampled }) });
+    const engine = new Engine({ runner: markov(), tokenizer, eosTokenIds: [], speculativeConfig: { model: "markov-p", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer: new DraftModelProposer({ runner: markov(P), vocabLimit: V, sampled }) });
     for (let i = 0; i < 200; i++) engine.addRequest({ requestId: `a${i}`, promptTokenIds: [10, 11, 12], params: resolveSamplingParams({ temperature: 1, maxTokens: 12, ignoreEos: true, seed: i }, V) });
     while (engine.hasUnfinishedRequests) engine.step();
     const sd = engine.stats().specDecode!;
@@ -107,14 +85,14 @@ test("a draft equal to the target at temperature 1: sampled drafts are all accep
 
 test("greedy requests stay token-identical to plain decoding with a sampling draft proposer", () => {
   const run = (spec: Pick<EngineOptions, "speculativeConfig" | "proposer">) => {
-    const engine = new Engine({ runner: new MarkovRunner(), tokenizer, eosTokenIds: [], ...spec });
+    const engine = new Engine({ runner: markov(), tokenizer, eosTokenIds: [], ...spec });
     for (let i = 0; i < 4; i++) engine.addRequest({ requestId: `g${i}`, promptTokenIds: [10 + i, 12, 11], params: resolveSamplingParams({ temperature: 0, maxTokens: 10, ignoreEos: true }, V) });
     const out = new Map<string, number[]>();
     while (engine.hasUnfinishedRequests) for (const o of engine.step()) out.set(o.requestId, [...(out.get(o.requestId) ?? []), ...o.tokenIds]);
     return out;
   };
   const plain = run({});
-  const spec = run({ speculativeConfig: { model: "markov-q", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer: new DraftModelProposer({ runner: new MarkovRunner(Q), vocabLimit: V, sampled: true }) });
+  const spec = run({ speculativeConfig: { model: "markov-q", num_speculative_tokens: 3, disable_by_batch_size: 10_000 }, proposer: new DraftModelProposer({ runner: markov(Q), vocabLimit: V, sampled: true }) });
   assert.deepEqual(spec, plain);
 });
 
@@ -126,7 +104,7 @@ test("greedy requests stay token-identical to plain decoding with a sampling dra
 function checkDistribution(spec: Pick<EngineOptions, "speculativeConfig" | "proposer">, acceptance: [number, number] = [0.2, 0.8], N = 3000): Map<string, number[]> {
   const LEN = 4;
   const promptIds = [10, 11, 12, 13, 10, 12, 11, 10];
-  const engine = new Engine({ runner: new MarkovRunner(), tokenizer, eosTokenIds: [], ...spec });
+  const engine = new Engine({ runner: markov(), tokenizer, eosTokenIds: [], ...spec });
   for (let i = 0; i < N; i++) {
     const params = resolveSamplingParams({ temperature: 1, maxTokens: LEN, ignoreEos: true, seed: 7000 + i }, V);
     engine.addRequest({ requestId: `s${i}`, promptTokenIds: promptIds, params });
@@ -156,22 +134,6 @@ function checkDistribution(spec: Pick<EngineOptions, "speculativeConfig" | "prop
     }
     return p * N;
   });
-  // Bins: each outcome with expected count ≥ 5 alone, the rest pooled.
-  let chi2 = 0;
-  let bins = 0;
-  let poolO = 0;
-  let poolE = 0;
-  expected.forEach((e, c) => {
-    if (e >= 5) {
-      chi2 += (observed[c]! - e) ** 2 / e;
-      bins++;
-    } else {
-      poolO += observed[c]!;
-      poolE += e;
-    }
-  });
-  if (poolE > 0) (chi2 += (poolO - poolE) ** 2 / poolE), bins++;
-  const critical = chiSquareCritical(bins - 1, 3.0902);
-  assert.ok(chi2 < critical, `chi-square ${chi2.toFixed(1)} over ${bins - 1} degrees of freedom ≥ the α = 0.001 critical value ${critical.toFixed(1)}`);
+  assertChiSquare(observed, expected, "sampled continuations");
   return seqs;
 }
