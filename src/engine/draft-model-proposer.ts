@@ -75,22 +75,16 @@ export interface DraftRequest {
   penalties?: DraftPenalties;
   /** The request's sampling parameters and seed: a sampling proposer draws from them (temperature > 0). Default: greedy. */
   sampling?: { params: ResolvedSamplingParams; seed: number };
-  /** A constrained request's grammar: drafts are chosen among the tokens it allows after the drafts before them. Default: none. */
-  grammar?: DraftGrammar;
-}
-
-/**
- * A constrained request's grammar as its drafts see it (the engine's matcher,
- * advanced over the drafts and rolled back after proposeBatch).
- */
-export interface DraftGrammar {
   /**
-   * The allowed tokens after the request's tokens and then `drafted` (this
-   * step's drafts so far, in order): Int32Array [ceil(V / 32)], bit t % 32 of
-   * word t >> 5 set ⇔ token t allowed; valid until the next call. null when
-   * the grammar cannot follow `drafted` (it ended, or refused one of them).
+   * A constrained request's grammar (the engine's matcher, advanced over the
+   * drafts and rolled back after proposeBatch): drafts are chosen among the
+   * tokens it allows. `nextMask(drafted)` gives the allowed tokens after the
+   * request's tokens and then `drafted` (this step's drafts so far, in order):
+   * Int32Array [ceil(V / 32)], bit t % 32 of word t >> 5 set ⇔ token t
+   * allowed, valid until the next call; null when the grammar cannot follow
+   * `drafted` (it ended, or refused one of them). Default: none.
    */
-  nextMask(drafted: readonly number[]): Int32Array | null;
+  grammar?: { nextMask(drafted: readonly number[]): Int32Array | null };
 }
 
 /** The sampler's logit bias and penalties (ResolvedSamplingParams' fields), and where the output starts in `tokens`. */
