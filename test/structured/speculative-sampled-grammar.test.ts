@@ -99,7 +99,7 @@ function teacherForced(runner: SyncModelRunner, prompt: readonly number[], outpu
   });
 }
 
-test("sampled drafts under a regex or JSON schema: every output of many seeds matches its grammar, and its logprobs are the target's", async () => {
+test("sampled drafts under a regex or JSON schema: every output of many seeds matches its grammar, and its logprobs are the target's", async (t) => {
   await backend.prepare(REGEX);
   await backend.prepare(SCHEMA);
   const tok = target.tokenizer;
@@ -132,6 +132,7 @@ test("sampled drafts under a regex or JSON schema: every output of many seeds ma
   }
   // The draft is the target itself and drafts under the same masks (q = p up to rounding): nearly every draft is kept.
   const sd = engine.stats().specDecode!;
+  t.diagnostic(`accepted ${sd.numAcceptedTokens} of ${sd.numDraftTokens} drafts, per position ${sd.acceptedPerPos.join(", ")}`);
   assert.ok(sd.numDraftTokens > 200 && sd.numAcceptedTokens > 0.9 * sd.numDraftTokens, `drafts masked by the grammar, as the target's rows are: ${JSON.stringify(sd)}`);
   assert.equal(proposer.pool.numUsedBlocks, 0);
 });
@@ -155,7 +156,7 @@ const Q = [
   [0.1, 0.6, 0.2, 0.1],
 ];
 
-test("sampled drafts (q ≠ p) under a grammar: 4-token continuations follow the grammar-masked target (chi-square, α = 0.001); logprobs equal plain decoding's", async () => {
+test("sampled drafts (q ≠ p) under a grammar: 4-token continuations follow the grammar-masked target (chi-square, α = 0.001); logprobs equal plain decoding's", async (t) => {
   await backend.prepare(MARKOV_REGEX);
   const tok = target.tokenizer;
   const config = target.config;
@@ -205,7 +206,8 @@ test("sampled drafts (q ≠ p) under a grammar: 4-token continuations follow the
     observed[s.reduce((c, t) => c * K + letter(t), 0)]!++;
   }
   for (let c = 0; c < K ** LEN; c++) assert.ok(observed[c] === 0 || expected[c]! > 0, `outcome ${c} is forbidden by the grammar but was drawn ${observed[c]} times`);
-  assertChiSquare(observed, expected, "sampled drafts under a grammar");
+  const { chi2, df } = assertChiSquare(observed, expected, "sampled drafts under a grammar");
+  t.diagnostic(`chi-square ${chi2.toFixed(1)} over ${df} degrees of freedom; accepted ${sd.numAcceptedTokens} of ${sd.numDraftTokens} drafts`);
 
   // Logprobs: plain decoding's for the same token after the same letter at the same position (raw log P, with its top 2).
   const plain = run({}, 400).by;
