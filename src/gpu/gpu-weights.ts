@@ -8,12 +8,11 @@
  *                  exact bf16: the CPU tiles hold them so), decoded by kv-load
  *   q8             int8 codes [rows, blocks·32] and f32 scales [rows, blocks],
  *                  read straight out of the CPU tiles (the same codes and scales)
- *   q4, q4_k,      ggml blocks (quant-blocks.ts: q4_0 with an f32 scale, block_q4_K,
- *   q5_k, q6_k     block_q5_K, block_q6_K), rows of blocks back to back, decoded
- *                  in the kernels (wgsl/gemv-blocks.ts): the values exactly the CPU's,
- *                  at the file's 4.5 / 5.5 / 6.56 bits a weight (q4: 5)
- *   anything else  (q2_k, q3_k, iq4_xs) decoded to f32 by the CPU kernels
- *                  (dequantizeWeight's gatherRows): exact values, 4 bytes each
+ *   q4, q2_k …     ggml blocks (quant-blocks.ts: q4_0 with an f32 scale, block_q2_K,
+ *   q6_k, iq4_xs   block_q3_K, block_q4_K, block_q5_K, block_q6_K, block_iq4_xs), rows
+ *                  of blocks back to back, decoded in the kernels (wgsl/gemv-blocks.ts):
+ *                  the values exactly the CPU's, at the file's 2.625 / 3.44 / 4.5 / 5.5 /
+ *                  6.56 / 4.25 bits a weight (q4: 5)
  *
  * A matrix is a list of row parts, each one buffer: a WeightStack's parts
  * (fused QKV of mixed ggml types) and any part bigger than the adapter's
@@ -41,7 +40,7 @@ export interface GpuMatrix {
   rows: number;
   cols: number;
   parts: GpuMatrixPart[];
-  /** What the GPU holds, for the startup line: "q8", "bf16", "f32 (from q4_k)". */
+  /** What the GPU holds, for the startup line: "q8", "bf16", "q4_k", "q4_0 (from q4)". */
   format: string;
 }
 
@@ -148,7 +147,7 @@ class Uploader {
       const step = this.#rowsPerBuffer(blockRowBytes(type, cols), label);
       const tiles = new Uint8Array(this.rt.of(w.memory).memory.buffer, w.ptr, w.byteLength);
       const rowBytes = blockRowBytes(type, cols);
-      // Rows repacked per write: ~16 MiB of host memory at a time, an even count (a 4-byte-aligned offset for 210-byte Q6_K blocks).
+      // Rows repacked per write: ~16 MiB of host memory at a time, an even count (a 4-byte-aligned offset for 210-byte Q6_K and 110-byte Q3_K blocks).
       const chunk = Math.max(2, 2 * Math.floor(DECODE_CHUNK_BYTES / (2 * rowBytes)));
       for (let r0 = 0; r0 < rows; r0 += step) {
         const n = Math.min(step, rows - r0);

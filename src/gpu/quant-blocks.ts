@@ -5,15 +5,19 @@
  * file arrives in the CPU's SIMD tiles (assembly/linalg/kquant-layout.ts) and
  * goes up as the file had it, bit for bit: every field of the tile is one of
  * the block's (codes, 6- or 8-bit sub-block scales and mins, f16 super-scales
- * widened to f32 exactly), regrouped back to ggml-common.h's block_q4_K,
- * block_q5_K and block_q6_K. kvflash's q4 (Q4_0 codes, f32 scales) goes up
- * as Q4_0 blocks with the scale kept in f32 (20 bytes).
+ * widened to f32 exactly, scales the CPU stored less 32 given their 32
+ * back), regrouped back to ggml-common.h's block_q2_K … block_q6_K and
+ * block_iq4_xs. kvflash's q4 (Q4_0 codes, f32 scales) goes up as Q4_0 blocks
+ * with the scale kept in f32 (20 bytes).
  *
  *   Weight format  GPU block  bytes / 256 values   (f32: 1024)
  *   q4             q4_0       160
+ *   q2_k           q2_k        84
+ *   q3_k           q3_k       110
  *   q4_k           q4_k       144
  *   q5_k           q5_k       176
  *   q6_k           q6_k       210
+ *   iq4_xs         iq4_xs     136
  *
  * Rows are independent: a block row is ⌈cols / values⌉ blocks, rows back to
  * back, so a matrix splits by rows into buffers anywhere.
@@ -25,11 +29,11 @@ import { unpackQ8Rows } from "./q8-tile-rows.js";
 import { GPU_BLOCK, type GpuBlockType } from "./wgsl/quant-blocks.js";
 
 export type { GpuBlockType };
-export const GPU_BLOCK_TYPES: readonly GpuBlockType[] = ["q4_0", "q4_k", "q5_k", "q6_k"];
+export const GPU_BLOCK_TYPES: readonly GpuBlockType[] = ["q4_0", "q4_k", "q5_k", "q6_k", "q2_k", "q3_k", "iq4_xs"];
 
-const FROM_FORMAT: Partial<Record<StorageFormat, GpuBlockType>> = { q4: "q4_0", q4_k: "q4_k", q5_k: "q5_k", q6_k: "q6_k" };
+const FROM_FORMAT: Partial<Record<StorageFormat, GpuBlockType>> = { q4: "q4_0", q4_k: "q4_k", q5_k: "q5_k", q6_k: "q6_k", q2_k: "q2_k", q3_k: "q3_k", iq4_xs: "iq4_xs" };
 
-/** The GPU block type a Weight format goes up as, or null (f32, bf16, q8 and the other K-quants keep their own paths). */
+/** The GPU block type a Weight format goes up as, or null (f32, bf16 and q8 keep their own paths). */
 export function gpuBlockType(format: StorageFormat): GpuBlockType | null {
   return FROM_FORMAT[format] ?? null;
 }
@@ -40,7 +44,7 @@ export function blockRowBytes(type: GpuBlockType, cols: number): number {
 }
 
 /** K-quant tiles: 4 rows × 256 columns (kquant-layout.ts). */
-const KQ_TILE = { q4_k: 608, q5_k: 736, q6_k: 848 } as const;
+const KQ_TILE = { q4_k: 608, q5_k: 736, q6_k: 848, q2_k: 416, q3_k: 464, iq4_xs: 560 } as const;
 
 /** The f16 code of an f32 that is exactly an f16 (a ggml super-scale the CPU widened); anything else is a broken tile. */
 function f16Code(v: number): number {
@@ -76,6 +80,9 @@ export function packBlockRows(tiles: Uint8Array, format: StorageFormat, blocks: 
       const t = ((row >> 2) * blocks + b) * tileBytes;
       const o = (i * blocks + b) * bytes;
       if (type === "q6_k") q6kBlock(tiles, src, t, r, out, dst, o);
+      else if (type === "q2_k") q2kBlock(tiles, src, t, r, out, dst, o);
+      else if (type === "q3_k") q3kBlock(tiles, src, t, r, out, dst, o);
+      else if (type === "iq4_xs") iq4xsBlock(tiles, src, t, r, out, dst, o);
       else q45kBlock(type, tiles, src, t, r, out, dst, o);
     }
   }
@@ -126,4 +133,61 @@ function q6kBlock(tiles: Uint8Array, src: DataView, t: number, r: number, out: U
   }
   for (let s = 0; s < 16; s++) out[o + 192 + s] = tiles[t + 768 + 4 * s + r]!;
   dst.setUint16(o + 208, f16Code(src.getFloat32(t + 832 + 4 * r, true)), true);
+}
+
+/** Q2_K / Q3_K: the 2 low code bits of value v into qs at `qs` (bits 2j of qs[32n + l], v = 128n + 32j + l; bytes start zeroed). */
+function putLow2(out: Uint8Array, qs: number, v: number, q: number): void {
+  const at = qs + 32 * (v >> 7) + (v & 31);
+  out[at] = out[at]! | ((q & 3) << (2 * ((v >> 5) & 3)));
+}
+
+/** Q2_K: the tile's lane r at t → block_q2_K at o. */
+function q2kBlock(tiles: Uint8Array, src: DataView, t: number, r: number, out: Uint8Array, dst: DataView, o: number): void {
+  for (let v = 0; v < 256; v++) {
+    // Tile: sub-block v/16 at 16·(v/16), byte 4r + v%4, bits 2·((v/4)%4).
+    putLow2(out, o + 16, v, tiles[t + 16 * (v >> 4) + (r << 2) + (v & 3)]! >> (2 * ((v >> 2) & 3)));
+  }
+  for (let s = 0; s < 16; s++) out[o + s] = tiles[t + 256 + 4 * s + r]! | (tiles[t + 320 + 4 * s + r]! << 4);
+  dst.setUint16(o + 80, f16Code(src.getFloat32(t + 384 + 4 * r, true)), true);
+  dst.setUint16(o + 82, f16Code(src.getFloat32(t + 400 + 4 * r, true)), true);
+}
+
+/** Q3_K: the tile's lane r at t → block_q3_K at o. */
+function q3kBlock(tiles: Uint8Array, src: DataView, t: number, r: number, out: Uint8Array, dst: DataView, o: number): void {
+  for (let v = 0; v < 256; v++) {
+    // Tile: sub-block pair v/32 at 48·(v/32), byte 4r + v%4 of vectors A, B, C; code vector g = 4·((v/16)%2) + (v/4)%4:
+    // g < 6 in bits 3·(g%2) of vector g/2, g6 / g7 bits 0-1 in bits 6-7 of A / B with bit 2 in bit g of C.
+    const a = t + 48 * (v >> 5) + (r << 2) + (v & 3);
+    const g = (((v >> 4) & 1) << 2) + ((v >> 2) & 3);
+    const c = g < 6 ? (tiles[a + 16 * (g >> 1)]! >> (3 * (g & 1))) & 7 : (tiles[a + 16 * (g - 6)]! >> 6) | (((tiles[a + 32]! >> g) & 1) << 2);
+    putLow2(out, o + 32, v, c);
+    out[o + (v & 31)] = out[o + (v & 31)]! | ((c >> 2) << (v >> 5));
+  }
+  // ggml's 12 scale bytes (dequantize_row_q3_K's kmask shuffle inverted): sub-block s's 6-bit sc = i8 + 32, low 4
+  // bits in nibble s/8 of byte s%8, high 2 at 2·(s/4) of byte 8 + s%4.
+  for (let s = 0; s < 16; s++) {
+    const sc = ((tiles[t + 384 + 4 * s + r]! << 24) >> 24) + 32;
+    out[o + 96 + (s & 7)] = out[o + 96 + (s & 7)]! | ((sc & 15) << (4 * (s >> 3)));
+    out[o + 104 + (s & 3)] = out[o + 104 + (s & 3)]! | ((sc >> 4) << (2 * (s >> 2)));
+  }
+  dst.setUint16(o + 108, f16Code(src.getFloat32(t + 448 + 4 * r, true)), true);
+}
+
+/** IQ4_XS: the tile's lane r at t → block_iq4_xs at o. */
+function iq4xsBlock(tiles: Uint8Array, src: DataView, t: number, r: number, out: Uint8Array, dst: DataView, o: number): void {
+  dst.setUint16(o, f16Code(src.getFloat32(t + 544 + 4 * r, true)), true);
+  let high = 0;
+  for (let ib = 0; ib < 8; ib++) {
+    const ls = ((tiles[t + 512 + 4 * ib + r]! << 24) >> 24) + 32;
+    out[o + 4 + (ib >> 1)] = out[o + 4 + (ib >> 1)]! | ((ls & 15) << (4 * (ib & 1)));
+    high |= (ls >> 4) << (2 * ib);
+  }
+  dst.setUint16(o + 2, high, true);
+  for (let v = 0; v < 256; v++) {
+    // Tile: Q4_K's code layout (chunk v/32 at 64·(v/32), vector (v/8)%4 at +16, byte 4r + v%4, nibble (v/4)%2);
+    // ggml: value 32ib + l in the low (l < 16) or high nibble of qs[16ib + l % 16].
+    const q = (tiles[t + ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3)]! >> (4 * ((v >> 2) & 1))) & 15;
+    const at = o + 8 + 16 * (v >> 5) + (v & 15);
+    out[at] = out[at]! | (q << (4 * ((v >> 4) & 1)));
+  }
 }

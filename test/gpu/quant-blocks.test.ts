@@ -1,8 +1,9 @@
 // The CPU tiles → ggml blocks repack the WebGPU runner uploads
 // (src/gpu/quant-blocks.ts), on the CPU alone (no adapter needed): GGUF
-// blocks of Q4_K, Q5_K and Q6_K — raw random bytes (every bit of a block
-// set some way, finite f16 super-scales, subnormal ones among them) and
-// quantized random rows — go through the CPU loader's repack
+// blocks of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS — raw random bytes
+// (every bit of a block set some way, finite f16 super-scales, subnormal
+// and near-f16-max ones among them) and quantized random rows — go
+// through the CPU loader's repack
 // (createGgmlWeight) and back, and come out byte for byte as the file had
 // them, for 9 rows (a partial last tile of 4) × 512 columns, whole and from
 // row 5 on. kvflash's q4 (Q4_0 codes, f32 scales, 1000 columns: a partial
@@ -30,11 +31,11 @@ function tilesOf(w: Weight): Uint8Array {
   return new Uint8Array(rt.of(w.memory).memory.buffer, w.ptr, w.byteLength);
 }
 
-for (const type of ["Q4_K", "Q5_K", "Q6_K"] as const) {
+for (const type of ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"] as const) {
   for (const raw of [true, false]) {
     test(`${type} ${raw ? "raw random blocks" : "quantized rows"} come back from the CPU tiles byte for byte`, () => {
       const [rows, cols] = [9, 512];
-      const bytes = raw ? randomKquantBlocks(type, rows, cols, 3) : quantize(type, randn(rows * cols, 4, 0.5), cols);
+      const bytes = raw ? randomKquantBlocks(type, rows, cols, 3, true) : quantize(type, randn(rows * cols, 4, 0.5), cols);
       const src = rt.tensor("uint8", [rows, bytes.length / rows]);
       src.set(bytes);
       const w = createGgmlWeight(rt, { source: new GgmlMatrix(type, src, rows, cols) });
@@ -74,6 +75,6 @@ test("q4 (Q4_0 codes, f32 scales; 1000 columns) goes up as q4_0 blocks of the va
 });
 
 test("formats without a GPU block type are refused by name", () => {
-  for (const f of ["f32", "bf16", "q8", "q2_k", "q3_k", "iq4_xs"] as const) assert.equal(gpuBlockType(f), null);
+  for (const f of ["f32", "bf16", "q8"] as const) assert.equal(gpuBlockType(f), null);
   assert.throws(() => packBlockRows(new Uint8Array(16), "q8", 1, 0, 1), /format has no GPU block type: q8/);
 });

@@ -1,12 +1,40 @@
 // Shared by the WebGPU ModelRunner suites (model-runner.test.ts,
-// gemma-runner.test.ts; not a test file of its own): the steps both runners
-// take, and the logits comparison with its tolerance
+// gemma-runner.test.ts, kquant-runner.test.ts; not a test file of its own):
+// the f32 twin of quantized weights (the CPU decoder over exactly the values
+// the GPU decodes), the steps both runners take, and the logits comparison
+// with its tolerance
 //   max |gpu − cpu| ≤ tol · max(1, max |cpu|)   per row
 // plus the same argmax (the greedy token) wherever the CPU's top two logits
 // are more than 2 · tol · scale apart (else either is a right answer).
 import assert from "node:assert/strict";
+import { DecoderWeights, type LayerWeights } from "../../src/model/decoder-weights.js";
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
+import { type Runtime, type Tensor, type Weight, createWeight, dequantizeWeight } from "../../src/ops-entry.js";
 import { Blocks, makeBatch } from "../model/decoder-support.js";
+
+/** f32 weights holding exactly the values of `w`'s matrices (dequantized), with copies of its vectors. */
+export function f32Twin(rt: Runtime, w: DecoderWeights): DecoderWeights {
+  const m = (x: Weight): Weight => {
+    const t = dequantizeWeight(rt, { weight: x });
+    try {
+      return createWeight(rt, { source: t, format: "f32" });
+    } finally {
+      rt.free(t);
+    }
+  };
+  const v = <T extends Tensor | null>(t: T): T => {
+    if (t === null) return t;
+    const c = rt.tensor("f32", t.shape);
+    c.data().set(t.data());
+    return c as T;
+  };
+  const embedding = m(w.embedding);
+  const layers = w.layers.map((l): LayerWeights => ({
+    inputNorm: v(l.inputNorm), postNorm: v(l.postNorm), attnOutNorm: v(l.attnOutNorm), mlpOutNorm: v(l.mlpOutNorm), qkv: m(l.qkv), qkvBias: v(l.qkvBias), qNorm: v(l.qNorm), kNorm: v(l.kNorm),
+    o: m(l.o), oBias: v(l.oBias), gateUp: m(l.gateUp), gateUpBias: v(l.gateUpBias), down: m(l.down), downBias: v(l.downBias),
+  }));
+  return new DecoderWeights(rt, "f32", embedding, layers, v(w.finalNorm), w.lmHead === w.embedding ? embedding : m(w.lmHead));
+}
 
 function argmax(a: ArrayLike<number>, from: number, n: number): number {
   let best = from;

@@ -2,7 +2,7 @@
  * WGSL tiled GEMM for prefill steps (many tokens a step), the matrix product
  * of a linear layer: out[t, r] = Σ_c x[t, c] · W[r, c] (+ bias[r]), W [rows,
  * cols] f32 | f16 | bf16 (decoded by kv-load.ts), Q8_0 codes × scales (the
- * q8 GEMV's layout) or ggml blocks (q4_0, q4_k, q5_k, q6_k: decoded a value at
+ * q8 GEMV's layout) or ggml blocks (q4_0, q2_k … q6_k, iq4_xs: decoded a value at
  * a time by quant-blocks.ts's dequantValue as the tile loads, the type a
  * uniform branch). The classic shared-memory tiling (as in CUTLASS's and
  * llama.cpp Vulkan's mul_mm, much simplified):

@@ -22,6 +22,12 @@
  *   q5_k  32              q4_k's, bit 4 from qh word m (bits 2i / 2i+1 of its bytes)
  *   q6_k  32              ql word at 64n+32j+4m (n = k/16, j = k/8%2): 128n+32j+4m… (low, qh bits 2j),
  *                         the same + 64 (high nibbles, qh bits 2j+4); scales (v/16) of each run
+ *   q2_k  32              qs word w = k/2 (n = w/8, l = 4·(w%8), p = k%2): 128n+64p+l… (bits 4p), the
+ *                         same + 32 (bits 4p+2); scale and min bytes (v/16) of each run
+ *   q3_k  32              q2_k's, qs at 32 and bit 2 from the hmask word at l (bits 4n+2p / 4n+2p+1
+ *                         of its bytes), c − 4; 6-bit scales (v/16) of each run
+ *   iq4_xs 32             qs word k (ib = k/4, l = 4·(k%4)): 32ib+l… (low nibbles), 32ib+16+l… (high),
+ *                         through kvalues_iq4nl; one scale a unit (sub-block ib)
  *
  * Columns past `cols` (a q4_0 row padded to whole blocks) are read as x = 0.
  * Its float64 twin: the weights decoded by model/gguf/dequantize.ts (through
@@ -84,6 +90,40 @@ const UNITS: Readonly<Record<GpuBlockType, { units: number; decode: string }>> =
     let qb = lanes(low, 4u, 15u) + 16.0 * lanes(high, 2u * j + 4u, 3u) - 32.0;
     let sa = d * f32(bitcast<i32>(qByte(o + 192u + (ca >> 4u)) << 24u) >> 24u);
     let sb = d * f32(bitcast<i32>(qByte(o + 192u + (cb >> 4u)) << 24u) >> 24u);
+    let ma = 0.0; let mb = 0.0;`,
+  },
+  q2_k: {
+    units: 32,
+    decode: `let p = k & 1u;
+    let word = qw[(o >> 2u) + 4u + (k >> 1u)];
+    let ca = 128u * (k >> 4u) + 64u * p + 4u * ((k >> 1u) & 7u); let cb = ca + 32u;
+    let d = qF16(o + 80u); let dmin = qF16(o + 82u);
+    let s1 = qByte(o + (ca >> 4u)); let s2 = qByte(o + (cb >> 4u));
+    let qa = lanes(word, 4u * p, 3u);
+    let qb = lanes(word, 4u * p + 2u, 3u);
+    let sa = d * f32(s1 & 15u); let sb = d * f32(s2 & 15u); let ma = -(dmin * f32(s1 >> 4u)); let mb = -(dmin * f32(s2 >> 4u));`,
+  },
+  q3_k: {
+    units: 32,
+    decode: `let p = k & 1u;
+    let n = k >> 4u;
+    let l = 4u * ((k >> 1u) & 7u);
+    let low = qWord(o + 32u + 32u * n + l);
+    let high = qWord(o + l);
+    let ca = 128u * n + 64u * p + l; let cb = ca + 32u;
+    let d = qF16(o + 108u);
+    let qa = lanes(low, 4u * p, 3u) + 4.0 * lanes(high, 4u * n + 2u * p, 1u) - 4.0;
+    let qb = lanes(low, 4u * p + 2u, 3u) + 4.0 * lanes(high, 4u * n + 2u * p + 1u, 1u) - 4.0;
+    let sa = d * scaleQ3K(o + 96u, ca >> 4u); let sb = d * scaleQ3K(o + 96u, cb >> 4u);
+    let ma = 0.0; let mb = 0.0;`,
+  },
+  iq4_xs: {
+    units: 32,
+    decode: `let word = qw[(o >> 2u) + 2u + k];
+    let ca = 32u * (k >> 2u) + 4u * (k & 3u); let cb = ca + 16u;
+    let qa = iq4nlLanes(word, 0u);
+    let qb = iq4nlLanes(word, 4u);
+    let sa = qF16(o) * scaleIq4Xs(o, k >> 2u); let sb = sa;
     let ma = 0.0; let mb = 0.0;`,
   },
 };

@@ -17,15 +17,28 @@
  *   q6_k   256    210    u8 ql[128] at 0 · u8 qh[64] at 128 · i8 scales[16] at 192 · f16 d at 208
  *                        x = f32(d·sc)·(q − 32), sc = scales[v / 16]; value 128n + 32j + l: low 4 bits
  *                        nibble (j ≥ 2) of ql[64n + 32(j & 1) + l], high 2 bits at 2j of qh[32n + l]
+ *   q2_k   256     84    u8 scales[16] at 0 · u8 qs[64] at 16 · f16 d at 80 · f16 dmin at 82
+ *                        x = f32(d·(s & 15))·q − f32(dmin·(s >> 4)), s = scales[v / 16]; value
+ *                        128n + 32j + l: bits 2j, 2j + 1 of qs[32n + l]
+ *   q3_k   256    110    u8 hmask[32] at 0 · u8 qs[64] at 32 · u8 scales[12] at 96 · f16 d at 108
+ *                        x = f32(d·(sc − 32))·(c − 4), c's low 2 bits as q2_k's (qs at 32), bit 2
+ *                        bit v / 32 of hmask[v % 32]; 6-bit sc of sub-block v / 16 (scaleQ3K)
+ *   iq4_xs 256    136    f16 d at 0 · u16 scales_h at 2 · u8 scales_l[4] at 4 · u8 qs[128] at 8
+ *                        x = f32(d·(ls − 32))·kvalues_iq4nl[q], ls of sub-block ib = v / 32: nibble
+ *                        ib of scales_l | bits 2ib, 2ib + 1 of scales_h << 4; value 32ib + l: low
+ *                        nibble of qs[16ib + l] (l < 16), high nibble of qs[16ib + l − 16]
  *
- * q6_k's 210-byte blocks are not word-aligned: every offset read is even
- * (210 and the field offsets are), so a u16 never straddles a word and a u32
- * is at most two words funnel-shifted (qWord). f16 scales decode by their
- * bits (f16Value), subnormals included: unpack2x16float may flush them, and
- * Q4_K super-scales of real models are often subnormal (d ≈ 1e-5).
+ * q6_k's 210-byte and q3_k's 110-byte blocks are not word-aligned: every
+ * offset read is even (210, 110 and the field offsets are), so a u16 never
+ * straddles a word and a u32 is at most two words funnel-shifted (qWord).
+ * f16 scales decode by their bits (f16Value), subnormals included:
+ * unpack2x16float may flush them, and Q4_K super-scales of real models are
+ * often subnormal (d ≈ 1e-5). kvalues_iq4nl is four u32 constants of packed
+ * i8 values picked by selects (iq4nl), ALU only: no private array a compiler
+ * may spill (llama.cpp's Vulkan shaders keep it in shared memory instead).
  */
 /** The ggml block types the GPU reads in place. */
-export type GpuBlockType = "q4_0" | "q4_k" | "q5_k" | "q6_k";
+export type GpuBlockType = "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q2_k" | "q3_k" | "iq4_xs";
 
 /** Values and bytes of one block of each GPU block type. */
 export const GPU_BLOCK: Readonly<Record<GpuBlockType, { values: number; bytes: number }>> = {
@@ -33,12 +46,21 @@ export const GPU_BLOCK: Readonly<Record<GpuBlockType, { values: number; bytes: n
   q4_k: { values: 256, bytes: 144 },
   q5_k: { values: 256, bytes: 176 },
   q6_k: { values: 256, bytes: 210 },
+  q2_k: { values: 256, bytes: 84 },
+  q3_k: { values: 256, bytes: 110 },
+  iq4_xs: { values: 256, bytes: 136 },
 };
 
 /** The `blockType` codes of the kernels that switch on the type (GEMM, embedding). */
-export const GPU_BLOCK_CODE: Readonly<Record<GpuBlockType, number>> = { q4_0: 0, q4_k: 1, q5_k: 2, q6_k: 3 };
+export const GPU_BLOCK_CODE: Readonly<Record<GpuBlockType, number>> = { q4_0: 0, q4_k: 1, q5_k: 2, q6_k: 3, q2_k: 4, q3_k: 5, iq4_xs: 6 };
 
-/** Byte, u16, u32 and f16 readers over `qw` (offsets in bytes; u16 and u32 at even offsets). */
+/** ggml's kvalues_iq4nl (ggml-common.h): the 16 values an IQ4_NL / IQ4_XS nibble stands for. */
+export const KVALUES_IQ4NL: readonly number[] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+
+/** kvalues_iq4nl as four u32 words of i8 values, value q in byte q % 4 of word q / 4. */
+const KVALUES_IQ4NL_WORDS: readonly number[] = [0, 1, 2, 3].map((w) => KVALUES_IQ4NL.slice(4 * w, 4 * w + 4).reduce((acc, v, i) => acc + (v & 255) * 2 ** (8 * i), 0));
+
+/** Byte, u16, u32 and f16 readers, and the scale and table look-ups of the K-quants, over `qw` (offsets in bytes; u16 and u32 at even offsets). */
 export const BLOCK_READERS = `fn qByte(o: u32) -> u32 { return (qw[o >> 2u] >> ((o & 3u) << 3u)) & 0xffu; }
 fn qHalf(o: u32) -> u32 { return (qw[o >> 2u] >> ((o & 2u) << 3u)) & 0xffffu; }
 fn qWord(o: u32) -> u32 {
@@ -62,6 +84,29 @@ fn scaleMinK4(s: u32, j: u32) -> vec2<f32> {
   let b = qByte(s + j + 4u);
   return vec2<f32>(f32((b & 15u) | ((qByte(s + j - 4u) >> 6u) << 4u)), f32((b >> 4u) | ((qByte(s + j) >> 6u) << 4u)));
 }
+// Q3_K's scale of sub-block t (0..15) from the 12 bytes at s, less 32 (dequantize_row_q3_K's kmask shuffle, one
+// scale at a time): the low 4 bits in nibble t / 8 of byte t % 8, the high 2 at 2 · (t / 4) of byte 8 + t % 4.
+fn scaleQ3K(s: u32, t: u32) -> f32 {
+  let lo = (qByte(s + (t & 7u)) >> ((t >> 3u) << 2u)) & 15u;
+  let hi = (qByte(s + 8u + (t & 3u)) >> ((t >> 2u) << 1u)) & 3u;
+  return f32(i32(lo | (hi << 4u)) - 32);
+}
+// IQ4_XS's 6-bit scale ls of sub-block ib (0..7) of the block at o, less 32.
+fn scaleIq4Xs(o: u32, ib: u32) -> f32 {
+  let lo = (qByte(o + 4u + (ib >> 1u)) >> ((ib & 1u) << 2u)) & 15u;
+  let hi = (qHalf(o + 2u) >> (2u * ib)) & 3u;
+  return f32(i32(lo | (hi << 4u)) - 32);
+}
+// ggml's kvalues_iq4nl[q] (q = 0..15): the i8 values packed four a word, little-endian.
+fn iq4nl(q: u32) -> f32 {
+  let w = select(select(${KVALUES_IQ4NL_WORDS[0]}u, ${KVALUES_IQ4NL_WORDS[1]}u, (q & 4u) != 0u), select(${KVALUES_IQ4NL_WORDS[2]}u, ${KVALUES_IQ4NL_WORDS[3]}u, (q & 4u) != 0u), q >= 8u);
+  return f32(bitcast<i32>(w << (24u - 8u * (q & 3u))) >> 24u);
+}
+// kvalues_iq4nl of the four nibbles at \`shift\` of the bytes of w.
+fn iq4nlLanes(w: u32, shift: u32) -> vec4<f32> {
+  let v = w >> shift;
+  return vec4<f32>(iq4nl(v & 15u), iq4nl((v >> 8u) & 15u), iq4nl((v >> 16u) & 15u), iq4nl((v >> 24u) & 15u));
+}
 `;
 
 /** The four values of the bytes of `w` (shifted right by `shift` first) masked with `mask`. */
@@ -81,6 +126,20 @@ export const DEQUANT_VALUE = `fn dequantValue(o: u32, v: u32) -> f32 {
   if (P.blockType == ${GPU_BLOCK_CODE.q4_0}u) {
     let q = (qByte(o + 4u + (v & 15u)) >> ((v >> 4u) << 2u)) & 15u;
     return bitcast<f32>(qw[o >> 2u]) * f32(i32(q) - 8);
+  }
+  if (P.blockType == ${GPU_BLOCK_CODE.q2_k}u || P.blockType == ${GPU_BLOCK_CODE.q3_k}u) {
+    let three = P.blockType == ${GPU_BLOCK_CODE.q3_k}u;
+    let low = (qByte(o + select(16u, 32u, three) + 32u * (v >> 7u) + (v & 31u)) >> (2u * ((v >> 5u) & 3u))) & 3u;
+    if (three) {
+      let c = low | (((qByte(o + (v & 31u)) >> (v >> 5u)) & 1u) << 2u);
+      return (qF16(o + 108u) * scaleQ3K(o + 96u, v >> 4u)) * f32(i32(c) - 4);
+    }
+    let s = qByte(o + (v >> 4u));
+    return (qF16(o + 80u) * f32(s & 15u)) * f32(low) - qF16(o + 82u) * f32(s >> 4u);
+  }
+  if (P.blockType == ${GPU_BLOCK_CODE.iq4_xs}u) {
+    let q = (qByte(o + 8u + 16u * (v >> 5u) + (v & 15u)) >> (((v >> 4u) & 1u) << 2u)) & 15u;
+    return (qF16(o) * scaleIq4Xs(o, v >> 5u)) * iq4nl(q);
   }
   if (P.blockType == ${GPU_BLOCK_CODE.q6_k}u) {
     let n = v >> 7u;

@@ -3,7 +3,7 @@
  * written for clarity: a matrix [rows, cols] held as rows of blocks decodes
  * through ggml's dequantize_row_* (model/gguf/dequantize.ts) — q4_0 with its
  * scale widened to f32 (20-byte blocks) decoded here — and, for the
- * tolerance of a sum over them, each value's offset term |dmin·m| (Q4_K,
+ * tolerance of a sum over them, each value's offset term |dmin·m| (Q2_K, Q4_K,
  * Q5_K: the kernels sum d·sc·q and dmin·m apart, so their rounding scales
  * with both, not with the difference). With linearReference (linear.ts) the
  * values give the GEMV's and GEMM's float64 twin.
@@ -11,14 +11,26 @@
 import { dequantize, getScaleMinK4 } from "../../model/gguf/dequantize.js";
 import { GGML_TYPES } from "../../model/gguf/format.js";
 
-export type BlockTypeName = "q4_0" | "q4_k" | "q5_k" | "q6_k";
+export type BlockTypeName = "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q2_k" | "q3_k" | "iq4_xs";
 
 const GEOMETRY: Readonly<Record<BlockTypeName, { values: number; bytes: number }>> = {
   q4_0: { values: 32, bytes: 20 },
   q4_k: { values: 256, bytes: 144 },
   q5_k: { values: 256, bytes: 176 },
   q6_k: { values: 256, bytes: 210 },
+  q2_k: { values: 256, bytes: 84 },
+  q3_k: { values: 256, bytes: 110 },
+  iq4_xs: { values: 256, bytes: 136 },
 };
+
+const GGML_NAME = { q4_k: "Q4_K", q5_k: "Q5_K", q6_k: "Q6_K", q2_k: "Q2_K", q3_k: "Q3_K", iq4_xs: "IQ4_XS" } as const;
+
+/** |dmin·m| of value v of the block at o (Q4_K, Q5_K, Q2_K; 0 for the types without mins). */
+function offsetOf(type: BlockTypeName, bytes: Uint8Array, view: DataView, o: number, v: number): number {
+  if (type === "q4_k" || type === "q5_k") return Math.abs(f16(view.getUint16(o + 2, true))) * getScaleMinK4(v >> 5, bytes, o + 4)[1];
+  if (type === "q2_k") return Math.abs(f16(view.getUint16(o + 82, true))) * (bytes[o + (v >> 4)]! >> 4);
+  return 0;
+}
 
 /** The values [rows, cols] of rows of `type` blocks (row r at r · ⌈cols / values⌉ blocks; a q4_0 row's padding dropped), and each one's |dmin·m|. */
 export function decodeBlockRows(type: BlockTypeName, bytes: Uint8Array, rows: number, cols: number): { values: Float64Array; offsets: Float64Array } {
@@ -40,13 +52,9 @@ export function decodeBlockRows(type: BlockTypeName, bytes: Uint8Array, rows: nu
         }
       }
     } else {
-      dequantize(GGML_TYPES[type === "q4_k" ? "Q4_K" : type === "q5_k" ? "Q5_K" : "Q6_K"], bytes.subarray(at, at + blocks * g.bytes), blocks * g.values, row);
-      if (type !== "q6_k") {
-        for (let b = 0; b < blocks; b++) {
-          const o = at + g.bytes * b;
-          const dmin = Math.abs(f16(view.getUint16(o + 2, true)));
-          for (let v = 0; v < 256 && b * 256 + v < cols; v++) offsets[r * cols + b * 256 + v] = dmin * getScaleMinK4(v >> 5, bytes, o + 4)[1];
-        }
+      dequantize(GGML_TYPES[GGML_NAME[type]], bytes.subarray(at, at + blocks * g.bytes), blocks * g.values, row);
+      for (let b = 0; b < blocks; b++) {
+        for (let v = 0; v < 256 && b * 256 + v < cols; v++) offsets[r * cols + b * 256 + v] = offsetOf(type, bytes, view, at + g.bytes * b, v);
       }
     }
     values.set(row.subarray(0, cols), r * cols);
