@@ -97,7 +97,7 @@ export class GpuModelRunner implements ModelRunner {
   readonly kvCache: KvCacheGeometry;
   readonly kvDtype: GpuCacheDtype;
   readonly gpu: GpuDevice;
-  /** What the GPU holds of the weights ("q8", "bf16", "q4_k, q6_k", "f32 (from q3_k)"), and the bytes uploaded. */
+  /** What the GPU holds of the weights ("q8", "bf16", "q4_k, q6_k", "q3_k", "q4_0 (from q4)"), and the bytes uploaded. */
   readonly weightFormat: string;
   readonly weightBytes: number;
   readonly #rt: Runtime;
