@@ -55,7 +55,7 @@ export const GPU_BLOCK: Readonly<Record<GpuBlockType, { values: number; bytes: n
 export const GPU_BLOCK_CODE: Readonly<Record<GpuBlockType, number>> = { q4_0: 0, q4_k: 1, q5_k: 2, q6_k: 3, q2_k: 4, q3_k: 5, iq4_xs: 6 };
 
 /** ggml's kvalues_iq4nl (ggml-common.h): the 16 values an IQ4_NL / IQ4_XS nibble stands for. */
-export const KVALUES_IQ4NL: readonly number[] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
+const KVALUES_IQ4NL: readonly number[] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
 
 /** kvalues_iq4nl as four u32 words of i8 values, value q in byte q % 4 of word q / 4. */
 const KVALUES_IQ4NL_WORDS: readonly number[] = [0, 1, 2, 3].map((w) => KVALUES_IQ4NL.slice(4 * w, 4 * w + 4).reduce((acc, v, i) => acc + (v & 255) * 2 ** (8 * i), 0));
