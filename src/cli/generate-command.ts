@@ -13,7 +13,7 @@ import { GpuDevice } from "../gpu/device.js";
 import { loadGpuModel } from "../gpu/load-model.js";
 import { formatBytes } from "../runtime/allocator.js";
 import { describePlacement } from "../model/placement.js";
-import type { ModelSource } from "../model/source.js";
+import type { ModelSource } from "../sources/source.js";
 import { describeKernels } from "../runtime/module.js";
 import { type Runtime, createRuntime } from "../runtime/runtime.js";
 import { ArgumentError } from "../errors.js";

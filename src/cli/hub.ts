@@ -6,9 +6,9 @@
  */
 import { formatBytes } from "../runtime/allocator.js";
 import { ArgumentError } from "../errors.js";
-import { HubCache } from "../model/hub/hub-cache.js";
-import { hubSettings } from "../model/hub/hub-settings.js";
-import { type ResolvedModel, resolveModelSource } from "../model/source.js";
+import { HubCache } from "../sources/hub/hub-cache.js";
+import { hubSettings } from "../sources/hub/hub-settings.js";
+import { type ResolvedModel, resolveModelSource } from "../sources/source.js";
 import { walkFlags } from "./flags.js";
 
 export const PULL_USAGE = `usage: kvflash pull SPEC [--revision REV]

@@ -7,7 +7,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { ArgumentError, show } from "../errors.js";
-import type { ModelSource } from "../model/source.js";
+import type { ModelSource } from "../sources/source.js";
 
 /** Throws an ArgumentError naming --model and the directory when `source` is a directory without a config.json. */
 export function checkModelDirArg(source: ModelSource): void {

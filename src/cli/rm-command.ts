@@ -1,13 +1,13 @@
 /**
  * `kvflash rm SPEC`: removes a model from the Hugging Face cache, as `ollama
- * rm` does (model/hub/cache-remove.ts does the work). Local files only: it
+ * rm` does (sources/hub/cache-remove.ts does the work). Local files only: it
  * works offline.
  */
 import { ArgumentError } from "../errors.js";
-import { HubCache } from "../model/hub/hub-cache.js";
-import { removeCachedModel } from "../model/hub/cache-remove.js";
-import { hubSettings } from "../model/hub/hub-settings.js";
-import { parseHubSpec } from "../model/hub/model-spec.js";
+import { HubCache } from "../sources/hub/hub-cache.js";
+import { removeCachedModel } from "../sources/hub/cache-remove.js";
+import { hubSettings } from "../sources/hub/hub-settings.js";
+import { parseHubSpec } from "../sources/hub/model-spec.js";
 import { formatBytes } from "../runtime/allocator.js";
 import { walkFlags } from "./flags.js";
 

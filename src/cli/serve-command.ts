@@ -7,7 +7,7 @@ import { ArgumentError } from "../errors.js";
 import { formatBytes } from "../runtime/allocator.js";
 import { describeKernels } from "../runtime/module.js";
 import { defaultModelDir } from "../model/default-model.js";
-import type { ModelSource } from "../model/source.js";
+import type { ModelSource } from "../sources/source.js";
 import { serve } from "../server/start-server.js";
 import { StatsLogger } from "../server/stats-log.js";
 import { resolveModelArg } from "./hub.js";

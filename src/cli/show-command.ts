@@ -6,12 +6,12 @@
  * is read from the cache only: show never downloads, so it works offline.
  */
 import { ArgumentError } from "../errors.js";
-import { HubCache } from "../model/hub/hub-cache.js";
-import { hubSettings } from "../model/hub/hub-settings.js";
-import { formatHubSpec, parseHubSpec } from "../model/hub/model-spec.js";
-import { modelInSnapshot } from "../model/hub/snapshot-model.js";
+import { HubCache } from "../sources/hub/hub-cache.js";
+import { hubSettings } from "../sources/hub/hub-settings.js";
+import { formatHubSpec, parseHubSpec } from "../sources/hub/model-spec.js";
+import { modelInSnapshot } from "../sources/hub/snapshot-model.js";
 import { type ModelSummary, summarizeModel } from "../model/model-summary.js";
-import { type ModelSource, localModelSource } from "../model/source.js";
+import { type ModelSource, localModelSource } from "../sources/source.js";
 import { formatBytes } from "../runtime/allocator.js";
 import { walkFlags } from "./flags.js";
 

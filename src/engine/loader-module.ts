@@ -8,7 +8,7 @@
  */
 import type { LoadConfig } from "../model/load-settings.js";
 import type { ModelRunner } from "../model/model-runner.js";
-import type { ModelSource } from "../model/source.js";
+import type { ModelSource } from "../sources/source.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 
@@ -18,7 +18,7 @@ import type { Tokenizer } from "../tokenizer/tokenizer.js";
  * engine's step sizes and a custom loader's extras.
  */
 export interface ModelLoadOptions extends LoadConfig {
-  /** The model, resolved at the edge (model/source.ts): a Hugging Face directory or a GGUF file. */
+  /** The model, resolved at the edge (sources/source.ts): a Hugging Face directory or a GGUF file. */
   source: ModelSource;
   /** The engine's settings, so the runner can size its step buffers: most sequences (logit rows) a step. */
   maxNumSeqs?: number;

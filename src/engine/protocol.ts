@@ -14,7 +14,7 @@ import type { EngineMetricsSnapshot } from "./metrics.js";
 import type { LoadProgressInfo, ModelLoadOptions } from "./loader-module.js";
 import type { Int8DotLowering, Int8DotMode, KernelFlavor } from "../runtime/module.js";
 import type { EngineSettings } from "./engine-settings.js";
-import type { ModelSource } from "../model/source.js";
+import type { ModelSource } from "../sources/source.js";
 
 export type { EngineSettings };
 

@@ -12,7 +12,7 @@
  */
 import { ArgumentError, show } from "../errors.js";
 import { type LoadModelOptions, type LoadedModelInfo, loadModelWeights } from "../model/loader.js";
-import type { ModelSource } from "../model/source.js";
+import type { ModelSource } from "../sources/source.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { GpuDevice } from "./device.js";
 import { GpuModelRunner } from "./model-runner.js";

@@ -28,7 +28,7 @@
 import { randomBytes } from "node:crypto";
 import { ArgumentError, show } from "../errors.js";
 import type { EngineInfo } from "../engine/protocol.js";
-import { type ModelSource, resolveModelSource } from "../model/source.js";
+import { type ModelSource, resolveModelSource } from "../sources/source.js";
 import { type RunningServer, type ServeOptions, serve } from "../server/start-server.js";
 import { LLMError } from "./llm-error.js";
 import { chatBody, completeBody } from "./request-body.js";

@@ -1,5 +1,5 @@
 /**
- * A model source (a Hugging Face directory or a GGUF file, source.ts) → a running decoder:
+ * A model source (a Hugging Face directory or a GGUF file, sources/source.ts) → a running decoder:
  *
  *   const rt = await createRuntime();
  *   const model = loadModel(rt, source, { weights: "q8", kvDtype: "bf16", kvCacheBytes: 512 << 20 });
@@ -33,11 +33,11 @@ import type { GenerationConfig } from "./generation-config.js";
 import { ggufTensorSource, ggufWeightSizes, openGgufModel, resolveGgufWeights } from "./gguf/gguf-model.js";
 import { type MachineMemory, type MemoryPlan, type WeightSizes, kvBytesPerLayerBlock, planModelMemory } from "./memory-plan.js";
 import { openModelDir } from "./model-dir.js";
-import { type ModelSource, localModelSourceOf } from "./source.js";
-import { LoadProgress, type ProgressOptions } from "./progress.js";
+import { type ModelSource, localModelSourceOf } from "../sources/source.js";
+import { LoadProgress, type ProgressOptions } from "../sources/progress.js";
 import { type LoadSettings, resolveLoadConfig } from "./load-settings.js";
 import { checkMaxModelLen, modelLengthLimit } from "./max-model-len.js";
-import { freeTensors, loadSafetensors } from "./safetensors.js";
+import { freeTensors, loadSafetensors } from "../sources/safetensors.js";
 import { expectedWeights } from "./weight-names.js";
 
 /**
@@ -207,7 +207,7 @@ export function withRuntimeMachine<T extends RunnerOptions>(rt: Runtime, options
 }
 
 /**
- * Loads a model source (source.ts): a Hugging Face model directory (config, tokenizer, generation config,
+ * Loads a model source (sources/source.ts): a Hugging Face model directory (config, tokenizer, generation config,
  * safetensors weights converted to `weights`), or a GGUF file (gguf/gguf-model.ts),
  * and builds its Decoder with a paged KV cache. A local path instead of a source is
  * resolved here as `--model` would be (localModelSourceOf). Everything is checked (config keys, every tensor's name and

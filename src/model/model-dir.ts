@@ -23,8 +23,8 @@ import { Tokenizer } from "../tokenizer/tokenizer.js";
 import { fallbackFor } from "./chat-template-fallback.js";
 import { type ModelConfig, parseModelConfig } from "./config.js";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig } from "./generation-config.js";
-import { LoadProgress, type ProgressOptions } from "./progress.js";
-import { type SafetensorsEntry, freeTensors, loadSafetensors, readSafetensorsHeader } from "./safetensors.js";
+import { LoadProgress, type ProgressOptions } from "../sources/progress.js";
+import { type SafetensorsEntry, freeTensors, loadSafetensors, readSafetensorsHeader } from "../sources/safetensors.js";
 import { checkWeights } from "./weight-names.js";
 import { readJsonFile } from "../json-file.js";
 

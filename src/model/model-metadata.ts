@@ -1,5 +1,5 @@
 /**
- * What a model source (source.ts) holds besides its weights, read by its
+ * What a model source (sources/source.ts) holds besides its weights, read by its
  * kind — never guessed from a path — for the threads that never touch the
  * weights: the HTTP thread (config, generation defaults, the tokenizer with
  * its chat template, own or fallback); the tokenizer workers read the
@@ -18,7 +18,7 @@ import { fallbackFor } from "./chat-template-fallback.js";
 import { type ModelConfig, parseModelConfig } from "./config.js";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig, parseGenerationConfig } from "./generation-config.js";
 import { openGgufModel } from "./gguf/gguf-model.js";
-import type { ModelSource } from "./source.js";
+import type { ModelSource } from "../sources/source.js";
 import { checkSource } from "./source-tokenizer.js";
 
 export interface ModelMetadata {

@@ -11,10 +11,10 @@ import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { basename, dirname, join, relative, sep } from "node:path";
 import { readJsonFile } from "../json-file.js";
 import { openGgufModel } from "./gguf/gguf-model.js";
-import { readGgufHeader } from "./gguf/reader.js";
+import { readGgufHeader } from "../sources/gguf/reader.js";
 import { openModelDir } from "./model-dir.js";
-import { readSafetensorsHeader } from "./safetensors.js";
-import type { ModelSource } from "./source.js";
+import { readSafetensorsHeader } from "../sources/safetensors.js";
+import type { ModelSource } from "../sources/source.js";
 
 export interface ModelSummary {
   format: "safetensors" | "gguf";

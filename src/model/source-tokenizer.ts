@@ -1,5 +1,5 @@
 /**
- * The tokenizer of a model source (source.ts), read by its kind: a
+ * The tokenizer of a model source (sources/source.ts), read by its kind: a
  * directory's tokenizer.json (+ tokenizer_config.json), or a GGUF file's
  * tokenizer.ggml.* metadata (gguf/tokenizer.ts; a BERT-family file's
  * WordPiece or Unigram vocabulary, encoder/gguf-encoder-tokenizer.ts). What a tokenizer worker
@@ -10,11 +10,11 @@
 import { ArgumentError, show } from "../errors.js";
 import { Tokenizer } from "../tokenizer/tokenizer.js";
 import { fallbackFor } from "./chat-template-fallback.js";
-import { GgufMetadata } from "./gguf/metadata.js";
-import { readGgufHeader } from "./gguf/reader.js";
-import { ggufTokenizer } from "./gguf/tokenizer.js";
+import { GgufMetadata } from "../sources/gguf/metadata.js";
+import { readGgufHeader } from "../sources/gguf/reader.js";
+import { ggufTokenizer } from "../sources/gguf/tokenizer.js";
 import { ggufEncoderTokenizerOf, isGgufEncoderTokenizer } from "./encoder/gguf-encoder-tokenizer.js";
-import type { ModelSource } from "./source.js";
+import type { ModelSource } from "../sources/source.js";
 
 /** Throws unless `source` is a ModelSource (it may have crossed a worker boundary or come from JavaScript). */
 export function checkSource(source: ModelSource): void {

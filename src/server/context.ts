@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ServingEngine } from "../engine/serving-engine.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
-import type { ModelSource } from "../model/source.js";
+import type { ModelSource } from "../sources/source.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import type { TokenizerPool } from "../tokenizer/tokenizer-pool.js";
 import type { ToolParserName } from "./tool-parsers.js";

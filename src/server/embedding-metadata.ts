@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig } from "../model/generation-config.js";
 import { encoderSourceTokenizer, isEncoderModelSource, readEncoderSourceInfo } from "../model/encoder/encoder-source.js";
-import type { ModelSource } from "../model/source.js";
+import type { ModelSource } from "../sources/source.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 
 export interface EmbeddingMetadata {

@@ -24,7 +24,7 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import type { AddressInfo } from "node:net";
 import type { ServingEngine } from "../engine/serving-engine.js";
 import type { SamplingParams } from "../engine/sampling-params.js";
-import type { ModelSource } from "../model/source.js";
+import type { ModelSource } from "../sources/source.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { TokenizerPool } from "../tokenizer/tokenizer-pool.js";
 import type { Handler, ServerContext } from "./context.js";
@@ -95,7 +95,7 @@ export interface KvflashServerOptions {
   /** Workers that encode prompts. Default: a pool over the source's tokenizer, closed by close(). */
   tokenizerPool?: TokenizerPool;
   modelNames: readonly string[];
-  /** The served model, as resolved at the edge (model/source.ts). */
+  /** The served model, as resolved at the edge (sources/source.ts). */
   source: ModelSource;
   /** config.json's architecture: the tokenizer workers pick the same fallback chat template as `tokenizer` (they render chat prompts). */
   architecture?: string;

@@ -12,7 +12,7 @@ import { defaultModelDir } from "../model/default-model.js";
 import { readModelMetadata } from "../model/model-metadata.js";
 import { embeddingMetadata, isSentenceTransformersDir } from "./embedding-metadata.js";
 import { checkPoolerConfig } from "../model/pooler-config.js";
-import { type ModelSource, localModelSourceOf } from "../model/source.js";
+import { type ModelSource, localModelSourceOf } from "../sources/source.js";
 import { EngineClient } from "../engine/engine-client.js";
 import { DataParallelEngine } from "../engine/data-parallel-engine.js";
 import type { ServingEngine } from "../engine/serving-engine.js";
@@ -47,7 +47,7 @@ export interface ServeOptions extends EngineSettings, LoadSettings {
    * sentence-transformers Pooling, else the last token, normalized.
    */
   poolerConfig?: { poolingType?: "mean" | "cls" | "last"; normalize?: boolean };
-  /** The model, as resolveModelSource (model/source.ts) gives it: a Hugging Face directory or a GGUF file, local or from the hub cache. */
+  /** The model, as resolveModelSource (sources/source.ts) gives it: a Hugging Face directory or a GGUF file, local or from the hub cache. */
   source?: ModelSource;
   /** Or a local path to one (a model directory or a .gguf file), resolved here as --model is. Default: the embedded default model (models/default). */
   modelDir?: string;

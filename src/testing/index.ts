@@ -17,8 +17,8 @@ export { TINY_ARCHS, type TinyArch, type TinyModel, type TinyModelOptions, type 
 export { LLAMA2_CHAT_TEMPLATE, llama2Tokenizer, llama2TokenizerDir } from "./llama2-tokenizer.js";
 export { LLAMA31_8B_CONFIG_JSON, QWEN25_05B_CONFIG_JSON, type SyntheticModelOptions, createSyntheticModel, llama31EightBConfig, qwen25HalfBConfig } from "../model/synthetic-model.js";
 export { type ReferenceOptions, type ReferenceWeights, referenceForward } from "../model/reference-decoder.js";
-export { type GgufTyped, type GgufWriteTensor, type WriteGgufOptions, gguf, writeGguf } from "../model/gguf/writer.js";
-export { type HfToGgufOptions, hfTokenizerToGguf } from "../model/gguf/tokenizer-to-gguf.js";
+export { type GgufTyped, type GgufWriteTensor, type WriteGgufOptions, gguf, writeGguf } from "../sources/gguf/writer.js";
+export { type HfToGgufOptions, hfTokenizerToGguf } from "../sources/gguf/tokenizer-to-gguf.js";
 export { type ConvertToGgufOptions, type GgufQuantMix, convertModelDirToGguf } from "../model/gguf/convert.js";
-export type { GgmlTypeName } from "../model/gguf/format.js";
-export type { WeightDType } from "../model/safetensors.js";
+export type { GgmlTypeName } from "../sources/gguf/format.js";
+export type { WeightDType } from "../sources/safetensors.js";

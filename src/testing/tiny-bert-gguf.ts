@@ -16,9 +16,9 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { GgmlTypeName } from "../model/gguf/format.js";
-import { quantize } from "../model/gguf/quantize.js";
-import { type GgufTyped, type GgufWriteTensor, type WriteGgufOptions, gguf, writeGguf } from "../model/gguf/writer.js";
+import type { GgmlTypeName } from "../sources/gguf/format.js";
+import { quantize } from "../sources/gguf/quantize.js";
+import { type GgufTyped, type GgufWriteTensor, type WriteGgufOptions, gguf, writeGguf } from "../sources/gguf/writer.js";
 
 export interface BertGgufOptions {
   /** GGUF type of the matrices (1-D tensors and token_types stay F32, as the converter keeps them). Default "F32". */

@@ -26,7 +26,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeSafetensors } from "../model/safetensors-writer.js";
+import { writeSafetensors } from "../sources/safetensors-writer.js";
 import type { PoolingMode } from "../model/encoder/pooling-config.js";
 import { Prng } from "../tensor/prng.js";
 import { writeSentenceTransformersModules } from "./sentence-transformers-modules.js";

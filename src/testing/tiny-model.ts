@@ -29,8 +29,8 @@ import { Prng } from "../tensor/prng.js";
 import { Tokenizer } from "../tokenizer/tokenizer.js";
 import { type Architecture, type ModelConfig, parseModelConfig } from "../model/config.js";
 import { WEIGHTS_INDEX_FILE, SINGLE_WEIGHTS_FILE } from "../model/model-dir.js";
-import { type WeightDType } from "../model/safetensors.js";
-import { type TensorToWrite, writeSafetensors } from "../model/safetensors-writer.js";
+import { type WeightDType } from "../sources/safetensors.js";
+import { type TensorToWrite, writeSafetensors } from "../sources/safetensors-writer.js";
 import { type TinyTokenizerFamily, buildTinyTokenizer } from "./tiny-tokenizer.js";
 import { expectedWeights } from "../model/weight-names.js";
 

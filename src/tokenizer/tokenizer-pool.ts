@@ -19,7 +19,7 @@
  * worker past the bound is terminated and replaced; that job alone fails
  * with a JobTimeoutError, and the jobs queued behind it run on the fresh one.
  *
- *   const pool = new TokenizerPool({ source });   // model/source.ts: { kind: "dir" | "gguf", path }
+ *   const pool = new TokenizerPool({ source });   // sources/source.ts: { kind: "dir" | "gguf", path }
  *   const ids = await pool.encode(text, { addSpecialTokens: true, stopAfter: maxModelLen });
  *   await pool.close();
  */
@@ -31,7 +31,7 @@ import { type ChatPromptJob, ChatPromptError } from "./chat-prompt.js";
 import { JsonBytesError } from "../json-bytes.js";
 import type { LongPromptText } from "../prompt-text.js";
 import type { ShapeBounds, ShapeViolation } from "../request-shape.js";
-import type { ModelSource } from "../model/source.js";
+import type { ModelSource } from "../sources/source.js";
 import type { WorkerData, WorkerJob, WorkerResult } from "./tokenizer-worker.js";
 
 export interface TokenizerPoolOptions {

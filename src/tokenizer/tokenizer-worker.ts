@@ -23,7 +23,7 @@ import { type LongPromptText, findLongPromptText } from "../prompt-text.js";
 import { type ShapeBounds, type ShapeViolation, findShapeViolation } from "../request-shape.js";
 import { type ChatPromptJob, ChatPromptError, chatPromptText } from "./chat-prompt.js";
 import { readSourceTokenizer } from "../model/source-tokenizer.js";
-import type { ModelSource } from "../model/source.js";
+import type { ModelSource } from "../sources/source.js";
 
 /** What the pool starts a worker with. */
 export interface WorkerData {

@@ -11,10 +11,10 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, test } from "node:test";
 import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
-import type { HubSettings } from "../../src/model/hub/hub-settings.js";
+import type { HubSettings } from "../../src/sources/hub/hub-settings.js";
 import { readModelDirInfo } from "../../src/model/model-dir.js";
 import type { ModelSummary } from "../../src/model/model-summary.js";
-import { resolveModelSource } from "../../src/model/source.js";
+import { resolveModelSource } from "../../src/sources/source.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { MockHub, readTree } from "../helpers/mock-hub.js";
 

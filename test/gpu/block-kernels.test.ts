@@ -23,7 +23,7 @@ import { ArgumentError } from "../../src/ops-entry.js";
 import { GpuDecoderOps } from "../../src/gpu/decoder-ops.js";
 import type { GpuDevice } from "../../src/gpu/index.js";
 import { GPU_BLOCK_TYPES, type GpuBlockType, blockRowBytes } from "../../src/gpu/quant-blocks.js";
-import { quantize } from "../../src/model/gguf/quantize.js";
+import { quantize } from "../../src/sources/gguf/quantize.js";
 import { decodeBlockRows } from "../../src/ops/reference/block-decode.js";
 import { linearMagnitude, linearReference } from "../../src/ops/reference/linear.js";
 import { randn, rng, uniform } from "../helpers/random.js";

@@ -10,7 +10,7 @@ import ts from "typescript";
 export type EdgeKind = "static" | "runtime";
 
 export interface ImportEdge {
-  /** Repository-relative .ts path of the target, e.g. "src/model/source.ts". */
+  /** Repository-relative .ts path of the target, e.g. "src/sources/source.ts". */
   to: string;
   kind: EdgeKind;
   /** `import type …` / `export type … from` (the whole declaration; erased from the JavaScript). */

@@ -1,4 +1,4 @@
-// LLM.load takes the model sources the CLI takes (src/model/source.ts): a
+// LLM.load takes the model sources the CLI takes (src/sources/source.ts): a
 // local model directory, a .gguf file and a hub spec downloaded from a mock
 // hub on 127.0.0.1 (HF_ENDPOINT) into a temporary cache (HF_HUB_CACHE) with
 // download progress; each then answers exactly what the directory answers.

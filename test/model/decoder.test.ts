@@ -13,8 +13,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { type LoadedModel, type Runtime, createRuntime, loadModel } from "../../src/ops-entry.js";
 import { type ReferenceWeights, referenceForward, TINY_ARCHS, type TinyArch, writeTinyModel } from "../../src/testing/index.js";
-import { type TensorToWrite, writeSafetensors } from "../../src/model/safetensors-writer.js";
-import { freeTensors, loadSafetensors } from "../../src/model/safetensors.js";
+import { type TensorToWrite, writeSafetensors } from "../../src/sources/safetensors-writer.js";
+import { freeTensors, loadSafetensors } from "../../src/sources/safetensors.js";
 import { Blocks, makeBatch, referenceWeights, relErr, row } from "./decoder-support.js";
 
 let rt: Runtime;

@@ -16,12 +16,12 @@ import { after, before, test } from "node:test";
 import { type Runtime, type WeightsSetting, createRuntime, loadModel, loadModelDir } from "../../src/ops-entry.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 import { convertModelDirToGguf, matrixType, type GgufQuantMix } from "../../src/model/gguf/convert.js";
-import { dequantize } from "../../src/model/gguf/dequantize.js";
-import { GGML_TYPES } from "../../src/model/gguf/format.js";
+import { dequantize } from "../../src/tensor/ggml-dequantize.js";
+import { GGML_TYPES } from "../../src/sources/gguf/format.js";
 import { openGgufModel } from "../../src/model/gguf/gguf-model.js";
-import { quantize } from "../../src/model/gguf/quantize.js";
-import { writeSafetensors } from "../../src/model/safetensors-writer.js";
-import { gguf, writeGguf } from "../../src/model/gguf/writer.js";
+import { quantize } from "../../src/sources/gguf/quantize.js";
+import { writeSafetensors } from "../../src/sources/safetensors-writer.js";
+import { gguf, writeGguf } from "../../src/sources/gguf/writer.js";
 import { makeBatch, relErr } from "./decoder-support.js";
 
 let rt: Runtime;

@@ -29,11 +29,11 @@ import { qwen25HalfBConfig, type TinyModelOptions, writeTinyModel } from "../../
 import { readJsonFile } from "../../src/json-file.js";
 import { findLlamaCpp, llamaCppRequired } from "../../src/testing/llamacpp.js";
 import { type GgufQuantMix, convertModelDirToGguf, ggufArchMetadata } from "../../src/model/gguf/convert.js";
-import { GgufMetadata } from "../../src/model/gguf/metadata.js";
-import { readGgufHeader } from "../../src/model/gguf/reader.js";
-import { ggufTokenizer } from "../../src/model/gguf/tokenizer.js";
-import { hfTokenizerToGguf } from "../../src/model/gguf/tokenizer-to-gguf.js";
-import { writeGguf } from "../../src/model/gguf/writer.js";
+import { GgufMetadata } from "../../src/sources/gguf/metadata.js";
+import { readGgufHeader } from "../../src/sources/gguf/reader.js";
+import { ggufTokenizer } from "../../src/sources/gguf/tokenizer.js";
+import { hfTokenizerToGguf } from "../../src/sources/gguf/tokenizer-to-gguf.js";
+import { writeGguf } from "../../src/sources/gguf/writer.js";
 import { makeBatch } from "./decoder-support.js";
 
 // The slice of node-llama-cpp's API these tests use (the package is not a typed dependency).

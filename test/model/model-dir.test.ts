@@ -10,8 +10,8 @@ import { type Runtime, createRuntime, loadModelDir } from "../../src/ops-entry.j
 import { expectedWeights } from "../../src/model/weight-names.js";
 import { parseGenerationConfig } from "../../src/model/generation-config.js";
 import { readModelDirInfo } from "../../src/model/model-dir.js";
-import { readSafetensorsHeader } from "../../src/model/safetensors.js";
-import { writeSafetensors } from "../../src/model/safetensors-writer.js";
+import { readSafetensorsHeader } from "../../src/sources/safetensors.js";
+import { writeSafetensors } from "../../src/sources/safetensors-writer.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 
 let rt: Runtime;

@@ -33,9 +33,9 @@ import {
   linear,
   stackWeights,
 } from "../../src/ops-entry.js";
-import { GGML_TYPES } from "../../src/model/gguf/format.js";
-import { dequantize } from "../../src/model/gguf/dequantize.js";
-import { quantize } from "../../src/model/gguf/quantize.js";
+import { GGML_TYPES } from "../../src/sources/gguf/format.js";
+import { dequantize } from "../../src/tensor/ggml-dequantize.js";
+import { quantize } from "../../src/sources/gguf/quantize.js";
 import { quantizeActivationQ8KReference } from "../../src/ops/reference/kquant.js";
 import { linearMagnitude, linearReference, quantizeActivationReference } from "../../src/ops/reference/linear.js";
 import { encodeMiniFloat, F16 } from "../../src/tensor/minifloat.js";

@@ -21,7 +21,7 @@ function fixtures(): Set<string> {
 
 test("kvflash/testing re-exports the synthetic models, the reference decoder and the GGUF writer", () => {
   const f = fixtures();
-  for (const file of ["src/model/synthetic-model.ts", "src/model/reference-decoder.ts", "src/model/gguf/writer.ts", "src/model/gguf/convert.ts"]) assert.ok(f.has(file), `${file} is not a fixture`);
+  for (const file of ["src/model/synthetic-model.ts", "src/model/reference-decoder.ts", "src/sources/gguf/writer.ts", "src/model/gguf/convert.ts"]) assert.ok(f.has(file), `${file} is not a fixture`);
 });
 
 test("no product file imports a fixture", () => {

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { ArgumentError } from "../../src/errors.js";
 import { encoderTokenizer } from "../../src/model/encoder/encoder-model.js";
-import { gguf, writeGguf } from "../../src/model/gguf/writer.js";
+import { gguf, writeGguf } from "../../src/sources/gguf/writer.js";
 import { serve } from "../../src/server/start-server.js";
 import { bertDirToGguf, writeBertGguf } from "../../src/testing/tiny-bert-gguf.js";
 import { writeTinyBert } from "../../src/testing/tiny-bert.js";

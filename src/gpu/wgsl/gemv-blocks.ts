@@ -30,7 +30,7 @@
  *                         through kvalues_iq4nl; one scale a unit (sub-block ib)
  *
  * Columns past `cols` (a q4_0 row padded to whole blocks) are read as x = 0.
- * Its float64 twin: the weights decoded by model/gguf/dequantize.ts (through
+ * Its float64 twin: the weights decoded by tensor/ggml-dequantize.ts (through
  * ops/reference/block-linear.ts) times x, in linearReference.
  */
 import type { GpuBlockType } from "../quant-blocks.js";

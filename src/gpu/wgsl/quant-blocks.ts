@@ -3,7 +3,7 @@
  * shaders keep dequantization in one shared include, dequant_funcs.comp):
  * the blocks of a matrix lie in a buffer bound as `qw: array<u32>`, row r's
  * blocks back to back from byte r · blocksPerRow · BYTES, in ggml's layouts
- * (ggml-common.h; the float64 decoders are model/gguf/dequantize.ts):
+ * (ggml-common.h; the float64 decoders are tensor/ggml-dequantize.ts):
  *
  *   type  values  bytes  layout (byte offsets in the block)
  *   q4_0    32     20    f32 d at 0 · u8 qs[16] at 4          x = d·(q − 8); q[j] = qs[j] & 15, q[j+16] = qs[j] >> 4

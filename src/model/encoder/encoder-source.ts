@@ -1,5 +1,5 @@
 /**
- * An encoder by its ModelSource (source.ts), whichever form it came in: a
+ * An encoder by its ModelSource (sources/source.ts), whichever form it came in: a
  * model directory (config.json + model.safetensors + tokenizer.json,
  * encoder-model.ts) or a llama.cpp GGUF file of arch "bert" / "nomic-bert"
  * (gguf-encoder.ts). The one place that branches on the source's kind for
@@ -8,8 +8,8 @@
  */
 import type { Tokenizer } from "../../tokenizer/tokenizer.js";
 import type { Runtime } from "../../runtime/runtime.js";
-import { readGgufHeader } from "../gguf/reader.js";
-import type { ModelSource } from "../source.js";
+import { readGgufHeader } from "../../sources/gguf/reader.js";
+import type { ModelSource } from "../../sources/source.js";
 import { type EncoderInfo, type EncoderModel, type LoadEncoderOptions, encoderTokenizer, isEncoderSource, loadEncoderModel, readEncoderInfo } from "./encoder-model.js";
 import { isGgufEncoderHeader } from "./gguf-bert-config.js";
 import { ggufEncoderTokenizer, loadGgufEncoderModel, readGgufEncoderInfo } from "./gguf-encoder.js";

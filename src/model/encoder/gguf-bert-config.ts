@@ -35,8 +35,8 @@
  * reranker's classification head) are refused, naming the key.
  */
 import { ArgumentError, show } from "../../errors.js";
-import type { GgufHeader, GgufTensorInfo } from "../gguf/reader.js";
-import { GgufMetadata, shortestDecimal } from "../gguf/metadata.js";
+import type { GgufHeader, GgufTensorInfo } from "../../sources/gguf/reader.js";
+import { GgufMetadata, shortestDecimal } from "../../sources/gguf/metadata.js";
 import type { BertConfig } from "./bert-config.js";
 import type { PoolingMode } from "./pooling-config.js";
 

@@ -5,7 +5,7 @@
  * (model/source-tokenizer.ts) and the encoder loader read; no weights' code.
  */
 import type { TokenizerOptions, Tokenizer } from "../../tokenizer/tokenizer.js";
-import type { GgufMetadata } from "../gguf/metadata.js";
+import type { GgufMetadata } from "../../sources/gguf/metadata.js";
 import { ggufUnigramTokenizer } from "./gguf-unigram.js";
 import { ggufWordPieceTokenizer } from "./gguf-wordpiece.js";
 

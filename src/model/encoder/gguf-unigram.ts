@@ -16,8 +16,8 @@
  */
 import { ArgumentError } from "../../errors.js";
 import { type TokenizerOptions, Tokenizer } from "../../tokenizer/tokenizer.js";
-import { GgufMetadata, isNumber, isString } from "../gguf/metadata.js";
-import { TOKEN_TYPE } from "../gguf/tokenizer.js";
+import { GgufMetadata, isNumber, isString } from "../../sources/gguf/metadata.js";
+import { TOKEN_TYPE } from "../../sources/gguf/tokenizer.js";
 
 type Json = Record<string, unknown>;
 

@@ -23,8 +23,8 @@
  */
 import { ArgumentError } from "../../errors.js";
 import { type TokenizerOptions, Tokenizer } from "../../tokenizer/tokenizer.js";
-import { GgufMetadata, isNumber, isString } from "../gguf/metadata.js";
-import { TOKEN_TYPE } from "../gguf/tokenizer.js";
+import { GgufMetadata, isNumber, isString } from "../../sources/gguf/metadata.js";
+import { TOKEN_TYPE } from "../../sources/gguf/tokenizer.js";
 
 const PHANTOM = "\u2581";
 

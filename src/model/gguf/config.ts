@@ -37,8 +37,8 @@
  */
 import type { RopeScaling } from "../../ops/rope.js";
 import { type Architecture, type LayerRope, type ModelConfig, sizeLimitError } from "../config.js";
-import type { GgufHeader, GgufTensorInfo } from "./reader.js";
-import { GgufMetadata, shortestDecimal } from "./metadata.js";
+import type { GgufHeader, GgufTensorInfo } from "../../sources/gguf/reader.js";
+import { GgufMetadata, shortestDecimal } from "../../sources/gguf/metadata.js";
 
 export const GGUF_ARCHITECTURES: Readonly<Record<string, Architecture>> = {
   llama: "LlamaForCausalLM",

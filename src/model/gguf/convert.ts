@@ -2,7 +2,7 @@
  * A Hugging Face model directory → a GGUF file, as llama.cpp's
  * convert_hf_to_gguf.py + llama-quantize would make it, for tests and
  * benchmarks: the architecture's metadata (gguf-py key names), the tokenizer
- * (tokenizer-to-gguf.ts), every tensor under llama.cpp's name (q/k rows
+ * (sources/gguf/tokenizer-to-gguf.ts), every tensor under llama.cpp's name (q/k rows
  * permuted for `llama` and `smollm3`), matrices quantized to the chosen type and norms and
  * biases kept in F32.
  *
@@ -17,14 +17,14 @@ import { readJsonFile } from "../../json-file.js";
 import { ArgumentError } from "../../errors.js";
 import type { ModelConfig } from "../config.js";
 import { readModelDirInfo } from "../model-dir.js";
-import { readSafetensorsHeader } from "../safetensors.js";
+import { readSafetensorsHeader } from "../../sources/safetensors.js";
 import { llama3Factors } from "./config.js";
-import { GGML_TYPES, type GgmlTypeName } from "./format.js";
-import { dequantize } from "./dequantize.js";
-import { quantize } from "./quantize.js";
-import { ggufTensorName, permuteRows, permutedHeads } from "./tensor-names.js";
-import { hfTokenizerToGguf } from "./tokenizer-to-gguf.js";
-import { type GgufTyped, type GgufWriteTensor, gguf, writeGguf } from "./writer.js";
+import { GGML_TYPES, type GgmlTypeName } from "../../sources/gguf/format.js";
+import { dequantize } from "../../tensor/ggml-dequantize.js";
+import { quantize } from "../../sources/gguf/quantize.js";
+import { ggufTensorName, permuteRows, permutedHeads } from "../../sources/gguf/tensor-names.js";
+import { hfTokenizerToGguf } from "../../sources/gguf/tokenizer-to-gguf.js";
+import { type GgufTyped, type GgufWriteTensor, gguf, writeGguf } from "../../sources/gguf/writer.js";
 
 export type GgufQuantMix = GgmlTypeName | "Q4_K_M";
 

@@ -14,9 +14,9 @@
  *   ggufWeightSizes            the bytes each part's matrices take, for the memory plan
  *
  * Tensors are read a few MiB of whole rows at a time and decoded straight into
- * their f32 tensor (dequantize.ts), so no JS buffer larger than one chunk is
+ * their f32 tensor (tensor/ggml-dequantize.ts), so no JS buffer larger than one chunk is
  * ever held. The loader (loader.ts) reads a ModelSource of kind "gguf"
- * (source.ts) through here.
+ * (sources/source.ts) through here.
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { ArgumentError, show } from "../../errors.js";
@@ -30,15 +30,15 @@ import type { ModelConfig } from "../config.js";
 import { type TensorSource, weightGroups } from "../decoder-weights.js";
 import type { WeightSizes } from "../memory-plan.js";
 import { EMPTY_GENERATION_CONFIG, type GenerationConfig } from "../generation-config.js";
-import type { LoadProgress } from "../progress.js";
+import type { LoadProgress } from "../../sources/progress.js";
 import { checkWeights } from "../weight-names.js";
 import { fallbackFor } from "../chat-template-fallback.js";
 import { parseGgufConfig } from "./config.js";
-import { dequantize } from "./dequantize.js";
-import { GgufMetadata } from "./metadata.js";
-import { type GgufHeader, type GgufTensorInfo, isGgufFile, readGgufHeader } from "./reader.js";
-import { hfTensorName, isIgnorableGgufTensor, permutedHeads, unpermuteRows } from "./tensor-names.js";
-import { LLAMA_CPP_EOG_TEXTS, ggufTokenizer } from "./tokenizer.js";
+import { dequantize } from "../../tensor/ggml-dequantize.js";
+import { GgufMetadata } from "../../sources/gguf/metadata.js";
+import { type GgufHeader, type GgufTensorInfo, isGgufFile, readGgufHeader } from "../../sources/gguf/reader.js";
+import { hfTensorName, isIgnorableGgufTensor, permutedHeads, unpermuteRows } from "../../sources/gguf/tensor-names.js";
+import { LLAMA_CPP_EOG_TEXTS, ggufTokenizer } from "../../sources/gguf/tokenizer.js";
 
 export interface GgufModel {
   path: string;
@@ -57,7 +57,7 @@ export interface GgufModel {
 
 /**
  * True for a path to a file (not a directory) named *.gguf or starting with the
- * GGUF magic (as source.ts decides): a .gguf file that is not GGUF then gets the
+ * GGUF magic (as sources/source.ts decides): a .gguf file that is not GGUF then gets the
  * reader's "is not a GGUF file" error rather than a model-directory one.
  */
 export function isGgufPath(path: string): boolean {

@@ -1,15 +1,15 @@
 /**
  * Float64 twin of the GPU's ggml-block decode (gpu/wgsl/quant-blocks.ts),
  * written for clarity: a matrix [rows, cols] held as rows of blocks decodes
- * through ggml's dequantize_row_* (model/gguf/dequantize.ts) — q4_0 with its
+ * through ggml's dequantize_row_* (tensor/ggml-dequantize.ts) — q4_0 with its
  * scale widened to f32 (20-byte blocks) decoded here — and, for the
  * tolerance of a sum over them, each value's offset term |dmin·m| (Q2_K, Q4_K,
  * Q5_K: the kernels sum d·sc·q and dmin·m apart, so their rounding scales
  * with both, not with the difference). With linearReference (linear.ts) the
  * values give the GEMV's and GEMM's float64 twin.
  */
-import { dequantize, getScaleMinK4 } from "../../model/gguf/dequantize.js";
-import { GGML_TYPES } from "../../model/gguf/format.js";
+import { dequantize, getScaleMinK4 } from "../../tensor/ggml-dequantize.js";
+import { GGML_TYPES } from "../../sources/gguf/format.js";
 
 export type BlockTypeName = "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q2_k" | "q3_k" | "iq4_xs";
 

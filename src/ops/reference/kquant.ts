@@ -3,7 +3,7 @@
  * clarity): the activation as the K-quant kernels quantize it — per
  * superblock of 256 like ggml's Q8_K, d = f32(max|x| / 127),
  * q = roundHalfEven(f32(x · f32(1/d))) — and the weights as ggml decodes
- * them (model/gguf/dequantize.ts, ggml's dequantize_row_*). With those,
+ * them (tensor/ggml-dequantize.ts, ggml's dequantize_row_*). With those,
  * linearReference (linear.ts) gives what the kernels compute up to their f32
  * rounding.
  */

@@ -16,7 +16,7 @@ import { after, before, test } from "node:test";
 import { ArgumentError } from "../../../src/errors.js";
 import { type Runtime, createRuntime } from "../../../src/runtime/runtime.js";
 import { encoderTokenizer, loadEncoderModel, readEncoderInfo } from "../../../src/model/encoder/encoder-model.js";
-import { writeSafetensors } from "../../../src/model/safetensors-writer.js";
+import { writeSafetensors } from "../../../src/sources/safetensors-writer.js";
 import { writeTinyBert } from "../../../src/testing/tiny-bert.js";
 import { type RefConfig, readF32Safetensors, referenceScore } from "./bert-reference.js";
 

@@ -18,7 +18,7 @@ import { ArgumentError } from "../../../src/errors.js";
 import { encoderTokenizer, loadEncoderModel } from "../../../src/model/encoder/encoder-model.js";
 import { encoderSourceTokenizer, isEncoderModelSource, readEncoderSourceInfo } from "../../../src/model/encoder/encoder-source.js";
 import { ggufEncoderTokenizer, loadGgufEncoderModel, readGgufEncoderInfo } from "../../../src/model/encoder/gguf-encoder.js";
-import { gguf, writeGguf } from "../../../src/model/gguf/writer.js";
+import { gguf, writeGguf } from "../../../src/sources/gguf/writer.js";
 import { readSourceTokenizer } from "../../../src/model/source-tokenizer.js";
 import { type Runtime, createRuntime } from "../../../src/runtime/runtime.js";
 import { Prng } from "../../../src/tensor/prng.js";

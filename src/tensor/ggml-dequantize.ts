@@ -20,9 +20,9 @@
  *   IQ4_XS 256: f16 d · u16 scales_h · u8 scales_l[4] · u8 qs[128]  8 blocks of 32 as IQ4_NL's, scale d·(ls − 32),
  *              ls = nibble ib of scales_l | bits 2ib, 2ib+1 of scales_h << 4
  */
-import { ArgumentError } from "../../errors.js";
-import { F16, decodeMiniFloat } from "../../tensor/minifloat.js";
-import type { GgmlType } from "./format.js";
+import { ArgumentError } from "../errors.js";
+import { F16, decodeMiniFloat } from "./minifloat.js";
+import type { GgmlType } from "../sources/gguf/format.js";
 
 /** f16 bits → value, for all 65536 codes. */
 const F16_TABLE = (() => {

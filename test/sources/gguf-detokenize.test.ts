@@ -12,9 +12,9 @@ import { after, test } from "node:test";
 import { IncrementalDetokenizer } from "../../src/tokenizer/detokenizer.js";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.js";
 import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
-import { GgufMetadata } from "../../src/model/gguf/metadata.js";
-import { readGgufHeader } from "../../src/model/gguf/reader.js";
-import { ggufTokenizer } from "../../src/model/gguf/tokenizer.js";
+import { GgufMetadata } from "../../src/sources/gguf/metadata.js";
+import { readGgufHeader } from "../../src/sources/gguf/reader.js";
+import { ggufTokenizer } from "../../src/sources/gguf/tokenizer.js";
 import { writeTinyModel } from "../../src/testing/index.js";
 
 const root = mkdtempSync(join(tmpdir(), "kvflash-gguf-detokenize-"));

@@ -1,6 +1,6 @@
 /**
  * Typed access to GGUF metadata (reader.ts) that names the file, the key and
- * the value on every error, as config.ts's Keys does for config.json.
+ * the value on every error, as model/config.ts's Keys does for config.json.
  */
 import { ArgumentError, show } from "../../errors.js";
 import type { GgufValue } from "./value.js";

@@ -1,11 +1,11 @@
 /**
  * Quantizers for every ggml type kvflash reads, so tests and benchmarks can
  * write real GGUF files (writer.ts). They follow ggml's `quantize_row_*_ref`
- * block layouts (see dequantize.ts) with the plain round-to-nearest choices
+ * block layouts (see tensor/ggml-dequantize.ts) with the plain round-to-nearest choices
  * of scales — valid blocks that llama.cpp reads, though not the
  * error-minimizing search of llama.cpp's own quantizer (imatrix, make_qkx2).
  *
- * Stated error per value (checked by test/model/gguf-quant.test.ts), with d the
+ * Stated error per value (checked by test/sources/gguf-quant.test.ts), with d the
  * stored (f16-rounded) scale of the value's block or sub-block:
  *   Q8_0 |e| ≤ d/2;   Q4_0, Q5_0 |e| ≤ d (the largest-magnitude value is exact, its opposite may clamp);
  *   Q4_1, Q5_1 |e| ≤ d/2 + f16 rounding of the min;
@@ -18,7 +18,7 @@
 import { ArgumentError } from "../../errors.js";
 import { BF16, F16, encodeMiniFloat, decodeMiniFloat } from "../../tensor/minifloat.js";
 import { GGML_TYPES, type GgmlTypeName, ggmlRowBytes } from "./format.js";
-import { KVALUES_IQ4NL } from "./dequantize.js";
+import { KVALUES_IQ4NL } from "../../tensor/ggml-dequantize.js";
 
 function putF16(b: Uint8Array, at: number, x: number): number {
   const code = encodeMiniFloat(F16, x, true);

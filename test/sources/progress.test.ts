@@ -3,7 +3,7 @@
 // leaves no characters of the longer one behind; off a TTY, plain log lines.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { LoadProgress } from "../../src/model/progress.js";
+import { LoadProgress } from "../../src/sources/progress.js";
 
 /** The visible text of a one-line terminal after `chunks`: \r returns the cursor, ESC[K erases to the end, \n ends a line. */
 function terminal(chunks: readonly string[]): string[] {

@@ -1,15 +1,15 @@
 /**
  * ggml tensor types: the float64 reference dequantizers
- * (src/model/gguf/dequantize.ts) on blocks built by hand from ggml's struct
+ * (src/tensor/ggml-dequantize.ts) on blocks built by hand from ggml's struct
  * layouts, and the test quantizers (quantize.ts) round-tripping random rows
  * and awkward blocks (zeros, constants, one outlier, all negative) within each
  * format's stated error.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { dequantize } from "../../src/model/gguf/dequantize.js";
-import { GGML_TYPES, type GgmlTypeName } from "../../src/model/gguf/format.js";
-import { quantize } from "../../src/model/gguf/quantize.js";
+import { dequantize } from "../../src/tensor/ggml-dequantize.js";
+import { GGML_TYPES, type GgmlTypeName } from "../../src/sources/gguf/format.js";
+import { quantize } from "../../src/sources/gguf/quantize.js";
 import { Prng } from "../../src/tensor/prng.js";
 
 const f16One = [0x00, 0x3c]; // 1.0

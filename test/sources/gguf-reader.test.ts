@@ -1,5 +1,5 @@
 /**
- * The GGUF reader (src/model/gguf/reader.ts) on files from the test writer
+ * The GGUF reader (src/sources/gguf/reader.ts) on files from the test writer
  * and on hostile ones: truncated anywhere, a huge tensor count, a huge string
  * length, a huge array, misaligned data, an unknown type, a tensor past the
  * end of the file, overlapping tensors, bad versions. Each gets a clear error
@@ -13,9 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { parseGgufConfig } from "../../src/model/gguf/config.js";
-import { readGgufHeader, isGgufFile } from "../../src/model/gguf/reader.js";
-import { quantize } from "../../src/model/gguf/quantize.js";
-import { encodeGgufHeader, gguf, writeGguf, type WriteGgufOptions } from "../../src/model/gguf/writer.js";
+import { readGgufHeader, isGgufFile } from "../../src/sources/gguf/reader.js";
+import { quantize } from "../../src/sources/gguf/quantize.js";
+import { encodeGgufHeader, gguf, writeGguf, type WriteGgufOptions } from "../../src/sources/gguf/writer.js";
 
 const root = mkdtempSync(join(tmpdir(), "kvflash-gguf-reader-"));
 after(() => rmSync(root, { recursive: true, force: true }));

@@ -1,6 +1,6 @@
 /**
  * llama.cpp's tensor names (gguf-py `constants.py` / `tensor_mapping.py`) ↔
- * the Hugging Face names the decoder reads (weight-names.ts), and the undoing
+ * the Hugging Face names the decoder reads (model/weight-names.ts), and the undoing
  * of the Q/K row permutation llama.cpp's converter applies to `llama`
  * checkpoints.
  *

@@ -1,5 +1,5 @@
 /**
- * The tokenizer built from GGUF metadata (src/model/gguf/tokenizer.ts) gives
+ * The tokenizer built from GGUF metadata (src/sources/gguf/tokenizer.ts) gives
  * the same ids as the Hugging Face tokenizer it was converted from, on a
  * corpus of ASCII, Unicode, whitespace runs, digits, emoji and special-token
  * text: the default model's SentencePiece-style Llama tokenizer ("llama"),
@@ -12,11 +12,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { readJsonFile } from "../../src/json-file.js";
-import { GgufMetadata } from "../../src/model/gguf/metadata.js";
-import { readGgufHeader } from "../../src/model/gguf/reader.js";
-import { hfTokenizerToGguf } from "../../src/model/gguf/tokenizer-to-gguf.js";
-import { ggufTokenizer } from "../../src/model/gguf/tokenizer.js";
-import { type GgufTyped, gguf, writeGguf } from "../../src/model/gguf/writer.js";
+import { GgufMetadata } from "../../src/sources/gguf/metadata.js";
+import { readGgufHeader } from "../../src/sources/gguf/reader.js";
+import { hfTokenizerToGguf } from "../../src/sources/gguf/tokenizer-to-gguf.js";
+import { ggufTokenizer } from "../../src/sources/gguf/tokenizer.js";
+import { type GgufTyped, gguf, writeGguf } from "../../src/sources/gguf/writer.js";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.js";
 
 const root = mkdtempSync(join(tmpdir(), "kvflash-gguf-tok-"));

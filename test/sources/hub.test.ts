@@ -13,11 +13,11 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, before, beforeEach, test } from "node:test";
 import { writeTinyModel } from "../../src/testing/index.js";
-import { HubError } from "../../src/model/hub/hub-client.js";
-import type { HubSettings } from "../../src/model/hub/hub-settings.js";
-import { parseHubSpec } from "../../src/model/hub/model-spec.js";
-import { chooseGguf } from "../../src/model/hub/repo-files.js";
-import { type ResolveModelOptions, resolveModelSource } from "../../src/model/source.js";
+import { HubError } from "../../src/sources/hub/hub-client.js";
+import type { HubSettings } from "../../src/sources/hub/hub-settings.js";
+import { parseHubSpec } from "../../src/sources/hub/model-spec.js";
+import { chooseGguf } from "../../src/sources/hub/repo-files.js";
+import { type ResolveModelOptions, resolveModelSource } from "../../src/sources/source.js";
 import { MockHub, readTree } from "../helpers/mock-hub.js";
 
 let hub: MockHub;

@@ -6,10 +6,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { LoadProgress } from "../../src/model/progress.js";
-import { MAX_HEADER_BYTES, freeTensors, loadSafetensors, readSafetensorsHeader } from "../../src/model/safetensors.js";
+import { LoadProgress } from "../../src/sources/progress.js";
+import { MAX_HEADER_BYTES, freeTensors, loadSafetensors, readSafetensorsHeader } from "../../src/sources/safetensors.js";
 import { type Runtime, createRuntime, encodeValue } from "../../src/ops-entry.js";
-import { writeSafetensors } from "../../src/model/safetensors-writer.js";
+import { writeSafetensors } from "../../src/sources/safetensors-writer.js";
 
 let rt: Runtime;
 let dir: string;
