@@ -23,7 +23,7 @@ import { fileURLToPath } from "node:url";
 import { qwen25HalfBConfig } from "../src/testing/index.js";
 import { readJsonFile } from "../src/json-file.js";
 import { type GgufQuantMix, ggufArchMetadata, matrixType } from "../src/model/gguf/convert.js";
-import type { GgmlTypeName } from "../src/sources/gguf/format.js";
+import type { GgmlTypeName } from "../src/tensor/ggml-types.js";
 import { quantize } from "../src/sources/gguf/quantize.js";
 import { hfTokenizerToGguf } from "../src/sources/gguf/tokenizer-to-gguf.js";
 import { type GgufWriteTensor, writeGguf } from "../src/sources/gguf/writer.js";

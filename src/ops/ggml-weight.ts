@@ -27,22 +27,15 @@
 import { ArgumentError, show } from "../errors.js";
 import type { Runtime } from "../runtime/runtime.js";
 import { checkDims } from "../tensor/check.js";
+import { GGML_TYPES, type GgmlNativeType } from "../tensor/ggml-types.js";
 import { Tensor, checkSameMemory } from "../tensor/tensor.js";
 import { Weight, type StorageFormat, tileShape, weightBytes } from "./weight.js";
 
-/** ggml tensor types that stay native; each with its block geometry and Weight format. */
-export const GGML_NATIVE = {
-  Q8_0: { id: 8, blockSize: 32, typeSize: 34, format: "q8" },
-  Q5_0: { id: 6, blockSize: 32, typeSize: 22, format: "q8" },
-  IQ4_NL: { id: 20, blockSize: 32, typeSize: 18, format: "q8" },
-  IQ4_XS: { id: 23, blockSize: 256, typeSize: 136, format: "iq4_xs" },
-  Q2_K: { id: 10, blockSize: 256, typeSize: 84, format: "q2_k" },
-  Q3_K: { id: 11, blockSize: 256, typeSize: 110, format: "q3_k" },
-  Q4_K: { id: 12, blockSize: 256, typeSize: 144, format: "q4_k" },
-  Q5_K: { id: 13, blockSize: 256, typeSize: 176, format: "q5_k" },
-  Q6_K: { id: 14, blockSize: 256, typeSize: 210, format: "q6_k" },
-} as const satisfies Record<string, { id: number; blockSize: number; typeSize: number; format: StorageFormat }>;
-export type GgmlNativeType = keyof typeof GGML_NATIVE;
+/** ggml tensor types that stay native; each with its block geometry and Weight format (tensor/ggml-types.ts, where cpuFormat is not null). */
+export const GGML_NATIVE: Readonly<Record<GgmlNativeType, { id: number; blockSize: number; typeSize: number; format: StorageFormat }>> = Object.fromEntries(
+  Object.values(GGML_TYPES).flatMap((t) => (t.cpuFormat === null ? [] : [[t.name, { id: t.id, blockSize: t.blockSize, typeSize: t.typeSize, format: t.cpuFormat satisfies StorageFormat }]])),
+) as Record<GgmlNativeType, { id: number; blockSize: number; typeSize: number; format: StorageFormat }>;
+export type { GgmlNativeType };
 
 export function isGgmlNativeType(name: string): name is GgmlNativeType {
   return Object.hasOwn(GGML_NATIVE, name);

@@ -22,7 +22,7 @@
  */
 import { ArgumentError } from "../errors.js";
 import { F16, decodeMiniFloat } from "./minifloat.js";
-import type { GgmlType } from "../sources/gguf/format.js";
+import type { GgmlType } from "./ggml-types.js";
 
 /** f16 bits → value, for all 65536 codes. */
 const F16_TABLE = (() => {

@@ -20,5 +20,5 @@ export { type ReferenceOptions, type ReferenceWeights, referenceForward } from "
 export { type GgufTyped, type GgufWriteTensor, type WriteGgufOptions, gguf, writeGguf } from "../sources/gguf/writer.js";
 export { type HfToGgufOptions, hfTokenizerToGguf } from "../sources/gguf/tokenizer-to-gguf.js";
 export { type ConvertToGgufOptions, type GgufQuantMix, convertModelDirToGguf } from "../model/gguf/convert.js";
-export type { GgmlTypeName } from "../sources/gguf/format.js";
+export type { GgmlTypeName } from "../tensor/ggml-types.js";
 export type { WeightDType } from "../sources/safetensors.js";

@@ -16,7 +16,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { GgmlTypeName } from "../sources/gguf/format.js";
+import type { GgmlTypeName } from "../tensor/ggml-types.js";
 import { quantize } from "../sources/gguf/quantize.js";
 import { type GgufTyped, type GgufWriteTensor, type WriteGgufOptions, gguf, writeGguf } from "../sources/gguf/writer.js";
 

@@ -1,6 +1,6 @@
 // Random ggml K-quant blocks for the GPU block suites (quant-blocks.test.ts,
 // block-kernels.test.ts); not a test file of its own.
-import { GGML_TYPES } from "../../src/sources/gguf/format.js";
+import { GGML_TYPES } from "../../src/tensor/ggml-types.js";
 import { encodeMiniFloat, F16 } from "../../src/tensor/minifloat.js";
 import { rng } from "../helpers/random.js";
 

@@ -25,7 +25,7 @@ import type { GpuDevice } from "../../src/gpu/index.js";
 import { GpuModelRunner } from "../../src/gpu/model-runner.js";
 import type { DecoderWeights } from "../../src/model/decoder-weights.js";
 import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
-import { GGML_TYPES } from "../../src/sources/gguf/format.js";
+import { GGML_TYPES } from "../../src/tensor/ggml-types.js";
 import { createDecoder } from "../../src/model/loader.js";
 import { type Runtime, type Weight, createRuntime, generate, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
 import { writeTinyModel } from "../../src/testing/index.js";

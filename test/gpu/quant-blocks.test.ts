@@ -13,7 +13,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { GgmlMatrix, type Runtime, type Weight, createGgmlWeight, createRuntime, createWeight, dequantizeWeight } from "../../src/ops-entry.js";
 import { blockRowBytes, gpuBlockType, packBlockRows } from "../../src/gpu/quant-blocks.js";
-import { GGML_TYPES } from "../../src/sources/gguf/format.js";
+import { GGML_TYPES } from "../../src/tensor/ggml-types.js";
 import { quantize } from "../../src/sources/gguf/quantize.js";
 import { decodeBlockRows } from "../../src/ops/reference/block-decode.js";
 import { assertWithin, randn } from "../helpers/random.js";

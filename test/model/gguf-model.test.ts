@@ -17,7 +17,7 @@ import { type Runtime, type WeightsSetting, createRuntime, loadModel, loadModelD
 import { writeTinyModel } from "../../src/testing/index.js";
 import { convertModelDirToGguf, matrixType, type GgufQuantMix } from "../../src/model/gguf/convert.js";
 import { dequantize } from "../../src/tensor/ggml-dequantize.js";
-import { GGML_TYPES } from "../../src/sources/gguf/format.js";
+import { GGML_TYPES } from "../../src/tensor/ggml-types.js";
 import { openGgufModel } from "../../src/model/gguf/gguf-model.js";
 import { quantize } from "../../src/sources/gguf/quantize.js";
 import { writeSafetensors } from "../../src/sources/safetensors-writer.js";

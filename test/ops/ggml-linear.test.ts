@@ -33,7 +33,7 @@ import {
   linear,
   stackWeights,
 } from "../../src/ops-entry.js";
-import { GGML_TYPES } from "../../src/sources/gguf/format.js";
+import { GGML_TYPES } from "../../src/tensor/ggml-types.js";
 import { dequantize } from "../../src/tensor/ggml-dequantize.js";
 import { quantize } from "../../src/sources/gguf/quantize.js";
 import { quantizeActivationQ8KReference } from "../../src/ops/reference/kquant.js";

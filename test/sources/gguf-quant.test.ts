@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { dequantize } from "../../src/tensor/ggml-dequantize.js";
-import { GGML_TYPES, type GgmlTypeName } from "../../src/sources/gguf/format.js";
+import { GGML_TYPES, type GgmlTypeName } from "../../src/tensor/ggml-types.js";
 import { quantize } from "../../src/sources/gguf/quantize.js";
 import { Prng } from "../../src/tensor/prng.js";
 

@@ -19,7 +19,7 @@ import type { ModelConfig } from "../config.js";
 import { readModelDirInfo } from "../model-dir.js";
 import { readSafetensorsHeader } from "../../sources/safetensors.js";
 import { llama3Factors } from "./config.js";
-import { GGML_TYPES, type GgmlTypeName } from "../../sources/gguf/format.js";
+import { GGML_TYPES, type GgmlTypeName } from "../../tensor/ggml-types.js";
 import { dequantize } from "../../tensor/ggml-dequantize.js";
 import { quantize } from "../../sources/gguf/quantize.js";
 import { ggufTensorName, permuteRows, permutedHeads } from "../../sources/gguf/tensor-names.js";

@@ -17,7 +17,7 @@
  */
 import { ArgumentError } from "../../errors.js";
 import { BF16, F16, encodeMiniFloat, decodeMiniFloat } from "../../tensor/minifloat.js";
-import { GGML_TYPES, type GgmlTypeName, ggmlRowBytes } from "./format.js";
+import { GGML_TYPES, type GgmlTypeName, ggmlRowBytes } from "../../tensor/ggml-types.js";
 import { KVALUES_IQ4NL } from "../../tensor/ggml-dequantize.js";
 
 function putF16(b: Uint8Array, at: number, x: number): number {

@@ -13,15 +13,8 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { ArgumentError, show } from "../../errors.js";
-import {
-  GGML_TYPE_BY_ID,
-  GGML_UNSUPPORTED_NAMES,
-  GGUF_DEFAULT_ALIGNMENT,
-  GGUF_MAGIC,
-  GGUF_SCALAR_BYTES,
-  GGUF_VALUE,
-  type GgmlType,
-} from "./format.js";
+import { GGML_TYPE_BY_ID, GGML_UNSUPPORTED_NAMES, type GgmlType } from "../../tensor/ggml-types.js";
+import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_SCALAR_BYTES, GGUF_VALUE } from "./format.js";
 import { GGUF_TOKENIZER_ARRAY_LIMITS } from "./tokenizer-limits.js";
 import type { GgufScalar, GgufValue } from "./value.js";
 

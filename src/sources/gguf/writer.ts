@@ -6,7 +6,8 @@
  */
 import { closeSync, openSync, writeSync } from "node:fs";
 import { ArgumentError, show } from "../../errors.js";
-import { GGML_TYPES, GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_VALUE, type GgmlTypeName, ggmlRowBytes } from "./format.js";
+import { GGML_TYPES, type GgmlTypeName, ggmlRowBytes } from "../../tensor/ggml-types.js";
+import { GGUF_DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_VALUE } from "./format.js";
 
 /** A metadata value with its GGUF type. */
 export type GgufTyped =
