@@ -16,10 +16,16 @@
  * Whatever is stale is rebuilt with the package's own script (`npm run
  * build:wasm`, `npm run build:ts`); `npm run build` always rebuilds everything.
  *
+ * Then the package's bin targets (package.json "bin") are made executable,
+ * 0755: tsc writes dist/src/cli/main.js 0644, and npx runs a linked
+ * checkout's bin in place, where npm's own chmod at install time (bin-links)
+ * came before the file existed, so `npx kvflash` failed with "Permission
+ * denied". (tsc keeps an existing file's mode when it writes it again.)
+ *
  * Usage: node scripts/prepare.mjs [--check]   (--check: print what is stale, build nothing; exit 1 if anything is)
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { chmodSync, existsSync, readFileSync, readdirSync, statSync } from "node:fs";
 import { join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -75,6 +81,24 @@ function staleTs(root) {
   return null;
 }
 
+/**
+ * The package's bin targets (package.json "bin": one path, or command → path) that exist, made
+ * executable (mode 0755; where the file system has no such bits, as on Windows, chmod changes nothing).
+ * @param {string} root the package root
+ * @returns {string[]} the targets made executable
+ */
+export function makeBinsExecutable(root = ROOT) {
+  const { bin } = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  const targets = typeof bin === "string" ? [bin] : Object.values(bin ?? {});
+  const made = [];
+  for (const target of targets) {
+    if (typeof target !== "string" || !existsSync(join(root, target))) continue;
+    chmodSync(join(root, target), 0o755);
+    made.push(target);
+  }
+  return made;
+}
+
 /** `npm run <script>` in the package root with the npm that runs us (npm_execpath), output shown. */
 function npmRun(script) {
   const npm = process.env["npm_execpath"];
@@ -96,4 +120,5 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
     if (stale.wasm !== null) npmRun("build:wasm");
     if (stale.ts !== null) npmRun("build:ts");
   }
+  if (!check) makeBinsExecutable();
 }

@@ -2,11 +2,11 @@
 // `npx kvflash` inside this checkout — which installs the checkout into npx's
 // cache as a link and runs its prepare — runs this checkout's CLI without
 // rebuilding it. The staleness rules are checked on a made-up package tree,
-// the build step with stand-in build scripts, and npx on this checkout with a
-// fresh npm cache, offline. Needs `npm` and `npx` on PATH.
+// the build step with stand-in build scripts (and the bin made executable), and
+// npx on this checkout with a fresh npm cache, offline. Needs `npm` and `npx` on PATH.
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -75,15 +75,20 @@ test("prepare builds only the stale part, with the package's own scripts, and no
     `node -e "const fs=require('fs');for(const f of ${JSON.stringify(outputs).replaceAll('"', "'")}){fs.mkdirSync(require('path').dirname(f),{recursive:true});fs.writeFileSync(f,'')}fs.appendFileSync('ran.log','${name}\\n')"`;
   writeFileSync(
     join(root, "package.json"),
-    JSON.stringify({ name: "fake", version: "1.0.0", scripts: { "build:wasm": fake("wasm", ["build/kernels.wasm", "build/kernels-relaxed.wasm"]), "build:ts": fake("ts", ["dist/src/a.js"]) } }),
+    JSON.stringify({ name: "fake", version: "1.0.0", bin: { fake: "dist/src/a.js" }, scripts: { "build:wasm": fake("wasm", ["build/kernels.wasm", "build/kernels-relaxed.wasm"]), "build:ts": fake("ts", ["dist/src/a.js"]) } }),
   );
   const ran = (): string[] => readFileSync(join(root, "ran.log"), "utf8").trim().split("\n");
   const prepare = async (): Promise<string> => (await run(process.execPath, [join(root, "scripts", "prepare.mjs")], { cwd: root, env: npmEnv() })).stderr;
 
   assert.match(await prepare(), /building the kernels: build\/kernels\.wasm is missing\n.*compiling the TypeScript: dist\/src\/a\.js is missing/s);
   assert.deepEqual(ran(), ["wasm", "ts"]);
+  // The bin target (package.json "bin"), written 0644 by the build as tsc writes it, is made executable.
+  const binMode = (): number => statSync(join(root, "dist/src/a.js")).mode & 0o777;
+  assert.equal(binMode(), 0o755);
+  chmodSync(join(root, "dist/src/a.js"), 0o644);
   assert.match(await prepare(), /build\/\*\.wasm and dist\/ are up to date, nothing to build/);
   assert.deepEqual(ran(), ["wasm", "ts"]);
+  assert.equal(binMode(), 0o755, "a current build's bin is made executable too");
   const later = Date.now() / 1000 + 60;
   write(root, later, "src/a.ts");
   await prepare();
@@ -109,6 +114,8 @@ test("npx kvflash in this checkout runs the checkout's CLI and rebuilds nothing 
   const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
   assert.equal(stdout, `kvflash ${pkg.version}\n`);
   assert.deepEqual(mtimes(), before, "npx rebuilt the checkout");
+  // The bin npx ran is executable (tsc writes it 0644; prepare makes it 0755).
+  assert.equal(statSync(join(ROOT, "dist/src/cli/main.js")).mode & 0o111, 0o111, "dist/src/cli/main.js is not executable");
   // npx ran this checkout, linked into its cache (libnpmexec's self-execution of a local bin).
   const [installDir] = readdirSync(join(cache, "_npx"));
   assert.equal(realpathSync(join(cache, "_npx", installDir!, "node_modules", "kvflash")), realpathSync(ROOT));
