@@ -85,3 +85,17 @@ export const GGML_UNSUPPORTED_NAMES: Readonly<Record<number, string>> = {
 export function ggmlRowBytes(type: GgmlType, n: number): number {
   return (n / type.blockSize) * type.typeSize;
 }
+
+/** The ggml block types read block by block in place: by the GPU kernels and the float64 block decoder. */
+export type BlockTypeName = "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q2_k" | "q3_k" | "iq4_xs";
+
+/** Values and bytes of one block of each in-place block type as kvflash stores it: ggml's (GGML_TYPES), except q4_0's f16 scale widened to f32 (2 bytes more). */
+export const BLOCK_GEOMETRY: Readonly<Record<BlockTypeName, { values: number; bytes: number }>> = {
+  q4_0: { values: GGML_TYPES.Q4_0.blockSize, bytes: GGML_TYPES.Q4_0.typeSize + 2 },
+  q4_k: { values: GGML_TYPES.Q4_K.blockSize, bytes: GGML_TYPES.Q4_K.typeSize },
+  q5_k: { values: GGML_TYPES.Q5_K.blockSize, bytes: GGML_TYPES.Q5_K.typeSize },
+  q6_k: { values: GGML_TYPES.Q6_K.blockSize, bytes: GGML_TYPES.Q6_K.typeSize },
+  q2_k: { values: GGML_TYPES.Q2_K.blockSize, bytes: GGML_TYPES.Q2_K.typeSize },
+  q3_k: { values: GGML_TYPES.Q3_K.blockSize, bytes: GGML_TYPES.Q3_K.typeSize },
+  iq4_xs: { values: GGML_TYPES.IQ4_XS.blockSize, bytes: GGML_TYPES.IQ4_XS.typeSize },
+};

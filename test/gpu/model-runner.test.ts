@@ -30,42 +30,17 @@ import { after, before, describe, test } from "node:test";
 import type { GpuDevice } from "../../src/gpu/index.js";
 import { GpuModelRunner } from "../../src/gpu/model-runner.js";
 import { Engine } from "../../src/engine/engine.js";
-import { DecoderWeights, type LayerWeights } from "../../src/model/decoder-weights.js";
 import { createDecoder } from "../../src/model/loader.js";
-import { type Runtime, type Tensor, type Weight, createRuntime, createWeight, dequantizeWeight, generate, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
+import { type Runtime, createRuntime, generate, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
 import type { KvCacheDType } from "../../src/kv/kv-quant.js";
 import type { WeightFormat } from "../../src/ops/weight.js";
 import { type TinyArch, writeTinyModel } from "../../src/testing/index.js";
 import { convertModelDirToGguf } from "../../src/model/gguf/convert.js";
 import { openTestGpu } from "./support.js";
-import { assertLogitsClose, runnerSteps } from "./runner-support.js";
+import { assertLogitsClose, f32Twin, runnerSteps } from "./runner-support.js";
 
 const opened = await openTestGpu();
 const gpuTest = (name: string, fn: () => Promise<void>) => test(name, { skip: opened.skip }, fn);
-
-/** f32 weights holding exactly the values of `w`'s matrices (dequantized), with copies of its vectors. */
-function f32Twin(rt: Runtime, w: DecoderWeights): DecoderWeights {
-  const m = (x: Weight): Weight => {
-    const t = dequantizeWeight(rt, { weight: x });
-    try {
-      return createWeight(rt, { source: t, format: "f32" });
-    } finally {
-      rt.free(t);
-    }
-  };
-  const v = <T extends Tensor | null>(t: T): T => {
-    if (t === null) return t;
-    const c = rt.tensor("f32", t.shape);
-    c.data().set(t.data());
-    return c as T;
-  };
-  const embedding = m(w.embedding);
-  const layers = w.layers.map((l): LayerWeights => ({
-    inputNorm: v(l.inputNorm), postNorm: v(l.postNorm), attnOutNorm: v(l.attnOutNorm), mlpOutNorm: v(l.mlpOutNorm), qkv: m(l.qkv), qkvBias: v(l.qkvBias), qNorm: v(l.qNorm), kNorm: v(l.kNorm),
-    o: m(l.o), oBias: v(l.oBias), gateUp: m(l.gateUp), gateUpBias: v(l.gateUpBias), down: m(l.down), downBias: v(l.downBias),
-  }));
-  return new DecoderWeights(rt, "f32", embedding, layers, v(w.finalNorm), w.lmHead === w.embedding ? embedding : m(w.lmHead));
-}
 
 describe("WebGPU ModelRunner against the CPU decoder", () => {
   let rt: Runtime;

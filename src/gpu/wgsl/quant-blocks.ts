@@ -37,21 +37,11 @@
  * i8 values picked by selects (iq4nl), ALU only: no private array a compiler
  * may spill (llama.cpp's Vulkan shaders keep it in shared memory instead).
  */
-import { GGML_TYPES } from "../../tensor/ggml-types.js";
+import { BLOCK_GEOMETRY, type BlockTypeName } from "../../tensor/ggml-types.js";
 
-/** The ggml block types the GPU reads in place. */
-export type GpuBlockType = "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q2_k" | "q3_k" | "iq4_xs";
-
-/** Values and bytes of one block of each GPU block type: ggml's (tensor/ggml-types.ts), q4_0's scale widened to f32 (2 bytes more). */
-export const GPU_BLOCK: Readonly<Record<GpuBlockType, { values: number; bytes: number }>> = {
-  q4_0: { values: GGML_TYPES.Q4_0.blockSize, bytes: GGML_TYPES.Q4_0.typeSize + 2 },
-  q4_k: { values: GGML_TYPES.Q4_K.blockSize, bytes: GGML_TYPES.Q4_K.typeSize },
-  q5_k: { values: GGML_TYPES.Q5_K.blockSize, bytes: GGML_TYPES.Q5_K.typeSize },
-  q6_k: { values: GGML_TYPES.Q6_K.blockSize, bytes: GGML_TYPES.Q6_K.typeSize },
-  q2_k: { values: GGML_TYPES.Q2_K.blockSize, bytes: GGML_TYPES.Q2_K.typeSize },
-  q3_k: { values: GGML_TYPES.Q3_K.blockSize, bytes: GGML_TYPES.Q3_K.typeSize },
-  iq4_xs: { values: GGML_TYPES.IQ4_XS.blockSize, bytes: GGML_TYPES.IQ4_XS.typeSize },
-};
+/** The ggml block types the GPU reads in place, and their block geometry (one table: tensor/ggml-types.ts). */
+export type GpuBlockType = BlockTypeName;
+export const GPU_BLOCK = BLOCK_GEOMETRY;
 
 /** The `blockType` codes of the kernels that switch on the type (GEMM, embedding). */
 export const GPU_BLOCK_CODE: Readonly<Record<GpuBlockType, number>> = { q4_0: 0, q4_k: 1, q5_k: 2, q6_k: 3, q2_k: 4, q3_k: 5, iq4_xs: 6 };

@@ -9,20 +9,12 @@
  * values give the GEMV's and GEMM's float64 twin.
  */
 import { dequantize, getScaleMinK4 } from "../../tensor/ggml-dequantize.js";
-import { GGML_TYPES } from "../../tensor/ggml-types.js";
+import { BLOCK_GEOMETRY, type BlockTypeName, GGML_TYPES } from "../../tensor/ggml-types.js";
 
-export type BlockTypeName = "q4_0" | "q4_k" | "q5_k" | "q6_k" | "q2_k" | "q3_k" | "iq4_xs";
+export type { BlockTypeName };
 
-/** Values and bytes of a block (tensor/ggml-types.ts; q4_0's f16 scale widened to f32: 2 bytes more). */
-const GEOMETRY: Readonly<Record<BlockTypeName, { values: number; bytes: number }>> = {
-  q4_0: { values: GGML_TYPES.Q4_0.blockSize, bytes: GGML_TYPES.Q4_0.typeSize + 2 },
-  q4_k: { values: GGML_TYPES.Q4_K.blockSize, bytes: GGML_TYPES.Q4_K.typeSize },
-  q5_k: { values: GGML_TYPES.Q5_K.blockSize, bytes: GGML_TYPES.Q5_K.typeSize },
-  q6_k: { values: GGML_TYPES.Q6_K.blockSize, bytes: GGML_TYPES.Q6_K.typeSize },
-  q2_k: { values: GGML_TYPES.Q2_K.blockSize, bytes: GGML_TYPES.Q2_K.typeSize },
-  q3_k: { values: GGML_TYPES.Q3_K.blockSize, bytes: GGML_TYPES.Q3_K.typeSize },
-  iq4_xs: { values: GGML_TYPES.IQ4_XS.blockSize, bytes: GGML_TYPES.IQ4_XS.typeSize },
-};
+/** Values and bytes of a block (tensor/ggml-types.ts). */
+const GEOMETRY = BLOCK_GEOMETRY;
 
 const GGML_NAME = { q4_k: "Q4_K", q5_k: "Q5_K", q6_k: "Q6_K", q2_k: "Q2_K", q3_k: "Q3_K", iq4_xs: "IQ4_XS" } as const;
 
