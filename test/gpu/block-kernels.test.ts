@@ -28,7 +28,7 @@ import { decodeBlockRows } from "../../src/ops/reference/block-decode.js";
 import { linearMagnitude, linearReference } from "../../src/ops/reference/linear.js";
 import { randn, rng, uniform } from "../helpers/random.js";
 import { randomKquantBlocks } from "./block-support.js";
-import { openTestGpu } from "./support.js";
+import { openTestGpu, runPass } from "./support.js";
 
 const opened = await openTestGpu();
 const gpuTest = (name: string, fn: () => Promise<void>) => test(name, { skip: opened.skip }, fn);
@@ -68,18 +68,7 @@ describe("WebGPU kernels over ggml blocks against the float64 decode", () => {
   });
 
   const upload = (data: ArrayLike<number>, label: string) => gpu.upload(new Uint8Array(Float32Array.from(data).buffer), label);
-  async function run(record: (pass: GPUComputePassEncoder) => void, out: GPUBuffer, n: number): Promise<Float32Array> {
-    await gpu.scoped("a block-kernel test", async () => {
-      const enc = gpu.device.createCommandEncoder();
-      const pass = enc.beginComputePass();
-      record(pass);
-      pass.end();
-      gpu.device.queue.submit([enc.finish()]);
-      await gpu.device.queue.onSubmittedWorkDone();
-    });
-    ops.recycle();
-    return new Float32Array(await gpu.read(out, n * 4));
-  }
+  const run = (record: (pass: GPUComputePassEncoder) => void, out: GPUBuffer, n: number) => runPass(gpu, ops, "a block-kernel test", record, out, n);
 
   /** [rows, cols] shapes: every type's, and the awkward ones q2_k, q3_k and iq4_xs run too. */
   const BASE: readonly [number, number][] = [[37, 768]];

@@ -20,7 +20,7 @@ import { ropeInvFreq } from "../../src/ops/rope.js";
 import { swigluReference } from "../../src/ops/reference/swiglu.js";
 import { decodeValue, encodeValue } from "../../src/tensor/codec.js";
 import { uniform } from "../helpers/random.js";
-import { openTestGpu } from "./support.js";
+import { openTestGpu, runPass } from "./support.js";
 
 const opened = await openTestGpu();
 const gpuTest = (name: string, fn: () => Promise<void>) => test(name, { skip: opened.skip }, fn);
@@ -40,18 +40,7 @@ describe("WebGPU decoder kernels against the float64 references", () => {
 
   const upload = (data: ArrayLike<number>, label: string) => gpu.upload(new Uint8Array(Float32Array.from(data).buffer), label);
   const poisoned = (n: number, label: string) => upload(new Float32Array(n).fill(NaN), label);
-  async function run(record: (pass: GPUComputePassEncoder) => void, out: GPUBuffer, n: number): Promise<Float32Array> {
-    await gpu.scoped("a decoder-ops test", async () => {
-      const enc = gpu.device.createCommandEncoder();
-      const pass = enc.beginComputePass();
-      record(pass);
-      pass.end();
-      gpu.device.queue.submit([enc.finish()]);
-      await gpu.device.queue.onSubmittedWorkDone();
-    });
-    ops.recycle();
-    return new Float32Array(await gpu.read(out, n * 4));
-  }
+  const run = (record: (pass: GPUComputePassEncoder) => void, out: GPUBuffer, n: number) => runPass(gpu, ops, "a decoder-ops test", record, out, n);
   function close(what: string, got: ArrayLike<number>, ref: ArrayLike<number>, tol: (i: number) => number): void {
     assert.equal(got.length, ref.length, `${what}: length`);
     for (let i = 0; i < ref.length; i++) {

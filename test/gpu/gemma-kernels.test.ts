@@ -19,7 +19,7 @@ import type { GpuDevice } from "../../src/gpu/index.js";
 import { gegluReference } from "../../src/ops/reference/swiglu.js";
 import { softcapReference } from "../../src/ops/reference/softcap.js";
 import { assertWithin, uniform } from "../helpers/random.js";
-import { openTestGpu } from "./support.js";
+import { openTestGpu, runPass } from "./support.js";
 
 const opened = await openTestGpu();
 const gpuTest = (name: string, fn: () => Promise<void>) => test(name, { skip: opened.skip }, fn);
@@ -39,18 +39,7 @@ describe("WebGPU Gemma kernels against the float64 references", () => {
   });
 
   const upload = (data: ArrayLike<number>, label: string) => gpu.upload(new Uint8Array(Float32Array.from(data).buffer), label);
-  async function run(record: (pass: GPUComputePassEncoder) => void, out: GPUBuffer, n: number): Promise<Float32Array> {
-    await gpu.scoped("a Gemma kernels test", async () => {
-      const enc = gpu.device.createCommandEncoder();
-      const pass = enc.beginComputePass();
-      record(pass);
-      pass.end();
-      gpu.device.queue.submit([enc.finish()]);
-      await gpu.device.queue.onSubmittedWorkDone();
-    });
-    ops.recycle();
-    return new Float32Array(await gpu.read(out, n * 4));
-  }
+  const run = (record: (pass: GPUComputePassEncoder) => void, out: GPUBuffer, n: number) => runPass(gpu, ops, "a Gemma kernels test", record, out, n);
   /** `x` at element offset `off` of a buffer of sentinels (off before, 3 after). */
   const framed = (x: ArrayLike<number>, off: number) => upload([...new Array<number>(off).fill(SENTINEL), ...Array.from(x), SENTINEL, SENTINEL, SENTINEL], "x");
   function assertFrame(got: Float32Array, off: number, n: number, what: string): void {

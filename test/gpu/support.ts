@@ -14,6 +14,7 @@
 //   lse: |lse − ref| / max(1, |ref|) ≤ 2e-5; −Infinity must match exactly.
 import { existsSync } from "node:fs";
 import { GpuDevice, SWIFTSHADER_ICD, WebGpuUnavailableError } from "../../src/gpu/index.js";
+import type { GpuDecoderOps } from "../../src/gpu/decoder-ops.js";
 import { assertClose } from "../attention/support.js";
 
 export const GPU_OUT_TOL = 2e-5;
@@ -38,4 +39,18 @@ export async function openTestGpu(): Promise<{ gpu: GpuDevice; skip: false } | {
 /** out (rows of D) and lse against the reference, with the GPU tolerances. */
 export function assertGpuClose(what: string, got: { out: ArrayLike<number>; lse?: ArrayLike<number> }, ref: { out: ArrayLike<number>; lse: ArrayLike<number> }, D: number): void {
   assertClose(what, got, ref, D, { out: GPU_OUT_TOL, lse: GPU_LSE_TOL });
+}
+
+/** Records one compute pass (`record`), submits it in an error scope named `label`, waits, recycles `ops`' step buffers, and reads back `n` f32 values of `out`. */
+export async function runPass(gpu: GpuDevice, ops: GpuDecoderOps, label: string, record: (pass: GPUComputePassEncoder) => void, out: GPUBuffer, n: number): Promise<Float32Array> {
+  await gpu.scoped(label, async () => {
+    const enc = gpu.device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    record(pass);
+    pass.end();
+    gpu.device.queue.submit([enc.finish()]);
+    await gpu.device.queue.onSubmittedWorkDone();
+  });
+  ops.recycle();
+  return new Float32Array(await gpu.read(out, n * 4));
 }
