@@ -4,6 +4,8 @@
 # @node-llama-cpp/linux-<arch>, at the version src/testing/llamacpp.ts pins,
 # into .ci/cache/llamacpp/node_modules, outside package.json and the lock file.
 # Used by .ci/run after `npm ci`, and by `npm run llamacpp:install`.
+# `bash .ci/llamacpp.sh vulkan` adds @node-llama-cpp/linux-x64-vulkan (llama.cpp's
+# Vulkan build, ~90 MB: the `webgpu` benchmark's peer on a real GPU); CI never does.
 #
 # Why not a devDependency: node-llama-cpp lists 14 platform packages as
 # optionalDependencies, and on linux-x64 npm installs six of them (CUDA, CUDA
@@ -31,13 +33,20 @@ esac
 # project's node_modules: an unsaved install there would prune the project's
 # optional "webgpu" (--omit=optional) and leave extraneous packages beside its
 # dependencies. src/testing/llamacpp.ts looks here first.
+extra=()
+if [ "${1:-}" = vulkan ]; then
+  [ "$platform" = linux-x64 ] || { echo ".ci/llamacpp.sh: llama.cpp's Vulkan package is linux-x64 only, not $platform" >&2; exit 2; }
+  extra=("@node-llama-cpp/$platform-vulkan@$version")
+elif [ -n "${1:-}" ]; then
+  echo ".ci/llamacpp.sh: the only argument is \"vulkan\", got \"$1\"" >&2; exit 2
+fi
 dir=.ci/cache/llamacpp
 mkdir -p "$dir"
 [ -f "$dir/package.json" ] || echo '{ "name": "kvflash-llamacpp-oracle", "private": true }' > "$dir/package.json"
 installed="$(node -p "require('./$dir/node_modules/node-llama-cpp/package.json').version" 2>/dev/null || true)"
-if [ "$installed" = "$version" ] && [ -d "$dir/node_modules/@node-llama-cpp/$platform/bins/$platform" ]; then
+if [ "$installed" = "$version" ] && [ -d "$dir/node_modules/@node-llama-cpp/$platform/bins/$platform" ] && { [ ${#extra[@]} -eq 0 ] || [ -d "$dir/node_modules/@node-llama-cpp/$platform-vulkan/bins/$platform-vulkan" ]; }; then
   echo "llama.cpp: node-llama-cpp $version and @node-llama-cpp/$platform already installed in $dir"
   exit 0
 fi
-(cd "$dir" && npm install --no-save --no-package-lock --ignore-scripts --omit=optional --no-audit --no-fund "node-llama-cpp@$version" "@node-llama-cpp/$platform@$version")
-echo "llama.cpp: installed node-llama-cpp $version and @node-llama-cpp/$platform in $dir"
+(cd "$dir" && npm install --no-save --no-package-lock --ignore-scripts --omit=optional --no-audit --no-fund "node-llama-cpp@$version" "@node-llama-cpp/$platform@$version" "${extra[@]}")
+echo "llama.cpp: installed node-llama-cpp $version and @node-llama-cpp/$platform ${extra[*]} in $dir"

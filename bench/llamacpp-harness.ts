@@ -10,7 +10,7 @@
  * says which one is missing otherwise.
  */
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -41,15 +41,43 @@ export interface LlamaCppHarness {
   version: string;
 }
 
-/** Builds the harness if its cached binary is missing or older than bench.cpp. */
-export function buildLlamaCppHarness(log: (line: string) => void): LlamaCppHarness {
+/**
+ * Where the Vulkan build of the harness comes from:
+ *   - $KVFLASH_LLAMACPP_VULKAN: a folder holding a `bench` built here against
+ *     @node-llama-cpp/linux-x64-vulkan and that package's libraries (how a
+ *     lent GPU machine, which has no g++ or npm registry, gets it:
+ *     tools/gpu-device/pack.sh), used as it is;
+ *   - else the package installed beside node-llama-cpp
+ *     (`bash .ci/llamacpp.sh vulkan`), built here.
+ */
+export const LLAMACPP_VULKAN_ENV = "KVFLASH_LLAMACPP_VULKAN";
+
+/**
+ * Builds the harness if its cached binary is missing or older than bench.cpp:
+ * against the CPU package, or with variant "vulkan" against
+ * @node-llama-cpp/linux-x64-vulkan (its libllama.vulkan.*.so and
+ * libggml-vulkan.so; the CPU backends ship beside them).
+ */
+export function buildLlamaCppHarness(log: (line: string) => void, variant: "cpu" | "vulkan" = "cpu"): LlamaCppHarness {
   const found = findLlamaCpp();
-  if ("missing" in found) throw new Error(`the gguf benchmark times llama.cpp, but ${found.missing}`);
-  const dir = join(BENCH_CACHE, "llamacpp", found.version);
+  if (variant === "vulkan") {
+    const given = process.env[LLAMACPP_VULKAN_ENV];
+    if (given) {
+      const binary = join(given, "bench");
+      if (!existsSync(binary)) throw new Error(`${LLAMACPP_VULKAN_ENV}=${given} has no bench binary (tools/gpu-device/pack.sh builds one)`);
+      const stamp = join(given, "version");
+      return { binary, libDir: given, version: `${existsSync(stamp) ? readFileSync(stamp, "utf8").trim() : "unknown"} vulkan` };
+    }
+  }
+  if ("missing" in found) throw new Error(`the benchmark times llama.cpp, but ${found.missing}`);
+  const libDir = variant === "cpu" ? found.libDir : join(found.modules, "@node-llama-cpp", "linux-x64-vulkan", "bins", "linux-x64-vulkan");
+  if (!existsSync(libDir)) throw new Error(`the Vulkan peer needs @node-llama-cpp/linux-x64-vulkan in ${found.modules}: bash .ci/llamacpp.sh vulkan`);
+  const dir = join(BENCH_CACHE, "llamacpp", variant === "cpu" ? found.version : `${found.version}-vulkan`);
+  const version = variant === "cpu" ? found.version : `${found.version} vulkan`;
   const binary = join(dir, "bench");
-  if (existsSync(binary) && statSync(binary).mtimeMs >= statSync(SOURCE).mtimeMs) return { binary, libDir: found.libDir, version: found.version };
+  if (existsSync(binary) && statSync(binary).mtimeMs >= statSync(SOURCE).mtimeMs) return { binary, libDir, version };
   mkdirSync(dir, { recursive: true });
-  const headers = join(dir, "src");
+  const headers = join(BENCH_CACHE, "llamacpp", found.version, "src");
   if (!existsSync(join(headers, "include", "llama.h"))) {
     log(`llama.cpp: extracting the headers of node-llama-cpp ${found.version}'s llama.cpp from ${found.sourceBundle}`);
     const clone = join(dir, "clone");
@@ -63,9 +91,10 @@ export function buildLlamaCppHarness(log: (line: string) => void): LlamaCppHarne
     rmSync(tar, { force: true });
   }
   log(`llama.cpp: building ${binary} with g++`);
-  const libs = [/^libllama(\.v[\d.]+)?\.so$/, /^libggml(\.v[\d.]+)?\.so$/, /^libggml-base\.so$/].map((re) => `-l:${library(found.libDir, re)}`);
-  run("g++", ["-O2", "-std=c++17", "-I", join(headers, "include"), "-I", join(headers, "ggml", "include"), SOURCE, "-o", binary, "-L", found.libDir, ...libs, `-Wl,-rpath,${found.libDir}`], "building the llama.cpp harness");
-  return { binary, libDir: found.libDir, version: found.version };
+  const libs = [/^libllama(\.vulkan)?(\.v[\d.]+)?\.so$/, /^libggml(\.vulkan)?(\.v[\d.]+)?\.so$/, /^libggml-base\.so$/].map((re) => `-l:${library(libDir, re)}`);
+  // The Vulkan build also finds its libraries beside the binary ($ORIGIN), so that a copy of the folder runs elsewhere.
+  run("g++", ["-O2", "-std=c++17", "-I", join(headers, "include"), "-I", join(headers, "ggml", "include"), SOURCE, "-o", binary, "-L", libDir, ...libs, `-Wl,-rpath,${libDir}:$ORIGIN`], "building the llama.cpp harness");
+  return { binary, libDir, version };
 }
 
 export interface LlamaCppRun {
@@ -79,23 +108,27 @@ export class LlamaCppBench {
   #lines: AsyncIterator<string>;
   #stderr = "";
   readonly flashAttn: string;
+  /** The first GPU device llama.cpp loaded ("Vulkan0: NVIDIA H100 …"), "" when none. */
+  readonly gpu: string;
 
-  private constructor(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>, flashAttn: string) {
+  private constructor(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>, flashAttn: string, gpu: string) {
     this.#child = child;
     this.#lines = lines;
     this.flashAttn = flashAttn;
+    this.gpu = gpu;
     child.stderr.on("data", (d: Buffer) => (this.#stderr += d.toString()));
   }
 
-  static async start(harness: LlamaCppHarness, model: string, o: { threads: number; prompt: number; decode: number }): Promise<LlamaCppBench> {
-    const child = spawn(harness.binary, [model, harness.libDir, String(o.threads), String(o.prompt), String(o.decode)], { stdio: ["pipe", "pipe", "pipe"] });
+  /** `gpuLayers` (default 0): layers offloaded to the first GPU backend in the harness's libDir (the Vulkan peer: 999, all). */
+  static async start(harness: LlamaCppHarness, model: string, o: { threads: number; prompt: number; decode: number; gpuLayers?: number }): Promise<LlamaCppBench> {
+    const child = spawn(harness.binary, [model, harness.libDir, String(o.threads), String(o.prompt), String(o.decode), String(o.gpuLayers ?? 0)], { stdio: ["pipe", "pipe", "pipe"] });
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const first = await lines.next();
     if (first.done) throw new Error(`the llama.cpp harness exited before loading ${model}:\n${stderr}`);
-    const ready = JSON.parse(first.value) as { ready: boolean; flash_attn: string };
-    return new LlamaCppBench(child, lines, ready.flash_attn);
+    const ready = JSON.parse(first.value) as { ready: boolean; flash_attn: string; gpu?: string };
+    return new LlamaCppBench(child, lines, ready.flash_attn, ready.gpu ?? "");
   }
 
   /** One timed run: the full prompt and decode, or a shorter one (a warm-up). */

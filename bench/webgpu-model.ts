@@ -7,15 +7,21 @@
  * software adapter (SwiftShader runs every workgroup on the CPU) a 2-layer
  * model of hidden 128 with a 1024-token vocabulary and a 16-token prompt:
  * the rows then show that the path runs, never GPU speed (`software` says so).
+ *
+ * Decode rows also carry `gbps` = the runner's weight bytes (GpuModelRunner.weightBytes,
+ * every matrix read once a token; the KV cache's few MB left out) × tok/s, and
+ * `roofline` = gbps over the copy bandwidth measured in the same run (target ≥ 0.5
+ * for the q8 model).
  */
 import { argmax } from "../src/engine/sampler.js";
 import type { GpuDevice } from "../src/gpu/device.js";
 import { GpuModelRunner } from "../src/gpu/model-runner.js";
 import { type Decoder, type ModelRunner, type Runtime, type WeightFormat, runRequest } from "../src/ops-entry.js";
 import { createSyntheticModel, qwen25HalfBConfig } from "../src/testing/index.js";
+import type { GpuCeilings } from "./gpu-ceilings.js";
 import { type Row, median } from "./harness.js";
 
-export async function modelRows(rt: Runtime, gpu: GpuDevice, small: boolean, log: (line: string) => void): Promise<Row[]> {
+export async function modelRows(rt: Runtime, gpu: GpuDevice, ceil: GpuCeilings, small: boolean, log: (line: string) => void): Promise<Row[]> {
   const full = qwen25HalfBConfig();
   // SwiftShader: hidden 128, 2 layers, a 1024-token vocabulary (a few seconds a step there).
   const config = small ? { ...full, hiddenSize: 128, intermediateSize: 384, numHeads: 2, numKvHeads: 1, headDim: 64, numLayers: 2, vocabSize: 1024, layerWindows: full.layerWindows.slice(0, 2), layerRope: full.layerRope.slice(0, 2) } : full;
@@ -45,7 +51,8 @@ export async function modelRows(rt: Runtime, gpu: GpuDevice, small: boolean, log
       log(`model ${weights}: prefill ${g.prefill.toFixed(1)} tok/s on the GPU, ${c.prefill.toFixed(1)} on the CPU; decode ${g.decode.toFixed(1)} and ${c.decode.toFixed(1)}`);
       const common: Row = { adapter: gpu.adapter.architecture, model: small ? "qwen2-shaped, hidden 128, 2 layers" : "qwen2.5-0.5b", weights, kv_dtype: "bf16", software: gpu.adapter.software };
       rows.push({ ...common, phase: "prefill", tokens: prompt, tok_s: g.prefill, cpu_tok_s: c.prefill, over_cpu: g.prefill / c.prefill });
-      rows.push({ ...common, phase: "decode", tokens: decodeSteps, tok_s: g.decode, cpu_tok_s: c.decode, over_cpu: g.decode / c.decode });
+      const gbps = (gpuRunner.weightBytes * g.decode) / 1e9;
+      rows.push({ ...common, phase: "decode", tokens: decodeSteps, tok_s: g.decode, cpu_tok_s: c.decode, over_cpu: g.decode / c.decode, weight_bytes: gpuRunner.weightBytes, gbps, roofline: gbps / ceil.copy_gbps });
     } finally {
       gpuRunner?.dispose();
       cpu.dispose();

@@ -4,9 +4,11 @@
 // The Node binding is left out on purpose: it adds milliseconds to every
 // decoded token, which would flatter kvflash.
 //
-//   bench MODEL.gguf LIB_DIR THREADS PROMPT DECODE
+//   bench MODEL.gguf LIB_DIR THREADS PROMPT DECODE [GPU_LAYERS]
 //
-// Loads the model once (CPU backends from LIB_DIR, no GPU), then serves one
+// Loads the model once (the backends in LIB_DIR; GPU_LAYERS, default 0, of
+// its layers offloaded to the first GPU backend there: the `webgpu` suite's
+// Vulkan peer passes 999, every layer), then serves one
 // timed run for every "run" line read on stdin, so the caller can alternate
 // these runs with its own; "run P D" makes a shorter one (P ≤ PROMPT,
 // D ≤ DECODE: a warm-up); "quit" or end of input exits. A run is
@@ -15,7 +17,8 @@
 // one llama_decode, then D single-token steps, each feeding back the
 // argmax of the last logits, on one persistent threadpool (as llama-bench). It prints one JSON line:
 //   {"prefill_ms": …, "decode_ms": [step ms …]}
-// and, once after loading, {"ready": true, "n_vocab": …, "flash_attn": "…"}.
+// and, once after loading, {"ready": true, "n_vocab": …, "flash_attn": "…",
+// "gpu": "…"} (gpu: the first GPU device's description, "" when none).
 // Errors go to stderr with exit status 1.
 #include <chrono>
 #include <cstdint>
@@ -50,19 +53,29 @@ static int argmax(const float* logits, int n) {
 }
 
 int main(int argc, char** argv) {
-  if (argc != 6) die("usage: bench MODEL.gguf LIB_DIR THREADS PROMPT DECODE");
+  if (argc != 6 && argc != 7) die("usage: bench MODEL.gguf LIB_DIR THREADS PROMPT DECODE [GPU_LAYERS]");
   const char* model_path = argv[1];
   const int threads = std::atoi(argv[3]);
   const int prompt = std::atoi(argv[4]);
   const int decode = std::atoi(argv[5]);
-  if (threads < 1 || prompt < 1 || decode < 0) die("THREADS and PROMPT must be ≥ 1 and DECODE ≥ 0");
+  const int gpu_layers = argc == 7 ? std::atoi(argv[6]) : 0;
+  if (threads < 1 || prompt < 1 || decode < 0 || gpu_layers < 0) die("THREADS and PROMPT must be ≥ 1, DECODE and GPU_LAYERS ≥ 0");
 
   llama_log_set(quiet_log, nullptr);
   ggml_backend_load_all_from_path(argv[2]);
   llama_backend_init();
 
   llama_model_params mp = llama_model_default_params();
-  mp.n_gpu_layers = 0;
+  mp.n_gpu_layers = gpu_layers;
+  std::string gpu_name;
+  for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+    ggml_backend_dev_t dev = ggml_backend_dev_get(i);
+    if (ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_GPU) {
+      gpu_name = std::string(ggml_backend_dev_name(dev)) + ": " + ggml_backend_dev_description(dev);
+      break;
+    }
+  }
+  if (gpu_layers > 0 && gpu_name.empty()) die(std::string("GPU_LAYERS ") + std::to_string(gpu_layers) + " asks for a GPU, but no GPU backend device was loaded from " + argv[2]);
   llama_model* model = llama_model_load_from_file(model_path, mp);
   if (model == nullptr) die(std::string("cannot load ") + model_path);
 
@@ -94,7 +107,9 @@ int main(int argc, char** argv) {
   std::vector<llama_token> ids(prompt);
   for (int i = 0; i < prompt; i++) ids[i] = static_cast<llama_token>((static_cast<uint64_t>(i) * 2654435761u) % static_cast<uint64_t>(n_vocab));
 
-  std::printf("{\"ready\": true, \"n_vocab\": %d, \"flash_attn\": \"%s\"}\n", n_vocab, llama_flash_attn_type_name(cp.flash_attn_type));
+  for (char& c : gpu_name)
+    if (c == '"' || c == '\\') c = '\'';
+  std::printf("{\"ready\": true, \"n_vocab\": %d, \"flash_attn\": \"%s\", \"gpu\": \"%s\"}\n", n_vocab, llama_flash_attn_type_name(cp.flash_attn_type), gpu_name.c_str());
   std::fflush(stdout);
 
   std::string line;

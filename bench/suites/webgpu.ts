@@ -19,8 +19,13 @@
  * software adapter: SwiftShader runs on the CPU) takes H = 8, Hkv = 2 and
  * Sk = 1024 decode, S = 128 prefill: enough to show the suite runs, not a
  * speed. Rows name the adapter; BENCHMARKS.md says which runs were real GPUs.
- * Then the model rows (bench/webgpu-model.ts): the WebGPU ModelRunner's
- * prefill and decode tok/s and `over_cpu`, the ratio to the wasm decoder.
+ * Then the matrix rows (bench/webgpu-gemv.ts: decode GEMV and prefill GEMM
+ * in bf16, f16, q8, Q4_K and Q6_K), the model rows (bench/webgpu-model.ts:
+ * the WebGPU ModelRunner's prefill and decode tok/s, `over_cpu`, the ratio to
+ * the wasm decoder, and the decode's fraction of the bandwidth roofline), and
+ * the peer rows (bench/webgpu-peer.ts: llama.cpp's Vulkan backend on the same
+ * GPU and GGUF file; skipped on a software adapter or without the Vulkan
+ * build).
  */
 import { prefillProblem } from "../../src/attention/flash-attention.js";
 import { prepareIncreFlashAttention } from "../../src/attention/incre-flash-attention.js";
@@ -29,7 +34,9 @@ import { GpuDevice } from "../../src/gpu/device.js";
 import { type DType, type Runtime, type Tensor, convert } from "../../src/ops-entry.js";
 import { type GpuCeilings, measureGpuCeilings, timeGpu } from "../gpu-ceilings.js";
 import type { Row, Suite } from "../harness.js";
+import { matrixRows } from "../webgpu-gemv.js";
 import { modelRows } from "../webgpu-model.js";
+import { peerRows } from "../webgpu-peer.js";
 
 interface Case {
   op: "decode" | "prefill";
@@ -141,9 +148,26 @@ export const webgpu: Suite = {
       ];
       for (const c of cases(small)) {
         log(`${c.op} ${c.kv} H=${c.H} Hkv=${c.Hkv} Sq=${c.Sq} Sk=${c.Sk} D=${c.D}`);
-        rows.push({ ...(await measure(rt, gpu, c, ceil, small)), software: gpu.adapter.software });
+        try {
+          rows.push({ ...(await measure(rt, gpu, c, ceil, small)), software: gpu.adapter.software });
+        } catch (e) {
+          log(`${c.op} failed: ${(e as Error).stack ?? String(e)}`);
+          rows.push({ adapter: gpu.adapter.architecture, op: `${c.op} (failed)`, error: String((e as Error).message ?? e).slice(0, 300), software: gpu.adapter.software });
+        }
       }
-      rows.push(...(await modelRows(rt, gpu, small, log)));
+      // Each part on its own: a failure is logged and the rows so far are kept (a lent GPU's minutes are few).
+      const part = async (name: string, rowsOf: () => Promise<Row[]>): Promise<void> => {
+        try {
+          rows.push(...(await rowsOf()));
+        } catch (e) {
+          log(`${name} rows failed: ${(e as Error).stack ?? String(e)}`);
+          rows.push({ adapter: gpu.adapter.architecture, op: `${name} (failed)`, error: String((e as Error).message ?? e).slice(0, 300), software: gpu.adapter.software });
+        }
+        gpu.pool.clear();
+      };
+      await part("matrix", () => matrixRows(gpu, ceil, small, log));
+      await part("model", () => modelRows(rt, gpu, ceil, small, log));
+      await part("peer", () => peerRows(rt, gpu, log));
       return rows;
     } finally {
       gpu.destroy();
