@@ -19,7 +19,7 @@
 import type { GpuDevice } from "../src/gpu/device.js";
 import { GpuDecoderOps, type GpuQ8Weight, type GpuView } from "../src/gpu/decoder-ops.js";
 import { type GpuBlockType, blockRowBytes } from "../src/gpu/quant-blocks.js";
-import { type GpuCeilings, timeGpu } from "./gpu-ceilings.js";
+import { type GpuCeilings, adapterName, timeGpu } from "./gpu-ceilings.js";
 import type { Row } from "./harness.js";
 
 type Format = "bf16" | "f16" | "q8" | "q4_k" | "q6_k";
@@ -107,7 +107,7 @@ export async function matrixRows(gpu: GpuDevice, ceil: GpuCeilings, small: boole
         const gflops = flops / (ms * 1e6);
         const bound = Math.max(bytes / (ceil.copy_gbps * 1e6), flops / (ceil.fma_gflops * 1e6));
         log(`${shape.phase} ${format} [${R}, ${C}] × ${T}: ${ms.toFixed(3)} ms, ${gbps.toFixed(1)} GB/s, ${gflops.toFixed(1)} GFLOP/s`);
-        rows.push({ adapter: gpu.adapter.architecture, op: shape.phase === "decode" ? "gemv" : "gemm", weights: format, rows: R, cols: C, tokens: T, ms, gbps, gflops, bw_frac: gbps / ceil.copy_gbps, fma_frac: gflops / ceil.fma_gflops, roofline: bound / ms, software: gpu.adapter.software });
+        rows.push({ adapter: adapterName(gpu), op: shape.phase === "decode" ? "gemv" : "gemm", weights: format, rows: R, cols: C, tokens: T, ms, gbps, gflops, bw_frac: gbps / ceil.copy_gbps, fma_frac: gflops / ceil.fma_gflops, roofline: bound / ms, software: gpu.adapter.software });
         for (const b of held.splice(0)) gpu.pool.release(b);
       }
     }

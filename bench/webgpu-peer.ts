@@ -23,6 +23,7 @@ import { argmax } from "../src/engine/sampler.js";
 import type { GpuDevice } from "../src/gpu/device.js";
 import { loadGpuModel } from "../src/gpu/load-model.js";
 import { type Runtime, runRequest } from "../src/ops-entry.js";
+import { adapterName } from "./gpu-ceilings.js";
 import { type Row, median } from "./harness.js";
 import { BENCH_CACHE, LlamaCppBench, type LlamaCppRun, buildLlamaCppHarness } from "./llamacpp-harness.js";
 import { qwenGgufFile } from "./qwen-gguf-file.js";
@@ -68,7 +69,7 @@ export async function peerRows(rt: Runtime, gpu: GpuDevice, log: (line: string) 
       });
       return out;
     };
-    log(`peer: kvflash ${model.runner.weightFormat} on ${gpu.adapter.architecture}; llama.cpp ${harness.version} on ${cpp.gpu || "no GPU device"} (flash_attn ${cpp.flashAttn}); warm-up…`);
+    log(`peer: kvflash ${model.runner.weightFormat} on ${adapterName(gpu)}; llama.cpp ${harness.version} on ${cpp.gpu || "no GPU device"} (flash_attn ${cpp.flashAttn}); warm-up…`);
     const warm = small ? { prompt: 2, decode: 1 } : { prompt: 32, decode: 4 };
     await kvflashRun(warm);
     await cpp.run(warm);
@@ -83,7 +84,7 @@ export async function peerRows(rt: Runtime, gpu: GpuDevice, log: (line: string) 
     const rate = (rs: LlamaCppRun[]) => ({ prefill: median(rs.map((x) => (prompt * 1000) / x.prefillMs)), decode: median(rs.map((x) => (decode * 1000) / sum(x.decodeMs))) });
     const k = rate(runs.kvflash);
     const c = rate(runs.llamacpp);
-    const common = { adapter: gpu.adapter.architecture, model: "qwen2.5-0.5b-shaped Q8_0 GGUF", quant: "Q8_0", prompt_tokens: prompt, decode_tokens: decode, runs: reps, software: gpu.adapter.software };
+    const common = { adapter: adapterName(gpu), model: "qwen2.5-0.5b-shaped Q8_0 GGUF", quant: "Q8_0", prompt_tokens: prompt, decode_tokens: decode, runs: reps, software: gpu.adapter.software };
     return [
       { engine: "kvflash webgpu", ...common, weights: model.runner.weightFormat, prefill_tok_s: k.prefill, decode_tok_s: k.decode, kvflash_over_llamacpp: k.decode / c.decode, kvflash_over_llamacpp_prefill: k.prefill / c.prefill },
       { engine: "llama.cpp vulkan", ...common, weights: `native (node-llama-cpp ${harness.version}, ${cpp.gpu}, flash_attn ${cpp.flashAttn})`, prefill_tok_s: c.prefill, decode_tok_s: c.decode, kvflash_over_llamacpp: null, kvflash_over_llamacpp_prefill: null },

@@ -32,7 +32,7 @@ import { prepareIncreFlashAttention } from "../../src/attention/incre-flash-atte
 import { type GpuAttentionLaunch, prepareAttentionOnGpu } from "../../src/gpu/attention-run.js";
 import { GpuDevice } from "../../src/gpu/device.js";
 import { type DType, type Runtime, type Tensor, convert } from "../../src/ops-entry.js";
-import { type GpuCeilings, measureGpuCeilings, timeGpu } from "../gpu-ceilings.js";
+import { type GpuCeilings, adapterName, measureGpuCeilings, timeGpu } from "../gpu-ceilings.js";
 import type { Row, Suite } from "../harness.js";
 import { matrixRows } from "../webgpu-gemv.js";
 import { modelRows } from "../webgpu-model.js";
@@ -107,7 +107,7 @@ async function measure(rt: Runtime, gpu: GpuDevice, c: Case, ceil: GpuCeilings, 
     const gflops = flops / (ms * 1e6);
     const bound = Math.max(bytes / (ceil.copy_gbps * 1e6), flops / (ceil.fma_gflops * 1e6));
     return {
-      adapter: gpu.adapter.architecture,
+      adapter: adapterName(gpu),
       op: c.op === "decode" ? "increFlashAttention" : "flashAttention (causal)",
       kernel: l.kernel,
       kv: c.kv,
@@ -143,8 +143,8 @@ export const webgpu: Suite = {
       const ceil = await measureGpuCeilings(gpu, small);
       log(`ceilings: copy ${ceil.copy_gbps.toFixed(2)} GB/s, fma ${ceil.fma_gflops.toFixed(2)} GFLOP/s`);
       const rows: Row[] = [
-        { adapter: gpu.adapter.architecture, op: "copy (ceiling)", gbps: ceil.copy_gbps, software: gpu.adapter.software },
-        { adapter: gpu.adapter.architecture, op: "fma (ceiling)", gflops: ceil.fma_gflops, software: gpu.adapter.software },
+        { adapter: adapterName(gpu), op: "copy (ceiling)", gbps: ceil.copy_gbps, software: gpu.adapter.software },
+        { adapter: adapterName(gpu), op: "fma (ceiling)", gflops: ceil.fma_gflops, software: gpu.adapter.software },
       ];
       for (const c of cases(small)) {
         log(`${c.op} ${c.kv} H=${c.H} Hkv=${c.Hkv} Sq=${c.Sq} Sk=${c.Sk} D=${c.D}`);
@@ -152,7 +152,7 @@ export const webgpu: Suite = {
           rows.push({ ...(await measure(rt, gpu, c, ceil, small)), software: gpu.adapter.software });
         } catch (e) {
           log(`${c.op} failed: ${(e as Error).stack ?? String(e)}`);
-          rows.push({ adapter: gpu.adapter.architecture, op: `${c.op} (failed)`, error: String((e as Error).message ?? e).slice(0, 300), software: gpu.adapter.software });
+          rows.push({ adapter: adapterName(gpu), op: `${c.op} (failed)`, error: String((e as Error).message ?? e).slice(0, 300), software: gpu.adapter.software });
         }
       }
       // Each part on its own: a failure is logged and the rows so far are kept (a lent GPU's minutes are few).
@@ -161,7 +161,7 @@ export const webgpu: Suite = {
           rows.push(...(await rowsOf()));
         } catch (e) {
           log(`${name} rows failed: ${(e as Error).stack ?? String(e)}`);
-          rows.push({ adapter: gpu.adapter.architecture, op: `${name} (failed)`, error: String((e as Error).message ?? e).slice(0, 300), software: gpu.adapter.software });
+          rows.push({ adapter: adapterName(gpu), op: `${name} (failed)`, error: String((e as Error).message ?? e).slice(0, 300), software: gpu.adapter.software });
         }
         gpu.pool.clear();
       };

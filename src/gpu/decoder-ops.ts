@@ -4,7 +4,9 @@
  * resident on the GPU (buffers, element offsets). Each `encode*` checks its
  * sizes against the buffers, naming the argument and the value, and records
  * one dispatch into the caller's compute pass; nothing is read back;
- * recycle() frees the recorded dispatches' uniforms once they have run.
+ * a dispatch's uniform parameters and bind group come from the device's
+ * bind-group cache (reused while shapes and buffers repeat, as in decode);
+ * recycle() ends the step once its submission has run.
  * Pipelines come from the device's cache (`GpuDecoderOps.create` compiles
  * them once).
  *
@@ -228,8 +230,6 @@ export class GpuDecoderOps {
   readonly #dummy: GPUBuffer;
   /** The ggml-block kernels, compiled by prepareBlocks: "gemv q4_k", …, "gemm", "embedding". */
   readonly #blocks = new Map<string, GPUComputePipeline>();
-  /** Uniform buffers of recorded dispatches, destroyed by recycle(). */
-  readonly #uniforms: GPUBuffer[] = [];
 
   private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline, gemvQ8: GPUComputePipeline, embed: GPUComputePipeline, gemm: GPUComputePipeline, gemmQ8: GPUComputePipeline, gemma: GemmaPipelines) {
     this.#gpu = gpu;
@@ -265,12 +265,8 @@ export class GpuDecoderOps {
   }
 
   #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: GPUBuffer[], groups: number | [number, number]): number {
-    const uniform = this.#gpu.uniform(params instanceof Uint32Array ? (params.buffer as ArrayBuffer) : params, "op params");
-    this.#uniforms.push(uniform);
-    const bind = this.#gpu.device.createBindGroup({
-      layout: pipeline.getBindGroupLayout(0),
-      entries: [uniform, ...buffers].map((buffer, binding) => ({ binding, resource: { buffer } })),
-    });
+    const bytes = params instanceof Uint32Array ? (params.buffer as ArrayBuffer) : params;
+    const bind = this.#gpu.bindGroups.get(pipeline, bytes, buffers.map((b, i) => [i + 1, b] as const), "op params");
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, bind);
     if (Array.isArray(groups)) {
@@ -545,7 +541,7 @@ export class GpuDecoderOps {
 
   /** Frees the uniforms of the dispatches recorded so far: call it once the submissions that ran them have completed. */
   recycle(): void {
-    for (const b of this.#uniforms.splice(0)) b.destroy();
+    this.#gpu.bindGroups.endStep();
   }
 
   /** recycle(), then the buffer bound where a dispatch has no operand of its own goes back to the pool. */

@@ -2,7 +2,7 @@
  * GpuDevice: one WebGPU device and what every kernel launch needs from it —
  * limits read from the adapter, the optional features it has (shader-f16,
  * subgroups; each kernel has a path without them), a pipeline cache keyed by
- * WGSL source, a buffer pool, error scopes turned into GpuError, and device
+ * WGSL source, a buffer pool, a bind-group cache, error scopes turned into GpuError, and device
  * loss surfaced as a GpuError on every later call. Beside src/runtime (the
  * wasm side); the operators in ./attention.ts dispatch through it.
  *
@@ -13,6 +13,7 @@
  */
 /// <reference types="@webgpu/types" />
 import { type AdapterDescription, type DeviceKind, describeAdapter, formatAdapter, requestAdapter } from "./adapter.js";
+import { BindGroupCache } from "./bind-group-cache.js";
 import { GpuBufferPool } from "./buffer-pool.js";
 import { BufferUsage, MapMode } from "./constants.js";
 
@@ -52,6 +53,8 @@ export class GpuDevice {
   readonly limits: Readonly<GpuLimits>;
   readonly features: ReadonlySet<GpuFeature>;
   readonly pool: GpuBufferPool;
+  /** Dispatch bind groups (uniform params + buffers) reused across steps: bind-group-cache.ts. */
+  readonly bindGroups: BindGroupCache;
   readonly #pipelines = new Map<string, GPUComputePipeline>();
   #lost: GpuError | null = null;
   #destroyed = false;
@@ -62,6 +65,7 @@ export class GpuDevice {
     this.limits = Object.freeze(limits);
     this.features = features;
     this.pool = new GpuBufferPool(device);
+    this.bindGroups = new BindGroupCache(device);
     void device.lost.then((info) => {
       if (!this.#destroyed) this.#lost = new GpuError(`the WebGPU device was lost (${info.reason}): ${info.message}`);
     });
@@ -214,6 +218,7 @@ export class GpuDevice {
     if (this.#destroyed) return;
     this.#destroyed = true;
     this.pool.clear();
+    this.bindGroups.clear();
     this.#pipelines.clear();
     this.device.destroy();
   }

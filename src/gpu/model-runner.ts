@@ -100,6 +100,8 @@ export class GpuModelRunner implements ModelRunner {
   /** What the GPU holds of the weights ("q8", "bf16", "q4_k, q6_k", "q3_k", "q4_0 (from q4)"), and the bytes uploaded. */
   readonly weightFormat: string;
   readonly weightBytes: number;
+  /** Host milliseconds of the last forward: recording its passes (`recordMs`), and from submit to the logits on the CPU (`waitMs`). */
+  lastStep: { recordMs: number; waitMs: number } = { recordMs: 0, waitMs: 0 };
   readonly #rt: Runtime;
   readonly #ops: GpuDecoderOps;
   readonly #w: GpuDecoderWeights;
@@ -239,13 +241,16 @@ export class GpuModelRunner implements ModelRunner {
         q.writeBuffer(bufs.ids, 0, Int32Array.from(batch.tokens));
         q.writeBuffer(bufs.positions, 0, Int32Array.from(batch.positions));
         q.writeBuffer(bufs.slots, 0, Int32Array.from(batch.slotMapping));
+        const t0 = performance.now();
         const enc = gpu.device.createCommandEncoder({ label: "forward" });
         const pass = enc.beginComputePass();
         this.#encodeLayers(pass, bufs, step, T);
         pass.end();
         if (S === 0) {
+          const t1 = performance.now();
           gpu.device.queue.submit([enc.finish()]);
           await gpu.device.queue.onSubmittedWorkDone();
+          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1 };
           return new Float32Array(0);
         }
         // Only the sampled rows go through the final norm and the head.
@@ -260,9 +265,12 @@ export class GpuModelRunner implements ModelRunner {
         const staging = gpu.device.createBuffer({ size: bytes, usage: BufferUsage.MAP_READ | BufferUsage.COPY_DST, label: "logits readback" });
         try {
           enc.copyBufferToBuffer(bufs.logits, 0, staging, 0, bytes);
+          const t1 = performance.now();
           gpu.device.queue.submit([enc.finish()]);
           await staging.mapAsync(MapMode.READ);
-          return new Float32Array(staging.getMappedRange().slice(0));
+          const logits = new Float32Array(staging.getMappedRange().slice(0));
+          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1 };
+          return logits;
         } finally {
           staging.destroy();
         }

@@ -64,7 +64,6 @@ export class PagedAttentionStep {
   readonly #merge: GPUComputePipeline | null;
   readonly #planBuffer: GPUBuffer;
   readonly #aux: GPUBuffer;
-  readonly #uniforms: GPUBuffer[] = [];
   readonly #seqs: SeqExtent[];
   readonly #split: boolean;
   readonly #maxBlocks: number;
@@ -144,34 +143,23 @@ export class PagedAttentionStep {
       partOOff: t.T * H * D, partLOff: t.T * H, wgX, chunksOff: t.chunksOff,
       D, kvDtype: GPU_CACHE_DTYPE_CODE[kvDtype], paged: 1, kvScaleOff: this.#shape.kvScaleOff,
     };
-    const d = this.#gpu.device;
-    const uniform = this.#gpu.uniform(packAttnParams(params), "attention params");
-    this.#uniforms.push(uniform);
-    const group = d.createBindGroup({
-      layout: this.#attend.getBindGroupLayout(0),
-      entries: [uniform, a.q.buffer, a.k, a.v, this.#planBuffer, this.#aux, a.out, a.lse].map((buffer, binding) => ({ binding, resource: { buffer } })),
-    });
+    const cache = this.#gpu.bindGroups;
+    const group = cache.get(this.#attend, packAttnParams(params), ([a.q.buffer, a.k, a.v, this.#planBuffer, this.#aux, a.out, a.lse] as const).map((b, i) => [i + 1, b] as const), "attention params");
     pass.setPipeline(this.#attend);
     pass.setBindGroup(0, group);
     pass.dispatchWorkgroups(wgX, wgY);
     if (this.#split && this.#merge) {
       const rows = this.#seqs.length * H * t.partSq;
       const size = this.#groups(Math.ceil(rows / WORKGROUP));
-      const mu = this.#gpu.uniform(packAttnParams({ ...params, nItems: rows, wgX: size[0] }), "merge params");
-      this.#uniforms.push(mu);
-      const mg = d.createBindGroup({
-        layout: this.#merge.getBindGroupLayout(0),
-        entries: ([[0, mu], [4, this.#planBuffer], [6, a.out], [7, a.lse]] as const).map(([binding, buffer]) => ({ binding, resource: { buffer } })),
-      });
+      const mg = cache.get(this.#merge, packAttnParams({ ...params, nItems: rows, wgX: size[0] }), [[4, this.#planBuffer], [6, a.out], [7, a.lse]], "merge params");
       pass.setPipeline(this.#merge);
       pass.setBindGroup(0, mg);
       pass.dispatchWorkgroups(...size);
     }
   }
 
-  /** Frees the step's plan and uniforms (after the submission that used them completed). */
+  /** Frees the step's plan buffers (after the submission that used them completed; the bind groups stay in the device's cache). */
   release(): void {
-    for (const u of this.#uniforms.splice(0)) u.destroy();
     this.#gpu.pool.release(this.#planBuffer);
     this.#gpu.pool.release(this.#aux);
   }

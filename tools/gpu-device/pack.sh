@@ -21,13 +21,16 @@ cd "$(dirname "$0")/../.."
 root="$PWD"
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
 grep -qx '/.gl/' .git/info/exclude 2>/dev/null || echo '/.gl/' >> .git/info/exclude
-rm -rf .gpu && mkdir -p .gpu .gl
+mkdir -p .gpu .gl
+rm -f .gpu/bundle.tar.xz
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 
 node24="$(bash .ci/node.sh 24.21.0)/node"
-cp "$node24" "$stage/node" && strip "$stage/node"
-xz -T0 -6 -c "$stage/node" > .gpu/node.xz
+if [ ! -s .gpu/node.xz ] || [ "$node24" -nt .gpu/node.xz ]; then
+  cp "$node24" "$stage/node" && strip "$stage/node"
+  xz -T0 -6 -c "$stage/node" > .gpu/node.xz
+fi
 
 # The Vulkan build of the llama.cpp harness, beside its libraries.
 node --input-type=module -e '
