@@ -78,9 +78,12 @@ export async function matrixRows(gpu: GpuDevice, ceil: GpuCeilings, small: boole
     return b;
   };
   try {
-    const shapes = small ? [{ phase: "decode" as const, rows: 1024, cols: 1024, tokens: 1 }, { phase: "prefill" as const, rows: 1024, cols: 1024, tokens: 16 }] : [{ phase: "decode" as const, rows: 32768, cols: 4096, tokens: 1 }, { phase: "prefill" as const, rows: 4096, cols: 4096, tokens: 512 }];
-    for (const shape of shapes) {
-      for (const format of FORMATS) {
+    type Shape = { phase: "decode" | "prefill"; rows: number; cols: number; tokens: number; formats: readonly Format[] };
+    const shapes: Shape[] = small ? [{ phase: "decode", rows: 1024, cols: 1024, tokens: 1, formats: FORMATS }, { phase: "prefill", rows: 1024, cols: 1024, tokens: 16, formats: FORMATS }] : [{ phase: "decode", rows: 32768, cols: 4096, tokens: 1, formats: FORMATS }, { phase: "prefill", rows: 4096, cols: 4096, tokens: 512, formats: FORMATS }];
+    // The model rows' decode GEMVs (Qwen2.5-0.5B, q8): q/k/v, o, gate+up, down, and the LM head: a layer's and a step's kernel time.
+    const modelShapes: Shape[] = small ? [] : ([[1152, 896], [896, 896], [9728, 896], [896, 4864], [151936, 896]] as const).map(([rows, cols]) => ({ phase: "decode", rows, cols, tokens: 1, formats: ["q8"] }));
+    for (const shape of [...shapes, ...modelShapes]) {
+      for (const format of shape.formats) {
         const { rows: R, cols: C, tokens: T } = shape;
         const w = weightBytes(format, R, C);
         if (w.codes.byteLength > gpu.limits.maxStorageBufferBindingSize) {

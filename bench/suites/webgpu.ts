@@ -52,7 +52,9 @@ function cases(small: boolean): Case[] {
   const [H, Hkv, D] = small ? [8, 2, 128] : [32, 8, 128];
   const decode = (small ? [1024] : [4096, 16384]).flatMap((Sk) => (small ? (["f16"] as const) : (["f32", "f16"] as const)).map((kv): Case => ({ op: "decode", kv, H, Hkv, Sq: 1, Sk, D })));
   const prefill = (small ? [128] : [1024, 4096]).map((S): Case => ({ op: "prefill", kv: "f16", H, Hkv, Sq: S, Sk: S, D }));
-  return [...decode, ...prefill];
+  // One layer of the model rows' decode (Qwen2.5-0.5B: 14 heads, 2 KV heads, D 64) at 576 keys, bf16 cache.
+  const modelLayer: Case[] = small ? [] : [{ op: "decode", kv: "bf16", H: 14, Hkv: 2, Sq: 1, Sk: 576, D: 64 }];
+  return [...decode, ...modelLayer, ...prefill];
 }
 
 /** A random tensor of `dtype` (f16/bf16 encoded from f32 by convert). */
