@@ -27,7 +27,7 @@ import { GEMV_BLOCK_TOKENS, embeddingBlocksWgsl, gemvBlocksWgsl } from "./wgsl/g
 import { DEQUANT_VALUE, GPU_BLOCK, GPU_BLOCK_CODE } from "./wgsl/quant-blocks.js";
 import type { GpuBlockType } from "./quant-blocks.js";
 import { kvAppendWgsl } from "./wgsl/kv-append.js";
-import { GPU_CACHE_DTYPE_CODE, GPU_KV_DTYPE_CODE, type GpuCacheDtype, type GpuKvDtype, cacheLayout } from "./wgsl/kv-load.js";
+import { GPU_KV_DTYPE_CODE, type GpuCacheDtype, type GpuInt8Mode, type GpuKvDtype, cacheCode, cacheLayout } from "./wgsl/kv-load.js";
 
 /** A tensor in a GPU buffer: `offset` elements in (f32 elements; for f16/bf16 weights, 2-byte elements). */
 export interface GpuView {
@@ -119,10 +119,15 @@ export interface GpuKvAppendArgs {
   vTokenStride?: number;
   /** int32 [tokens]: blockId · blockSize + offset, or −1 to skip the token. Checked on the CPU (checkSlotMapping) before upload. */
   slots: GpuView;
-  /** The cache's K and V [numSlots, Hkv, D] in `dtype` (int8: the per-token scales after the codes, wgsl/kv-load.ts cacheLayout). */
+  /**
+   * The cache's K and V [numSlots, Hkv, D] in `dtype` (int8: the per-token scales after the codes, or the
+   * per-channel scales and offsets the quantization reads; wgsl/kv-load.ts cacheLayout).
+   */
   cacheK: GpuView;
   cacheV: GpuView;
   dtype: GpuCacheDtype;
+  /** int8: per-token scales computed on write (default), or the per-channel ones stored in the cache buffers. */
+  int8Mode?: GpuInt8Mode;
   numSlots: number;
   tokens: number;
   numKvHeads: number;
@@ -377,7 +382,10 @@ export class GpuDecoderOps {
     const kOff = fits("k", a.k, (tokens - 1) * stride + hkv * d);
     const vOff = fits("v", a.v, (tokens - 1) * vStride + hkv * d);
     if (fits("slots", a.slots, tokens) !== 0) throw new ArgumentError("slots.offset", `must be 0, got ${a.slots.offset}`);
-    const layout = cacheLayout(numSlots, hkv, d, a.dtype);
+    const int8Mode = a.int8Mode ?? "per-token";
+    if (int8Mode !== "per-token" && int8Mode !== "per-channel") throw new ArgumentError("int8Mode", `must be "per-token" or "per-channel", got ${show(a.int8Mode)}`);
+    if (a.int8Mode !== undefined && a.dtype !== "int8") throw new ArgumentError("int8Mode", `applies to an int8 cache only, got dtype ${show(a.dtype)}`);
+    const layout = cacheLayout(numSlots, hkv, d, a.dtype, int8Mode);
     for (const name of ["cacheK", "cacheV"] as const) {
       if (fits(name, a[name], layout.bytes, 1) !== 0) throw new ArgumentError(`${name}.offset`, `must be 0, got ${a[name].offset}`);
     }
@@ -385,7 +393,7 @@ export class GpuDecoderOps {
     const items = bytes === 1 ? tokens * hkv : (tokens * hkv * d * bytes) / 4;
     const groups = Math.ceil((2 * items) / 64);
     const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    const params = new Uint32Array([tokens, hkv, d, GPU_CACHE_DTYPE_CODE[a.dtype], kOff, vOff, stride, wgX, vStride, layout.scaleOff, 0, 0]);
+    const params = new Uint32Array([tokens, hkv, d, cacheCode(a.dtype, int8Mode), kOff, vOff, stride, wgX, vStride, layout.scaleOff, 0, 0]);
     this.#dispatch(pass, this.#append, params, [a.k.buffer, a.v.buffer, a.slots.buffer, a.cacheK.buffer, a.cacheV.buffer], groups);
   }
 
