@@ -1,4 +1,11 @@
 /**
+ * The KV cache's storage settings (kv/, below paged-kv-cache.ts and the
+ * kernels that read them): dtypes, int8 and fp8 scalings, and the one
+ * check of a per-channel setting.
+ */
+import { ArgumentError, show } from "../errors.js";
+
+/**
  * How a paged KV cache stores its values (ARCHITECTURE.md, "Attention semantics"):
  *
  *   f32 | f16 | bf16      stored as is (rounded to nearest even)
@@ -11,8 +18,6 @@
  *
  * The mode codes are the ABI of assembly/kv/*.ts.
  */
-import { ArgumentError, show } from "../errors.js";
-
 export type KvCacheDType = "f32" | "f16" | "bf16" | "int8" | "fp8e4m3" | "fp8e5m2";
 export const KV_CACHE_DTYPES: readonly KvCacheDType[] = ["f32", "f16", "bf16", "int8", "fp8e4m3", "fp8e5m2"];
 /**
