@@ -45,7 +45,7 @@ import { checkInt, checkOneOf } from "../tensor/check.js";
 import { type Int8ChannelParams, type Int8Scaling, int8ChannelParams } from "../kv/kv-quant.js";
 import { GpuDecoderOps, ropeCosSinCache } from "./decoder-ops.js";
 import type { GpuDevice } from "./device.js";
-import { type GpuDecoderWeights, encodeLinear, uploadDecoderWeights } from "./gpu-weights.js";
+import { type GpuDecoderWeights, encodeLinear, matrixKernels, uploadDecoderWeights } from "./gpu-weights.js";
 import { PagedAttentionStep } from "./paged-attention-step.js";
 import { modelLengthLimit } from "../model/max-model-len.js";
 import { GPU_CACHE_DTYPES, type GpuCacheDtype, type GpuInt8Mode, cacheLayout } from "./wgsl/kv-load.js";
@@ -217,16 +217,17 @@ export class GpuModelRunner implements ModelRunner {
     const channels = resolveInt8(options, c);
     const limit = Math.min(modelLengthLimit(c).tokens, numBlocks * blockSize); // loadGpuModel passes the plan's maxModelLen, resolved once (model/max-model-len.ts)
     const maxModelLen = options.maxModelLen === undefined ? limit : checkInt("maxModelLen", options.maxModelLen, { min: 1, max: limit });
-    const ops = await GpuDecoderOps.create(gpu);
     let up: { weights: GpuDecoderWeights; destroy: () => void } | null = null;
+    let ops: GpuDecoderOps | null = null;
     try {
       up = uploadDecoderWeights(gpu, rt, options.weights, options.maxBindingBytes === undefined ? undefined : checkInt("maxBindingBytes", options.maxBindingBytes, { min: 4 }));
       const u = up;
-      await ops.prepareBlocks(u.weights.blockTypes);
-      return await gpu.scoped("uploading the model", () => new GpuModelRunner(gpu, rt, ops, { ...options, numBlocks, blockSize }, u, maxModelLen, channels));
+      // Only the matrix kernels these weights' formats use compile (each up to seconds on SwiftShader).
+      const o = (ops = await GpuDecoderOps.create(gpu, matrixKernels(u.weights)));
+      return await gpu.scoped("uploading the model", () => new GpuModelRunner(gpu, rt, o, { ...options, numBlocks, blockSize }, u, maxModelLen, channels));
     } catch (e) {
       up?.destroy();
-      ops.dispose();
+      ops?.dispose();
       throw e;
     }
   }
@@ -255,6 +256,11 @@ export class GpuModelRunner implements ModelRunner {
       lastN: f(Math.max(1, S) * c.hiddenSize, "last normed"),
       logits: f(Math.max(1, S) * c.vocabSize, "logits"),
     };
+  }
+
+  /** The matrix kernels compiled for these weights (GpuDecoderOps.kernels: one GEMV and GEMM per weight format, the embedding's gather). */
+  get kernels(): string[] {
+    return this.#ops.kernels;
   }
 
   async forward(batch: ForwardBatch): Promise<Float32Array> {
