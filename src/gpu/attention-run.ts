@@ -8,16 +8,18 @@
  * FlashDecoding merge run in one submission, and the compact out [T, H, D]
  * and lse [T, H] come back into the problem's out and lse tensors.
  *
- * A paged cache may be int8 (per-token scales) or fp8 (scale 1): its K (V)
- * buffer on the GPU is the codes then the scales f32 [numSlots, Hkv], the
- * layout of the WebGPU ModelRunner's cache (wgsl/kv-load.ts cacheLayout).
+ * A paged cache may be int8 (per-token scales, or per-channel scales and
+ * offsets) or fp8 (scale 1): its K (V) buffer on the GPU is the codes then
+ * the scales f32 [numSlots, Hkv] (per-channel: the scales then the offsets
+ * f32 [Hkv, D]), the layout of the WebGPU ModelRunner's cache
+ * (wgsl/kv-load.ts cacheLayout).
  */
 import type { AttentionProblem } from "../attention/problem.js";
 import { ArgumentError, show } from "../errors.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { type GpuPlanTables, buildGpuPlan } from "./attention-plan.js";
 import type { GpuDevice } from "./device.js";
-import { GPU_CACHE_DTYPES, GPU_CACHE_DTYPE_CODE, GPU_KV_DTYPES, type GpuCacheDtype } from "./wgsl/kv-load.js";
+import { GPU_CACHE_DTYPES, GPU_KV_DTYPES, type GpuCacheDtype, type GpuInt8Mode, cacheCode } from "./wgsl/kv-load.js";
 import { WORKGROUP, chooseTile, dmaxFor, flashAttentionWgsl } from "./wgsl/flash-attention.js";
 import { DECODE_RMAX, decodeAttentionWgsl } from "./wgsl/decode-attention.js";
 import { mergeStatesWgsl } from "./wgsl/merge-states.js";
@@ -31,9 +33,12 @@ export interface ProblemTensors {
   bias?: Tensor | undefined;
   mask?: Tensor | undefined;
   alibiSlopes?: Tensor | undefined;
-  /** An int8 paged cache's per-token scales f32 [numBlocks, blockSize, Hkv] (PagedKvCache's kScale, vScale). */
+  /** An int8 paged cache's per-token scales f32 [numBlocks, blockSize, Hkv], or per-channel ones f32 [Hkv, D] (PagedKvCache's kScale, vScale). */
   kScale?: Tensor | undefined;
   vScale?: Tensor | undefined;
+  /** An int8 per-channel cache's offsets f32 [Hkv, D] (PagedKvCache's kOffset, vOffset); their presence selects the per-channel decode. */
+  kOffset?: Tensor | undefined;
+  vOffset?: Tensor | undefined;
 }
 
 /** How the keys are split: per sequence chunk bounds [0, …, sk]; the paged table when paged. */
@@ -48,24 +53,35 @@ function span(t: Tensor): { bytes: Uint8Array; start: number } {
   return { bytes: new Uint8Array(t.memory.buffer, start, t.ptr + t.byteLength - start), start };
 }
 
-/** The float dtypes anywhere; the 1-byte cache dtypes only in a paged cache (int8 with its per-token scales). */
-function checkKvDtype(dtype: string, paged: boolean, t: ProblemTensors): GpuCacheDtype {
+/** The float dtypes anywhere; the 1-byte cache dtypes only in a paged cache (int8 with its scales: per-token, or per-channel with offsets). */
+function checkKvDtype(dtype: string, paged: boolean, t: ProblemTensors): { dtype: GpuCacheDtype; int8Mode: GpuInt8Mode } {
   const allowed = paged ? GPU_CACHE_DTYPES : GPU_KV_DTYPES;
   const where = paged ? "a paged cache" : "dense K/V (int8 and fp8: a paged cache)";
   if (!(allowed as readonly string[]).includes(dtype)) throw new ArgumentError("k.dtype", `must be one of ${allowed.join(" | ")} for ${where} on the webgpu backend, got ${show(dtype)}`);
-  if (dtype === "int8" && !(t.kScale && t.vScale)) throw new ArgumentError("cache", "is int8 without per-token scales, which the webgpu backend needs (int8.mode \"per-token\")");
-  return dtype as GpuCacheDtype;
+  if (dtype === "int8" && !(t.kScale && t.vScale)) throw new ArgumentError("cache", "is int8 without scales, which the webgpu backend needs (int8.mode \"per-token\" or \"per-channel\")");
+  if (Boolean(t.kOffset) !== Boolean(t.vOffset)) throw new ArgumentError("cache", "must give both K and V per-channel offsets or neither");
+  return { dtype: dtype as GpuCacheDtype, int8Mode: t.kOffset ? "per-channel" : "per-token" };
 }
 
-/** k's (or v's) span, then for int8 its scales from a 4-byte boundary: the bytes to upload and the scales' word offset. */
-function withScales(x: { bytes: Uint8Array }, scale: Tensor | undefined): { bytes: Uint8Array; scaleOff: number } {
-  if (!scale) return { bytes: x.bytes, scaleOff: 0 };
+/** k's (or v's) span, then for int8 its scales (and per-channel offsets) from a 4-byte boundary: the bytes to upload and the scales' word offset. */
+function withScales(x: { bytes: Uint8Array }, ...params: Tensor[]): { bytes: Uint8Array; scaleOff: number } {
+  if (params.length === 0) return { bytes: x.bytes, scaleOff: 0 };
   const pad = Math.ceil(x.bytes.byteLength / 4) * 4;
-  const s = new Uint8Array(scale.memory.buffer, scale.ptr, scale.byteLength);
-  const bytes = new Uint8Array(pad + s.byteLength);
+  const parts = params.map((t) => new Uint8Array(t.memory.buffer, t.ptr, t.byteLength));
+  const bytes = new Uint8Array(pad + parts.reduce((n, p) => n + p.byteLength, 0));
   bytes.set(x.bytes);
-  bytes.set(s, pad);
+  let at = pad;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.byteLength;
+  }
   return { bytes, scaleOff: pad / 4 };
+}
+
+/** What follows K's (V's) codes in its GPU buffer: int8's scales, then per-channel offsets. */
+function cacheParams(int8Mode: GpuInt8Mode, scale: Tensor | undefined, offset: Tensor | undefined): Tensor[] {
+  if (!scale) return [];
+  return int8Mode === "per-channel" && offset ? [scale, offset] : [scale];
 }
 
 /** The aux buffer: bias (f32), mask (u8) and ALiBi slopes (f32) concatenated at 4-byte boundaries. */
@@ -136,7 +152,7 @@ export interface GpuAttentionLaunch {
 
 /** Checks the GPU limits, compiles (or reuses) the pipelines and uploads everything `p` reads. */
 export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem, t: ProblemTensors, split: ProblemSplit): Promise<GpuAttentionLaunch> {
-  const kvDtype = checkKvDtype(p.kvDtype, p.paged !== undefined, t);
+  const { dtype: kvDtype, int8Mode } = checkKvDtype(p.kvDtype, p.paged !== undefined, t);
   const kernel = chooseAttentionKernel(gpu, p);
   const plan = buildGpuPlan(p.seqs, split.bounds, p.Hkv, p.G, kernel.rows, split.table);
   const paged = p.paged !== undefined;
@@ -147,9 +163,9 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
   const q = span(t.q);
   const k = span(t.k);
   const v = span(t.v);
-  const kUp = withScales(k, kvDtype === "int8" ? t.kScale : undefined);
-  const vUp = withScales(v, kvDtype === "int8" ? t.vScale : undefined);
-  // The scale of element e is at e / D from kvScaleOff: K and V start at their span's first word and share the offset.
+  const kUp = withScales(k, ...(kvDtype === "int8" ? cacheParams(int8Mode, t.kScale, t.kOffset) : []));
+  const vUp = withScales(v, ...(kvDtype === "int8" ? cacheParams(int8Mode, t.vScale, t.vOffset) : []));
+  // The scale of element e is at e / D (per-channel: e % (Hkv · D)) from kvScaleOff: K and V start at their span's first word and share the offset.
   if (kvDtype === "int8" && (t.k.ptr !== k.start || t.v.ptr !== v.start || kUp.scaleOff !== vUp.scaleOff)) {
     throw new ArgumentError("cache", "must keep an int8 layer's K and V on 4-byte boundaries and of one size (a PagedKvCache layer does)");
   }
@@ -174,7 +190,7 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
     bsJ: s.bias?.sJ ?? 0, maskOff: aux.at.mask ?? 0, msB: s.mask?.sB ?? 0, msH: s.mask?.sH ?? 0,
     msI: s.mask?.sI ?? 0, msJ: s.mask?.sJ ?? 0, alibiOff: aux.at.alibi ?? 0, asB: s.alibi?.sB ?? 0,
     partOOff: outFloats, partLOff: lseFloats, wgX, chunksOff: plan.chunksOff,
-    D: p.D, kvDtype: GPU_CACHE_DTYPE_CODE[kvDtype], paged: paged ? 1 : 0, kvScaleOff: kUp.scaleOff,
+    D: p.D, kvDtype: cacheCode(kvDtype, int8Mode), paged: paged ? 1 : 0, kvScaleOff: kUp.scaleOff,
   };
   const d = gpu.device;
   const owned: GPUBuffer[] = [];

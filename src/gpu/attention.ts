@@ -30,9 +30,8 @@ import type { GpuDevice } from "./device.js";
  */
 export const GPU_PLAN_SLOTS = 256;
 
-/** The cache quantizations the GPU kernels read (kv-load.ts): none, int8 per-token, fp8 at scale 1. */
+/** The cache quantizations the GPU kernels read (kv-load.ts): none, int8 per-token or per-channel, fp8 at scale 1. */
 function checkGpuQuant(quant: KvQuantMode, layer: KvLayer): void {
-  if (quant === "per-channel") throw new ArgumentError("cache", "is int8 per-channel, which the webgpu backend does not run yet (int8 per-token it does): use the CPU pagedAttention");
   if (quant === "per-tensor" && (layer.kScalar !== 1 || layer.vScalar !== 1)) {
     throw new ArgumentError("cache", `is fp8 with per-tensor scales (k ${layer.kScalar}, v ${layer.vScalar}), which the webgpu backend does not run yet (scale 1 it does): use the CPU pagedAttention`);
   }
@@ -71,16 +70,18 @@ export async function gpuIncreFlashAttention(gpu: GpuDevice, rt: Runtime, option
 /**
  * pagedAttention (a ragged or uniform batch over a PagedKvCache with its
  * block table) on the GPU. f32 | f16 | bf16 caches, int8 with per-token
- * scales, fp8e4m3 | fp8e5m2 with per-tensor scale 1 (what loadModel makes);
- * int8 per-channel and other fp8 scales are ArgumentErrors.
+ * or per-channel scales, fp8e4m3 | fp8e5m2 with per-tensor scale 1 (what
+ * loadModel makes); other fp8 scales are ArgumentErrors.
  */
 export async function gpuPagedAttention(gpu: GpuDevice, rt: Runtime, options: PagedAttentionOptions): Promise<AttentionResult> {
   const { p, plan, ownPlan } = preparePagedAttention(rt, options, GPU_PLAN_SLOTS);
   try {
     const layer = options.cache.layer(options.layer);
     checkGpuQuant(options.cache.quant, layer);
-    const scales = options.cache.quant === "per-token" ? { kScale: layer.kScale!, vScale: layer.vScale! } : {};
-    return await dispatch(rt, gpu, p, { ...options, k: layer.k, v: layer.v, ...scales }, planSplit(plan));
+    const quant = options.cache.quant;
+    const scales = quant === "per-token" || quant === "per-channel" ? { kScale: layer.kScale!, vScale: layer.vScale! } : {};
+    const offsets = quant === "per-channel" ? { kOffset: layer.kOffset!, vOffset: layer.vOffset! } : {};
+    return await dispatch(rt, gpu, p, { ...options, k: layer.k, v: layer.v, ...scales, ...offsets }, planSplit(plan));
   } finally {
     if (ownPlan) plan.dispose();
   }

@@ -7,15 +7,18 @@
  * a dispatch's uniform parameters and bind group come from the device's
  * bind-group cache (reused while shapes and buffers repeat, as in decode);
  * recycle() ends the step once its submission has run.
- * Pipelines come from the device's cache (`GpuDecoderOps.create` compiles
- * them once).
+ * Pipelines come from the device's cache: `GpuDecoderOps.create` compiles
+ * the kernels every decoder step records, and the matrix kernels (GEMV, tiled
+ * GEMM, embedding gather: one per weight format) it is given or prepare()
+ * adds — a shader compile costs up to seconds on SwiftShader, so a model
+ * compiles only those its weights use (gpu-weights.ts matrixKernels).
  *
- *   const ops = await GpuDecoderOps.create(gpu);
+ *   const ops = await GpuDecoderOps.create(gpu);        // + the float and q8 matrix kernels
  *   ops.rmsNorm(pass, { x, weight, out, rows: T, cols: hidden, eps, delta });
  *   ops.gemv(pass, { x, weight: wq, out: q, tokens: T, rows: qDim, cols: hidden });
  *   ops.geglu(pass, { gate, up, out, n: I, rows: T });     // Gemma; swiglu for the others
  *   ops.softcap(pass, { x: logits, n: S * V, cap: 30 });    // Gemma 2's final logits; scale(): its embedding
- *   await ops.prepareBlocks(["q4_k"]);   // the ggml-block kernels compile on demand
+ *   await ops.prepare(["gemv q4_k", "gemm blocks"]);     // more matrix kernels, on demand
  *   ops.gemvBlocks(pass, { x, weight: { buffer: blocks }, type: "q4_k", out, tokens: T, rows, cols });
  */
 import { ArgumentError, show } from "../errors.js";
@@ -27,7 +30,7 @@ import { GEMV_BLOCK_TOKENS, embeddingBlocksWgsl, gemvBlocksWgsl } from "./wgsl/g
 import { DEQUANT_VALUE, GPU_BLOCK, GPU_BLOCK_CODE } from "./wgsl/quant-blocks.js";
 import type { GpuBlockType } from "./quant-blocks.js";
 import { kvAppendWgsl } from "./wgsl/kv-append.js";
-import { GPU_CACHE_DTYPE_CODE, GPU_KV_DTYPE_CODE, type GpuCacheDtype, type GpuKvDtype, cacheLayout } from "./wgsl/kv-load.js";
+import { GPU_KV_DTYPE_CODE, type GpuCacheDtype, type GpuInt8Mode, type GpuKvDtype, cacheCode, cacheLayout } from "./wgsl/kv-load.js";
 
 /** A tensor in a GPU buffer: `offset` elements in (f32 elements; for f16/bf16 weights, 2-byte elements). */
 export interface GpuView {
@@ -119,10 +122,15 @@ export interface GpuKvAppendArgs {
   vTokenStride?: number;
   /** int32 [tokens]: blockId · blockSize + offset, or −1 to skip the token. Checked on the CPU (checkSlotMapping) before upload. */
   slots: GpuView;
-  /** The cache's K and V [numSlots, Hkv, D] in `dtype` (int8: the per-token scales after the codes, wgsl/kv-load.ts cacheLayout). */
+  /**
+   * The cache's K and V [numSlots, Hkv, D] in `dtype` (int8: the per-token scales after the codes, or the
+   * per-channel scales and offsets the quantization reads; wgsl/kv-load.ts cacheLayout).
+   */
   cacheK: GpuView;
   cacheV: GpuView;
   dtype: GpuCacheDtype;
+  /** int8: per-token scales computed on write (default), or the per-channel ones stored in the cache buffers. */
+  int8Mode?: GpuInt8Mode;
   numSlots: number;
   tokens: number;
   numKvHeads: number;
@@ -207,6 +215,32 @@ function count(argument: string, value: unknown): number {
   return value;
 }
 
+/**
+ * The matrix kernels by name: GEMV and tiled GEMM per weight format (f32 and
+ * bf16 share theirs; every ggml block type has its GEMV and shares one GEMM)
+ * and the embedding gathers (float and q8 share one).
+ */
+export type GpuMatrixKernel = "gemv f32" | "gemm" | "gemv q8" | "gemm q8" | "embedding" | "gemm blocks" | "embedding blocks" | `gemv ${GpuBlockType}`;
+
+/** What create() compiles unless told otherwise: the float and q8 matrix kernels and the embedding (callers that record them directly). */
+export const DEFAULT_MATRIX_KERNELS: readonly GpuMatrixKernel[] = ["gemv f32", "gemm", "gemv q8", "gemm q8", "embedding"];
+
+/** The WGSL of a matrix kernel, or an ArgumentError for a name that is none. */
+function matrixKernelWgsl(name: GpuMatrixKernel): string {
+  switch (name) {
+    case "gemv f32": return gemvWgsl();
+    case "gemm": return gemmWgsl("float");
+    case "gemv q8": return gemvQ8Wgsl();
+    case "gemm q8": return gemmWgsl("q8");
+    case "embedding": return embeddingWgsl();
+    case "gemm blocks": return gemmWgsl("blocks");
+    case "embedding blocks": return embeddingBlocksWgsl(DEQUANT_VALUE);
+  }
+  const type = typeof name === "string" && name.startsWith("gemv ") ? name.slice(5) : "";
+  if (!Object.hasOwn(GPU_BLOCK, type)) throw new ArgumentError("kernels", `must name matrix kernels (${DEFAULT_MATRIX_KERNELS.join(", ")}, gemm blocks, embedding blocks, gemv <block type>), got ${show(name)}`);
+  return gemvBlocksWgsl(type as GpuBlockType);
+}
+
 /** The kernels only Gemma's layers record (compiled with the others: three small shaders). */
 interface GemmaPipelines {
   geglu: GPUComputePipeline;
@@ -218,50 +252,66 @@ export class GpuDecoderOps {
   readonly #gpu: GpuDevice;
   readonly #rms: GPUComputePipeline;
   readonly #swiglu: GPUComputePipeline;
-  readonly #gemv: GPUComputePipeline;
   readonly #rope: GPUComputePipeline;
   readonly #append: GPUComputePipeline;
-  readonly #gemvQ8: GPUComputePipeline;
-  readonly #embed: GPUComputePipeline;
-  readonly #gemm: GPUComputePipeline;
-  readonly #gemmQ8: GPUComputePipeline;
   /** GeGLU and the in-place maps scale and softcap (Gemma). */
   readonly #gemma: GemmaPipelines;
   readonly #dummy: GPUBuffer;
-  /** The ggml-block kernels, compiled by prepareBlocks: "gemv q4_k", …, "gemm", "embedding". */
-  readonly #blocks = new Map<string, GPUComputePipeline>();
+  /** The matrix kernels compiled so far (create's list, prepare). */
+  readonly #matrix: Map<GpuMatrixKernel, GPUComputePipeline>;
 
-  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, gemv: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline, gemvQ8: GPUComputePipeline, embed: GPUComputePipeline, gemm: GPUComputePipeline, gemmQ8: GPUComputePipeline, gemma: GemmaPipelines) {
+  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline, gemma: GemmaPipelines, matrix: Map<GpuMatrixKernel, GPUComputePipeline>) {
     this.#gpu = gpu;
+    this.#matrix = matrix;
     this.#gemma = gemma;
-    this.#gemm = gemm;
-    this.#gemmQ8 = gemmQ8;
-    this.#embed = embed;
-    this.#gemvQ8 = gemvQ8;
     this.#append = append;
     this.#rope = rope;
     this.#rms = rms;
     this.#swiglu = swiglu;
-    this.#gemv = gemv;
     this.#dummy = gpu.pool.acquire(4, "absent operand");
   }
 
-  static async create(gpu: GpuDevice): Promise<GpuDecoderOps> {
-    const [rms, swiglu, gemv, rope, append, gemvQ8, embed, gemm, gemmQ8, geglu, scale, softcap] = await Promise.all([
+  /**
+   * Compiles the kernels every decoder step records (norms, RoPE, KV append, the
+   * activations) and the matrix kernels `kernels` (default DEFAULT_MATRIX_KERNELS);
+   * prepare() adds others.
+   */
+  static async create(gpu: GpuDevice, kernels: Iterable<GpuMatrixKernel> = DEFAULT_MATRIX_KERNELS): Promise<GpuDecoderOps> {
+    const sources = [...new Set(kernels)].map((k) => [k, matrixKernelWgsl(k)] as const); // a bad name fails before any compile
+    const stepKernels = Promise.all([
       gpu.pipeline(rmsNormWgsl(), "rmsnorm"),
       gpu.pipeline(gluWgsl("silu"), "swiglu"),
-      gpu.pipeline(gemvWgsl(), "gemv f32"),
       gpu.pipeline(ropeWgsl(), "rope"),
       gpu.pipeline(kvAppendWgsl(), "kv append"),
-      gpu.pipeline(gemvQ8Wgsl(), "gemv q8"),
-      gpu.pipeline(embeddingWgsl(), "embedding"),
-      gpu.pipeline(gemmWgsl("float"), "gemm"),
-      gpu.pipeline(gemmWgsl("q8"), "gemm q8"),
       gpu.pipeline(gluWgsl("gelu_tanh"), "geglu"),
       gpu.pipeline(pointwiseWgsl("scale"), "scale"),
       gpu.pipeline(pointwiseWgsl("softcap"), "softcap"),
     ]);
-    return new GpuDecoderOps(gpu, rms, swiglu, gemv, rope, append, gemvQ8, embed, gemm, gemmQ8, { geglu, scale, softcap });
+    const matrixKernels = Promise.all(sources.map(async ([k, code]) => [k, await gpu.pipeline(code, k)] as const));
+    const [[rms, swiglu, rope, append, geglu, scale, softcap], matrix] = await Promise.all([stepKernels, matrixKernels]);
+    return new GpuDecoderOps(gpu, rms, swiglu, rope, append, { geglu, scale, softcap }, new Map(matrix));
+  }
+
+  /** Compiles the matrix kernels `kernels` not compiled yet (GpuMatrixKernel names; a bad name is an ArgumentError). */
+  async prepare(kernels: Iterable<GpuMatrixKernel>): Promise<void> {
+    const want = [...new Set(kernels)].map((k) => [k, matrixKernelWgsl(k)] as const).filter(([k]) => !this.#matrix.has(k));
+    await Promise.all(want.map(async ([k, code]) => this.#matrix.set(k, await this.#gpu.pipeline(code, k))));
+  }
+
+  /** The ggml-block kernels for `types`: a GEMV each, the block GEMM and the block embedding (prepare's names). */
+  async prepareBlocks(types: Iterable<GpuBlockType>): Promise<void> {
+    await this.prepare([...[...types].map((t): GpuMatrixKernel => `gemv ${t}`), "gemm blocks", "embedding blocks"]);
+  }
+
+  /** The matrix kernels compiled so far, sorted. */
+  get kernels(): GpuMatrixKernel[] {
+    return [...this.#matrix.keys()].sort();
+  }
+
+  #kernel(name: GpuMatrixKernel): GPUComputePipeline {
+    const p = this.#matrix.get(name);
+    if (p === undefined) throw new Error(`the ${name} kernel is not compiled: await prepare(["${name}"]) first (GpuDecoderOps compiles matrix kernels on demand)`);
+    return p;
   }
 
   #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: GPUBuffer[], groups: number | [number, number]): number {
@@ -377,7 +427,10 @@ export class GpuDecoderOps {
     const kOff = fits("k", a.k, (tokens - 1) * stride + hkv * d);
     const vOff = fits("v", a.v, (tokens - 1) * vStride + hkv * d);
     if (fits("slots", a.slots, tokens) !== 0) throw new ArgumentError("slots.offset", `must be 0, got ${a.slots.offset}`);
-    const layout = cacheLayout(numSlots, hkv, d, a.dtype);
+    const int8Mode = a.int8Mode ?? "per-token";
+    if (int8Mode !== "per-token" && int8Mode !== "per-channel") throw new ArgumentError("int8Mode", `must be "per-token" or "per-channel", got ${show(a.int8Mode)}`);
+    if (a.int8Mode !== undefined && a.dtype !== "int8") throw new ArgumentError("int8Mode", `applies to an int8 cache only, got dtype ${show(a.dtype)}`);
+    const layout = cacheLayout(numSlots, hkv, d, a.dtype, int8Mode);
     for (const name of ["cacheK", "cacheV"] as const) {
       if (fits(name, a[name], layout.bytes, 1) !== 0) throw new ArgumentError(`${name}.offset`, `must be 0, got ${a[name].offset}`);
     }
@@ -385,7 +438,7 @@ export class GpuDecoderOps {
     const items = bytes === 1 ? tokens * hkv : (tokens * hkv * d * bytes) / 4;
     const groups = Math.ceil((2 * items) / 64);
     const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    const params = new Uint32Array([tokens, hkv, d, GPU_CACHE_DTYPE_CODE[a.dtype], kOff, vOff, stride, wgX, vStride, layout.scaleOff, 0, 0]);
+    const params = new Uint32Array([tokens, hkv, d, cacheCode(a.dtype, int8Mode), kOff, vOff, stride, wgX, vStride, layout.scaleOff, 0, 0]);
     this.#dispatch(pass, this.#append, params, [a.k.buffer, a.v.buffer, a.slots.buffer, a.cacheK.buffer, a.cacheV.buffer], groups);
   }
 
@@ -411,7 +464,7 @@ export class GpuDecoderOps {
     if (fits("weight.codes", a.weight.codes, rows * blocks * 32, 1) !== 0) throw new ArgumentError("weight.codes.offset", `must be 0, got ${a.weight.codes.offset}`);
     if (fits("weight.scales", a.weight.scales, rows * blocks) !== 0) throw new ArgumentError("weight.scales.offset", `must be 0, got ${a.weight.scales.offset}`);
     const { params, bias, groups } = this.#gemvParams(a, 0, 0, blocks);
-    this.#dispatch(pass, this.#gemvQ8, params, [a.x.buffer, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, bias], groups);
+    this.#dispatch(pass, this.#kernel("gemv q8"), params, [a.x.buffer, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, bias], groups);
   }
 
   /** out[t, r] = Σ_c x[t, c] · weight[r, c] (+ bias[r]), weight f32 | f16 | bf16. */
@@ -419,7 +472,7 @@ export class GpuDecoderOps {
     const dtype = a.weightDtype ?? "f32";
     const wOff = fits("weight", a.weight, count("rows", a.rows) * count("cols", a.cols), dtype === "f32" ? 4 : 2);
     const { params, bias, groups } = this.#gemvParams(a, wOff, GPU_KV_DTYPE_CODE[dtype], 0);
-    this.#dispatch(pass, this.#gemv, params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], groups);
+    this.#dispatch(pass, this.#kernel("gemv f32"), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], groups);
   }
 
   /** The tiled GEMM's workgroups: (row tiles, token tiles), each within the adapter's per-dimension limit. */
@@ -436,7 +489,7 @@ export class GpuDecoderOps {
     const dtype = a.weightDtype ?? "f32";
     const wOff = fits("weight", a.weight, count("rows", a.rows) * count("cols", a.cols), dtype === "f32" ? 4 : 2);
     const { params, bias } = this.#gemvParams(a, wOff, GPU_KV_DTYPE_CODE[dtype], 0);
-    this.#dispatch(pass, this.#gemm, params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], this.#gemmGroups(a.rows, a.tokens));
+    this.#dispatch(pass, this.#kernel("gemm"), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], this.#gemmGroups(a.rows, a.tokens));
   }
 
   /** gemvQ8's product as the tiled GEMM. */
@@ -446,20 +499,7 @@ export class GpuDecoderOps {
     if (fits("weight.codes", a.weight.codes, rows * blocks * 32, 1) !== 0) throw new ArgumentError("weight.codes.offset", `must be 0, got ${a.weight.codes.offset}`);
     if (fits("weight.scales", a.weight.scales, rows * blocks) !== 0) throw new ArgumentError("weight.scales.offset", `must be 0, got ${a.weight.scales.offset}`);
     const { params, bias } = this.#gemvParams(a, 0, 0, blocks);
-    this.#dispatch(pass, this.#gemmQ8, params, [a.x.buffer, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, bias], this.#gemmGroups(rows, a.tokens));
-  }
-
-  /** Compiles the ggml-block kernels for `types` (a GEMV each; one GEMM and one embedding for all) unless compiled already. */
-  async prepareBlocks(types: Iterable<GpuBlockType>): Promise<void> {
-    const want: [string, () => string][] = [["gemm", () => gemmWgsl("blocks")], ["embedding", () => embeddingBlocksWgsl(DEQUANT_VALUE)]];
-    for (const t of types) want.push([`gemv ${t}`, () => gemvBlocksWgsl(t)]);
-    await Promise.all(want.filter(([k]) => !this.#blocks.has(k)).map(async ([k, code]) => this.#blocks.set(k, await this.#gpu.pipeline(code(), `${k} blocks`))));
-  }
-
-  #blockPipeline(key: string): GPUComputePipeline {
-    const p = this.#blocks.get(key);
-    if (p === undefined) throw new Error(`the ${key} kernel over ggml blocks is not compiled: await prepareBlocks() with its type first`);
-    return p;
+    this.#dispatch(pass, this.#kernel("gemm q8"), params, [a.x.buffer, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, bias], this.#gemmGroups(rows, a.tokens));
   }
 
   /** Checks a ggml-block weight [rows, cols] (its type, columns, buffer): its block geometry and blocks a row. */
@@ -488,13 +528,13 @@ export class GpuDecoderOps {
     const { params, bias } = this.#blockParams(a);
     const groups = a.rows * Math.ceil(a.tokens / GEMV_BLOCK_TOKENS);
     params[6] = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    this.#dispatch(pass, this.#blockPipeline(`gemv ${a.type}`), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], groups);
+    this.#dispatch(pass, this.#kernel(`gemv ${a.type}`), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], groups);
   }
 
   /** gemvBlocks's product as the tiled GEMM. */
   gemmBlocks(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & GpuBlockWeight): void {
     const { params, bias } = this.#blockParams(a);
-    this.#dispatch(pass, this.#blockPipeline("gemm"), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], this.#gemmGroups(a.rows, a.tokens));
+    this.#dispatch(pass, this.#kernel("gemm blocks"), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], this.#gemmGroups(a.rows, a.tokens));
   }
 
   /** embedding's gather over a matrix in ggml blocks. */
@@ -507,7 +547,7 @@ export class GpuDecoderOps {
     const groups = Math.ceil((tokens * a.cols) / 64);
     const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
     const params = new Uint32Array([tokens, a.cols, GPU_BLOCK_CODE[a.type], g.blocks, fits("out", a.out, tokens * a.cols), wgX, firstRow, a.rows, g.bytes, g.values, 0, 0]);
-    this.#dispatch(pass, this.#blockPipeline("embedding"), params, [a.ids.buffer, a.weight.buffer, a.out.buffer], groups);
+    this.#dispatch(pass, this.#kernel("embedding blocks"), params, [a.ids.buffer, a.weight.buffer, a.out.buffer], groups);
   }
 
   /** out[t, :] = weight[ids[t], :], decoded to f32 (ids trusted: checked on the CPU before upload). */
@@ -536,7 +576,7 @@ export class GpuDecoderOps {
     const firstRow = a.firstRow ?? 0;
     if (!Number.isInteger(firstRow) || firstRow < 0) throw new ArgumentError("firstRow", `must be an integer ≥ 0, got ${show(a.firstRow)}`);
     const params = new Uint32Array([tokens, cols, code, blocks, fits("out", a.out, tokens * cols), wgX, firstRow, rows]);
-    this.#dispatch(pass, this.#embed, params, [a.ids.buffer, w, scales, a.out.buffer], groups);
+    this.#dispatch(pass, this.#kernel("embedding"), params, [a.ids.buffer, w, scales, a.out.buffer], groups);
   }
 
   /** Frees the uniforms of the dispatches recorded so far: call it once the submissions that ran them have completed. */

@@ -24,7 +24,7 @@ import type { DecoderWeights } from "../model/decoder-weights.js";
 import { type Weight, WeightStack, gatherRows } from "../ops/weight.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
-import type { GpuDecoderOps, GpuView } from "./decoder-ops.js";
+import type { GpuDecoderOps, GpuMatrixKernel, GpuView } from "./decoder-ops.js";
 import { BufferUsage } from "./constants.js";
 import { type GpuBlockType, blockRowBytes, gpuBlockType, packBlockRows } from "./quant-blocks.js";
 import { unpackQ8Rows } from "./q8-tile-rows.js";
@@ -69,8 +69,6 @@ export interface GpuDecoderWeights {
   lmHead: GpuMatrix;
   /** Bytes of every buffer uploaded. */
   bytes: number;
-  /** The ggml block types the matrices hold (their kernels compile before the first step: GpuDecoderOps.prepareBlocks). */
-  blockTypes: GpuBlockType[];
 }
 
 /** Rows decoded per gatherRows call when a matrix goes up as f32 (bounds the wasm scratch to ~16 MiB). */
@@ -79,7 +77,6 @@ const DECODE_CHUNK_BYTES = 16 << 20;
 class Uploader {
   bytes = 0;
   readonly buffers: GPUBuffer[] = [];
-  readonly blockTypes = new Set<GpuBlockType>();
   constructor(
     readonly gpu: GpuDevice,
     readonly rt: Runtime,
@@ -155,7 +152,6 @@ class Uploader {
         for (let c = 0; c < n; c += chunk) this.write(buffer, c * rowBytes, packBlockRows(tiles, w.format, w.blocks, r0 + c, Math.min(chunk, n - c)));
         out.push({ kind: "blocks", type, r0: base + r0, rows: n, buffer });
       }
-      this.blockTypes.add(type);
       return type === "q4_0" ? "q4_0 (from q4)" : type;
     }
     if (w.format === "q8") {
@@ -230,11 +226,30 @@ export function uploadDecoderWeights(gpu: GpuDevice, rt: Runtime, weights: Decod
     }));
     const finalNorm = up.vector(weights.finalNorm, "model.norm")!;
     const lmHead = weights.lmHead === weights.embedding ? embedding : up.matrix(weights.lmHead, "lm_head");
-    return { weights: { embedding, layers, finalNorm, lmHead, bytes: up.bytes, blockTypes: [...up.blockTypes] }, destroy };
+    return { weights: { embedding, layers, finalNorm, lmHead, bytes: up.bytes }, destroy };
   } catch (e) {
     destroy();
     throw e;
   }
+}
+
+/**
+ * The matrix kernels a forward over `w` records (GpuDecoderOps compiles only
+ * these): for every part of a linear layer's matrix (the head's included)
+ * its format's GEMV and GEMM, as encodeLinear picks them, and for every part
+ * of the embedding its gather (the runner's embedding step).
+ */
+export function matrixKernels(w: GpuDecoderWeights): GpuMatrixKernel[] {
+  const out = new Set<GpuMatrixKernel>();
+  for (const m of [w.lmHead, ...w.layers.flatMap((l) => [l.qkv, l.o, l.gateUp, l.down])]) {
+    for (const p of m.parts) {
+      if (p.kind === "blocks") out.add(`gemv ${p.type}`).add("gemm blocks");
+      else if (p.kind === "q8") out.add("gemv q8").add("gemm q8");
+      else out.add("gemv f32").add("gemm");
+    }
+  }
+  for (const p of w.embedding.parts) out.add(p.kind === "blocks" ? "embedding blocks" : "embedding");
+  return [...out].sort();
 }
 
 /** Tokens from which a linear layer runs as the tiled GEMM (each weight read once per 32 tokens) instead of the GEMV. */

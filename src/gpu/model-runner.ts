@@ -12,7 +12,7 @@
  *     qkv = xb · Wqkvᵀ (+ bias)                         [T, (H + 2·Hkv)·D]
  *     q, k = rmsnorm_per_head(q), rmsnorm_per_head(k)    (Qwen3: into qn [T, H, D], kn [T, Hkv, D])
  *     q, k = rope(q, k, positions)                       cos/sin tables (one per layer RoPE; none on NoPE layers) uploaded at creation
- *     cache[layer][slots] = k, v
+ *     cache[layer][slots] = k, v                         (int8: quantized per token, or with the static per-channel scales)
  *     att = pagedAttention(q, cache[layer])              the step's plan, uploaded once (paged-attention-step.ts);
  *                                                        the layer's window, the model's scale and score softcap
  *     o = att · Woᵀ;  o = rmsnorm(o)                     (Gemma's sandwich: post_attention_layernorm)
@@ -41,13 +41,14 @@ import type { ForwardBatch } from "../model/forward-batch.js";
 import type { KvCacheGeometry, ModelRunner } from "../model/model-runner.js";
 import { ropeAttentionFactor, ropeInvFreq } from "../ops/rope.js";
 import type { Runtime } from "../runtime/runtime.js";
-import { checkInt } from "../tensor/check.js";
+import { checkInt, checkOneOf } from "../tensor/check.js";
+import { type Int8ChannelParams, type Int8Scaling, int8ChannelParams } from "../kv/kv-quant.js";
 import { GpuDecoderOps, ropeCosSinCache } from "./decoder-ops.js";
 import type { GpuDevice } from "./device.js";
-import { type GpuDecoderWeights, encodeLinear, uploadDecoderWeights } from "./gpu-weights.js";
+import { type GpuDecoderWeights, encodeLinear, matrixKernels, uploadDecoderWeights } from "./gpu-weights.js";
 import { PagedAttentionStep } from "./paged-attention-step.js";
 import { modelLengthLimit } from "../model/max-model-len.js";
-import { GPU_CACHE_DTYPES, type GpuCacheDtype, cacheLayout } from "./wgsl/kv-load.js";
+import { GPU_CACHE_DTYPES, type GpuCacheDtype, type GpuInt8Mode, cacheLayout } from "./wgsl/kv-load.js";
 import { BufferUsage, MapMode } from "./constants.js";
 
 export interface GpuModelRunnerOptions {
@@ -57,8 +58,16 @@ export interface GpuModelRunnerOptions {
   /** Blocks of the paged KV cache and tokens per block (the engine's KvCacheManager uses the same). */
   numBlocks: number;
   blockSize: number;
-  /** KV storage: f32 | f16 | bf16 | int8 (per-token scales) | fp8e4m3 | fp8e5m2 (scale 1), as the CPU's PagedKvCache stores them. */
+  /** KV storage: f32 | f16 | bf16 | int8 (per-token scales, or per-channel: `int8`) | fp8e4m3 | fp8e5m2 (scale 1), as the CPU's PagedKvCache stores them. */
   kvDtype: GpuCacheDtype;
+  /**
+   * int8 only, as PagedKvCacheOptions.int8: { mode: "per-token" } (the default) or
+   * { mode: "per-channel", kScale, vScale, kOffset?, vOffset? } — static scales and
+   * offsets f32 [Hkv, D] (every layer's) or [numLayers, Hkv, D], uploaded once into
+   * each layer's cache buffers; the append quantizes with them, the attention
+   * dequantizes x = (q + offset) · scale.
+   */
+  int8?: Int8Scaling;
   /** Longest sequence accepted (loadGpuModel: the memory plan's). Default min(the model's limit, numBlocks · blockSize). */
   maxModelLen?: number;
   /** dispose() destroys the device too (a loader opened it for this runner). Default false. */
@@ -87,6 +96,15 @@ interface StepBuffers {
   logits: GPUBuffer; // [S, V]
 }
 
+/** options.int8 checked as the CPU's PagedKvCache checks it: per layer the per-channel scales and offsets, or null (per-token). */
+function resolveInt8(options: GpuModelRunnerOptions, c: ModelConfig): Int8ChannelParams[] | null {
+  const int8 = options.int8;
+  if (int8 === undefined) return null;
+  if (options.kvDtype !== "int8") throw new ArgumentError("int8", `applies to kvDtype int8 only, got kvDtype ${show(options.kvDtype)}`);
+  checkOneOf("int8.mode", int8.mode, ["per-token", "per-channel"] as const);
+  return int8.mode === "per-channel" ? int8ChannelParams(int8, c.numLayers, c.numKvHeads, c.headDim) : null;
+}
+
 /** The MLP's gated activation per hiddenAct (a new activation fails to compile here until it has a kernel). */
 const GLU: Record<ModelConfig["hiddenAct"], "swiglu" | "geglu"> = { silu: "swiglu", gelu_pytorch_tanh: "geglu" };
 
@@ -107,7 +125,9 @@ export class GpuModelRunner implements ModelRunner {
   readonly #w: GpuDecoderWeights;
   readonly #destroyWeights: () => void;
   readonly #cache: { k: GPUBuffer; v: GPUBuffer }[];
-  /** int8: the word where each K/V buffer's per-token scales start (wgsl/kv-load.ts cacheLayout). */
+  /** int8: per-token scales computed on write, or static per-channel ones (options.int8). */
+  readonly #int8Mode: GpuInt8Mode;
+  /** int8: the word where each K/V buffer's scales start (wgsl/kv-load.ts cacheLayout). */
   readonly #kvScaleOff: number;
   /** Per layer: its RoPE cos/sin table [maxModelLen, R] (layers with the same theta and scaling share one), or null (a NoPE layer). */
   readonly #cosSin: (GPUBuffer | null)[];
@@ -116,7 +136,7 @@ export class GpuModelRunner implements ModelRunner {
   #busy = false;
   #disposed = false;
 
-  private constructor(gpu: GpuDevice, rt: Runtime, ops: GpuDecoderOps, options: GpuModelRunnerOptions, w: { weights: GpuDecoderWeights; destroy: () => void }, maxModelLen: number) {
+  private constructor(gpu: GpuDevice, rt: Runtime, ops: GpuDecoderOps, options: GpuModelRunnerOptions, w: { weights: GpuDecoderWeights; destroy: () => void }, maxModelLen: number, channels: Int8ChannelParams[] | null) {
     const c = options.config;
     this.gpu = gpu;
     this.#rt = rt;
@@ -126,6 +146,7 @@ export class GpuModelRunner implements ModelRunner {
     this.maxModelLen = maxModelLen;
     this.kvCache = { numBlocks: options.numBlocks, blockSize: options.blockSize };
     this.kvDtype = options.kvDtype;
+    this.#int8Mode = channels ? "per-channel" : "per-token";
     this.#ownDevice = options.ownDevice ?? false;
     this.#w = w.weights;
     this.#destroyWeights = w.destroy;
@@ -139,13 +160,27 @@ export class GpuModelRunner implements ModelRunner {
       return b;
     };
     try {
-      // The paged KV cache: per layer K and V [numBlocks · blockSize, Hkv, D] in kvDtype (int8: + scales [numBlocks · blockSize, Hkv]).
-      const layout = cacheLayout(options.numBlocks * options.blockSize, c.numKvHeads, c.headDim, options.kvDtype);
+      // The paged KV cache: per layer K and V [numBlocks · blockSize, Hkv, D] in kvDtype (int8: + scales [numBlocks · blockSize, Hkv],
+      // or per-channel: + scales and offsets [Hkv, D], written here once).
+      const layout = cacheLayout(options.numBlocks * options.blockSize, c.numKvHeads, c.headDim, options.kvDtype, this.#int8Mode);
       const layerBytes = layout.bytes;
       this.#kvScaleOff = layout.scaleOff;
       const max = gpu.limits.maxStorageBufferBindingSize;
       if (layerBytes > max) throw new ArgumentError("numBlocks", `gives a KV layer of ${layerBytes} bytes, beyond the adapter's maxStorageBufferBindingSize ${max}: lower kvCacheBytes or numBlocks (got ${options.numBlocks})`);
       this.#cache = Array.from({ length: c.numLayers }, (_, l) => ({ k: buffer(layerBytes, `layer ${l} K cache`), v: buffer(layerBytes, `layer ${l} V cache`) }));
+      if (channels) {
+        const n = c.numKvHeads * c.headDim;
+        channels.forEach((p, l) => {
+          const k = new Float32Array(2 * n);
+          const v = new Float32Array(2 * n);
+          k.set(p.kScale);
+          k.set(p.kOffset, n);
+          v.set(p.vScale);
+          v.set(p.vOffset, n);
+          gpu.device.queue.writeBuffer(this.#cache[l]!.k, layout.scaleOff * 4, k);
+          gpu.device.queue.writeBuffer(this.#cache[l]!.v, layout.scaleOff * 4, v);
+        });
+      }
       // One table per distinct layer RoPE (Gemma 3's local base, SmolLM3's NoPE layers), built as the CPU Rope builds
       // its own: partial rotary dims, LongRoPE's factors chosen by maxModelLen, cos and sin × its attention factor.
       const tables = new Map<string, GPUBuffer>();
@@ -179,18 +214,20 @@ export class GpuModelRunner implements ModelRunner {
     }
     if (options.kvDtype !== "f32" && c.headDim % 2 !== 0) throw new ArgumentError("kvDtype", `${options.kvDtype} needs an even head dim on the webgpu device, got ${c.headDim}`);
     if (/^(int8|fp8)/.test(options.kvDtype) && c.headDim % 4 !== 0) throw new ArgumentError("kvDtype", `${options.kvDtype} needs a head dim that is a multiple of 4 on the webgpu device, got ${c.headDim}`);
+    const channels = resolveInt8(options, c);
     const limit = Math.min(modelLengthLimit(c).tokens, numBlocks * blockSize); // loadGpuModel passes the plan's maxModelLen, resolved once (model/max-model-len.ts)
     const maxModelLen = options.maxModelLen === undefined ? limit : checkInt("maxModelLen", options.maxModelLen, { min: 1, max: limit });
-    const ops = await GpuDecoderOps.create(gpu);
     let up: { weights: GpuDecoderWeights; destroy: () => void } | null = null;
+    let ops: GpuDecoderOps | null = null;
     try {
       up = uploadDecoderWeights(gpu, rt, options.weights, options.maxBindingBytes === undefined ? undefined : checkInt("maxBindingBytes", options.maxBindingBytes, { min: 4 }));
       const u = up;
-      await ops.prepareBlocks(u.weights.blockTypes);
-      return await gpu.scoped("uploading the model", () => new GpuModelRunner(gpu, rt, ops, { ...options, numBlocks, blockSize }, u, maxModelLen));
+      // Only the matrix kernels these weights' formats use compile (each up to seconds on SwiftShader).
+      const o = (ops = await GpuDecoderOps.create(gpu, matrixKernels(u.weights)));
+      return await gpu.scoped("uploading the model", () => new GpuModelRunner(gpu, rt, o, { ...options, numBlocks, blockSize }, u, maxModelLen, channels));
     } catch (e) {
       up?.destroy();
-      ops.dispose();
+      ops?.dispose();
       throw e;
     }
   }
@@ -221,6 +258,11 @@ export class GpuModelRunner implements ModelRunner {
     };
   }
 
+  /** The matrix kernels compiled for these weights (GpuDecoderOps.kernels: one GEMV and GEMM per weight format, the embedding's gather). */
+  get kernels(): string[] {
+    return this.#ops.kernels;
+  }
+
   async forward(batch: ForwardBatch): Promise<Float32Array> {
     if (this.#disposed) throw new Error("GpuModelRunner used after dispose()");
     if (this.#busy) throw new Error("GpuModelRunner.forward called while a forward is running (await each step)");
@@ -233,7 +275,7 @@ export class GpuModelRunner implements ModelRunner {
     let attn: PagedAttentionStep | null = null;
     let b: StepBuffers | null = null;
     try {
-      attn = await PagedAttentionStep.create(gpu, this.#rt, { H: c.numHeads, Hkv: c.numKvHeads, D: c.headDim, kvDtype: this.kvDtype, kvScaleOff: this.#kvScaleOff, blockSize: this.kvCache.blockSize, scale: c.attentionScale, softcap: c.attnLogitSoftcap }, batch);
+      attn = await PagedAttentionStep.create(gpu, this.#rt, { H: c.numHeads, Hkv: c.numKvHeads, D: c.headDim, kvDtype: this.kvDtype, int8Mode: this.#int8Mode, kvScaleOff: this.#kvScaleOff, blockSize: this.kvCache.blockSize, scale: c.attentionScale, softcap: c.attnLogitSoftcap }, batch);
       const bufs = (b = this.#acquire(T, S, attn.outFloats, attn.lseFloats));
       const step = attn;
       return await gpu.scoped("running a forward step", async () => {
@@ -338,6 +380,7 @@ export class GpuModelRunner implements ModelRunner {
         cacheK: { buffer: cache.k },
         cacheV: { buffer: cache.v },
         dtype: this.kvDtype,
+        ...(this.kvDtype === "int8" ? { int8Mode: this.#int8Mode } : {}),
         numSlots: this.kvCache.numBlocks * this.kvCache.blockSize,
         tokens: T,
         numKvHeads: Hkv,
@@ -367,6 +410,6 @@ export class GpuModelRunner implements ModelRunner {
 
   toString(): string {
     const c = this.config;
-    return `GpuModelRunner(${c.architecture}, ${c.numLayers} layers, hidden ${c.hiddenSize}, weights ${this.weightFormat}, KV ${this.kvDtype} [${this.kvCache.numBlocks}, ${this.kvCache.blockSize}], ${this.gpu.adapter.vendor} ${this.gpu.adapter.architecture})`;
+    return `GpuModelRunner(${c.architecture}, ${c.numLayers} layers, hidden ${c.hiddenSize}, weights ${this.weightFormat}, KV ${this.kvDtype}${this.#int8Mode === "per-channel" ? " per-channel" : ""} [${this.kvCache.numBlocks}, ${this.kvCache.blockSize}], ${this.gpu.adapter.vendor} ${this.gpu.adapter.architecture})`;
   }
 }

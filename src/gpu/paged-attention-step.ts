@@ -11,7 +11,8 @@
  *
  *   q    the layer's q columns of qkv [T, (H + 2·Hkv)·D] (or a normed copy [T, H, D])
  *   k, v the layer's paged cache [numSlots, Hkv, D] in f32 | f16 | bf16 | int8 |
- *        fp8e4m3 | fp8e5m2 (int8: its per-token scales after the codes, kv-load.ts)
+ *        fp8e4m3 | fp8e5m2 (int8: its per-token scales, or its static per-channel
+ *        scales and offsets, after the codes: kv-load.ts)
  *   out  att [T, H, D] compact, the split partials after it ([slots, H, partSq, D])
  *   lse  [T, H], partials after it
  *
@@ -28,7 +29,7 @@ import { chooseAttentionKernel } from "./attention-run.js";
 import type { GpuDevice } from "./device.js";
 import { mergeStatesWgsl } from "./wgsl/merge-states.js";
 import { WORKGROUP } from "./wgsl/flash-attention.js";
-import { GPU_CACHE_DTYPE_CODE, type GpuCacheDtype } from "./wgsl/kv-load.js";
+import { type GpuCacheDtype, type GpuInt8Mode, cacheCode } from "./wgsl/kv-load.js";
 import { type AttnParams, packAttnParams } from "./wgsl/params.js";
 
 export interface AttentionShape {
@@ -36,7 +37,9 @@ export interface AttentionShape {
   Hkv: number;
   D: number;
   kvDtype: GpuCacheDtype;
-  /** int8: the word where the per-token scales start in each K and V buffer (kv-load.ts cacheLayout); else 0. */
+  /** int8: how the cache scales (default per-token). */
+  int8Mode?: GpuInt8Mode;
+  /** int8: the word where the scales start in each K and V buffer (kv-load.ts cacheLayout); else 0. */
   kvScaleOff: number;
   blockSize: number;
   /** Softmax scale (the model's: 1/√D, or Gemma's query_pre_attn_scalar^−½). */
@@ -141,7 +144,7 @@ export class PagedAttentionStep {
       bsJ: 0, maskOff: 0, msB: 0, msH: 0,
       msI: 0, msJ: 0, alibiOff: 0, asB: 0,
       partOOff: t.T * H * D, partLOff: t.T * H, wgX, chunksOff: t.chunksOff,
-      D, kvDtype: GPU_CACHE_DTYPE_CODE[kvDtype], paged: 1, kvScaleOff: this.#shape.kvScaleOff,
+      D, kvDtype: cacheCode(kvDtype, this.#shape.int8Mode), paged: 1, kvScaleOff: this.#shape.kvScaleOff,
     };
     const cache = this.#gpu.bindGroups;
     const group = cache.get(this.#attend, packAttnParams(params), ([a.q.buffer, a.k, a.v, this.#planBuffer, this.#aux, a.out, a.lse] as const).map((b, i) => [i + 1, b] as const), "attention params");

@@ -18,7 +18,7 @@ import { checkInt, checkNumber, checkOneOf } from "../tensor/check.js";
 import { DTYPE_BYTES } from "../tensor/dtype.js";
 import { Tensor, memoryName } from "../tensor/tensor.js";
 import { MAX_BLOCK_SIZE } from "../attention/batch-tables.js";
-import { type Fp8Scales, type Int8Scaling, KV_CACHE_DTYPES, type KvCacheDType, type KvQuantMode } from "./kv-quant.js";
+import { type Fp8Scales, type Int8Scaling, KV_CACHE_DTYPES, type KvCacheDType, type KvQuantMode, int8ChannelParams } from "./kv-quant.js";
 
 export interface PagedKvCacheOptions {
   numLayers: number;
@@ -89,22 +89,7 @@ export class PagedKvCache {
     if (int8) checkOneOf("int8.mode", int8.mode, ["per-token", "per-channel"] as const);
     const quant: KvQuantMode = int8 ? int8.mode : dtype.startsWith("fp8") ? "per-tensor" : "none";
     const channels = hkv * d;
-    const channelParam = (name: string, values: ArrayLike<number> | undefined, layer: number, fallback: number): Float32Array => {
-      const out = new Float32Array(channels).fill(fallback);
-      if (values === undefined) return out;
-      if (values.length !== channels && values.length !== numLayers * channels) {
-        throw new ArgumentError(`int8.${name}`, `must have Hkv·D = ${channels} or numLayers·Hkv·D = ${numLayers * channels} values, got ${values.length}`);
-      }
-      const base = values.length === channels ? 0 : layer * channels;
-      for (let i = 0; i < channels; i++) {
-        const x = values[base + i]!;
-        if (!Number.isFinite(x) || (name.endsWith("Scale") && x <= 0)) {
-          throw new ArgumentError(`int8.${name}[${base + i}]`, `must be a finite${name.endsWith("Scale") ? " positive" : ""} number, got ${show(x)}`);
-        }
-        out[i] = x;
-      }
-      return out;
-    };
+    const channelParams = int8?.mode === "per-channel" ? int8ChannelParams(int8, numLayers, hkv, d) : null;
     const perLayerScalar = (name: "kScale" | "vScale", layer: number): number => {
       const s = options.fp8?.[name];
       if (s === undefined) return 1;
@@ -115,10 +100,10 @@ export class PagedKvCache {
 
     // Every scale is checked before the allocation, so a bad one leaves the heap as it was.
     const params = Array.from({ length: numLayers }, (_, l) => ({
-      kScale: int8?.mode === "per-channel" ? channelParam("kScale", int8.kScale, l, 1) : null,
-      vScale: int8?.mode === "per-channel" ? channelParam("vScale", int8.vScale, l, 1) : null,
-      kOffset: int8?.mode === "per-channel" ? channelParam("kOffset", int8.kOffset, l, 0) : null,
-      vOffset: int8?.mode === "per-channel" ? channelParam("vOffset", int8.vOffset, l, 0) : null,
+      kScale: channelParams?.[l]?.kScale ?? null,
+      vScale: channelParams?.[l]?.vScale ?? null,
+      kOffset: channelParams?.[l]?.kOffset ?? null,
+      vOffset: channelParams?.[l]?.vOffset ?? null,
       kScalar: quant === "per-tensor" ? perLayerScalar("kScale", l) : 1,
       vScalar: quant === "per-tensor" ? perLayerScalar("vScale", l) : 1,
     }));

@@ -7,7 +7,8 @@
 // on awkward sizes (97 columns, 1000 elements, 7 and 33 tokens), outputs
 // poisoned with NaN first. Tolerances: RMSNorm and SwiGLU per element
 // |got − ref| ≤ 1e-5 · max(1, |ref|); GEMV |got − ref| ≤ 1e-5 · Σ|x·w|
-// (linearMagnitude: f32 accumulation in another order).
+// (linearMagnitude: f32 accumulation in another order). The matrix kernels
+// compile on demand (GpuDecoderOps.prepare), checked by name.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { ArgumentError } from "../../src/ops-entry.js";
@@ -285,5 +286,27 @@ describe("WebGPU decoder kernels against the float64 references", () => {
     pass.end();
     enc.finish();
     gpu.pool.release(b);
+  });
+
+  gpuTest("matrix kernels compile on demand: create(gpu, []) has none, recording one unprepared is an error naming it, prepare() adds it, a bad name is an ArgumentError", async () => {
+    const bare = await GpuDecoderOps.create(gpu, []);
+    const b = gpu.pool.acquire(256, "small");
+    const enc = gpu.device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    try {
+      assert.deepEqual(bare.kernels, []);
+      assert.deepEqual(ops.kernels, ["embedding", "gemm", "gemm q8", "gemv f32", "gemv q8"]); // create's default
+      const q8 = { x: { buffer: b }, weight: { codes: { buffer: b }, scales: { buffer: b } }, out: { buffer: b }, tokens: 1, rows: 2, cols: 32 };
+      assert.throws(() => bare.gemvQ8(pass, q8), /^Error: the gemv q8 kernel is not compiled: await prepare\(\["gemv q8"\]\) first/);
+      await bare.prepare(["gemv q8", "gemv q8"]);
+      assert.deepEqual(bare.kernels, ["gemv q8"]);
+      bare.gemvQ8(pass, q8);
+      await assert.rejects(bare.prepare(["gemv q9" as "gemv q8"]), (e: Error) => e instanceof ArgumentError && /^kernels must name matrix kernels .*, got "gemv q9"$/.test(e.message));
+    } finally {
+      pass.end();
+      enc.finish();
+      bare.dispose();
+      gpu.pool.release(b);
+    }
   });
 });

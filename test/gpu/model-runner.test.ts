@@ -22,6 +22,8 @@
 // f32 decoder over the same decoded values (the CPU's native K-quant kernels
 // quantize the activations to Q8_K), same tolerance; its weights take under
 // a fifth of the bytes the f32 expansion took.
+// Each runner compiles only the matrix kernels its weight formats use
+// (GpuModelRunner.kernels): no q8 GEMV/GEMM for f32, bf16 or K-quant weights.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -41,6 +43,15 @@ import { assertLogitsClose, f32Twin, runnerSteps } from "./runner-support.js";
 
 const opened = await openTestGpu();
 const gpuTest = (name: string, fn: () => Promise<void>) => test(name, { skip: opened.skip }, fn);
+
+/** The matrix kernels a runner over these weights compiles: one GEMV and GEMM per format, the embedding's gather. */
+const KERNELS: Record<WeightFormat | "Q4_K_M", string[]> = {
+  f32: ["embedding", "gemm", "gemv f32"],
+  bf16: ["embedding", "gemm", "gemv f32"],
+  q8: ["embedding", "gemm q8", "gemv q8"],
+  q4: ["embedding blocks", "gemm blocks", "gemv q4_0"],
+  Q4_K_M: ["embedding blocks", "gemm blocks", "gemv q4_k", "gemv q6_k"],
+};
 
 describe("WebGPU ModelRunner against the CPU decoder", () => {
   let rt: Runtime;
@@ -71,6 +82,7 @@ describe("WebGPU ModelRunner against the CPU decoder", () => {
     const cpu = quantized ? { config: loaded.config, runner: createDecoder(rt, loaded.config, f32Twin(rt, loaded.runner.weights), { kvDtype, blockSize, numBlocks: 64 }) } : loaded;
     const runner = await GpuModelRunner.create(gpu, rt, { config: cpu.config, weights: loaded.runner.weights, numBlocks: 64, blockSize, kvDtype: kvDtype as "f32", ...(maxBindingBytes === undefined ? {} : { maxBindingBytes }) });
     try {
+      assert.deepEqual(runner.kernels, KERNELS[weights], `${weights} weights: the matrix kernels compiled`);
       if (check) {
         const f32 = await GpuModelRunner.create(gpu, rt, { config: cpu.config, weights: cpu.runner.weights, numBlocks: 1, blockSize, kvDtype: "f32" });
         const f32Bytes = f32.weightBytes;

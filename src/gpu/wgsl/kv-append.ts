@@ -13,6 +13,9 @@
  * values (D % 4 == 0, so rows own their words):
  *   int8      per-token: s = max|x| / 127 stored at word scaleOff + slot · Hkv + h,
  *             q = round-half-even(x / s) clamped to [−128, 127] (0 when s = 0)
+ *   int8, per-channel (code 6): q = round-half-even(x / scale[h, i] − offset[h, i])
+ *             clamped to [−128, 127], NaN → 0, with the static scale and offset
+ *             f32 [Hkv, D] each read from word scaleOff of the same buffer (kv-load.ts)
  *   fp8e4m3   fp8(x), round to nearest even, saturating (OCP), per-tensor scale 1
  *   fp8e5m2   likewise
  * WGSL's f32 division is within 2.5 ULP, not correctly rounded as wasm's is:
@@ -73,6 +76,18 @@ fn put(isV: bool, i: u32, value: u32) {
   if (isV) { cacheV[i] = value; } else { cacheK[i] = value; }
 }
 
+fn channelParam(isV: bool, i: u32) -> f32 {
+  if (isV) { return bitcast<f32>(cacheV[i]); }
+  return bitcast<f32>(cacheK[i]);
+}
+
+// int8 per-channel: x / scale − offset, round half to even, clamp; NaN → 0 (by its bits: WGSL may assume no NaN).
+fn channelCode(isV: bool, x: f32, c: u32) -> u32 {
+  let y = x / channelParam(isV, P.scaleOff + c) - channelParam(isV, P.scaleOff + P.hkv * P.d + c);
+  if ((bitcast<u32>(y) & 0x7fffffffu) > 0x7f800000u) { return 0u; }
+  return bitcast<u32>(i32(clamp(round(y), -128.0, 127.0))) & 0xffu;
+}
+
 // One (token, KV head) row of a 1-byte cache: D / 4 words (and int8's scale).
 fn byteRow(isV: bool, t: u32, h: u32, slot: u32) {
   let x0 = t * select(P.tokenStride, P.vTokenStride, isV) + h * P.d;
@@ -91,6 +106,8 @@ fn byteRow(isV: bool, t: u32, h: u32, slot: u32) {
       var code: u32;
       if (P.dtype == 3u) {
         code = select(0u, bitcast<u32>(i32(clamp(round(x / s), -128.0, 127.0))) & 0xffu, s > 0.0);
+      } else if (P.dtype == 6u) {
+        code = channelCode(isV, x, h * P.d + 4u * w + k);
       } else if (P.dtype == 4u) {
         code = smallFloat(x, 4u, 3u, 7, 0x7eu, 0x7fu);
       } else {
