@@ -14,6 +14,7 @@ export { DEVICE_KINDS, type DeviceKind, parseDeviceKind } from "./device-kind.js
 /** What the startup line says about an adapter. */
 export interface AdapterDescription {
   vendor: string;
+  /** "" when the implementation leaves it empty (Dawn on NVIDIA's Vulkan driver: the device says "nvidia-h100-80gb-hbm3"). */
   architecture: string;
   device: string;
   /** Driver description ("SwiftShader driver 5.0.0", "NVIDIA 550.54"). */
@@ -30,7 +31,7 @@ export function describeAdapter(adapter: GPUAdapter): AdapterDescription {
   const text = `${i.vendor} ${i.architecture} ${i.device} ${i.description}`;
   return {
     vendor: i.vendor || "unknown vendor",
-    architecture: i.architecture || "unknown architecture",
+    architecture: i.architecture || "",
     device: i.device || "",
     driver: i.description || "unknown driver",
     software: fallback || SOFTWARE_NAMES.test(text),
@@ -39,7 +40,7 @@ export function describeAdapter(adapter: GPUAdapter): AdapterDescription {
 
 /** One line for the startup log: `webgpu: nvidia ampere (NVIDIA 550.54)`, or `… software adapter: not GPU speed`. */
 export function formatAdapter(d: AdapterDescription): string {
-  return `webgpu: ${d.vendor} ${d.architecture}${d.device ? ` ${d.device}` : ""} (${d.driver})${d.software ? ", a software adapter: correct, not GPU speed" : ""}`;
+  return `webgpu: ${[d.vendor, d.architecture, d.device].filter((s) => s !== "").join(" ")} (${d.driver})${d.software ? ", a software adapter: correct, not GPU speed" : ""}`;
 }
 
 /**

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { ArgumentError } from "../../src/ops-entry.js";
-import { GpuDevice, GpuError, parseDeviceKind } from "../../src/gpu/index.js";
+import { GpuDevice, GpuError, describeAdapter, formatAdapter, parseDeviceKind } from "../../src/gpu/index.js";
 import { sizeClass } from "../../src/gpu/buffer-pool.js";
 import { chooseTile, tileBytes } from "../../src/gpu/wgsl/flash-attention.js";
 import { openTestGpu } from "./support.js";
@@ -22,6 +22,15 @@ describe("device kinds and tiles (no adapter needed)", () => {
   test("--device takes cpu, webgpu or auto and names the flag and the value otherwise", () => {
     assert.equal(parseDeviceKind("auto"), "auto");
     assert.throws(() => parseDeviceKind("cuda"), (e: Error) => e instanceof ArgumentError && e.message === '--device must be one of cpu | webgpu | auto, got "cuda"');
+  });
+
+  test("the startup line names an adapter whose architecture is empty by its device (what Dawn reported for an H100, 2026-11-27)", () => {
+    const info = { vendor: "nvidia", architecture: "", device: "nvidia-h100-80gb-hbm3", description: "NVIDIA: 580.159.04 580.159.4.0", isFallbackAdapter: false };
+    const d = describeAdapter({ info } as unknown as GPUAdapter);
+    assert.equal(d.software, false);
+    assert.equal(formatAdapter(d), "webgpu: nvidia nvidia-h100-80gb-hbm3 (NVIDIA: 580.159.04 580.159.4.0)");
+    const swift = describeAdapter({ info: { vendor: "google", architecture: "swiftshader", device: "swiftshader-device-subzero-", description: "SwiftShader driver 5.0.0", isFallbackAdapter: true } } as unknown as GPUAdapter);
+    assert.equal(formatAdapter(swift), "webgpu: google swiftshader swiftshader-device-subzero- (SwiftShader driver 5.0.0), a software adapter: correct, not GPU speed");
   });
 
   test("buffer size classes are powers of two from 256 bytes", () => {
