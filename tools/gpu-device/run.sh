@@ -9,11 +9,13 @@
 #   3. `node dist/bench/run.js webgpu` on the GPU: ceilings, attention,
 #      GEMV/GEMM, the Qwen2.5-0.5B-shaped model against the wasm decoder, and
 #      llama.cpp's Vulkan backend on the same GGUF file;
-#   4. the WebGPU conformance suites (test/gpu) on the GPU instead of SwiftShader.
+#   4. the WebGPU conformance suites (test/gpu) on the GPU instead of SwiftShader;
+#   5. `kvflash generate` on the default model, greedy, on the CPU and on the GPU:
+#      the same text is expected (e2e.txt).
 # Everything goes to $OUT (env.txt, adapters.json, webgpu.json, bench.log,
 # gpu-tests.log); each step has its own time limit, and a failed step does not
-# stop the next. GPU_RUN_STEPS (default "bench tests") picks steps 3 and 4,
-# GPU_TESTS_FILES (default test/gpu) the test files.
+# stop the next. GPU_RUN_STEPS (default "bench tests e2e") picks steps 3 to 5,
+# GPU_TESTS_FILES (default test/gpu) the test files; "e2e" is step 5.
 set -u
 OUT="${OUT:-/tmp/gpu-out}"
 mkdir -p "$OUT"
@@ -51,7 +53,7 @@ node -e 'for (const a of JSON.parse(require("fs").readFileSync(process.argv[1], 
 head -c 2000 "$OUT/adapters.err"
 
 export KVFLASH_LLAMACPP_VULKAN="$PWD/llamacpp-vulkan" KVFLASH_REQUIRE_WEBGPU=1
-steps="${GPU_RUN_STEPS:-bench tests}"
+steps="${GPU_RUN_STEPS:-bench tests e2e}"
 if [[ " $steps " == *" bench "* ]]; then
   stamp "bench webgpu"
   # The wasm baseline (over_cpu) on up to 16 of the machine's cores.
@@ -66,6 +68,15 @@ if [[ " $steps " == *" tests "* ]]; then
   timeout "${GPU_TESTS_TIMEOUT:-120}" node scripts/run-tests.mjs ${GPU_TESTS_FILES:-test/gpu} > "$OUT/gpu-tests.log" 2>&1
   stamp "tests exited $?"
   grep -E "^# (tests|pass|fail|skip)|not ok|failed|test files" "$OUT/gpu-tests.log" | tail -25
+fi
+if [[ " $steps " == *" e2e "* ]]; then
+  stamp "kvflash generate on the CPU and on the GPU"
+  for device in cpu webgpu; do
+    echo "## --device $device" >> "$OUT/e2e.txt"
+    timeout 60 node dist/src/cli/main.js generate --device "$device" --chat --prompt "What is a river?" --max-tokens 32 --temperature 0 >> "$OUT/e2e.txt" 2>&1
+    echo "## exit $?" >> "$OUT/e2e.txt"
+  done
+  grep -v "^$" "$OUT/e2e.txt" | head -20
 fi
 stamp "done"
 [ -f "$OUT/bench.log" ] && grep "^|" "$OUT/bench.log" | cut -c1-400 | head -60
