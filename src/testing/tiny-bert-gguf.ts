@@ -5,7 +5,8 @@
  * weights under llama.cpp's tensor names, the vocabulary in its "phantom
  * space" spelling (CONTROL tokens as they are, "##x" → "x", "x" → "▁x"),
  * the special ids gguf-py's SpecialVocab writes from tokenizer_config.json,
- * XLM-R's Unigram vocabulary as "t5" with its scores, the position table cut
+ * XLM-R's Unigram vocabulary as "t5" with its scores (and its Precompiled
+ * normalizer's table as tokenizer.ggml.precompiled_charsmap), the position table cut
  * to start at padding_idx + 1 (RobertaModel.modify_tensors),
  * and `{arch}.pooling_type` from the sentence-transformers Pooling module
  * (_try_set_pooling_type). A cross-encoder (writeTinyBert crossEncoder) is
@@ -98,7 +99,7 @@ export function bertDirToGguf(dir: string, options: BertGgufOptions = {}): Write
   const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as Json;
   const nomic = config["model_type"] === "nomic_bert";
   const arch = nomic ? "nomic-bert" : "bert";
-  const tj = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")) as { model: { type: string; vocab: Record<string, number> | [string, number][]; unk_id?: number }; added_tokens: { id: number; content: string; special: boolean }[] };
+  const tj = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")) as { model: { type: string; vocab: Record<string, number> | [string, number][]; unk_id?: number }; added_tokens: { id: number; content: string; special: boolean }[]; normalizer: Json | null };
   const unigram = tj.model.type === "Unigram"; // XLMRobertaModel: _xlmroberta_set_vocab's "t5" vocabulary
   if (tj.model.type !== "WordPiece" && !unigram) throw new Error(`bertDirToGguf writes WordPiece or Unigram vocabularies, ${dir} has ${tj.model.type}`);
   const vocab: string[] = [];
@@ -134,7 +135,9 @@ export function bertDirToGguf(dir: string, options: BertGgufOptions = {}): Write
       ? {
           "tokenizer.ggml.scores": gguf.f32s((tj.model.vocab as [string, number][]).map(([, s]) => s)),
           "tokenizer.ggml.add_space_prefix": gguf.bool(true),
-          "tokenizer.ggml.remove_extra_whitespaces": gguf.bool(false), // the fixture's tokenizer.json has no normalizer
+          "tokenizer.ggml.remove_extra_whitespaces": gguf.bool(false), // the fixture's tokenizer.json has no Replace normalizer
+          // _xlmroberta_set_vocab: b64decode(tokenizer_json["normalizer"]["precompiled_charsmap"]), as bytes.
+          ...(tj.normalizer?.["type"] === "Precompiled" ? { "tokenizer.ggml.precompiled_charsmap": { type: "array", of: "u8", values: [...Buffer.from(tj.normalizer["precompiled_charsmap"] as string, "base64")] } as GgufTyped } : {}),
         }
       : {}),
   };
