@@ -94,15 +94,16 @@ test("POST /v1/score 1:N: sigmoid scores and, with use_activation false, the hea
 
 test("truncate_prompt_tokens: the pair <s> q </s></s> d </s> cut with longest_first = the reference of the pair cut by hand", async () => {
   const long = Array.from({ length: 30 }, (_, i) => WORDS[i % WORDS.length]).join(" "); // longer than the 24-token context alone
-  const k = 10;
+  const k = 9; // 5 tokens for the texts: both cut, the odd one to the longer (tokenizers' longest_first)
   const r = await server.openai.post<RerankBody>("/rerank", { body: { query: QUERY, documents: [long, DOCS[1]], truncate_prompt_tokens: k } });
   const [s, e] = [tok.tokenToId("<s>")!, tok.tokenToId("</s>")!];
   for (const x of r.results) {
     const a = tok.encode(QUERY, { addSpecialTokens: false });
     const b = tok.encode(x.index === 0 ? long : DOCS[1]!, { addSpecialTokens: false });
-    while (a.length + b.length > k - 4) {
-      if (a.length > b.length) a.pop();
-      else b.pop();
+    if (a.length + b.length > k - 4) {
+      const [short, long] = a.length > b.length ? [b, a] : [a, b];
+      short.length = Math.min(short.length, Math.floor((k - 4) / 2));
+      long.length = k - 4 - short.length;
     }
     const ids = [s, ...a, e, e, ...b, e];
     const ref = reference({ ids, typeIds: ids.map(() => 0) });
