@@ -46,6 +46,57 @@ const LEAF_BIT = 0x80000000;
 
 /** Extended grapheme clusters, as unicode-segmentation's graphemes(true). */
 const GRAPHEMES = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+/** Characters Intl.Segmenter is given at a time (segmented()). */
+const WINDOW = 256;
+
+/** True for printable ASCII (U+0020–U+007E): never Extend, ZWJ, SpacingMark, Prepend or LF, so a cluster always ends before it (UAX #29 GB999). */
+const printable = (c: number): boolean => c >= 0x20 && c <= 0x7e;
+
+/**
+ * The extended grapheme clusters of `text`. An ASCII character followed by
+ * printable ASCII (or by the end) is a cluster of its own; the stretches in
+ * between (non-ASCII, controls, marks on ASCII letters) go to
+ * Intl.Segmenter, which starts and ends them at certain boundaries.
+ */
+export function* graphemes(text: string): Generator<string> {
+  let i = 0;
+  while (i < text.length) {
+    if (text.charCodeAt(i) < 0x80 && (i + 1 === text.length || printable(text.charCodeAt(i + 1)))) {
+      yield text[i]!;
+      i++;
+      continue;
+    }
+    let j = i + 1;
+    while (j < text.length && !(text.charCodeAt(j - 1) < 0x80 && printable(text.charCodeAt(j)))) j++;
+    yield* segmented(text.slice(i, j));
+    i = j;
+  }
+}
+
+/**
+ * Intl.Segmenter's clusters of `text`, in windows: V8's segment iterator
+ * slows down with the length of its input (115k characters: 29 s whole,
+ * 75 ms in windows of 256). Each window starts at a cluster boundary; its
+ * last cluster (perhaps cut by the window's end) is segmented again at the
+ * head of the next; a cluster longer than a window widens it.
+ */
+function* segmented(text: string): Generator<string> {
+  let start = 0;
+  let size = WINDOW;
+  while (start < text.length) {
+    const end = Math.min(text.length, start + size);
+    const parts = Array.from(GRAPHEMES.segment(text.slice(start, end)), (p) => p.segment);
+    if (end === text.length) return yield* parts;
+    if (parts.length === 1) {
+      size *= 2;
+      continue;
+    }
+    const last = parts.pop()!;
+    yield* parts;
+    start = end - last.length;
+    size = WINDOW;
+  }
+}
 
 export class PrecompiledCharsmap {
   /** The trie's units. */
@@ -54,9 +105,11 @@ export class PrecompiledCharsmap {
   readonly #pool: Uint8Array;
   /** Replacement offset → its text. */
   readonly #texts = new Map<number, string>();
-  /** Each ASCII character's replacement (null: none), looked up once. */
-  readonly #ascii: (string | null)[];
+  /** Each ASCII character's rule value (−1: none), looked up once. */
+  readonly #asciiValues: Int32Array;
   readonly #utf8 = new TextEncoder();
+  /** Scratch for a piece's UTF-8 bytes. */
+  readonly #buf = new Uint8Array(64);
 
   /** `blob`: the charsmap's bytes; `where` names it in errors. */
   constructor(blob: Uint8Array, where: string) {
@@ -72,10 +125,8 @@ export class PrecompiledCharsmap {
     } catch {
       throw new ArgumentError(where, "has replacement strings that are not valid UTF-8");
     }
-    this.#ascii = Array.from({ length: 128 }, (_, c) => {
-      const v = this.#firstValue(Uint8Array.of(c));
-      return v < 0 ? null : this.#text(v, where);
-    });
+    this.#asciiValues = Int32Array.from({ length: 128 }, (_, c) => this.#firstValue(Uint8Array.of(c)));
+    for (const v of this.#asciiValues) if (v >= 0) this.#text(v, where); // a rule past the pool fails here
   }
 
   /** From tokenizer.json's base64 string. */
@@ -83,12 +134,12 @@ export class PrecompiledCharsmap {
     return new PrecompiledCharsmap(Uint8Array.from(Buffer.from(b64, "base64")), where);
   }
 
-  /** The value of the shortest key that prefixes `key` (a NUL byte ends it), or −1: commonPrefixSearch's first result. */
-  #firstValue(key: Uint8Array): number {
+  /** The value of the shortest key that prefixes key[0, n) (a NUL byte ends it), or −1: commonPrefixSearch's first result. */
+  #firstValue(key: Uint8Array, n = key.length): number {
     const u = this.#units;
     const offset = (x: number): number => (x >>> 10) << ((x & 0x200) >>> 6);
     let pos = offset(u[0]!);
-    for (let i = 0; i < key.length; i++) {
+    for (let i = 0; i < n; i++) {
       const c = key[i]!;
       if (c === 0) return -1;
       pos ^= c;
@@ -96,7 +147,7 @@ export class PrecompiledCharsmap {
       const unit = u[pos]!;
       if ((unit & (LEAF_BIT | 0xff)) >>> 0 !== c) return -1;
       pos ^= offset(unit);
-      if (((unit >>> 8) & 1) === 1) return pos < u.length ? (u[pos]! & 0x7fffffff) : -1;
+      if (((unit >>> 8) & 1) === 1) return pos < u.length ? u[pos]! & 0x7fffffff : -1;
     }
     return -1;
   }
@@ -114,29 +165,49 @@ export class PrecompiledCharsmap {
     return t;
   }
 
-  /** One piece (a grapheme, or one character) → its replacement, or null. */
-  #replace(piece: string): string | null {
-    if (piece.length === 1 && piece.charCodeAt(0) < 128) return this.#ascii[piece.charCodeAt(0)]!;
-    const v = this.#firstValue(this.#utf8.encode(piece));
-    return v < 0 ? null : this.#text(v);
+  /** The rule value for a piece of text (a cluster, or one character), or −1. */
+  #valueOf(piece: string): number {
+    if (piece.length === 1 && piece.charCodeAt(0) < 128) return this.#asciiValues[piece.charCodeAt(0)]!;
+    const buf = piece.length * 3 <= this.#buf.length ? this.#buf : new Uint8Array(piece.length * 3);
+    return this.#firstValue(buf, this.#utf8.encodeInto(piece, buf).written);
   }
 
   /** `text` normalized as Hugging Face's Precompiled normalizer does (see the header). */
   normalize(text: string): string {
     let out = "";
-    for (const { segment } of GRAPHEMES.segment(text)) {
-      // A cluster's UTF-8 length: < 6 bytes means at most a few code units, so the check is cheap.
-      if (segment.length < 6 && this.#utf8.encode(segment).length < 6) {
-        const whole = this.#replace(segment);
-        if (whole !== null) {
-          out += whole;
+    for (const cluster of graphemes(text)) {
+      // A cluster under 6 UTF-8 bytes: its shortest-prefix rule replaces it whole.
+      if (cluster.length < 6 && utf8Length(cluster) < 6) {
+        const v = this.#valueOf(cluster);
+        if (v >= 0) {
+          out += this.#text(v);
+          continue;
+        }
+        if (cluster.length === 1 || (cluster.length === 2 && cluster.codePointAt(0)! > 0xffff)) {
+          out += cluster; // one character, no rule
           continue;
         }
       }
-      for (const ch of segment) out += this.#replace(ch) ?? ch;
+      for (const ch of cluster) {
+        const v = this.#valueOf(ch);
+        out += v < 0 ? ch : this.#text(v);
+      }
     }
     return out;
   }
+}
+
+/** UTF-8 length of a short string (lone surrogates count 3, as TextEncoder writes U+FFFD). */
+function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) (n += 4), i++;
+    else n += 3;
+  }
+  return n;
 }
 
 /**

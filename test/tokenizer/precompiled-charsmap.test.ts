@@ -21,7 +21,7 @@ import { ArgumentError } from "../../src/errors.js";
 import { encoderTokenizer } from "../../src/model/encoder/encoder-model.js";
 import { ggufEncoderTokenizer } from "../../src/model/encoder/gguf-encoder.js";
 import { Prng } from "../../src/tensor/prng.js";
-import { PrecompiledCharsmap } from "../../src/tokenizer/precompiled-charsmap.js";
+import { PrecompiledCharsmap, graphemes } from "../../src/tokenizer/precompiled-charsmap.js";
 import { Tokenizer } from "../../src/tokenizer/tokenizer.js";
 import { buildCharsmap } from "../../src/testing/charsmap.js";
 import { writeBertGguf } from "../../src/testing/tiny-bert-gguf.js";
@@ -98,6 +98,21 @@ test("random strings over the rules' characters and others = the written-out sem
     const text = Array.from({ length: rng.nextInt(12) }, () => alphabet[rng.nextInt(alphabet.length)]!).join("");
     assert.equal(map.normalize(text), hfNormalize(text, RULES), JSON.stringify(text));
   }
+});
+
+test("graphemes() (ASCII runs by hand, the rest by Intl.Segmenter in 256-character windows) = Intl.Segmenter over the whole text", () => {
+  const whole = (t: string): string[] => Array.from(new Intl.Segmenter(undefined, { granularity: "grapheme" }).segment(t), (p) => p.segment);
+  // CR LF, marks on ASCII letters, ZWJ emoji, flags (regional indicator pairs), Hangul jamo, a Prepend, controls, CJK, surrogate pairs.
+  const pieces = ["a", "b", " ", ".", "\r", "\n", "\r\n", "\t", "\u0301", "\u200d", "\u{1f468}", "\u{1f469}", "\u{1f1eb}", "\u{1f1f7}", "\u1100", "\u1161", "\u11a8", "\u0600", "\u0001", "\u4e2d", "\u{1f44d}", "\u{1f3fd}", "\ufe0f", "\u0915", "\u094d"];
+  const rng = new Prng(11);
+  for (let t = 0; t < 60; t++) {
+    const text = Array.from({ length: 1 + rng.nextInt(t < 50 ? 40 : 700) }, () => pieces[rng.nextInt(pieces.length)]!).join("");
+    assert.deepEqual([...graphemes(text)], whole(text), JSON.stringify(text.slice(0, 80)));
+  }
+  const zalgo = `x${"\u0301".repeat(600)}y`; // one cluster longer than two windows
+  assert.deepEqual([...graphemes(zalgo)], whole(zalgo));
+  const flags = "\u{1f1eb}\u{1f1f7}".repeat(300); // regional indicators pair up across window edges
+  assert.deepEqual([...graphemes(flags)], whole(flags));
 });
 
 test("bad blobs fail naming the normalizer: too short, a trie size past the end or not a multiple of 4, replacements that are not UTF-8", () => {
