@@ -36,7 +36,7 @@
  * useCharsmaps() puts this reading of the model's own table in its place.
  *
  *   const map = PrecompiledCharsmap.fromBase64(b64, "tokenizer.json normalizer");
- *   map.normalize("ｶﾞｷﾞ①");   // "ガギ1" under XLM-R's nmt_nfkc table
+ *   map.normalize("ﬁle ①");   // "file 1" under XLM-R's nmt_nfkc table
  *   useCharsmaps(hfTokenizer, "tokenizer.json");   // its Precompiled normalizers read their tables
  */
 import type { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
