@@ -1,12 +1,21 @@
 /**
  * A cross-encoder's pair input cut to `k` tokens, as vLLM's score route asks
  * the tokenizer for it (serving_score.py: tokenizer(text=q, text_pair=d,
- * truncation=True, max_length=k)), i.e. Hugging Face tokenizers' default
- * "longest_first" strategy (tokenizers/src/utils/truncation.rs): one token at a
- * time comes off the end of the longer of the two texts (a tie: the second),
- * until the texts and the template's special tokens fit k; the template's
- * special tokens (BERT's [CLS] a [SEP] b [SEP], XLM-R's <s> a </s></s> b </s>)
- * stay.
+ * truncation=True, max_length=k)), i.e. the fast (Rust) tokenizer's
+ * "longest_first" strategy (tokenizers/src/utils/truncation.rs
+ * truncate_encodings), which vLLM's AutoTokenizer runs. With T = k minus the
+ * template's special tokens, n1 ≤ n2 the two texts' lengths:
+ *
+ *   n1 + n2 ≤ T              nothing is cut
+ *   n1 ≤ T − n1 (n1 ≤ T/2)   only the longer is cut, to T − n1
+ *   otherwise                both: the shorter to ⌊T/2⌋, the longer to ⌈T/2⌉
+ *                            (equal lengths: the second is "the longer")
+ *
+ * Each text keeps its first tokens; the template's special tokens (BERT's
+ * [CLS] a [SEP] b [SEP], XLM-R's <s> a </s></s> b </s>) stay. (transformers'
+ * slow tokenizers take one token at a time off the longer, a tie off the
+ * second, which ends ⌈T/2⌉ / ⌊T/2⌋ the other way round when T is odd and the
+ * first text is not the longer.)
  *
  *   pair      the full encoding: ids, typeIds (length n = |a| + |b| + s)
  *   a, b      each text's ids without special tokens (how the pair template
@@ -26,12 +35,7 @@ export function truncatePair(
   if (s < 0 || s > k) return null;
   const layout = findLayout(pair.ids, a, b, s);
   if (layout === null) throw new Error(`truncatePair: the pair encoding (${n} tokens) does not hold its two texts (${a.length} and ${b.length} tokens) in a template`);
-  let na = a.length;
-  let nb = b.length;
-  for (let drop = n - k; drop > 0; drop--) {
-    if (na > nb) na--;
-    else nb--;
-  }
+  const [na, nb] = longestFirst(a.length, b.length, k - s);
   const { p, m } = layout; // prefix length, middle length; suffix = s - p - m
   const keep = (from: number, count: number): [number, number] => [from, from + count];
   const pieces: [number, number][] = [
@@ -62,4 +66,16 @@ function findLayout(ids: readonly number[], a: readonly number[], b: readonly nu
     }
   }
   return null;
+}
+
+/** truncate_encodings' LongestFirst lengths for texts of la and lb tokens within t (la + lb > t ≥ 0). */
+function longestFirst(la: number, lb: number, t: number): [number, number] {
+  const swap = la > lb;
+  let n1 = Math.min(la, lb);
+  let n2 = n1 > t ? n1 : Math.max(n1, t - n1);
+  if (n1 + n2 > t) {
+    n1 = Math.floor(t / 2);
+    n2 = n1 + (t % 2);
+  }
+  return swap ? [n2, n1] : [n1, n2];
 }

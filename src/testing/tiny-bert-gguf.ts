@@ -5,11 +5,17 @@
  * weights under llama.cpp's tensor names, the vocabulary in its "phantom
  * space" spelling (CONTROL tokens as they are, "##x" → "x", "x" → "▁x"),
  * the special ids gguf-py's SpecialVocab writes from tokenizer_config.json,
- * XLM-R's Unigram vocabulary as "t5" with its scores, the position table cut
+ * XLM-R's Unigram vocabulary as "t5" with its scores (and its Precompiled
+ * normalizer's table as tokenizer.ggml.precompiled_charsmap), the position table cut
  * to start at padding_idx + 1 (RobertaModel.modify_tensors),
  * and `{arch}.pooling_type` from the sentence-transformers Pooling module
- * (_try_set_pooling_type). For tests: the same random weights served from
- * two formats must give the same vectors.
+ * (_try_set_pooling_type). A cross-encoder (writeTinyBert crossEncoder) is
+ * written as the converter writes a reranker: the "bert." / "roberta." prefix
+ * dropped, RobertaClassificationHead's classifier.dense / classifier.out_proj
+ * as cls / cls.output, id2label as `{arch}.classifier.output_labels`, no
+ * pooling_type; and a BertForSequenceClassification as the converter mangles
+ * it: the pooler dropped, `classifier` as cls.output. For tests: the same
+ * random weights served from two formats must give the same vectors.
  *
  *   bertDirToGguf(dir)                    → WriteGgufOptions (edit it to make a bad file)
  *   writeBertGguf(dir, out, { type })     writes it (matrices F32, F16 or a quantized type)
@@ -46,14 +52,23 @@ function readSafetensorsF32(path: string): Map<string, { shape: number[]; data: 
   return out;
 }
 
-/** The converter's tensor name for a transformers one (gguf-py tensor_mapping.py, BERT and nomic-bert rows). */
-function ggufName(hf: string): string {
+/**
+ * The converter's tensor name for a transformers one (gguf-py tensor_mapping.py, BERT and nomic-bert rows;
+ * BertModel / XLMRobertaModel.filter_tensors for a *ForSequenceClassification checkpoint), or null for a dropped one.
+ */
+function ggufName(name: string): string | null {
+  const hf = name.replace(/^(?:bert|roberta)\./, "");
+  if (hf.startsWith("pooler.dense.")) return null; // "we are only using BERT for embeddings so we don't need the pooling layer"
+  if (hf === "classifier.weight" || hf === "classifier.bias") return `cls.output.${hf.slice("classifier.".length)}`; // BERT's, renamed classifier.out_proj
+
   const top: Readonly<Record<string, string>> = {
     "embeddings.word_embeddings": "token_embd",
     "embeddings.position_embeddings": "position_embd",
     "embeddings.token_type_embeddings": "token_types",
     "embeddings.LayerNorm": "token_embd_norm",
     emb_ln: "token_embd_norm",
+    "classifier.dense": "cls",
+    "classifier.out_proj": "cls.output",
   };
   const layer: Readonly<Record<string, string>> = {
     "attention.self.query": "attn_q", "attention.self.key": "attn_k", "attention.self.value": "attn_v",
@@ -84,7 +99,7 @@ export function bertDirToGguf(dir: string, options: BertGgufOptions = {}): Write
   const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8")) as Json;
   const nomic = config["model_type"] === "nomic_bert";
   const arch = nomic ? "nomic-bert" : "bert";
-  const tj = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")) as { model: { type: string; vocab: Record<string, number> | [string, number][]; unk_id?: number }; added_tokens: { id: number; content: string; special: boolean }[] };
+  const tj = JSON.parse(readFileSync(join(dir, "tokenizer.json"), "utf8")) as { model: { type: string; vocab: Record<string, number> | [string, number][]; unk_id?: number }; added_tokens: { id: number; content: string; special: boolean }[]; normalizer: Json | null };
   const unigram = tj.model.type === "Unigram"; // XLMRobertaModel: _xlmroberta_set_vocab's "t5" vocabulary
   if (tj.model.type !== "WordPiece" && !unigram) throw new Error(`bertDirToGguf writes WordPiece or Unigram vocabularies, ${dir} has ${tj.model.type}`);
   const vocab: string[] = [];
@@ -120,10 +135,16 @@ export function bertDirToGguf(dir: string, options: BertGgufOptions = {}): Write
       ? {
           "tokenizer.ggml.scores": gguf.f32s((tj.model.vocab as [string, number][]).map(([, s]) => s)),
           "tokenizer.ggml.add_space_prefix": gguf.bool(true),
-          "tokenizer.ggml.remove_extra_whitespaces": gguf.bool(false), // the fixture's tokenizer.json has no normalizer
+          "tokenizer.ggml.remove_extra_whitespaces": gguf.bool(false), // the fixture's tokenizer.json has no Replace normalizer
+          // _xlmroberta_set_vocab: b64decode(tokenizer_json["normalizer"]["precompiled_charsmap"]), as bytes.
+          ...(tj.normalizer?.["type"] === "Precompiled" ? { "tokenizer.ggml.precompiled_charsmap": { type: "array", of: "u8", values: [...Buffer.from(tj.normalizer["precompiled_charsmap"] as string, "base64")] } as GgufTyped } : {}),
         }
       : {}),
   };
+  // BertModel.__init__ keeps id2label unless it is AutoConfig's two dummy labels; set_gguf_parameters writes them.
+  const id2label = config["id2label"] as Record<string, string> | undefined;
+  const labels = id2label === undefined ? [] : Object.keys(id2label).sort((a, b) => Number(a) - Number(b)).map((i) => id2label[i]!);
+  if (labels.length > 0 && !(labels.length === 2 && labels[0] === "LABEL_0")) metadata[k("classifier.output_labels")] = gguf.strings(labels);
   const pool = poolingType(dir);
   if (pool !== null) metadata[k("pooling_type")] = gguf.u32(pool);
   for (const [key, name] of [["bos_token", "bos"], ["eos_token", "eos"], ["unk_token", "unknown"], ["sep_token", "seperator"], ["pad_token", "padding"], ["cls_token", "cls"], ["mask_token", "mask"]] as const) {
@@ -134,6 +155,7 @@ export function bertDirToGguf(dir: string, options: BertGgufOptions = {}): Write
   const tensors: GgufWriteTensor[] = [];
   for (let [name, t] of readSafetensorsF32(join(dir, "model.safetensors"))) {
     const g = ggufName(name);
+    if (g === null) continue;
     if (g === "position_embd.weight" && offset > 0) t = { shape: [t.shape[0]! - offset, t.shape[1]!], data: t.data.slice(offset * t.shape[1]!) };
     const matrix = t.shape.length === 2 && !g.startsWith("token_types");
     const cols = t.shape[t.shape.length - 1]!;

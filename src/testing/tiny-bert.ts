@@ -12,7 +12,8 @@
  * every lowercase word has a WordPiece split), punctuation and `words`.
  * With arch "xlm-roberta" it is an XLMRobertaModel instead (positions from
  * padding_idx + 1 = 2, one token type) with a SentencePiece Unigram
- * tokenizer.json (Metaspace "▁", <s> … </s>), as multilingual-e5 / bge-m3 ship.
+ * tokenizer.json (Metaspace "▁", <s> … </s>; with `charsmap`, a Precompiled
+ * normalizer), as multilingual-e5 / bge-m3 ship.
  * With arch "nomic-bert" it is a NomicBertModel (nomic-embed-text's names and
  * config keys: rotary positions, SwiGLU, no biases) with the WordPiece tokenizer. Words
  * of one of `groups` share their embedding row up to a little noise — a
@@ -67,6 +68,8 @@ export interface TinyBertOptions {
   numLabels?: number;
   /** config.json sentence_transformers.activation_fn of the cross-encoder. Default: none written. */
   activationFn?: string;
+  /** XLM-R only: tokenizer.json's normalizer is this SentencePiece precompiled_charsmap (charsmap.ts's buildCharsmap), as XLM-R's is. Default: no normalizer. */
+  charsmap?: Uint8Array;
 }
 
 const SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
@@ -115,7 +118,7 @@ function tokenizerJson(vocab: readonly string[]): unknown {
 }
 
 /** A SentencePiece Unigram tokenizer.json over `vocab`: whole-word pieces likelier than characters. */
-function unigramTokenizerJson(vocab: readonly string[]): unknown {
+function unigramTokenizerJson(vocab: readonly string[], charsmap?: Uint8Array): unknown {
   const special = (t: string) => ({ id: vocab.indexOf(t), content: t, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
   const score = (p: string): number => (XLMR_SPECIAL.includes(p) ? 0 : p.length > 2 ? -5 - p.length / 10 : -10);
   return {
@@ -123,7 +126,7 @@ function unigramTokenizerJson(vocab: readonly string[]): unknown {
     truncation: null,
     padding: null,
     added_tokens: XLMR_SPECIAL.map(special),
-    normalizer: null,
+    normalizer: charsmap === undefined ? null : { type: "Precompiled", precompiled_charsmap: Buffer.from(charsmap).toString("base64") },
     pre_tokenizer: { type: "Metaspace", replacement: "▁", prepend_scheme: "always", split: true },
     post_processor: {
       type: "TemplateProcessing",
@@ -260,7 +263,7 @@ export function writeTinyBert(options: TinyBertOptions): { vocab: string[] } {
     tensors.map((t) => ({ name: t.name, dtype: "f32", shape: t.shape, data: new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength) })),
   );
   if (xlmr) {
-    json("tokenizer.json", unigramTokenizerJson(vocab));
+    json("tokenizer.json", unigramTokenizerJson(vocab, options.charsmap));
     json("tokenizer_config.json", { model_max_length: maxPos - 2, bos_token: "<s>", eos_token: "</s>", cls_token: "<s>", sep_token: "</s>", pad_token: "<pad>", unk_token: "<unk>", tokenizer_class: "XLMRobertaTokenizer" });
   } else {
     json("tokenizer.json", tokenizerJson(vocab));

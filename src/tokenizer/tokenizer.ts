@@ -13,6 +13,7 @@ import { Tokenizer as HfTokenizer } from "@huggingface/tokenizers";
 import { ArgumentError, show } from "../errors.js";
 import { type ChatMessage, ChatTemplate, type ChatTemplateOptions } from "./chat-template.js";
 import { CHUNK_CHARS, chunkCuts, chunkableSentencePiece } from "./chunked-encoding.js";
+import { useCharsmaps } from "./precompiled-charsmap.js";
 import { checkTokenizerRegexes } from "./regex-check.js";
 import { readJsonFile } from "../json-file.js";
 
@@ -132,6 +133,7 @@ export class Tokenizer {
     } catch (e) {
       throw new ArgumentError(`${where} tokenizer.json`, `cannot be loaded by @huggingface/tokenizers: ${(e as Error).message}`);
     }
+    useCharsmaps(this.#hf, `${where} tokenizer.json`); // SentencePiece's own normalization table, not the library's NFKC stand-in
     checkTokenizerRegexes(tj, where); // the file's regexes, on adversarial texts, under a time bound
     this.#pairByConcat = byteLevelOnly(tj["post_processor"]);
 

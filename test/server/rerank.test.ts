@@ -177,18 +177,22 @@ test("bad requests fail alone with a 400 naming the field", async () => {
 });
 
 /**
- * The pair as transformers' tokenizer(q, d, truncation=True, max_length=k)
- * gives it (longest_first, written out here): each text's WordPiece ids, one
- * token off the end of the longer (a tie: the second) until they and the
- * template's specials fit k, then the template rebuilt by hand.
+ * The pair as transformers' fast tokenizer(q, d, truncation=True,
+ * max_length=k) gives it (longest_first as tokenizers' truncate_encodings
+ * does it, written out here): each text's WordPiece ids within the budget
+ * T = k − specials, the shorter whole if it fits in ⌊T/2⌋, else both to
+ * halves with the odd token to the longer (a tie: the second), then the
+ * template rebuilt by hand.
  */
 function truncatedPair(t: Tokenizer, q: string, d: string, k: number, kind: "bert" | "roberta"): { ids: number[]; typeIds: number[] } {
   const a = t.encode(q, { addSpecialTokens: false });
   const b = t.encode(d, { addSpecialTokens: false });
-  const specials = kind === "bert" ? 3 : 4;
-  while (a.length + b.length > k - specials) {
-    if (a.length > b.length) a.pop();
-    else b.pop();
+  const budget = k - (kind === "bert" ? 3 : 4);
+  if (a.length + b.length > budget) {
+    const [short, long] = a.length > b.length ? [b, a] : [a, b];
+    const keepShort = 2 * short.length <= budget ? short.length : Math.floor(budget / 2);
+    short.length = keepShort;
+    long.length = budget - keepShort;
   }
   if (kind === "bert") {
     const [cls, sep] = [t.tokenToId("[CLS]")!, t.tokenToId("[SEP]")!];

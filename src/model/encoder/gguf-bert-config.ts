@@ -23,7 +23,10 @@
  *
  * XLMRobertaModel is written as arch "bert" with a Unigram vocabulary
  * (tokenizer.ggml.model "t5") and its position table already cut to start at
- * padding_idx + 1; it is reported as XLMRobertaModel.
+ * padding_idx + 1; it is reported as XLMRobertaModel. A reranker
+ * (XLMRobertaForSequenceClassification, bge-reranker) is the same file with
+ * its classification head as cls / cls.output (gguf-classifier.ts), reported
+ * as XLMRobertaForSequenceClassification.
  *
  * What GGUF does not carry takes BERT's defaults: the GELU is erf
  * (BertConfig's hidden_act "gelu"; llama.cpp evaluates ggml_gelu, the tanh
@@ -31,13 +34,14 @@
  * RoBERTa's first padding_idx + 1 rows), and the pooled vector is
  * L2-normalized, as llama-server's /v1/embeddings (embd_normalize 2) and
  * vLLM's embed pooler do. A file without pooling_type gets CLS, vLLM's
- * default for an encoder. "none" (per-token vectors) and "rank" (a GGUF
- * reranker's classification head) are refused, naming the key.
+ * default for an encoder. "none" (per-token vectors) is refused, naming the
+ * key; "rank" goes with a classification head (gguf-classifier.ts).
  */
 import { ArgumentError, show } from "../../errors.js";
 import type { GgufHeader, GgufTensorInfo } from "../../sources/gguf/reader.js";
 import { GgufMetadata, shortestDecimal } from "../../sources/gguf/metadata.js";
 import type { BertConfig } from "./bert-config.js";
+import { GGUF_CLASSIFIER_TENSORS, ggufClassifierConfig } from "./gguf-classifier.js";
 import type { PoolingMode } from "./pooling-config.js";
 
 /** general.architecture → the transformers class it was converted from. */
@@ -54,7 +58,7 @@ export function isGgufEncoderHeader(header: GgufHeader): boolean {
 }
 
 const TOP: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  bert: { token_embd: "embeddings.word_embeddings", position_embd: "embeddings.position_embeddings", token_types: "embeddings.token_type_embeddings", token_embd_norm: "embeddings.LayerNorm" },
+  bert: { token_embd: "embeddings.word_embeddings", position_embd: "embeddings.position_embeddings", token_types: "embeddings.token_type_embeddings", token_embd_norm: "embeddings.LayerNorm", ...GGUF_CLASSIFIER_TENSORS },
   "nomic-bert": { token_embd: "embeddings.word_embeddings", token_types: "embeddings.token_type_embeddings", token_embd_norm: "emb_ln" },
 };
 const LAYER: Readonly<Record<string, Readonly<Record<string, string>>>> = {
@@ -68,7 +72,7 @@ const layerPrefix = (arch: string): string => (arch === "nomic-bert" ? "encoder.
 
 /** A GGUF tensor name → the transformers (safetensors) name bert-weights.ts reads, or null if the encoder has no such tensor. */
 export function hfEncoderTensorName(ggufName: string, arch: string): string | null {
-  const m = /^(?:blk\.(\d+)\.)?([a-z_]+)\.(weight|bias)$/.exec(ggufName);
+  const m = /^(?:blk\.(\d+)\.)?([a-z_]+(?:\.output)?)\.(weight|bias)$/.exec(ggufName); // "cls.output.weight" too
   if (m === null || TOP[arch] === undefined) return null;
   const [, block, base, kind] = m;
   const hf = block === undefined ? TOP[arch]![base!] : LAYER[arch]![base!];
@@ -110,7 +114,7 @@ export function ggufEncoderPooling(meta: GgufMetadata, arch: string): { mode: Po
   const mode = SERVED[v];
   if (mode === undefined) {
     const name = GGUF_POOLING_TYPES[v];
-    throw meta.error(key, `must be 1 (mean), 2 (cls) or 3 (last) for /v1/embeddings, got ${v}${name === undefined ? " (not a llama.cpp pooling type)" : ` (${name}${name === "rank" ? ": a GGUF reranker is not served; serve its safetensors directory" : ": per-token vectors are not served"})`}`);
+    throw meta.error(key, `must be 1 (mean), 2 (cls) or 3 (last) for /v1/embeddings, got ${v}${name === undefined ? " (not a llama.cpp pooling type)" : ` (${name}${name === "rank" ? ": a reranker needs its classification head, cls.weight and cls.output.weight" : ": per-token vectors are not served"})`}`);
   }
   return { mode, normalize: true };
 }
@@ -142,11 +146,13 @@ export function parseGgufBertConfig(header: GgufHeader, tensors: ReadonlyMap<str
   const typeCount = meta.int("tokenizer.ggml.token_type_count", typeVocabSize, 1);
   if (typeCount !== typeVocabSize) throw meta.error("tokenizer.ggml.token_type_count", `must equal token_types.weight's ${typeVocabSize} rows, got ${typeCount}`);
   const nomic = arch === "nomic-bert";
+  const classifier = ggufClassifierConfig(meta, arch, tensors, header.path);
   const positions = nomic ? context : rows(tensors, "embeddings.position_embeddings.weight", "position_embd.weight", header.path);
   if (context > positions) throw meta.error(k("context_length"), `must be ≤ position_embd.weight's ${positions} rows, got ${context}`);
+  // A "bert" file with XLM-R's Unigram vocabulary ("t5") was converted from XLMRobertaModel, or with a head from its *ForSequenceClassification.
+  const xlmr = architecture === "BertModel" && meta.string("tokenizer.ggml.model") === "t5";
   return {
-    // A "bert" file with XLM-R's Unigram vocabulary ("t5") was converted from XLMRobertaModel.
-    architecture: architecture === "BertModel" && meta.string("tokenizer.ggml.model") === "t5" ? "XLMRobertaModel" : architecture,
+    architecture: classifier !== null ? (xlmr ? "XLMRobertaForSequenceClassification" : "BertForSequenceClassification") : xlmr ? "XLMRobertaModel" : architecture,
     vocabSize,
     hiddenSize,
     numLayers: meta.int(k("block_count"), undefined, 1),
@@ -162,6 +168,6 @@ export function parseGgufBertConfig(header: GgufHeader, tensors: ReadonlyMap<str
     positions: nomic ? "rotary" : "absolute",
     ropeTheta: nomic ? shortestDecimal(meta.positive(k("rope.freq_base"), 10000)) : 0,
     mlp: nomic ? "swiglu" : "gelu",
-    classifier: null,
+    classifier,
   };
 }

@@ -5,12 +5,15 @@
  * and pooling from the metadata (gguf-bert-config.ts), the WordPiece or
  * Unigram tokenizer from the vocabulary (gguf-encoder-tokenizer.ts), and the tensors, decoded
  * to f32 (any GGUF type, dequantize.ts) under their transformers names, into
- * the weight builder the safetensors path uses (bert-weights.ts). Every
- * tensor's presence and shape is checked, naming the GGUF tensor, before a
- * weight byte is read.
+ * the weight builder the safetensors path uses (bert-weights.ts). A
+ * reranker's classification head (cls, cls.output: gguf-classifier.ts) goes
+ * to the safetensors path's head (sequence-classifier.ts), and its "vector"
+ * is the pair's score. Every tensor's presence and shape is checked, naming
+ * the GGUF tensor, before a weight byte is read.
  *
  *   const info = readGgufEncoderInfo(path);           // metadata only
  *   const model = loadGgufEncoderModel(rt, path);     // → model.embed([[101, 7592, 102]])
+ *   reranker.embed([pair.ids]);                        // → [[score]] (sigmoid of the head's logit)
  */
 import { closeSync, openSync, readSync } from "node:fs";
 import { ArgumentError, show } from "../../errors.js";
@@ -23,6 +26,7 @@ import { type GgufHeader, type GgufTensorInfo, readGgufHeader } from "../../sour
 import { BertEncoder } from "./bert-encoder.js";
 import { bertWeightNames, buildBertWeights } from "./bert-weights.js";
 import { type EncoderInfo, EncoderModel, type LoadEncoderOptions } from "./encoder-model.js";
+import { SequenceClassifier, classifierWeightNames } from "./sequence-classifier.js";
 import { ggufEncoderPooling, ggufEncoderTensorName, ggufEncoderTensors, parseGgufBertConfig } from "./gguf-bert-config.js";
 import { ggufEncoderTokenizerOf } from "./gguf-encoder-tokenizer.js";
 
@@ -36,7 +40,8 @@ interface GgufEncoderFile {
 /** HF name ↔ GGUF name of the tensors the encoder reads, each checked by shape. */
 function checkedTensors(header: GgufHeader, info: EncoderInfo, arch: string): Map<string, GgufTensorInfo> {
   const all = ggufEncoderTensors(header, arch);
-  const wanted = bertWeightNames(info.config, new Set(all.keys()));
+  const head = info.config.classifier;
+  const wanted = new Map([...bertWeightNames(info.config, new Set(all.keys())), ...(head === null ? [] : classifierWeightNames(head, info.config.hiddenSize, ""))]);
   const out = new Map<string, GgufTensorInfo>();
   for (const [hf, shape] of wanted) {
     const t = all.get(hf);
@@ -52,9 +57,12 @@ function openEncoderFile(path: string, maxModelLen?: number): GgufEncoderFile {
   const meta = new GgufMetadata(header.metadata, path);
   const arch = meta.string("general.architecture") ?? "";
   const config = parseGgufBertConfig(header, ggufEncoderTensors(header, arch));
-  const pooling = { ...ggufEncoderPooling(meta, arch), maxSeqLength: null, matryoshka: null };
+  const head = config.classifier;
+  // A reranker's head reads the first token, unnormalized (as encoder-model.ts's cross-encoders).
+  const pooling = { ...(head === null ? ggufEncoderPooling(meta, arch) : { mode: "cls" as const, normalize: false }), maxSeqLength: null, matryoshka: null };
   if (maxModelLen !== undefined && (!Number.isInteger(maxModelLen) || maxModelLen < 1)) throw new ArgumentError("maxModelLen", `must be a positive integer, got ${maxModelLen}`);
-  const info: EncoderInfo = { dir: path, config, pooling, maxModelLen: Math.min(config.maxTokens, maxModelLen ?? config.maxTokens), dimensions: config.hiddenSize, crossEncoder: false };
+  const dimensions = head === null ? config.hiddenSize : head.numLabels;
+  const info: EncoderInfo = { dir: path, config, pooling, maxModelLen: Math.min(config.maxTokens, maxModelLen ?? config.maxTokens), dimensions, crossEncoder: head !== null };
   return { info, header, tensors: checkedTensors(header, info, arch) };
 }
 
@@ -93,8 +101,10 @@ export function loadGgufEncoderModel(rt: Runtime, path: string, options: LoadEnc
   const fd = openSync(path, "r");
   try {
     for (const [hf, t] of tensors) loaded.set(hf, readTensor(rt, fd, path, t));
+    const head = info.config.classifier;
+    const classifier = head === null ? null : new SequenceClassifier(head, info.config.hiddenSize, loaded, "");
     const weights = buildBertWeights(rt, info.config, loaded, options.weights ?? "f32");
-    return new EncoderModel(info, new BertEncoder(rt, info.config, weights));
+    return new EncoderModel(info, new BertEncoder(rt, info.config, weights), classifier);
   } finally {
     closeSync(fd);
     for (const t of loaded.values()) rt.free(t);

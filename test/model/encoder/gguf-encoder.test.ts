@@ -7,8 +7,9 @@
 // tokenizer.json's on accents, punctuation, unknown words and pairs, and so
 // does XLM-R's (arch bert, its Unigram "t5" vocabulary, the position table
 // cut at padding_idx + 1); bad files (a missing tensor, an unknown or
-// unserved pooling type, a causal flag, another vocabulary kind, a Unigram
-// one without scores) fail naming the tensor or key.
+// unserved pooling type (rank without a classification head), a causal
+// flag, another vocabulary kind, a Unigram one without scores) fail naming
+// the tensor or key. GGUF rerankers: gguf-reranker.test.ts.
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -155,7 +156,7 @@ test("bad GGUF files fail naming the tensor or the key: missing tensor, unknown 
   const pool7 = badFile("pool7", (o) => void (o.metadata["bert.pooling_type"] = gguf.u32(7)));
   assert.throws(() => readGgufEncoderInfo(pool7), isArg(/bert\.pooling_type .*got 7 \(not a llama\.cpp pooling type\)/));
   const rank = badFile("rank", (o) => void (o.metadata["bert.pooling_type"] = gguf.u32(4)));
-  assert.throws(() => readGgufEncoderInfo(rank), isArg(/bert\.pooling_type .*got 4 \(rank/));
+  assert.throws(() => readGgufEncoderInfo(rank), isArg(/bert\.pooling_type is 4 \(rank\), but the file has no classification head/));
   const none = badFile("none", (o) => void (o.metadata["bert.pooling_type"] = gguf.u32(0)));
   assert.throws(() => readGgufEncoderInfo(none), isArg(/bert\.pooling_type .*got 0 \(none/));
   const causal = badFile("causal", (o) => void (o.metadata["bert.attention.causal"] = gguf.bool(true)));
@@ -164,8 +165,8 @@ test("bad GGUF files fail naming the tensor or the key: missing tensor, unknown 
   assert.throws(() => ggufEncoderTokenizer(t5), isArg(/tokenizer\.ggml\.scores must have one score per token/));
   const gpt2 = badFile("gpt2", (o) => void (o.metadata["tokenizer.ggml.model"] = gguf.str("gpt2")));
   assert.throws(() => ggufEncoderTokenizer(gpt2), isArg(/tokenizer\.ggml\.model .*"gpt2"/));
-  const stray = badFile("stray", (o) => void o.tensors.push({ name: "cls.output.weight", type: "F32", shape: [1, 32], data: new Uint8Array(128) }));
-  assert.throws(() => readGgufEncoderInfo(stray), isArg(/cls\.output\.weight/));
+  const stray = badFile("stray", (o) => void o.tensors.push({ name: "cls.norm.weight", type: "F32", shape: [32], data: new Uint8Array(128) }));
+  assert.throws(() => readGgufEncoderInfo(stray), isArg(/not part of a bert encoder .*cls\.norm\.weight/));
   const shape = badFile("shape", (o) => {
     const t = o.tensors.find((x) => x.name === "blk.0.ffn_up.weight")!;
     t.shape = [t.shape[1]!, t.shape[0]!];
