@@ -230,17 +230,4 @@ describe("WebGPU attention kernels against the float64 references", () => {
     assertGpuClose("the other device still computes", got, referenceFlashAttention(o), 64);
     freeAll(rt, o);
   });
-
-  gpuTest("an int8 per-channel cache is refused by name on the webgpu backend (per-token runs: quantized-kv.test.ts)", async () => {
-    const random = rng(9);
-    const ones = new Float32Array(16).fill(1);
-    const f = pagedFixture(rt, { dtype: "int8", int8: { mode: "per-channel", kScale: ones, vScale: ones }, lengths: [5], blockSize: 4, numKvHeads: 1, headDim: 16, random });
-    const q = randomTensor(rt, "f32", [1, 1, 16], random);
-    await assert.rejects(
-      gpuPagedAttention(gpu, rt, { q, cache: f.cache, layer: 0, cuSeqlensQ: [0, 1], seqLens: [5], blockTable: f.blockTable, maxBlocksPerSeq: f.maxBlocksPerSeq }),
-      /^ArgumentError: cache is int8 per-channel, which the webgpu backend does not run yet/,
-    );
-    rt.free(q);
-    f.cache.dispose();
-  });
 });
