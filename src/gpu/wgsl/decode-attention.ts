@@ -32,9 +32,10 @@
  * R (rows a work item: positions × group heads) is a compile-time constant,
  * so every loop over rows and elements unrolls and the state stays in
  * registers. The dtype decode is the one of kv-load.ts: the word loads here
- * decode f32, f16, bf16, int8 (per-token) and the fp8s in place when rows
- * are 4-element aligned; any other case (and any other cache code) reads
- * element by element through loadK / loadV, with the same lane layout.
+ * decode f32, f16, bf16, int8 (per-token scales, code 3; per-channel scales
+ * and offsets, code 6) and the fp8s in place when rows are 4-element
+ * aligned; any other case (and any other cache code) reads element by
+ * element through loadK / loadV, with the same lane layout.
  *
  * Work items, exclusions, outputs and partials are those of
  * flash-attention.ts (the same plan tables, BR = R).
@@ -118,7 +119,12 @@ fn ${name}(a: u32, ln: u32, fast: bool, epw: u32) -> array<f32, EPL> {
         for (var h = 0u; h < 4u; h++) {
           let byte = (w >> (8u * h)) & 0xffu;
           var v: f32;
-          if (P.kvDtype == 3u) { v = f32(bitcast<i32>(byte << 24u) >> 24u) * s; }
+          let q = f32(bitcast<i32>(byte << 24u) >> 24u);
+          if (P.kvDtype == 3u) { v = q * s; }
+          else if (P.kvDtype == 6u) {
+            let c = P.kvScaleOff + (a + e + h) % (P.Hkv * P.D);
+            v = (q + bitcast<f32>(${buf}[c + P.Hkv * P.D])) * bitcast<f32>(${buf}[c]);
+          }
           else if (P.kvDtype == 4u) { v = fp8e4m3(byte); }
           else { v = unpack2x16float(byte << 8u).x; }
           x[4u * i + h] = v;
@@ -194,7 +200,7 @@ ${workItemWgsl()}
   let ln = lid % L;
   // Word loads need 4-element aligned rows (every stride and offset) and a dtype they decode.
   let strides = P.kOff | P.ksB | P.ksH | P.ksS | P.vOff | P.vsB | P.vsH | P.vsS | P.D;
-  let fast = P.kvDtype <= 5u && (strides & 3u) == 0u;
+  let fast = P.kvDtype <= 6u && (strides & 3u) == 0u;
   let epw = select(select(4u, 2u, P.kvDtype == 1u || P.kvDtype == 2u), 1u, P.kvDtype == 0u);
 
   var qr: array<f32, ${R * (DMAX / L)}>;
