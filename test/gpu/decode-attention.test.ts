@@ -14,6 +14,7 @@ import { type DType, type Runtime, type Tensor, createRuntime, referenceIncreFla
 import { GpuDevice, gpuIncreFlashAttention } from "../../src/gpu/index.js";
 import { DECODE_MIN_CHUNK, DECODE_TARGET_ITEMS, buildGpuPlan, decodeChunkLength, refineBounds } from "../../src/gpu/attention-plan.js";
 import { freeAll, host, hostCache, lseShapeOf, materialize, rng, uniform } from "../attention/support.js";
+import { DECODE_RMAX, decodeAttentionWgsl, decodeLanes, decodeRows, decodeWorkgroupBytes } from "../../src/gpu/wgsl/decode-attention.js";
 import { assertGpuClose, openTestGpu } from "./support.js";
 
 const opened = await openTestGpu();
@@ -48,6 +49,27 @@ describe("GPU plan: decode chunk cuts", () => {
     assert.equal(t2.slots, 0, "no sequence split");
     // Prefill (FlashAttention-2) plans are never cut.
     assert.equal(buildGpuPlan([seq(16384)], [[0, 16384]], 8, 4, 4, null, false).slots, 0);
+  });
+});
+
+describe("decode kernel shape", () => {
+  test("lanes a key row: 32, fewer for short rows (≥ 4 elements a lane) or narrower subgroups; rows a power of two ≤ DECODE_RMAX", () => {
+    assert.equal(decodeLanes(128, 32), 32);
+    assert.equal(decodeLanes(256, 64), 32);
+    assert.equal(decodeLanes(64, 32), 16);
+    assert.equal(decodeLanes(128, 4), 4, "SwiftShader's subgroups of 4");
+    assert.equal(decodeLanes(128, null), 32, "no subgroups: workgroup memory, any width");
+    assert.deepEqual([1, 2, 3, 4, 5, 7, 8].map(decodeRows), [1, 2, 4, 4, 8, 8, 8]);
+    assert.equal(decodeRows(DECODE_RMAX + 3), DECODE_RMAX);
+  });
+
+  test("workgroup memory: the subgroup kernel fits WebGPU's 16 KiB default limit at every shape; the fallback's, at L = 32, needs the halving chooseAttentionKernel does", () => {
+    for (const DMAX of [64, 128, 256]) {
+      for (const R of [1, 2, 4, 8]) assert.ok(decodeWorkgroupBytes({ DMAX, R, L: decodeLanes(DMAX, 32), subgroups: true }) <= 16384, `DMAX ${DMAX}, R ${R}`);
+    }
+    assert.ok(decodeWorkgroupBytes({ DMAX: 256, R: 8, L: 32, subgroups: false }) > 16384);
+    assert.ok(decodeWorkgroupBytes({ DMAX: 256, R: 8, L: 8, subgroups: false }) <= 16384);
+    assert.throws(() => decodeAttentionWgsl({ DMAX: 64, R: 4, L: 32, subgroups: true }), RangeError, "fewer than 4 elements a lane");
   });
 });
 
