@@ -11,7 +11,15 @@
  *   table   [B, maxBlocksPerSeq] block ids (paged only)
  *
  * The split-KV decision is the AttentionPlan's (src/attention/plan.ts): its
- * chunkBounds per sequence; prefill calls pass one chunk per sequence.
+ * chunkBounds per sequence; prefill calls pass one chunk per sequence. For
+ * the decode kernel the GPU plan then cuts those chunks shorter where the
+ * step has too few work items to fill a GPU (FlashDecoding's rule: split
+ * until the KV heads × chunks cover the compute units several times): a
+ * decode item reads only Hkv·D·len keys and values, so B·Hkv items leave
+ * most of a 100-SM GPU idle. The chunk length is the smallest power of two
+ * ≥ DECODE_MIN_CHUNK keys that keeps the items ≥ DECODE_TARGET_ITEMS, each
+ * plan chunk cut into equal pieces of at most that length; the cuts only add
+ * FlashDecoding partials, which the LSE merge combines exactly.
  */
 import type { SeqExtent } from "../attention/problem.js";
 
@@ -30,14 +38,44 @@ export interface GpuPlanTables {
   T: number;
 }
 
+/** Work items (workgroups) a decode step aims for: about 8 per compute unit of a 132-SM GPU. */
+export const DECODE_TARGET_ITEMS = 1024;
+/** Shortest chunk the GPU plan cuts, in keys (4 iterations of the decode kernel's 16 keys). */
+export const DECODE_MIN_CHUNK = 64;
+
+/**
+ * The decode chunk length for a step: the smallest power of two ≥
+ * DECODE_MIN_CHUNK with Σ_b (sk_b / len) · Hkv · rowTiles_b ≤
+ * DECODE_TARGET_ITEMS; Infinity (no cut) when the uncut items reach it.
+ */
+export function decodeChunkLength(seqs: readonly SeqExtent[], Hkv: number, G: number, BR: number): number {
+  const units = seqs.reduce((n, s) => n + Hkv * Math.ceil((s.sq * G) / BR), 0);
+  if (units >= DECODE_TARGET_ITEMS) return Infinity;
+  const work = seqs.reduce((n, s) => n + s.sk * Hkv * Math.ceil((s.sq * G) / BR), 0);
+  return Math.max(DECODE_MIN_CHUNK, 2 ** Math.ceil(Math.log2(Math.max(1, work / DECODE_TARGET_ITEMS))));
+}
+
+/** Each chunk [a, c) of `bd` longer than `len` cut into ceil((c − a) / len) near-equal pieces. */
+export function refineBounds(bd: ArrayLike<number>, len: number): number[] {
+  const out = [bd[0]!];
+  for (let i = 0; i + 1 < bd.length; i++) {
+    const a = bd[i]!;
+    const c = bd[i + 1]!;
+    const n = Math.max(1, Math.ceil((c - a) / len));
+    for (let k = 1; k <= n; k++) out.push(a + Math.round(((c - a) * k) / n));
+  }
+  return out;
+}
+
 /**
  * @param seqs     the checked problem's sequences
  * @param bounds   per sequence, chunk boundaries [0, …, sk] (one chunk: [0, sk])
  * @param G        query heads per KV head
  * @param BR       rows of a workgroup's query tile
  * @param table    paged block table, row-major [B, maxBlocksPerSeq], or null
+ * @param decode   the decode kernel runs: cut chunks to decodeChunkLength
  */
-export function buildGpuPlan(seqs: readonly SeqExtent[], bounds: readonly ArrayLike<number>[], Hkv: number, G: number, BR: number, table: Int32Array | null): GpuPlanTables {
+export function buildGpuPlan(seqs: readonly SeqExtent[], bounds: readonly ArrayLike<number>[], Hkv: number, G: number, BR: number, table: Int32Array | null, decode = false): GpuPlanTables {
   const B = seqs.length;
   const seqRows: number[] = [];
   const items: number[] = [];
@@ -45,10 +83,11 @@ export function buildGpuPlan(seqs: readonly SeqExtent[], bounds: readonly ArrayL
   let T = 0;
   let slots = 0;
   let partSq = 0;
+  const len = decode ? decodeChunkLength(seqs, Hkv, G, BR) : Infinity;
   seqs.forEach((s, b) => {
     seqRows.push(s.q0, s.sq, s.k0, s.sk, T);
     T += s.sq;
-    const bd = bounds[b]!;
+    const bd = len === Infinity ? bounds[b]! : refineBounds(bounds[b]!, len);
     const n = bd.length - 1;
     const split = n > 1;
     chunks.push(split ? slots : -1, n);

@@ -20,9 +20,9 @@ import type { Tensor } from "../tensor/tensor.js";
 import { type GpuPlanTables, buildGpuPlan } from "./attention-plan.js";
 import type { GpuDevice } from "./device.js";
 import { GPU_CACHE_DTYPES, GPU_KV_DTYPES, type GpuCacheDtype, type GpuInt8Mode, cacheCode } from "./wgsl/kv-load.js";
-import { WORKGROUP, chooseTile, dmaxFor, flashAttentionWgsl } from "./wgsl/flash-attention.js";
-import { DECODE_RMAX, decodeAttentionWgsl } from "./wgsl/decode-attention.js";
-import { mergeStatesWgsl } from "./wgsl/merge-states.js";
+import { chooseTile, dmaxFor, flashAttentionWgsl } from "./wgsl/flash-attention.js";
+import { DECODE_RMAX, decodeAttentionWgsl, decodeLanes, decodeRows, decodeWorkgroupBytes } from "./wgsl/decode-attention.js";
+import { mergeStatesWgsl, mergeWorkgroups } from "./wgsl/merge-states.js";
 import { type AttnParams, FLAG_ALIBI, FLAG_BIAS, FLAG_MASK, packAttnParams } from "./wgsl/params.js";
 
 /** The tensors behind a problem's operands (their spans are uploaded). */
@@ -120,16 +120,33 @@ function dispatchSize(gpu: GpuDevice, groups: number): [number, number] {
  * split over the workgroup) when every sequence has at most DECODE_RMAX
  * query rows per KV head (sq·G, as in decode steps), else FlashAttention-2
  * (flash-attention.ts: query rows split over the workgroup). Both read the
- * same plan tables, with `rows` rows a work item.
+ * same plan tables, with `rows` rows a work item; `decode` says the GPU plan
+ * may cut the plan's chunks shorter (attention-plan.ts).
+ *
+ * The decode kernel's lanes a key row (L) come from the adapter's smallest
+ * subgroup: its butterfly needs a row group inside one subgroup. Without
+ * subgroups (or with none reported) it reduces through workgroup memory, and
+ * L halves until that memory fits the adapter's limit.
  */
-export function chooseAttentionKernel(gpu: GpuDevice, p: Pick<AttentionProblem, "seqs" | "G" | "D">): { code: string; label: string; rows: number } {
+export function chooseAttentionKernel(gpu: GpuDevice, p: Pick<AttentionProblem, "seqs" | "G" | "D">): { code: string; label: string; rows: number; decode: boolean } {
   const DMAX = dmaxFor(p.D);
   if (p.seqs.every((s) => s.sq * p.G <= DECODE_RMAX)) {
-    const subgroups = gpu.features.has("subgroups");
-    return { code: decodeAttentionWgsl({ DMAX, subgroups }), label: `decode attention DMAX=${DMAX}${subgroups ? " subgroups" : ""}`, rows: DECODE_RMAX };
+    const sgMin = gpu.features.has("subgroups") ? subgroupMinSize(gpu) : null;
+    const subgroups = sgMin !== null && decodeLanes(DMAX, sgMin) >= 2;
+    let L = decodeLanes(DMAX, subgroups ? sgMin : null);
+    const R = decodeRows(Math.max(1, ...p.seqs.map((s) => s.sq * p.G)));
+    while (L > 1 && decodeWorkgroupBytes({ DMAX, R, L, subgroups }) > gpu.limits.maxComputeWorkgroupStorageSize) L /= 2;
+    return { code: decodeAttentionWgsl({ DMAX, R, L, subgroups }), label: `decode attention DMAX=${DMAX} R=${R} L=${L}${subgroups ? " subgroups" : ""}`, rows: R, decode: true };
   }
   const tile = chooseTile(DMAX, gpu.limits.maxComputeWorkgroupStorageSize);
-  return { code: flashAttentionWgsl({ DMAX, tile }), label: `flash attention DMAX=${DMAX} BR=${tile.BR} BC=${tile.BC}`, rows: tile.BR };
+  return { code: flashAttentionWgsl({ DMAX, tile }), label: `flash attention DMAX=${DMAX} BR=${tile.BR} BC=${tile.BC}`, rows: tile.BR, decode: false };
+}
+
+/** The adapter's smallest subgroup size (GPUAdapterInfo.subgroupMinSize, as Dawn reports it), or null where not reported. */
+function subgroupMinSize(gpu: GpuDevice): number | null {
+  const info = (gpu.device as GPUDevice & { adapterInfo?: { subgroupMinSize?: number } }).adapterInfo;
+  const n = info?.subgroupMinSize;
+  return typeof n === "number" && Number.isInteger(n) && n > 0 ? n : null;
 }
 
 /**
@@ -154,7 +171,7 @@ export interface GpuAttentionLaunch {
 export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem, t: ProblemTensors, split: ProblemSplit): Promise<GpuAttentionLaunch> {
   const { dtype: kvDtype, int8Mode } = checkKvDtype(p.kvDtype, p.paged !== undefined, t);
   const kernel = chooseAttentionKernel(gpu, p);
-  const plan = buildGpuPlan(p.seqs, split.bounds, p.Hkv, p.G, kernel.rows, split.table);
+  const plan = buildGpuPlan(p.seqs, split.bounds, p.Hkv, p.G, kernel.rows, split.table, kernel.decode);
   const paged = p.paged !== undefined;
   const [attend, merge] = await Promise.all([
     gpu.pipeline(kernel.code, kernel.label),
@@ -229,7 +246,7 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
       let mergeStep: { group: GPUBindGroup; size: [number, number] } | null = null;
       if (merge) {
         const rows = p.B * p.H * plan.partSq;
-        const size = dispatchSize(gpu, Math.ceil(rows / WORKGROUP));
+        const size = dispatchSize(gpu, mergeWorkgroups(rows, p.D));
         const mergeParams = gpu.uniform(packAttnParams({ ...params, nItems: rows, wgX: size[0] }), "merge params");
         owned.push(mergeParams);
         const group = d.createBindGroup({

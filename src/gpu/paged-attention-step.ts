@@ -27,8 +27,7 @@ import { GPU_PLAN_SLOTS } from "./attention.js";
 import { type GpuPlanTables, buildGpuPlan } from "./attention-plan.js";
 import { chooseAttentionKernel } from "./attention-run.js";
 import type { GpuDevice } from "./device.js";
-import { mergeStatesWgsl } from "./wgsl/merge-states.js";
-import { WORKGROUP } from "./wgsl/flash-attention.js";
+import { mergeStatesWgsl, mergeWorkgroups } from "./wgsl/merge-states.js";
 import { type GpuCacheDtype, type GpuInt8Mode, cacheCode } from "./wgsl/kv-load.js";
 import { type AttnParams, packAttnParams } from "./wgsl/params.js";
 
@@ -116,7 +115,7 @@ export class PagedAttentionStep {
     }
     const G = shape.H / shape.Hkv;
     const kernel = chooseAttentionKernel(gpu, { seqs, G, D: shape.D });
-    const tables = buildGpuPlan(seqs, bounds, shape.Hkv, G, kernel.rows, table);
+    const tables = buildGpuPlan(seqs, bounds, shape.Hkv, G, kernel.rows, table, kernel.decode);
     const [attend, merge] = await Promise.all([gpu.pipeline(kernel.code, kernel.label), tables.slots > 0 ? gpu.pipeline(mergeStatesWgsl(), "merge states") : Promise.resolve(null)]);
     return new PagedAttentionStep(gpu, shape, seqs, tables, maxBlocks, attend, merge);
   }
@@ -153,7 +152,7 @@ export class PagedAttentionStep {
     pass.dispatchWorkgroups(wgX, wgY);
     if (this.#split && this.#merge) {
       const rows = this.#seqs.length * H * t.partSq;
-      const size = this.#groups(Math.ceil(rows / WORKGROUP));
+      const size = this.#groups(mergeWorkgroups(rows, D));
       const mg = cache.get(this.#merge, packAttnParams({ ...params, nItems: rows, wgX: size[0] }), [[4, this.#planBuffer], [6, a.out], [7, a.lse]], "merge params");
       pass.setPipeline(this.#merge);
       pass.setBindGroup(0, mg);
