@@ -26,7 +26,9 @@ import { quantizeQ8 } from "../ops/reference/quantize.js";
 import type { GpuDevice } from "./device.js";
 import { EMBED_Q8, embeddingWgsl, gemvQ8Wgsl, gemvWgsl, gluWgsl, pointwiseWgsl, rmsNormWgsl, ropeWgsl } from "./wgsl/decoder-ops.js";
 import { GEMM_TM, GEMM_TN, gemmWgsl } from "./wgsl/gemm.js";
-import { GEMV_BLOCK_TOKENS, embeddingBlocksWgsl, gemvBlocksWgsl } from "./wgsl/gemv-blocks.js";
+import { GEMV_BLOCK_R, embeddingBlocksWgsl, gemvBlocksWgsl } from "./wgsl/gemv-blocks.js";
+import { GEMV_R } from "./wgsl/gemv.js";
+import { gemvGroups } from "./wgsl/gemv-tiling.js";
 import { DEQUANT_VALUE, GPU_BLOCK, GPU_BLOCK_CODE } from "./wgsl/quant-blocks.js";
 import type { GpuBlockType } from "./quant-blocks.js";
 import { kvAppendWgsl } from "./wgsl/kv-append.js";
@@ -226,11 +228,11 @@ export type GpuMatrixKernel = "gemv f32" | "gemm" | "gemv q8" | "gemm q8" | "emb
 export const DEFAULT_MATRIX_KERNELS: readonly GpuMatrixKernel[] = ["gemv f32", "gemm", "gemv q8", "gemm q8", "embedding"];
 
 /** The WGSL of a matrix kernel, or an ArgumentError for a name that is none. */
-function matrixKernelWgsl(name: GpuMatrixKernel): string {
+function matrixKernelWgsl(name: GpuMatrixKernel, subgroups: boolean): string {
   switch (name) {
-    case "gemv f32": return gemvWgsl();
+    case "gemv f32": return gemvWgsl(subgroups);
     case "gemm": return gemmWgsl("float");
-    case "gemv q8": return gemvQ8Wgsl();
+    case "gemv q8": return gemvQ8Wgsl(subgroups);
     case "gemm q8": return gemmWgsl("q8");
     case "embedding": return embeddingWgsl();
     case "gemm blocks": return gemmWgsl("blocks");
@@ -238,7 +240,7 @@ function matrixKernelWgsl(name: GpuMatrixKernel): string {
   }
   const type = typeof name === "string" && name.startsWith("gemv ") ? name.slice(5) : "";
   if (!Object.hasOwn(GPU_BLOCK, type)) throw new ArgumentError("kernels", `must name matrix kernels (${DEFAULT_MATRIX_KERNELS.join(", ")}, gemm blocks, embedding blocks, gemv <block type>), got ${show(name)}`);
-  return gemvBlocksWgsl(type as GpuBlockType);
+  return gemvBlocksWgsl(type as GpuBlockType, subgroups);
 }
 
 /** The kernels only Gemma's layers record (compiled with the others: three small shaders). */
@@ -277,7 +279,7 @@ export class GpuDecoderOps {
    * prepare() adds others.
    */
   static async create(gpu: GpuDevice, kernels: Iterable<GpuMatrixKernel> = DEFAULT_MATRIX_KERNELS): Promise<GpuDecoderOps> {
-    const sources = [...new Set(kernels)].map((k) => [k, matrixKernelWgsl(k)] as const); // a bad name fails before any compile
+    const sources = [...new Set(kernels)].map((k) => [k, matrixKernelWgsl(k, gpu.features.has("subgroups"))] as const); // a bad name fails before any compile
     const stepKernels = Promise.all([
       gpu.pipeline(rmsNormWgsl(), "rmsnorm"),
       gpu.pipeline(gluWgsl("silu"), "swiglu"),
@@ -294,7 +296,7 @@ export class GpuDecoderOps {
 
   /** Compiles the matrix kernels `kernels` not compiled yet (GpuMatrixKernel names; a bad name is an ArgumentError). */
   async prepare(kernels: Iterable<GpuMatrixKernel>): Promise<void> {
-    const want = [...new Set(kernels)].map((k) => [k, matrixKernelWgsl(k)] as const).filter(([k]) => !this.#matrix.has(k));
+    const want = [...new Set(kernels)].map((k) => [k, matrixKernelWgsl(k, this.#gpu.features.has("subgroups"))] as const).filter(([k]) => !this.#matrix.has(k));
     await Promise.all(want.map(async ([k, code]) => this.#matrix.set(k, await this.#gpu.pipeline(code, k))));
   }
 
@@ -457,22 +459,44 @@ export class GpuDecoderOps {
     return { params, bias: a.bias?.buffer ?? this.#dummy, groups };
   }
 
+  /**
+   * The tiled GEMVs' 16-word uniform (wgsl/gemv.ts GEMV_TILED_PARAMS) from
+   * #gemvParams's 12 words: wgX for ⌈rows / R⌉ · ⌈tokens / 4⌉ workgroups, and
+   * the vector switches; xv is what the vec4 view of x binds (x's buffer when
+   * xOff and cols are multiples of 4).
+   */
+  #tiled(base: Uint32Array, x: GpuView, R: number, wVec: boolean, wChunk: number): { params: Uint32Array; xv: GPUBuffer; groups: number } {
+    const [tokens, rows, cols, xOff] = [base[0]!, base[1]!, base[2]!, base[3]!];
+    const groups = gemvGroups(rows, tokens, R);
+    const xVec = xOff % 4 === 0 && cols % 4 === 0 && x.buffer.size >= 16;
+    const params = new Uint32Array(16);
+    params.set(base);
+    params[6] = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    params.set([xVec ? 1 : 0, wVec ? 1 : 0, wChunk], 12);
+    return { params, xv: xVec ? x.buffer : this.#dummy, groups };
+  }
+
   /** out[t, r] = Σ_c x[t, c] · code[r, c] · scale[r, c / 32] (+ bias[r]) (Q8_0 weights, f32 activations). */
   gemvQ8(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & { weight: GpuQ8Weight }): void {
     const rows = count("rows", a.rows);
     const blocks = Math.ceil(count("cols", a.cols) / 32);
     if (fits("weight.codes", a.weight.codes, rows * blocks * 32, 1) !== 0) throw new ArgumentError("weight.codes.offset", `must be 0, got ${a.weight.codes.offset}`);
     if (fits("weight.scales", a.weight.scales, rows * blocks) !== 0) throw new ArgumentError("weight.scales.offset", `must be 0, got ${a.weight.scales.offset}`);
-    const { params, bias, groups } = this.#gemvParams(a, 0, 0, blocks);
-    this.#dispatch(pass, this.#kernel("gemv q8"), params, [a.x.buffer, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, bias], groups);
+    const { params, bias } = this.#gemvParams(a, 0, 0, blocks);
+    const t = this.#tiled(params, a.x, GEMV_R, false, 0);
+    this.#dispatch(pass, this.#kernel("gemv q8"), t.params, [a.x.buffer, t.xv, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, bias], t.groups);
   }
 
   /** out[t, r] = Σ_c x[t, c] · weight[r, c] (+ bias[r]), weight f32 | f16 | bf16. */
   gemv(pass: GPUComputePassEncoder, a: GpuGemvArgs): void {
     const dtype = a.weightDtype ?? "f32";
     const wOff = fits("weight", a.weight, count("rows", a.rows) * count("cols", a.cols), dtype === "f32" ? 4 : 2);
-    const { params, bias, groups } = this.#gemvParams(a, wOff, GPU_KV_DTYPE_CODE[dtype], 0);
-    this.#dispatch(pass, this.#kernel("gemv f32"), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], groups);
+    const { params, bias } = this.#gemvParams(a, wOff, GPU_KV_DTYPE_CODE[dtype], 0);
+    // The 16-byte path: row starts (wOff + r · cols elements) on 16-byte boundaries.
+    const per = dtype === "f32" ? 4 : 8;
+    const wVec = wOff % per === 0 && a.cols % per === 0 && a.weight.buffer.size >= 16;
+    const t = this.#tiled(params, a.x, GEMV_R, wVec, wVec ? wOff / per : 0);
+    this.#dispatch(pass, this.#kernel("gemv f32"), t.params, [a.x.buffer, t.xv, a.weight.buffer, wVec ? a.weight.buffer : this.#dummy, a.out.buffer, bias], t.groups);
   }
 
   /** The tiled GEMM's workgroups: (row tiles, token tiles), each within the adapter's per-dimension limit. */
@@ -526,9 +550,11 @@ export class GpuDecoderOps {
   /** out[t, r] = Σ_c x[t, c] · W[r, c] (+ bias[r]), W in ggml blocks decoded in the kernel (wgsl/gemv-blocks.ts). */
   gemvBlocks(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & GpuBlockWeight): void {
     const { params, bias } = this.#blockParams(a);
-    const groups = a.rows * Math.ceil(a.tokens / GEMV_BLOCK_TOKENS);
-    params[6] = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    this.#dispatch(pass, this.#kernel(`gemv ${a.type}`), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], groups);
+    const pipeline = this.#kernel(`gemv ${a.type}`);
+    const t = this.#tiled(params.subarray(0, 12), a.x, GEMV_BLOCK_R, false, 0);
+    params[6] = t.params[6]!;
+    params[14] = t.params[12]!; // xVec (BLOCK_PARAMS's pad0)
+    this.#dispatch(pass, pipeline, params, [a.x.buffer, t.xv, a.weight.buffer, a.out.buffer, bias], t.groups);
   }
 
   /** gemvBlocks's product as the tiled GEMM. */

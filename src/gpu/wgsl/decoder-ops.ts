@@ -26,14 +26,7 @@
  *            [maxPos, rotaryDim] built on the CPU (vLLM's cos_sin_cache):
  *            WGSL's sin/cos promise 2⁻¹¹ only inside [−π, π], the table is
  *            exact to f32 at any position, and llama3 scaling is in its θ
- *   gemv     out[t, r] = Σ_c x[t, c] · W[r, c] (+ bias[r]) for W [rows, cols]
- *            stored f32, f16 or bf16 (decoded by kv-load.ts): one workgroup
- *            per (row, token), the columns strided over its 64 invocations
- *            (W rows read coalesced), then a workgroup reduction; out rows
- *            `oStride` apart, so a matrix split by rows writes its slices
- *   gemv q8  the same over Q8_0-quantized W: int8 codes [rows, ⌈cols/32⌉·32]
- *            (4 a word) and f32 scales [rows, ⌈cols/32⌉], w = code · scale,
- *            times the f32 activation (not quantized, unlike the CPU's q8 dot)
+ *   gemv     (f32 | f16 | bf16 and q8 weights): in gemv.ts, re-exported here
  *   embed    out[t, :] = W[ids[t], :] decoded (f32 | f16 | bf16 words, or
  *            q8 codes × scales): one invocation per output element; W may
  *            hold rows [r0, r0 + rows) only (one part of a split matrix), and
@@ -43,6 +36,8 @@
  * buffer can hold many tensors.
  */
 import { kvLoadFn } from "./kv-load.js";
+
+export { gemvQ8Wgsl, gemvWgsl } from "./gemv.js";
 
 const WG = 64;
 
@@ -151,41 +146,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 `;
 }
 
-/** The GEMV kernels' uniform block (gemvWgsl, gemvQ8Wgsl): 12 words. */
-const GEMV_PARAMS = "struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, kvDtype: u32, oStride: u32, bOff: u32, hasBias: u32, blocks: u32 }";
-
-/** The end of both GEMVs: reduce, add the bias, write out[t, r] at row stride oStride. */
-const GEMV_WRITE = `  let total = reduceSum(s, lid);
-  if (lid == 0u) {
-    var y = total;
-    if (P.hasBias != 0u) { y += bias[P.bOff + r]; }
-    o[P.oOff + t * P.oStride + r] = y;
-  }`;
-
-export function gemvWgsl(): string {
-  return `// GEMV f32 | f16 | bf16 weights
-${GEMV_PARAMS}
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<u32>;
-@group(0) @binding(3) var<storage, read_write> o: array<f32>;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
-var<workgroup> red: array<f32, ${WG}>;
-${kvLoadFn("loadW", "w")}
-${REDUCE}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let item = wid.x + wid.y * P.wgX;
-  if (item >= P.rows * P.tokens) { return; }
-  let r = item % P.rows;
-  let t = item / P.rows;
-  var s = 0.0;
-  for (var c = lid; c < P.cols; c += ${WG}u) { s += x[P.xOff + t * P.cols + c] * loadW(P.wOff + r * P.cols + c); }
-${GEMV_WRITE}
-}
-`;
-}
-
 export function ropeWgsl(): string {
   return `// RoPE (rotate-half) from a cos/sin cache
 struct Params { tokens: u32, heads: u32, headDim: u32, half: u32, xOff: u32, tokenStride: u32, maxPos: u32, wgX: u32 }
@@ -208,35 +168,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let x2 = x[base + i + P.half];
   x[base + i] = x1 * c - x2 * s;
   x[base + i + P.half] = x2 * c + x1 * s;
-}
-`;
-}
-
-export function gemvQ8Wgsl(): string {
-  return `// GEMV Q8_0 (f32 scales)
-${GEMV_PARAMS}
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> codes: array<u32>;
-@group(0) @binding(3) var<storage, read> scales: array<f32>;
-@group(0) @binding(4) var<storage, read_write> o: array<f32>;
-@group(0) @binding(5) var<storage, read> bias: array<f32>;
-var<workgroup> red: array<f32, ${WG}>;
-${REDUCE}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let item = wid.x + wid.y * P.wgX;
-  if (item >= P.rows * P.tokens) { return; }
-  let r = item % P.rows;
-  let t = item / P.rows;
-  let rowWords = P.blocks * 8u;
-  var s = 0.0;
-  for (var c = lid; c < P.cols; c += ${WG}u) {
-    let w = codes[r * rowWords + c / 4u];
-    let code = bitcast<i32>(w << (24u - 8u * (c % 4u))) >> 24u;   // sign-extended byte c % 4
-    s += x[P.xOff + t * P.cols + c] * (f32(code) * scales[r * P.blocks + c / 32u]);
-  }
-${GEMV_WRITE}
 }
 `;
 }

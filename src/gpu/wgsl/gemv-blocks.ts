@@ -1,191 +1,229 @@
 /**
- * WGSL GEMV over ggml weight blocks kept as the file stores them
+ * WGSL GEMV over ggml blocks kept as the file stores them
  * (quant-blocks.ts): out[t, r] = Σ_c x[t, c] · W[r, c] (+ bias[r]), W
  * decoded in the kernel, f32 activations. The decode path of the WebGPU
- * runner (the GEMM takes over from GEMM_MIN_TOKENS tokens), after llama.cpp
- * Vulkan's mul_mat_vec_q4_k.comp (one row per workgroup, a superblock split
- * over invocations, the sub-block scale and min factored out of the sum):
+ * runner (the GEMM takes over from GEMM_MIN_TOKENS tokens), tiled as
+ * gemv-tiling.ts after llama.cpp Vulkan's mul_mat_vec_q*_k.comp (NUM_ROWS
+ * rows a workgroup, a superblock split over invocations, the sub-block scale
+ * and min factored out of the sum, B read once and reused for every row):
  *
- *   workgroup  64 invocations own one row r and up to TOKENS = 4 tokens, so a
- *              weight is decoded once for 4 tokens
- *   unit       one u32 of codes: 8 values, two runs of 4 columns (ca…ca+3,
- *              cb…cb+3), each w = s · q + m with one scale s and offset m a run
- *              (d·sc and −dmin·m of its sub-block); the row's units are
- *              strided over the invocations: lane k of a 32-unit superblock
- *              reads word k of its codes, so 32 lanes read 128 bytes in a row
- *   sum        acc[t] += sa·(xa · qa) + ma·Σxa + sb·(xb · qb) + mb·Σxb, then a
- *              workgroup tree reduction of the 4 token sums
+ *   workgroup  WG = 64 invocations own R = 8 rows and up to 4 tokens
+ *   group      4 consecutive u32 of codes (16 bytes) of one block: 32 values
+ *              in two runs of 16 columns (ca … ca + 15, cb … cb + 15), each
+ *              run with one scale s and offset m (w = s · q + m); a 256-value
+ *              superblock is 8 groups (q4_0's 32-value block: 1). Invocation
+ *              lid takes groups lid, lid + WG, … of the row, so 8 neighbours
+ *              read a superblock's codes back to back; for each group it
+ *              loads x's two runs once (8 vec4 a token) and decodes the group
+ *              of each of its R rows: acc[rr][t] += sa·(xa · qa) + ma·Σxa +
+ *              sb·(xb · qb) + mb·Σxb (one token: x loaded once for the R
+ *              rows; more: a token loop inside each row's group, acc's lane t
+ *              picked by a select, which keeps the shader small to compile)
+ *   loads      q4_k, q5_k (144, 176-byte blocks: 16-byte aligned): the block
+ *              header (d, dmin, 12 scale bytes) and the 16 code bytes as one
+ *              vec4<u32> each (q5_k: the 16 qh bytes too) from `qv` (the
+ *              blocks bound as array<vec4<u32>>); the others four u32
+ *              (q6_k, q3_k at even offsets: qWords4 funnel-shifts five)
  *
- *   type  units a block   unit k
- *   q4_0   4              qs word k: values 4k…4k+3 (low nibbles), 16+4k… (high)
- *   q4_k  32              qs word k (i = k/8, m = k%8): 64i+4m… (low, sub-block 2i), 64i+32+4m… (high, 2i+1)
- *   q5_k  32              q4_k's, bit 4 from qh word m (bits 2i / 2i+1 of its bytes)
- *   q6_k  32              ql word at 64n+32j+4m (n = k/16, j = k/8%2): 128n+32j+4m… (low, qh bits 2j),
- *                         the same + 64 (high nibbles, qh bits 2j+4); scales (v/16) of each run
- *   q2_k  32              qs word w = k/2 (n = w/8, l = 4·(w%8), p = k%2): 128n+64p+l… (bits 4p), the
- *                         same + 32 (bits 4p+2); scale and min bytes (v/16) of each run
- *   q3_k  32              q2_k's, qs at 32 and bit 2 from the hmask word at l (bits 4n+2p / 4n+2p+1
- *                         of its bytes), c − 4; 6-bit scales (v/16) of each run
- *   iq4_xs 32             qs word k (ib = k/4, l = 4·(k%4)): 32ib+l… (low nibbles), 32ib+16+l… (high),
- *                         through kvalues_iq4nl; one scale a unit (sub-block ib)
+ *   type   group g (0 … 7)                 codes (unit k of the old per-word layout)
+ *   q4_0   the block (g = 0)               qs words 0…3: values 4e… (low nibbles), 16 + 4e… (high)
+ *   q4_k   i = g/2, h = g%2                qs words 8i + 4h + e: 64i + 16h + 4e… (low, sub-block 2i), + 32 (high, 2i+1)
+ *   q5_k   as q4_k                         bit 4 from qh word 4h + e (bits 2i / 2i+1 of its bytes)
+ *   q6_k   n = g/4, j = g/2%2, h = g%2     ql at 64n + 32j + 16h: 128n + 32j + 16h… (low nibbles, qh bits 2j),
+ *                                          + 64 (high nibbles, qh bits 2j + 4); qh at 128 + 32n + 16h
+ *   q2_k   n = g/4, p = g/2%2, h = g%2     qs words 8n + 4h + e: 128n + 64p + 16h + 4e… (bits 4p), + 32 (bits 4p + 2)
+ *   q3_k   as q2_k, qs at byte 32          bit 2 from hmask bytes 16h… (bits 4n + 2p / 4n + 2p + 1), c − 4
+ *   iq4_xs ib = g                          qs words 4ib + e: 32ib + 4e… (low nibbles), 32ib + 16 + 4e… (high), kvalues_iq4nl
  *
  * Columns past `cols` (a q4_0 row padded to whole blocks) are read as x = 0.
  * Its float64 twin: the weights decoded by tensor/ggml-dequantize.ts (through
  * ops/reference/block-linear.ts) times x, in linearReference.
  */
 import type { GpuBlockType } from "../quant-blocks.js";
+import { type GemvTiling, X_LOADS, forRows, gemvEntryWgsl, gemvWriteWgsl, reduceRowsWgsl } from "./gemv-tiling.js";
 import { BLOCK_READERS, BYTE_LANES, GPU_BLOCK } from "./quant-blocks.js";
 
-/** Tokens a workgroup multiplies each decoded weight by. */
-export const GEMV_BLOCK_TOKENS = 4;
+/** The block GEMV's tile: rows a workgroup, invocations a workgroup. */
+export const GEMV_BLOCK_R = 8;
 const WG = 64;
 
 /** The block kernels' uniform block (GEMV, GEMM, embedding share the first 12 words' meaning with the f32 GEMV): 16 words. */
 export const BLOCK_PARAMS = "struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, blockType: u32, oStride: u32, bOff: u32, hasBias: u32, blocks: u32, blockBytes: u32, blockValues: u32, pad0: u32, pad1: u32 }";
+/** BLOCK_PARAMS with word 14 the GEMV's x-as-vec4 switch. */
+const GEMV_BLOCK_PARAMS = BLOCK_PARAMS.replace("pad0: u32", "xVec: u32");
 
-/** Units of 8 values per block, and the WGSL that decodes unit k of the block at byte o into qa, qb, sa, sb, ma, mb, ca, cb. */
-const UNITS: Readonly<Record<GpuBlockType, { units: number; decode: string }>> = {
+/** Groups a block, whether `qv` (vec4 view) is bound, and the WGSL of grpCols(g) (the two runs' first columns) and grp(o, g) (the group of the block at byte o). */
+const GROUPS: Readonly<Record<GpuBlockType, { groups: number; vec: boolean; code: string }>> = {
   q4_0: {
-    units: 4,
-    decode: `let word = qw[(o >> 2u) + 1u + k];
-    let d = bitcast<f32>(qw[o >> 2u]);
-    let qa = lanes(word, 0u, 15u) - 8.0;
-    let qb = lanes(word, 4u, 15u) - 8.0;
-    let sa = d; let sb = d; let ma = 0.0; let mb = 0.0;
-    let ca = 4u * k; let cb = 16u + 4u * k;`,
+    groups: 1,
+    vec: false,
+    code: `fn grpCols(g: u32) -> vec2<u32> { return vec2<u32>(0u, 16u); }
+fn grp(o: u32, g: u32) -> Grp {
+  let i = o >> 2u;
+  let d = bitcast<f32>(qw[i]);
+  let q = vec4<u32>(qw[i + 1u], qw[i + 2u], qw[i + 3u], qw[i + 4u]);
+  let m8 = mat4x4<f32>(vec4<f32>(8.0), vec4<f32>(8.0), vec4<f32>(8.0), vec4<f32>(8.0));
+  return Grp(nib(q, 0u) - m8, nib(q, 4u) - m8, vec4<f32>(d, d, 0.0, 0.0));
+}`,
   },
   q4_k: {
-    units: 32,
-    decode: `let i = k >> 3u;
-    let word = qw[(o >> 2u) + 4u + k];
-    let d = qF16(o); let dmin = qF16(o + 2u);
-    let s1 = scaleMinK4(o + 4u, 2u * i); let s2 = scaleMinK4(o + 4u, 2u * i + 1u);
-    let qa = lanes(word, 0u, 15u);
-    let qb = lanes(word, 4u, 15u);
-    let sa = d * s1.x; let sb = d * s2.x; let ma = -(dmin * s1.y); let mb = -(dmin * s2.y);
-    let ca = 64u * i + 4u * (k & 7u); let cb = ca + 32u;`,
+    groups: 8,
+    vec: true,
+    code: `fn grpCols(g: u32) -> vec2<u32> { let c = 64u * (g >> 1u) + 16u * (g & 1u); return vec2<u32>(c, c + 32u); }
+fn grp(o: u32, g: u32) -> Grp {
+  let hdr = qv[o >> 4u];
+  let q = qv[(o >> 4u) + 1u + g];
+  return Grp(nib(q, 0u), nib(q, 4u), scalesK4(hdr, g >> 1u));
+}`,
   },
   q5_k: {
-    units: 32,
-    decode: `let i = k >> 3u;
-    let word = qw[(o >> 2u) + 12u + k];
-    let high = qw[(o >> 2u) + 4u + (k & 7u)];
-    let d = qF16(o); let dmin = qF16(o + 2u);
-    let s1 = scaleMinK4(o + 4u, 2u * i); let s2 = scaleMinK4(o + 4u, 2u * i + 1u);
-    let qa = lanes(word, 0u, 15u) + 16.0 * lanes(high, 2u * i, 1u);
-    let qb = lanes(word, 4u, 15u) + 16.0 * lanes(high, 2u * i + 1u, 1u);
-    let sa = d * s1.x; let sb = d * s2.x; let ma = -(dmin * s1.y); let mb = -(dmin * s2.y);
-    let ca = 64u * i + 4u * (k & 7u); let cb = ca + 32u;`,
+    groups: 8,
+    vec: true,
+    code: `fn grpCols(g: u32) -> vec2<u32> { let c = 64u * (g >> 1u) + 16u * (g & 1u); return vec2<u32>(c, c + 32u); }
+fn grp(o: u32, g: u32) -> Grp {
+  let i = g >> 1u;
+  let hdr = qv[o >> 4u];
+  let q = qv[(o >> 4u) + 3u + g];
+  let h = qv[(o >> 4u) + 1u + (g & 1u)];
+  return Grp(nib(q, 0u) + 16.0 * bits(h, 2u * i, 1u), nib(q, 4u) + 16.0 * bits(h, 2u * i + 1u, 1u), scalesK4(hdr, i));
+}`,
   },
   q6_k: {
-    units: 32,
-    decode: `let n = k >> 4u;
-    let j = (k >> 3u) & 1u;
-    let m = k & 7u;
-    let low = qWord(o + 64u * n + 32u * j + 4u * m);
-    let high = qWord(o + 128u + 32u * n + 4u * m);
-    let d = qF16(o + 208u);
-    let ca = 128u * n + 32u * j + 4u * m; let cb = ca + 64u;
-    let qa = lanes(low, 0u, 15u) + 16.0 * lanes(high, 2u * j, 3u) - 32.0;
-    let qb = lanes(low, 4u, 15u) + 16.0 * lanes(high, 2u * j + 4u, 3u) - 32.0;
-    let sa = d * f32(bitcast<i32>(qByte(o + 192u + (ca >> 4u)) << 24u) >> 24u);
-    let sb = d * f32(bitcast<i32>(qByte(o + 192u + (cb >> 4u)) << 24u) >> 24u);
-    let ma = 0.0; let mb = 0.0;`,
+    groups: 8,
+    vec: false,
+    code: `fn grpCols(g: u32) -> vec2<u32> { let c = 128u * (g >> 2u) + 32u * ((g >> 1u) & 1u) + 16u * (g & 1u); return vec2<u32>(c, c + 64u); }
+fn grp(o: u32, g: u32) -> Grp {
+  let n = g >> 2u;
+  let j = (g >> 1u) & 1u;
+  let h = g & 1u;
+  let low = qWords4(o + 64u * n + 32u * j + 16u * h);
+  let high = qWords4(o + 128u + 32u * n + 16u * h);
+  let cc = grpCols(g);
+  let d = qF16(o + 208u);
+  let sa = d * f32(bitcast<i32>(qByte(o + 192u + (cc.x >> 4u)) << 24u) >> 24u);
+  let sb = d * f32(bitcast<i32>(qByte(o + 192u + (cc.y >> 4u)) << 24u) >> 24u);
+  let m32 = mat4x4<f32>(vec4<f32>(32.0), vec4<f32>(32.0), vec4<f32>(32.0), vec4<f32>(32.0));
+  return Grp(nib(low, 0u) + 16.0 * bits(high, 2u * j, 3u) - m32, nib(low, 4u) + 16.0 * bits(high, 2u * j + 4u, 3u) - m32, vec4<f32>(sa, sb, 0.0, 0.0));
+}`,
   },
   q2_k: {
-    units: 32,
-    decode: `let p = k & 1u;
-    let word = qw[(o >> 2u) + 4u + (k >> 1u)];
-    let ca = 128u * (k >> 4u) + 64u * p + 4u * ((k >> 1u) & 7u); let cb = ca + 32u;
-    let d = qF16(o + 80u); let dmin = qF16(o + 82u);
-    let s1 = qByte(o + (ca >> 4u)); let s2 = qByte(o + (cb >> 4u));
-    let qa = lanes(word, 4u * p, 3u);
-    let qb = lanes(word, 4u * p + 2u, 3u);
-    let sa = d * f32(s1 & 15u); let sb = d * f32(s2 & 15u); let ma = -(dmin * f32(s1 >> 4u)); let mb = -(dmin * f32(s2 >> 4u));`,
+    groups: 8,
+    vec: false,
+    code: `fn grpCols(g: u32) -> vec2<u32> { let c = 128u * (g >> 2u) + 64u * ((g >> 1u) & 1u) + 16u * (g & 1u); return vec2<u32>(c, c + 32u); }
+fn grp(o: u32, g: u32) -> Grp {
+  let p = (g >> 1u) & 1u;
+  let i = (o >> 2u) + 4u + 8u * (g >> 2u) + 4u * (g & 1u);
+  let q = vec4<u32>(qw[i], qw[i + 1u], qw[i + 2u], qw[i + 3u]);
+  let dd = qw[(o >> 2u) + 20u];
+  let d = f16Value(dd & 0xffffu); let dmin = f16Value(dd >> 16u);
+  let cc = grpCols(g);
+  let s1 = qByte(o + (cc.x >> 4u)); let s2 = qByte(o + (cc.y >> 4u));
+  return Grp(bits(q, 4u * p, 3u), bits(q, 4u * p + 2u, 3u), vec4<f32>(d * f32(s1 & 15u), d * f32(s2 & 15u), -(dmin * f32(s1 >> 4u)), -(dmin * f32(s2 >> 4u))));
+}`,
   },
   q3_k: {
-    units: 32,
-    decode: `let p = k & 1u;
-    let n = k >> 4u;
-    let l = 4u * ((k >> 1u) & 7u);
-    let low = qWord(o + 32u + 32u * n + l);
-    let high = qWord(o + l);
-    let ca = 128u * n + 64u * p + l; let cb = ca + 32u;
-    let d = qF16(o + 108u);
-    let qa = lanes(low, 4u * p, 3u) + 4.0 * lanes(high, 4u * n + 2u * p, 1u) - 4.0;
-    let qb = lanes(low, 4u * p + 2u, 3u) + 4.0 * lanes(high, 4u * n + 2u * p + 1u, 1u) - 4.0;
-    let sa = d * scaleQ3K(o + 96u, ca >> 4u); let sb = d * scaleQ3K(o + 96u, cb >> 4u);
-    let ma = 0.0; let mb = 0.0;`,
+    groups: 8,
+    vec: false,
+    code: `fn grpCols(g: u32) -> vec2<u32> { let c = 128u * (g >> 2u) + 64u * ((g >> 1u) & 1u) + 16u * (g & 1u); return vec2<u32>(c, c + 32u); }
+fn grp(o: u32, g: u32) -> Grp {
+  let n = g >> 2u;
+  let p = (g >> 1u) & 1u;
+  let low = qWords4(o + 32u + 32u * n + 16u * (g & 1u));
+  let high = qWords4(o + 16u * (g & 1u));
+  let cc = grpCols(g);
+  let d = qF16(o + 108u);
+  let m4 = mat4x4<f32>(vec4<f32>(4.0), vec4<f32>(4.0), vec4<f32>(4.0), vec4<f32>(4.0));
+  return Grp(bits(low, 4u * p, 3u) + 4.0 * bits(high, 4u * n + 2u * p, 1u) - m4, bits(low, 4u * p + 2u, 3u) + 4.0 * bits(high, 4u * n + 2u * p + 1u, 1u) - m4,
+    vec4<f32>(d * scaleQ3K(o + 96u, cc.x >> 4u), d * scaleQ3K(o + 96u, cc.y >> 4u), 0.0, 0.0));
+}`,
   },
   iq4_xs: {
-    units: 32,
-    decode: `let word = qw[(o >> 2u) + 2u + k];
-    let ca = 32u * (k >> 2u) + 4u * (k & 3u); let cb = ca + 16u;
-    let qa = iq4nlLanes(word, 0u);
-    let qb = iq4nlLanes(word, 4u);
-    let sa = qF16(o) * scaleIq4Xs(o, k >> 2u); let sb = sa;
-    let ma = 0.0; let mb = 0.0;`,
+    groups: 8,
+    vec: false,
+    code: `fn grpCols(g: u32) -> vec2<u32> { return vec2<u32>(32u * g, 32u * g + 16u); }
+fn grp(o: u32, g: u32) -> Grp {
+  let i = (o >> 2u) + 2u + 4u * g;
+  let q = vec4<u32>(qw[i], qw[i + 1u], qw[i + 2u], qw[i + 3u]);
+  let s = qF16(o) * scaleIq4Xs(o, g);
+  return Grp(mat4x4<f32>(iq4nlLanes(q.x, 0u), iq4nlLanes(q.y, 0u), iq4nlLanes(q.z, 0u), iq4nlLanes(q.w, 0u)),
+    mat4x4<f32>(iq4nlLanes(q.x, 4u), iq4nlLanes(q.y, 4u), iq4nlLanes(q.z, 4u), iq4nlLanes(q.w, 4u)), vec4<f32>(s, s, 0.0, 0.0));
+}`,
   },
 };
 
-export function gemvBlocksWgsl(type: GpuBlockType): string {
-  const { units, decode } = UNITS[type];
+/** The group decoders' shared pieces: Grp, the lanes of four words as a mat4x4 (column e = word e's bytes), qWords4, and Q4_K/Q5_K's scales from the vec4 header. */
+const GROUP_HELPERS = `struct Grp { qa: mat4x4<f32>, qb: mat4x4<f32>, s: vec4<f32> }   // runs a, b: columns = 4 values each; s = (sa, sb, ma, mb)
+fn bits(q: vec4<u32>, shift: u32, mask: u32) -> mat4x4<f32> { return mat4x4<f32>(lanes(q.x, shift, mask), lanes(q.y, shift, mask), lanes(q.z, shift, mask), lanes(q.w, shift, mask)); }
+fn nib(q: vec4<u32>, shift: u32) -> mat4x4<f32> { return bits(q, shift, 15u); }
+// The four u32 at even byte offset a (two-byte aligned: five words funnel-shifted).
+fn qWords4(a: u32) -> vec4<u32> {
+  let i = a >> 2u;
+  let v = vec4<u32>(qw[i], qw[i + 1u], qw[i + 2u], qw[i + 3u]);
+  if ((a & 2u) == 0u) { return v; }
+  return (v >> vec4<u32>(16u)) | (vec4<u32>(v.yzw, qw[i + 4u]) << vec4<u32>(16u));
+}
+// Q4_K / Q5_K's (d·sc, d·sc', −dmin·m, −dmin·m') of sub-blocks 2i, 2i + 1 from the header words (d | dmin, scales[12]): get_scale_min_k4.
+fn hdrByte(h: vec4<u32>, b: u32) -> u32 { return (h[1u + (b >> 2u)] >> ((b & 3u) << 3u)) & 0xffu; }
+fn scaleMinK4h(h: vec4<u32>, j: u32) -> vec2<f32> {
+  if (j < 4u) { return vec2<f32>(f32(hdrByte(h, j) & 63u), f32(hdrByte(h, j + 4u) & 63u)); }
+  let b = hdrByte(h, j + 4u);
+  return vec2<f32>(f32((b & 15u) | ((hdrByte(h, j - 4u) >> 6u) << 4u)), f32((b >> 4u) | ((hdrByte(h, j) >> 6u) << 4u)));
+}
+fn scalesK4(h: vec4<u32>, i: u32) -> vec4<f32> {
+  let d = f16Value(h.x & 0xffffu);
+  let dmin = f16Value(h.x >> 16u);
+  let s1 = scaleMinK4h(h, 2u * i);
+  let s2 = scaleMinK4h(h, 2u * i + 1u);
+  return vec4<f32>(d * s1.x, d * s2.x, -(dmin * s1.y), -(dmin * s2.y));
+}`;
+
+export function gemvBlocksWgsl(type: GpuBlockType, subgroups: boolean): string {
+  const { groups, vec, code } = GROUPS[type];
   const { bytes, values } = GPU_BLOCK[type];
-  return `// GEMV over ${type} blocks (${values} values, ${bytes} bytes), ${GEMV_BLOCK_TOKENS} tokens a workgroup
-${BLOCK_PARAMS}
+  const R = GEMV_BLOCK_R;
+  const tiling: GemvTiling = { R, WG, subgroups };
+  // x's two runs of token t (xa0…3, xb0…3) and their sums; the masked loads only where a row may end inside a block (q4_0).
+  const load = type === "q4_0" ? "x4m" : "x4";
+  const xRuns = (t: string) => `let xa0 = ${load}(${t}, ca); let xa1 = ${load}(${t}, ca + 4u); let xa2 = ${load}(${t}, ca + 8u); let xa3 = ${load}(${t}, ca + 12u);
+        let xb0 = ${load}(${t}, cb); let xb1 = ${load}(${t}, cb + 4u); let xb2 = ${load}(${t}, cb + 8u); let xb3 = ${load}(${t}, cb + 12u);
+        let sxa = dot(xa0 + xa1 + xa2 + xa3, vec4<f32>(1.0)); let sxb = dot(xb0 + xb1 + xb2 + xb3, vec4<f32>(1.0));`;
+  const fma = (rr: number, t: number | "t") => `${t === "t" ? `let v${rr}` : `acc[${rr}][${t}]`} ${t === "t" ? "=" : "+="} q${rr}.s.x * (dot(xa0, q${rr}.qa[0]) + dot(xa1, q${rr}.qa[1]) + dot(xa2, q${rr}.qa[2]) + dot(xa3, q${rr}.qa[3])) + q${rr}.s.z * sxa
+          + q${rr}.s.y * (dot(xb0, q${rr}.qb[0]) + dot(xb1, q${rr}.qb[1]) + dot(xb2, q${rr}.qb[2]) + dot(xb3, q${rr}.qb[3])) + q${rr}.s.w * sxb;`;
+  return `${subgroups ? "enable subgroups;\n" : ""}// GEMV over ${type} blocks (${values} values, ${bytes} bytes), ${R} rows × ${WG} invocations a workgroup${subgroups ? ", subgroups" : ""}
+${GEMV_BLOCK_PARAMS}
 @group(0) @binding(0) var<uniform> P: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> qw: array<u32>;
-@group(0) @binding(3) var<storage, read_write> out: array<f32>;
-@group(0) @binding(4) var<storage, read> bias: array<f32>;
-var<workgroup> red: array<vec4<f32>, ${WG}>;
+@group(0) @binding(2) var<storage, read> xv: array<vec4<f32>>;
+${vec ? "@group(0) @binding(3) var<storage, read> qv: array<vec4<u32>>;\n@group(0) @binding(6) var<storage, read> qw: array<u32>;   // unread (BLOCK_READERS name it): not in the layout" : "@group(0) @binding(3) var<storage, read> qw: array<u32>;"}
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read> bias: array<f32>;
 ${BLOCK_READERS}
 ${BYTE_LANES}
-// x[t, c … c + 3], zero past cols.
-fn x4(t: u32, c: u32) -> vec4<f32> {
-  let b = P.xOff + t * P.cols + c;
-  if (c + 4u <= P.cols) { return vec4<f32>(x[b], x[b + 1u], x[b + 2u], x[b + 3u]); }
-  var v = vec4<f32>(0.0);
-  for (var e = 0u; e < 4u; e++) { if (c + e < P.cols) { v[e] = x[b + e]; } }
-  return v;
-}
-@compute @workgroup_size(${WG})
-fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
-  let item = wid.x + wid.y * P.wgX;
-  let groups = (P.tokens + ${GEMV_BLOCK_TOKENS - 1}u) / ${GEMV_BLOCK_TOKENS}u;
-  if (item >= P.rows * groups) { return; }
-  let r = item % P.rows;
-  let t0 = (item / P.rows) * ${GEMV_BLOCK_TOKENS}u;
-  let nt = min(${GEMV_BLOCK_TOKENS}u, P.tokens - t0);
-  let rowByte = r * P.blocks * ${bytes}u;
-  var acc = vec4<f32>(0.0);
-  for (var u = lid; u < P.blocks * ${units}u; u += ${WG}u) {
-    let b = u / ${units}u;
-    let k = u % ${units}u;
-    let o = rowByte + b * ${bytes}u;
-    ${decode}
-    let c0 = b * ${values}u;
-    for (var t = 0u; t < nt; t++) {
-      let xa = x4(t0 + t, c0 + ca);
-      let xb = x4(t0 + t, c0 + cb);
-      acc[t] += sa * dot(xa, qa) + ma * dot(xa, vec4<f32>(1.0)) + sb * dot(xb, qb) + mb * dot(xb, vec4<f32>(1.0));
+${GROUP_HELPERS}
+${code}
+${X_LOADS}
+${reduceRowsWgsl(tiling)}
+${gemvEntryWgsl(tiling)}
+${forRows(R, (rr) => `  let o${rr} = r${rr} * P.blocks * ${bytes}u;`)}
+  for (var u = lid; u < P.blocks * ${groups}u; u += ${WG}u) {
+    let b = u / ${groups}u;
+    let g = u % ${groups}u;
+    let cc = grpCols(g) + vec2<u32>(b * ${values}u);
+    let ca = cc.x;
+    let cb = cc.y;
+    if (nt == 1u) {
+      ${xRuns("t0")}
+${forRows(R, (rr) => `      { let q${rr} = grp(o${rr} + b * ${bytes}u, g); ${fma(rr, 0)} }`)}
+    } else {
+${forRows(R, (rr) => `      { let q${rr} = grp(o${rr} + b * ${bytes}u, g);
+        for (var t = 0u; t < nt; t++) {
+          ${xRuns("t0 + t")}
+          ${fma(rr, "t")}
+          acc[${rr}] += select(vec4<f32>(0.0), vec4<f32>(v${rr}), vec4<u32>(t) == vec4<u32>(0u, 1u, 2u, 3u));   // token t's lane, no dynamic index
+        } }`)}
     }
   }
-  red[lid] = acc;
-  workgroupBarrier();
-  for (var s = ${WG / 2}u; s > 0u; s >>= 1u) {
-    if (lid < s) { red[lid] += red[lid + s]; }
-    workgroupBarrier();
-  }
-  if (lid == 0u) {
-    let total = red[0];
-    for (var t = 0u; t < nt; t++) {
-      var y = total[t];
-      if (P.hasBias != 0u) { y += bias[P.bOff + r]; }
-      out[P.oOff + (t0 + t) * P.oStride + r] = y;
-    }
-  }
-}
+${gemvWriteWgsl(tiling, "out")}
 `;
 }
 
