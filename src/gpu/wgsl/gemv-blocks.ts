@@ -25,7 +25,7 @@
  *              blocks bound as array<vec4<u32>>); the others four u32
  *              (q6_k, q3_k at even offsets: qWords4 funnel-shifts five)
  *
- *   type   group g (0 … 7)                 codes (unit k of the old per-word layout)
+ *   type   group g (0 … 7)                 codes: words e = 0 … 3 and the columns their bytes hold
  *   q4_0   the block (g = 0)               qs words 0…3: values 4e… (low nibbles), 16 + 4e… (high)
  *   q4_k   i = g/2, h = g%2                qs words 8i + 4h + e: 64i + 16h + 4e… (low, sub-block 2i), + 32 (high, 2i+1)
  *   q5_k   as q4_k                         bit 4 from qh word 4h + e (bits 2i / 2i+1 of its bytes)
