@@ -16,9 +16,10 @@
  *              read a superblock's codes back to back; for each group it
  *              loads x's two runs once (8 vec4 a token) and decodes the group
  *              of each of its R rows: acc[rr][t] += sa·(xa · qa) + ma·Σxa +
- *              sb·(xb · qb) + mb·Σxb (one token: x loaded once for the R
- *              rows; more: a token loop inside each row's group, acc's lane t
- *              picked by a select, which keeps the shader small to compile)
+ *              sb·(xb · qb) + mb·Σxb, x loaded once a token for the R rows
+ *              (the tokens a loop, acc's lane t picked by selects: one copy
+ *              of the R decodes in the shader, which keeps its compile short;
+ *              with 2 or 3 tokens a group is decoded again per token, from L1)
  *   loads      q4_k, q5_k (144, 176-byte blocks: 16-byte aligned): the block
  *              header (d, dmin, 12 scale bytes) and the 16 code bytes as one
  *              vec4<u32> each (q5_k: the 16 qh bytes too) from `qv` (the
@@ -187,7 +188,7 @@ export function gemvBlocksWgsl(type: GpuBlockType, subgroups: boolean): string {
   const xRuns = (t: string) => `let xa0 = ${load}(${t}, ca); let xa1 = ${load}(${t}, ca + 4u); let xa2 = ${load}(${t}, ca + 8u); let xa3 = ${load}(${t}, ca + 12u);
         let xb0 = ${load}(${t}, cb); let xb1 = ${load}(${t}, cb + 4u); let xb2 = ${load}(${t}, cb + 8u); let xb3 = ${load}(${t}, cb + 12u);
         let sxa = dot(xa0 + xa1 + xa2 + xa3, vec4<f32>(1.0)); let sxb = dot(xb0 + xb1 + xb2 + xb3, vec4<f32>(1.0));`;
-  const fma = (rr: number, t: number | "t") => `${t === "t" ? `let v${rr}` : `acc[${rr}][${t}]`} ${t === "t" ? "=" : "+="} q${rr}.s.x * (dot(xa0, q${rr}.qa[0]) + dot(xa1, q${rr}.qa[1]) + dot(xa2, q${rr}.qa[2]) + dot(xa3, q${rr}.qa[3])) + q${rr}.s.z * sxa
+  const fma = (rr: number) => `let v${rr} = q${rr}.s.x * (dot(xa0, q${rr}.qa[0]) + dot(xa1, q${rr}.qa[1]) + dot(xa2, q${rr}.qa[2]) + dot(xa3, q${rr}.qa[3])) + q${rr}.s.z * sxa
           + q${rr}.s.y * (dot(xb0, q${rr}.qb[0]) + dot(xb1, q${rr}.qb[1]) + dot(xb2, q${rr}.qb[2]) + dot(xb3, q${rr}.qb[3])) + q${rr}.s.w * sxb;`;
   return `${subgroups ? "enable subgroups;\n" : ""}// GEMV over ${type} blocks (${values} values, ${bytes} bytes), ${R} rows × ${WG} invocations a workgroup${subgroups ? ", subgroups" : ""}
 ${GEMV_BLOCK_PARAMS}
@@ -211,16 +212,12 @@ ${forRows(R, (rr) => `  let o${rr} = r${rr} * P.blocks * ${bytes}u;`)}
     let cc = grpCols(g) + vec2<u32>(b * ${values}u);
     let ca = cc.x;
     let cb = cc.y;
-    if (nt == 1u) {
-      ${xRuns("t0")}
-${forRows(R, (rr) => `      { let q${rr} = grp(o${rr} + b * ${bytes}u, g); ${fma(rr, 0)} }`)}
-    } else {
+    for (var t = 0u; t < nt; t++) {
+      ${xRuns("t0 + t")}
+      let lane = vec4<u32>(t) == vec4<u32>(0u, 1u, 2u, 3u);   // token t's lane of acc: selects, no dynamic register index
 ${forRows(R, (rr) => `      { let q${rr} = grp(o${rr} + b * ${bytes}u, g);
-        for (var t = 0u; t < nt; t++) {
-          ${xRuns("t0 + t")}
-          ${fma(rr, "t")}
-          acc[${rr}] += select(vec4<f32>(0.0), vec4<f32>(v${rr}), vec4<u32>(t) == vec4<u32>(0u, 1u, 2u, 3u));   // token t's lane, no dynamic index
-        } }`)}
+        ${fma(rr)}
+        acc[${rr}] += select(vec4<f32>(0.0), vec4<f32>(v${rr}), lane); }`)}
     }
   }
 ${gemvWriteWgsl(tiling, "out")}

@@ -10,8 +10,9 @@
  *              the last row group's rows past `rows` load row rows − 1 (no
  *              bounds branch in the inner loop) and are not written
  *   acc        acc[rr][t]: invocation-partial sums of row rr, token t (a vec4
- *              over the token group), all R · 4 in registers (code unrolled
- *              over rows and tokens by forRows / forTokens)
+ *              over the token group), all R · 4 in registers: the code is
+ *              unrolled over rows (forRows), the tokens a loop whose sums
+ *              reach lane t by selects (ADD_TOKEN), never a dynamic index
  *   reduce     subgroups: subgroupAdd per row, one partial per subgroup
  *              through workgroup memory (subgroups are assumed to be
  *              consecutive invocations, as decode-attention.ts assumes);
@@ -39,11 +40,6 @@ export function forRows(R: number, f: (rr: number) => string): string {
   return Array.from({ length: R }, (_, rr) => f(rr)).join("\n");
 }
 
-/** `f(t)` for every token of a group, token t > 0 guarded by nt > t (uniform). */
-export function forTokens(f: (t: number) => string): string {
-  return Array.from({ length: GEMV_TOKENS }, (_, t) => (t === 0 ? `{ ${f(0)} }` : `if (nt > ${t}u) { ${f(t)} }`)).join("\n");
-}
-
 /** Bindings-independent helpers: x4 (vec4 of x at token t, columns c … c + 3, all < cols) and x4m (zero past cols). Need P.xOff, P.cols, P.xVec, x, xv. */
 export const X_LOADS = `fn x4(t: u32, c: u32) -> vec4<f32> {
   let e = P.xOff + t * P.cols + c;
@@ -56,6 +52,15 @@ fn x4m(t: u32, c: u32) -> vec4<f32> {
   var v = vec4<f32>(0.0);
   for (var i = 0u; i < 4u; i++) { if (c + i < P.cols) { v[i] = x[e + i]; } }
   return v;
+}`;
+
+/** addToken(&acc, t, v): lane t of acc[rr] += v[rr] for the R = 4 rows of the float and q8 GEMVs (selects, so t may be a loop variable without a dynamic register index; a NaN of one token stays in its lane). */
+export const ADD_TOKEN = `fn addToken(acc: ptr<function, array<vec4<f32>, 4>>, t: u32, v: vec4<f32>) {
+  let lane = vec4<u32>(t) == vec4<u32>(0u, 1u, 2u, 3u);
+  (*acc)[0] += select(vec4<f32>(0.0), vec4<f32>(v.x), lane);
+  (*acc)[1] += select(vec4<f32>(0.0), vec4<f32>(v.y), lane);
+  (*acc)[2] += select(vec4<f32>(0.0), vec4<f32>(v.z), lane);
+  (*acc)[3] += select(vec4<f32>(0.0), vec4<f32>(v.w), lane);
 }`;
 
 /** Workgroup memory and reduceRows(acc, lid, sgSize) → the totals of row lid (for lid < R). */

@@ -21,11 +21,15 @@
  *                 a multiple of 16, is read once after the loop with x
  *                 zero past cols.
  *
+ * Tokens: a loop over the group's nt, the R rows' sums of token t added to
+ * lane t of acc (ADD_TOKEN: selects, no dynamic index into registers), which
+ * keeps the shaders a quarter the size of a loop unrolled over 4 tokens.
+ *
  * The float64 twin is linearReference (ops/reference/linear.ts) over the
  * decoded weights.
  */
 import { kvLoadFn } from "./kv-load.js";
-import { type GemvTiling, X_LOADS, forRows, forTokens, gemvEntryWgsl, gemvWriteWgsl, reduceRowsWgsl } from "./gemv-tiling.js";
+import { type GemvTiling, ADD_TOKEN, X_LOADS, forRows, gemvEntryWgsl, gemvWriteWgsl, reduceRowsWgsl } from "./gemv-tiling.js";
 
 /** The float and q8 GEMVs' tiles: rows a workgroup, invocations a workgroup. */
 export const GEMV_R = 4;
@@ -53,8 +57,10 @@ export function gemvWgsl(subgroups: boolean): string {
     return `for (var i = lid; i < rowChunks; i += ${GEMV_WG}u) {
 ${forRows(R, (rr) => `      let w${rr} = wv[b${rr} + i];`)}
       let c = ${values}u * i;
-${forTokens((t) => `let xa = x4(t0 + ${t}u, c);${values === 8 ? ` let xb = x4(t0 + ${t}u, c + 4u);` : ""}
-${forRows(R, (rr) => `        acc[${rr}][${t}] += dot(xa, ${lo(`w${rr}`)})${values === 8 ? ` + dot(xb, ${hi(`w${rr}`)})` : ""};`)}`)}
+      for (var t = 0u; t < nt; t++) {
+        let xa = x4(t0 + t, c);${values === 8 ? " let xb = x4(t0 + t, c + 4u);" : ""}
+        addToken(&acc, t, vec4<f32>(${forRows(R, (rr) => `dot(xa, ${lo(`w${rr}`)})${values === 8 ? ` + dot(xb, ${hi(`w${rr}`)})` : ""}`).split("\n").join(", ")}));
+      }
     }`;
   };
   return `${subgroups ? "enable subgroups;\n" : ""}// GEMV f32 | f16 | bf16 weights, ${R} rows × ${GEMV_WG} invocations a workgroup${subgroups ? ", subgroups" : ""}
@@ -68,6 +74,7 @@ ${GEMV_TILED_PARAMS}
 @group(0) @binding(6) var<storage, read> bias: array<f32>;
 ${kvLoadFn("loadW", "w")}
 ${X_LOADS}
+${ADD_TOKEN}
 ${reduceRowsWgsl(tiling)}
 ${gemvEntryWgsl(tiling)}
   if (P.wVec != 0u) {
@@ -83,8 +90,7 @@ ${forRows(R, (rr) => `    let b${rr} = P.wChunk + r${rr} * rowChunks;`)}
   } else {
     for (var c = lid; c < P.cols; c += ${GEMV_WG}u) {
 ${forRows(R, (rr) => `      let w${rr} = loadW(P.wOff + r${rr} * P.cols + c);`)}
-${forTokens((t) => `let xs = x[P.xOff + (t0 + ${t}u) * P.cols + c];
-${forRows(R, (rr) => `        acc[${rr}][${t}] += xs * w${rr};`)}`)}
+      for (var t = 0u; t < nt; t++) { addToken(&acc, t, x[P.xOff + (t0 + t) * P.cols + c] * vec4<f32>(${forRows(R, (rr) => `w${rr}`).split("\n").join(", ")})); }
     }
   }
 ${gemvWriteWgsl(tiling)}
@@ -102,8 +108,10 @@ export function gemvQ8Wgsl(subgroups: boolean): string {
   // Chunk i of every row: 16 codes (one vec4<u32>) and their block's scale, times x[t, 16i …] for each token.
   const chunk = (load: string) => `${forRows(R, (rr) => `      let q${rr} = cv[b${rr} + i]; let s${rr} = scales[sb${rr} + (i >> 1u)];`)}
       let c = 16u * i;
-${forTokens((t) => `let xa = ${load}(t0 + ${t}u, c); let xb = ${load}(t0 + ${t}u, c + 4u); let xc = ${load}(t0 + ${t}u, c + 8u); let xd = ${load}(t0 + ${t}u, c + 12u);
-${forRows(R, (rr) => `        acc[${rr}][${t}] += s${rr} * (dot(xa, i8x4(q${rr}.x)) + dot(xb, i8x4(q${rr}.y)) + dot(xc, i8x4(q${rr}.z)) + dot(xd, i8x4(q${rr}.w)));`)}`)}`;
+      for (var t = 0u; t < nt; t++) {
+        let xa = ${load}(t0 + t, c); let xb = ${load}(t0 + t, c + 4u); let xc = ${load}(t0 + t, c + 8u); let xd = ${load}(t0 + t, c + 12u);
+        addToken(&acc, t, vec4<f32>(${forRows(R, (rr) => `s${rr} * (dot(xa, i8x4(q${rr}.x)) + dot(xb, i8x4(q${rr}.y)) + dot(xc, i8x4(q${rr}.z)) + dot(xd, i8x4(q${rr}.w)))`).split("\n").join(",\n          ")}));
+      }`;
   return `${subgroups ? "enable subgroups;\n" : ""}// GEMV Q8_0 (f32 scales), ${R} rows × ${GEMV_WG} invocations a workgroup${subgroups ? ", subgroups" : ""}
 ${GEMV_TILED_PARAMS}
 @group(0) @binding(0) var<uniform> P: Params;
@@ -115,6 +123,7 @@ ${GEMV_TILED_PARAMS}
 @group(0) @binding(6) var<storage, read> bias: array<f32>;
 ${I8X4}
 ${X_LOADS}
+${ADD_TOKEN}
 ${reduceRowsWgsl(tiling)}
 ${gemvEntryWgsl(tiling)}
   let rowChunks = P.blocks * 2u;
