@@ -38,10 +38,13 @@ describe("device kinds and tiles (no adapter needed)", () => {
   });
 
   test("the attention tile shrinks to fit the workgroup memory the adapter has", () => {
-    assert.deepEqual(chooseTile(128, 32768), { BR: 16, BC: 16 });
-    assert.deepEqual(chooseTile(256, 32768), { BR: 8, BC: 16 });
+    assert.deepEqual(chooseTile(128, 49152), { BR: 64, BC: 64 }); // NVIDIA, AMD: 48 KiB
+    assert.deepEqual(chooseTile(256, 32768), { BR: 64, BC: 32 }); // SwiftShader: 32 KiB
+    assert.equal(tileBytes({ BR: 64, BC: 64 }), 38912);
     const t = chooseTile(256, 16384);
+    assert.deepEqual(t, { BR: 32, BC: 32 });
     assert.ok(tileBytes(t, 256) <= 16384, `${JSON.stringify(t)} fits 16 KiB`);
+    assert.throws(() => chooseTile(128, 4096), /workgroup memory/);
   });
 });
 
