@@ -113,6 +113,36 @@ describe("WebGPU attention kernels against the float64 references", () => {
     freeAll(rt, o);
   });
 
+  gpuTest("prefill over several 64-row and key tiles: D = 48 (a partial head-dim slab), 130 queries × G = 2 over 130 keys, full and then causal with a 20-key window (tiles skipped on both sides)", async () => {
+    const random = rng(6);
+    const D = 48;
+    const base = {
+      q: randomTensor(rt, "f32", [1, 2, 130, D], random),
+      k: randomTensor(rt, "f16", [1, 1, 130, D], random),
+      v: randomTensor(rt, "f16", [1, 1, 130, D], random),
+    };
+    for (const [name, extra] of [["full", { causal: false }], ["causal window", { causal: true, window: [20, 0] as const }]] as const) {
+      const o = { ...base, ...extra };
+      const got = await poisoned(rt, o.q, "BNSD", (out, lse) => gpuFlashAttention(gpu, rt, { ...o, out, lse }));
+      assertGpuClose(`tiles ${name}`, got, referenceFlashAttention(o), D);
+    }
+    freeAll(rt, base);
+  });
+
+  gpuTest("prefill at D = 256 (Gemma's head dim: four 64-dim V slabs), causal, 33 queries × G = 2 over 33 keys", async () => {
+    const random = rng(7);
+    const D = 256;
+    const o = {
+      q: randomTensor(rt, "f32", [1, 2, 33, D], random),
+      k: randomTensor(rt, "f32", [1, 1, 33, D], random),
+      v: randomTensor(rt, "f32", [1, 1, 33, D], random),
+      causal: true,
+    };
+    const got = await poisoned(rt, o.q, "BNSD", (out, lse) => gpuFlashAttention(gpu, rt, { ...o, out, lse }));
+    assertGpuClose("D = 256", got, referenceFlashAttention(o), D);
+    freeAll(rt, o);
+  });
+
   gpuTest("prefill: causal with Sq > Sk leaves the first rows empty (o = 0, lse = −∞), D = 128", async () => {
     const random = rng(4);
     const D = 128;

@@ -39,7 +39,7 @@ describe("device kinds and tiles (no adapter needed)", () => {
 
   test("the attention tile shrinks to fit the workgroup memory the adapter has", () => {
     assert.deepEqual(chooseTile(128, 49152), { BR: 64, BC: 64 }); // NVIDIA, AMD: 48 KiB
-    assert.deepEqual(chooseTile(256, 32768), { BR: 64, BC: 32 }); // SwiftShader: 32 KiB
+    assert.deepEqual(chooseTile(256, 32768), { BR: 32, BC: 64 }); // SwiftShader: 32 KiB
     assert.equal(tileBytes({ BR: 64, BC: 64 }), 38912);
     const t = chooseTile(256, 16384);
     assert.deepEqual(t, { BR: 32, BC: 32 });
