@@ -174,6 +174,32 @@ describe("WebGPU decoder kernels against the float64 references", () => {
     }
   });
 
+  gpuTest("tiled GEMM across its 64-token × 128-row tiles: 65 and 97 tokens × 130 rows × 72 columns (a partial 16-column slab), f32 / bf16 / q8, bias", async () => {
+    const [rows, cols] = [130, 72];
+    for (const [k, dtype] of (["f32", "bf16", "q8"] as const).entries()) {
+      const w = weightIn(dtype, rows, cols, 70 + k);
+      const bias = uniform(rows, 80 + k);
+      const bb = upload(bias, "bias");
+      for (const tokens of [65, 97]) {
+        const x = uniform(tokens * cols, 90 + tokens);
+        const xb = upload(x, "x");
+        const ob = poisoned(tokens * rows, "out");
+        const common = { x: { buffer: xb }, out: { buffer: ob }, bias: { buffer: bb }, tokens, rows, cols };
+        const got = await run((pass) => {
+          if (dtype === "q8") ops.gemmQ8(pass, { ...common, weight: w.weight as GpuQ8Weight });
+          else ops.gemm(pass, { ...common, weight: w.weight as GpuView, weightDtype: dtype });
+        }, ob, tokens * rows);
+        const shape = { tokens, rows, cols };
+        const ref = linearReference(x, w.values, shape, bias);
+        const mag = linearMagnitude(x, w.values, shape);
+        close(`gemm ${dtype} T=${tokens}`, got, ref, (i) => 1e-5 * (mag[i]! + Math.abs(bias[i % rows]!)));
+        gpu.pool.release(ob);
+        gpu.pool.release(xb);
+      }
+      for (const b of [bb, ...w.buffers]) gpu.pool.release(b);
+    }
+  });
+
   gpuTest("embedding: 7 ids out of 37 rows of 80, f32 / bf16 / q8 rows, exact", async () => {
     const [rows, cols] = [37, 80];
     const ids = [36, 0, 5, 5, 17, 1, 36];

@@ -4,25 +4,35 @@
  * cols] f32 | f16 | bf16 (decoded by kv-load.ts), Q8_0 codes × scales (the
  * q8 GEMV's layout) or ggml blocks (q4_0, q2_k … q6_k, iq4_xs: decoded a value at
  * a time by quant-blocks.ts's dequantValue as the tile loads, the type a
- * uniform branch). The classic shared-memory tiling (as in CUTLASS's and
- * llama.cpp Vulkan's mul_mm, much simplified):
+ * uniform branch). The classic shared-memory tiling with register
+ * micro-tiles (as in CUTLASS's SIMT GEMM and llama.cpp Vulkan's mul_mm):
  *
- *   workgroup   64 invocations (8 × 8) own a tile of TM = 32 tokens × TN = 32
- *               rows of out; each invocation 4 tokens × 4 rows in registers
- *   K loop      steps of TK = 16 columns: the x tile [32][16] and the W tile
- *               [32][16] go to workgroup memory (W decoded to f32 as it loads),
- *               then 16 rank-1 updates of the 4 × 4 accumulators
+ *   workgroup   256 invocations (16 × 16) own a tile of TM = 64 tokens ×
+ *               TN = 128 rows of out; invocation (tx, ty) holds the 4 × 8
+ *               micro-tile tokens t0 + 4ty … + 3 × rows r0 + 8tx … + 7 in
+ *               32 f32 registers
+ *   K loop      slabs of TK = 16 columns: x [64][16] and W [128][16] (W
+ *               decoded to f32 as it stages: f16, bf16, Q8_0 and every ggml
+ *               block type) go to workgroup memory transposed, as vec4 along
+ *               tokens (xs) and rows (ws); then 16 rank-1 updates, each one
+ *               vec4 of xs and two of ws (48 bytes) for 32 FMAs
  *
- * Each W element is read once per 32 tokens (the GEMV reads it once per
- * token). Out rows are `oStride` apart, as the GEMV's (row-split matrices).
+ * Workgroup memory 12 KiB, 256 invocations: within WebGPU's guaranteed
+ * minimums (16 KiB, 256), so every adapter runs the one shape. Each W element
+ * is read from global memory once per 64 tokens, each x element once per 128
+ * rows; 64 FLOPs per 48 bytes of workgroup reads (≈ 1.3 FLOP/B, and the xs
+ * loads are broadcasts across the 16 invocations of a row of the grid).
+ * Out rows are `oStride` apart, as the GEMV's (row-split matrices).
  * Its float64 twin is linearReference (src/ops/reference/linear.ts).
  */
 import { BLOCK_PARAMS } from "./gemv-blocks.js";
 import { kvLoadFn } from "./kv-load.js";
 import { BLOCK_READERS, DEQUANT_VALUE } from "./quant-blocks.js";
 
-export const GEMM_TM = 32;
-export const GEMM_TN = 32;
+/** Tokens a workgroup (out rows). */
+export const GEMM_TM = 64;
+/** Rows of W a workgroup (out columns). */
+export const GEMM_TN = 128;
 const TK = 16;
 
 /** The GEMM's uniform block: the GEMVs' fields (wgsl/decoder-ops.ts) in the same order. */
@@ -61,43 +71,60 @@ ${weightBindings}
 const TM: u32 = ${GEMM_TM}u;
 const TN: u32 = ${GEMM_TN}u;
 const TK: u32 = ${TK}u;
-var<workgroup> xs: array<f32, ${GEMM_TM * TK}>;
-var<workgroup> ws: array<f32, ${GEMM_TN * TK}>;
-@compute @workgroup_size(64)
+// Transposed slabs: xs[k][t/4] holds tokens t … t+3 of column k; ws[k][r/4] rows r … r+3.
+var<workgroup> xs: array<vec4<f32>, ${TK * GEMM_TM / 4}>;
+var<workgroup> ws: array<vec4<f32>, ${TK * GEMM_TN / 4}>;
+@compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {
   let r0 = wid.x * TN;                 // rows of W (columns of out)
   let t0 = wid.y * TM;                 // tokens
-  let tx = lid % 8u;                   // this invocation's rows r0 + tx + 8j
-  let ty = lid / 8u;                   // and tokens t0 + ty + 8i
-  var acc: array<f32, 16>;
+  let tx = lid % 16u;                  // this invocation's rows r0 + 8tx … + 7
+  let ty = lid / 16u;                  // and tokens t0 + 4ty … + 3
+  var acc: array<vec4<f32>, 8>;        // acc[2i + h][c] = out[t0 + 4ty + i, r0 + 8tx + 4h + c]
   for (var k0 = 0u; k0 < P.cols; k0 += TK) {
-    for (var e = lid; e < TM * TK; e += 64u) {
-      let row = e / TK;
-      let c = k0 + e % TK;
-      var xv = 0.0;
-      if (t0 + row < P.tokens && c < P.cols) { xv = x[P.xOff + (t0 + row) * P.cols + c]; }
-      xs[e] = xv;
-      var wv = 0.0;
-      if (r0 + row < P.rows && c < P.cols) { wv = loadWeight(r0 + row, c); }
-      ws[e] = wv;
+    // x slab: 64 × 16, an invocation 4 tokens of one column (whole vec4 stores: no two invocations write one vec4).
+    for (var e = lid; e < TM * TK / 4u; e += 256u) {
+      let k = e % TK;
+      let tq = e / TK;
+      let c = k0 + k;
+      var xv = vec4<f32>(0.0);
+      for (var i = 0u; i < 4u; i++) {
+        let t = t0 + 4u * tq + i;
+        if (t < P.tokens && c < P.cols) { xv[i] = x[P.xOff + t * P.cols + c]; }
+      }
+      xs[k * (TM / 4u) + tq] = xv;
+    }
+    // W slab: 128 × 16, an invocation 4 rows of one column twice, decoded to f32.
+    for (var e = lid; e < TN * TK / 4u; e += 256u) {
+      let k = e % TK;
+      let rq = e / TK;
+      let c = k0 + k;
+      var wv = vec4<f32>(0.0);
+      for (var i = 0u; i < 4u; i++) {
+        let r = r0 + 4u * rq + i;
+        if (r < P.rows && c < P.cols) { wv[i] = loadWeight(r, c); }
+      }
+      ws[k * (TN / 4u) + rq] = wv;
     }
     workgroupBarrier();
-    for (var kk = 0u; kk < TK; kk++) {
-      var a: array<f32, 4>;
-      var b: array<f32, 4>;
-      for (var i = 0u; i < 4u; i++) { a[i] = xs[(ty + 8u * i) * TK + kk]; b[i] = ws[(tx + 8u * i) * TK + kk]; }
+    for (var k = 0u; k < TK; k++) {
+      let a = xs[k * (TM / 4u) + ty];
+      let b0 = ws[k * (TN / 4u) + 2u * tx];
+      let b1 = ws[k * (TN / 4u) + 2u * tx + 1u];
       for (var i = 0u; i < 4u; i++) {
-        for (var j = 0u; j < 4u; j++) { acc[i * 4u + j] += a[i] * b[j]; }
+        acc[2u * i] += a[i] * b0;
+        acc[2u * i + 1u] += a[i] * b1;
       }
     }
     workgroupBarrier();
   }
   for (var i = 0u; i < 4u; i++) {
-    let t = t0 + ty + 8u * i;
-    for (var j = 0u; j < 4u; j++) {
-      let r = r0 + tx + 8u * j;
-      if (t < P.tokens && r < P.rows) {
-        var y = acc[i * 4u + j];
+    let t = t0 + 4u * ty + i;
+    if (t >= P.tokens) { break; }
+    for (var j = 0u; j < 8u; j++) {
+      let r = r0 + 8u * tx + j;
+      if (r < P.rows) {
+        var y = acc[2u * i + j / 4u][j % 4u];
         if (P.hasBias != 0u) { y += bias[P.bOff + r]; }
         o[P.oOff + t * P.oStride + r] = y;
       }
