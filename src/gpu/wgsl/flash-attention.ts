@@ -229,8 +229,10 @@ ${workItemWgsl()}
       }
       ps[row * 16u + tx] = ${CN === 1 ? "pw[0]" : `${PT}(${Array.from({ length: CN }, (_, j) => `pw[${j}]`).join(", ")})`};
     }
-    // O += P·V, V staged 64 head dims at a time.
-    for (var c = 0u; c < nV; c++) {
+    // O += P·V, V staged 64 head dims at a time. The loop runs to the compile-time NVC (skipping slabs past D)
+    // so that acc's index is a constant once unrolled: a runtime index would put acc in local memory.
+    for (var c = 0u; c < NVC; c++) {
+      if (c >= nV) { break; }
       workgroupBarrier();
       for (var e = lid; e < BC * 16u; e += ${FLASH_WORKGROUP}u) {
         let j = j0 + i32(e / 16u);
@@ -275,7 +277,8 @@ ${workItemWgsl()}
       oBase = P.partOOff + q * P.D;
       if (tx == 0u) { lb[P.partLOff + q] = lse; }
     }
-    for (var c = 0u; c < nV; c++) {
+    for (var c = 0u; c < NVC; c++) {
+      if (c >= nV) { break; }
       let o = acc[i * NVC + c] * inv;
       for (var k = 0u; k < 4u; k++) {
         let d = c * ${VCH}u + 4u * tx + k;
