@@ -42,6 +42,7 @@
  */
 import { attentionBindingsWgsl, attentionScoreWgsl, workItemWgsl } from "./attention-common.js";
 import { attnParamsStruct } from "./params.js";
+import { f16PairToF32, f16ToF32 } from "./f16-bits.js";
 
 /** Most query rows (positions × group heads) of one work item. */
 export const DECODE_RMAX = 8;
@@ -101,7 +102,7 @@ fn ${name}(a: u32, ln: u32, fast: bool, epw: u32) -> array<f32, EPL> {
       if (e < P.D) {
         let w = ${buf}[(a + e) >> 1u];
         if (P.kvDtype == 1u) {
-          let h = unpack2x16float(w);
+          let h = ${f16PairToF32("w")};
           x[2u * i] = h.x;
           x[2u * i + 1u] = h.y;
         } else {
@@ -126,7 +127,7 @@ fn ${name}(a: u32, ln: u32, fast: bool, epw: u32) -> array<f32, EPL> {
             v = (q + bitcast<f32>(${buf}[c + P.Hkv * P.D])) * bitcast<f32>(${buf}[c]);
           }
           else if (P.kvDtype == 4u) { v = fp8e4m3(byte); }
-          else { v = unpack2x16float(byte << 8u).x; }
+          else { v = ${f16ToF32("byte << 8u")}; }
           x[4u * i + h] = v;
         }
       }

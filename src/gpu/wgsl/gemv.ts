@@ -30,6 +30,7 @@
  */
 import { kvLoadFn } from "./kv-load.js";
 import { type GemvTiling, ADD_TOKEN, X_LOADS, forRows, gemvEntryWgsl, gemvWriteWgsl, reduceRowsWgsl } from "./gemv-tiling.js";
+import { f16PairToF32 } from "./f16-bits.js";
 
 /** The float and q8 GEMVs' tiles: rows a workgroup, invocations a workgroup. */
 export const GEMV_R = 4;
@@ -41,7 +42,7 @@ export const GEMV_TILED_PARAMS = "struct Params { tokens: u32, rows: u32, cols: 
 /** f32 | f16 | bf16 words of a vec4<u32> chunk → its 4 or 8 values as vec4s. */
 const CHUNK_VALUES: Record<"f32" | "f16" | "bf16", { values: number; lo: (w: string) => string; hi: (w: string) => string }> = {
   f32: { values: 4, lo: (w) => `bitcast<vec4<f32>>(${w})`, hi: () => "" },
-  f16: { values: 8, lo: (w) => `vec4<f32>(unpack2x16float(${w}.x), unpack2x16float(${w}.y))`, hi: (w) => `vec4<f32>(unpack2x16float(${w}.z), unpack2x16float(${w}.w))` },
+  f16: { values: 8, lo: (w) => `vec4<f32>(${f16PairToF32(`${w}.x`)}, ${f16PairToF32(`${w}.y`)})`, hi: (w) => `vec4<f32>(${f16PairToF32(`${w}.z`)}, ${f16PairToF32(`${w}.w`)})` },
   bf16: {
     values: 8,
     lo: (w) => `bitcast<vec4<f32>>(vec4<u32>(${w}.x << 16u, ${w}.x & 0xffff0000u, ${w}.y << 16u, ${w}.y & 0xffff0000u))`,

@@ -2,8 +2,8 @@
  * The one place K/V storage decodes to f32 in WGSL (as llama.cpp's Vulkan
  * shaders keep dequantization in one shared include). K and V are bound as
  * array<u32> whatever their dtype, so one binding layout serves every dtype
- * and no adapter feature is needed: f16 goes through unpack2x16float (core
- * WGSL; shader-f16 is not required), bf16 is the high half of an f32.
+ * and no adapter feature is needed: f16 decodes by its bits (f16-bits.ts,
+ * exact, subnormals kept; shader-f16 is not required), bf16 is the high half of an f32.
  * Element e of the tensor is at (word, half) = (e >> 1, e & 1) for 2-byte
  * dtypes, little-endian as the wasm memory stores it.
  *
@@ -21,6 +21,7 @@
  *   fp8e5m2   x = e5m2(q), the top byte of an f16
  */
 import type { DType } from "../../tensor/dtype.js";
+import { f16ToF32 } from "./f16-bits.js";
 
 export type GpuKvDtype = Extract<DType, "f32" | "f16" | "bf16">;
 export const GPU_KV_DTYPES: readonly GpuKvDtype[] = ["f32", "f16", "bf16"];
@@ -89,7 +90,7 @@ export function cacheLoadFn(name: string, buffer: string): string {
       return (q + bitcast<f32>(${buffer}[c + P.Hkv * P.D])) * bitcast<f32>(${buffer}[c]);
     }
     if (P.kvDtype == 4u) { return fp8e4m3(byte); }
-    return unpack2x16float(byte << 8u).x;
+    return ${f16ToF32("byte << 8u")};
   }`);
 }
 
@@ -100,7 +101,7 @@ export function kvLoadFn(name: string, buffer: string): string {
   if (P.kvDtype == 0u) { return bitcast<f32>(${buffer}[e]); }
 ${BYTE_MARK}
   let w = ${buffer}[e >> 1u];
-  if (P.kvDtype == 1u) { return unpack2x16float(w)[e & 1u]; }
+  if (P.kvDtype == 1u) { return ${f16ToF32("(w >> ((e & 1u) << 4u)) & 0xffffu")}; }
   return bitcast<f32>(select(w << 16u, w & 0xffff0000u, (e & 1u) == 1u));
 }
 `;
