@@ -40,24 +40,28 @@ const FMA_WGSL = `@group(0) @binding(0) var<storage, read_write> out: array<vec4
 }`;
 
 /**
- * Median ms per repetition of what `encode` records: `perSubmit` repetitions
- * in one submission, timed to onSubmittedWorkDone, `rounds` times after one
- * warm-up submission.
+ * Median ms per repetition of what `encode` records: n repetitions in one
+ * submission, timed to onSubmittedWorkDone, `rounds` times after one warm-up
+ * submission of `perSubmit`. n is at least `perSubmit` and enough for about
+ * 2 ms of GPU work (at most 500): a submission's fixed cost through Dawn's
+ * Node binding (submit, then the wait's resolution) is tens to hundreds of
+ * microseconds, which would otherwise set a floor under a small kernel's time.
  */
 export async function timeGpu(gpu: GpuDevice, encode: (pass: GPUComputePassEncoder) => void, perSubmit: number, rounds: number): Promise<number> {
-  const once = async () => {
+  const once = async (n: number) => {
     const enc = gpu.device.createCommandEncoder();
     const pass = enc.beginComputePass();
-    for (let i = 0; i < perSubmit; i++) encode(pass);
+    for (let i = 0; i < n; i++) encode(pass);
     pass.end();
     const t0 = performance.now();
     gpu.device.queue.submit([enc.finish()]);
     await gpu.device.queue.onSubmittedWorkDone();
-    return (performance.now() - t0) / perSubmit;
+    return (performance.now() - t0) / n;
   };
-  await gpu.scoped("warming up a benchmark", once);
+  const warm = await gpu.scoped("warming up a benchmark", () => once(perSubmit));
+  const n = Math.min(500, Math.max(perSubmit, Math.ceil(2 / Math.max(warm, 1e-3))));
   const times: number[] = [];
-  for (let r = 0; r < rounds; r++) times.push(await once());
+  for (let r = 0; r < rounds; r++) times.push(await once(n));
   times.sort((a, b) => a - b);
   return times[Math.floor(times.length / 2)]!;
 }
