@@ -11,10 +11,12 @@
  *
  * No f32 subnormal appears on the way, so a GPU that flushes them cannot
  * change the result; unpack2x16float may flush f16 subnormals (as the
- * K-quant scales' f16Value in quant-blocks.ts notes), and on an NVIDIA H200
- * through Dawn a GEMV over f16 weights decoded by unpack2x16float ran at a
- * third of the bf16 GEMV's bandwidth, where only the decode differs
- * (BENCHMARKS.md, webgpu, 2026-11-27).
+ * K-quant scales' f16Value in quant-blocks.ts notes). Exactness is the
+ * reason, not speed: on an NVIDIA H200 through Dawn (2026-11-27) the decode
+ * attention over an f16 cache ran as fast as with unpack2x16float (82 and
+ * 84 µs at 4096 keys), and the f16 GEMV (no runner weights are f16: they
+ * go up as f32, bf16, q8 or ggml blocks) ran at 0.19 of the copy bandwidth
+ * where unpack2x16float's ran at 0.33 (BENCHMARKS.md, webgpu).
  */
 
 /** The f32 of the f16 code in the low 16 bits of `h` (a u32 WGSL expression with nothing above bit 15; evaluated more than once). */
