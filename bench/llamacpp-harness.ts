@@ -14,7 +14,11 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } fr
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { argmax } from "../src/engine/sampler.js";
+import { ArgumentError, show } from "../src/errors.js";
+import { type ModelRunner, runRequest } from "../src/ops-entry.js";
 import { findLlamaCpp } from "../src/testing/llamacpp.js";
+import { median } from "./harness.js";
 
 /** bench/.cache at the repository root (gitignored): generated model files and the built harness. */
 export const BENCH_CACHE = fileURLToPath(new URL("../../bench/.cache/", import.meta.url));
@@ -146,4 +150,58 @@ export class LlamaCppBench {
     this.#child.stdin.end("quit\n");
     await exited;
   }
+}
+
+/** Milliseconds of a run's decode steps in all. */
+export function decodeMs(run: LlamaCppRun): number {
+  return run.decodeMs.reduce((a, b) => a + b, 0);
+}
+
+/**
+ * kvflash's side of a run, timed as the harness times llama.cpp's: the first
+ * `size.prompt` of `ids` in one step, then `size.decode` steps feeding back the
+ * argmax, through runRequest (the `kvflash generate` loop) on `runner`.
+ */
+export async function kvflashRun(runner: ModelRunner, ids: readonly number[], size: { prompt: number; decode: number }, maxNumBatchedTokens: number): Promise<LlamaCppRun> {
+  const out: LlamaCppRun = { prefillMs: NaN, decodeMs: [] };
+  await runRequest(runner, ids.slice(0, size.prompt), {
+    maxTokens: 1 + size.decode,
+    maxNumBatchedTokens,
+    pick: (logits) => ({ token: argmax(logits), stop: null }),
+    onStep: (st) => (st.tokens === size.prompt ? (out.prefillMs = st.ms) : out.decodeMs.push(st.ms)),
+  });
+  return out;
+}
+
+/** Prefill and decode tok/s: medians over runs. */
+export interface RunRates {
+  prefill: number;
+  decode: number;
+}
+
+/**
+ * `reps` full runs of each engine, alternated run by run with the order
+ * flipping (kvflash first on even runs), so both see the same machine;
+ * `each` sees every pair. The rates are medians: prompt / prefill time and
+ * decode steps / their total time.
+ */
+export async function alternateRuns(kvflash: () => Promise<LlamaCppRun>, cpp: LlamaCppBench, o: { reps: number; prompt: number; decode: number }, each: (rep: number, k: LlamaCppRun, c: LlamaCppRun) => void): Promise<{ kvflash: RunRates; llamacpp: RunRates }> {
+  const runs: { kvflash: LlamaCppRun[]; llamacpp: LlamaCppRun[] } = { kvflash: [], llamacpp: [] };
+  for (let rep = 0; rep < o.reps; rep++) {
+    if (rep % 2 === 0) runs.kvflash.push(await kvflash());
+    runs.llamacpp.push(await cpp.run());
+    if (rep % 2 === 1) runs.kvflash.push(await kvflash());
+    each(rep, runs.kvflash.at(-1)!, runs.llamacpp.at(-1)!);
+  }
+  const rate = (rs: LlamaCppRun[]): RunRates => ({ prefill: median(rs.map((x) => (o.prompt * 1000) / x.prefillMs)), decode: median(rs.map((x) => (o.decode * 1000) / decodeMs(x))) });
+  return { kvflash: rate(runs.kvflash), llamacpp: rate(runs.llamacpp) };
+}
+
+/** Timed runs per engine and file: 3, 1 with --quick, or $KVFLASH_BENCH_RUNS (a loaded machine: llama.cpp's runs there take minutes). */
+export function benchRuns(quick: boolean): number {
+  const env = process.env["KVFLASH_BENCH_RUNS"];
+  if (env === undefined || env === "") return quick ? 1 : 3;
+  const n = Number(env);
+  if (!Number.isInteger(n) || n < 1) throw new ArgumentError("KVFLASH_BENCH_RUNS", `must be an integer ≥ 1, got ${show(env)}`);
+  return n;
 }

@@ -19,21 +19,16 @@
  * reason logged, on a software adapter (SwiftShader is no GPU) or when the
  * Vulkan build of the harness is missing (`bash .ci/llamacpp.sh vulkan`).
  */
-import { argmax } from "../src/engine/sampler.js";
 import type { GpuDevice } from "../src/gpu/device.js";
 import { loadGpuModel } from "../src/gpu/load-model.js";
-import { type Runtime, runRequest } from "../src/ops-entry.js";
+import type { Runtime } from "../src/ops-entry.js";
 import { adapterName } from "./gpu-ceilings.js";
-import { type Row, median } from "./harness.js";
-import { BENCH_CACHE, LlamaCppBench, type LlamaCppRun, buildLlamaCppHarness } from "./llamacpp-harness.js";
+import type { Row } from "./harness.js";
+import { BENCH_CACHE, LlamaCppBench, alternateRuns, benchRuns, buildLlamaCppHarness, decodeMs, kvflashRun } from "./llamacpp-harness.js";
 import { qwenGgufFile } from "./qwen-gguf-file.js";
 
 const PROMPT = 512;
 const DECODE = 128;
-
-function sum(xs: readonly number[]): number {
-  return xs.reduce((a, b) => a + b, 0);
-}
 
 export async function peerRows(rt: Runtime, gpu: GpuDevice, log: (line: string) => void): Promise<Row[]> {
   if (gpu.adapter.software && process.env["KVFLASH_BENCH_PEER_ON_SOFTWARE"] !== "1") {
@@ -51,7 +46,7 @@ export async function peerRows(rt: Runtime, gpu: GpuDevice, log: (line: string) 
   // A rehearsal on SwiftShader: a few tokens (a 0.5B step takes seconds there).
   const prompt = small ? 4 : PROMPT;
   const decode = small ? 2 : DECODE;
-  const reps = Number(process.env["KVFLASH_BENCH_RUNS"] || (small ? 1 : 3));
+  const reps = benchRuns(small);
   const file = qwenGgufFile(BENCH_CACHE, "Q8_0", log);
   const cpp = await LlamaCppBench.start(harness, file, { threads: 2, prompt, decode, gpuLayers: 999 });
   let model: Awaited<ReturnType<typeof loadGpuModel>> | null = null;
@@ -59,31 +54,14 @@ export async function peerRows(rt: Runtime, gpu: GpuDevice, log: (line: string) 
     model = await loadGpuModel(rt, gpu, file, { weights: "auto", kvDtype: "f16", blockSize: 16, numBlocks: Math.ceil((prompt + decode + 1) / 16) + 1, maxBatchTokens: prompt, progress: false });
     const m = model;
     const ids = Array.from({ length: prompt }, (_, i) => (i * 2654435761) % m.config.vocabSize >>> 0);
-    const kvflashRun = async (size = { prompt, decode }): Promise<LlamaCppRun> => {
-      const out: LlamaCppRun = { prefillMs: NaN, decodeMs: [] };
-      await runRequest(m.runner, ids.slice(0, size.prompt), {
-        maxTokens: 1 + size.decode,
-        maxNumBatchedTokens: prompt,
-        pick: (logits) => ({ token: argmax(logits), stop: null }),
-        onStep: (s) => (s.tokens === size.prompt ? (out.prefillMs = s.ms) : out.decodeMs.push(s.ms)),
-      });
-      return out;
-    };
-    log(`peer: kvflash ${model.runner.weightFormat} on ${adapterName(gpu)}; llama.cpp ${harness.version} on ${cpp.gpu || "no GPU device"} (flash_attn ${cpp.flashAttn}); warm-up…`);
+    const run = (size = { prompt, decode }) => kvflashRun(m.runner, ids, size, prompt);
+    log(`peer: kvflash ${m.runner.weightFormat} on ${adapterName(gpu)}; llama.cpp ${harness.version} on ${cpp.gpu || "no GPU device"} (flash_attn ${cpp.flashAttn}); warm-up…`);
     const warm = small ? { prompt: 2, decode: 1 } : { prompt: 32, decode: 4 };
-    await kvflashRun(warm);
+    await run(warm);
     await cpp.run(warm);
-    const runs: { kvflash: LlamaCppRun[]; llamacpp: LlamaCppRun[] } = { kvflash: [], llamacpp: [] };
-    for (let rep = 0; rep < reps; rep++) {
-      if (rep % 2 === 0) runs.kvflash.push(await kvflashRun());
-      runs.llamacpp.push(await cpp.run());
-      if (rep % 2 === 1) runs.kvflash.push(await kvflashRun());
-      const [k, c] = [runs.kvflash.at(-1)!, runs.llamacpp.at(-1)!];
-      log(`peer run ${rep + 1}: prefill ${k.prefillMs.toFixed(1)} ms kvflash, ${c.prefillMs.toFixed(1)} ms llama.cpp; decode ${sum(k.decodeMs).toFixed(1)} ms kvflash, ${sum(c.decodeMs).toFixed(1)} ms llama.cpp`);
-    }
-    const rate = (rs: LlamaCppRun[]) => ({ prefill: median(rs.map((x) => (prompt * 1000) / x.prefillMs)), decode: median(rs.map((x) => (decode * 1000) / sum(x.decodeMs))) });
-    const k = rate(runs.kvflash);
-    const c = rate(runs.llamacpp);
+    const { kvflash: k, llamacpp: c } = await alternateRuns(run, cpp, { reps, prompt, decode }, (rep, kr, cr) =>
+      log(`peer run ${rep + 1}: prefill ${kr.prefillMs.toFixed(1)} ms kvflash, ${cr.prefillMs.toFixed(1)} ms llama.cpp; decode ${decodeMs(kr).toFixed(1)} ms kvflash, ${decodeMs(cr).toFixed(1)} ms llama.cpp`),
+    );
     const common = { adapter: adapterName(gpu), model: "qwen2.5-0.5b-shaped Q8_0 GGUF", quant: "Q8_0", prompt_tokens: prompt, decode_tokens: decode, runs: reps, software: gpu.adapter.software };
     return [
       { engine: "kvflash webgpu", ...common, weights: model.runner.weightFormat, prefill_tok_s: k.prefill, decode_tok_s: k.decode, kvflash_over_llamacpp: k.decode / c.decode, kvflash_over_llamacpp_prefill: k.prefill / c.prefill },

@@ -29,12 +29,10 @@
  * without AVX-VNNI).
  */
 import { loadavg } from "node:os";
-import { type Runtime, createRuntime, loadModel, runRequest } from "../../src/ops-entry.js";
+import { type Runtime, createRuntime, loadModel } from "../../src/ops-entry.js";
 import type { GgufQuantMix } from "../../src/model/gguf/convert.js";
-import { argmax } from "../../src/engine/sampler.js";
-import { ArgumentError, show } from "../../src/errors.js";
-import { type Row, type Suite, cpuSummary, int8DotSummary, median } from "../harness.js";
-import { BENCH_CACHE, LlamaCppBench, type LlamaCppRun, buildLlamaCppHarness } from "../llamacpp-harness.js";
+import { type Row, type Suite, cpuSummary, int8DotSummary } from "../harness.js";
+import { BENCH_CACHE, LlamaCppBench, alternateRuns, benchRuns, buildLlamaCppHarness, decodeMs, kvflashRun } from "../llamacpp-harness.js";
 import { qwenGgufFile, qwenGgufTypes } from "../qwen-gguf-file.js";
 
 const THREADS = 2;
@@ -53,7 +51,7 @@ export const gguf: Suite = {
   async run({ rt, quick, log }): Promise<Row[]> {
     const prompt = quick ? 64 : 512;
     const decode = quick ? 16 : 128;
-    const reps = runsSetting(quick);
+    const reps = benchRuns(quick);
     const harness = buildLlamaCppHarness(log);
     const own: Runtime | null = rt.threads === THREADS ? null : await createRuntime({ threads: THREADS, kernels: rt.kernels, int8Dot: rt.int8Dot });
     const r = own ?? rt;
@@ -65,36 +63,16 @@ export const gguf: Suite = {
         const cpp = await LlamaCppBench.start(harness, file, { threads: THREADS, prompt, decode });
         try {
           const ids = Array.from({ length: prompt }, (_, i) => (i * 2654435761) % km.config.vocabSize >>> 0);
-          const kvflashRun = (size = { prompt, decode }): LlamaCppRun => {
-            const out: LlamaCppRun = { prefillMs: NaN, decodeMs: [] };
-            runRequest(km.runner, ids.slice(0, size.prompt), {
-              maxTokens: 1 + size.decode,
-              maxNumBatchedTokens: prompt,
-              pick: (logits) => ({ token: argmax(logits), stop: null }),
-              onStep: (s) => (s.tokens === size.prompt ? (out.prefillMs = s.ms) : out.decodeMs.push(s.ms)),
-            });
-            return out;
-          };
+          const run = (size = { prompt, decode }) => kvflashRun(km.runner, ids, size, prompt);
           log(`${mix}: kvflash ${km.runner.weights.format} weights, llama.cpp ${harness.version} (flash_attn ${cpp.flashAttn}); warm-up runs…`);
           // Warm-up: every weight read once (pages in, caches, JIT), a short prompt and a few steps.
           const warm = { prompt: Math.min(prompt, 32), decode: Math.min(decode, 4) };
-          kvflashRun(warm);
+          await run(warm);
           await cpp.run(warm);
           const loadBefore = loadavg()[0]!;
-          const runs: { kvflash: LlamaCppRun[]; llamacpp: LlamaCppRun[] } = { kvflash: [], llamacpp: [] };
-          for (let rep = 0; rep < reps; rep++) {
-            if (rep % 2 === 0) runs.kvflash.push(kvflashRun());
-            runs.llamacpp.push(await cpp.run());
-            if (rep % 2 === 1) runs.kvflash.push(kvflashRun());
-            const [k, c] = [runs.kvflash.at(-1)!, runs.llamacpp.at(-1)!];
-            log(`${mix} run ${rep + 1}: prefill ${k.prefillMs.toFixed(0)} ms kvflash, ${c.prefillMs.toFixed(0)} ms llama.cpp; decode ${sum(k.decodeMs).toFixed(0)} ms kvflash, ${sum(c.decodeMs).toFixed(0)} ms llama.cpp`);
-          }
-          const rate = (rs: LlamaCppRun[]) => ({
-            prefill: median(rs.map((x) => (prompt * 1000) / x.prefillMs)),
-            decode: median(rs.map((x) => (decode * 1000) / sum(x.decodeMs))),
-          });
-          const k = rate(runs.kvflash);
-          const c = rate(runs.llamacpp);
+          const { kvflash: k, llamacpp: c } = await alternateRuns(run, cpp, { reps, prompt, decode }, (rep, kr, cr) =>
+            log(`${mix} run ${rep + 1}: prefill ${kr.prefillMs.toFixed(0)} ms kvflash, ${cr.prefillMs.toFixed(0)} ms llama.cpp; decode ${decodeMs(kr).toFixed(0)} ms kvflash, ${decodeMs(cr).toFixed(0)} ms llama.cpp`),
+          );
           const load = (loadBefore + loadavg()[0]!) / 2;
           const common = { cpu: cpuSummary(), int8_dot: int8DotSummary(r), quant: mix, threads: THREADS, prompt_tokens: prompt, decode_tokens: decode, runs: reps, file_types: typeCounts(mix), load_avg: load };
           rows.push({ engine: "kvflash", ...common, weights: km.runner.weights.format, prefill_tok_s: k.prefill, decode_tok_s: k.decode, kvflash_over_llamacpp: k.decode / c.decode, kvflash_over_llamacpp_prefill: k.prefill / c.prefill });
@@ -110,16 +88,3 @@ export const gguf: Suite = {
     return rows;
   },
 };
-
-function sum(xs: readonly number[]): number {
-  return xs.reduce((a, b) => a + b, 0);
-}
-
-/** Timed runs per engine and file: 3, 1 with --quick, or $KVFLASH_BENCH_RUNS (a loaded machine: llama.cpp's runs there take minutes). */
-function runsSetting(quick: boolean): number {
-  const env = process.env["KVFLASH_BENCH_RUNS"];
-  if (env === undefined || env === "") return quick ? 1 : 3;
-  const n = Number(env);
-  if (!Number.isInteger(n) || n < 1) throw new ArgumentError("KVFLASH_BENCH_RUNS", `must be an integer ≥ 1, got ${show(env)}`);
-  return n;
-}
