@@ -148,25 +148,20 @@ export const webgpu: Suite = {
         { adapter: adapterName(gpu), op: "copy (ceiling)", gbps: ceil.copy_gbps, software: gpu.adapter.software },
         { adapter: adapterName(gpu), op: "fma (ceiling)", gflops: ceil.fma_gflops, software: gpu.adapter.software },
       ];
-      for (const c of cases(small)) {
-        log(`${c.op} ${c.kv} H=${c.H} Hkv=${c.Hkv} Sq=${c.Sq} Sk=${c.Sk} D=${c.D}`);
-        try {
-          rows.push({ ...(await measure(rt, gpu, c, ceil, small)), software: gpu.adapter.software });
-        } catch (e) {
-          log(`${c.op} failed: ${(e as Error).stack ?? String(e)}`);
-          rows.push({ adapter: adapterName(gpu), op: `${c.op} (failed)`, error: String((e as Error).message ?? e).slice(0, 300), software: gpu.adapter.software });
-        }
-      }
-      // Each part on its own: a failure is logged and the rows so far are kept (a lent GPU's minutes are few).
+      // Each case and part on its own: a failure is logged and the rows so far are kept (a lent GPU's minutes are few).
       const part = async (name: string, rowsOf: () => Promise<Row[]>): Promise<void> => {
         try {
           rows.push(...(await rowsOf()));
         } catch (e) {
-          log(`${name} rows failed: ${(e as Error).stack ?? String(e)}`);
+          log(`${name} failed: ${(e as Error).stack ?? String(e)}`);
           rows.push({ adapter: adapterName(gpu), op: `${name} (failed)`, error: String((e as Error).message ?? e).slice(0, 300), software: gpu.adapter.software });
         }
         gpu.pool.clear();
       };
+      for (const c of cases(small)) {
+        log(`${c.op} ${c.kv} H=${c.H} Hkv=${c.Hkv} Sq=${c.Sq} Sk=${c.Sk} D=${c.D}`);
+        await part(c.op, async () => [{ ...(await measure(rt, gpu, c, ceil, small)), software: gpu.adapter.software }]);
+      }
       await part("matrix", () => matrixRows(gpu, ceil, small, log));
       await part("model", () => modelRows(rt, gpu, ceil, small, log));
       await part("peer", () => peerRows(rt, gpu, log));
