@@ -147,6 +147,7 @@ test("a generative model answers /v1/embeddings, /v1/rerank and /v1/score with a
   assert.equal(r.status, 400);
   assert.equal(r.body.error.param, "model");
   assert.match(r.body.error.message, /does not support the Embeddings API/);
+  assert.match(r.body.error.message, /--task embed/);
   for (const [path, body, api] of [["/v1/rerank", { model: MODEL, query: "a", documents: ["b"] }, "Rerank"], ["/v1/score", { model: MODEL, text_1: "a", text_2: "b" }, "Score"]] as const) {
     const s = await post(`${server.url}${path}`, body);
     assert.equal(s.status, 400, path);

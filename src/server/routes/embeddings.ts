@@ -28,7 +28,7 @@ export const embeddings: Handler = async (req, res, ctx, signal) => {
   const limit = contextLimit(ctx);
   const s = ctx.engine.state;
   const info = s.state === "ready" ? s.info.embedding : undefined;
-  if (info === undefined) throw badRequest("model", `The model \`${ctx.modelNames[0]}\` does not support the Embeddings API: it is a generative model (serve an embedding model, such as a sentence-transformers directory).`);
+  if (info === undefined) throw badRequest("model", `The model \`${ctx.modelNames[0]}\` does not support the Embeddings API: it is a generative model. Serve an embedding model (such as sentence-transformers/all-MiniLM-L6-v2), or start the server with --task embed to pool this decoder's last-token states.`);
   if (info.crossEncoder) throw badRequest("model", `The model \`${ctx.modelNames[0]}\` is a cross-encoder (${info.architecture}): it scores text pairs on POST /v1/rerank and /v1/score, and has no embeddings.`);
   const request = parseEmbeddingRequest(f, info, limit);
   const sequences = await whileConnected(signal, Promise.all(request.inputs.map((input, i) => tokenizeInput(ctx, input, request.truncate, request.inputs.length > 1 ? `input[${i}]` : "input", limit))));
