@@ -4,7 +4,9 @@
  * @node-llama-cpp/linux-<arch> ships and the headers of the same llama.cpp
  * commit (node-llama-cpp carries its sources as a git bundle), caches the
  * binary under bench/.cache/llamacpp/<version>/, and runs it as a child
- * process that answers each "run" with one JSON line of timings.
+ * process that answers each "run" (one sequence: the gguf suite) or "batch"
+ * (N sequences decoded together: the serve suite) with one JSON line of
+ * timings.
  *
  * Needs node-llama-cpp installed (`npm run llamacpp:install`), g++ and git;
  * says which one is missing otherwise.
@@ -106,6 +108,27 @@ export interface LlamaCppRun {
   decodeMs: number[];
 }
 
+/** One batch of sequences decoded together (bench.cpp's "batch" line). */
+export interface LlamaCppBatchRun extends LlamaCppRun {
+  /** The whole batch: prefill, every step and argmax. */
+  wallMs: number;
+  /** Output tokens of all sequences (N · D). */
+  outputTokens: number;
+}
+
+/** bench.cpp's answer to a "batch" line, checked: the field names and types it prints (header of bench.cpp). */
+export function parseBatchRun(line: string): LlamaCppBatchRun {
+  const r = JSON.parse(line) as Record<string, unknown>;
+  const num = (k: string): number => {
+    const v = r[k];
+    if (typeof v !== "number" || !Number.isFinite(v)) throw new Error(`the llama.cpp harness answered a batch without a finite "${k}": ${line}`);
+    return v;
+  };
+  const steps = r["decode_ms"];
+  if (!Array.isArray(steps) || !steps.every((x) => typeof x === "number")) throw new Error(`the llama.cpp harness answered a batch without "decode_ms" [numbers]: ${line}`);
+  return { wallMs: num("wall_ms"), prefillMs: num("prefill_ms"), decodeMs: steps as number[], outputTokens: num("output_tokens") };
+}
+
 /** A started harness process with a model loaded: `run()` times one prefill + decode, `close()` ends it. */
 export class LlamaCppBench {
   #child: ChildProcessWithoutNullStreams;
@@ -123,9 +146,12 @@ export class LlamaCppBench {
     child.stderr.on("data", (d: Buffer) => (this.#stderr += d.toString()));
   }
 
-  /** `gpuLayers` (default 0): layers offloaded to the first GPU backend in the harness's libDir (the Vulkan peer: 999, all). */
-  static async start(harness: LlamaCppHarness, model: string, o: { threads: number; prompt: number; decode: number; gpuLayers?: number }): Promise<LlamaCppBench> {
-    const child = spawn(harness.binary, [model, harness.libDir, String(o.threads), String(o.prompt), String(o.decode), String(o.gpuLayers ?? 0)], { stdio: ["pipe", "pipe", "pipe"] });
+  /**
+   * `gpuLayers` (default 0): layers offloaded to the first GPU backend in the harness's libDir (the Vulkan peer: 999, all);
+   * `seqs` (default 1): sequences the context holds, the most a `batch()` decodes together.
+   */
+  static async start(harness: LlamaCppHarness, model: string, o: { threads: number; prompt: number; decode: number; gpuLayers?: number; seqs?: number }): Promise<LlamaCppBench> {
+    const child = spawn(harness.binary, [model, harness.libDir, String(o.threads), String(o.prompt), String(o.decode), String(o.gpuLayers ?? 0), String(o.seqs ?? 1)], { stdio: ["pipe", "pipe", "pipe"] });
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
@@ -142,6 +168,20 @@ export class LlamaCppBench {
     if (line.done) throw new Error(`the llama.cpp harness exited mid-run:\n${this.#stderr}`);
     const r = JSON.parse(line.value) as { prefill_ms: number; decode_ms: number[] };
     return { prefillMs: r.prefill_ms, decodeMs: r.decode_ms };
+  }
+
+  /**
+   * One timed batch: `prompts` (N sequences of P token ids each, N ≤ seqs)
+   * prefilled in one llama_decode, then `outputTokens` − 1 steps of one
+   * llama_decode for all N, greedy; `outputTokens` a sequence (≤ decode).
+   */
+  async batch(prompts: readonly (readonly number[])[], outputTokens: number): Promise<LlamaCppBatchRun> {
+    const p = prompts[0]?.length ?? 0;
+    if (prompts.some((q) => q.length !== p)) throw new ArgumentError("prompts", `must all have the same length, got ${show(prompts.map((q) => q.length))}`);
+    this.#child.stdin.write(`batch ${prompts.length} ${p} ${outputTokens} ${prompts.map((q) => q.join(" ")).join(" ")}\n`);
+    const line = await this.#lines.next();
+    if (line.done) throw new Error(`the llama.cpp harness exited mid-batch:\n${this.#stderr}`);
+    return parseBatchRun(line.value);
   }
 
   async close(): Promise<void> {
@@ -180,19 +220,27 @@ export interface RunRates {
 }
 
 /**
- * `reps` full runs of each engine, alternated run by run with the order
- * flipping (kvflash first on even runs), so both see the same machine;
- * `each` sees every pair. The rates are medians: prompt / prefill time and
- * decode steps / their total time.
+ * `reps` runs of each engine, alternated run by run with the order flipping
+ * (kvflash first on even runs), so both see the same machine; `each` sees
+ * every pair. Returns every run of each, in order.
  */
-export async function alternateRuns(kvflash: () => Promise<LlamaCppRun>, cpp: LlamaCppBench, o: { reps: number; prompt: number; decode: number }, each: (rep: number, k: LlamaCppRun, c: LlamaCppRun) => void): Promise<{ kvflash: RunRates; llamacpp: RunRates }> {
-  const runs: { kvflash: LlamaCppRun[]; llamacpp: LlamaCppRun[] } = { kvflash: [], llamacpp: [] };
-  for (let rep = 0; rep < o.reps; rep++) {
+export async function alternate<K, C>(reps: number, kvflash: () => Promise<K>, cpp: () => Promise<C>, each: (rep: number, k: K, c: C) => void): Promise<{ kvflash: K[]; llamacpp: C[] }> {
+  const runs: { kvflash: K[]; llamacpp: C[] } = { kvflash: [], llamacpp: [] };
+  for (let rep = 0; rep < reps; rep++) {
     if (rep % 2 === 0) runs.kvflash.push(await kvflash());
-    runs.llamacpp.push(await cpp.run());
+    runs.llamacpp.push(await cpp());
     if (rep % 2 === 1) runs.kvflash.push(await kvflash());
     each(rep, runs.kvflash.at(-1)!, runs.llamacpp.at(-1)!);
   }
+  return runs;
+}
+
+/**
+ * `reps` full prefill + decode runs of each engine, alternated (`alternate`).
+ * The rates are medians: prompt / prefill time and decode steps / their total time.
+ */
+export async function alternateRuns(kvflash: () => Promise<LlamaCppRun>, cpp: LlamaCppBench, o: { reps: number; prompt: number; decode: number }, each: (rep: number, k: LlamaCppRun, c: LlamaCppRun) => void): Promise<{ kvflash: RunRates; llamacpp: RunRates }> {
+  const runs = await alternate(o.reps, kvflash, () => cpp.run(), each);
   const rate = (rs: LlamaCppRun[]): RunRates => ({ prefill: median(rs.map((x) => (o.prompt * 1000) / x.prefillMs)), decode: median(rs.map((x) => (o.decode * 1000) / decodeMs(x))) });
   return { kvflash: rate(runs.kvflash), llamacpp: rate(runs.llamacpp) };
 }

@@ -1,30 +1,50 @@
-// llama.cpp timed through its C API, for `npm run bench -- gguf`
-// (bench/suites/gguf.ts builds this file with the machine's g++ against the
-// libllama and headers node-llama-cpp ships: bench/llamacpp-harness.ts).
-// The Node binding is left out on purpose: it adds milliseconds to every
-// decoded token, which would flatter kvflash.
+// llama.cpp timed through its C API, for `npm run bench -- gguf` and `serve`
+// (bench/suites/gguf.ts and serve.ts build this file with the machine's g++
+// against the libllama and headers node-llama-cpp ships:
+// bench/llamacpp-harness.ts). The Node binding is left out on purpose: it
+// adds milliseconds to every decoded token, which would flatter kvflash.
 //
-//   bench MODEL.gguf LIB_DIR THREADS PROMPT DECODE [GPU_LAYERS]
+//   bench MODEL.gguf LIB_DIR THREADS PROMPT DECODE [GPU_LAYERS [SEQS]]
 //
 // Loads the model once (the backends in LIB_DIR; GPU_LAYERS, default 0, of
 // its layers offloaded to the first GPU backend there: the `webgpu` suite's
-// Vulkan peer passes 999, every layer), then serves one
-// timed run for every "run" line read on stdin, so the caller can alternate
-// these runs with its own; "run P D" makes a shorter one (P ≤ PROMPT,
-// D ≤ DECODE: a warm-up); "quit" or end of input exits. A run is
+// Vulkan peer passes 999, every layer) into a context of SEQS sequences
+// (default 1; n_ctx SEQS · (PROMPT + DECODE + 16), n_batch SEQS · PROMPT),
+// then serves one timed run for every line read on stdin, so the caller can
+// alternate these runs with its own; "quit" or end of input exits.
+//
+// "run" (or "run P D": P ≤ PROMPT, D ≤ DECODE, a shorter one, a warm-up) is
 // llama-bench's pp + tg on one context: the KV cache cleared, a P-token
 // prompt (ids (i · 2654435761) mod n_vocab, as the kvflash side) decoded in
 // one llama_decode, then D single-token steps, each feeding back the
-// argmax of the last logits, on one persistent threadpool (as llama-bench). It prints one JSON line:
+// argmax of the last logits, on one persistent threadpool (as llama-bench).
+// It prints one JSON line:
 //   {"prefill_ms": …, "decode_ms": [step ms …]}
-// and, once after loading, {"ready": true, "n_vocab": …, "flash_attn": "…",
-// "gpu": "…"} (gpu: the first GPU device's description, "" when none).
+//
+// "batch N P D ID…" (N ≤ SEQS, P ≤ PROMPT, 1 ≤ D ≤ DECODE, then N · P token
+// ids: sequence s's prompt is ids[s·P, (s+1)·P)) is what llama-server's slots
+// do for N requests arriving together, minus HTTP: the KV cache cleared, all
+// N prompts in one llama_decode (each token with its sequence's seq_id,
+// logits on each prompt's last token only), whose argmaxes are every
+// sequence's first output token; then D − 1 steps, each ONE llama_decode of
+// N tokens (sequence s's last token at its own position, seq_id s, logits on
+// all), the argmax of each fed back. D output tokens a sequence, N · D in all:
+//   {"wall_ms": …, "prefill_ms": …, "decode_ms": [step ms …], "output_tokens": N·D, "last": [id …]}
+// wall_ms spans the whole batch (prefill, steps, every argmax); prefill_ms the
+// prompts' llama_decode and first argmaxes; last each sequence's last output
+// token (a check: a sequence decodes the same alone and in a batch). The KV cache is not unified
+// (kv_unified false, llama.cpp's default and its advice for sequences that
+// share no prefix): each sequence attends over its own cells.
+//
+// Once after loading it prints {"ready": true, "n_vocab": …, "flash_attn":
+// "…", "gpu": "…"} (gpu: the first GPU device's description, "" when none).
 // Errors go to stderr with exit status 1.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -52,14 +72,77 @@ static int argmax(const float* logits, int n) {
   return best;
 }
 
+// One "batch N P D ID…" run (the header above): prints its JSON line.
+static void run_batch(llama_context* ctx, int n_vocab, int seqs, int prompt, int decode, const std::string& line) {
+  std::istringstream in(line.substr(5));
+  int n = 0, p = 0, d = 0;
+  if (!(in >> n >> p >> d) || n < 1 || n > seqs || p < 1 || p > prompt || d < 1 || d > decode) {
+    die("\"batch N P D ID…\" needs 1 ≤ N ≤ SEQS (" + std::to_string(seqs) + "), 1 ≤ P ≤ PROMPT (" + std::to_string(prompt) + "), 1 ≤ D ≤ DECODE (" + std::to_string(decode) + "), got \"" + line.substr(0, 40) + "\"");
+  }
+  std::vector<llama_token> ids(static_cast<size_t>(n) * p);
+  for (size_t i = 0; i < ids.size(); i++) {
+    long long id = -1;
+    if (!(in >> id) || id < 0 || id >= n_vocab) die("batch: token " + std::to_string(i) + " of " + std::to_string(ids.size()) + " is missing or outside 0.." + std::to_string(n_vocab - 1));
+    ids[i] = static_cast<llama_token>(id);
+  }
+  std::string extra;
+  if (in >> extra) die("batch: more than N · P = " + std::to_string(ids.size()) + " token ids");
+  llama_memory_clear(llama_get_memory(ctx), true);
+
+  // Prefill: N · P tokens, one seq_id each, logits on each prompt's last token.
+  llama_batch batch = llama_batch_init(n * p, 0, 1);
+  std::vector<llama_token> next(n);
+  const double t0 = now_ms();
+  batch.n_tokens = n * p;
+  for (int s = 0; s < n; s++) {
+    for (int i = 0; i < p; i++) {
+      const int k = s * p + i;
+      batch.token[k] = ids[k];
+      batch.pos[k] = i;
+      batch.n_seq_id[k] = 1;
+      batch.seq_id[k][0] = s;
+      batch.logits[k] = i == p - 1;
+    }
+  }
+  if (llama_decode(ctx, batch) != 0) die("llama_decode failed on the batch's prompts");
+  for (int s = 0; s < n; s++) next[s] = argmax(llama_get_logits_ith(ctx, s * p + p - 1), n_vocab);
+  const double prefill_ms = now_ms() - t0;
+
+  // D − 1 steps: one token a sequence, each at its own position, logits on all.
+  std::vector<double> steps;
+  for (int step = 1; step < d; step++) {
+    const double t1 = now_ms();
+    batch.n_tokens = n;
+    for (int s = 0; s < n; s++) {
+      batch.token[s] = next[s];
+      batch.pos[s] = p + step - 1;
+      batch.n_seq_id[s] = 1;
+      batch.seq_id[s][0] = s;
+      batch.logits[s] = 1;
+    }
+    if (llama_decode(ctx, batch) != 0) die("llama_decode failed on a batched decode step");
+    for (int s = 0; s < n; s++) next[s] = argmax(llama_get_logits_ith(ctx, s), n_vocab);
+    steps.push_back(now_ms() - t1);
+  }
+  const double wall_ms = now_ms() - t0;
+  llama_batch_free(batch);
+  std::printf("{\"wall_ms\": %.4f, \"prefill_ms\": %.4f, \"decode_ms\": [", wall_ms, prefill_ms);
+  for (size_t s = 0; s < steps.size(); s++) std::printf("%s%.4f", s ? ", " : "", steps[s]);
+  std::printf("], \"output_tokens\": %d, \"last\": [", n * d);
+  for (int s = 0; s < n; s++) std::printf("%s%d", s ? ", " : "", next[s]);
+  std::printf("]}\n");
+  std::fflush(stdout);
+}
+
 int main(int argc, char** argv) {
-  if (argc != 6 && argc != 7) die("usage: bench MODEL.gguf LIB_DIR THREADS PROMPT DECODE [GPU_LAYERS]");
+  if (argc < 6 || argc > 8) die("usage: bench MODEL.gguf LIB_DIR THREADS PROMPT DECODE [GPU_LAYERS [SEQS]]");
   const char* model_path = argv[1];
   const int threads = std::atoi(argv[3]);
   const int prompt = std::atoi(argv[4]);
   const int decode = std::atoi(argv[5]);
-  const int gpu_layers = argc == 7 ? std::atoi(argv[6]) : 0;
-  if (threads < 1 || prompt < 1 || decode < 0 || gpu_layers < 0) die("THREADS and PROMPT must be ≥ 1, DECODE and GPU_LAYERS ≥ 0");
+  const int gpu_layers = argc >= 7 ? std::atoi(argv[6]) : 0;
+  const int seqs = argc == 8 ? std::atoi(argv[7]) : 1;
+  if (threads < 1 || prompt < 1 || decode < 0 || gpu_layers < 0 || seqs < 1) die("THREADS, PROMPT and SEQS must be ≥ 1, DECODE and GPU_LAYERS ≥ 0");
 
   llama_log_set(quiet_log, nullptr);
   ggml_backend_load_all_from_path(argv[2]);
@@ -80,10 +163,11 @@ int main(int argc, char** argv) {
   if (model == nullptr) die(std::string("cannot load ") + model_path);
 
   llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = prompt + decode + 16;
-  cp.n_batch = prompt;
-  cp.n_ubatch = prompt;
-  cp.n_seq_max = 1;
+  cp.n_ctx = seqs * (prompt + decode + 16);
+  cp.n_batch = seqs * prompt;
+  cp.n_ubatch = seqs * prompt;
+  cp.n_seq_max = seqs;
+  cp.kv_unified = false;
   cp.n_threads = threads;
   cp.n_threads_batch = threads;
   cp.no_perf = true;
@@ -114,10 +198,14 @@ int main(int argc, char** argv) {
 
   std::string line;
   while (std::getline(std::cin, line) && line != "quit") {
+    if (line.rfind("batch ", 0) == 0) {
+      run_batch(ctx, n_vocab, seqs, prompt, decode, line);
+      continue;
+    }
     int p = prompt;
     int d = decode;
     if (line != "run" && (std::sscanf(line.c_str(), "run %d %d", &p, &d) != 2 || p < 1 || p > prompt || d < 0 || d > decode)) {
-      die("expected \"run\", \"run P D\" (1 ≤ P ≤ PROMPT, 0 ≤ D ≤ DECODE) or \"quit\" on stdin, got \"" + line + "\"");
+      die("expected \"run\", \"run P D\" (1 ≤ P ≤ PROMPT, 0 ≤ D ≤ DECODE), \"batch N P D ID…\" or \"quit\" on stdin, got \"" + line + "\"");
     }
     llama_memory_clear(llama_get_memory(ctx), true);
 
