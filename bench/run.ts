@@ -130,7 +130,8 @@ export async function runBench(args: BenchArgs): Promise<void> {
  * One flavor's rows as they are; several flavors' rows side by side (row i of
  * each, in flavor order), each later flavor's row with `speedup_vs_baseline`
  * = the first flavor's time / its own (`ms` or `us`), or its `tok_s` / the
- * first flavor's where a row has no time (serve).
+ * first flavor's where a row has no time (serve). A llama.cpp row (serve:
+ * measured beside each flavor's server, not on a flavor) gets none.
  */
 export function pairRows(byFlavor: readonly Row[][]): Row[] {
   if (byFlavor.length === 1) return byFlavor[0]!;
@@ -145,7 +146,7 @@ export function pairRows(byFlavor: readonly Row[][]): Row[] {
       const row = rows[i]!;
       const both = (k: string) => typeof base[k] === "number" && typeof row[k] === "number";
       const time = ["ms", "us"].find(both);
-      const speedup = time ? (base[time] as number) / (row[time] as number) : both("tok_s") ? (row["tok_s"] as number) / (base["tok_s"] as number) : undefined;
+      const speedup = row["engine"] === "llama.cpp" ? undefined : time ? (base[time] as number) / (row[time] as number) : both("tok_s") ? (row["tok_s"] as number) / (base["tok_s"] as number) : undefined;
       out.push(speedup === undefined ? row : { ...row, speedup_vs_baseline: speedup });
     }
   }

@@ -92,9 +92,14 @@ async function oneRequest(o: LoadOptions, prompt: readonly number[]): Promise<Re
   return { ttftMs: ttft, itlMs: itl, outputTokens: tokens, e2eMs: last - start };
 }
 
-export async function runLoad(o: LoadOptions): Promise<LoadResult> {
+/** The prompts runLoad sends when given none: `requests` distinct random prompts of promptTokens ids in [lowToken, highToken), from `seed` (default 1). */
+export function randomPrompts(o: Pick<LoadOptions, "requests" | "promptTokens" | "lowToken" | "highToken" | "seed">): number[][] {
   const rng = new Prng(o.seed ?? 1);
-  const prompts = o.prompts ?? Array.from({ length: o.requests }, () => Array.from({ length: o.promptTokens }, () => o.lowToken + rng.nextInt(o.highToken - o.lowToken)));
+  return Array.from({ length: o.requests }, () => Array.from({ length: o.promptTokens }, () => o.lowToken + rng.nextInt(o.highToken - o.lowToken)));
+}
+
+export async function runLoad(o: LoadOptions): Promise<LoadResult> {
+  const prompts = o.prompts ?? randomPrompts(o);
   let next = 0;
   const results: RequestTiming[] = [];
   const start = performance.now();

@@ -78,6 +78,8 @@ test("pairRows: one flavor's rows unchanged; two flavors side by side with speed
     { kernels: "baseline", op: "c", tok_s: 1 },
     { kernels: "relaxed", op: "c", tok_s: 2, speedup_vs_baseline: 2 },
   ]);
+  // A llama.cpp row (the serve suite's peer, beside each flavor) is no flavor's: no speed-up.
+  assert.deepEqual(pairRows([[{ engine: "llama.cpp", tok_s: 10 }], [{ engine: "llama.cpp", tok_s: 11 }]]), [{ engine: "llama.cpp", tok_s: 10 }, { engine: "llama.cpp", tok_s: 11 }]);
   // Rows that do not line up stay in flavor order, unpaired.
   assert.equal(pairRows([[{ ms: 1 }], []]).length, 1);
 });
