@@ -151,7 +151,9 @@ export class LlamaCppBench {
    * `seqs` (default 1): sequences the context holds, the most a `batch()` decodes together.
    */
   static async start(harness: LlamaCppHarness, model: string, o: { threads: number; prompt: number; decode: number; gpuLayers?: number; seqs?: number }): Promise<LlamaCppBench> {
-    const child = spawn(harness.binary, [model, harness.libDir, String(o.threads), String(o.prompt), String(o.decode), String(o.gpuLayers ?? 0), String(o.seqs ?? 1)], { stdio: ["pipe", "pipe", "pipe"] });
+    // SEQS only when asked for: a harness built before it (a packed Vulkan one) takes six or seven arguments.
+    const seqs = o.seqs === undefined ? [] : [String(o.seqs)];
+    const child = spawn(harness.binary, [model, harness.libDir, String(o.threads), String(o.prompt), String(o.decode), String(o.gpuLayers ?? 0), ...seqs], { stdio: ["pipe", "pipe", "pipe"] });
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
