@@ -12,21 +12,15 @@ const FLOPS_PER_ITERATION = 96; // 12 chains × 4 lanes × (mul + add)
 
 export function measureCeilings(rt: Runtime, quick = false): Ceilings {
   const threads = rt.threads;
-  const k = rt.exports;
 
   // --- SIMD throughput -------------------------------------------------------
-  const iterations = quick ? 200_000 : 1_000_000;
-  const sink = rt.heap.alloc(4 * 64 * threads, "bench sink");
-  const flopsArgs = () => rt.args().i32(iterations).ptr(sink).end();
-  const t1 = timeMedian(() => k["bench_simd_flops"]!(0, 0, flopsArgs()), { minTimeMs: quick ? 100 : 400 });
-  const itemsAll = threads * 4;
-  const tAll = timeMedian(() => rt.parallelFor("bench_simd_flops", itemsAll, flopsArgs()), { minTimeMs: quick ? 100 : 400 });
-  const simd1 = (FLOPS_PER_ITERATION * iterations) / (t1 * 1e6);
-  const simdAll = (FLOPS_PER_ITERATION * iterations * itemsAll) / (tAll * 1e6);
+  const simd = new SimdProbe(rt, quick ? 200_000 : 1_000_000);
+  const simd1 = simd.gflops(timeMedian(() => simd.runOneThread(), { minTimeMs: quick ? 100 : 400 }), false);
+  const simdAll = simd.gflops(timeMedian(() => simd.runAllThreads(), { minTimeMs: quick ? 100 : 400 }), true);
+  simd.free();
 
   // --- read bandwidth --------------------------------------------------------
   const { oneThread: read1, allThreads: readAll } = measureReadBandwidth(rt, quick);
-  rt.free(sink);
 
   // --- fork–join overhead ----------------------------------------------------
   const batch = 1000;
@@ -55,6 +49,53 @@ export function measureCeilings(rt: Runtime, quick = false): Ceilings {
     forkjoin_us: median(batches),
     forkjoin_cold_us: median(cold),
   };
+}
+
+/**
+ * The SIMD f32 peak probe (assembly/bench/roofline.ts bench_simd_flops: 12
+ * independent chains of the flavor's multiply-add, fmadd: one FMA on the
+ * relaxed flavor, mul + add on the baseline), run on one thread or as
+ * 4 items a thread on all threads. Suites whose rows run long time it round by
+ * round beside their own work (embed.ts), so load drifting on the shared
+ * machine hits the ceiling and the row alike; `iterations` sets one run's
+ * length (1e6: 96 MFLOP an item).
+ */
+export class SimdProbe {
+  readonly #rt: Runtime;
+  readonly #iterations: number;
+  readonly #sink: number;
+
+  constructor(rt: Runtime, iterations: number) {
+    this.#rt = rt;
+    this.#iterations = iterations;
+    this.#sink = rt.heap.alloc(4 * 64 * rt.threads, "bench sink");
+  }
+
+  /** The multiply-add this flavor's probe (and its kernels' fmadd) runs. */
+  get op(): "fma" | "mul+add" {
+    return this.#rt.kernels === "relaxed" ? "fma" : "mul+add";
+  }
+
+  runOneThread(): void {
+    this.#rt.exports["bench_simd_flops"]!(0, 0, this.#args());
+  }
+
+  runAllThreads(): void {
+    this.#rt.parallelFor("bench_simd_flops", this.#rt.threads * 4, this.#args());
+  }
+
+  /** GFLOP/s of a run that took `ms` (all threads' or one thread's). */
+  gflops(ms: number, allThreads: boolean): number {
+    return (FLOPS_PER_ITERATION * this.#iterations * (allThreads ? this.#rt.threads * 4 : 1)) / (ms * 1e6);
+  }
+
+  free(): void {
+    this.#rt.free(this.#sink);
+  }
+
+  #args(): number {
+    return this.#rt.args().i32(this.#iterations).ptr(this.#sink).end();
+  }
 }
 
 /**

@@ -18,6 +18,18 @@
  * quantized per block of 32 as GGUF Q8_0) in the same rounds: not the same
  * arithmetic as onnxruntime's f32, so its `q8_cosine_min` (the least cosine
  * to onnxruntime's vector) says what the speed costs.
+ *
+ * The roofline, in the same rounds: each round also runs the flavor's SIMD
+ * f32 peak probe on all threads (ceilings.ts SimdProbe: FMA on the relaxed
+ * flavor, mul + add on the baseline) and kvflash's projections alone on the
+ * batch's tokens (embed-projections.ts). Per row: `ceiling_gflops` (median
+ * probe), `kvflash_proj_gflops` / `kvflash_proj_frac` (projection FLOPs of the
+ * ragged tokens over the projections' own time), `onnxruntime_gflops` /
+ * `onnxruntime_frac` (projection FLOPs of the PADDED tokens it computes over
+ * its whole forward: a lower bound of its rate) and `parity_frac`: the
+ * fraction of the ceiling kvflash's projections alone would have to run at to
+ * take no longer than onnxruntime's whole forward. Above 1, no wasm kernel of
+ * this flavor can reach 1.0× at f32 on this machine.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -28,6 +40,8 @@ import { fileURLToPath } from "node:url";
 import { loadEncoderModel } from "../../src/model/encoder/encoder-model.js";
 import { Prng } from "../../src/tensor/prng.js";
 import { writeTinyBert } from "../../src/testing/tiny-bert.js";
+import { SimdProbe } from "../ceilings.js";
+import { ProjectionTimer, projectionFlopsPerToken } from "../embed-projections.js";
 import type { Row, Suite, SuiteContext } from "../harness.js";
 
 const MINILM = { hiddenSize: 384, numHeads: 12, numLayers: 6, intermediateSize: 1536, maxPositionEmbeddings: 512, vocabSize: 30522 };
@@ -117,9 +131,13 @@ export const embed: Suite = {
       } else why = "onnxruntime-node is not installed (npm run onnxruntime:install)";
       const rng = new Prng(11);
       const rows: Row[] = [];
+      const probe = new SimdProbe(rt, 100_000); // ≈ 10 MFLOP an item: a few ms a round on all threads
+      const flopsPerToken = projectionFlopsPerToken(model.encoder.weights);
       for (const batch of [1, 16, 256]) {
         const seqs = shortInputs(batch, MINILM.vocabSize, rng);
         const tokens = seqs.reduce((n, s) => n + s.length, 0);
+        const padded = batch * Math.max(...seqs.map((s) => s.length));
+        const projections = new ProjectionTimer(rt, model.encoder.weights, tokens);
         const ours = model.embed(seqs);
         const oursQ8 = q8.embed(seqs);
         let diff: number | null = null;
@@ -132,6 +150,8 @@ export const embed: Suite = {
         const tK: number[] = [];
         const tQ: number[] = [];
         const tO: number[] = [];
+        const tP: number[] = [];
+        const tC: number[] = [];
         const minMs = quick ? 300 : 1500;
         const minRounds = quick ? 2 : 5;
         let spent = 0;
@@ -146,11 +166,22 @@ export const embed: Suite = {
           }
           const t2 = performance.now();
           q8.embed(seqs);
-          tQ.push(performance.now() - t2);
+          const t3 = performance.now();
+          tQ.push(t3 - t2);
+          projections.run();
+          const t4 = performance.now();
+          tP.push(t4 - t3);
+          probe.runAllThreads();
+          tC.push(performance.now() - t4);
           spent += performance.now() - t0;
           if (r > 200) break;
         }
+        projections.free();
         const kv = (1000 * batch) / median(tK);
+        const ceiling = probe.gflops(median(tC), true);
+        const projGflops = (flopsPerToken * tokens) / (median(tP) * 1e6);
+        const ortGflops = session === null ? null : (flopsPerToken * padded) / (median(tO) * 1e6);
+        const r3 = (x: number): number => Math.round(x * 1000) / 1000;
         const onnx = session === null ? null : (1000 * batch) / median(tO);
         const row: Row = {
           batch,
@@ -164,13 +195,24 @@ export const embed: Suite = {
           q8_seq_s: Math.round(((1000 * batch) / median(tQ)) * 10) / 10,
           q8_ratio: onnx === null ? null : Math.round(((1000 * batch) / median(tQ) / onnx) * 100) / 100,
           q8_cosine_min: q8Cos === null ? null : Math.round(q8Cos * 1e7) / 1e7,
+          padded_tokens: padded,
+          ceiling_op: probe.op,
+          ceiling_gflops: Math.round(ceiling * 10) / 10,
+          kvflash_proj_ms: Math.round(median(tP) * 10) / 10,
+          kvflash_proj_gflops: Math.round(projGflops * 10) / 10,
+          kvflash_proj_frac: r3(projGflops / ceiling),
+          onnxruntime_gflops: ortGflops === null ? null : Math.round(ortGflops * 10) / 10,
+          onnxruntime_frac: ortGflops === null ? null : r3(ortGflops / ceiling),
+          parity_frac: session === null ? null : r3((flopsPerToken * tokens) / (median(tO) * 1e6) / ceiling),
           rounds: tK.length,
           threads: rt.threads,
           ...(session === null ? { note: why } : {}),
         };
         log(`  batch ${batch}: kvflash ${row.kvflash_seq_s} seq/s (q8 ${row.q8_seq_s}), onnxruntime ${row.onnxruntime_seq_s ?? "—"} seq/s (max |Δ| ${diff ?? "—"}, q8 cosine ≥ ${q8Cos ?? "—"})`);
+        log(`    ${probe.op} ceiling ${row.ceiling_gflops} GFLOP/s; projections: kvflash ${row.kvflash_proj_gflops} (${row.kvflash_proj_frac}), onnxruntime ≥ ${row.onnxruntime_gflops ?? "—"} over ${padded} padded tokens (${row.onnxruntime_frac ?? "—"}); parity needs ${row.parity_frac ?? "—"} of the ceiling`);
         rows.push(row);
       }
+      probe.free();
       model.dispose();
       q8.dispose();
       await session?.release();
