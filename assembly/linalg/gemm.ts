@@ -93,6 +93,57 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED, dotI8U8, fmadd } from "../runtime/fla
   v128.store(res, f32x4.add(a10, a11), 16);
 }
 
+/**
+ * f32, relaxed flavor: both halves of a row group (8 rows) × three tokens,
+ * res = [token][8 rows] f32 (96 bytes). Per column pair the four weight
+ * vectors (even and odd column, each half: the pair's 64-byte record) are
+ * loaded once for three tokens, and each token's even / odd splat feeds both
+ * halves: 4 + 6 loads for 12 FMAs, where gemmFloat4 (one half × four tokens)
+ * takes 2 + 8 for 8 and reads the group's stream once per half. Twelve
+ * independent chains (two per row and token, even and odd columns, as in
+ * GEMV), so the FMA units (latency 4, two a cycle) have slack beyond the
+ * eight chains they need; 12 accumulators + 2 weights + 1 splat fill V8 13's
+ * 15 allocatable xmm registers, the odd column's weights loaded into the
+ * even's once those are spent. Per (row, token) the same steps in the same
+ * order as gemvF32 / gemvF32x2, so outputs stay bit-identical.
+ */
+export function gemmF32Rows8x3(w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
+  let x1 = x0 + xStride, x2 = x1 + xStride;
+  let e00 = f32x4.splat(0), e01 = f32x4.splat(0), e10 = f32x4.splat(0), e11 = f32x4.splat(0), e20 = f32x4.splat(0), e21 = f32x4.splat(0);
+  let d00 = f32x4.splat(0), d01 = f32x4.splat(0), d10 = f32x4.splat(0), d11 = f32x4.splat(0), d20 = f32x4.splat(0), d21 = f32x4.splat(0);
+  const end = w + <usize>nb * TILE_F32;
+  for (; w < end; w += 64, x0 += 8, x1 += 8, x2 += 8) {
+    // e<token><half>: even column 2j; d<token><half>: odd column 2j + 1.
+    let p = v128.load(w, 0), q = v128.load(w, 16);
+    let s = v128.load32_splat(x0, 0);
+    e00 = fmadd(p, s, e00);
+    e01 = fmadd(q, s, e01);
+    s = v128.load32_splat(x1, 0);
+    e10 = fmadd(p, s, e10);
+    e11 = fmadd(q, s, e11);
+    s = v128.load32_splat(x2, 0);
+    e20 = fmadd(p, s, e20);
+    e21 = fmadd(q, s, e21);
+    p = v128.load(w, 32);
+    q = v128.load(w, 48);
+    s = v128.load32_splat(x0, 4);
+    d00 = fmadd(p, s, d00);
+    d01 = fmadd(q, s, d01);
+    s = v128.load32_splat(x1, 4);
+    d10 = fmadd(p, s, d10);
+    d11 = fmadd(q, s, d11);
+    s = v128.load32_splat(x2, 4);
+    d20 = fmadd(p, s, d20);
+    d21 = fmadd(q, s, d21);
+  }
+  v128.store(res, f32x4.add(e00, d00), 0);
+  v128.store(res, f32x4.add(e01, d01), 16);
+  v128.store(res, f32x4.add(e10, d10), 32);
+  v128.store(res, f32x4.add(e11, d11), 48);
+  v128.store(res, f32x4.add(e20, d20), 64);
+  v128.store(res, f32x4.add(e21, d21), 80);
+}
+
 export function gemmF32(w: usize, x0: usize, xStride: usize, nb: i32, res: usize): void {
   gemmFloat4(false, w, x0, xStride, nb, res);
 }

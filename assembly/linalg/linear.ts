@@ -4,15 +4,16 @@
 // T = 1 (decode): GEMV over each group's tile stream, both halves at once.
 // T > 1 (prefill, batched decode): for each half of each group, tokens four at
 // a time with the register-blocked kernels of gemm.ts (the group's tiles stay
-// in L1/L2 across the token tiles; q8 also eight at a time, and on the relaxed
-// u8 int8-dot mode both halves × four tokens), leftover tokens with the
+// in L1/L2 across the token tiles; q8 also eight at a time, on the relaxed
+// u8 int8-dot mode both halves × four tokens, and relaxed f32 both halves ×
+// three tokens, gemmF32Rows8x3), leftover tokens with the
 // one-half GEMV kernel; q8 sweeps the groups once per block of 64 tokens. All paths do the same arithmetic in the same order per output, so
 // outputs are independent of T, of the batch composition and of the thread
 // count.
 
 import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q8, GROUP, HALF, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
-import { gemmBf16, gemmF32, gemmQ4, gemmQ4Rows8I16, gemmQ8, gemmQ8Rows8I16, gemmQ8Rows8U8, gemmQ8x8 } from "./gemm";
+import { gemmBf16, gemmF32, gemmF32Rows8x3, gemmQ4, gemmQ4Rows8I16, gemmQ8, gemmQ8Rows8I16, gemmQ8Rows8U8, gemmQ8x8 } from "./gemm";
 import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
 
 @unmanaged class LinearArgs {
@@ -103,6 +104,18 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
       // 11 / 12 the q8 i16 kernel ran prefill at 0.84–1.02× of them (Node 24:
       // 1.10–1.24×).
       let t8 = t0;
+      // Relaxed f32: both halves × 3 tokens (gemm.ts gemmF32Rows8x3), leftovers below.
+      if (RELAXED && format == FMT_F32) {
+        const w = a.w + <usize>g * groupBytes;
+        for (; t8 + 3 <= tEnd; t8 += 3) {
+          gemmF32Rows8x3(w, a.x + <usize>t8 * xStride, xStride, a.nb, res);
+          for (let k = 0; k < 3; k++) {
+            const out = a.out + <usize>(t8 + k) * outStride;
+            storeRows(out, g * GROUP, a.rows, v128.load(res + <usize>k * 32), a.bias);
+            storeRows(out, g * GROUP + HALF, a.rows, v128.load(res + <usize>k * 32, 16), a.bias);
+          }
+        }
+      }
       if (RELAXED && ((format == FMT_Q8 && (mode == DOT_U8 || mode == DOT_I16)) || (format == FMT_Q4 && mode == DOT_I16))) {
         const w = a.w + <usize>g * groupBytes;
         for (; t8 + 4 <= tEnd; t8 += 4) {

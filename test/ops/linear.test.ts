@@ -44,6 +44,8 @@ const CASES: Case[] = [
   { rows: 130, cols: 80, tokens: 9, bias: true },
   { rows: 5, cols: 1000, tokens: 3 },
   { rows: 40, cols: 96, tokens: 16 },
+  // Over one 64-token sweep block (linear.ts FLOAT_TOKEN_BLOCK): relaxed f32's 3-token tiles leave 1 token in the first block, none in the second.
+  { rows: 21, cols: 64, tokens: 67, bias: true },
 ];
 
 function quantizedFormat(format: WeightFormat): boolean {
