@@ -22,14 +22,19 @@
  * The roofline, in the same rounds: each round also runs the flavor's SIMD
  * f32 peak probe on all threads (ceilings.ts SimdProbe: FMA on the relaxed
  * flavor, mul + add on the baseline) and kvflash's projections alone on the
- * batch's tokens (embed-projections.ts). Per row: `ceiling_gflops` (median
- * probe), `kvflash_proj_gflops` / `kvflash_proj_frac` (projection FLOPs of the
- * ragged tokens over the projections' own time), `onnxruntime_gflops` /
- * `onnxruntime_frac` (projection FLOPs of the PADDED tokens it computes over
- * its whole forward: a lower bound of its rate) and `parity_frac`: the
- * fraction of the ceiling kvflash's projections alone would have to run at to
- * take no longer than onnxruntime's whole forward. Above 1, no wasm kernel of
- * this flavor can reach 1.0× at f32 on this machine.
+ * batch's tokens (embed-projections.ts). The roofline columns are per core:
+ * FLOPs over the process's CPU time (process.cpuUsage, every thread: the
+ * runtime's workers and onnxruntime's pool alike, spinning included), since
+ * on the shared machine the wall time of a long run counts the time slices
+ * other processes took, a short probe's does not. Per row: `ceiling_gflops_core`
+ * (median probe), `kvflash_proj_gflops_core` / `kvflash_proj_frac`
+ * (projection FLOPs of the ragged tokens over the projections' own CPU time),
+ * `onnxruntime_gflops_core` / `onnxruntime_frac` (projection FLOPs of the
+ * PADDED tokens it computes over its whole forward's CPU time: a lower bound
+ * of its rate) and `parity_frac`: the fraction of the ceiling kvflash's
+ * projections alone (ragged tokens) would have to run at to take no more CPU
+ * time than onnxruntime's whole forward. Above 1, no wasm kernel of this
+ * flavor reaches 1.0× at f32 on this machine with the same threads.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -94,6 +99,12 @@ async function ortEmbed(ort: Ort, session: OrtSession, seqs: readonly number[][]
   });
 }
 
+/** CPU ms of the whole process (every thread), user + system. */
+const cpuMs = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function loadOrt(log: (line: string) => void): Promise<Ort | null> {
@@ -150,8 +161,9 @@ export const embed: Suite = {
         const tK: number[] = [];
         const tQ: number[] = [];
         const tO: number[] = [];
-        const tP: number[] = [];
-        const tC: number[] = [];
+        const cO: number[] = [];
+        const cP: number[] = [];
+        const cC: number[] = [];
         const minMs = quick ? 300 : 1500;
         const minRounds = quick ? 2 : 5;
         let spent = 0;
@@ -161,26 +173,28 @@ export const embed: Suite = {
           const t1 = performance.now();
           tK.push(t1 - t0);
           if (session !== null) {
+            const c1 = cpuMs();
             await ortEmbed(ort!, session, seqs, MINILM.hiddenSize);
             tO.push(performance.now() - t1);
+            cO.push(cpuMs() - c1);
           }
           const t2 = performance.now();
           q8.embed(seqs);
-          const t3 = performance.now();
-          tQ.push(t3 - t2);
+          tQ.push(performance.now() - t2);
+          const c3 = cpuMs();
           projections.run();
-          const t4 = performance.now();
-          tP.push(t4 - t3);
+          const c4 = cpuMs();
+          cP.push(c4 - c3);
           probe.runAllThreads();
-          tC.push(performance.now() - t4);
+          cC.push(cpuMs() - c4);
           spent += performance.now() - t0;
           if (r > 200) break;
         }
         projections.free();
         const kv = (1000 * batch) / median(tK);
-        const ceiling = probe.gflops(median(tC), true);
-        const projGflops = (flopsPerToken * tokens) / (median(tP) * 1e6);
-        const ortGflops = session === null ? null : (flopsPerToken * padded) / (median(tO) * 1e6);
+        const ceiling = probe.gflops(median(cC), true); // all threads' FLOPs over their CPU ms: per core
+        const projGflops = (flopsPerToken * tokens) / (median(cP) * 1e6);
+        const ortGflops = session === null ? null : (flopsPerToken * padded) / (median(cO) * 1e6);
         const r3 = (x: number): number => Math.round(x * 1000) / 1000;
         const onnx = session === null ? null : (1000 * batch) / median(tO);
         const row: Row = {
@@ -197,19 +211,18 @@ export const embed: Suite = {
           q8_cosine_min: q8Cos === null ? null : Math.round(q8Cos * 1e7) / 1e7,
           padded_tokens: padded,
           ceiling_op: probe.op,
-          ceiling_gflops: Math.round(ceiling * 10) / 10,
-          kvflash_proj_ms: Math.round(median(tP) * 10) / 10,
-          kvflash_proj_gflops: Math.round(projGflops * 10) / 10,
+          ceiling_gflops_core: Math.round(ceiling * 10) / 10,
+          kvflash_proj_gflops_core: Math.round(projGflops * 10) / 10,
           kvflash_proj_frac: r3(projGflops / ceiling),
-          onnxruntime_gflops: ortGflops === null ? null : Math.round(ortGflops * 10) / 10,
+          onnxruntime_gflops_core: ortGflops === null ? null : Math.round(ortGflops * 10) / 10,
           onnxruntime_frac: ortGflops === null ? null : r3(ortGflops / ceiling),
-          parity_frac: session === null ? null : r3((flopsPerToken * tokens) / (median(tO) * 1e6) / ceiling),
+          parity_frac: session === null ? null : r3((flopsPerToken * tokens) / (median(cO) * 1e6) / ceiling),
           rounds: tK.length,
           threads: rt.threads,
           ...(session === null ? { note: why } : {}),
         };
         log(`  batch ${batch}: kvflash ${row.kvflash_seq_s} seq/s (q8 ${row.q8_seq_s}), onnxruntime ${row.onnxruntime_seq_s ?? "—"} seq/s (max |Δ| ${diff ?? "—"}, q8 cosine ≥ ${q8Cos ?? "—"})`);
-        log(`    ${probe.op} ceiling ${row.ceiling_gflops} GFLOP/s; projections: kvflash ${row.kvflash_proj_gflops} (${row.kvflash_proj_frac}), onnxruntime ≥ ${row.onnxruntime_gflops ?? "—"} over ${padded} padded tokens (${row.onnxruntime_frac ?? "—"}); parity needs ${row.parity_frac ?? "—"} of the ceiling`);
+        log(`    per core (CPU time): ${probe.op} ceiling ${row.ceiling_gflops_core} GFLOP/s; projections: kvflash ${row.kvflash_proj_gflops_core} (${row.kvflash_proj_frac}), onnxruntime ≥ ${row.onnxruntime_gflops_core ?? "—"} over ${padded} padded tokens (${row.onnxruntime_frac ?? "—"}); parity needs ${row.parity_frac ?? "—"} of the ceiling`);
         rows.push(row);
       }
       probe.free();
