@@ -8,6 +8,10 @@
  *   acceptance   accepted drafts / proposed drafts (vLLM's draft acceptance rate)
  *   tok_s        generated tokens per second of the speculating engine
  *   over_plain   tok_s over the plain engine's on the same workload
+ *   decode_over_plain  the same ratio over the decode phase alone: from when
+ *                every request of a batch has its first token (its prefill
+ *                done) to the end, tokens after the first (decode_tok_s,
+ *                plain_decode_tok_s)
  *
  * Workloads:
  * - `context_copy` (default model, trained): a second turn that asks the first
@@ -27,6 +31,19 @@
  *   early-exit draft (early-exit-draft.ts; no early-exit training). "forced":
  *   draftCost 0, drafts every step; "adaptive": the default draftCost (the
  *   parameter ratio), which the adaptive draft length weighs.
+ * - weight-bound rows (model `default inflated to qwen2.5-0.5b shapes, q8`): the
+ *   default model widened and deepened by zero padding to Qwen2.5-0.5B's layer
+ *   shapes (inflated-model.ts: it computes the default model's function; 362 M
+ *   parameters, 407 MB read a step at q8), so verifying 1 + k tokens costs about
+ *   one weight read: ngram `context_copy` and `define` at batch 1, `define` at 16
+ *   streams (default cutoff and forced), and the default model itself (q8)
+ *   drafting for it, forced and adaptive. The pair computes one function, so its
+ *   acceptance is an upper bound: it measures the draft machinery on a
+ *   weight-bound target, not a realistic pair. The default model answers these
+ *   held-out nouns with one refusal that repeats no 2-gram, so `define` with
+ *   prompt_lookup_min 2 proposes nothing; with 1 it proposes drafts that are
+ *   rejected. The 16-stream rows run `define` with prompt_lookup_min 1 (the
+ *   copy prompts' prefill would cost more than their answers on 2 cores).
  * - sampled rows (`temperature` 1, seeded requests): the default model drafting
  *   for itself with greedy drafts (argmax, a point mass q) and with sampled
  *   drafts ("draft_sampling": "sampled": x ~ q, Leviathan / Chen's full rule).
@@ -45,6 +62,7 @@ import { llama2TokenizerDir } from "../../src/testing/index.js";
 import type { Row, Suite, SuiteContext } from "../harness.js";
 import { type DraftModelProposer, createDraftProposer } from "../../src/engine/draft-model-proposer.js";
 import { earlyExitDraftDir } from "../early-exit-draft.js";
+import { inflatedModelDir } from "../inflated-model.js";
 import { rmSync } from "node:fs";
 
 const RECIPE = join(import.meta.dirname, "..", "..", "..", "tools", "train-default-model");
@@ -71,6 +89,9 @@ interface Workload {
 interface RunResult {
   tokens: number;
   ms: number;
+  /** Tokens and ms after every request of a batch had its first token (the prefill steps left out). */
+  decodeTokens: number;
+  decodeMs: number;
   drafts: number;
   accepted: number;
   outputs: number[][];
@@ -81,15 +102,30 @@ function runOnce(ctx: SuiteContext, w: Workload, spec: boolean): RunResult {
   const engine = new Engine({ runner: w.runner, tokenizer: w.tokenizer, eosTokenIds: w.eos, runtime: ctx.rt, maxNumSeqs: Math.max(16, w.batch), ...(spec ? { speculativeConfig: w.spec } : {}), ...(proposer === undefined ? {} : { proposer }) });
   const T = w.temperature ?? 0;
   const outputs: number[][] = w.prompts.map(() => []);
+  let decodeMs = 0;
+  let decodeTokens = 0;
   const t0 = performance.now();
   try {
     for (let i = 0; i < w.prompts.length; i += w.batch) {
-      w.prompts.slice(i, i + w.batch).forEach((p, j) => engine.addRequest({ requestId: String(i + j), promptTokenIds: p, params: resolveSamplingParams({ temperature: T, maxTokens: w.maxTokens, seed: i + j }, w.runner.vocabSize) }));
-      while (engine.hasUnfinishedRequests) for (const o of engine.step()) outputs[Number(o.requestId)]!.push(...o.tokenIds);
+      const group = w.prompts.slice(i, i + w.batch);
+      group.forEach((p, j) => engine.addRequest({ requestId: String(i + j), promptTokenIds: p, params: resolveSamplingParams({ temperature: T, maxTokens: w.maxTokens, seed: i + j }, w.runner.vocabSize) }));
+      let started = 0; // requests of the group with a first token
+      let decodeFrom = 0;
+      while (engine.hasUnfinishedRequests) {
+        for (const o of engine.step()) {
+          const out = outputs[Number(o.requestId)]!;
+          if (out.length === 0 && o.tokenIds.length > 0 && ++started === group.length) decodeFrom = performance.now();
+          out.push(...o.tokenIds);
+        }
+      }
+      if (started === group.length) {
+        decodeMs += performance.now() - decodeFrom;
+        decodeTokens += group.reduce((n, _, j) => n + outputs[i + j]!.length - 1, 0);
+      }
     }
     const ms = performance.now() - t0;
     const sd = engine.stats().specDecode;
-    return { tokens: outputs.reduce((n, o) => n + o.length, 0), ms, drafts: sd?.numDraftTokens ?? 0, accepted: sd?.numAcceptedTokens ?? 0, outputs };
+    return { tokens: outputs.reduce((n, o) => n + o.length, 0), ms, decodeTokens, decodeMs, drafts: sd?.numDraftTokens ?? 0, accepted: sd?.numAcceptedTokens ?? 0, outputs };
   } finally {
     engine.dispose();
   }
@@ -102,6 +138,9 @@ async function measure(ctx: SuiteContext, w: Workload, rounds: number): Promise<
   const plain: number[] = [];
   const spec: number[] = [];
   const ratios: number[] = [];
+  const plainDecode: number[] = [];
+  const specDecode: number[] = [];
+  const decodeRatios: number[] = [];
   let last: RunResult | null = null;
   for (let r = 0; r < rounds; r++) {
     const a = runOnce(ctx, w, false);
@@ -110,6 +149,9 @@ async function measure(ctx: SuiteContext, w: Workload, rounds: number): Promise<
     plain.push((a.tokens * 1000) / a.ms);
     spec.push((b.tokens * 1000) / b.ms);
     ratios.push(a.ms / b.ms);
+    plainDecode.push((a.decodeTokens * 1000) / a.decodeMs);
+    specDecode.push((b.decodeTokens * 1000) / b.decodeMs);
+    decodeRatios.push(((b.decodeTokens / b.decodeMs) * a.decodeMs) / a.decodeTokens);
     last = b;
   }
   const row: Row = {
@@ -125,9 +167,53 @@ async function measure(ctx: SuiteContext, w: Workload, rounds: number): Promise<
     plain_tok_s: median(plain),
     tok_s: median(spec),
     over_plain: median(ratios),
+    plain_decode_tok_s: median(plainDecode),
+    decode_tok_s: median(specDecode),
+    decode_over_plain: median(decodeRatios),
   };
-  ctx.log(`${w.model} ${w.workload} batch ${w.batch} T ${w.temperature ?? 0} ${row["method"] as string}: acceptance ${(row["acceptance"] as number).toFixed(2)}, ${median(spec).toFixed(1)} tok/s vs ${median(plain).toFixed(1)} plain: ×${median(ratios).toFixed(2)}`);
+  ctx.log(`${w.model} ${w.workload} batch ${w.batch} T ${w.temperature ?? 0} ${row["method"] as string}: acceptance ${(row["acceptance"] as number).toFixed(2)}, ${median(spec).toFixed(1)} tok/s vs ${median(plain).toFixed(1)} plain: ×${median(ratios).toFixed(2)} (decode alone ×${median(decodeRatios).toFixed(2)})`);
   return row;
+}
+
+/**
+ * The weight-bound rows: the default model inflated to Qwen2.5-0.5B's layer
+ * shapes (inflated-model.ts), q8, with prompt lookup at batch 1 and 16 streams, and the
+ * default model (q8, the same function) drafting for it at batch 1.
+ */
+export async function weightBoundRows(ctx: SuiteContext, p: { define: number[][]; copy: number[][]; chatTokenizer: Tokenizer }): Promise<Row[]> {
+  const { rt, quick, log } = ctx;
+  const rounds = quick ? 1 : 3;
+  const n = quick ? 2 : 4;
+  log("the default model inflated to Qwen2.5-0.5B's layer shapes, q8…");
+  const inflated = inflatedModelDir(defaultModelDir());
+  const rows: Row[] = [];
+  try {
+    const target = loadModel(rt, inflated.dir, { progress: false, weights: "q8", maxNumSeqs: 16 });
+    const draft = loadModel(rt, defaultModelDir(), { progress: false, weights: "q8" });
+    try {
+      log(`inflated: ${inflated.params} parameters, ${target.runner.weights.bytesPerToken} bytes of q8 weights read a decode step`);
+      const base = { model: "default inflated to qwen2.5-0.5b shapes, q8", runner: target.runner, tokenizer: p.chatTokenizer, eos: target.eosTokenIds, maxTokens: 64, spec: SPEC };
+      rows.push(await measure(ctx, { ...base, workload: "context_copy", prompts: p.copy.slice(0, n), batch: 1 }, rounds));
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define.slice(0, n), batch: 1 }, rounds));
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define.slice(0, n), batch: 1, spec: { ...SPEC, prompt_lookup_min: 1 } }, rounds));
+      // 16 streams of short prompts (a 60-token copy prompt's prefill costs more than its answer here).
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define, batch: 16, spec: { ...SPEC, prompt_lookup_min: 1, disable_by_batch_size: 8 } }, rounds));
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define, batch: 16, spec: { ...SPEC, prompt_lookup_min: 1, disable_by_batch_size: 64 } }, rounds));
+      const pair = (forced: boolean) => ({
+        name: `default q8 (the same function), ${forced ? "forced" : "adaptive"}`,
+        make: () => createDraftProposer({ name: "inflated", tokenizer: target.tokenizer, runner: target.runner }, { name: "default", tokenizer: draft.tokenizer, runner: draft.runner }, forced ? { draftCost: 0 } : {}),
+      });
+      const draftSpec = { model: "draft", num_speculative_tokens: K };
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define.slice(0, n), batch: 1, spec: draftSpec, proposer: pair(true) }, rounds));
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define.slice(0, n), batch: 1, spec: draftSpec, proposer: pair(false) }, rounds));
+    } finally {
+      target.runner.dispose();
+      draft.runner.dispose();
+    }
+  } finally {
+    rmSync(inflated.dir, { recursive: true, force: true });
+  }
+  return rows;
 }
 
 interface HeldOut {
@@ -185,6 +271,7 @@ export const spec: Suite = {
         for (const d of drafts) d.model.runner.dispose();
         rmSync(exitDir, { recursive: true, force: true });
       }
+      rows.push(...(await weightBoundRows(ctx, { define, copy, chatTokenizer: tok })));
     } finally {
       model.runner.dispose();
     }
