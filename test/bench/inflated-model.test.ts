@@ -1,7 +1,7 @@
 // The spec bench's weight-bound model (bench/inflated-model.ts): the default model widened and
 // deepened by zero padding must compute the default model's function. Checked on a smaller target
 // than the bench's (hidden 384, 6 query heads over the 2 KV heads, MLP 768, 6 layers: the same
-// code, a 36 MB file instead of 723 MB) against the trained default model itself: logits of every
+// code, an 18 MB file instead of 723 MB) against the trained default model itself: logits of every
 // prompt position in f32, and greedy text in f32 and in q8 (the bench's format).
 import assert from "node:assert/strict";
 import { readFileSync, rmSync } from "node:fs";
