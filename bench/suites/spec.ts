@@ -39,7 +39,10 @@
  *   streams (default cutoff and forced), and the default model itself (q8)
  *   drafting for it, forced and adaptive. The pair computes one function, so its
  *   acceptance is an upper bound: it measures the draft machinery on a
- *   weight-bound target, not a realistic pair. The default model answers these
+ *   weight-bound target, not a realistic pair. Then a pair of two functions: the
+ *   default model's early exit (its first 2 of 4 layers, q8) drafting for it on
+ *   `define` (forced, adaptive) and `context_copy` (adaptive).
+ *   `KVFLASH_SPEC_ROWS=weight-bound` runs these rows alone. The default model answers these
  *   held-out nouns with one refusal that repeats no 2-gram, so `define` with
  *   prompt_lookup_min 2 proposes nothing; with 1 it proposes drafts that are
  *   rejected. The 16-stream rows run `define` with prompt_lookup_min 1 (the
@@ -186,10 +189,12 @@ export async function weightBoundRows(ctx: SuiteContext, p: { define: number[][]
   const n = quick ? 2 : 4;
   log("the default model inflated to Qwen2.5-0.5B's layer shapes, q8…");
   const inflated = inflatedModelDir(defaultModelDir());
+  const exitDir = earlyExitDraftDir(defaultModelDir(), 2);
   const rows: Row[] = [];
   try {
     const target = loadModel(rt, inflated.dir, { progress: false, weights: "q8", maxNumSeqs: 16 });
     const draft = loadModel(rt, defaultModelDir(), { progress: false, weights: "q8" });
+    const exit = loadModel(rt, exitDir, { progress: false, weights: "q8" });
     try {
       log(`inflated: ${inflated.params} parameters, ${target.runner.weights.bytesPerToken} bytes of q8 weights read a decode step`);
       const base = { model: "default inflated to qwen2.5-0.5b shapes, q8", runner: target.runner, tokenizer: p.chatTokenizer, eos: target.eosTokenIds, maxTokens: 64, spec: SPEC };
@@ -199,19 +204,27 @@ export async function weightBoundRows(ctx: SuiteContext, p: { define: number[][]
       // 16 streams of short prompts (a 60-token copy prompt's prefill costs more than its answer here).
       rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define, batch: 16, spec: { ...SPEC, prompt_lookup_min: 1, disable_by_batch_size: 8 } }, rounds));
       rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define, batch: 16, spec: { ...SPEC, prompt_lookup_min: 1, disable_by_batch_size: 64 } }, rounds));
-      const pair = (forced: boolean) => ({
-        name: `default q8 (the same function), ${forced ? "forced" : "adaptive"}`,
-        make: () => createDraftProposer({ name: "inflated", tokenizer: target.tokenizer, runner: target.runner }, { name: "default", tokenizer: draft.tokenizer, runner: draft.runner }, forced ? { draftCost: 0 } : {}),
+      const pair = (d: LoadedModel, name: string, forced: boolean) => ({
+        name: `${name}, ${forced ? "forced" : "adaptive"}`,
+        make: () => createDraftProposer({ name: "inflated", tokenizer: target.tokenizer, runner: target.runner }, { name, tokenizer: d.tokenizer, runner: d.runner }, forced ? { draftCost: 0 } : {}),
       });
+      const same = "default q8 (the same function)";
+      const early = "default layers 0-1 q8 (early exit)";
       const draftSpec = { model: "draft", num_speculative_tokens: K };
-      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define.slice(0, n), batch: 1, spec: draftSpec, proposer: pair(true) }, rounds));
-      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define.slice(0, n), batch: 1, spec: draftSpec, proposer: pair(false) }, rounds));
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define.slice(0, n), batch: 1, spec: draftSpec, proposer: pair(draft, same, true) }, rounds));
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define.slice(0, n), batch: 1, spec: draftSpec, proposer: pair(draft, same, false) }, rounds));
+      // A pair that computes two functions: the trained model's first 2 of 4 layers with its own norm and head.
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define.slice(0, n), batch: 1, spec: draftSpec, proposer: pair(exit, early, true) }, rounds));
+      rows.push(await measure(ctx, { ...base, workload: "define", prompts: p.define.slice(0, n), batch: 1, spec: draftSpec, proposer: pair(exit, early, false) }, rounds));
+      rows.push(await measure(ctx, { ...base, workload: "context_copy", prompts: p.copy.slice(0, n), batch: 1, spec: draftSpec, proposer: pair(exit, early, false) }, rounds));
     } finally {
       target.runner.dispose();
       draft.runner.dispose();
+      exit.runner.dispose();
     }
   } finally {
     rmSync(inflated.dir, { recursive: true, force: true });
+    rmSync(exitDir, { recursive: true, force: true });
   }
   return rows;
 }
@@ -227,6 +240,9 @@ export const spec: Suite = {
     const { rt, quick, log } = ctx;
     const rounds = quick ? 2 : 5;
     const rows: Row[] = [];
+    // KVFLASH_SPEC_ROWS=weight-bound: only the rows on the inflated model (the default-model prompts are still built).
+    const only = process.env["KVFLASH_SPEC_ROWS"];
+    if (only !== undefined && only !== "weight-bound") throw new Error(`KVFLASH_SPEC_ROWS: unknown value ${JSON.stringify(only)}; known: weight-bound`);
     const model: LoadedModel = loadModel(rt, defaultModelDir(), { progress: false, maxNumSeqs: 16 });
     const tok = model.tokenizer;
     const chat = (messages: ChatMessage[]) => tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: true }), { addSpecialTokens: false });
@@ -241,41 +257,44 @@ export const spec: Suite = {
         const answer = tok.decode(first[i]!, { skipSpecialTokens: true }).trim();
         return chat([{ role: "user", content: `What is a ${w}?` }, { role: "assistant", content: answer }, { role: "user", content: `What is a ${w}?` }]);
       });
-      rows.push(await measure(ctx, { ...base, workload: "context_copy", prompts: copy, batch: 1 }, rounds));
-      rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1 }, rounds));
-      const many = words.slice(0, 32).map((w) => chat([{ role: "user", content: `What is a ${w}?` }]));
-      rows.push(await measure(ctx, { ...base, workload: "define", prompts: many, batch: 16, spec: { ...SPEC, disable_by_batch_size: 8 } }, rounds));
-      rows.push(await measure(ctx, { ...base, workload: "define", prompts: many, batch: 16, spec: { ...SPEC, disable_by_batch_size: 64 } }, rounds));
+      if (only === undefined) {
+        rows.push(await measure(ctx, { ...base, workload: "context_copy", prompts: copy, batch: 1 }, rounds));
+        rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1 }, rounds));
+        const many = words.slice(0, 32).map((w) => chat([{ role: "user", content: `What is a ${w}?` }]));
+        rows.push(await measure(ctx, { ...base, workload: "define", prompts: many, batch: 16, spec: { ...SPEC, disable_by_batch_size: 8 } }, rounds));
+        rows.push(await measure(ctx, { ...base, workload: "define", prompts: many, batch: 16, spec: { ...SPEC, disable_by_batch_size: 64 } }, rounds));
 
-      // Draft models beside the default model (the same tokenizer): itself, and its first two layers.
-      log("draft models: the default model itself, its first 2 of 4 layers…");
-      const exitDir = earlyExitDraftDir(defaultModelDir(), 2);
-      const drafts = [
-        { name: "default (itself)", model: loadModel(rt, defaultModelDir(), { progress: false }) },
-        { name: "default layers 0-1 (early exit)", model: loadModel(rt, exitDir, { progress: false }) },
-      ];
-      try {
-        const pair = (d: (typeof drafts)[number], forced: boolean, sampled = false) => ({
-          name: `${d.name}, ${forced ? "forced" : "adaptive"}${sampled ? ", sampled drafts" : ""}`,
-          make: () => createDraftProposer({ name: "default", tokenizer: tok, runner: model.runner }, { name: d.name, tokenizer: d.model.tokenizer, runner: d.model.runner }, { sampled, ...(forced ? { draftCost: 0 } : {}) }),
-        });
-        const draftSpec = { model: "draft", num_speculative_tokens: K };
-        rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[0]!, true) }, rounds));
-        rows.push(await measure(ctx, { ...base, workload: "context_copy", prompts: copy, batch: 1, spec: draftSpec, proposer: pair(drafts[0]!, true) }, rounds));
-        rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[1]!, true) }, rounds));
-        rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[1]!, false) }, rounds));
-        // Temperature 1: greedy drafts are kept at p(argmax); drafts sampled from q = p at ~1.
-        rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, temperature: 1, spec: draftSpec, proposer: pair(drafts[0]!, true) }, rounds));
-        rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, temperature: 1, spec: { ...draftSpec, draft_sampling: "sampled" }, proposer: pair(drafts[0]!, true, true) }, rounds));
-      } finally {
-        for (const d of drafts) d.model.runner.dispose();
-        rmSync(exitDir, { recursive: true, force: true });
+        // Draft models beside the default model (the same tokenizer): itself, and its first two layers.
+        log("draft models: the default model itself, its first 2 of 4 layers…");
+        const exitDir = earlyExitDraftDir(defaultModelDir(), 2);
+        const drafts = [
+          { name: "default (itself)", model: loadModel(rt, defaultModelDir(), { progress: false }) },
+          { name: "default layers 0-1 (early exit)", model: loadModel(rt, exitDir, { progress: false }) },
+        ];
+        try {
+          const pair = (d: (typeof drafts)[number], forced: boolean, sampled = false) => ({
+            name: `${d.name}, ${forced ? "forced" : "adaptive"}${sampled ? ", sampled drafts" : ""}`,
+            make: () => createDraftProposer({ name: "default", tokenizer: tok, runner: model.runner }, { name: d.name, tokenizer: d.model.tokenizer, runner: d.model.runner }, { sampled, ...(forced ? { draftCost: 0 } : {}) }),
+          });
+          const draftSpec = { model: "draft", num_speculative_tokens: K };
+          rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[0]!, true) }, rounds));
+          rows.push(await measure(ctx, { ...base, workload: "context_copy", prompts: copy, batch: 1, spec: draftSpec, proposer: pair(drafts[0]!, true) }, rounds));
+          rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[1]!, true) }, rounds));
+          rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, spec: draftSpec, proposer: pair(drafts[1]!, false) }, rounds));
+          // Temperature 1: greedy drafts are kept at p(argmax); drafts sampled from q = p at ~1.
+          rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, temperature: 1, spec: draftSpec, proposer: pair(drafts[0]!, true) }, rounds));
+          rows.push(await measure(ctx, { ...base, workload: "define", prompts: define, batch: 1, temperature: 1, spec: { ...draftSpec, draft_sampling: "sampled" }, proposer: pair(drafts[0]!, true, true) }, rounds));
+        } finally {
+          for (const d of drafts) d.model.runner.dispose();
+          rmSync(exitDir, { recursive: true, force: true });
+        }
       }
       rows.push(...(await weightBoundRows(ctx, { define, copy, chatTokenizer: tok })));
     } finally {
       model.runner.dispose();
     }
 
+    if (only !== undefined) return rows;
     log("Qwen2.5-0.5B-shaped q8 (random weights)…");
     const qwen = createSyntheticModel(rt, { config: qwen25HalfBConfig(), weights: "q8", kvDtype: "bf16", numBlocks: 64, maxBatchTokens: 256 });
     try {
