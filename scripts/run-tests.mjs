@@ -18,11 +18,13 @@
  * default is relaxed SIMD, so the suites run again on baseline; Node 20 runs
  * only baseline (its V8 computes the relaxed int8 dot product wrong).
  *
- * Usage: node scripts/run-tests.mjs [--summary FILE] [--expect FILE]
+ * Usage: node scripts/run-tests.mjs [--summary FILE] [--expect FILE] [--slowest N]
  *                                   [--kernels baseline|relaxed] [PATH_PREFIX…]
  *   PATH_PREFIX  run only the test files under these source paths (test/attention, test/ops/rope.test.ts)
  *   --kernels    run on this flavor only (sets $KVFLASH_KERNELS for the tests)
  *   --summary / --expect  concern the default-flavor run
+ *   --slowest N  after each pass, list its N slowest files with the wall time of
+ *                each file's process (CI prints 15: where the suite's time goes)
  *
  * Prints node's spec report, then one closing line: `tests: N passed, N failed, N skipped`.
  */
@@ -52,20 +54,25 @@ function fail(message) {
 }
 
 function parseArgs(argv) {
-  const args = { summary: undefined, expect: undefined, kernels: undefined, prefixes: [] };
+  const args = { summary: undefined, expect: undefined, kernels: undefined, slowest: undefined, prefixes: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    if (a === "--summary" || a === "--expect" || a === "--kernels") {
+    if (a === "--summary" || a === "--expect" || a === "--kernels" || a === "--slowest") {
       const value = argv[++i];
       if (value === undefined || value.startsWith("--")) fail(`${a} needs a value`);
       args[a.slice(2)] = value;
     } else if (a.startsWith("--")) {
-      fail(`unknown flag ${a}; flags: --summary FILE, --expect FILE, --kernels baseline|relaxed`);
+      fail(`unknown flag ${a}; flags: --summary FILE, --expect FILE, --kernels baseline|relaxed, --slowest N`);
     } else {
       args.prefixes.push(a.replace(/\/+$/, ""));
     }
   }
   if (args.kernels !== undefined && !KERNELS.includes(args.kernels)) fail(`--kernels must be one of ${KERNELS.join(", ")}, got ${JSON.stringify(args.kernels)}`);
+  if (args.slowest !== undefined) {
+    const n = Number(args.slowest);
+    if (!Number.isInteger(n) || n < 1) fail(`--slowest must be a whole number ≥ 1, got ${JSON.stringify(args.slowest)}`);
+    args.slowest = n;
+  }
   return args;
 }
 
@@ -107,23 +114,39 @@ function runNode(files, kernels, countsFile) {
   return result.status ?? 1;
 }
 
-/** Per source file: tests passed, failed, skipped, from the reporter's lines. */
+/** Per source file: tests passed, failed, skipped, from the reporter's lines; and the wall time (ms) of each file's process. */
 function countByFile(files, countsFile) {
   const byCompiled = new Map(files.map((f) => [resolve(ROOT, compiled(f)), f]));
   const counts = Object.fromEntries(files.map((f) => [f, { tests: 0, passed: 0, failed: 0, skipped: 0 }]));
+  const fileMs = new Map();
   const text = existsSync(countsFile) ? readFileSync(countsFile, "utf8") : "";
   for (const line of text.split("\n")) {
     if (!line) continue;
-    const { file, outcome } = JSON.parse(line);
-    const src = byCompiled.get(resolve(file));
+    const record = JSON.parse(line);
+    const src = byCompiled.get(resolve(record.file));
     if (src === undefined) continue;
+    if (record.fileMs !== undefined) {
+      fileMs.set(src, record.fileMs);
+      continue;
+    }
+    const { outcome } = record;
     const c = counts[src];
     c.tests++;
     if (outcome === "fail") c.failed++;
     else if (outcome === "skip") c.skipped++;
     else c.passed++;
   }
-  return counts;
+  return { counts, fileMs };
+}
+
+/** The `n` slowest files of a pass, one line each: seconds, share of the pass's file time, path. */
+function printSlowest(label, fileMs, n) {
+  const rows = [...fileMs].sort((a, b) => b[1] - a[1]);
+  const sum = rows.reduce((s, [, ms]) => s + ms, 0);
+  console.log(`\nslowest test files, ${label} (wall time of each file's process; ${rows.length} files, ${(sum / 1000).toFixed(1)} s in all):`);
+  for (const [file, ms] of rows.slice(0, n)) {
+    console.log(`${(ms / 1000).toFixed(1).padStart(8)} s ${((100 * ms) / sum).toFixed(1).padStart(5)} %  ${file}`);
+  }
 }
 
 /** Runs `files` on `kernels` (undefined: the runtime's default) and counts their tests file by file. */
@@ -132,7 +155,7 @@ function runPass(files, kernels) {
   const countsFile = join(work, "counts.jsonl");
   try {
     const status = runNode(files, kernels, countsFile);
-    return { status, counts: countByFile(files, countsFile) };
+    return { status, ...countByFile(files, countsFile) };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -162,7 +185,7 @@ async function main() {
     fail(`--kernels ${args.kernels}: Node ${process.version} (V8 ${process.versions.v8}) cannot run these kernels; use Node ≥ 22`);
   }
 
-  const { status, counts } = runPass(files, args.kernels);
+  const { status, counts, fileMs } = runPass(files, args.kernels);
   const problems = [];
   for (const [file, c] of Object.entries(counts)) if (c.tests === 0) problems.push(`${file} reported no tests`);
   if (args.expect !== undefined) {
@@ -179,6 +202,7 @@ async function main() {
     writeFileSync(args.summary, `${JSON.stringify({ node: process.version, kernels, total, files: counts }, null, 1)}\n`);
   }
   console.log(`\nnode ${process.version}, ${kernels} kernels: ${files.length} test files, ${total.tests} tests, ${total.passed} passed, ${total.failed} failed`);
+  if (args.slowest !== undefined) printSlowest(`node ${process.version}, ${kernels} kernels`, fileMs, args.slowest);
 
   // The other flavor: the conformance suites again, on a full default run only.
   let otherStatus = 0;
@@ -190,6 +214,7 @@ async function main() {
     const t = totals(other.counts);
     for (const k of Object.keys(all)) all[k] += t[k];
     console.log(`\nnode ${process.version}, ${flavor.other} kernels (conformance suites): ${t.tests} tests, ${t.passed} passed, ${t.failed} failed`);
+    if (args.slowest !== undefined) printSlowest(`node ${process.version}, ${flavor.other} kernels (conformance suites)`, other.fileMs, args.slowest);
   } else if (fullDefaultRun) {
     console.log(`the ${flavor.other} kernels need Node ≥ 22 (V8 ≥ 11.4): not run on Node ${process.version}; CI runs them on Node 24`);
   }

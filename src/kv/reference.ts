@@ -44,24 +44,37 @@ export function referenceQuantizeRow(cache: PagedKvCache, layer: KvLayer, which:
   }
 }
 
-/** The value a stored code decodes to (float64), per ARCHITECTURE.md's dequantization rules. */
-export function referenceDequantize(cache: PagedKvCache, layer: KvLayer, which: "k" | "v", slot: number, h: number, i: number, code: number): number {
+/** What dequantizing one side (K or V) of a layer reads besides the code: its scalar, scales and offsets. */
+interface DequantParams {
+  scalar: number;
+  scale: ArrayLike<number> | null;
+  offset: ArrayLike<number> | null;
+}
+
+function dequantParams(layer: KvLayer, which: "k" | "v"): DequantParams {
+  const scale = which === "k" ? layer.kScale : layer.vScale;
+  const offset = which === "k" ? layer.kOffset : layer.vOffset;
+  return { scalar: which === "k" ? layer.kScalar : layer.vScalar, scale: scale ? scale.data() : null, offset: offset ? offset.data() : null };
+}
+
+/** referenceDequantize over `p` read once (a gather dequantizes every element of a side). */
+function dequantizeWith(cache: PagedKvCache, p: DequantParams, slot: number, h: number, i: number, code: number): number {
   const d = cache.headDim;
   switch (cache.quant) {
     case "none":
       return decodeValue(cache.dtype, code);
     case "per-tensor":
-      return decodeValue(cache.dtype, code) * (which === "k" ? layer.kScalar : layer.vScalar);
-    case "per-channel": {
-      const scale = (which === "k" ? layer.kScale : layer.vScale)!.data()[h * d + i]!;
-      const offset = (which === "k" ? layer.kOffset : layer.vOffset)!.data()[h * d + i]!;
-      return (code + offset) * scale;
-    }
-    case "per-token": {
-      const scale = (which === "k" ? layer.kScale : layer.vScale)!.data()[slot * cache.numKvHeads + h]!;
-      return code * scale;
-    }
+      return decodeValue(cache.dtype, code) * p.scalar;
+    case "per-channel":
+      return (code + p.offset![h * d + i]!) * p.scale![h * d + i]!;
+    case "per-token":
+      return code * p.scale![slot * cache.numKvHeads + h]!;
   }
+}
+
+/** The value a stored code decodes to (float64), per ARCHITECTURE.md's dequantization rules. */
+export function referenceDequantize(cache: PagedKvCache, layer: KvLayer, which: "k" | "v", slot: number, h: number, i: number, code: number): number {
+  return dequantizeWith(cache, dequantParams(layer, which), slot, h, i, code);
 }
 
 /**
@@ -78,12 +91,13 @@ export function referenceGatherKv(
   const layer = cache.layer(layerIndex);
   const { blockSize, numKvHeads: hkv, headDim: d } = cache;
   const raw = (which === "k" ? layer.k : layer.v).data();
+  const params = dequantParams(layer, which);
   const out = new Float64Array(length * hkv * d);
   for (let j = 0; j < length; j++) {
     const slot = blockTable[Math.floor(j / blockSize)]! * blockSize + (j % blockSize);
     for (let h = 0; h < hkv; h++) {
       for (let i = 0; i < d; i++) {
-        out[(j * hkv + h) * d + i] = referenceDequantize(cache, layer, which, slot, h, i, raw[(slot * hkv + h) * d + i]!);
+        out[(j * hkv + h) * d + i] = dequantizeWith(cache, params, slot, h, i, raw[(slot * hkv + h) * d + i]!);
       }
     }
   }

@@ -121,10 +121,27 @@ export function encodeInto(dtype: DType, src: ArrayLike<number>, dst: StorageArr
   for (let i = 0; i < src.length; i++) dst[i] = encodeValue(dtype, src[i]!, options);
 }
 
+/** decodeValue of every code of a 16- or 8-bit float dtype, built once on first use (a whole cache decodes per lookup, not per bit field). */
+const decodeTables = new Map<CodedFloatDType, Float64Array>();
+function decodeTable(dtype: CodedFloatDType): Float64Array {
+  let t = decodeTables.get(dtype);
+  if (t === undefined) {
+    t = Float64Array.from({ length: DTYPE_BYTES[dtype] === 2 ? 1 << 16 : 1 << 8 }, (_, code) => decodeValue(dtype, code));
+    decodeTables.set(dtype, t);
+  }
+  return t;
+}
+
 /** Decodes a storage array of `dtype` into `dst` (Float32Array or Float64Array, same length). */
 export function decodeInto(dtype: DType, src: ArrayLike<number>, dst: Float32Array | Float64Array): void {
   if (dst.length !== src.length) {
     throw new ArgumentError("dst", `must have the length of src (${src.length}), got ${dst.length}`);
+  }
+  if (isCodedFloat(dtype) && (DTYPE_BYTES[dtype] === 2 ? src instanceof Uint16Array : src instanceof Uint8Array)) {
+    // Storage arrays hold only codes of the format's width: every one is in the table.
+    const table = decodeTable(dtype);
+    for (let i = 0; i < src.length; i++) dst[i] = table[src[i]!]!;
+    return;
   }
   for (let i = 0; i < src.length; i++) dst[i] = decodeValue(dtype, src[i]!);
 }

@@ -10,7 +10,7 @@ import { BindGroupCache } from "../../src/gpu/bind-group-cache.js";
 import type { GpuDevice } from "../../src/gpu/index.js";
 import { openTestGpu } from "./support.js";
 
-const opened = await openTestGpu();
+const opened = await openTestGpu({ everyPass: true });
 const gpuTest = (name: string, fn: (gpu: GpuDevice) => Promise<void>) => test(name, { skip: opened.skip }, () => fn(opened.gpu!));
 
 // out[i] = a[i] · P.scale + P.shift, for i < P.n

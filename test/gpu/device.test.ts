@@ -9,7 +9,7 @@ import { sizeClass } from "../../src/gpu/buffer-pool.js";
 import { chooseTile, tileBytes } from "../../src/gpu/wgsl/flash-attention.js";
 import { openTestGpu } from "./support.js";
 
-const opened = await openTestGpu();
+const opened = await openTestGpu({ everyPass: true });
 const gpuTest = (name: string, fn: (gpu: GpuDevice) => Promise<void>) => test(name, { skip: opened.skip }, () => fn(opened.gpu!));
 
 const COPY = `@group(0) @binding(0) var<storage, read> a: array<f32>;

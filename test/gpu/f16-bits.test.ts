@@ -10,7 +10,7 @@ import { f16PairToF32, f16ToF32 } from "../../src/gpu/wgsl/f16-bits.js";
 import { F16, decodeMiniFloat } from "../../src/tensor/minifloat.js";
 import { openTestGpu } from "./support.js";
 
-const opened = await openTestGpu();
+const opened = await openTestGpu({ everyPass: true });
 const gpuTest = (name: string, fn: (gpu: GpuDevice) => Promise<void>) => test(name, { skip: opened.skip }, () => fn(opened.gpu!));
 
 /** The f32 bits the reference gives code c (NaN: sign, all-ones exponent, the payload shifted up, as the expression keeps it). */

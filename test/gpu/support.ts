@@ -7,6 +7,15 @@
 // unless KVFLASH_REQUIRE_WEBGPU=1 (CI sets it: .ci/run installs chromium and
 // the Vulkan loader), which turns the skip into a failure.
 //
+// KVFLASH_WEBGPU_SUITES=smoke runs only the device-layer files (device,
+// bind-group cache, f16 bits: they open with { everyPass: true }) and skips
+// the rest, each test declared with the reason. CI sets it on its Node 20
+// pass and runs every suite on Node 24: the kernels are WGSL compiled by Dawn,
+// the same whichever Node or wasm kernel flavor runs the test, so a second
+// full run repeated the first (about 4 minutes on SwiftShader); the smoke
+// files keep the Node binding itself (dawn.node, loaded by each Node) checked
+// on both. Unset or "all": every suite runs.
+//
 // Tolerances (WGSL exp/log carry a few ULP more error than wasm's, and the
 // kernels sum in another order than the reference):
 //   out: per query row, max_d |o − ref| / max_d |ref| ≤ 2e-5; a row whose
@@ -20,8 +29,22 @@ import { assertClose } from "../attention/support.js";
 export const GPU_OUT_TOL = 2e-5;
 export const GPU_LSE_TOL = 2e-5;
 
-/** The test device, or the reason the suites skip. */
-export async function openTestGpu(): Promise<{ gpu: GpuDevice; skip: false } | { gpu: null; skip: string }> {
+/** Which suites run, from $KVFLASH_WEBGPU_SUITES (see the header). */
+function suitesToRun(): "all" | "smoke" {
+  const v = process.env["KVFLASH_WEBGPU_SUITES"];
+  if (v === undefined || v === "" || v === "all") return "all";
+  if (v === "smoke") return "smoke";
+  throw new Error(`KVFLASH_WEBGPU_SUITES must be "all" or "smoke", got ${JSON.stringify(v)}`);
+}
+
+/**
+ * The test device, or the reason the suites skip. `everyPass`: a device-layer
+ * file, run under KVFLASH_WEBGPU_SUITES=smoke too.
+ */
+export async function openTestGpu(options: { everyPass?: boolean } = {}): Promise<{ gpu: GpuDevice; skip: false } | { gpu: null; skip: string }> {
+  if (suitesToRun() === "smoke" && options.everyPass !== true) {
+    return { gpu: null, skip: "KVFLASH_WEBGPU_SUITES=smoke: the WebGPU kernel and runner suites run on CI's Node 24 pass (WGSL on Dawn: the same on either Node)" };
+  }
   if (process.env["VK_ICD_FILENAMES"] === undefined && existsSync(SWIFTSHADER_ICD)) process.env["VK_ICD_FILENAMES"] = SWIFTSHADER_ICD;
   try {
     const gpu = await GpuDevice.open({ device: "webgpu" });
