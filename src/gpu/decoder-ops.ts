@@ -261,6 +261,7 @@ export class GpuDecoderOps {
   readonly #dummy: GPUBuffer;
   /** The matrix kernels compiled so far (create's list, prepare). */
   readonly #matrix: Map<GpuMatrixKernel, GPUComputePipeline>;
+  #dispatches = 0;
 
   private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline, gemma: GemmaPipelines, matrix: Map<GpuMatrixKernel, GPUComputePipeline>) {
     this.#gpu = gpu;
@@ -316,7 +317,13 @@ export class GpuDecoderOps {
     return p;
   }
 
+  /** Dispatches recorded since create() (the runner reads the difference over a step: GpuModelRunner.lastStep.dispatches). */
+  get dispatches(): number {
+    return this.#dispatches;
+  }
+
   #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: GPUBuffer[], groups: number | [number, number]): number {
+    this.#dispatches++;
     const bytes = params instanceof Uint32Array ? (params.buffer as ArrayBuffer) : params;
     const bind = this.#gpu.bindGroups.get(pipeline, bytes, buffers.map((b, i) => [i + 1, b] as const), "op params");
     pass.setPipeline(pipeline);

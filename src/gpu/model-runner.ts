@@ -118,8 +118,13 @@ export class GpuModelRunner implements ModelRunner {
   /** What the GPU holds of the weights ("q8", "bf16", "q4_k, q6_k", "q3_k", "q4_0 (from q4)"), and the bytes uploaded. */
   readonly weightFormat: string;
   readonly weightBytes: number;
-  /** Host milliseconds of the last forward: recording its passes (`recordMs`), and from submit to the logits on the CPU (`waitMs`). */
-  lastStep: { recordMs: number; waitMs: number } = { recordMs: 0, waitMs: 0 };
+  /**
+   * The last forward: host milliseconds recording its passes (`recordMs`) and from submit to the logits
+   * on the CPU (`waitMs`), and the compute dispatches it recorded (`dispatches`).
+   */
+  lastStep: { recordMs: number; waitMs: number; dispatches: number } = { recordMs: 0, waitMs: 0, dispatches: 0 };
+  /** Attention dispatches recorded in the step under way (#encodeLayers). */
+  #attnDispatches = 0;
   readonly #rt: Runtime;
   readonly #ops: GpuDecoderOps;
   readonly #w: GpuDecoderWeights;
@@ -284,6 +289,8 @@ export class GpuModelRunner implements ModelRunner {
         q.writeBuffer(bufs.positions, 0, Int32Array.from(batch.positions));
         q.writeBuffer(bufs.slots, 0, Int32Array.from(batch.slotMapping));
         const t0 = performance.now();
+        const d0 = this.#ops.dispatches;
+        this.#attnDispatches = 0;
         const enc = gpu.device.createCommandEncoder({ label: "forward" });
         const pass = enc.beginComputePass();
         this.#encodeLayers(pass, bufs, step, T);
@@ -292,7 +299,7 @@ export class GpuModelRunner implements ModelRunner {
           const t1 = performance.now();
           gpu.device.queue.submit([enc.finish()]);
           await gpu.device.queue.onSubmittedWorkDone();
-          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1 };
+          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1, dispatches: this.#ops.dispatches - d0 + this.#attnDispatches };
           return new Float32Array(0);
         }
         // Only the sampled rows go through the final norm and the head.
@@ -311,7 +318,7 @@ export class GpuModelRunner implements ModelRunner {
           gpu.device.queue.submit([enc.finish()]);
           await staging.mapAsync(MapMode.READ);
           const logits = new Float32Array(staging.getMappedRange().slice(0));
-          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1 };
+          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1, dispatches: this.#ops.dispatches - d0 + this.#attnDispatches };
           return logits;
         } finally {
           staging.destroy();
@@ -386,7 +393,7 @@ export class GpuModelRunner implements ModelRunner {
         numKvHeads: Hkv,
         headDim: D,
       });
-      attn.encode(pass, { q, k: cache.k, v: cache.v, out: b.att, lse: b.lse, window: this.#windows[l] });
+      this.#attnDispatches += attn.encode(pass, { q, k: cache.k, v: cache.v, out: b.att, lse: b.lse, window: this.#windows[l] });
       encodeLinear(ops, pass, w.o, { x: { buffer: b.att }, out: { buffer: b.o }, bias: w.oBias, tokens: T });
       ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: sandwich(w.attnOutNorm) }, weight: { buffer: w.postNorm }, out: { buffer: b.xb }, rows: T, cols: h, eps }); // x += o; xb = rmsnorm(x)
       encodeLinear(ops, pass, w.gateUp, { x: { buffer: b.xb }, out: { buffer: b.gateUp }, bias: w.gateUpBias, tokens: T });

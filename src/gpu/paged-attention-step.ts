@@ -125,8 +125,8 @@ export class PagedAttentionStep {
     return [x, Math.ceil(n / x)];
   }
 
-  /** Records one layer: causal attention of q over the layer's cache, `window` [left, right] or none. */
-  encode(pass: GPUComputePassEncoder, a: { q: QuerySource; k: GPUBuffer; v: GPUBuffer; out: GPUBuffer; lse: GPUBuffer; window: [number, number] | undefined }): void {
+  /** Records one layer: causal attention of q over the layer's cache, `window` [left, right] or none. Returns the dispatches recorded (1, or 2 with the merge). */
+  encode(pass: GPUComputePassEncoder, a: { q: QuerySource; k: GPUBuffer; v: GPUBuffer; out: GPUBuffer; lse: GPUBuffer; window: [number, number] | undefined }): number {
     const { H, Hkv, D, kvDtype, blockSize } = this.#shape;
     const t = this.#tables;
     const [wgX, wgY] = this.#groups(t.nItems);
@@ -157,7 +157,9 @@ export class PagedAttentionStep {
       pass.setPipeline(this.#merge);
       pass.setBindGroup(0, mg);
       pass.dispatchWorkgroups(...size);
+      return 2;
     }
+    return 1;
   }
 
   /** Frees the step's plan buffers (after the submission that used them completed; the bind groups stay in the device's cache). */
