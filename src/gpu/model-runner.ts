@@ -45,7 +45,8 @@ import { checkInt, checkOneOf } from "../tensor/check.js";
 import { type Int8ChannelParams, type Int8Scaling, int8ChannelParams } from "../kv/kv-quant.js";
 import { GpuDecoderOps, ropeCosSinCache } from "./decoder-ops.js";
 import type { GpuDevice } from "./device.js";
-import { type GpuDecoderWeights, encodeLinear, matrixKernels, uploadDecoderWeights } from "./gpu-weights.js";
+import { type GpuDecoderWeights, type GpuMatrix, type LinearInput, encodeLinear, matrixKernels, uploadDecoderWeights } from "./gpu-weights.js";
+import type { GluActivation } from "./wgsl/decoder-ops.js";
 import { PagedAttentionStep } from "./paged-attention-step.js";
 import { modelLengthLimit } from "../model/max-model-len.js";
 import { GPU_CACHE_DTYPES, type GpuCacheDtype, type GpuInt8Mode, cacheLayout } from "./wgsl/kv-load.js";
@@ -106,7 +107,7 @@ function resolveInt8(options: GpuModelRunnerOptions, c: ModelConfig): Int8Channe
 }
 
 /** The MLP's gated activation per hiddenAct (a new activation fails to compile here until it has a kernel). */
-const GLU: Record<ModelConfig["hiddenAct"], "swiglu" | "geglu"> = { silu: "swiglu", gelu_pytorch_tanh: "geglu" };
+const GLU: Record<ModelConfig["hiddenAct"], GluActivation> = { silu: "silu", gelu_pytorch_tanh: "gelu_tanh" };
 
 export class GpuModelRunner implements ModelRunner {
   readonly config: ModelConfig;
@@ -306,8 +307,7 @@ export class GpuModelRunner implements ModelRunner {
         const h = c.hiddenSize;
         for (let i = 0; i < S; i++) enc.copyBufferToBuffer(bufs.x, batch.logitIndices[i]! * h * 4, bufs.last, i * h * 4, h * 4);
         const head = enc.beginComputePass();
-        this.#ops.rmsNorm(head, { x: { buffer: bufs.last }, weight: { buffer: this.#w.finalNorm }, out: { buffer: bufs.lastN }, rows: S, cols: h, eps: c.rmsNormEps });
-        encodeLinear(this.#ops, head, this.#w.lmHead, { x: { buffer: bufs.lastN }, out: { buffer: bufs.logits }, tokens: S });
+        encodeLinear(this.#ops, head, this.#w.lmHead, { x: { buffer: bufs.last }, norm: { weight: this.#w.finalNorm, eps: c.rmsNormEps }, scratch: bufs.lastN, out: { buffer: bufs.logits }, tokens: S });
         if (c.finalLogitSoftcap > 0) this.#ops.softcap(head, { x: { buffer: bufs.logits }, n: S * c.vocabSize, cap: c.finalLogitSoftcap });
         head.end();
         const bytes = S * c.vocabSize * 4;
@@ -339,7 +339,7 @@ export class GpuModelRunner implements ModelRunner {
     const W = this.#w;
     const h = c.hiddenSize;
     const eps = c.rmsNormEps;
-    const { numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I } = c;
+    const { numHeads: H, numKvHeads: Hkv, headDim: D } = c;
     const qkvCols = (H + 2 * Hkv) * D;
     for (const p of W.embedding.parts) {
       if (p.kind === "blocks") {
@@ -352,16 +352,26 @@ export class GpuModelRunner implements ModelRunner {
     if (c.embeddingScale !== 1) ops.scale(pass, { x: { buffer: b.x }, n: T * h, s: c.embeddingScale });
     const positions = { buffer: b.positions };
     const glu = GLU[c.hiddenAct];
-    /** o, or (Gemma) rmsnorm(o) into on: what joins the residual stream. */
-    const sandwich = (norm: GPUBuffer | null): GPUBuffer => {
-      if (norm === null) return b.o;
-      ops.rmsNorm(pass, { x: { buffer: b.o }, weight: { buffer: norm }, out: { buffer: b.on }, rows: T, cols: h, eps });
-      return b.on;
+    /**
+     * x += m · input (+ bias), folded into the projection's write; returns the next
+     * projection's input: x with the norm `next` fused into its load. Gemma's sandwich
+     * (`outNorm`): o = m · input, normed into on, then x += on and xb = next(x) by one
+     * rmsNorm; the next projection reads xb.
+     */
+    const residual = (m: GpuMatrix, bias: GPUBuffer | null, input: LinearInput, outNorm: GPUBuffer | null, next: GPUBuffer): LinearInput => {
+      if (outNorm === null) {
+        encodeLinear(ops, pass, m, { ...input, out: { buffer: b.x }, bias, tokens: T, accumulate: true });
+        return { x: { buffer: b.x }, norm: { weight: next, eps }, scratch: b.xb };
+      }
+      encodeLinear(ops, pass, m, { ...input, out: { buffer: b.o }, bias, tokens: T });
+      ops.rmsNorm(pass, { x: { buffer: b.o }, weight: { buffer: outNorm }, out: { buffer: b.on }, rows: T, cols: h, eps });
+      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: b.on }, weight: { buffer: next }, out: { buffer: b.xb }, rows: T, cols: h, eps });
+      return { x: { buffer: b.xb } };
     };
-    ops.rmsNorm(pass, { x: { buffer: b.x }, weight: { buffer: W.layers[0]!.inputNorm }, out: { buffer: b.xb }, rows: T, cols: h, eps });
+    let input: LinearInput = { x: { buffer: b.x }, norm: { weight: W.layers[0]!.inputNorm, eps }, scratch: b.xb };
     for (let l = 0; l < c.numLayers; l++) {
       const w = W.layers[l]!;
-      encodeLinear(ops, pass, w.qkv, { x: { buffer: b.xb }, out: { buffer: b.qkv }, bias: w.qkvBias, tokens: T });
+      encodeLinear(ops, pass, w.qkv, { ...input, out: { buffer: b.qkv }, bias: w.qkvBias, tokens: T });
       // q and k: in qkv, or (Qwen3) normed per head into qn = [T, H·D | Hkv·D].
       let q = { buffer: b.qkv, offset: 0, tokenStride: qkvCols };
       let k = { buffer: b.qkv, offset: H * D, tokenStride: qkvCols };
@@ -394,14 +404,12 @@ export class GpuModelRunner implements ModelRunner {
         headDim: D,
       });
       this.#attnDispatches += attn.encode(pass, { q, k: cache.k, v: cache.v, out: b.att, lse: b.lse, window: this.#windows[l] });
-      encodeLinear(ops, pass, w.o, { x: { buffer: b.att }, out: { buffer: b.o }, bias: w.oBias, tokens: T });
-      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: sandwich(w.attnOutNorm) }, weight: { buffer: w.postNorm }, out: { buffer: b.xb }, rows: T, cols: h, eps }); // x += o; xb = rmsnorm(x)
-      encodeLinear(ops, pass, w.gateUp, { x: { buffer: b.xb }, out: { buffer: b.gateUp }, bias: w.gateUpBias, tokens: T });
-      ops[glu](pass, { gate: { buffer: b.gateUp }, up: { buffer: b.gateUp, offset: I }, inStride: 2 * I, out: { buffer: b.act }, n: I, rows: T });
-      encodeLinear(ops, pass, w.down, { x: { buffer: b.act }, out: { buffer: b.o }, bias: w.downBias, tokens: T });
-      // x += o; xb = the next layer's rmsnorm(x) (after the last layer, xb is unused: the head norms the sampled rows).
-      const next = W.layers[l + 1]?.inputNorm ?? W.finalNorm;
-      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: sandwich(w.mlpOutNorm) }, weight: { buffer: next }, out: { buffer: b.xb }, rows: T, cols: h, eps });
+      // x += o (+ Gemma's sandwich norm); the MLP's input: x with post_attention_layernorm fused.
+      const mlp = residual(w.o, w.oBias, { x: { buffer: b.att } }, w.attnOutNorm, w.postNorm);
+      encodeLinear(ops, pass, w.gateUp, { ...mlp, out: { buffer: b.gateUp }, bias: w.gateUpBias, tokens: T });
+      // x += down(act(gate) ⊙ up), the activation fused into the down projection's x load; then the next layer's
+      // input norm (after the last layer: the final norm, fused into the head; Gemma's xb unused).
+      input = residual(w.down, w.downBias, { x: { buffer: b.gateUp }, glu, scratch: b.act }, w.mlpOutNorm, W.layers[l + 1]?.inputNorm ?? W.finalNorm);
     }
   }
 
