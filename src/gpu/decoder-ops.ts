@@ -24,7 +24,7 @@
 import { ArgumentError, show } from "../errors.js";
 import { quantizeQ8 } from "../ops/reference/quantize.js";
 import type { GpuDevice } from "./device.js";
-import { EMBED_Q8, type GluActivation, embeddingWgsl, gemvQ8Wgsl, gemvWgsl, gluWgsl, pointwiseWgsl, rmsNormWgsl, ropeWgsl } from "./wgsl/decoder-ops.js";
+import { EMBED_Q8, type GluActivation, embeddingWgsl, gemvQ8Wgsl, gemvWgsl, gluWgsl, pointwiseWgsl, rmsNormWgsl } from "./wgsl/decoder-ops.js";
 import { GEMM_TM, GEMM_TN, gemmWgsl } from "./wgsl/gemm.js";
 import { GEMV_BLOCK_R, embeddingBlocksWgsl, gemvBlocksWgsl } from "./wgsl/gemv-blocks.js";
 import { GEMV_R } from "./wgsl/gemv.js";
@@ -137,6 +137,20 @@ export interface GpuKvAppendArgs {
   tokens: number;
   numKvHeads: number;
   headDim: number;
+  /**
+   * RoPE fused into the append: K rotated as it is written (the cache holds rotated keys; the k
+   * rows are left unrotated) and, with `q`, q's heads rotated in place in the same dispatch.
+   */
+  rope?: GpuKvRope;
+}
+
+/** appendKv's fused RoPE: GpuRopeArgs's tables, and the q rows to rotate in place (in k's or v's buffer). */
+export interface GpuKvRope {
+  positions: GpuView;
+  cosSin: GpuView;
+  maxPos: number;
+  rotaryDim: number;
+  q?: { x: GpuView; tokenStride?: number; heads: number };
 }
 
 /** Q8_0 weights as the q8 GEMV reads them: int8 codes [rows, blocks · 32] and f32 scales [rows, blocks], blocks = ⌈cols / 32⌉. */
@@ -270,24 +284,26 @@ export class GpuDecoderOps {
   readonly #gpu: GpuDevice;
   readonly #rms: GPUComputePipeline;
   readonly #swiglu: GPUComputePipeline;
-  readonly #rope: GPUComputePipeline;
+  /** KV append with RoPE of q and k fused, and RoPE alone (wgsl/kv-append.ts). */
   readonly #append: GPUComputePipeline;
   /** GeGLU and the in-place maps scale and softcap (Gemma). */
   readonly #gemma: GemmaPipelines;
   readonly #dummy: GPUBuffer;
+  /** The cache bindings of RoPE alone (two: WebGPU binds no buffer twice for writing). */
+  readonly #dummyCaches: [GPUBuffer, GPUBuffer];
   /** The matrix kernels compiled so far (create's list, prepare). */
   readonly #matrix: Map<GpuMatrixKernel, GPUComputePipeline>;
   #dispatches = 0;
 
-  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline, gemma: GemmaPipelines, matrix: Map<GpuMatrixKernel, GPUComputePipeline>) {
+  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, append: GPUComputePipeline, gemma: GemmaPipelines, matrix: Map<GpuMatrixKernel, GPUComputePipeline>) {
     this.#gpu = gpu;
     this.#matrix = matrix;
     this.#gemma = gemma;
     this.#append = append;
-    this.#rope = rope;
     this.#rms = rms;
     this.#swiglu = swiglu;
     this.#dummy = gpu.pool.acquire(4, "absent operand");
+    this.#dummyCaches = [gpu.pool.acquire(4, "absent cache K"), gpu.pool.acquire(4, "absent cache V")];
   }
 
   /**
@@ -300,15 +316,14 @@ export class GpuDecoderOps {
     const stepKernels = Promise.all([
       gpu.pipeline(rmsNormWgsl(), "rmsnorm"),
       gpu.pipeline(gluWgsl("silu"), "swiglu"),
-      gpu.pipeline(ropeWgsl(), "rope"),
       gpu.pipeline(kvAppendWgsl(), "kv append"),
       gpu.pipeline(gluWgsl("gelu_tanh"), "geglu"),
       gpu.pipeline(pointwiseWgsl("scale"), "scale"),
       gpu.pipeline(pointwiseWgsl("softcap"), "softcap"),
     ]);
     const matrixKernels = Promise.all(sources.map(async ([k, code]) => [k, await gpu.pipeline(code, k)] as const));
-    const [[rms, swiglu, rope, append, geglu, scale, softcap], matrix] = await Promise.all([stepKernels, matrixKernels]);
-    return new GpuDecoderOps(gpu, rms, swiglu, rope, append, { geglu, scale, softcap }, new Map(matrix));
+    const [[rms, swiglu, append, geglu, scale, softcap], matrix] = await Promise.all([stepKernels, matrixKernels]);
+    return new GpuDecoderOps(gpu, rms, swiglu, append, { geglu, scale, softcap }, new Map(matrix));
   }
 
   /** Compiles the matrix kernels `kernels` not compiled yet (GpuMatrixKernel names; a bad name is an ArgumentError). */
@@ -424,7 +439,10 @@ export class GpuDecoderOps {
     this.#dispatch(pass, pipeline, new Uint32Array([n, fits("gate", a.gate, span), fits("up", a.up, span), fits("out", a.out, n * rows), x, rows, inStride, 0]), [a.gate.buffer, a.up.buffer, a.out.buffer], groups);
   }
 
-  /** Rotate-half RoPE of x in place. Positions must lie in [0, maxPos) (the caller's plan checks them; the kernel trusts them). */
+  /**
+   * Rotate-half RoPE of x in place. Positions must lie in [0, maxPos) (the caller's plan checks them; the kernel trusts them).
+   * The decoder fuses it into the KV append (appendKv's `rope`); this is the same kernel without the append.
+   */
   rope(pass: GPUComputePassEncoder, a: GpuRopeArgs): void {
     const tokens = count("tokens", a.tokens);
     const heads = count("heads", a.heads);
@@ -436,9 +454,15 @@ export class GpuDecoderOps {
     const xOff = fits("x", a.x, (tokens - 1) * stride + heads * headDim);
     if (fits("positions", a.positions, tokens) !== 0) throw new ArgumentError("positions.offset", `must be 0, got ${a.positions.offset}`);
     if (fits("cosSin", a.cosSin, maxPos * rotaryDim) !== 0) throw new ArgumentError("cosSin.offset", `must be 0, got ${a.cosSin.offset}`);
-    const groups = Math.ceil((tokens * heads * (rotaryDim / 2)) / 64);
-    const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    this.#dispatch(pass, this.#rope, new Uint32Array([tokens, heads, headDim, rotaryDim / 2, xOff, stride, maxPos, wgX]), [a.x.buffer, a.positions.buffer, a.cosSin.buffer], groups);
+    const params = new Uint32Array([tokens, 1, headDim, 0, 0, 0, 0, 0, 0, 0, rotaryDim / 2, heads, xOff, stride, 0, 0]);
+    const [ck, cv] = this.#dummyCaches;
+    this.#appendDispatch(pass, params, [a.x.buffer, this.#dummy, this.#dummy, ck, cv, a.positions.buffer, a.cosSin.buffer], Math.ceil((tokens * heads * (rotaryDim / 2)) / 64));
+  }
+
+  /** Records the append kernel: wgX into params[7], then the dispatch. */
+  #appendDispatch(pass: GPUComputePassEncoder, params: Uint32Array, buffers: GPUBuffer[], groups: number): void {
+    params[7] = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    this.#dispatch(pass, this.#append, params, buffers, groups);
   }
 
   /** Writes the tokens' K and V rows into their cache slots (vLLM's reshape_and_cache), encoding to the cache's dtype. */
@@ -462,12 +486,32 @@ export class GpuDecoderOps {
     for (const name of ["cacheK", "cacheV"] as const) {
       if (fits(name, a[name], layout.bytes, 1) !== 0) throw new ArgumentError(`${name}.offset`, `must be 0, got ${a[name].offset}`);
     }
-    // One invocation per word (float dtypes) or per (token, KV head) row (1-byte dtypes).
-    const items = bytes === 1 ? tokens * hkv : (tokens * hkv * d * bytes) / 4;
-    const groups = Math.ceil((2 * items) / 64);
-    const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    const params = new Uint32Array([tokens, hkv, d, cacheCode(a.dtype, int8Mode), kOff, vOff, stride, wgX, vStride, layout.scaleOff, 0, 0]);
-    this.#dispatch(pass, this.#append, params, [a.k.buffer, a.v.buffer, a.slots.buffer, a.cacheK.buffer, a.cacheV.buffer], groups);
+    // One invocation per word (float dtypes) or per (token, KV head) row (1-byte dtypes); then, with RoPE, one per (token, q head, i < rotaryDim / 2).
+    const items = 2 * (bytes === 1 ? tokens * hkv : (tokens * hkv * d * bytes) / 4);
+    const r = a.rope ? this.#ropeOperands(a.rope, tokens, d) : null;
+    const q = a.rope?.q;
+    const qHeads = q ? count("rope.q.heads", q.heads) : 0;
+    const qStride = q ? (q.tokenStride ?? qHeads * d) : 0;
+    const qOff = q ? fits("rope.q.x", q.x, (tokens - 1) * qStride + qHeads * d) : 0;
+    // Binding a (read_write) holds q, or k; k and v are read from a when they share its buffer, else from b.
+    const aBuf = q ? q.x.buffer : a.k.buffer;
+    const others = [a.k.buffer, a.v.buffer].filter((buf) => buf !== aBuf);
+    if (new Set(others).size > 1) throw new ArgumentError("rope.q.x", "must share its buffer with k or v (the kernel binds q's buffer and one other)");
+    if ([a.cacheK.buffer, a.cacheV.buffer].some((buf) => buf === aBuf || others.includes(buf))) throw new ArgumentError("cacheK", "must be a buffer other than q's, k's and v's");
+    const flags = (a.k.buffer === aBuf ? 1 : 0) | (a.v.buffer === aBuf ? 2 : 0) | 4;
+    const half = r ? r.half : 0;
+    const params = new Uint32Array([tokens, hkv, d, cacheCode(a.dtype, int8Mode), kOff, vOff, stride, 0, vStride, layout.scaleOff, half, qHeads, qOff, qStride, flags, 0]);
+    this.#appendDispatch(pass, params, [aBuf, others[0] ?? this.#dummy, a.slots.buffer, a.cacheK.buffer, a.cacheV.buffer, r?.positions ?? this.#dummy, r?.cosSin ?? this.#dummy], Math.ceil((items + tokens * qHeads * half) / 64));
+  }
+
+  /** appendKv's rope operands checked: its half rotary dim and buffers. */
+  #ropeOperands(r: GpuKvRope, tokens: number, headDim: number): { half: number; positions: GPUBuffer; cosSin: GPUBuffer } {
+    const rotaryDim = count("rope.rotaryDim", r.rotaryDim);
+    const maxPos = count("rope.maxPos", r.maxPos);
+    if (rotaryDim % 2 !== 0 || rotaryDim > headDim) throw new ArgumentError("rope.rotaryDim", `must be even and ≤ headDim ${headDim}, got ${rotaryDim}`);
+    if (fits("rope.positions", r.positions, tokens) !== 0) throw new ArgumentError("rope.positions.offset", `must be 0, got ${r.positions.offset}`);
+    if (fits("rope.cosSin", r.cosSin, maxPos * rotaryDim) !== 0) throw new ArgumentError("rope.cosSin.offset", `must be 0, got ${r.cosSin.offset}`);
+    return { half: rotaryDim / 2, positions: r.positions.buffer, cosSin: r.cosSin.buffer };
   }
 
   /**
@@ -665,5 +709,6 @@ export class GpuDecoderOps {
   dispose(): void {
     this.recycle();
     this.#gpu.pool.release(this.#dummy);
+    for (const b of this.#dummyCaches) this.#gpu.pool.release(b);
   }
 }

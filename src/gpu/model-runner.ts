@@ -7,19 +7,21 @@
  *
  *   x = embed(tokens)                                   ids, positions, slots uploaded once
  *   x = √hidden · x                                     (Gemma's embedding scale, f32 as the CPU's)
- *   xb = rmsnorm(x)
  *   for each layer:
- *     qkv = xb · Wqkvᵀ (+ bias)                         [T, (H + 2·Hkv)·D]
+ *     qkv = rmsnorm(x) · Wqkvᵀ (+ bias)                 [T, (H + 2·Hkv)·D]; the norm fused into the GEMV's x load
  *     q, k = rmsnorm_per_head(q), rmsnorm_per_head(k)    (Qwen3: into qn [T, H, D], kn [T, Hkv, D])
- *     q, k = rope(q, k, positions)                       cos/sin tables (one per layer RoPE; none on NoPE layers) uploaded at creation
- *     cache[layer][slots] = k, v                         (int8: quantized per token, or with the static per-channel scales)
+ *     q = rope(q); cache[layer][slots] = rope(k), v      one dispatch; cos/sin tables (one per layer RoPE; none on NoPE layers) uploaded
+ *                                                        at creation (int8: quantized per token, or with the static per-channel scales)
  *     att = pagedAttention(q, cache[layer])              the step's plan, uploaded once (paged-attention-step.ts);
  *                                                        the layer's window, the model's scale and score softcap
- *     o = att · Woᵀ;  o = rmsnorm(o)                     (Gemma's sandwich: post_attention_layernorm)
- *     x += o;  xb = rmsnorm(x)                           fused residual add
- *     o = down(act(gate) ⊙ up);  o = rmsnorm(o)          act: silu, or Gemma's tanh GELU; (Gemma: post_feedforward_layernorm)
- *     x += o;  xb = next rmsnorm(x)
- *   last = x[logitIndices];  logits = rmsnorm(last) · Wlmᵀ
+ *     x += att · Woᵀ                                     the add fused into the GEMV's write (Gemma's sandwich: o = att · Woᵀ,
+ *                                                        on = rmsnorm(o), x += on and xb = rmsnorm(x) by rmsNorm, xb the next input)
+ *     gate_up = rmsnorm(x) · Wgate_upᵀ                   the norm fused
+ *     x += down(act(gate) ⊙ up)                          act (silu, or Gemma's tanh GELU) fused into the load, the add into the write
+ *   last = x[logitIndices];  logits = rmsnorm(last) · Wlmᵀ   the final norm fused into the head
+ *
+ * A decode step's layer is 5 dispatches and the attention's (GEMM steps, from
+ * GEMM_MIN_TOKENS tokens, record the norms and the GLU into scratch first).
  *   logits = cap · tanh(logits / cap)                    (Gemma 2's final-logit softcap)
  *
  * and only logits [S, V] come back to the CPU. Every architecture the CPU
@@ -381,12 +383,8 @@ export class GpuModelRunner implements ModelRunner {
         q = { buffer: b.qn, offset: 0, tokenStride: H * D };
         k = { buffer: b.qn, offset: T * H * D, tokenStride: Hkv * D };
       }
+      // RoPE of q (in place) and k (as it is written) fused into the KV append (none on a NoPE layer).
       const cosSin = this.#cosSin[l];
-      if (cosSin) {
-        const rope = { positions, cosSin: { buffer: cosSin }, maxPos: this.maxModelLen, tokens: T, headDim: D, rotaryDim: c.rotaryDim };
-        ops.rope(pass, { ...rope, x: { buffer: q.buffer, offset: q.offset }, tokenStride: q.tokenStride, heads: H });
-        ops.rope(pass, { ...rope, x: { buffer: k.buffer, offset: k.offset }, tokenStride: k.tokenStride, heads: Hkv });
-      }
       const cache = this.#cache[l]!;
       ops.appendKv(pass, {
         k: { buffer: k.buffer, offset: k.offset },
@@ -402,6 +400,7 @@ export class GpuModelRunner implements ModelRunner {
         tokens: T,
         numKvHeads: Hkv,
         headDim: D,
+        ...(cosSin ? { rope: { positions, cosSin: { buffer: cosSin }, maxPos: this.maxModelLen, rotaryDim: c.rotaryDim, q: { x: { buffer: q.buffer, offset: q.offset }, tokenStride: q.tokenStride, heads: H } } } : {}),
       });
       this.#attnDispatches += attn.encode(pass, { q, k: cache.k, v: cache.v, out: b.att, lse: b.lse, window: this.#windows[l] });
       // x += o (+ Gemma's sandwich norm); the MLP's input: x with post_attention_layernorm fused.
