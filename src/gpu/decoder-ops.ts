@@ -294,6 +294,8 @@ export class GpuDecoderOps {
   /** The matrix kernels compiled so far (create's list, prepare). */
   readonly #matrix: Map<GpuMatrixKernel, GPUComputePipeline>;
   #dispatches = 0;
+  /** #dispatch's [binding, buffer] list, reused (the bind-group cache copies what it keeps). */
+  readonly #entries: [number, GPUBuffer][] = [];
 
   private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, append: GPUComputePipeline, gemma: GemmaPipelines, matrix: Map<GpuMatrixKernel, GPUComputePipeline>) {
     this.#gpu = gpu;
@@ -357,17 +359,19 @@ export class GpuDecoderOps {
   #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: (GPUBuffer | null)[], groups: number | [number, number]): number {
     this.#dispatches++;
     const bytes = params instanceof Uint32Array ? (params.buffer as ArrayBuffer) : params;
-    const entries: (readonly [number, GPUBuffer])[] = [];
-    buffers.forEach((b, i) => b && entries.push([i + 1, b]));
+    const entries = this.#entries;
+    entries.length = 0;
+    for (let i = 0; i < buffers.length; i++) {
+      const b = buffers[i];
+      if (b) entries.push([i + 1, b]);
+    }
     const bind = this.#gpu.bindGroups.get(pipeline, bytes, entries, "op params");
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bind);
     if (Array.isArray(groups)) {
-      pass.dispatchWorkgroups(groups[0], groups[1]);
+      this.#gpu.dispatch(pass, pipeline, bind, groups[0], groups[1]);
       return groups[0];
     }
     const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    pass.dispatchWorkgroups(x, Math.ceil(groups / x));
+    this.#gpu.dispatch(pass, pipeline, bind, x, Math.ceil(groups / x));
     return x;
   }
 

@@ -147,16 +147,12 @@ export class PagedAttentionStep {
     };
     const cache = this.#gpu.bindGroups;
     const group = cache.get(this.#attend, packAttnParams(params), ([a.q.buffer, a.k, a.v, this.#planBuffer, this.#aux, a.out, a.lse] as const).map((b, i) => [i + 1, b] as const), "attention params");
-    pass.setPipeline(this.#attend);
-    pass.setBindGroup(0, group);
-    pass.dispatchWorkgroups(wgX, wgY);
+    this.#gpu.dispatch(pass, this.#attend, group, wgX, wgY);
     if (this.#split && this.#merge) {
       const rows = this.#seqs.length * H * t.partSq;
       const size = this.#groups(mergeWorkgroups(rows, D));
       const mg = cache.get(this.#merge, packAttnParams({ ...params, nItems: rows, wgX: size[0] }), [[4, this.#planBuffer], [6, a.out], [7, a.lse]], "merge params");
-      pass.setPipeline(this.#merge);
-      pass.setBindGroup(0, mg);
-      pass.dispatchWorkgroups(...size);
+      this.#gpu.dispatch(pass, this.#merge, mg, ...size);
       return 2;
     }
     return 1;
