@@ -203,7 +203,7 @@ ${BLOCK_READERS}
 ${BYTE_LANES}
 ${GROUP_HELPERS}
 ${code}
-${xLoadsWgsl(WG)}
+${xLoadsWgsl(tiling)}
 ${reduceRowsWgsl(tiling)}
 ${gemvEntryWgsl(tiling)}
 ${forRows(R, (rr) => `  let o${rr} = r${rr} * P.blocks * ${bytes}u;`)}

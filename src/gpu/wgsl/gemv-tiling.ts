@@ -66,10 +66,11 @@ export const MATRIX_PARAM_WORDS = 24;
  * P.cols, P.xVec and GEMV_X_PARAMS): x4(t, c) (vec4 of token t's loaded x at columns
  * c … c + 3, all < cols), x4m (zero past cols), x1 (one value), and xPrologue, which
  * mode 1 runs before the loop: the workgroup's nt tokens' sums of squares (every workgroup
- * recomputes them: hidden is a few thousand floats, read from cache), a tree over WG,
- * into xInv. The products are the unfused RMSNorm's ((w · x) · inv) and GLU's.
+ * recomputes them: hidden is a few thousand floats, read from cache), reduced by
+ * subgroupAdd and one pass over the subgroups' partials (two barriers), or without
+ * subgroups a tree over WG, into xInv. The products are the unfused RMSNorm's ((w · x) · inv) and GLU's.
  */
-export function xLoadsWgsl(WG: number): string {
+export function xLoadsWgsl({ WG, subgroups }: Omit<GemvTiling, "R">): string {
   return `var<private> xInv: vec4<f32>;
 var<private> xT0: u32;
 fn xRaw4(e: u32) -> vec4<f32> {
@@ -101,7 +102,7 @@ fn x4m(t: u32, c: u32) -> vec4<f32> {
   for (var i = 0u; i < 4u; i++) { if (c + i < P.cols) { v[i] = x1(t, c + i); } }
   return v;
 }
-fn xPrologue(t0: u32, nt: u32, lid: u32) {
+fn xPrologue(t0: u32, nt: u32, lid: u32, sgSize: u32) {
   if (P.xMode != 1u) { return; }
   xT0 = t0;
   var ss = vec4<f32>(0.0);
@@ -111,13 +112,17 @@ fn xPrologue(t0: u32, nt: u32, lid: u32) {
     for (var c = lid; c < P.cols; c += ${WG}u) { let v = x[b + c]; s += v * v; }
     ss[t] = s;
   }
-  red[lid] = ss;
+${subgroups ? `  red[lid] = subgroupAdd(ss);
+  workgroupBarrier();
+  var total = vec4<f32>(0.0);
+  for (var i = 0u; i < ${WG}u; i += sgSize) { total += red[i]; }
+  xInv = inverseSqrt(total / f32(P.cols) + P.eps);` : `  red[lid] = ss;
   workgroupBarrier();
   for (var s = ${WG / 2}u; s > 0u; s >>= 1u) {
     if (lid < s) { red[lid] += red[lid + s]; }
     workgroupBarrier();
   }
-  xInv = inverseSqrt(red[0] / f32(P.cols) + P.eps);
+  xInv = inverseSqrt(red[0] / f32(P.cols) + P.eps);`}
   workgroupBarrier();
 }`;
 }
@@ -168,7 +173,7 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let nt = min(${GEMV_TOKENS}u, P.tokens - t0);
 ${forRows(R, (rr) => `  let r${rr} = min(rg * ${R}u + ${rr}u, P.rows - 1u);`)}
   var acc: array<vec4<f32>, ${R}>;
-  xPrologue(t0, nt, lid);`;
+  xPrologue(t0, nt, lid, ${subgroups ? "sgSize" : "1u"});`;
 }
 
 /** The end of main: reduce, then invocation rr < R writes its row's outputs (+ bias; added to out's value with P.accumulate) into `out` (a binding's name). */

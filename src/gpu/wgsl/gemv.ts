@@ -75,7 +75,7 @@ ${GEMV_TILED_PARAMS}
 @group(0) @binding(6) var<storage, read> bias: array<f32>;
 @group(0) @binding(7) var<storage, read> nw: array<f32>;
 ${kvLoadFn("loadW", "w")}
-${xLoadsWgsl(GEMV_WG)}
+${xLoadsWgsl(tiling)}
 ${ADD_TOKEN}
 ${reduceRowsWgsl(tiling)}
 ${gemvEntryWgsl(tiling)}
@@ -125,7 +125,7 @@ ${GEMV_TILED_PARAMS}
 @group(0) @binding(6) var<storage, read> bias: array<f32>;
 @group(0) @binding(7) var<storage, read> nw: array<f32>;
 ${I8X4}
-${xLoadsWgsl(GEMV_WG)}
+${xLoadsWgsl(tiling)}
 ${ADD_TOKEN}
 ${reduceRowsWgsl(tiling)}
 ${gemvEntryWgsl(tiling)}
