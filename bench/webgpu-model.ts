@@ -12,7 +12,8 @@
  * every matrix read once a token; the KV cache's few MB left out) × tok/s, and
  * `roofline` = gbps over the copy bandwidth measured in the same run (target ≥ 0.5
  * for the q8 model), and the step's host split: `record_ms` (recording its
- * dispatches) and `wait_ms` (submit to logits on the CPU), medians over the steps.
+ * dispatches) and `wait_ms` (submit to logits on the CPU), and `dispatches` (compute
+ * dispatches a step records: GpuModelRunner.lastStep), medians over the steps.
  */
 import { argmax } from "../src/engine/sampler.js";
 import type { GpuDevice } from "../src/gpu/device.js";
@@ -37,31 +38,32 @@ export async function modelRows(rt: Runtime, gpu: GpuDevice, ceil: GpuCeilings, 
       const ids = Array.from({ length: prompt }, (_, i) => ((i * 2654435761) >>> 0) % config.vocabSize);
       const records: number[] = [];
       const waits: number[] = [];
+      const dispatches: number[] = [];
       const measure = async (runner: ModelRunner): Promise<{ prefill: number; decode: number }> => {
         const prefills: number[] = [];
         const decodes: number[] = [];
-        records.length = waits.length = 0;
+        records.length = waits.length = dispatches.length = 0;
         await runRequest(runner, ids, {
           maxTokens: 1 + decodeSteps,
           maxNumBatchedTokens: prompt,
           pick: (logits) => ({ token: argmax(logits), stop: null }),
           onStep: (s) => {
             (s.tokens === prompt ? prefills : decodes).push(s.ms);
-            if (s.tokens !== prompt && runner === gpuRunner) records.push(gpuRunner.lastStep.recordMs), waits.push(gpuRunner.lastStep.waitMs);
+            if (s.tokens !== prompt && runner === gpuRunner) records.push(gpuRunner.lastStep.recordMs), waits.push(gpuRunner.lastStep.waitMs), dispatches.push(gpuRunner.lastStep.dispatches);
           },
         });
         return { prefill: (prompt * 1000) / Math.min(...prefills), decode: 1000 / median(decodes) };
       };
       await measure(gpuRunner); // compiles the pipelines
       const g = await measure(gpuRunner);
-      const [recordMs, waitMs] = [median(records), median(waits)];
-      log(`model ${weights} decode step on the GPU runner: ${recordMs.toFixed(2)} ms recording, ${waitMs.toFixed(2)} ms submit to logits (medians); bind groups held ${gpu.bindGroups.stats.held}, created ${gpu.bindGroups.stats.created}`);
+      const [recordMs, waitMs, steps] = [median(records), median(waits), median(dispatches)];
+      log(`model ${weights} decode step on the GPU runner: ${steps} dispatches (${config.numLayers} layers), ${recordMs.toFixed(3)} ms recording (${((1000 * recordMs) / steps).toFixed(1)} µs a dispatch), ${waitMs.toFixed(2)} ms submit to logits (medians); bind groups held ${gpu.bindGroups.stats.held}, created ${gpu.bindGroups.stats.created}`);
       const c = await measure(cpu);
       log(`model ${weights}: prefill ${g.prefill.toFixed(1)} tok/s on the GPU, ${c.prefill.toFixed(1)} on the CPU; decode ${g.decode.toFixed(1)} and ${c.decode.toFixed(1)}`);
       const common: Row = { adapter: adapterName(gpu), model: small ? "qwen2-shaped, hidden 128, 2 layers" : "qwen2.5-0.5b", weights, kv_dtype: "bf16", software: gpu.adapter.software };
       rows.push({ ...common, phase: "prefill", tokens: prompt, tok_s: g.prefill, cpu_tok_s: c.prefill, over_cpu: g.prefill / c.prefill });
       const gbps = (gpuRunner.weightBytes * g.decode) / 1e9;
-      rows.push({ ...common, phase: "decode", tokens: decodeSteps, tok_s: g.decode, cpu_tok_s: c.decode, over_cpu: g.decode / c.decode, record_ms: recordMs, wait_ms: waitMs, weight_bytes: gpuRunner.weightBytes, gbps, roofline: gbps / ceil.copy_gbps });
+      rows.push({ ...common, phase: "decode", tokens: decodeSteps, tok_s: g.decode, cpu_tok_s: c.decode, over_cpu: g.decode / c.decode, record_ms: recordMs, wait_ms: waitMs, dispatches: steps, weight_bytes: gpuRunner.weightBytes, gbps, roofline: gbps / ceil.copy_gbps });
     } finally {
       gpuRunner?.dispose();
       cpu.dispose();

@@ -256,14 +256,8 @@ export async function prepareAttentionOnGpu(gpu: GpuDevice, p: AttentionProblem,
         mergeStep = { group, size };
       }
       const encode = (pass: GPUComputePassEncoder) => {
-        pass.setPipeline(attend);
-        pass.setBindGroup(0, attendGroup);
-        pass.dispatchWorkgroups(wgX, wgY);
-        if (merge && mergeStep) {
-          pass.setPipeline(merge);
-          pass.setBindGroup(0, mergeStep.group);
-          pass.dispatchWorkgroups(...mergeStep.size);
-        }
+        gpu.dispatch(pass, attend, attendGroup, wgX, wgY);
+        if (merge && mergeStep) gpu.dispatch(pass, merge, mergeStep.group, ...mergeStep.size);
       };
       const read = async () => {
         const [o, l] = await Promise.all([gpu.read(bufs.out, outFloats * 4), gpu.read(bufs.lse, lseFloats * 4)]);

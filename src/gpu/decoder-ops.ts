@@ -24,11 +24,11 @@
 import { ArgumentError, show } from "../errors.js";
 import { quantizeQ8 } from "../ops/reference/quantize.js";
 import type { GpuDevice } from "./device.js";
-import { EMBED_Q8, embeddingWgsl, gemvQ8Wgsl, gemvWgsl, gluWgsl, pointwiseWgsl, rmsNormWgsl, ropeWgsl } from "./wgsl/decoder-ops.js";
+import { EMBED_Q8, type GluActivation, embeddingWgsl, gemvQ8Wgsl, gemvWgsl, gluWgsl, pointwiseWgsl, rmsNormWgsl } from "./wgsl/decoder-ops.js";
 import { GEMM_TM, GEMM_TN, gemmWgsl } from "./wgsl/gemm.js";
 import { GEMV_BLOCK_R, embeddingBlocksWgsl, gemvBlocksWgsl } from "./wgsl/gemv-blocks.js";
 import { GEMV_R } from "./wgsl/gemv.js";
-import { gemvGroups } from "./wgsl/gemv-tiling.js";
+import { MATRIX_PARAM_WORDS, gemvGroups } from "./wgsl/gemv-tiling.js";
 import { DEQUANT_VALUE, GPU_BLOCK, GPU_BLOCK_CODE } from "./wgsl/quant-blocks.js";
 import type { GpuBlockType } from "./quant-blocks.js";
 import { kvAppendWgsl } from "./wgsl/kv-append.js";
@@ -137,6 +137,20 @@ export interface GpuKvAppendArgs {
   tokens: number;
   numKvHeads: number;
   headDim: number;
+  /**
+   * RoPE fused into the append: K rotated as it is written (the cache holds rotated keys; the k
+   * rows are left unrotated) and, with `q`, q's heads rotated in place in the same dispatch.
+   */
+  rope?: GpuKvRope;
+}
+
+/** appendKv's fused RoPE: GpuRopeArgs's tables, and the q rows to rotate in place (in k's or v's buffer). */
+export interface GpuKvRope {
+  positions: GpuView;
+  cosSin: GpuView;
+  maxPos: number;
+  rotaryDim: number;
+  q?: { x: GpuView; tokenStride?: number; heads: number };
 }
 
 /** Q8_0 weights as the q8 GEMV reads them: int8 codes [rows, blocks · 32] and f32 scales [rows, blocks], blocks = ⌈cols / 32⌉. */
@@ -164,8 +178,24 @@ export function packQ8Weight(w: ArrayLike<number>, rows: number, cols: number): 
   return { codes, scales };
 }
 
-export interface GpuGemvArgs {
-  /** f32 [tokens, cols]. */
+/**
+ * How a matrix kernel loads x and writes out: the decoder's fusions (wgsl/gemv-tiling.ts
+ * xLoadsWgsl), so the norm before a projection, the GLU before the down projection and the
+ * residual add after it need no dispatch of their own.
+ */
+export interface GpuXLoad {
+  /** Elements between x's token rows. Default cols (gate_up under xGlu: 2 · cols). */
+  xStride?: number;
+  /** GEMV only: x loads RMSNorm'd, (weight ⊙ x) / sqrt(mean(x²) + eps) per token (each workgroup recomputes the sum of squares); weight f32 [cols]. */
+  xNorm?: { weight: GpuView; eps: number };
+  /** GEMV only: x loads as act(gate) · up, gate at x's columns and up `up` elements further along the row (gate_up [T, 2n]: up = n). */
+  xGlu?: { act: GluActivation; up: number };
+  /** out += the product (+ bias): the residual add x += o. */
+  accumulate?: boolean;
+}
+
+export interface GpuGemvArgs extends GpuXLoad {
+  /** f32 [tokens, cols] (rows xStride apart). */
   x: GpuView;
   /** [rows, cols], row-major, in `weightDtype` (offset in its elements). */
   weight: GpuView;
@@ -254,23 +284,28 @@ export class GpuDecoderOps {
   readonly #gpu: GpuDevice;
   readonly #rms: GPUComputePipeline;
   readonly #swiglu: GPUComputePipeline;
-  readonly #rope: GPUComputePipeline;
+  /** KV append with RoPE of q and k fused, and RoPE alone (wgsl/kv-append.ts). */
   readonly #append: GPUComputePipeline;
   /** GeGLU and the in-place maps scale and softcap (Gemma). */
   readonly #gemma: GemmaPipelines;
   readonly #dummy: GPUBuffer;
+  /** The cache bindings of RoPE alone (two: WebGPU binds no buffer twice for writing). */
+  readonly #dummyCaches: [GPUBuffer, GPUBuffer];
   /** The matrix kernels compiled so far (create's list, prepare). */
   readonly #matrix: Map<GpuMatrixKernel, GPUComputePipeline>;
+  #dispatches = 0;
+  /** #dispatch's [binding, buffer] list, reused (the bind-group cache copies what it keeps). */
+  readonly #entries: [number, GPUBuffer][] = [];
 
-  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, rope: GPUComputePipeline, append: GPUComputePipeline, gemma: GemmaPipelines, matrix: Map<GpuMatrixKernel, GPUComputePipeline>) {
+  private constructor(gpu: GpuDevice, rms: GPUComputePipeline, swiglu: GPUComputePipeline, append: GPUComputePipeline, gemma: GemmaPipelines, matrix: Map<GpuMatrixKernel, GPUComputePipeline>) {
     this.#gpu = gpu;
     this.#matrix = matrix;
     this.#gemma = gemma;
     this.#append = append;
-    this.#rope = rope;
     this.#rms = rms;
     this.#swiglu = swiglu;
     this.#dummy = gpu.pool.acquire(4, "absent operand");
+    this.#dummyCaches = [gpu.pool.acquire(4, "absent cache K"), gpu.pool.acquire(4, "absent cache V")];
   }
 
   /**
@@ -283,15 +318,14 @@ export class GpuDecoderOps {
     const stepKernels = Promise.all([
       gpu.pipeline(rmsNormWgsl(), "rmsnorm"),
       gpu.pipeline(gluWgsl("silu"), "swiglu"),
-      gpu.pipeline(ropeWgsl(), "rope"),
       gpu.pipeline(kvAppendWgsl(), "kv append"),
       gpu.pipeline(gluWgsl("gelu_tanh"), "geglu"),
       gpu.pipeline(pointwiseWgsl("scale"), "scale"),
       gpu.pipeline(pointwiseWgsl("softcap"), "softcap"),
     ]);
     const matrixKernels = Promise.all(sources.map(async ([k, code]) => [k, await gpu.pipeline(code, k)] as const));
-    const [[rms, swiglu, rope, append, geglu, scale, softcap], matrix] = await Promise.all([stepKernels, matrixKernels]);
-    return new GpuDecoderOps(gpu, rms, swiglu, rope, append, { geglu, scale, softcap }, new Map(matrix));
+    const [[rms, swiglu, append, geglu, scale, softcap], matrix] = await Promise.all([stepKernels, matrixKernels]);
+    return new GpuDecoderOps(gpu, rms, swiglu, append, { geglu, scale, softcap }, new Map(matrix));
   }
 
   /** Compiles the matrix kernels `kernels` not compiled yet (GpuMatrixKernel names; a bad name is an ArgumentError). */
@@ -316,17 +350,28 @@ export class GpuDecoderOps {
     return p;
   }
 
-  #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: GPUBuffer[], groups: number | [number, number]): number {
+  /** Dispatches recorded since create() (the runner reads the difference over a step: GpuModelRunner.lastStep.dispatches). */
+  get dispatches(): number {
+    return this.#dispatches;
+  }
+
+  /** Records one dispatch: `params` at binding 0, buffers[i] at binding i + 1 (null: a binding the shader does not declare). */
+  #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: (GPUBuffer | null)[], groups: number | [number, number]): number {
+    this.#dispatches++;
     const bytes = params instanceof Uint32Array ? (params.buffer as ArrayBuffer) : params;
-    const bind = this.#gpu.bindGroups.get(pipeline, bytes, buffers.map((b, i) => [i + 1, b] as const), "op params");
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bind);
+    const entries = this.#entries;
+    entries.length = 0;
+    for (let i = 0; i < buffers.length; i++) {
+      const b = buffers[i];
+      if (b) entries.push([i + 1, b]);
+    }
+    const bind = this.#gpu.bindGroups.get(pipeline, bytes, entries, "op params");
     if (Array.isArray(groups)) {
-      pass.dispatchWorkgroups(groups[0], groups[1]);
+      this.#gpu.dispatch(pass, pipeline, bind, groups[0], groups[1]);
       return groups[0];
     }
     const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    pass.dispatchWorkgroups(x, Math.ceil(groups / x));
+    this.#gpu.dispatch(pass, pipeline, bind, x, Math.ceil(groups / x));
     return x;
   }
 
@@ -398,7 +443,10 @@ export class GpuDecoderOps {
     this.#dispatch(pass, pipeline, new Uint32Array([n, fits("gate", a.gate, span), fits("up", a.up, span), fits("out", a.out, n * rows), x, rows, inStride, 0]), [a.gate.buffer, a.up.buffer, a.out.buffer], groups);
   }
 
-  /** Rotate-half RoPE of x in place. Positions must lie in [0, maxPos) (the caller's plan checks them; the kernel trusts them). */
+  /**
+   * Rotate-half RoPE of x in place. Positions must lie in [0, maxPos) (the caller's plan checks them; the kernel trusts them).
+   * The decoder fuses it into the KV append (appendKv's `rope`); this is the same kernel without the append.
+   */
   rope(pass: GPUComputePassEncoder, a: GpuRopeArgs): void {
     const tokens = count("tokens", a.tokens);
     const heads = count("heads", a.heads);
@@ -410,9 +458,15 @@ export class GpuDecoderOps {
     const xOff = fits("x", a.x, (tokens - 1) * stride + heads * headDim);
     if (fits("positions", a.positions, tokens) !== 0) throw new ArgumentError("positions.offset", `must be 0, got ${a.positions.offset}`);
     if (fits("cosSin", a.cosSin, maxPos * rotaryDim) !== 0) throw new ArgumentError("cosSin.offset", `must be 0, got ${a.cosSin.offset}`);
-    const groups = Math.ceil((tokens * heads * (rotaryDim / 2)) / 64);
-    const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    this.#dispatch(pass, this.#rope, new Uint32Array([tokens, heads, headDim, rotaryDim / 2, xOff, stride, maxPos, wgX]), [a.x.buffer, a.positions.buffer, a.cosSin.buffer], groups);
+    const params = new Uint32Array([tokens, 1, headDim, 0, 0, 0, 0, 0, 0, 0, rotaryDim / 2, heads, xOff, stride, 0, 0]);
+    const [ck, cv] = this.#dummyCaches;
+    this.#appendDispatch(pass, params, [a.x.buffer, this.#dummy, this.#dummy, ck, cv, a.positions.buffer, a.cosSin.buffer], Math.ceil((tokens * heads * (rotaryDim / 2)) / 64));
+  }
+
+  /** Records the append kernel: wgX into params[7], then the dispatch. */
+  #appendDispatch(pass: GPUComputePassEncoder, params: Uint32Array, buffers: GPUBuffer[], groups: number): void {
+    params[7] = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    this.#dispatch(pass, this.#append, params, buffers, groups);
   }
 
   /** Writes the tokens' K and V rows into their cache slots (vLLM's reshape_and_cache), encoding to the cache's dtype. */
@@ -436,16 +490,40 @@ export class GpuDecoderOps {
     for (const name of ["cacheK", "cacheV"] as const) {
       if (fits(name, a[name], layout.bytes, 1) !== 0) throw new ArgumentError(`${name}.offset`, `must be 0, got ${a[name].offset}`);
     }
-    // One invocation per word (float dtypes) or per (token, KV head) row (1-byte dtypes).
-    const items = bytes === 1 ? tokens * hkv : (tokens * hkv * d * bytes) / 4;
-    const groups = Math.ceil((2 * items) / 64);
-    const wgX = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    const params = new Uint32Array([tokens, hkv, d, cacheCode(a.dtype, int8Mode), kOff, vOff, stride, wgX, vStride, layout.scaleOff, 0, 0]);
-    this.#dispatch(pass, this.#append, params, [a.k.buffer, a.v.buffer, a.slots.buffer, a.cacheK.buffer, a.cacheV.buffer], groups);
+    // One invocation per word (float dtypes) or per (token, KV head) row (1-byte dtypes); then, with RoPE, one per (token, q head, i < rotaryDim / 2).
+    const items = 2 * (bytes === 1 ? tokens * hkv : (tokens * hkv * d * bytes) / 4);
+    const r = a.rope ? this.#ropeOperands(a.rope, tokens, d) : null;
+    const q = a.rope?.q;
+    const qHeads = q ? count("rope.q.heads", q.heads) : 0;
+    const qStride = q ? (q.tokenStride ?? qHeads * d) : 0;
+    const qOff = q ? fits("rope.q.x", q.x, (tokens - 1) * qStride + qHeads * d) : 0;
+    // Binding a (read_write) holds q, or k; k and v are read from a when they share its buffer, else from b.
+    const aBuf = q ? q.x.buffer : a.k.buffer;
+    const others = [a.k.buffer, a.v.buffer].filter((buf) => buf !== aBuf);
+    if (new Set(others).size > 1) throw new ArgumentError("rope.q.x", "must share its buffer with k or v (the kernel binds q's buffer and one other)");
+    if ([a.cacheK.buffer, a.cacheV.buffer].some((buf) => buf === aBuf || others.includes(buf))) throw new ArgumentError("cacheK", "must be a buffer other than q's, k's and v's");
+    const flags = (a.k.buffer === aBuf ? 1 : 0) | (a.v.buffer === aBuf ? 2 : 0) | 4;
+    const half = r ? r.half : 0;
+    const params = new Uint32Array([tokens, hkv, d, cacheCode(a.dtype, int8Mode), kOff, vOff, stride, 0, vStride, layout.scaleOff, half, qHeads, qOff, qStride, flags, 0]);
+    this.#appendDispatch(pass, params, [aBuf, others[0] ?? this.#dummy, a.slots.buffer, a.cacheK.buffer, a.cacheV.buffer, r?.positions ?? this.#dummy, r?.cosSin ?? this.#dummy], Math.ceil((items + tokens * qHeads * half) / 64));
   }
 
-  /** The GEMVs' uniform block (wgsl/decoder-ops.ts GEMV_PARAMS) after the shared checks of out, bias and the counts. */
-  #gemvParams(a: Omit<GpuGemvArgs, "weight">, wOff: number, dtype: number, blocks: number): { params: Uint32Array; bias: GPUBuffer; groups: number } {
+  /** appendKv's rope operands checked: its half rotary dim and buffers. */
+  #ropeOperands(r: GpuKvRope, tokens: number, headDim: number): { half: number; positions: GPUBuffer; cosSin: GPUBuffer } {
+    const rotaryDim = count("rope.rotaryDim", r.rotaryDim);
+    const maxPos = count("rope.maxPos", r.maxPos);
+    if (rotaryDim % 2 !== 0 || rotaryDim > headDim) throw new ArgumentError("rope.rotaryDim", `must be even and ≤ headDim ${headDim}, got ${rotaryDim}`);
+    if (fits("rope.positions", r.positions, tokens) !== 0) throw new ArgumentError("rope.positions.offset", `must be 0, got ${r.positions.offset}`);
+    if (fits("rope.cosSin", r.cosSin, maxPos * rotaryDim) !== 0) throw new ArgumentError("rope.cosSin.offset", `must be 0, got ${r.cosSin.offset}`);
+    return { half: rotaryDim / 2, positions: r.positions.buffer, cosSin: r.cosSin.buffer };
+  }
+
+  /**
+   * The matrix kernels' 24-word uniform (wgsl/gemv.ts GEMV_TILED_PARAMS, gemv-tiling.ts
+   * GEMV_X_PARAMS) after the shared checks of x, out, bias, the counts and the x-load
+   * fusions; `nw` is what the norm weight's binding gets, `xVec` whether x may be read as vec4.
+   */
+  #gemvParams(a: Omit<GpuGemvArgs, "weight">, wOff: number, dtype: number, blocks: number, kernel: "gemv" | "gemm"): { params: Uint32Array; bias: GPUBuffer; nw: GPUBuffer; xVec: boolean } {
     const tokens = count("tokens", a.tokens);
     const rows = count("rows", a.rows);
     const cols = count("cols", a.cols);
@@ -453,50 +531,75 @@ export class GpuDecoderOps {
     if (!Number.isInteger(oStride) || oStride < rows) throw new ArgumentError("outStride", `must be an integer ≥ rows ${rows}, got ${show(a.outStride)}`);
     const oOff = fits("out", a.out, (tokens - 1) * oStride + rows);
     const bOff = a.bias ? fits("bias", a.bias, rows) : 0;
+    if (a.out.buffer === a.x.buffer) throw new ArgumentError("out", "must be a buffer other than x's (WebGPU binds no buffer for reading and writing at once)");
+    if (a.xNorm && a.xGlu) throw new ArgumentError("xGlu", "and xNorm exclude each other (one x-load fusion a product)");
+    if (kernel === "gemm" && (a.xNorm || a.xGlu)) throw new ArgumentError(a.xNorm ? "xNorm" : "xGlu", "applies to the GEMV only: the tiled GEMM reads x as stored (record rmsNorm or the GLU first)");
+    const xStride = a.xStride ?? cols;
+    if (!Number.isInteger(xStride) || xStride < cols) throw new ArgumentError("xStride", `must be an integer ≥ cols ${cols}, got ${show(a.xStride)}`);
+    let mode = 0;
+    let aux = 0;
+    let eps = 0;
+    let nw = this.#dummy;
+    let width = cols;
+    if (a.xNorm) {
+      if (!(a.xNorm.eps >= 0)) throw new ArgumentError("xNorm.eps", `must be a number ≥ 0, got ${show(a.xNorm.eps)}`);
+      aux = fits("xNorm.weight", a.xNorm.weight, cols);
+      if (a.xNorm.weight.buffer === a.out.buffer) throw new ArgumentError("xNorm.weight", "must be a buffer other than out's");
+      [mode, eps, nw] = [1, a.xNorm.eps, a.xNorm.weight.buffer];
+    } else if (a.xGlu) {
+      const acts = { silu: 2, gelu_tanh: 3 } as const;
+      if (!Object.hasOwn(acts, a.xGlu.act)) throw new ArgumentError("xGlu.act", `must be "silu" or "gelu_tanh", got ${show(a.xGlu.act)}`);
+      aux = a.xGlu.up;
+      if (!Number.isInteger(aux) || aux < cols) throw new ArgumentError("xGlu.up", `must be an integer ≥ cols ${cols} (gate and up apart), got ${show(a.xGlu.up)}`);
+      mode = acts[a.xGlu.act];
+      width = aux + cols;
+    }
+    const xOff = fits("x", a.x, (tokens - 1) * xStride + width);
+    const xVec = xOff % 4 === 0 && cols % 4 === 0 && xStride % 4 === 0 && (mode < 2 || aux % 4 === 0) && a.x.buffer.size >= 16;
     const groups = rows * tokens;
     const x = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    const params = new Uint32Array([tokens, rows, cols, fits("x", a.x, tokens * cols), wOff, oOff, x, dtype, oStride, bOff, a.bias ? 1 : 0, blocks]);
-    return { params, bias: a.bias?.buffer ?? this.#dummy, groups };
+    const params = new Uint32Array(MATRIX_PARAM_WORDS);
+    params.set([tokens, rows, cols, xOff, wOff, oOff, x, dtype, oStride, bOff, a.bias ? 1 : 0, blocks]);
+    params.set([mode, xStride, aux, 0, a.accumulate ? 1 : 0], 16);
+    new Float32Array(params.buffer)[19] = eps;
+    return { params, bias: a.bias?.buffer ?? this.#dummy, nw, xVec };
   }
 
   /**
-   * The tiled GEMVs' 16-word uniform (wgsl/gemv.ts GEMV_TILED_PARAMS) from
-   * #gemvParams's 12 words: wgX for ⌈rows / R⌉ · ⌈tokens / 4⌉ workgroups, and
-   * the vector switches; xv is what the vec4 view of x binds (x's buffer when
-   * xOff and cols are multiples of 4).
+   * A tiled GEMV's uniform from #gemvParams's: wgX for ⌈rows / R⌉ · ⌈tokens / 4⌉
+   * workgroups, the x-as-vec4 switch at word `xVecAt` (12; the block GEMV's 14) and
+   * the float GEMV's weight switches; xv is what the vec4 view of x binds.
    */
-  #tiled(base: Uint32Array, x: GpuView, R: number, wVec: boolean, wChunk: number): { params: Uint32Array; xv: GPUBuffer; groups: number } {
-    const [tokens, rows, cols, xOff] = [base[0]!, base[1]!, base[2]!, base[3]!];
-    const groups = gemvGroups(rows, tokens, R);
-    const xVec = xOff % 4 === 0 && cols % 4 === 0 && x.buffer.size >= 16;
-    const params = new Uint32Array(16);
-    params.set(base);
-    params[6] = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
-    params.set([xVec ? 1 : 0, wVec ? 1 : 0, wChunk], 12);
-    return { params, xv: xVec ? x.buffer : this.#dummy, groups };
+  #tiled(g: { params: Uint32Array; xVec: boolean }, x: GpuView, R: number, xVecAt: number, w?: { wVec: boolean; wChunk: number }): { xv: GPUBuffer; groups: number } {
+    const p = g.params;
+    const groups = gemvGroups(p[1]!, p[0]!, R);
+    p[6] = Math.max(1, Math.min(groups, this.#gpu.limits.maxComputeWorkgroupsPerDimension));
+    p[xVecAt] = g.xVec ? 1 : 0;
+    if (w) p.set([w.wVec ? 1 : 0, w.wChunk], 13);
+    return { xv: g.xVec ? x.buffer : this.#dummy, groups };
   }
 
-  /** out[t, r] = Σ_c x[t, c] · code[r, c] · scale[r, c / 32] (+ bias[r]) (Q8_0 weights, f32 activations). */
+  /** out[t, r] = Σ_c x[t, c] · code[r, c] · scale[r, c / 32] (+ bias[r]) (Q8_0 weights, f32 activations; x loaded and out written as GpuXLoad says). */
   gemvQ8(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & { weight: GpuQ8Weight }): void {
     const rows = count("rows", a.rows);
     const blocks = Math.ceil(count("cols", a.cols) / 32);
     if (fits("weight.codes", a.weight.codes, rows * blocks * 32, 1) !== 0) throw new ArgumentError("weight.codes.offset", `must be 0, got ${a.weight.codes.offset}`);
     if (fits("weight.scales", a.weight.scales, rows * blocks) !== 0) throw new ArgumentError("weight.scales.offset", `must be 0, got ${a.weight.scales.offset}`);
-    const { params, bias } = this.#gemvParams(a, 0, 0, blocks);
-    const t = this.#tiled(params, a.x, GEMV_R, false, 0);
-    this.#dispatch(pass, this.#kernel("gemv q8"), t.params, [a.x.buffer, t.xv, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, bias], t.groups);
+    const g = this.#gemvParams(a, 0, 0, blocks, "gemv");
+    const t = this.#tiled(g, a.x, GEMV_R, 12);
+    this.#dispatch(pass, this.#kernel("gemv q8"), g.params, [a.x.buffer, t.xv, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, g.bias, g.nw], t.groups);
   }
 
-  /** out[t, r] = Σ_c x[t, c] · weight[r, c] (+ bias[r]), weight f32 | f16 | bf16. */
+  /** out[t, r] = Σ_c x[t, c] · weight[r, c] (+ bias[r]), weight f32 | f16 | bf16 (x loaded and out written as GpuXLoad says). */
   gemv(pass: GPUComputePassEncoder, a: GpuGemvArgs): void {
     const dtype = a.weightDtype ?? "f32";
     const wOff = fits("weight", a.weight, count("rows", a.rows) * count("cols", a.cols), dtype === "f32" ? 4 : 2);
-    const { params, bias } = this.#gemvParams(a, wOff, GPU_KV_DTYPE_CODE[dtype], 0);
+    const g = this.#gemvParams(a, wOff, GPU_KV_DTYPE_CODE[dtype], 0, "gemv");
     // The 16-byte path: row starts (wOff + r · cols elements) on 16-byte boundaries.
     const per = dtype === "f32" ? 4 : 8;
     const wVec = wOff % per === 0 && a.cols % per === 0 && a.weight.buffer.size >= 16;
-    const t = this.#tiled(params, a.x, GEMV_R, wVec, wVec ? wOff / per : 0);
-    this.#dispatch(pass, this.#kernel("gemv f32"), t.params, [a.x.buffer, t.xv, a.weight.buffer, wVec ? a.weight.buffer : this.#dummy, a.out.buffer, bias], t.groups);
+    const t = this.#tiled(g, a.x, GEMV_R, 12, { wVec, wChunk: wVec ? wOff / per : 0 });
+    this.#dispatch(pass, this.#kernel("gemv f32"), g.params, [a.x.buffer, t.xv, a.weight.buffer, wVec ? a.weight.buffer : this.#dummy, a.out.buffer, g.bias, g.nw], t.groups);
   }
 
   /** The tiled GEMM's workgroups: (row tiles, token tiles), each within the adapter's per-dimension limit. */
@@ -512,7 +615,7 @@ export class GpuDecoderOps {
   gemm(pass: GPUComputePassEncoder, a: GpuGemvArgs): void {
     const dtype = a.weightDtype ?? "f32";
     const wOff = fits("weight", a.weight, count("rows", a.rows) * count("cols", a.cols), dtype === "f32" ? 4 : 2);
-    const { params, bias } = this.#gemvParams(a, wOff, GPU_KV_DTYPE_CODE[dtype], 0);
+    const { params, bias } = this.#gemvParams(a, wOff, GPU_KV_DTYPE_CODE[dtype], 0, "gemm");
     this.#dispatch(pass, this.#kernel("gemm"), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], this.#gemmGroups(a.rows, a.tokens));
   }
 
@@ -522,7 +625,7 @@ export class GpuDecoderOps {
     const blocks = Math.ceil(count("cols", a.cols) / 32);
     if (fits("weight.codes", a.weight.codes, rows * blocks * 32, 1) !== 0) throw new ArgumentError("weight.codes.offset", `must be 0, got ${a.weight.codes.offset}`);
     if (fits("weight.scales", a.weight.scales, rows * blocks) !== 0) throw new ArgumentError("weight.scales.offset", `must be 0, got ${a.weight.scales.offset}`);
-    const { params, bias } = this.#gemvParams(a, 0, 0, blocks);
+    const { params, bias } = this.#gemvParams(a, 0, 0, blocks, "gemm");
     this.#dispatch(pass, this.#kernel("gemm q8"), params, [a.x.buffer, a.weight.codes.buffer, a.weight.scales.buffer, a.out.buffer, bias], this.#gemmGroups(rows, a.tokens));
   }
 
@@ -537,29 +640,25 @@ export class GpuDecoderOps {
     return { ...geometry, blocks };
   }
 
-  /** The block GEMV's and GEMM's 16-word uniform (wgsl/gemv-blocks.ts BLOCK_PARAMS). */
-  #blockParams(a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & GpuBlockWeight): { params: Uint32Array; bias: GPUBuffer } {
+  /** The block GEMV's and GEMM's 24-word uniform (wgsl/gemv-blocks.ts BLOCK_PARAMS). */
+  #blockParams(a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & GpuBlockWeight, kernel: "gemv" | "gemm"): { params: Uint32Array; bias: GPUBuffer; nw: GPUBuffer; xVec: boolean } {
     const g = this.#blockGeometry(a);
-    const { params, bias } = this.#gemvParams(a, 0, GPU_BLOCK_CODE[a.type], g.blocks);
-    const p = new Uint32Array(16);
-    p.set(params);
-    p.set([g.bytes, g.values], 12);
-    return { params: p, bias };
+    const p = this.#gemvParams(a, 0, GPU_BLOCK_CODE[a.type], g.blocks, kernel);
+    p.params.set([g.bytes, g.values], 12);
+    return p;
   }
 
-  /** out[t, r] = Σ_c x[t, c] · W[r, c] (+ bias[r]), W in ggml blocks decoded in the kernel (wgsl/gemv-blocks.ts). */
+  /** out[t, r] = Σ_c x[t, c] · W[r, c] (+ bias[r]), W in ggml blocks decoded in the kernel (wgsl/gemv-blocks.ts); x loaded and out written as GpuXLoad says. */
   gemvBlocks(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & GpuBlockWeight): void {
-    const { params, bias } = this.#blockParams(a);
+    const g = this.#blockParams(a, "gemv");
     const pipeline = this.#kernel(`gemv ${a.type}`);
-    const t = this.#tiled(params.subarray(0, 12), a.x, GEMV_BLOCK_R, false, 0);
-    params[6] = t.params[6]!;
-    params[14] = t.params[12]!; // xVec (BLOCK_PARAMS's pad0)
-    this.#dispatch(pass, pipeline, params, [a.x.buffer, t.xv, a.weight.buffer, a.out.buffer, bias], t.groups);
+    const t = this.#tiled(g, a.x, GEMV_BLOCK_R, 14); // xVec (BLOCK_PARAMS's pad0)
+    this.#dispatch(pass, pipeline, g.params, [a.x.buffer, t.xv, a.weight.buffer, a.out.buffer, g.bias, null, g.nw], t.groups);
   }
 
   /** gemvBlocks's product as the tiled GEMM. */
   gemmBlocks(pass: GPUComputePassEncoder, a: Omit<GpuGemvArgs, "weight" | "weightDtype"> & GpuBlockWeight): void {
-    const { params, bias } = this.#blockParams(a);
+    const { params, bias } = this.#blockParams(a, "gemm");
     this.#dispatch(pass, this.#kernel("gemm blocks"), params, [a.x.buffer, a.weight.buffer, a.out.buffer, bias], this.#gemmGroups(a.rows, a.tokens));
   }
 
@@ -614,5 +713,6 @@ export class GpuDecoderOps {
   dispose(): void {
     this.recycle();
     this.#gpu.pool.release(this.#dummy);
+    for (const b of this.#dummyCaches) this.#gpu.pool.release(b);
   }
 }

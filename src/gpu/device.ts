@@ -56,6 +56,9 @@ export class GpuDevice {
   /** Dispatch bind groups (uniform params + buffers) reused across steps: bind-group-cache.ts. */
   readonly bindGroups: BindGroupCache;
   readonly #pipelines = new Map<string, GPUComputePipeline>();
+  /** The pass and pipeline of the last dispatch() (setPipeline is skipped while they repeat). */
+  #lastPass: GPUComputePassEncoder | null = null;
+  #lastPipeline: GPUComputePipeline | null = null;
   #lost: GpuError | null = null;
   #destroyed = false;
 
@@ -124,6 +127,23 @@ export class GpuDevice {
     });
     this.#pipelines.set(code, pipeline);
     return pipeline;
+  }
+
+  /**
+   * Records one dispatch of `pipeline` with bind group 0 `group` into `pass`, and
+   * setPipeline only when the pass's last dispatch (through here) used another
+   * pipeline: a decode layer's consecutive projections share theirs, and each call
+   * into Dawn's Node binding costs host time. Every kernel dispatch of src/gpu goes
+   * through here, so the tracked pipeline is the pass's.
+   */
+  dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, group: GPUBindGroup, x: number, y = 1): void {
+    if (pass !== this.#lastPass || pipeline !== this.#lastPipeline) {
+      pass.setPipeline(pipeline);
+      this.#lastPass = pass;
+      this.#lastPipeline = pipeline;
+    }
+    pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(x, y);
   }
 
   /** Pipelines compiled so far. */

@@ -24,7 +24,8 @@ import type { DecoderWeights } from "../model/decoder-weights.js";
 import { type Weight, WeightStack, gatherRows } from "../ops/weight.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
-import type { GpuDecoderOps, GpuMatrixKernel, GpuView } from "./decoder-ops.js";
+import type { GpuDecoderOps, GpuMatrixKernel, GpuView, GpuXLoad } from "./decoder-ops.js";
+import type { GluActivation } from "./wgsl/decoder-ops.js";
 import { BufferUsage } from "./constants.js";
 import { type GpuBlockType, blockRowBytes, gpuBlockType, packBlockRows } from "./quant-blocks.js";
 import { unpackQ8Rows } from "./q8-tile-rows.js";
@@ -256,27 +257,54 @@ export function matrixKernels(w: GpuDecoderWeights): GpuMatrixKernel[] {
 export const GEMM_MIN_TOKENS = 4;
 
 /**
- * Records out[t, :] = x[t, :] · Wᵀ (+ bias) for every part of `m` into its
- * rows of out [tokens, m.rows]: the GEMV for decode-sized steps, the tiled
- * GEMM from GEMM_MIN_TOKENS tokens.
+ * A linear layer's input: x as stored, or what the decoder computes from it first —
+ * the RMSNorm before a projection (`norm`), the gated activation of gate_up rows
+ * before the down projection (`glu`: x is gate_up [T, 2·cols], gate then up).
+ * The GEMV fuses them into its x load (GpuXLoad); the GEMM path records them into
+ * `scratch` (f32 [T, cols]) first.
  */
-export function encodeLinear(ops: GpuDecoderOps, pass: GPUComputePassEncoder, m: GpuMatrix, a: { x: GpuView; out: GpuView; bias?: GPUBuffer | null; tokens: number }): void {
+export interface LinearInput {
+  x: GpuView;
+  norm?: { weight: GPUBuffer; eps: number };
+  glu?: GluActivation;
+  scratch?: GPUBuffer;
+}
+
+/**
+ * Records out[t, :] = in[t, :] · Wᵀ (+ bias) for every part of `m` into its
+ * rows of out [tokens, m.rows] (added to them with `accumulate`: the residual
+ * add): the GEMV for decode-sized steps, with the input's norm or GLU fused
+ * into its x load; from GEMM_MIN_TOKENS tokens the norm or GLU once into
+ * `scratch`, then the tiled GEMM.
+ */
+export function encodeLinear(ops: GpuDecoderOps, pass: GPUComputePassEncoder, m: GpuMatrix, a: LinearInput & { out: GpuView; bias?: GPUBuffer | null; tokens: number; accumulate?: boolean }): void {
+  const gemm = a.tokens >= GEMM_MIN_TOKENS;
+  let x = a.x;
+  let load: GpuXLoad = {};
+  if (a.norm || a.glu) {
+    if (gemm) {
+      if (!a.scratch) throw new ArgumentError("scratch", "is needed for a normed or gated input of the GEMM path");
+      if (a.norm) ops.rmsNorm(pass, { x, weight: { buffer: a.norm.weight }, out: { buffer: a.scratch }, rows: a.tokens, cols: m.cols, eps: a.norm.eps });
+      else ops[a.glu === "silu" ? "swiglu" : "geglu"](pass, { gate: x, up: { buffer: x.buffer, offset: (x.offset ?? 0) + m.cols }, inStride: 2 * m.cols, out: { buffer: a.scratch }, n: m.cols, rows: a.tokens });
+      x = { buffer: a.scratch };
+    } else if (a.norm) load = { xNorm: { weight: { buffer: a.norm.weight }, eps: a.norm.eps } };
+    else load = { xGlu: { act: a.glu!, up: m.cols }, xStride: 2 * m.cols };
+  }
   for (const p of m.parts) {
     const out = { buffer: a.out.buffer, offset: (a.out.offset ?? 0) + p.r0 };
-    const common = { x: a.x, out, outStride: m.rows, tokens: a.tokens, rows: p.rows, cols: m.cols, ...(a.bias ? { bias: { buffer: a.bias, offset: p.r0 } } : {}) };
-    const gemm = a.tokens >= GEMM_MIN_TOKENS;
+    const common = { x, out, outStride: m.rows, tokens: a.tokens, rows: p.rows, cols: m.cols, accumulate: a.accumulate ?? false, ...(a.bias ? { bias: { buffer: a.bias, offset: p.r0 } } : {}) };
     if (p.kind === "blocks") {
       const b = { ...common, weight: { buffer: p.buffer }, type: p.type };
       if (gemm) ops.gemmBlocks(pass, b);
-      else ops.gemvBlocks(pass, b);
+      else ops.gemvBlocks(pass, { ...b, ...load });
     } else if (p.kind === "q8") {
       const q8 = { ...common, weight: { codes: { buffer: p.codes }, scales: { buffer: p.scales } } };
       if (gemm) ops.gemmQ8(pass, q8);
-      else ops.gemvQ8(pass, q8);
+      else ops.gemvQ8(pass, { ...q8, ...load });
     } else {
       const f = { ...common, weight: { buffer: p.buffer }, weightDtype: p.kind };
       if (gemm) ops.gemm(pass, f);
-      else ops.gemv(pass, f);
+      else ops.gemv(pass, { ...f, ...load });
     }
   }
 }

@@ -7,19 +7,21 @@
  *
  *   x = embed(tokens)                                   ids, positions, slots uploaded once
  *   x = √hidden · x                                     (Gemma's embedding scale, f32 as the CPU's)
- *   xb = rmsnorm(x)
  *   for each layer:
- *     qkv = xb · Wqkvᵀ (+ bias)                         [T, (H + 2·Hkv)·D]
+ *     qkv = rmsnorm(x) · Wqkvᵀ (+ bias)                 [T, (H + 2·Hkv)·D]; the norm fused into the GEMV's x load
  *     q, k = rmsnorm_per_head(q), rmsnorm_per_head(k)    (Qwen3: into qn [T, H, D], kn [T, Hkv, D])
- *     q, k = rope(q, k, positions)                       cos/sin tables (one per layer RoPE; none on NoPE layers) uploaded at creation
- *     cache[layer][slots] = k, v                         (int8: quantized per token, or with the static per-channel scales)
+ *     q = rope(q); cache[layer][slots] = rope(k), v      one dispatch; cos/sin tables (one per layer RoPE; none on NoPE layers) uploaded
+ *                                                        at creation (int8: quantized per token, or with the static per-channel scales)
  *     att = pagedAttention(q, cache[layer])              the step's plan, uploaded once (paged-attention-step.ts);
  *                                                        the layer's window, the model's scale and score softcap
- *     o = att · Woᵀ;  o = rmsnorm(o)                     (Gemma's sandwich: post_attention_layernorm)
- *     x += o;  xb = rmsnorm(x)                           fused residual add
- *     o = down(act(gate) ⊙ up);  o = rmsnorm(o)          act: silu, or Gemma's tanh GELU; (Gemma: post_feedforward_layernorm)
- *     x += o;  xb = next rmsnorm(x)
- *   last = x[logitIndices];  logits = rmsnorm(last) · Wlmᵀ
+ *     x += att · Woᵀ                                     the add fused into the GEMV's write (Gemma's sandwich: o = att · Woᵀ,
+ *                                                        on = rmsnorm(o), x += on and xb = rmsnorm(x) by rmsNorm, xb the next input)
+ *     gate_up = rmsnorm(x) · Wgate_upᵀ                   the norm fused
+ *     x += down(act(gate) ⊙ up)                          act (silu, or Gemma's tanh GELU) fused into the load, the add into the write
+ *   last = x[logitIndices];  logits = rmsnorm(last) · Wlmᵀ   the final norm fused into the head
+ *
+ * A decode step's layer is 5 dispatches and the attention's (GEMM steps, from
+ * GEMM_MIN_TOKENS tokens, record the norms and the GLU into scratch first).
  *   logits = cap · tanh(logits / cap)                    (Gemma 2's final-logit softcap)
  *
  * and only logits [S, V] come back to the CPU. Every architecture the CPU
@@ -45,7 +47,8 @@ import { checkInt, checkOneOf } from "../tensor/check.js";
 import { type Int8ChannelParams, type Int8Scaling, int8ChannelParams } from "../kv/kv-quant.js";
 import { GpuDecoderOps, ropeCosSinCache } from "./decoder-ops.js";
 import type { GpuDevice } from "./device.js";
-import { type GpuDecoderWeights, encodeLinear, matrixKernels, uploadDecoderWeights } from "./gpu-weights.js";
+import { type GpuDecoderWeights, type GpuMatrix, type LinearInput, encodeLinear, matrixKernels, uploadDecoderWeights } from "./gpu-weights.js";
+import type { GluActivation } from "./wgsl/decoder-ops.js";
 import { PagedAttentionStep } from "./paged-attention-step.js";
 import { modelLengthLimit } from "../model/max-model-len.js";
 import { GPU_CACHE_DTYPES, type GpuCacheDtype, type GpuInt8Mode, cacheLayout } from "./wgsl/kv-load.js";
@@ -106,7 +109,7 @@ function resolveInt8(options: GpuModelRunnerOptions, c: ModelConfig): Int8Channe
 }
 
 /** The MLP's gated activation per hiddenAct (a new activation fails to compile here until it has a kernel). */
-const GLU: Record<ModelConfig["hiddenAct"], "swiglu" | "geglu"> = { silu: "swiglu", gelu_pytorch_tanh: "geglu" };
+const GLU: Record<ModelConfig["hiddenAct"], GluActivation> = { silu: "silu", gelu_pytorch_tanh: "gelu_tanh" };
 
 export class GpuModelRunner implements ModelRunner {
   readonly config: ModelConfig;
@@ -118,8 +121,13 @@ export class GpuModelRunner implements ModelRunner {
   /** What the GPU holds of the weights ("q8", "bf16", "q4_k, q6_k", "q3_k", "q4_0 (from q4)"), and the bytes uploaded. */
   readonly weightFormat: string;
   readonly weightBytes: number;
-  /** Host milliseconds of the last forward: recording its passes (`recordMs`), and from submit to the logits on the CPU (`waitMs`). */
-  lastStep: { recordMs: number; waitMs: number } = { recordMs: 0, waitMs: 0 };
+  /**
+   * The last forward: host milliseconds recording its passes (`recordMs`) and from submit to the logits
+   * on the CPU (`waitMs`), and the compute dispatches it recorded (`dispatches`).
+   */
+  lastStep: { recordMs: number; waitMs: number; dispatches: number } = { recordMs: 0, waitMs: 0, dispatches: 0 };
+  /** Attention dispatches recorded in the step under way (#encodeLayers). */
+  #attnDispatches = 0;
   readonly #rt: Runtime;
   readonly #ops: GpuDecoderOps;
   readonly #w: GpuDecoderWeights;
@@ -284,6 +292,8 @@ export class GpuModelRunner implements ModelRunner {
         q.writeBuffer(bufs.positions, 0, Int32Array.from(batch.positions));
         q.writeBuffer(bufs.slots, 0, Int32Array.from(batch.slotMapping));
         const t0 = performance.now();
+        const d0 = this.#ops.dispatches;
+        this.#attnDispatches = 0;
         const enc = gpu.device.createCommandEncoder({ label: "forward" });
         const pass = enc.beginComputePass();
         this.#encodeLayers(pass, bufs, step, T);
@@ -292,15 +302,14 @@ export class GpuModelRunner implements ModelRunner {
           const t1 = performance.now();
           gpu.device.queue.submit([enc.finish()]);
           await gpu.device.queue.onSubmittedWorkDone();
-          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1 };
+          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1, dispatches: this.#ops.dispatches - d0 + this.#attnDispatches };
           return new Float32Array(0);
         }
         // Only the sampled rows go through the final norm and the head.
         const h = c.hiddenSize;
         for (let i = 0; i < S; i++) enc.copyBufferToBuffer(bufs.x, batch.logitIndices[i]! * h * 4, bufs.last, i * h * 4, h * 4);
         const head = enc.beginComputePass();
-        this.#ops.rmsNorm(head, { x: { buffer: bufs.last }, weight: { buffer: this.#w.finalNorm }, out: { buffer: bufs.lastN }, rows: S, cols: h, eps: c.rmsNormEps });
-        encodeLinear(this.#ops, head, this.#w.lmHead, { x: { buffer: bufs.lastN }, out: { buffer: bufs.logits }, tokens: S });
+        encodeLinear(this.#ops, head, this.#w.lmHead, { x: { buffer: bufs.last }, norm: { weight: this.#w.finalNorm, eps: c.rmsNormEps }, scratch: bufs.lastN, out: { buffer: bufs.logits }, tokens: S });
         if (c.finalLogitSoftcap > 0) this.#ops.softcap(head, { x: { buffer: bufs.logits }, n: S * c.vocabSize, cap: c.finalLogitSoftcap });
         head.end();
         const bytes = S * c.vocabSize * 4;
@@ -311,7 +320,7 @@ export class GpuModelRunner implements ModelRunner {
           gpu.device.queue.submit([enc.finish()]);
           await staging.mapAsync(MapMode.READ);
           const logits = new Float32Array(staging.getMappedRange().slice(0));
-          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1 };
+          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1, dispatches: this.#ops.dispatches - d0 + this.#attnDispatches };
           return logits;
         } finally {
           staging.destroy();
@@ -332,7 +341,7 @@ export class GpuModelRunner implements ModelRunner {
     const W = this.#w;
     const h = c.hiddenSize;
     const eps = c.rmsNormEps;
-    const { numHeads: H, numKvHeads: Hkv, headDim: D, intermediateSize: I } = c;
+    const { numHeads: H, numKvHeads: Hkv, headDim: D } = c;
     const qkvCols = (H + 2 * Hkv) * D;
     for (const p of W.embedding.parts) {
       if (p.kind === "blocks") {
@@ -345,16 +354,26 @@ export class GpuModelRunner implements ModelRunner {
     if (c.embeddingScale !== 1) ops.scale(pass, { x: { buffer: b.x }, n: T * h, s: c.embeddingScale });
     const positions = { buffer: b.positions };
     const glu = GLU[c.hiddenAct];
-    /** o, or (Gemma) rmsnorm(o) into on: what joins the residual stream. */
-    const sandwich = (norm: GPUBuffer | null): GPUBuffer => {
-      if (norm === null) return b.o;
-      ops.rmsNorm(pass, { x: { buffer: b.o }, weight: { buffer: norm }, out: { buffer: b.on }, rows: T, cols: h, eps });
-      return b.on;
+    /**
+     * x += m · input (+ bias), folded into the projection's write; returns the next
+     * projection's input: x with the norm `next` fused into its load. Gemma's sandwich
+     * (`outNorm`): o = m · input, normed into on, then x += on and xb = next(x) by one
+     * rmsNorm; the next projection reads xb.
+     */
+    const residual = (m: GpuMatrix, bias: GPUBuffer | null, input: LinearInput, outNorm: GPUBuffer | null, next: GPUBuffer): LinearInput => {
+      if (outNorm === null) {
+        encodeLinear(ops, pass, m, { ...input, out: { buffer: b.x }, bias, tokens: T, accumulate: true });
+        return { x: { buffer: b.x }, norm: { weight: next, eps }, scratch: b.xb };
+      }
+      encodeLinear(ops, pass, m, { ...input, out: { buffer: b.o }, bias, tokens: T });
+      ops.rmsNorm(pass, { x: { buffer: b.o }, weight: { buffer: outNorm }, out: { buffer: b.on }, rows: T, cols: h, eps });
+      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: b.on }, weight: { buffer: next }, out: { buffer: b.xb }, rows: T, cols: h, eps });
+      return { x: { buffer: b.xb } };
     };
-    ops.rmsNorm(pass, { x: { buffer: b.x }, weight: { buffer: W.layers[0]!.inputNorm }, out: { buffer: b.xb }, rows: T, cols: h, eps });
+    let input: LinearInput = { x: { buffer: b.x }, norm: { weight: W.layers[0]!.inputNorm, eps }, scratch: b.xb };
     for (let l = 0; l < c.numLayers; l++) {
       const w = W.layers[l]!;
-      encodeLinear(ops, pass, w.qkv, { x: { buffer: b.xb }, out: { buffer: b.qkv }, bias: w.qkvBias, tokens: T });
+      encodeLinear(ops, pass, w.qkv, { ...input, out: { buffer: b.qkv }, bias: w.qkvBias, tokens: T });
       // q and k: in qkv, or (Qwen3) normed per head into qn = [T, H·D | Hkv·D].
       let q = { buffer: b.qkv, offset: 0, tokenStride: qkvCols };
       let k = { buffer: b.qkv, offset: H * D, tokenStride: qkvCols };
@@ -364,12 +383,8 @@ export class GpuModelRunner implements ModelRunner {
         q = { buffer: b.qn, offset: 0, tokenStride: H * D };
         k = { buffer: b.qn, offset: T * H * D, tokenStride: Hkv * D };
       }
+      // RoPE of q (in place) and k (as it is written) fused into the KV append (none on a NoPE layer).
       const cosSin = this.#cosSin[l];
-      if (cosSin) {
-        const rope = { positions, cosSin: { buffer: cosSin }, maxPos: this.maxModelLen, tokens: T, headDim: D, rotaryDim: c.rotaryDim };
-        ops.rope(pass, { ...rope, x: { buffer: q.buffer, offset: q.offset }, tokenStride: q.tokenStride, heads: H });
-        ops.rope(pass, { ...rope, x: { buffer: k.buffer, offset: k.offset }, tokenStride: k.tokenStride, heads: Hkv });
-      }
       const cache = this.#cache[l]!;
       ops.appendKv(pass, {
         k: { buffer: k.buffer, offset: k.offset },
@@ -385,16 +400,15 @@ export class GpuModelRunner implements ModelRunner {
         tokens: T,
         numKvHeads: Hkv,
         headDim: D,
+        ...(cosSin ? { rope: { positions, cosSin: { buffer: cosSin }, maxPos: this.maxModelLen, rotaryDim: c.rotaryDim, q: { x: { buffer: q.buffer, offset: q.offset }, tokenStride: q.tokenStride, heads: H } } } : {}),
       });
-      attn.encode(pass, { q, k: cache.k, v: cache.v, out: b.att, lse: b.lse, window: this.#windows[l] });
-      encodeLinear(ops, pass, w.o, { x: { buffer: b.att }, out: { buffer: b.o }, bias: w.oBias, tokens: T });
-      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: sandwich(w.attnOutNorm) }, weight: { buffer: w.postNorm }, out: { buffer: b.xb }, rows: T, cols: h, eps }); // x += o; xb = rmsnorm(x)
-      encodeLinear(ops, pass, w.gateUp, { x: { buffer: b.xb }, out: { buffer: b.gateUp }, bias: w.gateUpBias, tokens: T });
-      ops[glu](pass, { gate: { buffer: b.gateUp }, up: { buffer: b.gateUp, offset: I }, inStride: 2 * I, out: { buffer: b.act }, n: I, rows: T });
-      encodeLinear(ops, pass, w.down, { x: { buffer: b.act }, out: { buffer: b.o }, bias: w.downBias, tokens: T });
-      // x += o; xb = the next layer's rmsnorm(x) (after the last layer, xb is unused: the head norms the sampled rows).
-      const next = W.layers[l + 1]?.inputNorm ?? W.finalNorm;
-      ops.rmsNorm(pass, { x: { buffer: b.x }, delta: { buffer: sandwich(w.mlpOutNorm) }, weight: { buffer: next }, out: { buffer: b.xb }, rows: T, cols: h, eps });
+      this.#attnDispatches += attn.encode(pass, { q, k: cache.k, v: cache.v, out: b.att, lse: b.lse, window: this.#windows[l] });
+      // x += o (+ Gemma's sandwich norm); the MLP's input: x with post_attention_layernorm fused.
+      const mlp = residual(w.o, w.oBias, { x: { buffer: b.att } }, w.attnOutNorm, w.postNorm);
+      encodeLinear(ops, pass, w.gateUp, { ...mlp, out: { buffer: b.gateUp }, bias: w.gateUpBias, tokens: T });
+      // x += down(act(gate) ⊙ up), the activation fused into the down projection's x load; then the next layer's
+      // input norm (after the last layer: the final norm, fused into the head; Gemma's xb unused).
+      input = residual(w.down, w.downBias, { x: { buffer: b.gateUp }, glu, scratch: b.act }, w.mlpOutNorm, W.layers[l + 1]?.inputNorm ?? W.finalNorm);
     }
   }
 

@@ -1,7 +1,9 @@
 // Conformance of the WGSL decoder kernels (src/gpu/wgsl/decoder-ops.ts)
 // against their float64 twins in src/ops/reference: RMSNorm with the fused
 // residual add (f32, f16 and bf16 weights, strided rows), SwiGLU, RoPE (from
-// the cos/sin cache; 1e-6 relative), KV append (bit-exact codes) and the f32
+// the cos/sin cache; 1e-6 relative), KV append (bit-exact codes), the KV
+// append with RoPE of q and k fused (q and the f32 cache 1e-6 relative, the
+// f16 cache 1e-3: a rounding step of the rotated value), and the f32
 // and q8 GEMV and tiled GEMM (f16 / bf16 / q8 weights, bias, a wider output),
 // the embedding gather, SwiGLU over gate_up rows and the per-head RMSNorm,
 // on awkward sizes (97 columns, 1000 elements, 7 and 33 tokens), outputs
@@ -265,6 +267,52 @@ describe("WebGPU decoder kernels against the float64 references", () => {
     for (const b of [xb, pb, cb]) gpu.pool.release(b);
   });
 
+  gpuTest("KV append with RoPE fused: q rotated in place and k rotated into the cache in one dispatch, qkv rows [T, (H + 2·Hkv)·D], H 3, Hkv 1, D 80, rotary dim 64, f32 and f16 caches, a token skipped by slot −1", async () => {
+    const [tokens, H, hkv, d, rotaryDim, maxPos, numSlots] = [5, 3, 1, 80, 64, 2048, 24];
+    const cols = (H + 2 * hkv) * d;
+    const invFreq = ropeInvFreq({ headDim: d, rotaryDim, theta: 10000 });
+    const positions = [0, 3, 97, 1000, 2047];
+    const slots = [7, -1, 0, 23, 12];
+    const qkv = uniform(tokens * cols, 70, -2, 2);
+    const pick = (off: number, heads: number) => Array.from({ length: tokens * heads * d }, (_, i) => qkv[Math.floor(i / (heads * d)) * cols + off + (i % (heads * d))]!);
+    const qRef = ropeReference(pick(0, H), positions, invFreq, { tokens, heads: H, headDim: d, rotaryDim });
+    const kRef = ropeReference(pick(H * d, hkv), positions, invFreq, { tokens, heads: hkv, headDim: d, rotaryDim });
+    const vIn = pick((H + hkv) * d, hkv);
+    const pb = gpu.upload(new Uint8Array(Int32Array.from(positions).buffer), "positions");
+    const cb = upload(ropeCosSinCache(invFreq, maxPos), "cos/sin");
+    const sb = gpu.upload(new Uint8Array(Int32Array.from(slots).buffer), "slots");
+    for (const dtype of ["f32", "f16"] as const) {
+      const eb = dtype === "f32" ? 4 : 2;
+      const xb = upload(qkv, "qkv");
+      const [ck, cv] = [gpu.upload(new Uint8Array(numSlots * hkv * d * eb).fill(0xab), "cache k"), gpu.upload(new Uint8Array(numSlots * hkv * d * eb).fill(0xab), "cache v")];
+      const got = await run((pass) => ops.appendKv(pass, {
+        k: { buffer: xb, offset: H * d }, v: { buffer: xb, offset: (H + hkv) * d }, tokenStride: cols, slots: { buffer: sb }, cacheK: { buffer: ck }, cacheV: { buffer: cv }, dtype, numSlots, tokens, numKvHeads: hkv, headDim: d,
+        rope: { positions: { buffer: pb }, cosSin: { buffer: cb }, maxPos, rotaryDim, q: { x: { buffer: xb }, tokenStride: cols, heads: H } },
+      }), xb, tokens * cols);
+      const qGot = Array.from({ length: tokens * H * d }, (_, i) => got[Math.floor(i / (H * d)) * cols + (i % (H * d))]!);
+      close(`${dtype}: q rotated in place`, qGot, qRef, (i) => 1e-6 * Math.max(1, Math.abs(qRef[i]!)));
+      for (let t = 0; t < tokens; t++) for (let e = H * d; e < cols; e++) assert.equal(got[t * cols + e], qkv[t * cols + e], "k and v rows are left as they were");
+      const read = async (buf: GPUBuffer) => {
+        const bytes = await gpu.read(buf, numSlots * hkv * d * eb);
+        return dtype === "f32" ? Array.from(new Float32Array(bytes)) : Array.from(new Uint16Array(bytes), (c) => decodeValue("f16", c));
+      };
+      const [kc, vc] = [await read(ck), await read(cv)];
+      const tol = dtype === "f32" ? 1e-6 : 1e-3;
+      slots.forEach((slot, t) => {
+        if (slot < 0) return;
+        for (let e = 0; e < hkv * d; e++) {
+          const [kw, vw] = [kRef[t * hkv * d + e]!, dtype === "f32" ? vIn[t * hkv * d + e]! : decodeValue("f16", encodeValue("f16", vIn[t * hkv * d + e]!))];
+          if (!(Math.abs(kc[slot * hkv * d + e]! - kw) <= tol * Math.max(1, Math.abs(kw)))) assert.fail(`${dtype}: cache K slot ${slot} element ${e} = ${kc[slot * hkv * d + e]}, rotated reference ${kw}`);
+          assert.equal(vc[slot * hkv * d + e], vw, `${dtype}: cache V slot ${slot} element ${e}`);
+        }
+      });
+      const untouched = dtype === "f32" ? new Float32Array(new Uint8Array(4).fill(0xab).buffer)[0]! : decodeValue("f16", 0xabab);
+      for (const slot of [1, 22]) assert.equal(kc[slot * hkv * d], untouched, `slot ${slot} untouched`);
+      for (const b of [xb, ck, cv]) gpu.pool.release(b);
+    }
+    for (const b of [pb, cb, sb]) gpu.pool.release(b);
+  });
+
   gpuTest("KV append into a paged cache: 7 tokens (one skipped by slot −1) into scattered slots, K and V at their own token strides, f32 / f16 / bf16 codes equal the CPU codec's, other slots untouched", async () => {
     const tokens = 7;
     const hkv = 2;
@@ -317,12 +365,13 @@ describe("WebGPU decoder kernels against the float64 references", () => {
   gpuTest("matrix kernels compile on demand: create(gpu, []) has none, recording one unprepared is an error naming it, prepare() adds it, a bad name is an ArgumentError", async () => {
     const bare = await GpuDecoderOps.create(gpu, []);
     const b = gpu.pool.acquire(256, "small");
+    const o = gpu.pool.acquire(256, "small out");
     const enc = gpu.device.createCommandEncoder();
     const pass = enc.beginComputePass();
     try {
       assert.deepEqual(bare.kernels, []);
       assert.deepEqual(ops.kernels, ["embedding", "gemm", "gemm q8", "gemv f32", "gemv q8"]); // create's default
-      const q8 = { x: { buffer: b }, weight: { codes: { buffer: b }, scales: { buffer: b } }, out: { buffer: b }, tokens: 1, rows: 2, cols: 32 };
+      const q8 = { x: { buffer: b }, weight: { codes: { buffer: b }, scales: { buffer: b } }, out: { buffer: o }, tokens: 1, rows: 2, cols: 32 };
       assert.throws(() => bare.gemvQ8(pass, q8), /^Error: the gemv q8 kernel is not compiled: await prepare\(\["gemv q8"\]\) first/);
       await bare.prepare(["gemv q8", "gemv q8"]);
       assert.deepEqual(bare.kernels, ["gemv q8"]);
@@ -333,6 +382,7 @@ describe("WebGPU decoder kernels against the float64 references", () => {
       enc.finish();
       bare.dispose();
       gpu.pool.release(b);
+      gpu.pool.release(o);
     }
   });
 });

@@ -21,11 +21,12 @@
  *            t = e^(−2|y|), and below |y| = 1/16 (where 1 − t cancels) the
  *            series y − y³/3 + 2y⁵/15 − 17y⁷/315, so small logits keep their
  *            relative precision (WGSL's tanh promises only sinh/cosh's)
- *   rope     rotate-half RoPE in place on x [T, heads, headDim] (token
- *            stride free), θ's cos and sin gathered from a cos/sin cache
- *            [maxPos, rotaryDim] built on the CPU (vLLM's cos_sin_cache):
- *            WGSL's sin/cos promise 2⁻¹¹ only inside [−π, π], the table is
- *            exact to f32 at any position, and llama3 scaling is in its θ
+ *   rope     in kv-append.ts (fused with the KV append): rotate-half RoPE
+ *            in place on x [T, heads, headDim] (token stride free), θ's cos
+ *            and sin gathered from a cos/sin cache [maxPos, rotaryDim] built
+ *            on the CPU (vLLM's cos_sin_cache): WGSL's sin/cos promise 2⁻¹¹
+ *            only inside [−π, π], the table is exact to f32 at any position,
+ *            and llama3 scaling is in its θ
  *   gemv     (f32 | f16 | bf16 and q8 weights): in gemv.ts, re-exported here
  *   embed    out[t, :] = W[ids[t], :] decoded (f32 | f16 | bf16 words, or
  *            q8 codes × scales): one invocation per output element; W may
@@ -142,32 +143,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
   let idx = gid.x + gid.y * P.wgX * ${WG}u;
   if (idx >= P.n) { return; }
   x[P.xOff + idx] = f(x[P.xOff + idx]);
-}
-`;
-}
-
-export function ropeWgsl(): string {
-  return `// RoPE (rotate-half) from a cos/sin cache
-struct Params { tokens: u32, heads: u32, headDim: u32, half: u32, xOff: u32, tokenStride: u32, maxPos: u32, wgX: u32 }
-@group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read_write> x: array<f32>;
-@group(0) @binding(2) var<storage, read> positions: array<i32>;
-@group(0) @binding(3) var<storage, read> cosSin: array<f32>;
-@compute @workgroup_size(${WG})
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-  let idx = gid.x + gid.y * P.wgX * ${WG}u;       // one (token, head, i < half) each
-  if (idx >= P.tokens * P.heads * P.half) { return; }
-  let i = idx % P.half;
-  let h = (idx / P.half) % P.heads;
-  let t = idx / (P.half * P.heads);
-  let pos = u32(positions[t]);
-  let c = cosSin[pos * 2u * P.half + i];
-  let s = cosSin[pos * 2u * P.half + P.half + i];
-  let base = P.xOff + t * P.tokenStride + h * P.headDim;
-  let x1 = x[base + i];
-  let x2 = x[base + i + P.half];
-  x[base + i] = x1 * c - x2 * s;
-  x[base + i + P.half] = x2 * c + x1 * s;
 }
 `;
 }

@@ -22,10 +22,12 @@
  * is read from global memory once per 64 tokens, each x element once per 128
  * rows; 64 FLOPs per 48 bytes of workgroup reads (≈ 1.3 FLOP/B, and the xs
  * loads are broadcasts across the 16 invocations of a row of the grid).
- * Out rows are `oStride` apart, as the GEMV's (row-split matrices).
+ * Out rows are `oStride` apart, as the GEMV's (row-split matrices); with
+ * P.accumulate the product is added to out (the residual add, as the GEMVs).
  * Its float64 twin is linearReference (src/ops/reference/linear.ts).
  */
 import { BLOCK_PARAMS } from "./gemv-blocks.js";
+import { GEMV_X_PARAMS } from "./gemv-tiling.js";
 import { kvLoadFn } from "./kv-load.js";
 import { BLOCK_READERS, DEQUANT_VALUE } from "./quant-blocks.js";
 
@@ -35,8 +37,8 @@ export const GEMM_TM = 64;
 export const GEMM_TN = 128;
 const TK = 16;
 
-/** The GEMM's uniform block: the GEMVs' fields (wgsl/decoder-ops.ts) in the same order. */
-const PARAMS = "struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, kvDtype: u32, oStride: u32, bOff: u32, hasBias: u32, blocks: u32 }";
+/** The GEMM's uniform block: the GEMVs' fields (wgsl/gemv.ts) in the same order, 24 words; of the x-load prologue's only `accumulate` (x is read as stored). */
+const PARAMS = `struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, kvDtype: u32, oStride: u32, bOff: u32, hasBias: u32, blocks: u32, pad0: u32, pad1: u32, pad2: u32, pad3: u32, ${GEMV_X_PARAMS} }`;
 
 /** What W is stored as: f32 | f16 | bf16 words, q8 codes and scales, or ggml blocks. */
 export type GemmWeights = "float" | "q8" | "blocks";
@@ -126,7 +128,9 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       if (r < P.rows) {
         var y = acc[2u * i + j / 4u][j % 4u];
         if (P.hasBias != 0u) { y += bias[P.bOff + r]; }
-        o[P.oOff + t * P.oStride + r] = y;
+        let i = P.oOff + t * P.oStride + r;
+        if (P.accumulate != 0u) { y = o[i] + y; }
+        o[i] = y;
       }
     }
   }

@@ -41,15 +41,15 @@
  * ops/reference/block-linear.ts) times x, in linearReference.
  */
 import type { GpuBlockType } from "../quant-blocks.js";
-import { type GemvTiling, X_LOADS, forRows, gemvEntryWgsl, gemvWriteWgsl, reduceRowsWgsl } from "./gemv-tiling.js";
+import { type GemvTiling, GEMV_X_PARAMS, forRows, gemvEntryWgsl, gemvWriteWgsl, reduceRowsWgsl, xLoadsWgsl } from "./gemv-tiling.js";
 import { BLOCK_READERS, BYTE_LANES, GPU_BLOCK } from "./quant-blocks.js";
 
 /** The block GEMV's tile: rows a workgroup, invocations a workgroup. */
 export const GEMV_BLOCK_R = 8;
 const WG = 64;
 
-/** The block kernels' uniform block (GEMV, GEMM, embedding share the first 12 words' meaning with the f32 GEMV): 16 words. */
-export const BLOCK_PARAMS = "struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, blockType: u32, oStride: u32, bOff: u32, hasBias: u32, blocks: u32, blockBytes: u32, blockValues: u32, pad0: u32, pad1: u32 }";
+/** The block GEMV's and GEMM's uniform block (the first 12 words' meaning the f32 GEMV's, then the x-load prologue's, gemv-tiling.ts): 24 words. */
+export const BLOCK_PARAMS = `struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, blockType: u32, oStride: u32, bOff: u32, hasBias: u32, blocks: u32, blockBytes: u32, blockValues: u32, pad0: u32, pad1: u32, ${GEMV_X_PARAMS} }`;
 /** BLOCK_PARAMS with word 14 the GEMV's x-as-vec4 switch. */
 const GEMV_BLOCK_PARAMS = BLOCK_PARAMS.replace("pad0: u32", "xVec: u32");
 
@@ -198,11 +198,12 @@ ${GEMV_BLOCK_PARAMS}
 ${vec ? "@group(0) @binding(3) var<storage, read> qv: array<vec4<u32>>;\n@group(0) @binding(6) var<storage, read> qw: array<u32>;   // unread (BLOCK_READERS name it): not in the layout" : "@group(0) @binding(3) var<storage, read> qw: array<u32>;"}
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read> bias: array<f32>;
+@group(0) @binding(7) var<storage, read> nw: array<f32>;
 ${BLOCK_READERS}
 ${BYTE_LANES}
 ${GROUP_HELPERS}
 ${code}
-${X_LOADS}
+${xLoadsWgsl(tiling)}
 ${reduceRowsWgsl(tiling)}
 ${gemvEntryWgsl(tiling)}
 ${forRows(R, (rr) => `  let o${rr} = r${rr} * P.blocks * ${bytes}u;`)}

@@ -21,7 +21,11 @@
  *              (+ bias) at out[oOff + t · oStride + r]
  *
  * x is read as vec4 (`xv`, the same buffer bound as array<vec4<f32>>) when
- * xOff and cols are multiples of 4 (P.xVec), else as four f32.
+ * xOff, cols and xStride (and a GLU's gate → up offset) are multiples of 4
+ * (P.xVec), else as four f32; every load goes through xLoadsWgsl, which fuses
+ * the RMSNorm before a projection or the gated activation before the down
+ * projection into it (P.xMode), and the write adds into out when P.accumulate
+ * (the residual add).
  */
 
 /** Tokens a workgroup multiplies each weight it loads by. */
@@ -40,19 +44,88 @@ export function forRows(R: number, f: (rr: number) => string): string {
   return Array.from({ length: R }, (_, rr) => f(rr)).join("\n");
 }
 
-/** Bindings-independent helpers: x4 (vec4 of x at token t, columns c … c + 3, all < cols) and x4m (zero past cols). Need P.xOff, P.cols, P.xVec, x, xv. */
-export const X_LOADS = `fn x4(t: u32, c: u32) -> vec4<f32> {
-  let e = P.xOff + t * P.cols + c;
+/**
+ * The x-load prologue's uniform fields, after each GEMV's (and GEMM's) first 16
+ * words: 8 words, so every matrix kernel's block is 24 words.
+ *   xMode       0: x as stored; 1: RMSNorm'd (x · rsqrt(mean(x²) + eps) · nw[aux + c],
+ *               the attention and FFN norms fused into the projections after them);
+ *               2: silu(gate) · up, 3: gelu_tanh(gate) · up (SwiGLU / GeGLU fused into
+ *               the down projection: gate at x's columns, up `aux` elements further on)
+ *   xStride     elements between x's token rows (cols, or 2·I for gate_up)
+ *   aux         mode 1: the norm weight's first element in nw; modes 2, 3: gate → up
+ *   eps         mode 1's epsilon
+ *   accumulate  1: out += the product (the residual add fused: x += o)
+ */
+export const GEMV_X_PARAMS = "xMode: u32, xStride: u32, aux: u32, eps: f32, accumulate: u32, xp0: u32, xp1: u32, xp2: u32";
+
+/** Words of the matrix kernels' uniform block (16 + GEMV_X_PARAMS). */
+export const MATRIX_PARAM_WORDS = 24;
+
+/**
+ * The GEMVs' one x-load path (bindings x, xv, nw, workgroup array red of ≥ WG vec4; P.xOff,
+ * P.cols, P.xVec and GEMV_X_PARAMS): x4(t, c) (vec4 of token t's loaded x at columns
+ * c … c + 3, all < cols), x4m (zero past cols), x1 (one value), and xPrologue, which
+ * mode 1 runs before the loop: the workgroup's nt tokens' sums of squares (every workgroup
+ * recomputes them: hidden is a few thousand floats, read from cache), reduced by
+ * subgroupAdd and one pass over the subgroups' partials (two barriers), or without
+ * subgroups a tree over WG, into xInv. The products are the unfused RMSNorm's ((w · x) · inv) and GLU's.
+ */
+export function xLoadsWgsl({ WG, subgroups }: Omit<GemvTiling, "R">): string {
+  return `var<private> xInv: vec4<f32>;
+var<private> xT0: u32;
+fn xRaw4(e: u32) -> vec4<f32> {
   if (P.xVec != 0u) { return xv[e >> 2u]; }
   return vec4<f32>(x[e], x[e + 1u], x[e + 2u], x[e + 3u]);
 }
+fn gluAct(a: vec4<f32>) -> vec4<f32> {
+  if (P.xMode == 2u) { return a / (1.0 + exp(-a)); }
+  let u2 = a * 1.5957691216057308 * (1.0 + 0.044715 * a * a);
+  return a / (1.0 + exp(clamp(-u2, vec4<f32>(-87.0), vec4<f32>(87.0))));
+}
+fn x4(t: u32, c: u32) -> vec4<f32> {
+  let e = P.xOff + t * P.xStride + c;
+  let a = xRaw4(e);
+  if (P.xMode == 0u) { return a; }
+  if (P.xMode == 1u) { let n = P.aux + c; return vec4<f32>(nw[n], nw[n + 1u], nw[n + 2u], nw[n + 3u]) * a * xInv[t - xT0]; }
+  return gluAct(a) * xRaw4(e + P.aux);
+}
+fn x1(t: u32, c: u32) -> f32 {
+  let e = P.xOff + t * P.xStride + c;
+  let a = x[e];
+  if (P.xMode == 0u) { return a; }
+  if (P.xMode == 1u) { return nw[P.aux + c] * a * xInv[t - xT0]; }
+  return gluAct(vec4<f32>(a)).x * x[e + P.aux];
+}
 fn x4m(t: u32, c: u32) -> vec4<f32> {
   if (c + 4u <= P.cols) { return x4(t, c); }
-  let e = P.xOff + t * P.cols + c;
   var v = vec4<f32>(0.0);
-  for (var i = 0u; i < 4u; i++) { if (c + i < P.cols) { v[i] = x[e + i]; } }
+  for (var i = 0u; i < 4u; i++) { if (c + i < P.cols) { v[i] = x1(t, c + i); } }
   return v;
+}
+fn xPrologue(t0: u32, nt: u32, lid: u32, sgSize: u32) {
+  if (P.xMode != 1u) { return; }
+  xT0 = t0;
+  var ss = vec4<f32>(0.0);
+  for (var t = 0u; t < nt; t++) {
+    let b = P.xOff + (t0 + t) * P.xStride;
+    var s = 0.0;
+    for (var c = lid; c < P.cols; c += ${WG}u) { let v = x[b + c]; s += v * v; }
+    ss[t] = s;
+  }
+${subgroups ? `  red[lid] = subgroupAdd(ss);
+  workgroupBarrier();
+  var total = vec4<f32>(0.0);
+  for (var i = 0u; i < ${WG}u; i += sgSize) { total += red[i]; }
+  xInv = inverseSqrt(total / f32(P.cols) + P.eps);` : `  red[lid] = ss;
+  workgroupBarrier();
+  for (var s = ${WG / 2}u; s > 0u; s >>= 1u) {
+    if (lid < s) { red[lid] += red[lid + s]; }
+    workgroupBarrier();
+  }
+  xInv = inverseSqrt(red[0] / f32(P.cols) + P.eps);`}
+  workgroupBarrier();
 }`;
+}
 
 /** addToken(&acc, t, v): lane t of acc[rr] += v[rr] for the R = 4 rows of the float and q8 GEMVs (selects, so t may be a loop variable without a dynamic register index; a NaN of one token stays in its lane). */
 export const ADD_TOKEN = `fn addToken(acc: ptr<function, array<vec4<f32>, 4>>, t: u32, v: vec4<f32>) {
@@ -99,17 +172,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   let t0 = (item / rowGroups) * ${GEMV_TOKENS}u;
   let nt = min(${GEMV_TOKENS}u, P.tokens - t0);
 ${forRows(R, (rr) => `  let r${rr} = min(rg * ${R}u + ${rr}u, P.rows - 1u);`)}
-  var acc: array<vec4<f32>, ${R}>;`;
+  var acc: array<vec4<f32>, ${R}>;
+  xPrologue(t0, nt, lid, ${subgroups ? "sgSize" : "1u"});`;
 }
 
-/** The end of main: reduce, then invocation rr < R writes its row's outputs (+ bias) into `out` (a binding's name). */
+/** The end of main: reduce, then invocation rr < R writes its row's outputs (+ bias; added to out's value with P.accumulate) into `out` (a binding's name). */
 export function gemvWriteWgsl({ R, subgroups }: GemvTiling, out = "o"): string {
   return `  let total = reduceRows(acc, lid, ${subgroups ? "sgSize" : "1u"});
   let r = rg * ${R}u + lid;
   if (lid < ${R}u && r < P.rows) {
     var b = 0.0;
     if (P.hasBias != 0u) { b = bias[P.bOff + r]; }
-    for (var t = 0u; t < nt; t++) { ${out}[P.oOff + (t0 + t) * P.oStride + r] = total[t] + b; }
+    for (var t = 0u; t < nt; t++) {
+      let i = P.oOff + (t0 + t) * P.oStride + r;
+      var y = total[t] + b;
+      if (P.accumulate != 0u) { y = ${out}[i] + y; }
+      ${out}[i] = y;
+    }
   }
 }`;
 }

@@ -29,15 +29,15 @@
  * decoded weights.
  */
 import { kvLoadFn } from "./kv-load.js";
-import { type GemvTiling, ADD_TOKEN, X_LOADS, forRows, gemvEntryWgsl, gemvWriteWgsl, reduceRowsWgsl } from "./gemv-tiling.js";
+import { type GemvTiling, ADD_TOKEN, GEMV_X_PARAMS, forRows, gemvEntryWgsl, gemvWriteWgsl, reduceRowsWgsl, xLoadsWgsl } from "./gemv-tiling.js";
 import { f16PairToF32 } from "./f16-bits.js";
 
 /** The float and q8 GEMVs' tiles: rows a workgroup, invocations a workgroup. */
 export const GEMV_R = 4;
 export const GEMV_WG = 128;
 
-/** The GEMVs' uniform block: GEMV_PARAMS's 12 words (the GEMM's), then the vector-path switches: 16 words. */
-export const GEMV_TILED_PARAMS = "struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, kvDtype: u32, oStride: u32, bOff: u32, hasBias: u32, blocks: u32, xVec: u32, wVec: u32, wChunk: u32, pad0: u32 }";
+/** The GEMVs' uniform block: GEMV_PARAMS's 12 words (the GEMM's), the vector-path switches, then the x-load prologue's (gemv-tiling.ts GEMV_X_PARAMS): 24 words. */
+export const GEMV_TILED_PARAMS = `struct Params { tokens: u32, rows: u32, cols: u32, xOff: u32, wOff: u32, oOff: u32, wgX: u32, kvDtype: u32, oStride: u32, bOff: u32, hasBias: u32, blocks: u32, xVec: u32, wVec: u32, wChunk: u32, pad0: u32, ${GEMV_X_PARAMS} }`;
 
 /** f32 | f16 | bf16 words of a vec4<u32> chunk → its 4 or 8 values as vec4s. */
 const CHUNK_VALUES: Record<"f32" | "f16" | "bf16", { values: number; lo: (w: string) => string; hi: (w: string) => string }> = {
@@ -73,8 +73,9 @@ ${GEMV_TILED_PARAMS}
 @group(0) @binding(4) var<storage, read> wv: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read_write> o: array<f32>;
 @group(0) @binding(6) var<storage, read> bias: array<f32>;
+@group(0) @binding(7) var<storage, read> nw: array<f32>;
 ${kvLoadFn("loadW", "w")}
-${X_LOADS}
+${xLoadsWgsl(tiling)}
 ${ADD_TOKEN}
 ${reduceRowsWgsl(tiling)}
 ${gemvEntryWgsl(tiling)}
@@ -91,7 +92,7 @@ ${forRows(R, (rr) => `    let b${rr} = P.wChunk + r${rr} * rowChunks;`)}
   } else {
     for (var c = lid; c < P.cols; c += ${GEMV_WG}u) {
 ${forRows(R, (rr) => `      let w${rr} = loadW(P.wOff + r${rr} * P.cols + c);`)}
-      for (var t = 0u; t < nt; t++) { addToken(&acc, t, x[P.xOff + (t0 + t) * P.cols + c] * vec4<f32>(${forRows(R, (rr) => `w${rr}`).split("\n").join(", ")})); }
+      for (var t = 0u; t < nt; t++) { addToken(&acc, t, x1(t0 + t, c) * vec4<f32>(${forRows(R, (rr) => `w${rr}`).split("\n").join(", ")})); }
     }
   }
 ${gemvWriteWgsl(tiling)}
@@ -122,8 +123,9 @@ ${GEMV_TILED_PARAMS}
 @group(0) @binding(4) var<storage, read> scales: array<f32>;
 @group(0) @binding(5) var<storage, read_write> o: array<f32>;
 @group(0) @binding(6) var<storage, read> bias: array<f32>;
+@group(0) @binding(7) var<storage, read> nw: array<f32>;
 ${I8X4}
-${X_LOADS}
+${xLoadsWgsl(tiling)}
 ${ADD_TOKEN}
 ${reduceRowsWgsl(tiling)}
 ${gemvEntryWgsl(tiling)}

@@ -20,16 +20,65 @@
  *   fp8e5m2   likewise
  * WGSL's f32 division is within 2.5 ULP, not correctly rounded as wasm's is:
  * a code may differ by one from the CPU's where x / s lies at a half.
+ *
+ * RoPE fused (P.half = rotaryDim / 2 > 0): K is rotated (rotate-half, cos and
+ * sin from the cos/sin cache [maxPos, 2·half] at the token's position, as
+ * decoder-ops.ts's RoPE did it) as it is read, so the cache holds rotated keys
+ * and the k rows are left as they were; invocations past the append's rotate
+ * q's heads in place (one per (token, head, i < half)), so one dispatch does
+ * RoPE of q and k and the append. Without append (P.flags bit 2 clear) the
+ * kernel is RoPE of q alone. q is in binding `a` (read_write), K and V in `a`
+ * or `b` (P.flags bits 0, 1): WebGPU binds no buffer for writing and reading
+ * at once, and q, k, v of qkv share one buffer (disjoint columns).
  */
 export function kvAppendWgsl(): string {
   return `// KV append
-struct Params { tokens: u32, hkv: u32, d: u32, dtype: u32, kOff: u32, vOff: u32, tokenStride: u32, wgX: u32, vTokenStride: u32, scaleOff: u32, pad1: u32, pad2: u32 }
+struct Params { tokens: u32, hkv: u32, d: u32, dtype: u32, kOff: u32, vOff: u32, tokenStride: u32, wgX: u32, vTokenStride: u32, scaleOff: u32, half: u32, qHeads: u32, qOff: u32, qTokenStride: u32, flags: u32, pad0: u32 }
 @group(0) @binding(0) var<uniform> P: Params;
-@group(0) @binding(1) var<storage, read> newK: array<f32>;
-@group(0) @binding(2) var<storage, read> newV: array<f32>;
+@group(0) @binding(1) var<storage, read_write> a: array<f32>;
+@group(0) @binding(2) var<storage, read> b: array<f32>;
 @group(0) @binding(3) var<storage, read> slots: array<i32>;
 @group(0) @binding(4) var<storage, read_write> cacheK: array<u32>;
 @group(0) @binding(5) var<storage, read_write> cacheV: array<u32>;
+@group(0) @binding(6) var<storage, read> positions: array<i32>;
+@group(0) @binding(7) var<storage, read> cosSin: array<f32>;
+
+fn ld(inA: bool, i: u32) -> f32 {
+  if (inA) { return a[i]; }
+  return b[i];
+}
+
+// Element e of token t's [Hkv, D] row: V as stored, K rotated (when P.half > 0).
+fn src(isV: bool, t: u32, e: u32) -> f32 {
+  if (isV) { return ld((P.flags & 2u) != 0u, P.vOff + t * P.vTokenStride + e); }
+  let kInA = (P.flags & 1u) != 0u;
+  let at = P.kOff + t * P.tokenStride + e;
+  let x = ld(kInA, at);
+  let i = e % P.d;
+  if (i >= 2u * P.half) { return x; }
+  let row = u32(positions[t]) * 2u * P.half;
+  let j = i % P.half;
+  let c = cosSin[row + j];
+  let s = cosSin[row + P.half + j];
+  if (i < P.half) { return x * c - ld(kInA, at + P.half) * s; }
+  return x * c + ld(kInA, at - P.half) * s;
+}
+
+// RoPE of q in place: item = (token, head, i < half).
+fn ropeQ(item: u32) {
+  if (item >= P.tokens * P.qHeads * P.half) { return; }
+  let i = item % P.half;
+  let h = (item / P.half) % P.qHeads;
+  let t = item / (P.half * P.qHeads);
+  let row = u32(positions[t]) * 2u * P.half;
+  let c = cosSin[row + i];
+  let s = cosSin[row + P.half + i];
+  let base = P.qOff + t * P.qTokenStride + h * P.d;
+  let x1 = a[base + i];
+  let x2 = a[base + i + P.half];
+  a[base + i] = x1 * c - x2 * s;
+  a[base + i + P.half] = x2 * c + x1 * s;
+}
 
 fn bf16(x: f32) -> u32 {
   let u = bitcast<u32>(x);
@@ -38,14 +87,11 @@ fn bf16(x: f32) -> u32 {
 }
 
 fn word(isV: bool, t: u32, e: u32) -> u32 {
-  let src = t * select(P.tokenStride, P.vTokenStride, isV) + e;   // e: element within the token's [Hkv, D] row
-  var a: f32;
-  var b: f32;
-  if (isV) { a = newV[P.vOff + src]; } else { a = newK[P.kOff + src]; }
-  if (P.dtype == 0u) { return bitcast<u32>(a); }
-  if (isV) { b = newV[P.vOff + src + 1u]; } else { b = newK[P.kOff + src + 1u]; }
-  if (P.dtype == 1u) { return pack2x16float(vec2<f32>(a, b)); }
-  return bf16(a) | (bf16(b) << 16u);
+  let x0 = src(isV, t, e);   // e: element within the token's [Hkv, D] row
+  if (P.dtype == 0u) { return bitcast<u32>(x0); }
+  let x1 = src(isV, t, e + 1u);
+  if (P.dtype == 1u) { return pack2x16float(vec2<f32>(x0, x1)); }
+  return bf16(x0) | (bf16(x1) << 16u);
 }
 
 // f32 → a small float (E exponent bits, M mantissa bits, bias BIAS), nearest even, saturating:
@@ -67,11 +113,6 @@ fn smallFloat(x: f32, E: u32, M: u32, BIAS: i32, MAXCODE: u32, NANCODE: u32) -> 
   return select(sign | code, sign | MAXCODE, code > MAXCODE);
 }
 
-fn src(isV: bool, i: u32) -> f32 {
-  if (isV) { return newV[P.vOff + i]; }
-  return newK[P.kOff + i];
-}
-
 fn put(isV: bool, i: u32, value: u32) {
   if (isV) { cacheV[i] = value; } else { cacheK[i] = value; }
 }
@@ -90,19 +131,19 @@ fn channelCode(isV: bool, x: f32, c: u32) -> u32 {
 
 // One (token, KV head) row of a 1-byte cache: D / 4 words (and int8's scale).
 fn byteRow(isV: bool, t: u32, h: u32, slot: u32) {
-  let x0 = t * select(P.tokenStride, P.vTokenStride, isV) + h * P.d;
+  let x0 = h * P.d;
   let row = slot * P.hkv + h;
   var s = 0.0;
   if (P.dtype == 3u) {
     var amax = 0.0;
-    for (var i = 0u; i < P.d; i++) { amax = max(amax, abs(src(isV, x0 + i))); }
+    for (var i = 0u; i < P.d; i++) { amax = max(amax, abs(src(isV, t, x0 + i))); }
     s = amax / 127.0;
     put(isV, P.scaleOff + row, bitcast<u32>(s));
   }
   for (var w = 0u; w < P.d / 4u; w++) {
     var packed = 0u;
     for (var k = 0u; k < 4u; k++) {
-      let x = src(isV, x0 + 4u * w + k);
+      let x = src(isV, t, x0 + 4u * w + k);
       var code: u32;
       if (P.dtype == 3u) {
         code = select(0u, bitcast<u32>(i32(clamp(round(x / s), -128.0, 127.0))) & 0xffu, s > 0.0);
@@ -121,10 +162,17 @@ fn byteRow(isV: bool, t: u32, h: u32, slot: u32) {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+  let g = gid.x + gid.y * P.wgX * 64u;
+  // The append's invocations first (none without it), then q's RoPE.
+  let perElem = select(2u, 1u, P.dtype == 0u);    // elements per word (float dtypes)
+  let rows = P.tokens * P.hkv;
+  let appendItems = select(0u, select(2u * rows * P.d / perElem, 2u * rows, P.dtype >= 3u), (P.flags & 4u) != 0u);
+  if (g >= appendItems) {
+    ropeQ(g - appendItems);
+    return;
+  }
   if (P.dtype >= 3u) {
-    let rows = P.tokens * P.hkv;
-    var r = gid.x + gid.y * P.wgX * 64u;
-    if (r >= 2u * rows) { return; }
+    var r = g;
     let isV = r >= rows;
     if (isV) { r -= rows; }
     let slot = slots[r / P.hkv];
@@ -132,11 +180,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     byteRow(isV, r / P.hkv, r % P.hkv, u32(slot));
     return;
   }
-  let perElem = select(2u, 1u, P.dtype == 0u);    // elements per word
   let wordsPerToken = P.hkv * P.d / perElem;
   let total = P.tokens * wordsPerToken;
-  var idx = gid.x + gid.y * P.wgX * 64u;
-  if (idx >= 2u * total) { return; }
+  var idx = g;
   let isV = idx >= total;
   if (isV) { idx -= total; }
   let t = idx / wordsPerToken;
