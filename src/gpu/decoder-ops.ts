@@ -293,7 +293,6 @@ export class GpuDecoderOps {
   readonly #dummyCaches: [GPUBuffer, GPUBuffer];
   /** The matrix kernels compiled so far (create's list, prepare). */
   readonly #matrix: Map<GpuMatrixKernel, GPUComputePipeline>;
-  #dispatches = 0;
   /** #dispatch's [binding, buffer] list, reused (the bind-group cache copies what it keeps). */
   readonly #entries: [number, GPUBuffer][] = [];
 
@@ -350,14 +349,8 @@ export class GpuDecoderOps {
     return p;
   }
 
-  /** Dispatches recorded since create() (the runner reads the difference over a step: GpuModelRunner.lastStep.dispatches). */
-  get dispatches(): number {
-    return this.#dispatches;
-  }
-
   /** Records one dispatch: `params` at binding 0, buffers[i] at binding i + 1 (null: a binding the shader does not declare). */
   #dispatch(pass: GPUComputePassEncoder, pipeline: GPUComputePipeline, params: Uint32Array | ArrayBuffer, buffers: (GPUBuffer | null)[], groups: number | [number, number]): number {
-    this.#dispatches++;
     const bytes = params instanceof Uint32Array ? (params.buffer as ArrayBuffer) : params;
     const entries = this.#entries;
     entries.length = 0;

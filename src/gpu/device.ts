@@ -59,6 +59,7 @@ export class GpuDevice {
   /** The pass and pipeline of the last dispatch() (setPipeline is skipped while they repeat). */
   #lastPass: GPUComputePassEncoder | null = null;
   #lastPipeline: GPUComputePipeline | null = null;
+  #dispatches = 0;
   #lost: GpuError | null = null;
   #destroyed = false;
 
@@ -144,6 +145,12 @@ export class GpuDevice {
     }
     pass.setBindGroup(0, group);
     pass.dispatchWorkgroups(x, y);
+    this.#dispatches++;
+  }
+
+  /** Dispatches recorded through dispatch() since creation (a runner reads the difference over a step: GpuModelRunner.lastStep.dispatches). */
+  get dispatches(): number {
+    return this.#dispatches;
   }
 
   /** Pipelines compiled so far. */

@@ -126,8 +126,6 @@ export class GpuModelRunner implements ModelRunner {
    * on the CPU (`waitMs`), and the compute dispatches it recorded (`dispatches`).
    */
   lastStep: { recordMs: number; waitMs: number; dispatches: number } = { recordMs: 0, waitMs: 0, dispatches: 0 };
-  /** Attention dispatches recorded in the step under way (#encodeLayers). */
-  #attnDispatches = 0;
   readonly #rt: Runtime;
   readonly #ops: GpuDecoderOps;
   readonly #w: GpuDecoderWeights;
@@ -292,17 +290,17 @@ export class GpuModelRunner implements ModelRunner {
         q.writeBuffer(bufs.positions, 0, Int32Array.from(batch.positions));
         q.writeBuffer(bufs.slots, 0, Int32Array.from(batch.slotMapping));
         const t0 = performance.now();
-        const d0 = this.#ops.dispatches;
-        this.#attnDispatches = 0;
+        const d0 = gpu.dispatches;
         const enc = gpu.device.createCommandEncoder({ label: "forward" });
         const pass = enc.beginComputePass();
         this.#encodeLayers(pass, bufs, step, T);
         pass.end();
         if (S === 0) {
           const t1 = performance.now();
+          const dispatches = gpu.dispatches - d0;
           gpu.device.queue.submit([enc.finish()]);
           await gpu.device.queue.onSubmittedWorkDone();
-          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1, dispatches: this.#ops.dispatches - d0 + this.#attnDispatches };
+          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1, dispatches };
           return new Float32Array(0);
         }
         // Only the sampled rows go through the final norm and the head.
@@ -317,10 +315,11 @@ export class GpuModelRunner implements ModelRunner {
         try {
           enc.copyBufferToBuffer(bufs.logits, 0, staging, 0, bytes);
           const t1 = performance.now();
+          const dispatches = gpu.dispatches - d0;
           gpu.device.queue.submit([enc.finish()]);
           await staging.mapAsync(MapMode.READ);
           const logits = new Float32Array(staging.getMappedRange().slice(0));
-          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1, dispatches: this.#ops.dispatches - d0 + this.#attnDispatches };
+          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1, dispatches };
           return logits;
         } finally {
           staging.destroy();
@@ -402,7 +401,7 @@ export class GpuModelRunner implements ModelRunner {
         headDim: D,
         ...(cosSin ? { rope: { positions, cosSin: { buffer: cosSin }, maxPos: this.maxModelLen, rotaryDim: c.rotaryDim, q: { x: { buffer: q.buffer, offset: q.offset }, tokenStride: q.tokenStride, heads: H } } } : {}),
       });
-      this.#attnDispatches += attn.encode(pass, { q, k: cache.k, v: cache.v, out: b.att, lse: b.lse, window: this.#windows[l] });
+      attn.encode(pass, { q, k: cache.k, v: cache.v, out: b.att, lse: b.lse, window: this.#windows[l] });
       // x += o (+ Gemma's sandwich norm); the MLP's input: x with post_attention_layernorm fused.
       const mlp = residual(w.o, w.oBias, { x: { buffer: b.att } }, w.attnOutNorm, w.postNorm);
       encodeLinear(ops, pass, w.gateUp, { ...mlp, out: { buffer: b.gateUp }, bias: w.gateUpBias, tokens: T });

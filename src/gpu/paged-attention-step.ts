@@ -125,8 +125,8 @@ export class PagedAttentionStep {
     return [x, Math.ceil(n / x)];
   }
 
-  /** Records one layer: causal attention of q over the layer's cache, `window` [left, right] or none. Returns the dispatches recorded (1, or 2 with the merge). */
-  encode(pass: GPUComputePassEncoder, a: { q: QuerySource; k: GPUBuffer; v: GPUBuffer; out: GPUBuffer; lse: GPUBuffer; window: [number, number] | undefined }): number {
+  /** Records one layer: causal attention of q over the layer's cache, `window` [left, right] or none. */
+  encode(pass: GPUComputePassEncoder, a: { q: QuerySource; k: GPUBuffer; v: GPUBuffer; out: GPUBuffer; lse: GPUBuffer; window: [number, number] | undefined }): void {
     const { H, Hkv, D, kvDtype, blockSize } = this.#shape;
     const t = this.#tables;
     const [wgX, wgY] = this.#groups(t.nItems);
@@ -153,9 +153,7 @@ export class PagedAttentionStep {
       const size = this.#groups(mergeWorkgroups(rows, D));
       const mg = cache.get(this.#merge, packAttnParams({ ...params, nItems: rows, wgX: size[0] }), [[4, this.#planBuffer], [6, a.out], [7, a.lse]], "merge params");
       this.#gpu.dispatch(pass, this.#merge, mg, ...size);
-      return 2;
     }
-    return 1;
   }
 
   /** Frees the step's plan buffers (after the submission that used them completed; the bind groups stay in the device's cache). */
