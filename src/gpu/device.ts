@@ -55,7 +55,8 @@ export class GpuDevice {
   readonly pool: GpuBufferPool;
   /** Dispatch bind groups (uniform params + buffers) reused across steps: bind-group-cache.ts. */
   readonly bindGroups: BindGroupCache;
-  readonly #pipelines = new Map<string, GPUComputePipeline>();
+  /** WGSL source → its pipeline, in flight or compiled: concurrent requests for one source share one compilation. */
+  readonly #pipelines = new Map<string, Promise<GPUComputePipeline>>();
   /** The pass and pipeline of the last dispatch() (setPipeline is skipped while they repeat). */
   #lastPass: GPUComputePassEncoder | null = null;
   #lastPipeline: GPUComputePipeline | null = null;
@@ -114,20 +115,33 @@ export class GpuDevice {
     if (this.#lost) throw this.#lost;
   }
 
-  /** The compute pipeline for a WGSL source (entry point `main`), compiled once and cached. */
-  async pipeline(code: string, label: string): Promise<GPUComputePipeline> {
-    this.checkAlive();
+  /**
+   * The compute pipeline for a WGSL source (entry point `main`), compiled once
+   * and cached. Requests that arrive while the source compiles wait for that
+   * compilation (two requests of one server, or a model's layers preparing
+   * their kernels together, would otherwise compile it twice); a failed
+   * compilation is dropped from the cache, so a later request tries again.
+   */
+  pipeline(code: string, label: string): Promise<GPUComputePipeline> {
+    try {
+      this.checkAlive();
+    } catch (e) {
+      return Promise.reject(e);
+    }
     const hit = this.#pipelines.get(code);
     if (hit) return hit;
-    const pipeline = await this.scoped(`compiling ${label}`, async () => {
+    const compiled = this.scoped(`compiling ${label}`, async () => {
       const module = this.device.createShaderModule({ code, label });
       const info = await module.getCompilationInfo();
       const errors = info.messages.filter((m) => m.type === "error");
       if (errors.length) throw new GpuError(`WGSL ${label} does not compile: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join("; ")}`);
       return this.device.createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: "main" }, label });
     });
-    this.#pipelines.set(code, pipeline);
-    return pipeline;
+    this.#pipelines.set(code, compiled);
+    compiled.catch(() => {
+      if (this.#pipelines.get(code) === compiled) this.#pipelines.delete(code);
+    });
+    return compiled;
   }
 
   /**
@@ -153,7 +167,7 @@ export class GpuDevice {
     return this.#dispatches;
   }
 
-  /** Pipelines compiled so far. */
+  /** Pipelines compiled or compiling (one per WGSL source). */
   get pipelineCount(): number {
     return this.#pipelines.size;
   }

@@ -98,8 +98,21 @@ describe("GpuDevice on the test adapter", () => {
     gpu.pool.release(again);
   });
 
-  gpuTest("WGSL that does not compile is a GpuError naming the kernel and the line", async (gpu) => {
+  gpuTest("requests for one source while it compiles share its compilation", async (gpu) => {
+    const before = gpu.pipelineCount;
+    const source = COPY.replace("2.0", "3.0");
+    assert.notEqual(source, COPY);
+    const [p1, p2, p3] = await Promise.all([gpu.pipeline(source, "triple"), gpu.pipeline(source, "triple"), gpu.pipeline(source, "triple again")]);
+    assert.equal(p1, p2);
+    assert.equal(p1, p3);
+    assert.equal(gpu.pipelineCount, before + 1);
+  });
+
+  gpuTest("WGSL that does not compile is a GpuError naming the kernel and the line, and is not cached", async (gpu) => {
+    const before = gpu.pipelineCount;
     await assert.rejects(gpu.pipeline("fn main( {", "broken kernel"), (e: Error) => e instanceof GpuError && /broken kernel/.test(e.message) && /1:\d+/.test(e.message));
+    await assert.rejects(gpu.pipeline("fn main( {", "broken again"), (e: Error) => e instanceof GpuError && /broken again/.test(e.message));
+    assert.equal(gpu.pipelineCount, before);
   });
 
   gpuTest("a validation error inside a scope is a GpuError saying what was being done", async (gpu) => {
