@@ -9,6 +9,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Gaps } from "./gap-meter.js";
+import { ownChild } from "./child-processes.js";
 
 export type { Gaps } from "./gap-meter.js";
 
@@ -41,7 +42,7 @@ export class GapMeter {
 
   /** Spawns the meter; resolves once it polls /health and reads a stream of up to `maxTokens` (and, with `structured`, a constrained one too). */
   static async start(url: string, model: string, maxTokens = 30000, options: { structured?: boolean } = {}): Promise<GapMeter> {
-    const proc = spawn(process.execPath, [METER, url, model, String(maxTokens), ...(options.structured === true ? ["structured"] : [])], { stdio: ["pipe", "pipe", "inherit"] });
+    const proc = ownChild(spawn(process.execPath, [METER, url, model, String(maxTokens), ...(options.structured === true ? ["structured"] : [])], { stdio: ["pipe", "pipe", "inherit"] }));
     const meter = new GapMeter(proc);
     const exited = new Promise<never>((_, reject) => proc.once("exit", (code) => reject(new Error(`the gap meter exited (code ${code})`))));
     const line = await Promise.race([meter.#nextLine(), exited]);

@@ -21,6 +21,7 @@ import { ArgumentError, show } from "../src/errors.js";
 import { type ModelRunner, runRequest } from "../src/ops-entry.js";
 import { findLlamaCpp } from "../src/testing/llamacpp.js";
 import { median } from "./harness.js";
+import { ownChild } from "./child-processes.js";
 
 /** bench/.cache at the repository root (gitignored): generated model files and the built harness. */
 export const BENCH_CACHE = fileURLToPath(new URL("../../bench/.cache/", import.meta.url));
@@ -153,7 +154,7 @@ export class LlamaCppBench {
   static async start(harness: LlamaCppHarness, model: string, o: { threads: number; prompt: number; decode: number; gpuLayers?: number; seqs?: number }): Promise<LlamaCppBench> {
     // SEQS only when asked for: a harness built before it (a packed Vulkan one) takes six or seven arguments.
     const seqs = o.seqs === undefined ? [] : [String(o.seqs)];
-    const child = spawn(harness.binary, [model, harness.libDir, String(o.threads), String(o.prompt), String(o.decode), String(o.gpuLayers ?? 0), ...seqs], { stdio: ["pipe", "pipe", "pipe"] });
+    const child = ownChild(spawn(harness.binary, [model, harness.libDir, String(o.threads), String(o.prompt), String(o.decode), String(o.gpuLayers ?? 0), ...seqs], { stdio: ["pipe", "pipe", "pipe"] }));
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));

@@ -16,12 +16,13 @@ import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { defaultModelDir } from "../../src/index.js";
 import type { Row, Suite } from "../harness.js";
+import { ownChild } from "../child-processes.js";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const MODEL = "fairness-bench";
 
 async function startServer(args: string[]): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [CLI, "serve", "--port", "0", "--threads", "1", "--served-model-name", MODEL, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+  const proc = ownChild(spawn(process.execPath, [CLI, "serve", "--port", "0", "--threads", "1", "--served-model-name", MODEL, ...args], { stdio: ["ignore", "ignore", "pipe"] }));
   let stderr = "";
   proc.stderr!.setEncoding("utf8");
   return new Promise((resolve, reject) => {

@@ -48,6 +48,7 @@ import { qwenGgufFile } from "../qwen-gguf-file.js";
 import { type LoadResult, randomPrompts, runLoad } from "../serve-load.js";
 import { type PeerLoad, type ServePeer, peerLoad, ratioOfMedians, startServePeer } from "../serve-peer.js";
 import { writeSyntheticServeDir } from "../synthetic-loader.js";
+import { ownChild } from "../child-processes.js";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const SYNTHETIC_LOADER = new URL("../synthetic-loader.js", import.meta.url).href;
@@ -82,10 +83,12 @@ export interface ServeTarget {
 
 /** A `kvflash serve` child on `kernels` (its own $KVFLASH_KERNELS: flavors run side by side in one bench process). */
 async function startServer(target: ServeTarget, threads: number, kernels: string, log: (line: string) => void): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [...process.execArgv, CLI, "serve", "--port", "0", "--threads", String(threads), "--max-num-seqs", "64", ...target.args], {
-    stdio: ["ignore", "ignore", "pipe"],
-    env: { ...process.env, KVFLASH_KERNELS: kernels },
-  });
+  const proc = ownChild(
+    spawn(process.execPath, [...process.execArgv, CLI, "serve", "--port", "0", "--threads", String(threads), "--max-num-seqs", "64", ...target.args], {
+      stdio: ["ignore", "ignore", "pipe"],
+      env: { ...process.env, KVFLASH_KERNELS: kernels },
+    }),
+  );
   let stderr = "";
   proc.stderr.setEncoding("utf8");
   return new Promise((resolve, reject) => {

@@ -40,6 +40,7 @@ import { GapMeter } from "../gap-watch.js";
 import { HOSTILE_CASES } from "../hostile-cases.js";
 import type { Row, Suite } from "../harness.js";
 import { grammarRows } from "./stall-grammar.js";
+import { ownChild } from "../child-processes.js";
 
 const CLI = fileURLToPath(new URL("../../src/cli/main.js", import.meta.url));
 const MODEL = "stall-bench";
@@ -86,7 +87,7 @@ function post(url: string, path: string, payload: Buffer): Promise<{ status: num
 }
 
 async function startServer(args: string[], log: (line: string) => void): Promise<{ url: string; proc: ChildProcess }> {
-  const proc = spawn(process.execPath, [CLI, "serve", "--port", "0", "--threads", "1", "--served-model-name", MODEL, ...args], { stdio: ["ignore", "ignore", "pipe"] });
+  const proc = ownChild(spawn(process.execPath, [CLI, "serve", "--port", "0", "--threads", "1", "--served-model-name", MODEL, ...args], { stdio: ["ignore", "ignore", "pipe"] }));
   let stderr = "";
   let ready = false;
   proc.stderr!.setEncoding("utf8");
