@@ -130,12 +130,19 @@ export class GpuDevice {
     }
     const hit = this.#pipelines.get(code);
     if (hit) return hit;
-    const compiled = this.scoped(`compiling ${label}`, async () => {
+    const compiled = this.scoped(`compiling ${label}`, () => {
+      // Both calls before the first await, inside the scopes (see scoped()).
       const module = this.device.createShaderModule({ code, label });
-      const info = await module.getCompilationInfo();
-      const errors = info.messages.filter((m) => m.type === "error");
-      if (errors.length) throw new GpuError(`WGSL ${label} does not compile: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join("; ")}`);
-      return this.device.createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: "main" }, label });
+      const info = module.getCompilationInfo();
+      const pipeline = this.device.createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: "main" }, label });
+      return (async () => {
+        const errors = (await info).messages.filter((m) => m.type === "error");
+        if (errors.length) {
+          pipeline.catch(() => {}); // its rejection says less than the compiler's messages
+          throw new GpuError(`WGSL ${label} does not compile: ${errors.map((m) => `${m.lineNum}:${m.linePos} ${m.message}`).join("; ")}`);
+        }
+        return pipeline;
+      })();
     });
     this.#pipelines.set(code, compiled);
     compiled.catch(() => {
@@ -175,6 +182,19 @@ export class GpuDevice {
   /**
    * Runs `fn` inside validation, out-of-memory and internal error scopes;
    * the first error any of them caught becomes a GpuError naming `what`.
+   *
+   * The scopes cover the calls `fn` makes before its first await: they are
+   * pushed, `fn` is called, and they are popped at once, before any other
+   * code can push its own. WebGPU's error scopes are one stack per device, so
+   * scopes held open across an await would interleave with those of another
+   * scoped() call running meanwhile (two requests compiling kernels, a step
+   * and a readback) and one call's error would be reported under the other's
+   * name. A scope still receives the errors of the work its calls queued,
+   * whenever the GPU runs it (popErrorScope resolves after them). GPU calls
+   * after fn's first await are outside the scopes: every user here makes its
+   * calls up front and only awaits their results (mapAsync,
+   * onSubmittedWorkDone, createComputePipelineAsync), which reject by
+   * themselves.
    */
   async scoped<T>(what: string, fn: () => T | Promise<T>): Promise<T> {
     this.checkAlive();
@@ -182,16 +202,25 @@ export class GpuDevice {
     d.pushErrorScope("internal");
     d.pushErrorScope("out-of-memory");
     d.pushErrorScope("validation");
-    let result: T | undefined;
+    let pending: T | Promise<T> | undefined;
     let thrown: unknown;
     try {
-      result = await fn();
+      pending = fn();
     } catch (e) {
       thrown = e;
     }
+    const pops = [d.popErrorScope(), d.popErrorScope(), d.popErrorScope()];
+    let result: T | undefined;
+    if (thrown === undefined) {
+      try {
+        result = await pending;
+      } catch (e) {
+        thrown = e;
+      }
+    }
     let scopes: (GPUError | null)[];
     try {
-      scopes = [await d.popErrorScope(), await d.popErrorScope(), await d.popErrorScope()];
+      scopes = await Promise.all(pops);
     } catch (e) {
       thrown ??= e;
       scopes = [null, null, null];

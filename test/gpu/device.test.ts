@@ -125,6 +125,24 @@ describe("GpuDevice on the test adapter", () => {
     );
   });
 
+  gpuTest("scopes that overlap in time keep their own errors: a fault in one is reported by it, under its name, and not by the other", async (gpu) => {
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    // a: an invalid call, then a wait; b: starts during a's wait, waits longer, makes no call.
+    const a = gpu.scoped("the faulty call", async () => {
+      gpu.device.createBindGroup({ layout: gpu.device.createBindGroupLayout({ entries: [] }), entries: [{ binding: 0, resource: { buffer: gpu.device.createBuffer({ size: 4, usage: 0x80 }) } }] });
+      await pause(30);
+      return "a";
+    });
+    const b = gpu.scoped("the sound call", async () => {
+      await pause(80);
+      return "b";
+    });
+    const [ra, rb] = await Promise.allSettled([a, b]);
+    assert.equal(rb.status, "fulfilled", `the sound call failed: ${rb.status === "rejected" ? (rb.reason as Error).message : ""}`);
+    assert.ok(ra.status === "rejected" && ra.reason instanceof GpuError && /validation error while the faulty call/.test((ra.reason as Error).message), "the faulty call reports its own error");
+    gpu.checkAlive();
+  });
+
   gpuTest("a lost device fails every later call with a GpuError, not a hang", async () => {
     const own = (await GpuDevice.open({ device: "webgpu" }))!;
     own.device.destroy(); // lost from outside, as a driver reset would
