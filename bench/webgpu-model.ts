@@ -14,6 +14,16 @@
  * for the q8 model), and the step's host split: `record_ms` (recording its
  * dispatches) and `wait_ms` (submit to logits on the CPU), and `dispatches` (compute
  * dispatches a step records: GpuModelRunner.lastStep), medians over the steps.
+ *
+ * Where the adapter has timestamp-query, `phase: "decode profile"` rows follow
+ * each decode row: the same decode steps run again with the runner's
+ * `profile` on (src/gpu/step-profiler.ts: each dispatch in a pass of its
+ * own, timed on the GPU), one row a kernel (pipeline label) with its
+ * `dispatches` and `gpu_ms` a step (means over the steps) and `share`, its
+ * fraction of the profiled step's summed kernel time. They split a step's
+ * `wait_ms` into kernels; profiled steps are slower than the measured ones
+ * (a barrier between every two dispatches), so shares, not times, are what
+ * they are for. On a software adapter they are the driver's CPU time.
  */
 import { argmax } from "../src/engine/sampler.js";
 import type { GpuDevice } from "../src/gpu/device.js";
@@ -64,10 +74,41 @@ export async function modelRows(rt: Runtime, gpu: GpuDevice, ceil: GpuCeilings, 
       rows.push({ ...common, phase: "prefill", tokens: prompt, tok_s: g.prefill, cpu_tok_s: c.prefill, over_cpu: g.prefill / c.prefill });
       const gbps = (gpuRunner.weightBytes * g.decode) / 1e9;
       rows.push({ ...common, phase: "decode", tokens: decodeSteps, tok_s: g.decode, cpu_tok_s: c.decode, over_cpu: g.decode / c.decode, record_ms: recordMs, wait_ms: waitMs, dispatches: steps, weight_bytes: gpuRunner.weightBytes, gbps, roofline: gbps / ceil.copy_gbps });
+      if (gpu.features.has("timestamp-query")) rows.push(...(await profileRows(gpuRunner, ids, prompt, decodeSteps, common, log)));
     } finally {
       gpuRunner?.dispose();
       cpu.dispose();
     }
   }
+  return rows;
+}
+
+/** The decode steps of one request again, profiled: per kernel, dispatches and GPU ms a step (means) and its share of the kernels' time. */
+async function profileRows(runner: GpuModelRunner, ids: number[], prompt: number, decodeSteps: number, common: Row, log: (line: string) => void): Promise<Row[]> {
+  const total = new Map<string, { dispatches: number; ms: number }>();
+  let steps = 0;
+  runner.profile = true;
+  try {
+    await runRequest(runner, ids, {
+      maxTokens: 1 + decodeSteps,
+      maxNumBatchedTokens: prompt,
+      pick: (logits) => ({ token: argmax(logits), stop: null }),
+      onStep: (s) => {
+        if (s.tokens === prompt) return;
+        steps++;
+        for (const k of runner.lastStep.kernels ?? []) {
+          const t = total.get(k.kernel) ?? { dispatches: 0, ms: 0 };
+          t.dispatches += k.dispatches;
+          t.ms += k.ms;
+          total.set(k.kernel, t);
+        }
+      },
+    });
+  } finally {
+    runner.profile = false;
+  }
+  const sum = [...total.values()].reduce((a, t) => a + t.ms, 0);
+  const rows = [...total].sort((a, b) => b[1].ms - a[1].ms).map(([kernel, t]): Row => ({ ...common, phase: "decode profile", kernel, dispatches: t.dispatches / steps, gpu_ms: t.ms / steps, share: sum > 0 ? t.ms / sum : 0 }));
+  log(`model ${String(common["weights"])} decode, profiled (GPU ms a step over ${steps} steps, a pass per dispatch): ${rows.map((r) => `${String(r["kernel"])} ×${Number(r["dispatches"]).toFixed(0)} ${Number(r["gpu_ms"]).toFixed(3)} ms`).join("; ")}`);
   return rows;
 }

@@ -1,7 +1,8 @@
 /**
  * GpuDevice: one WebGPU device and what every kernel launch needs from it —
  * limits read from the adapter, the optional features it has (shader-f16,
- * subgroups; each kernel has a path without them), a pipeline cache keyed by
+ * subgroups: each kernel has a path without them; timestamp-query: the step
+ * profiler, step-profiler.ts, needs it), a pipeline cache keyed by
  * WGSL source, a buffer pool, a bind-group cache, error scopes turned into GpuError, and device
  * loss surfaced as a GpuError on every later call. Beside src/runtime (the
  * wasm side); the operators in ./attention.ts dispatch through it.
@@ -32,9 +33,9 @@ export interface GpuDeviceOptions {
   disable?: readonly GpuFeature[];
 }
 
-/** Optional features the kernels use where the adapter has them. */
-export type GpuFeature = "shader-f16" | "subgroups";
-const OPTIONAL_FEATURES: readonly GpuFeature[] = ["shader-f16", "subgroups"];
+/** Optional features the kernels (and the step profiler) use where the adapter has them. */
+export type GpuFeature = "shader-f16" | "subgroups" | "timestamp-query";
+const OPTIONAL_FEATURES: readonly GpuFeature[] = ["shader-f16", "subgroups", "timestamp-query"];
 
 /** The limits the kernels plan with, as the adapter reports them (requested at their maximum). */
 export interface GpuLimits {

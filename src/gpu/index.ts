@@ -12,6 +12,7 @@ export { DEVICE_KINDS, type DeviceKind, type AdapterDescription, describeAdapter
 export { GpuDevice, type GpuDeviceOptions, GpuError, type GpuFeature, type GpuLimits } from "./device.js";
 export { SWIFTSHADER_ICD, WebGpuUnavailableError, loadWebGpu } from "./webgpu-module.js";
 export { GPU_PLAN_SLOTS, gpuFlashAttention, gpuIncreFlashAttention, gpuPagedAttention } from "./attention.js";
-export { GpuModelRunner, type GpuModelRunnerOptions } from "./model-runner.js";
+export { GpuModelRunner, type GpuModelRunnerOptions, type GpuStepStats } from "./model-runner.js";
+export { GpuStepProfiler, type KernelTime } from "./step-profiler.js";
 export type { GpuCacheDtype, GpuKvDtype } from "./wgsl/kv-load.js";
 export { type LoadedGpuModel, loadGpuModel } from "./load-model.js";

@@ -50,6 +50,7 @@ import type { GpuDevice } from "./device.js";
 import { type GpuDecoderWeights, type GpuMatrix, type LinearInput, encodeLinear, matrixKernels, uploadDecoderWeights } from "./gpu-weights.js";
 import type { GluActivation } from "./wgsl/decoder-ops.js";
 import { PagedAttentionStep } from "./paged-attention-step.js";
+import { GpuStepProfiler, type KernelTime } from "./step-profiler.js";
 import { modelLengthLimit } from "../model/max-model-len.js";
 import { GPU_CACHE_DTYPES, type GpuCacheDtype, type GpuInt8Mode, cacheLayout } from "./wgsl/kv-load.js";
 import { BufferUsage, MapMode } from "./constants.js";
@@ -77,6 +78,18 @@ export interface GpuModelRunnerOptions {
   ownDevice?: boolean;
   /** For tests: split weight matrices into buffers of at most this many bytes (default: the adapter's maxStorageBufferBindingSize). */
   maxBindingBytes?: number;
+}
+
+/** What the last forward cost on the host, and with `profile` on, on the GPU kernel by kernel. */
+export interface GpuStepStats {
+  /** Host milliseconds recording the step's passes. */
+  recordMs: number;
+  /** Host milliseconds from submit to the logits on the CPU. */
+  waitMs: number;
+  /** Compute dispatches recorded. */
+  dispatches: number;
+  /** With `profile` on: GPU time by kernel (pipeline label), most first; each dispatch timed in a pass of its own. */
+  kernels?: KernelTime[];
 }
 
 /** The step's activation buffers (pooled), sized for T tokens and S logit rows. */
@@ -125,7 +138,9 @@ export class GpuModelRunner implements ModelRunner {
    * The last forward: host milliseconds recording its passes (`recordMs`) and from submit to the logits
    * on the CPU (`waitMs`), and the compute dispatches it recorded (`dispatches`).
    */
-  lastStep: { recordMs: number; waitMs: number; dispatches: number } = { recordMs: 0, waitMs: 0, dispatches: 0 };
+  lastStep: GpuStepStats = { recordMs: 0, waitMs: 0, dispatches: 0 };
+  /** The per-kernel profiler while `profile` is on (step-profiler.ts). */
+  #profiler: GpuStepProfiler | null = null;
   readonly #rt: Runtime;
   readonly #ops: GpuDecoderOps;
   readonly #w: GpuDecoderWeights;
@@ -264,6 +279,22 @@ export class GpuModelRunner implements ModelRunner {
     };
   }
 
+  /**
+   * Per-kernel GPU time of every later step in `lastStep.kernels` (timestamp
+   * queries, step-profiler.ts; each dispatch then runs in a compute pass of its
+   * own, so a profiled step is slower than an unprofiled one). Setting it true
+   * on an adapter without `timestamp-query` throws an ArgumentError.
+   */
+  get profile(): boolean {
+    return this.#profiler !== null;
+  }
+
+  set profile(on: boolean) {
+    if (this.#busy) throw new Error("GpuModelRunner.profile changed while a forward is running");
+    if (on && this.#profiler === null) this.#profiler = new GpuStepProfiler(this.gpu);
+    else if (!on && this.#profiler !== null) (this.#profiler.destroy(), (this.#profiler = null));
+  }
+
   /** The matrix kernels compiled for these weights (GpuDecoderOps.kernels: one GEMV and GEMM per weight format, the embedding's gather). */
   get kernels(): string[] {
     return this.#ops.kernels;
@@ -292,21 +323,25 @@ export class GpuModelRunner implements ModelRunner {
         const t0 = performance.now();
         const d0 = gpu.dispatches;
         const enc = gpu.device.createCommandEncoder({ label: "forward" });
-        const pass = enc.beginComputePass();
+        const prof = this.#profiler;
+        prof?.begin();
+        const pass = prof ? prof.pass(enc) : enc.beginComputePass();
         this.#encodeLayers(pass, bufs, step, T);
         pass.end();
         if (S === 0) {
           const t1 = performance.now();
           const dispatches = gpu.dispatches - d0;
+          prof?.resolve(enc);
           gpu.device.queue.submit([enc.finish()]);
           await gpu.device.queue.onSubmittedWorkDone();
-          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1, dispatches };
+          const waitMs = performance.now() - t1;
+          this.lastStep = { recordMs: t1 - t0, waitMs, dispatches, ...(prof ? { kernels: await prof.read() } : {}) };
           return new Float32Array(0);
         }
         // Only the sampled rows go through the final norm and the head.
         const h = c.hiddenSize;
         for (let i = 0; i < S; i++) enc.copyBufferToBuffer(bufs.x, batch.logitIndices[i]! * h * 4, bufs.last, i * h * 4, h * 4);
-        const head = enc.beginComputePass();
+        const head = prof ? prof.pass(enc, "lm head") : enc.beginComputePass();
         encodeLinear(this.#ops, head, this.#w.lmHead, { x: { buffer: bufs.last }, norm: { weight: this.#w.finalNorm, eps: c.rmsNormEps }, scratch: bufs.lastN, out: { buffer: bufs.logits }, tokens: S });
         if (c.finalLogitSoftcap > 0) this.#ops.softcap(head, { x: { buffer: bufs.logits }, n: S * c.vocabSize, cap: c.finalLogitSoftcap });
         head.end();
@@ -316,10 +351,12 @@ export class GpuModelRunner implements ModelRunner {
           enc.copyBufferToBuffer(bufs.logits, 0, staging, 0, bytes);
           const t1 = performance.now();
           const dispatches = gpu.dispatches - d0;
+          prof?.resolve(enc);
           gpu.device.queue.submit([enc.finish()]);
           await staging.mapAsync(MapMode.READ);
           const logits = new Float32Array(staging.getMappedRange().slice(0));
-          this.lastStep = { recordMs: t1 - t0, waitMs: performance.now() - t1, dispatches };
+          const waitMs = performance.now() - t1;
+          this.lastStep = { recordMs: t1 - t0, waitMs, dispatches, ...(prof ? { kernels: await prof.read() } : {}) };
           return logits;
         } finally {
           staging.destroy();
@@ -414,6 +451,7 @@ export class GpuModelRunner implements ModelRunner {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
+    this.#profiler?.destroy();
     this.#ops.dispose();
     this.#destroyWeights();
     for (const c of this.#cache) (c.k.destroy(), c.v.destroy());

@@ -22,6 +22,14 @@
 // f32 decoder over the same decoded values (the CPU's native K-quant kernels
 // quantize the activations to Q8_K), same tolerance; its weights take under
 // a fifth of the bytes the f32 expansion took.
+// The per-kernel GPU time of a step (src/gpu/step-profiler.ts, the runner's
+// `profile`; here, where the q8 kernels are compiled already): a profiled
+// runner gives the unprofiled one's logits bit for bit, and every dispatch
+// of each step is in lastStep.kernels (counts summing to lastStep.dispatches,
+// times finite, ≥ 0 and not all 0; a decode step lists the q8 GEMV and the
+// attention). SwiftShader's timestamps are the software driver's CPU time:
+// only the accounting is checked, never a speed. Without timestamp-query,
+// an ArgumentError; begin() forgets a step that failed before read().
 // Each runner compiles only the matrix kernels its weight formats use
 // (GpuModelRunner.kernels): no q8 GEMV/GEMM for f32, bf16 or K-quant weights.
 import assert from "node:assert/strict";
@@ -29,11 +37,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import type { GpuDevice } from "../../src/gpu/index.js";
+import { GpuDevice } from "../../src/gpu/index.js";
 import { GpuModelRunner } from "../../src/gpu/model-runner.js";
+import { GpuStepProfiler } from "../../src/gpu/step-profiler.js";
 import { Engine } from "../../src/engine/engine.js";
 import { createDecoder } from "../../src/model/loader.js";
-import { type Runtime, createRuntime, generate, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
+import { ArgumentError, type Runtime, createRuntime, generate, loadModel, resolveSamplingParams } from "../../src/ops-entry.js";
 import type { KvCacheDType } from "../../src/kv/kv-quant.js";
 import type { WeightFormat } from "../../src/ops/weight.js";
 import { type TinyArch, writeTinyModel } from "../../src/testing/index.js";
@@ -42,6 +51,12 @@ import { openTestGpu } from "./support.js";
 import { assertLogitsClose, f32Twin, runnerSteps } from "./runner-support.js";
 
 const opened = await openTestGpu();
+
+/** A kernel that doubles b in place (the profiler's own test). */
+const DOUBLE = `@group(0) @binding(0) var<storage, read_write> b: array<f32>;
+@compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  if (g.x < arrayLength(&b)) { b[g.x] = 2.0 * b[g.x]; }
+}`;
 const gpuTest = (name: string, fn: () => Promise<void>) => test(name, { skip: opened.skip }, fn);
 
 /** The matrix kernels a runner over these weights compiles: one GEMV and GEMM per format, the embedding's gather. */
@@ -133,6 +148,84 @@ describe("WebGPU ModelRunner against the CPU decoder", () => {
       assert.equal(r.weightFormat, "q6_k, q4_k + q6_k, q4_k"); // head, qkv (V in Q6_K), o and gate_up; down is Q6_K too
       assert.ok(r.weightBytes < 0.2 * f32Bytes, `weights on the GPU: ${r.weightBytes} bytes, the f32 expansion ${f32Bytes}`);
     }, 2));
+
+  gpuTest("a profiled runner computes the same logits and accounts for every dispatch of each step", async () => {
+    assert.ok(gpu.features.has("timestamp-query"), `the test adapter offers timestamp-query (${gpu.describe()})`);
+    const dir = join(root, "profile");
+    writeTinyModel(dir, { arch: "llama", numHeads: 4, numKvHeads: 2, hiddenSize: 64, numLayers: 2 });
+    const blockSize = 4;
+    const loaded = loadModel(rt, dir, { weights: "q8", kvDtype: "f16", blockSize, numBlocks: 64, progress: false });
+    const make = () => GpuModelRunner.create(gpu, rt, { config: loaded.config, weights: loaded.runner.weights, numBlocks: 64, blockSize, kvDtype: "f16" });
+    const [plain, profiled] = [await make(), await make()];
+    try {
+      profiled.profile = true;
+      assert.equal(profiled.profile, true);
+      for (const [i, batch] of runnerSteps(blockSize, loaded.config.vocabSize).entries()) {
+        const want = await plain.forward(batch);
+        const got = await profiled.forward(batch);
+        assert.deepEqual(got, want, `step ${i}: logits`);
+        assert.equal(plain.lastStep.kernels, undefined);
+        const { kernels, dispatches } = profiled.lastStep;
+        assert.ok(kernels, `step ${i}: kernels`);
+        assert.equal(dispatches, plain.lastStep.dispatches, `step ${i}: the same dispatches`);
+        assert.equal(kernels.reduce((n, k) => n + k.dispatches, 0), dispatches, `step ${i}: every dispatch timed`);
+        for (const k of kernels) assert.ok(Number.isFinite(k.ms) && k.ms >= 0 && k.kernel.length > 0, `step ${i}: ${JSON.stringify(k)}`);
+        assert.ok(kernels.some((k) => k.ms > 0), `step ${i}: some time measured`);
+        for (let j = 1; j < kernels.length; j++) assert.ok(kernels[j - 1]!.ms >= kernels[j]!.ms, "most time first");
+        if (i === 1) {
+          // The decode step (one token each of two sequences): the GEMVs and the attention.
+          const names = kernels.map((k) => k.kernel);
+          assert.ok(names.includes("gemv q8"), names.join(", "));
+          assert.ok(names.includes("lm head: gemv q8"), names.join(", "));
+          assert.ok(names.some((n) => /attention/.test(n)), names.join(", "));
+        }
+      }
+      profiled.profile = false;
+      await profiled.forward(runnerSteps(blockSize, loaded.config.vocabSize)[1]!);
+      assert.equal(profiled.lastStep.kernels, undefined, "profile off: no kernels");
+    } finally {
+      plain.dispose();
+      profiled.dispose();
+      loaded.runner.dispose();
+    }
+  });
+
+  gpuTest("begin() forgets a step that failed before read(); the profiler refuses out-of-order calls", async () => {
+    const prof = new GpuStepProfiler(gpu, 4);
+    const pipeline = await gpu.pipeline(DOUBLE, "double in place");
+    const buf = gpu.upload(new Uint8Array(new Float32Array(64).fill(1).buffer), "b");
+    try {
+      const group = gpu.device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: buf } }] });
+      const enc = gpu.device.createCommandEncoder();
+      assert.throws(() => prof.pass(enc), /begin\(\) the step first/);
+      prof.begin();
+      const lost = prof.pass(enc); // a step that records 3 dispatches and then fails
+      for (let i = 0; i < 3; i++) gpu.dispatch(lost, pipeline, group, 1);
+      prof.begin();
+      const pass = prof.pass(enc);
+      for (let i = 0; i < 6; i++) gpu.dispatch(pass, pipeline, group, 1); // 2 past capacity 4
+      pass.end();
+      prof.resolve(enc);
+      gpu.device.queue.submit([enc.finish()]);
+      const kernels = await prof.read();
+      assert.deepEqual(kernels.map((k) => [k.kernel, k.dispatches]), [["double in place", 4]]);
+      assert.equal(prof.untimed, 2);
+      await assert.rejects(prof.read(), /resolve\(\) the step first/);
+    } finally {
+      gpu.pool.release(buf);
+      prof.destroy();
+    }
+  });
+
+  gpuTest("an adapter without timestamp-query: profile = true is an ArgumentError naming the feature", async () => {
+    const bare = (await GpuDevice.open({ device: "webgpu", disable: ["timestamp-query"] }))!;
+    try {
+      assert.equal(bare.features.has("timestamp-query"), false);
+      assert.throws(() => new GpuStepProfiler(bare), (e: Error) => e instanceof ArgumentError && /^profile needs the adapter's timestamp-query feature/.test(e.message));
+    } finally {
+      bare.destroy();
+    }
+  });
 
   gpuTest("a lost device fails the engine's running requests with the loss, and the engine steps on (last: it loses the suite's device)", async () => {
     const dir = join(root, "lost");
