@@ -7,13 +7,16 @@
 // in L1/L2 across the token tiles; q8 also eight at a time, on the relaxed
 // u8 int8-dot mode both halves × four tokens, and relaxed f32 both halves ×
 // three tokens, gemmF32Rows8x3), leftover tokens with the
-// one-half GEMV kernel; q8 sweeps the groups once per block of 64 tokens. All paths do the same arithmetic in the same order per output, so
-// outputs are independent of T, of the batch composition and of the thread
-// count.
+// one-half GEMV kernel; q8 sweeps the groups once per block of 64 tokens,
+// and its 1 to 3 leftover tokens (T = 2, 3: speculative verification, small
+// batches) take both halves at once (gemvQ8x2, gemm-few.ts). All paths do the
+// same arithmetic in the same order per output, so outputs are independent
+// of T, of the batch composition and of the thread count.
 
 import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q8, GROUP, HALF, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
 import { gemmBf16, gemmF32, gemmF32Rows8x3, gemmQ4, gemmQ4Rows8I16, gemmQ8, gemmQ8Rows8I16, gemmQ8Rows8U8, gemmQ8x8 } from "./gemm";
+import { gemmQ8Rows8x2, gemmQ8Rows8x3 } from "./gemm-few";
 import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
 
 @unmanaged class LinearArgs {
@@ -130,6 +133,9 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
           }
         }
       }
+      // q8: the per-half tiles below take whole tiles of 4 or 8 tokens; the
+      // 1–3 left over go to q8Leftovers, both halves at once.
+      const tHalf = format == FMT_Q8 ? tEnd - ((tEnd - t8) & 3) : tEnd;
       for (let h = 0; h < 2; h++) {
         const row0 = g * GROUP + h * HALF;
         if (row0 >= a.rows) break;
@@ -142,13 +148,13 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
         // spill. Baseline q8 prefill: Node 22 1.33×, Node 20 1.26×, Node 24
         // 0.90× (BENCHMARKS.md "linalg"). Same sums, same outputs.
         if (format == FMT_Q8 && RELAXED) {
-          for (; t + 8 <= tEnd; t += 8) {
+          for (; t + 8 <= tHalf; t += 8) {
             gemmQ8x8(w, a.x + <usize>t * xStride, xStride, a.xs + <usize>t * sStride, sStride, a.nb, res);
             const out = a.out + <usize>t * outStride;
             for (let k = 0; k < 8; k++) storeRows(out + <usize>k * outStride, row0, a.rows, v128.load(res + (<usize>k << 4)), a.bias);
           }
         }
-        for (; t + 4 <= tEnd; t += 4) {
+        for (; t + 4 <= tHalf; t += 4) {
           const x = a.x + <usize>t * xStride;
           const xs = a.xs + <usize>t * sStride;
           if (format == FMT_F32) gemmF32(w, x, xStride, a.nb, res);
@@ -161,7 +167,7 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
           storeRows(out + 2 * outStride, row0, a.rows, v128.load(res, 32), a.bias);
           storeRows(out + 3 * outStride, row0, a.rows, v128.load(res, 48), a.bias);
         }
-        for (; t < tEnd; t++) {
+        for (; t < tHalf; t++) {
           const x = a.x + <usize>t * xStride;
           const xs = a.xs + <usize>t * sStride;
           const r = format == FMT_F32 ? gemvF32(w, x, a.nb)
@@ -171,7 +177,26 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
           storeRows(a.out + <usize>t * outStride, row0, a.rows, r, a.bias);
         }
       }
+      if (format == FMT_Q8 && tHalf < tEnd) q8Leftovers(mode, a.w + <usize>g * groupBytes, g * GROUP, tHalf, tEnd - tHalf, a, res);
     }
+  }
+}
+
+/**
+ * q8, tokens [t, t + n) (n = 1, 2 or 3) of row group `g8 / 8` (stream w), both
+ * halves at once: one read of the group's weights where one half per token
+ * read it 2n times (gemvQ8). Same sums, same outputs.
+ */
+@inline function q8Leftovers(mode: i32, w: usize, g8: i32, t: i32, n: i32, a: LinearArgs, res: usize): void {
+  const xStride = <usize>a.xStride, sStride = <usize>a.nb << 2, outStride = <usize>a.outStride;
+  const x = a.x + <usize>t * xStride, xs = a.xs + <usize>t * sStride;
+  if (n == 1) gemvQ8x2(mode, w, x, xs, a.nb, res);
+  else if (n == 2) gemmQ8Rows8x2(mode, w, x, xStride, xs, sStride, a.nb, res);
+  else gemmQ8Rows8x3(mode, w, x, xStride, xs, sStride, a.nb, res);
+  for (let k = 0; k < n; k++) {
+    const out = a.out + <usize>(t + k) * outStride;
+    storeRows(out, g8, a.rows, v128.load(res + (<usize>k << 5)), a.bias);
+    storeRows(out, g8 + HALF, a.rows, v128.load(res + (<usize>k << 5), 16), a.bias);
   }
 }
 

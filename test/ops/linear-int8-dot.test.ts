@@ -148,6 +148,42 @@ for (const format of ["q8", "q4"] as const) describe(`${format} linear on every 
     }
   });
 
+  // Small T (speculative verification's 1 + k tokens, small batches): q8 takes
+  // the tokens the 4- and 8-token tiles leave over both halves at once
+  // (assembly/linalg/gemm-few.ts, gemvQ8x2). rows 21: a last group of 5 rows
+  // (half 1 partial), 19: of 3 (half 1 absent); cols 97: a partial block;
+  // 411 × 1000: big enough that the 2-thread runtimes split the rows.
+  test("T = 2 … 8: each token's output equals its output alone (T = 1), bit for bit, on each mode", () => {
+    const SHAPES: [number, number, boolean][] = [[21, 97, true], [19, 64, false], [411, 1000, true]];
+    for (const rt of [baseline, ...relaxed]) {
+      for (const [rows, cols, withBias] of SHAPES) {
+        const source = rt.tensor("f32", [rows, cols]).set(randn(rows * cols, rows + cols, 0.5));
+        const weight = createWeight(rt, { source, format });
+        const bias = withBias ? rt.tensor("f32", [rows]).set(randn(rows, rows)) : undefined;
+        const x = rt.tensor("f32", [8, cols]).set(randn(8 * cols, cols));
+        const row = (t: number): Tensor => new Tensor(rt.memory, x.ptr + t * cols * 4, "f32", [1, cols]);
+        const alone = Array.from({ length: 8 }, (_, t) => {
+          const one = rt.tensor("f32", [1, rows]).fill(NaN);
+          linear(rt, { x: row(t), weight, out: one, ...(bias ? { bias } : {}) });
+          const got = one.toFloat32();
+          rt.free(one);
+          return got;
+        });
+        for (let T = 2; T <= 8; T++) {
+          const out = rt.tensor("f32", [T, rows]).fill(NaN);
+          linear(rt, { x: new Tensor(rt.memory, x.ptr, "f32", [T, cols]), weight, out, ...(bias ? { bias } : {}) });
+          const batch = out.toFloat32();
+          for (let t = 0; t < T; t++) {
+            assert.deepEqual(batch.subarray(t * rows, (t + 1) * rows), alone[t], `${format} ${rt.kernels} ${rt.int8Dot} [${rows}×${cols}] T=${T} token ${t}`);
+          }
+          rt.free(out);
+        }
+        weight.free();
+        for (const t of [source, x, ...(bias ? [bias] : [])]) rt.free(t);
+      }
+    }
+  });
+
   test("the relaxed flavor's modes give bit-identical outputs", (t) => {
     if (relaxed.length === 0) {
       t.skip("this engine has no relaxed kernels");
