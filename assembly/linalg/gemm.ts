@@ -157,7 +157,7 @@ export function gemmBf16(w: usize, x0: usize, xStride: usize, nb: i32, res: usiz
  * flavor without an 8-row kernel, DOT_I16 on baseline and DOT_I7 on relaxed
  * (linear.ts gives the relaxed u8 and i16 modes' tokens to gemmQ8Rows8U8 /
  * gemmQ8Rows8I16 four at a time, so fewer than 4 reach these tiles, and they
- * go to the GEMV). A compile-time constant: when these tiles were @inline
+ * go to linear.ts q8Leftovers). A compile-time constant: when these tiles were @inline
  * copies per mode in sibling branches, AssemblyScript passed the mode through
  * a local, binaryen folded the identical copies into one loop that tested it
  * at every dot, and the relaxed i16 GEMM ran at 0.59× the baseline's.
@@ -297,7 +297,8 @@ export function gemmQ8Rows8U8(w: usize, x0: usize, xStride: usize, s0: usize, sS
  * steps are gemvQ8's, so outputs stay bit-identical. 8 int sums, 4 prepared
  * weights and 2 splats fit V8 13's registers; V8 12 loads every splat of an
  * iteration ahead of the arithmetic and would spill, so the baseline flavor
- * (Node 20, 22) does not take it.
+ * (Node 20, 22) takes it only for a few tokens (linear.ts FEW_TOKENS), where
+ * it measured faster than the 4-row tiles all the same.
  */
 export function gemmQ8Rows8I16(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;

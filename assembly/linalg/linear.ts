@@ -63,6 +63,9 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
 /** Tokens per sweep of the row groups for q8 (see linear): 64 tokens' codes of a 4864-column row are 311 KB (relaxed) to 622 KB. */
 const Q8_TOKEN_BLOCK: i32 = 64;
 
+/** Up to this many tokens the baseline flavor's q8 takes the 8-row 4-token tiles (gemmQ8Rows8I16; see linear). */
+const FEW_TOKENS: i32 = 16;
+
 /**
  * The same for f32 and bf16 (see linear): 64 tokens of a 1536-column row are
  * 393 KB. Unblocked, every half group re-read all T rows from L3: an
@@ -103,9 +106,13 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
     for (let g = g0; g < g1; g++) {
       // Relaxed q8 (u8 and i16 modes) and q4 (i16): both halves × 4 tokens at
       // once (gemm.ts gemmQ8Rows8U8, gemmQ8Rows8I16, gemmQ4Rows8I16), then per
-      // half the leftovers. The baseline flavor keeps the 4-row tiles: on V8
-      // 11 / 12 the q8 i16 kernel ran prefill at 0.84–1.02× of them (Node 24:
-      // 1.10–1.24×).
+      // half the leftovers. The baseline flavor keeps the 4-row tiles for
+      // prefill: on V8 11 / 12 the q8 i16 kernel ran prefill at 0.84–1.02× of
+      // them (Node 24: 1.10–1.24×). For a few tokens (FEW_TOKENS: decode
+      // batches, speculative verification) it takes the 8-row kernel too: one
+      // layer's q8 projections at T = 4–16 ran in 0.90–0.93× the time on
+      // Node 20, 0.80–0.93× on Node 24 (1 thread, alternated; 0.97–1.00× at
+      // T = 32–64 on Node 20).
       let t8 = t0;
       // Relaxed f32: both halves × 3 tokens (gemm.ts gemmF32Rows8x3), leftovers below.
       if (RELAXED && format == FMT_F32) {
@@ -119,7 +126,8 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
           }
         }
       }
-      if (RELAXED && ((format == FMT_Q8 && (mode == DOT_U8 || mode == DOT_I16)) || (format == FMT_Q4 && mode == DOT_I16))) {
+      const rows8 = RELAXED ? (format == FMT_Q8 && (mode == DOT_U8 || mode == DOT_I16)) || (format == FMT_Q4 && mode == DOT_I16) : format == FMT_Q8 && a.tokens <= FEW_TOKENS;
+      if (rows8) {
         const w = a.w + <usize>g * groupBytes;
         for (; t8 + 4 <= tEnd; t8 += 4) {
           const xt = a.x + <usize>t8 * xStride, st = a.xs + <usize>t8 * sStride;
