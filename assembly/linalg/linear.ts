@@ -9,7 +9,8 @@
 // three tokens, gemmF32Rows8x3), leftover tokens with the
 // one-half GEMV kernel; q8 sweeps the groups once per block of 64 tokens,
 // and its 1 to 3 leftover tokens (T = 2, 3: speculative verification, small
-// batches) take both halves at once (gemvQ8x2, gemm-few.ts). All paths do the
+// batches) take both halves at once (gemvQ8x2, gemm-few.ts), as does a single
+// leftover token on the other formats (their decode GEMVs). All paths do the
 // same arithmetic in the same order per output, so outputs are independent
 // of T, of the batch composition and of the thread count.
 
@@ -141,9 +142,12 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
           }
         }
       }
-      // q8: the per-half tiles below take whole tiles of 4 or 8 tokens; the
-      // 1–3 left over go to q8Leftovers, both halves at once.
-      const tHalf = format == FMT_Q8 ? tEnd - ((tEnd - t8) & 3) : tEnd;
+      // The per-half tiles below take whole tiles of 4 or 8 tokens. What they
+      // leave over goes to `leftovers`, both halves at once: on q8 all 1–3
+      // tokens, on the other formats a single one (their x2 GEMVs; not q4's
+      // u8 codes, which only its GEMM reads), the rest to the one-half GEMVs.
+      const left = (tEnd - t8) & 3;
+      const tHalf = format == FMT_Q8 ? tEnd - left : left == 1 && !(format == FMT_Q4 && mode == DOT_U8) ? tEnd - 1 : tEnd;
       for (let h = 0; h < 2; h++) {
         const row0 = g * GROUP + h * HALF;
         if (row0 >= a.rows) break;
@@ -185,20 +189,24 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
           storeRows(a.out + <usize>t * outStride, row0, a.rows, r, a.bias);
         }
       }
-      if (format == FMT_Q8 && tHalf < tEnd) q8Leftovers(mode, a.w + <usize>g * groupBytes, g * GROUP, tHalf, tEnd - tHalf, a, res);
+      if (tHalf < tEnd) leftovers(format, mode, a.w + <usize>g * groupBytes, g * GROUP, tHalf, tEnd - tHalf, a, res);
     }
   }
 }
 
 /**
- * q8, tokens [t, t + n) (n = 1, 2 or 3) of row group `g8 / 8` (stream w), both
- * halves at once: one read of the group's weights where one half per token
- * read it 2n times (gemvQ8). Same sums, same outputs.
+ * Tokens [t, t + n) of row group `g8 / 8` (stream w), both halves at once:
+ * n = 1 on every format (the decode GEMVs), 2 or 3 on q8 (gemm-few.ts). One
+ * read of the group's weights where one half per token read it 2n times.
+ * Same sums, same outputs.
  */
-@inline function q8Leftovers(mode: i32, w: usize, g8: i32, t: i32, n: i32, a: LinearArgs, res: usize): void {
+@inline function leftovers(format: i32, mode: i32, w: usize, g8: i32, t: i32, n: i32, a: LinearArgs, res: usize): void {
   const xStride = <usize>a.xStride, sStride = <usize>a.nb << 2, outStride = <usize>a.outStride;
   const x = a.x + <usize>t * xStride, xs = a.xs + <usize>t * sStride;
-  if (n == 1) gemvQ8x2(mode, w, x, xs, a.nb, res);
+  if (format == FMT_F32) gemvF32x2(w, x, a.nb, res);
+  else if (format == FMT_BF16) gemvBf16x2(w, x, a.nb, res);
+  else if (format == FMT_Q4) gemvQ4x2(w, x, xs, a.nb, res);
+  else if (n == 1) gemvQ8x2(mode, w, x, xs, a.nb, res);
   else if (n == 2) gemmQ8Rows8x2(mode, w, x, xStride, xs, sStride, a.nb, res);
   else gemmQ8Rows8x3(mode, w, x, xStride, xs, sStride, a.nb, res);
   for (let k = 0; k < n; k++) {

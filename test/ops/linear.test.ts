@@ -118,6 +118,13 @@ describe("linear", () => {
       const os = rt.tensor("f32", [6, rows]).fill(NaN);
       linear(rt, { x: sub, weight, out: os });
       assert.deepEqual(os.toFloat32(), batch.subarray(2 * rows, 8 * rows));
+      // And in batches of 2 … 9 tokens: every count the tiles leave over (1–3 tokens, both halves at once in linear.ts `leftovers`).
+      for (let n = 2; n <= 9; n++) {
+        const on = rt.tensor("f32", [n, rows]).fill(NaN);
+        linear(rt, { x: new Tensor(rt.memory, x.ptr + cols * 4, "f32", [n, cols]), weight, out: on });
+        assert.deepEqual(on.toFloat32(), batch.subarray(rows, (1 + n) * rows), `tokens 1…${n}`);
+        rt.free(on);
+      }
       for (const t of [source, x, all, os]) rt.free(t);
       weight.free();
     });

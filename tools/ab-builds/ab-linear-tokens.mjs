@@ -1,4 +1,4 @@
-// One decoder layer's four q8 projections at Qwen2.5-0.5B's shapes (the
+// One decoder layer's four q8 (or FORMAT) projections at Qwen2.5-0.5B's shapes (the
 // "linear" rows of bench/int8-dot.ts: qkv, o, gate_up, down) for a few
 // tokens T, on two built checkouts in one process, per kernel flavor and
 // int8-dot mode, alternated round by round (order flipping every round).
@@ -8,7 +8,7 @@
 // two builds' outputs (0: bit-identical).
 //
 //   node tools/ab-builds/ab-linear-tokens.mjs DIR1 DIR2      # e.g. a base of main and this checkout
-//   env ROUNDS (default 9), TOKENS (default 1,2,3,4,5,8), THREADS (default 2), REPS (calls per timing, default 1),
+//   env FORMAT (q8, the default; f32, bf16, q4), ROUNDS (default 9), TOKENS (default 1,2,3,4,5,8), THREADS (default 2), REPS (calls per timing, default 1),
 //       MODES (default: baseline, relaxed-i16, relaxed-i7, relaxed-u8 where each exists)
 import { resolve } from "node:path";
 import { loadBuild } from "./load-build.mjs";
@@ -19,6 +19,7 @@ const ROUNDS = Number(process.env.ROUNDS ?? 9);
 const TOKENS = (process.env.TOKENS ?? "1,2,3,4,5,8").split(",").map(Number);
 const THREADS = Number(process.env.THREADS ?? 2);
 const REPS = Number(process.env.REPS ?? 1);
+const FORMAT = process.env.FORMAT ?? "q8";
 const HIDDEN = 896;
 const INTERMEDIATE = 4864;
 const LAYER = [
@@ -58,7 +59,7 @@ for (const [name, opts] of candidates) {
     const rt = await lib.createRuntime({ threads: THREADS, ...opts });
     const weights = LAYER.map(([rows, cols], k) => {
       const src = rt.tensor("f32", [rows, cols]).set(values(rows * cols, 17 + k));
-      const w = lib.createWeight(rt, { source: src, format: "q8" });
+      const w = lib.createWeight(rt, { source: src, format: FORMAT });
       rt.free(src);
       return w;
     });
@@ -67,7 +68,7 @@ for (const [name, opts] of candidates) {
   modes.push({ name, sides });
 }
 const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
-console.log(`ab-linear-tokens: Node ${process.version}, ${THREADS} thread(s), ${ROUNDS} rounds; modes ${modes.map((m) => m.name).join(", ")}`);
+console.log(`ab-linear-tokens: ${FORMAT}, Node ${process.version}, ${THREADS} thread(s), ${ROUNDS} rounds; modes ${modes.map((m) => m.name).join(", ")}`);
 
 for (const m of modes) {
   // Every round times every T on both builds (order flipping), so the cost over T = 1 is a ratio within rounds too.
