@@ -4,7 +4,9 @@
 //                    decode path. The halves are read together as one
 //                    sequential stream and share every activation load.
 //   gemv<F>(w, …):   one half (4 rows; w = the group's stream + h·halfOffset) → f32x4,
-//                    lanes = rows; what gemm.ts uses for leftover tokens.
+//                    lanes = rows; what linear.ts uses for 2–3 leftover tokens
+//                    of f32, bf16 and q4 (q8 takes them both halves at once,
+//                    gemm-few.ts; gemvQ8 is the per-half arithmetic they repeat).
 //
 // Each format accumulates in a fixed order that both variants and the 4-token
 // kernels of gemm.ts repeat exactly, so a token's output does not depend on the

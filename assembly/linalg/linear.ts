@@ -111,9 +111,9 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
       // prefill: on V8 11 / 12 the q8 i16 kernel ran prefill at 0.84–1.02× of
       // them (Node 24: 1.10–1.24×). For a few tokens (FEW_TOKENS: decode
       // batches, speculative verification) it takes the 8-row kernel too: one
-      // layer's q8 projections at T = 4–16 ran in 0.90–0.93× the time on
-      // Node 20, 0.80–0.93× on Node 24 (1 thread, alternated; 0.97–1.00× at
-      // T = 32–64 on Node 20).
+      // layer's q8 projections ran 1.05–1.25× as fast at T = 4–8 on Node 20
+      // and 22, 1.08–1.25× at T = 4–64 on Node 24, and as fast at T = 12–16 on
+      // Node 20 and 22 (0.97–1.04×; T = 32–64 on Node 20: 0.97–1.00×).
       let t8 = t0;
       // Relaxed f32: both halves × 3 tokens (gemm.ts gemmF32Rows8x3), leftovers below.
       if (RELAXED && format == FMT_F32) {
