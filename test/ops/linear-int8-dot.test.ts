@@ -152,24 +152,26 @@ for (const format of ["q8", "q4"] as const) describe(`${format} linear on every 
   // the tokens the 4- and 8-token tiles leave over both halves at once
   // (assembly/linalg/gemm-few.ts, gemvQ8x2). rows 21: a last group of 5 rows
   // (half 1 partial), 19: of 3 (half 1 absent); cols 97: a partial block;
-  // 411 × 1000: big enough that the 2-thread runtimes split the rows.
-  test("T = 2 … 8: each token's output equals its output alone (T = 1), bit for bit, on each mode", () => {
+  // 411 × 1000: big enough that the 2-thread runtimes split the rows. T = 16
+  // and 17 sit either side of linear.ts FEW_TOKENS (the baseline flavor's
+  // 8-row tiles up to 16 tokens, its 4-row tiles above).
+  test("T = 2 … 8, 16, 17: each token's output equals its output alone (T = 1), bit for bit, on each mode", () => {
     const SHAPES: [number, number, boolean][] = [[21, 97, true], [19, 64, false], [411, 1000, true]];
     for (const rt of [baseline, ...relaxed]) {
       for (const [rows, cols, withBias] of SHAPES) {
         const source = rt.tensor("f32", [rows, cols]).set(randn(rows * cols, rows + cols, 0.5));
         const weight = createWeight(rt, { source, format });
         const bias = withBias ? rt.tensor("f32", [rows]).set(randn(rows, rows)) : undefined;
-        const x = rt.tensor("f32", [8, cols]).set(randn(8 * cols, cols));
+        const x = rt.tensor("f32", [17, cols]).set(randn(17 * cols, cols));
         const row = (t: number): Tensor => new Tensor(rt.memory, x.ptr + t * cols * 4, "f32", [1, cols]);
-        const alone = Array.from({ length: 8 }, (_, t) => {
+        const alone = Array.from({ length: 17 }, (_, t) => {
           const one = rt.tensor("f32", [1, rows]).fill(NaN);
           linear(rt, { x: row(t), weight, out: one, ...(bias ? { bias } : {}) });
           const got = one.toFloat32();
           rt.free(one);
           return got;
         });
-        for (let T = 2; T <= 8; T++) {
+        for (const T of [2, 3, 4, 5, 6, 7, 8, 16, 17]) {
           const out = rt.tensor("f32", [T, rows]).fill(NaN);
           linear(rt, { x: new Tensor(rt.memory, x.ptr, "f32", [T, cols]), weight, out, ...(bias ? { bias } : {}) });
           const batch = out.toFloat32();
