@@ -1,5 +1,6 @@
 // q8 GEMM for a few tokens: both halves of a row group (8 rows: w, w + HALF_Q8,
-// layout.ts) × two or three tokens, for every integer dot (flavor.ts DOT_*).
+// layout.ts) × two or three tokens, for every integer dot (flavor.ts DOT_*),
+// and × five tokens in the u8 mode.
 // linear.ts gives them the q8 tokens that the 4- and 8-token tiles leave over
 // (T mod 4 = 2 or 3; 1 goes to gemvQ8x2): T = 2 and 3 are speculative
 // decoding's verification steps (1 + k tokens) and small decode batches,
@@ -118,6 +119,56 @@ import { DOT_U8, dotI8U7, dotI8U8, fmadd, int8Codes } from "../runtime/flavor";
     accumulate(res, 48, unbias(mode, b1, cb), q8Scale(mode, v, s1 + so));
     accumulate(res, 64, unbias(mode, a2, ca), q8Scale(mode, w, s2 + so));
     accumulate(res, 80, unbias(mode, b2, cb), q8Scale(mode, v, s2 + so));
+    w += TILE_Q8;
+  }
+}
+
+/**
+ * u8 mode: both halves × five tokens → res[0..160) f32 as [token][8 rows]: a
+ * 4-token tile and its one leftover token in one pass (T = 5: speculative
+ * verification of 4 drafts). 10 int sums, 2 biases, 2 weights and a splat:
+ * the 15 xmm registers V8 13 allocates. 1.13–1.22× as fast at T = 5 as the
+ * 4-token tile and gemvQ8x2 (Node 24, alternated, load 6).
+ */
+export function gemmQ8Rows8x5U8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const mode = DOT_U8;
+  const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride, x4 = x3 + xStride;
+  const mask = q8RowsMask(), k80 = q8BiasBytes();
+  for (let t: usize = 0; t < 160; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
+    let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0), a4 = i32x4.splat(0), ca = i32x4.splat(0);
+    let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0), b4 = i32x4.splat(0), cb = i32x4.splat(0);
+    for (let j: usize = 0, k = xo; j < 128; j += 16, k += 4) {
+      const va = q8Weight(mode, v128.load(w + j), mask), vb = q8Weight(mode, v128.load(w + HALF_Q8 + j), mask);
+      ca = q8Bias(mode, va, ca, k80);
+      cb = q8Bias(mode, vb, cb, k80);
+      let p = xSplat(x0 + k);
+      a0 = dotI8U8(va, p, a0);
+      b0 = dotI8U8(vb, p, b0);
+      p = xSplat(x1 + k);
+      a1 = dotI8U8(va, p, a1);
+      b1 = dotI8U8(vb, p, b1);
+      p = xSplat(x2 + k);
+      a2 = dotI8U8(va, p, a2);
+      b2 = dotI8U8(vb, p, b2);
+      p = xSplat(x3 + k);
+      a3 = dotI8U8(va, p, a3);
+      b3 = dotI8U8(vb, p, b3);
+      p = xSplat(x4 + k);
+      a4 = dotI8U8(va, p, a4);
+      b4 = dotI8U8(vb, p, b4);
+    }
+    const v = w + HALF_Q8;
+    accumulate(res, 0, i32x4.sub(a0, ca), q8Scale(mode, w, s0 + so));
+    accumulate(res, 16, i32x4.sub(b0, cb), q8Scale(mode, v, s0 + so));
+    accumulate(res, 32, i32x4.sub(a1, ca), q8Scale(mode, w, s0 + sStride + so));
+    accumulate(res, 48, i32x4.sub(b1, cb), q8Scale(mode, v, s0 + sStride + so));
+    accumulate(res, 64, i32x4.sub(a2, ca), q8Scale(mode, w, s0 + 2 * sStride + so));
+    accumulate(res, 80, i32x4.sub(b2, cb), q8Scale(mode, v, s0 + 2 * sStride + so));
+    accumulate(res, 96, i32x4.sub(a3, ca), q8Scale(mode, w, s0 + 3 * sStride + so));
+    accumulate(res, 112, i32x4.sub(b3, cb), q8Scale(mode, v, s0 + 3 * sStride + so));
+    accumulate(res, 128, i32x4.sub(a4, ca), q8Scale(mode, w, s0 + 4 * sStride + so));
+    accumulate(res, 144, i32x4.sub(b4, cb), q8Scale(mode, v, s0 + 4 * sStride + so));
     w += TILE_Q8;
   }
 }

@@ -9,15 +9,16 @@
 // three tokens, gemmF32Rows8x3), leftover tokens with the
 // one-half GEMV kernel; q8 sweeps the groups once per block of 64 tokens,
 // and its 1 to 3 leftover tokens (T = 2, 3: speculative verification, small
-// batches) take both halves at once (gemvQ8x2, gemm-few.ts), as does a single
-// leftover token on the other formats (their decode GEMVs). All paths do the
+// batches) take both halves at once (gemvQ8x2, gemm-few.ts; in the u8 mode a
+// last 4-token tile and its 1 leftover are one 5-token pass), as does a
+// single leftover token on the other formats (their decode GEMVs). All paths do the
 // same arithmetic in the same order per output, so outputs are independent
 // of T, of the batch composition and of the thread count.
 
 import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q8, GROUP, HALF, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
 import { gemmBf16, gemmF32, gemmF32Rows8x3, gemmQ4, gemmQ4Rows8I16, gemmQ8, gemmQ8Rows8I16, gemmQ8Rows8U8, gemmQ8x8 } from "./gemm";
-import { gemmQ8Rows8x2, gemmQ8Rows8x3 } from "./gemm-few";
+import { gemmQ8Rows8x2, gemmQ8Rows8x3, gemmQ8Rows8x5U8 } from "./gemm-few";
 import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
 
 @unmanaged class LinearArgs {
@@ -38,7 +39,7 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
   /** f32 [rows], or 0. */
   bias: usize;
   groupsPerItem: i32;
-  /** Per-thread scratch (≥ 128 bytes each). */
+  /** Per-thread scratch (≥ 160 bytes each: gemmQ8Rows8x5U8's 5 tokens × 8 rows). */
   scratch: usize;
   scratchStride: i32;
   /** q8 / q4: the integer dot the activation codes were prepared for (flavor.ts DOT_I16, DOT_I7, DOT_U8). */
@@ -132,6 +133,17 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
         const w = a.w + <usize>g * groupBytes;
         for (; t8 + 4 <= tEnd; t8 += 4) {
           const xt = a.x + <usize>t8 * xStride, st = a.xs + <usize>t8 * sStride;
+          // u8: the last tile and its one leftover (T = 5: 4 drafts verified) in one pass, 1.13–1.22× as fast as 4 + 1.
+          if (format == FMT_Q8 && mode == DOT_U8 && tEnd - t8 == 5) {
+            gemmQ8Rows8x5U8(w, xt, xStride, st, sStride, a.nb, res);
+            for (let k = 0; k < 5; k++) {
+              const out = a.out + <usize>(t8 + k) * outStride;
+              storeRows(out, g * GROUP, a.rows, v128.load(res + (<usize>k << 5)), a.bias);
+              storeRows(out, g * GROUP + HALF, a.rows, v128.load(res + (<usize>k << 5), 16), a.bias);
+            }
+            t8 += 5;
+            break;
+          }
           if (format == FMT_Q4) gemmQ4Rows8I16(w, xt, xStride, st, sStride, a.nb, res);
           else if (mode == DOT_U8) gemmQ8Rows8U8(w, xt, xStride, st, sStride, a.nb, res);
           else gemmQ8Rows8I16(w, xt, xStride, st, sStride, a.nb, res);

@@ -120,7 +120,8 @@ export function linear(rt: Runtime, options: LinearOptions): void {
   }
 
   const gpi = weight.byteLength * T < INLINE_WORK ? weight.groups : unitsPerItem(weight.groups, weight.byteLength, rt.threads);
-  const scratch = rt.threadScratch(128);
+  // The kernels' per-thread results: up to 5 tokens × 8 rows of f32 (assembly/linalg/gemm-few.ts gemmQ8Rows8x5U8).
+  const scratch = rt.threadScratch(160);
   const args = rt
     .args()
     .ptr(weight.ptr)
