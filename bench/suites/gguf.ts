@@ -27,10 +27,23 @@
  * cpuSummary), and `int8_dot`, kvflash's q8 / q4 integer dot and how its
  * relaxed dot lowers (int8DotSummary: "i16, relaxed dot saturating" on x64
  * without AVX-VNNI).
+ *
+ * The roofline (decode-roofline.ts), on both engines' rows: a decode step
+ * reads every weight once, so `decode_mb_per_token` is the weight bytes each
+ * engine reads per token (kvflash: its loaded matrices,
+ * DecoderWeights.bytesPerToken; llama.cpp: the file's tensors, the embedding
+ * only where it is the LM head), `decode_gbps` those bytes × decode tok/s,
+ * and `decode_roofline` = decode_gbps / `read_gbps`, the 2-thread read
+ * bandwidth measured on this runtime right before and right after the file's
+ * runs (their mean: this VM's bandwidth drifts within minutes, see model.ts),
+ * with the full 512 MiB probe, more than a step reads, even under --quick.
  */
 import { loadavg } from "node:os";
+import { readGgufHeader } from "../../src/sources/gguf/reader.js";
 import { type Runtime, createRuntime, loadModel } from "../../src/ops-entry.js";
 import type { GgufQuantMix } from "../../src/model/gguf/convert.js";
+import { measureReadBandwidth } from "../ceilings.js";
+import { decodeRoofline, ggufDecodeBytes } from "../decode-roofline.js";
 import { type Row, type Suite, cpuSummary, int8DotSummary } from "../harness.js";
 import { BENCH_CACHE, LlamaCppBench, alternateRuns, benchRuns, buildLlamaCppHarness, decodeMs, kvflashRun } from "../llamacpp-harness.js";
 import { qwenGgufFile, qwenGgufTypes } from "../qwen-gguf-file.js";
@@ -70,13 +83,17 @@ export const gguf: Suite = {
           await run(warm);
           await cpp.run(warm);
           const loadBefore = loadavg()[0]!;
+          const readBefore = measureReadBandwidth(r, false, false).allThreads;
           const { kvflash: k, llamacpp: c } = await alternateRuns(run, cpp, { reps, prompt, decode }, (rep, kr, cr) =>
             log(`${mix} run ${rep + 1}: prefill ${kr.prefillMs.toFixed(0)} ms kvflash, ${cr.prefillMs.toFixed(0)} ms llama.cpp; decode ${decodeMs(kr).toFixed(0)} ms kvflash, ${decodeMs(cr).toFixed(0)} ms llama.cpp`),
           );
+          const readAfter = measureReadBandwidth(r, false, false).allThreads;
+          const readGbps = (readBefore + readAfter) / 2;
+          log(`${mix}: read bandwidth ${readBefore.toFixed(1)} GB/s before, ${readAfter.toFixed(1)} after`);
           const load = (loadBefore + loadavg()[0]!) / 2;
           const common = { cpu: cpuSummary(), int8_dot: int8DotSummary(r), quant: mix, threads: THREADS, prompt_tokens: prompt, decode_tokens: decode, runs: reps, file_types: typeCounts(mix), load_avg: load };
-          rows.push({ engine: "kvflash", ...common, weights: km.runner.weights.format, prefill_tok_s: k.prefill, decode_tok_s: k.decode, kvflash_over_llamacpp: k.decode / c.decode, kvflash_over_llamacpp_prefill: k.prefill / c.prefill });
-          rows.push({ engine: "llama.cpp", ...common, weights: `native (node-llama-cpp ${harness.version}, flash_attn ${cpp.flashAttn})`, prefill_tok_s: c.prefill, decode_tok_s: c.decode, kvflash_over_llamacpp: null, kvflash_over_llamacpp_prefill: null });
+          rows.push({ engine: "kvflash", ...common, weights: km.runner.weights.format, prefill_tok_s: k.prefill, decode_tok_s: k.decode, kvflash_over_llamacpp: k.decode / c.decode, kvflash_over_llamacpp_prefill: k.prefill / c.prefill, ...decodeRoofline({ bytesPerToken: km.runner.weights.bytesPerToken, decodeTokS: k.decode, readGbps }) });
+          rows.push({ engine: "llama.cpp", ...common, weights: `native (node-llama-cpp ${harness.version}, flash_attn ${cpp.flashAttn})`, prefill_tok_s: c.prefill, decode_tok_s: c.decode, kvflash_over_llamacpp: null, kvflash_over_llamacpp_prefill: null, ...decodeRoofline({ bytesPerToken: ggufDecodeBytes(readGgufHeader(file).tensors), decodeTokS: c.decode, readGbps }) });
         } finally {
           await cpp.close();
           km.runner.dispose();
