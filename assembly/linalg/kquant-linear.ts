@@ -1,7 +1,7 @@
 // out[T, rows] = x[T, cols] · Wᵀ (+ bias) for native K-quant weights
 // (kquant-layout.ts), the K-quant counterpart of linear.ts, partitioned the
-// same way: a work item is a run of `quadsPerItem` quads (4 rows each), all
-// tokens. Tokens go four at a time through gemm<F> (the quad's tiles stay in
+// same way: work item i is quads [itemStarts[i], itemStarts[i + 1]) (4 rows
+// each), all tokens. Tokens go four at a time through gemm<F> (the quad's tiles stay in
 // L1/L2 across the token tiles), the rest (and decode, T = 1) one at a time
 // through gemv<F>; both do the same float steps per output (kquant-dot.ts),
 // so outputs are independent of T, the batch and the thread count.
@@ -26,7 +26,8 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
   outStride: i32;
   /** f32 [rows], or 0. */
   bias: usize;
-  quadsPerItem: i32;
+  /** i32 [items + 1]: the first quad of each work item, then `quads`. */
+  itemStarts: usize;
   /** Per-thread scratch (≥ 128 bytes each). */
   scratch: usize;
   scratchStride: i32;
@@ -51,8 +52,8 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
 
 @inline function kquantLinear(format: i32, item: i32, tid: i32, args: usize): void {
   const a = changetype<KquantLinearArgs>(args);
-  const q0 = item * a.quadsPerItem;
-  const q1 = min(a.quads, q0 + a.quadsPerItem);
+  const q0 = load<i32>(a.itemStarts + (<usize>item << 2));
+  const q1 = load<i32>(a.itemStarts + (<usize>item << 2), 4);
   const quadBytes = <usize>a.nsb * <usize>kquantTileBytes(format);
   const res = a.scratch + <usize>tid * <usize>a.scratchStride;
   const xStride = (<usize>a.nsb * QK_K) << XSHIFT, dStride = <usize>a.nsb << 2, sStride = <usize>a.nsb << 6;

@@ -1,6 +1,7 @@
 // out[T, rows] = x[T, cols] · Wᵀ (+ bias), W packed as in layout.ts.
 //
-// Work item = a run of `groupsPerItem` row groups (8 rows each), all tokens.
+// Work item i = row groups [itemStarts[i], itemStarts[i + 1]) (8 rows each),
+// all tokens; the runs shrink along the items (src/ops/partition.ts).
 // T = 1 (decode): GEMV over each group's tile stream, both halves at once.
 // T > 1 (prefill, batched decode): for each half of each group, tokens four at
 // a time with the register-blocked kernels of gemm.ts (the group's tiles stay
@@ -38,7 +39,8 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
   outStride: i32;
   /** f32 [rows], or 0. */
   bias: usize;
-  groupsPerItem: i32;
+  /** i32 [items + 1]: the first row group of each work item, then `groups`. */
+  itemStarts: usize;
   /** Per-thread scratch (≥ 160 bytes each: gemmQ8Rows8x5U8's 5 tokens × 8 rows). */
   scratch: usize;
   scratchStride: i32;
@@ -78,8 +80,8 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
 
 @inline function linear(format: i32, mode: i32, item: i32, tid: i32, args: usize): void {
   const a = changetype<LinearArgs>(args);
-  const g0 = item * a.groupsPerItem;
-  const g1 = min(a.groups, g0 + a.groupsPerItem);
+  const g0 = load<i32>(a.itemStarts + (<usize>item << 2));
+  const g1 = load<i32>(a.itemStarts + (<usize>item << 2), 4);
   const groupBytes = <usize>a.nb * <usize>tileBytes(format);
   const hb = <usize>halfOffset(format);
   const res = a.scratch + <usize>tid * <usize>a.scratchStride;

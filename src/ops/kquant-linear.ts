@@ -16,7 +16,7 @@ import type { Runtime } from "../runtime/runtime.js";
 import { Tensor } from "../tensor/tensor.js";
 import type { MatrixView } from "./check.js";
 import { KQUANT_BLOCK, KQUANT_ROW_GROUP, type Weight, WeightStack } from "./weight.js";
-import { unitsPerItem } from "./partition.js";
+import { workItems } from "./partition.js";
 import { opsWorkspace } from "./workspace.js";
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
@@ -33,10 +33,11 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
   rt.parallelFor("task_act_quantize_q8k", T, rt.args().ptr(x.tensor.ptr).i32(x.rowStride * 4).i32(nsb).ptr(ws).ptr(xd).ptr(xsum).end());
 
   const quads = Math.ceil(weight.rows / KQUANT_ROW_GROUP);
-  const qpi = unitsPerItem(quads, weight.byteLength, rt.threads);
+  const items = workItems(quads, weight.byteLength, rt.threads);
   const scratch = rt.threadScratch(128);
-  const args = rt
-    .args()
+  const writer = rt.args();
+  const starts = writer.i32Array(items);
+  const args = writer
     .ptr(weight.ptr)
     .i32(nsb)
     .i32(quads)
@@ -48,13 +49,13 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
     .ptr(out.tensor.ptr)
     .i32(out.rowStride * 4)
     .ptr(bias)
-    .i32(qpi)
+    .ptr(starts)
     .ptr(scratch.ptr)
     .i32(scratch.stride)
     // Q2_K … Q6_K sum their dots in int16 pairs where the relaxed dot is pmaddubsw (kquant-dot.ts gemvQ4KPairs): the same exact sums.
     .i32(rt.kquantPairs ? 1 : 0)
     .end();
-  rt.parallelFor(`task_linear_${weight.format}`, Math.ceil(quads / qpi), args);
+  rt.parallelFor(`task_linear_${weight.format}`, items.length - 1, args);
 }
 
 /** The slice of columns [c0, c0 + n) of every row of a [.., cols] f32 tensor (out or bias), as a tensor. */

@@ -17,7 +17,7 @@ import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { asMatrix, checkDistinctRows, checkNoOverlap, checkTensor, checkTensorDType } from "./check.js";
 import { eachStackPart, kquantLinear } from "./kquant-linear.js";
-import { unitsPerItem } from "./partition.js";
+import { workItems } from "./partition.js";
 import { WEIGHT_BLOCK, type Weight, WeightStack, checkWeight, isKquantFormat } from "./weight.js";
 import { opsWorkspace } from "./workspace.js";
 
@@ -119,11 +119,12 @@ export function linear(rt: Runtime, options: LinearOptions): void {
     xStride = padded * 4;
   }
 
-  const gpi = weight.byteLength * T < INLINE_WORK ? weight.groups : unitsPerItem(weight.groups, weight.byteLength, rt.threads);
+  const items = weight.byteLength * T < INLINE_WORK ? Int32Array.of(0, weight.groups) : workItems(weight.groups, weight.byteLength, rt.threads);
   // The kernels' per-thread results: up to 5 tokens × 8 rows of f32 (assembly/linalg/gemm-few.ts gemmQ8Rows8x5U8).
   const scratch = rt.threadScratch(160);
-  const args = rt
-    .args()
+  const writer = rt.args();
+  const starts = writer.i32Array(items);
+  const args = writer
     .ptr(weight.ptr)
     .i32(nb)
     .i32(weight.groups)
@@ -135,10 +136,10 @@ export function linear(rt: Runtime, options: LinearOptions): void {
     .ptr(out.ptr)
     .i32(om.rowStride * 4)
     .ptr(bias)
-    .i32(gpi)
+    .ptr(starts)
     .ptr(scratch.ptr)
     .i32(scratch.stride)
     .i32(dot)
     .end();
-  rt.parallelFor(`task_linear_${weight.format}`, Math.ceil(weight.groups / gpi), args);
+  rt.parallelFor(`task_linear_${weight.format}`, items.length - 1, args);
 }

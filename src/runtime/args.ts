@@ -6,6 +6,11 @@
  *
  *   TS:  rt.args().ptr(q).i32(n).f32(scale).end()
  *   AS:  @unmanaged class Args { q: usize; n: i32; scale: f32 }
+ *
+ * A small table the kernel indexes (a linear's work items, ops/partition.ts)
+ * goes in the same buffer, from its far end down, before the struct names it:
+ *
+ *   const a = rt.args(); const starts = a.i32Array(table); a.ptr(w).ptr(starts)…end()
  */
 import { ArgumentError } from "../errors.js";
 
@@ -14,6 +19,8 @@ export class ArgsWriter {
   readonly #view: DataView;
   readonly #base: number;
   #offset = 0;
+  /** Arrays (i32Array) fill the buffer from CAPACITY down to here. */
+  #top = ArgsWriter.CAPACITY;
 
   constructor(memory: WebAssembly.Memory, base: number) {
     this.#view = new DataView(memory.buffer, base, ArgsWriter.CAPACITY);
@@ -23,13 +30,14 @@ export class ArgsWriter {
   /** Starts a new struct at the base (the runtime keeps one writer and restarts it per launch). */
   reset(): this {
     this.#offset = 0;
+    this.#top = ArgsWriter.CAPACITY;
     return this;
   }
 
   #slot(bytes: number): number {
     this.#offset = Math.ceil(this.#offset / bytes) * bytes;
     const at = this.#offset;
-    if (at + bytes > ArgsWriter.CAPACITY) throw new ArgumentError("args", `overflow the ${ArgsWriter.CAPACITY}-byte argument buffer`);
+    if (at + bytes > this.#top) throw new ArgumentError("args", `overflow the ${ArgsWriter.CAPACITY}-byte argument buffer`);
     this.#offset += bytes;
     return at;
   }
@@ -53,6 +61,18 @@ export class ArgsWriter {
   f64(v: number): this {
     this.#view.setFloat64(this.#slot(8), v, true);
     return this;
+  }
+
+  /**
+   * Writes `values` (i32) at the far end of the buffer, below any array
+   * written since reset(), and returns their address for a `.ptr()` field.
+   */
+  i32Array(values: Int32Array): number {
+    const top = this.#top - values.length * 4;
+    if (top < this.#offset) throw new ArgumentError("args", `overflow the ${ArgsWriter.CAPACITY}-byte argument buffer (an array of ${values.length} i32)`);
+    for (let i = 0; i < values.length; i++) this.#view.setInt32(top + 4 * i, values[i]!, true);
+    this.#top = top;
+    return this.#base + top;
   }
 
   /** Address of the struct. */
