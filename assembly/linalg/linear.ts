@@ -2,7 +2,8 @@
 //
 // Work item i = row groups [itemStarts[i], itemStarts[i + 1]) (8 rows each),
 // all tokens; the runs shrink along the items (src/ops/partition.ts).
-// T = 1 (decode): GEMV over each group's tile stream, both halves at once.
+// T = 1 (decode): GEMV over each group's tile stream, both halves at once, one
+// load a page two pages ahead (TOUCH_AHEAD).
 // T > 1 (prefill, batched decode): for each half of each group, tokens four at
 // a time with the register-blocked kernels of gemm.ts (the group's tiles stay
 // in L1/L2 across the token tiles; q8 also eight at a time, on the relaxed
@@ -64,6 +65,20 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
   }
 }
 
+/**
+ * GEMV (T = 1) software prefetch: one load TOUCH_AHEAD bytes ahead per
+ * PAGE_BYTES of weights read. wasm has no prefetch instruction, and hardware
+ * prefetchers stop at 4 KiB page boundaries; on a VM with 4 KiB pages under
+ * nested paging (this one: THP madvise-only, and V8 does not ask) each new
+ * page of the stream then starts with a demand miss and a two-level page
+ * walk. A load two pages ahead starts both early. Only one load a page, not
+ * one a tile: a load that misses blocks retirement, and per-tile touches
+ * (512 / 2048 bytes ahead) made decode 1.06× / 1.34× slower, where this made
+ * it 0.97× (BENCHMARKS.md "gguf", 2026-11-27). Results are untouched.
+ */
+const PAGE_BYTES: usize = 4096;
+const TOUCH_AHEAD: usize = 8192;
+
 /** Tokens per sweep of the row groups for q8 (see linear): 64 tokens' codes of a 4864-column row are 311 KB (relaxed) to 622 KB. */
 const Q8_TOKEN_BLOCK: i32 = 64;
 
@@ -89,8 +104,12 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
   const sStride = <usize>a.nb << 2;
   const outStride = <usize>a.outStride;
   if (a.tokens == 1) {
+    // The weight stream's pages, touched TOUCH_AHEAD bytes ahead (see PAGE_BYTES).
+    const last = a.w + <usize>a.groups * groupBytes - 4;
+    let sink = 0;
     for (let g = g0; g < g1; g++) {
       const w = a.w + <usize>g * groupBytes;
+      for (let o: usize = 0; o < groupBytes; o += PAGE_BYTES) sink ^= load<i32>(min(w + TOUCH_AHEAD + o, last));
       if (format == FMT_F32) gemvF32x2(w, a.x, a.nb, res);
       else if (format == FMT_BF16) gemvBf16x2(w, a.x, a.nb, res);
       else if (format == FMT_Q8) gemvQ8x2(mode, w, a.x, a.xs, a.nb, res);
@@ -98,6 +117,7 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
       storeRows(a.out, g * GROUP, a.rows, v128.load(res), a.bias);
       storeRows(a.out, g * GROUP + HALF, a.rows, v128.load(res, 16), a.bias);
     }
+    store<i32>(res, sink, 64); // keeps the touches (scratch past the 8 results)
     return;
   }
   // q8: tokens in blocks of Q8_TOKEN_BLOCK, each swept over the item's row
