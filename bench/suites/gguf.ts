@@ -34,8 +34,9 @@
  * DecoderWeights.bytesPerToken; llama.cpp: the file's tensors, the embedding
  * only where it is the LM head), `decode_gbps` those bytes × decode tok/s,
  * and `decode_roofline` = decode_gbps / `read_gbps`, the 2-thread read
- * bandwidth measured on this runtime right before and right after the file's
- * runs (their mean: this VM's bandwidth drifts within minutes, see model.ts),
+ * bandwidth measured on this runtime before the file's runs and after each
+ * pair of them (the median: this VM's bandwidth drifts within minutes, see
+ * model.ts, and one probe can fall in a neighbour's burst the runs missed),
  * with the full 512 MiB probe, more than a step reads, even under --quick.
  */
 import { loadavg } from "node:os";
@@ -44,7 +45,7 @@ import { type Runtime, createRuntime, loadModel } from "../../src/ops-entry.js";
 import type { GgufQuantMix } from "../../src/model/gguf/convert.js";
 import { measureReadBandwidth } from "../ceilings.js";
 import { decodeRoofline, ggufDecodeBytes } from "../decode-roofline.js";
-import { type Row, type Suite, cpuSummary, int8DotSummary } from "../harness.js";
+import { type Row, type Suite, cpuSummary, int8DotSummary, median } from "../harness.js";
 import { BENCH_CACHE, LlamaCppBench, alternateRuns, benchRuns, buildLlamaCppHarness, decodeMs, kvflashRun } from "../llamacpp-harness.js";
 import { qwenGgufFile, qwenGgufTypes } from "../qwen-gguf-file.js";
 
@@ -83,13 +84,13 @@ export const gguf: Suite = {
           await run(warm);
           await cpp.run(warm);
           const loadBefore = loadavg()[0]!;
-          const readBefore = measureReadBandwidth(r, false, false).allThreads;
-          const { kvflash: k, llamacpp: c } = await alternateRuns(run, cpp, { reps, prompt, decode }, (rep, kr, cr) =>
-            log(`${mix} run ${rep + 1}: prefill ${kr.prefillMs.toFixed(0)} ms kvflash, ${cr.prefillMs.toFixed(0)} ms llama.cpp; decode ${decodeMs(kr).toFixed(0)} ms kvflash, ${decodeMs(cr).toFixed(0)} ms llama.cpp`),
-          );
-          const readAfter = measureReadBandwidth(r, false, false).allThreads;
-          const readGbps = (readBefore + readAfter) / 2;
-          log(`${mix}: read bandwidth ${readBefore.toFixed(1)} GB/s before, ${readAfter.toFixed(1)} after`);
+          const reads = [measureReadBandwidth(r, false, false).allThreads];
+          const { kvflash: k, llamacpp: c } = await alternateRuns(run, cpp, { reps, prompt, decode }, (rep, kr, cr) => {
+            log(`${mix} run ${rep + 1}: prefill ${kr.prefillMs.toFixed(0)} ms kvflash, ${cr.prefillMs.toFixed(0)} ms llama.cpp; decode ${decodeMs(kr).toFixed(0)} ms kvflash, ${decodeMs(cr).toFixed(0)} ms llama.cpp`);
+            reads.push(measureReadBandwidth(r, false, false).allThreads);
+          });
+          const readGbps = median(reads);
+          log(`${mix}: read bandwidth ${reads.map((g) => g.toFixed(1)).join(", ")} GB/s (before, then after each run)`);
           const load = (loadBefore + loadavg()[0]!) / 2;
           const common = { cpu: cpuSummary(), int8_dot: int8DotSummary(r), quant: mix, threads: THREADS, prompt_tokens: prompt, decode_tokens: decode, runs: reps, file_types: typeCounts(mix), load_avg: load };
           rows.push({ engine: "kvflash", ...common, weights: km.runner.weights.format, prefill_tok_s: k.prefill, decode_tok_s: k.decode, kvflash_over_llamacpp: k.decode / c.decode, kvflash_over_llamacpp_prefill: k.prefill / c.prefill, ...decodeRoofline({ bytesPerToken: km.runner.weights.bytesPerToken, decodeTokS: k.decode, readGbps }) });
