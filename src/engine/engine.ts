@@ -323,6 +323,19 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     return this.#spec?.config ?? null;
   }
 
+  /**
+   * The cost of one draft in plain decode steps that the adaptive draft length
+   * weighs now, for k = 1 … num_speculative_tokens drafts at index k − 1
+   * (measured or assumed, plus a draft model's forward), or null when the
+   * engine does not speculate.
+   */
+  draftCosts(): number[] | null {
+    const spec = this.#spec;
+    if (spec === null) return null;
+    const cost = spec.cost;
+    return Array.from({ length: spec.config.numSpeculativeTokens }, (_, i) => (typeof cost === "number" ? cost : cost(i + 1)));
+  }
+
   /** Where the sampler's O(V) passes run: "wasm" (EngineOptions.runtime) or "js". */
   get samplerPasses(): "wasm" | "js" {
     return this.#sampler.passes;
