@@ -5,8 +5,10 @@
  *
  * The engine times each decode forward at batch 1 (one sequence, its known
  * token plus k drafts: query length T = 1 + k) and reports it here; per T the
- * meter keeps an exponentially weighted average of the step time, ms(T). The
- * cost of one draft at length k is then
+ * meter keeps the last WINDOW timings and takes their median as the step time
+ * ms(T) (a median, not a mean: on a shared machine a step the OS preempted
+ * takes several times as long, and one such step must not switch speculation
+ * off). The cost of one draft at length k is then
  *
  *   c_k = (ms(1 + k) / ms(1) − 1) / k        plain steps, ≥ 0
  *
@@ -30,18 +32,18 @@
 import { checkInt } from "../tensor/check.js";
 import { DRAFT_TOKEN_COST } from "./draft-length.js";
 
-/** Weight of the latest timing in a length's average. */
-export const STEP_TIME_EWMA_WEIGHT = 0.2;
-/** Timings a query length needs before its average is used. */
+/** Timings kept per query length (the median of these is its step time). */
+export const WINDOW = 9;
+/** Timings a query length needs before its median is used. */
 export const MIN_SAMPLES = 3;
 
 export class StepCostMeter {
   readonly maxDrafts: number;
   /** The cost of one draft assumed until one is measured. */
   readonly fallback: number;
-  /** ms(T) for T = 1 … 1 + maxDrafts at index T − 1, Float64Array [maxDrafts + 1]. */
+  /** The last WINDOW timings of each T = 1 … 1 + maxDrafts, a ring per T: Float64Array [maxDrafts + 1, WINDOW]. */
   readonly #ms: Float64Array;
-  /** Timings taken per T, at index T − 1. */
+  /** Timings taken per T, at index T − 1 (the ring's next slot is n mod WINDOW). */
   readonly #n: Uint32Array;
 
   constructor(options: { maxDrafts: number; fallback?: number }) {
@@ -49,7 +51,7 @@ export class StepCostMeter {
     const fallback = options.fallback ?? DRAFT_TOKEN_COST;
     if (!(fallback >= 0 && Number.isFinite(fallback))) throw new RangeError(`fallback must be a finite number ≥ 0, got ${fallback}`);
     this.fallback = fallback;
-    this.#ms = new Float64Array(this.maxDrafts + 1);
+    this.#ms = new Float64Array((this.maxDrafts + 1) * WINDOW);
     this.#n = new Uint32Array(this.maxDrafts + 1);
   }
 
@@ -57,14 +59,17 @@ export class StepCostMeter {
   observe(queryLen: number, ms: number): void {
     const i = queryLen - 1;
     if (!Number.isInteger(i) || i < 0 || i > this.maxDrafts || !(ms > 0 && Number.isFinite(ms))) return;
-    this.#ms[i] = this.#n[i] === 0 ? ms : this.#ms[i]! + STEP_TIME_EWMA_WEIGHT * (ms - this.#ms[i]!);
+    this.#ms[i * WINDOW + (this.#n[i]! % WINDOW)] = ms;
     this.#n[i]!++;
   }
 
-  /** The average time of a step of `queryLen` tokens, ms, or null while it has fewer than MIN_SAMPLES timings. */
+  /** The median time of the last WINDOW steps of `queryLen` tokens, ms, or null while it has fewer than MIN_SAMPLES timings. */
   stepMs(queryLen: number): number | null {
     const i = queryLen - 1;
-    return i >= 0 && i <= this.maxDrafts && this.#n[i]! >= MIN_SAMPLES ? this.#ms[i]! : null;
+    if (!(Number.isInteger(i) && i >= 0 && i <= this.maxDrafts) || this.#n[i]! < MIN_SAMPLES) return null;
+    const kept = this.#ms.slice(i * WINDOW, i * WINDOW + Math.min(WINDOW, this.#n[i]!)).sort();
+    const h = kept.length >> 1;
+    return kept.length % 2 === 1 ? kept[h]! : (kept[h - 1]! + kept[h]!) / 2;
   }
 
   /** c_k: the cost of one of k drafts verified together, in plain decode steps (see the module comment). */

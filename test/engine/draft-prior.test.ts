@@ -15,7 +15,7 @@ import { test } from "node:test";
 import { Engine } from "../../src/engine/engine.js";
 import { DraftLength } from "../../src/engine/draft-length.js";
 import { DraftPrior, FIRST_PAUSE, MAX_PAUSE } from "../../src/engine/draft-prior.js";
-import { MIN_SAMPLES, StepCostMeter } from "../../src/engine/step-cost.js";
+import { MIN_SAMPLES, StepCostMeter, WINDOW } from "../../src/engine/step-cost.js";
 import { Tokenizer, resolveSamplingParams } from "../../src/ops-entry.js";
 import { defaultModelDir } from "../../src/index.js";
 import { parseModelConfig } from "../../src/model/config.js";
@@ -131,6 +131,8 @@ test("measured draft cost: a draft that costs a whole step (compute-bound) stops
   const costly = drafted((t) => 10 * t);
   assert.ok(cheap.numDrafts > 60, `cheap drafts: ${JSON.stringify(cheap)}`);
   assert.ok(costly.numDrafts < cheap.numDrafts / 3, `costly drafts stop: ${costly.numDrafts} verifications against ${cheap.numDrafts}`);
+  const runner = new ToyRunner({ config, numBlocks: 8, blockSize: 4 });
+  assert.throws(() => new Engine({ runner, tokenizer, eosTokenIds: [], speculativeConfig: SPEC, stepClock: 5 as unknown as () => number }), /stepClock must be a function returning milliseconds, or null, got 5/);
 });
 
 test("the prior: a new DraftLength starts from the engine's acceptance; sequences share one pause (8, 16, … steps) and its probe", () => {
@@ -159,7 +161,7 @@ test("the prior: a new DraftLength starts from the engine's acceptance; sequence
   assert.deepEqual(asked, [1, 2, 3, 4]);
 });
 
-test("the step-cost meter: c_k = (ms(1 + k) / ms(1) − 1) / k once each length has its timings, the nearest measured length or a fitted line otherwise", () => {
+test("the step-cost meter: c_k = (ms(1 + k) / ms(1) − 1) / k, ms(T) the median of recent timings; the nearest measured length or a fitted line otherwise", () => {
   const m = new StepCostMeter({ maxDrafts: K, fallback: 0.7 });
   assert.equal(m.perDraft(2), 0.7, "nothing measured: the assumed cost");
   for (let i = 0; i < MIN_SAMPLES; i++) m.observe(3, 14);
@@ -174,9 +176,11 @@ test("the step-cost meter: c_k = (ms(1 + k) / ms(1) − 1) / k once each length 
   assert.ok(Math.abs(m.perDraft(1) - 0.5) < 1e-12, "k = 1 unmeasured: the nearest, k = 2");
   assert.ok(Math.abs(m.perDraft(3) - 0.5) < 1e-12, "k = 3: a tie between 2 and 4, the shorter");
   assert.ok(Math.abs(m.perDraft(4) - (18 / 7 - 1) / 4) < 1e-12);
-  // An average: the latest timing weighs 0.2.
-  m.observe(5, 28);
-  assert.ok(Math.abs(m.stepMs(5)! - 20) < 1e-12);
+  // A median of the last WINDOW timings: one preempted step does not move it, a lasting change does.
+  m.observe(5, 180);
+  assert.equal(m.stepMs(5), 18, "18, 18, 18, 180: the median of four");
+  for (let i = 0; i < WINDOW; i++) m.observe(5, 30 + i);
+  assert.equal(m.stepMs(5), 34, "the last WINDOW timings 30 … 38");
   for (const [t, ms] of [[0, 5], [6, 5], [1.5, 5], [1, -1], [1, Number.NaN], [1, Infinity]] as const) m.observe(t, ms);
   assert.equal(m.stepMs(1), 7, "bad lengths and times are ignored");
   assert.throws(() => new StepCostMeter({ maxDrafts: 0 }), /maxDrafts/);
