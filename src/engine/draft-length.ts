@@ -9,7 +9,8 @@
  * acceptance α, a step verifying k drafts yields (1 − α^(k+1)) / (1 − α)
  * tokens (Leviathan et al. 2023, eq. 1) and costs about 1 + c_k·k plain
  * steps, c_k the extra work of one query token in a decode step of 1 + k
- * tokens (measured by the engine, step-cost.ts, else DRAFT_TOKEN_COST) plus,
+ * tokens (DRAFT_TOKEN_COST, or measured by an engine given a clock,
+ * step-cost.ts) plus,
  * for a draft model, one draft forward (its cost against a target step).
  * The next k is the one that maximizes tokens per cost; when no k beats
  * plain decoding by MIN_GAIN, the sequence stops proposing and counts its

@@ -13,16 +13,18 @@
  *   it ends, the step that ends it probes with one draft, and the next pause
  *   doubles (8, 16, … 256 sequence-steps) until a verification pays again.
  *
- * Why (neither vLLM nor llama.cpp has this; vLLM proposes a fixed
- * num_speculative_tokens for every request, llama.cpp's --draft-min/--draft-max
- * and p-min are fixed too): a per-sequence estimate that starts optimistic
- * (α = 1) has to relearn, for every request, what the last hundred requests
- * already showed. Serving traffic is a stream of requests from one
- * application with one prompt format, so the acceptance of the request
- * before is the best guess for the next one; and a request's answer is often
- * short (26 tokens in bench spec's `define`), shorter than the three or four
- * rejected verifications a fresh α = 1 takes to fall below the break-even
- * point. With the prior, a workload whose drafts are always rejected pays
+ * Why (neither vLLM nor llama.cpp has this: vLLM proposes a fixed
+ * num_speculative_tokens for every request; llama.cpp's server drafts up to
+ * --draft-max tokens and cuts a draft where the draft model's probability
+ * falls below --draft-p-min, a rule per step with no memory of earlier
+ * requests, and none for prompt lookup): a per-sequence estimate that starts
+ * optimistic (α = 1) has to relearn, for every request, what the requests
+ * before it already showed. Serving traffic is often a stream of requests
+ * from one application with one prompt format, so the acceptance of the
+ * requests before is the best guess for the next one; and a request's answer
+ * is often short (26 tokens in bench spec's `define`), too short to amortize
+ * the three or four rejected verifications a fresh α = 1 takes to fall below
+ * the break-even point. With the prior, a workload whose drafts are always rejected pays
  * those verifications once per engine, then one probe per pause however many
  * requests arrive; one whose drafts pay keeps the full length from each new
  * request's first step. A sequence still adapts on its own evidence from its

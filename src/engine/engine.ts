@@ -45,7 +45,8 @@
  * request ends, release() —
  * the per-request draft length in draft-length.ts, which starts from the
  * engine's prior for the proposer, draft-prior.ts, and weighs the cost of a
- * draft measured on batch-1 decode steps, step-cost.ts): before each
+ * draft, assumed or, with EngineOptions.stepClock, measured on batch-1 decode
+ * steps, step-cost.ts): before each
  * schedule, every decoding request (while fewer than disable_by_batch_size
  * run) may propose k drafts, k chosen per request by its DraftLength; the
  * scheduler makes them extra query tokens of the step, the runner returns
@@ -146,10 +147,13 @@ export interface EngineOptions<R extends ModelRunner = ModelRunner> {
    */
   proposer?: DraftProposer | BatchDraftProposer;
   /**
-   * Speculative decoding: a clock in milliseconds that times the decode
-   * forwards at batch 1 by query length, from which the cost of a draft token
-   * is measured (step-cost.ts). null: the cost is assumed (DRAFT_TOKEN_COST).
-   * Default performance.now.
+   * Speculative decoding: a clock in milliseconds (performance.now, or a
+   * test's virtual clock) that times the decode forwards at batch 1 by query
+   * length, from which the cost of a draft token is measured (step-cost.ts).
+   * Default null: the cost is assumed (DRAFT_TOKEN_COST). Not the default
+   * because on a shared machine the measured cost follows the load: 0.01 to
+   * 0.38 a draft over three rounds of one workload, and the drafting with it
+   * (BENCHMARKS.md, spec, "Adaptivity across requests").
    */
   stepClock?: (() => number) | null;
 }
@@ -305,7 +309,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     if (spec?.method === "draft_model" && options.proposer === undefined) {
       throw new ArgumentError("proposer", `is required for the draft model ${show(spec.model)}: load it and pass a DraftModelProposer`);
     }
-    const stepClock = options.stepClock === undefined ? () => performance.now() : options.stepClock;
+    const stepClock = options.stepClock ?? null;
     if (stepClock !== null && typeof stepClock !== "function") throw new ArgumentError("stepClock", `must be a function returning milliseconds, or null, got ${show(stepClock)}`);
     if (spec === undefined) this.#spec = null;
     else {

@@ -3,8 +3,10 @@
  * 1 + k query tokens takes than one of 1, on this machine, this model and
  * these kernels (the adaptive draft length's c_k, draft-length.ts).
  *
- * The engine times each decode forward at batch 1 (one sequence, its known
- * token plus k drafts: query length T = 1 + k) and reports it here; per T the
+ * An engine given a clock (EngineOptions.stepClock; the default is the
+ * assumed cost, for the reason given there) times each decode forward at
+ * batch 1 (one sequence, its known token plus k drafts: query length
+ * T = 1 + k) and reports it here; per T the
  * meter keeps the last WINDOW timings and takes their median as the step time
  * ms(T) (a median, not a mean: on a shared machine a step the OS preempted
  * takes several times as long, and one such step must not switch speculation
@@ -19,15 +21,16 @@
  * c of the nearest measured length (the shorter one on a tie). While plain
  * steps (T = 1) have too few timings, as when every step of a sequence
  * drafts, ms(1) is taken from a least-squares line ms(T) = a + b·T through the
- * measured lengths' averages, when two or more are measured (on the line,
+ * measured lengths' medians, when two or more are measured (on the line,
  * c = b / (a + b) for every k: a token's cost against a 1-token step);
  * with one or none, the assumed cost (DRAFT_TOKEN_COST). Timings at batch
  * > 1 are not taken: there a step's cost depends on the batch, and speculation
  * mostly runs at small batches (disable_by_batch_size).
  *
  * vLLM and llama.cpp do not measure this (vLLM's num_speculative_tokens is
- * fixed); the measured ratio replaces an assumed constant that was 2–4× off
- * on this machine (bench spec: a 2-token q8 step at 1.3–1.8× a 1-token one).
+ * fixed). The assumed constant is 2–4× off on this machine (bench spec: a
+ * 2-token q8 step at 1.3–1.8× a 1-token one), but what is measured here while
+ * other processes share the cores moves more than that between runs.
  */
 import { checkInt } from "../tensor/check.js";
 import { DRAFT_TOKEN_COST } from "./draft-length.js";
@@ -86,7 +89,7 @@ export class StepCostMeter {
     return this.fallback;
   }
 
-  /** ms(1) from the least-squares line through the measured lengths' averages (two or more), else null; null too when the line is not positive at T = 1. */
+  /** ms(1) from the least-squares line through the measured lengths' medians (two or more), else null; null too when the line is not positive at T = 1. */
   #fittedPlainMs(): number | null {
     let n = 0, st = 0, sm = 0, stt = 0, stm = 0;
     for (let t = 2; t <= this.maxDrafts + 1; t++) {

@@ -129,7 +129,7 @@ test("draft model: aborts in the middle of a verification and between steps retu
     }
   }
   const proposer = draftOf();
-  const engine = new Engine({ runner: new AbortingRunner({ config, numBlocks: 64, blockSize: 4 }), tokenizer, eosTokenIds: [], speculativeConfig: SPEC, proposer, stepClock: null });
+  const engine = new Engine({ runner: new AbortingRunner({ config, numBlocks: 64, blockSize: 4 }), tokenizer, eosTokenIds: [], speculativeConfig: SPEC, proposer });
   engineRef = engine;
   for (let i = 0; i < 5; i++) engine.addRequest({ requestId: `a${i}`, promptTokenIds: prompt(50 + i, 5 + i), params: params({ maxTokens: 30 }) });
   let steps = 0;

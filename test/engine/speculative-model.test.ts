@@ -42,8 +42,7 @@ const QUESTIONS = [
 ];
 
 function run(m: LoadedModel, spec: boolean, questions: readonly string[], engine: Omit<Partial<EngineOptions>, "runner"> = {}, sampling = {}) {
-  // stepClock null: the draft cost assumed, not timed, so how much is drafted does not follow the machine's load.
-  const e = new Engine({ runner: m.runner, tokenizer: m.tokenizer, eosTokenIds: m.eosTokenIds, runtime: rt, stepClock: null, ...(spec ? { speculativeConfig: SPEC } : {}), ...engine });
+  const e = new Engine({ runner: m.runner, tokenizer: m.tokenizer, eosTokenIds: m.eosTokenIds, runtime: rt, ...(spec ? { speculativeConfig: SPEC } : {}), ...engine });
   const tok = m.tokenizer;
   questions.forEach((q, i) => {
     const ids = tok.encode(tok.applyChatTemplate([{ role: "user", content: q }], { addGenerationPrompt: true }), { addSpecialTokens: false });

@@ -68,7 +68,7 @@ test("constrained requests under speculation: drafts checked against the grammar
     grammar: seed % 2 === 0 ? SCHEMA : REGEX,
   }));
   const engine = (spec: DraftProposer | null) =>
-    new Engine({ runner: new ToyRunner({ config, numBlocks: 64, blockSize: 4 }), tokenizer, eosTokenIds: [2], grammar: backend, stepClock: null, ...(spec === null ? {} : { speculativeConfig: { num_speculative_tokens: 5, disable_by_batch_size: 64 }, proposer: spec }) });
+    new Engine({ runner: new ToyRunner({ config, numBlocks: 64, blockSize: 4 }), tokenizer, eosTokenIds: [2], grammar: backend, ...(spec === null ? {} : { speculativeConfig: { num_speculative_tokens: 5, disable_by_batch_size: 64 }, proposer: spec }) });
   const plain = run(engine(null), requests);
   const proposer = new ReplayProposer(requests.map((r) => ({ prompt: [...r.promptTokenIds], output: tokens(plain.get(r.requestId)!) })));
   const specEngine = engine(proposer);

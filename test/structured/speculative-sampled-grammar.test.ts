@@ -111,8 +111,7 @@ test("sampled drafts under a regex or JSON schema: every output of many seeds ma
     grammar: i % 2 === 0 ? REGEX : SCHEMA,
   }));
   const proposer = createDraftProposer({ name: "target", tokenizer: tok, runner: target.runner }, { name: "draft", tokenizer: draft.tokenizer, runner: draft.runner }, { sampled: true, draftCost: 0 }); // cost 0: a draft as big as its target still drafts
-  // stepClock null: the draft cost assumed, not timed, so how much is drafted does not follow the machine's load.
-  const engine = new Engine({ runner: target.runner, tokenizer: tok, eosTokenIds: target.eosTokenIds, runtime: rt, grammar: backend, stepClock: null, speculativeConfig: { model: "default", num_speculative_tokens: 4, disable_by_batch_size: 64, draft_sampling: "sampled" }, proposer });
+  const engine = new Engine({ runner: target.runner, tokenizer: tok, eosTokenIds: target.eosTokenIds, runtime: rt, grammar: backend, speculativeConfig: { model: "default", num_speculative_tokens: 4, disable_by_batch_size: 64, draft_sampling: "sampled" }, proposer });
   const by = drain(engine, requests);
   for (const r of requests) {
     const outs = by.get(r.requestId)!;
