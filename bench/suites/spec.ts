@@ -10,8 +10,9 @@
  *   over_plain   tok_s over the plain engine's on the same workload
  *   draft_cost   the cost of one draft in plain steps, k = 1/2/3/4, that the
  *                adaptive draft length weighed at the end of the last
- *                speculating run (measured from its batch-1 decode steps,
- *                step-cost.ts, plus a draft model's forward)
+ *                speculating run (the assumed DRAFT_TOKEN_COST, or measured
+ *                with EngineOptions.stepClock, step-cost.ts; plus a draft
+ *                model's forward)
  *   decode_over_plain  the same ratio over the decode phase alone: from when
  *                every request of a batch has its first token (its prefill
  *                done) to the end, tokens after the first (decode_tok_s,
