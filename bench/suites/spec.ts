@@ -8,6 +8,11 @@
  *   acceptance   accepted drafts / proposed drafts (vLLM's draft acceptance rate)
  *   tok_s        generated tokens per second of the speculating engine
  *   over_plain   tok_s over the plain engine's on the same workload
+ *   draft_cost   the cost of one draft in plain steps, k = 1/2/3/4, that the
+ *                adaptive draft length weighed at the end of the last
+ *                speculating run (the assumed DRAFT_TOKEN_COST, or measured
+ *                with EngineOptions.stepClock, step-cost.ts; plus a draft
+ *                model's forward)
  *   decode_over_plain  the same ratio over the decode phase alone: from when
  *                every request of a batch has its first token (its prefill
  *                done) to the end, tokens after the first (decode_tok_s,
@@ -97,6 +102,8 @@ interface RunResult {
   decodeMs: number;
   drafts: number;
   accepted: number;
+  /** The cost of one draft (plain steps) the adaptive draft length weighed at the end, for k = 1 … K (Engine.draftCosts), or null. */
+  draftCosts: number[] | null;
   outputs: number[][];
 }
 
@@ -128,7 +135,7 @@ function runOnce(ctx: SuiteContext, w: Workload, spec: boolean): RunResult {
     }
     const ms = performance.now() - t0;
     const sd = engine.stats().specDecode;
-    return { tokens: outputs.reduce((n, o) => n + o.length, 0), ms, decodeTokens, decodeMs, drafts: sd?.numDraftTokens ?? 0, accepted: sd?.numAcceptedTokens ?? 0, outputs };
+    return { tokens: outputs.reduce((n, o) => n + o.length, 0), ms, decodeTokens, decodeMs, drafts: sd?.numDraftTokens ?? 0, accepted: sd?.numAcceptedTokens ?? 0, draftCosts: engine.draftCosts(), outputs };
   } finally {
     engine.dispose();
   }
@@ -167,6 +174,7 @@ async function measure(ctx: SuiteContext, w: Workload, rounds: number): Promise<
     tokens: last!.tokens,
     acceptance: last!.drafts === 0 ? 0 : last!.accepted / last!.drafts,
     draft_tokens: last!.drafts,
+    draft_cost: last!.draftCosts?.map((c) => c.toFixed(2)).join("/") ?? "—",
     plain_tok_s: median(plain),
     tok_s: median(spec),
     over_plain: median(ratios),

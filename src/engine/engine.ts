@@ -43,7 +43,10 @@
  * ngram-proposer.ts and draft-model-proposer.ts — a draft model drafts greedily,
  * or sampled (see below), for all requests in one batch and is told when a
  * request ends, release() —
- * the per-request draft length in draft-length.ts): before each
+ * the per-request draft length in draft-length.ts, which starts from the
+ * engine's prior for the proposer, draft-prior.ts, and weighs the cost of a
+ * draft, assumed or, with EngineOptions.stepClock, measured on batch-1 decode
+ * steps, step-cost.ts): before each
  * schedule, every decoding request (while fewer than disable_by_batch_size
  * run) may propose k drafts, k chosen per request by its DraftLength; the
  * scheduler makes them extra query tokens of the step, the runner returns
@@ -102,7 +105,9 @@ import type { ResolvedSamplingParams } from "./sampling-params.js";
 import { type RequestOutput, Scheduler, type SchedulerOutput, type StopDecision } from "./scheduler.js";
 import { StopChecker, type StopUpdate } from "./stop.js";
 import { resolveEngineConfig } from "./engine-config.js";
-import { DRAFT_TOKEN_COST, DraftLength } from "./draft-length.js";
+import { DRAFT_TOKEN_COST, type DraftCost, DraftLength } from "./draft-length.js";
+import { DraftPrior } from "./draft-prior.js";
+import { StepCostMeter } from "./step-cost.js";
 import { type DraftProposer, NgramProposer } from "./ngram-proposer.js";
 import type { BatchDraftProposer, DraftRequest } from "./draft-model-proposer.js";
 import type { SpeculativeConfig } from "./speculative-config.js";
@@ -141,6 +146,16 @@ export interface EngineOptions<R extends ModelRunner = ModelRunner> {
    * Required for the "draft_model" method: a DraftModelProposer over the loaded draft model (the caller loads it).
    */
   proposer?: DraftProposer | BatchDraftProposer;
+  /**
+   * Speculative decoding: a clock in milliseconds (performance.now, or a
+   * test's virtual clock) that times the decode forwards at batch 1 by query
+   * length, from which the cost of a draft token is measured (step-cost.ts).
+   * Default null: the cost is assumed (DRAFT_TOKEN_COST). Not the default
+   * because on a shared machine the measured cost follows the load: 0.01 to
+   * 0.38 a draft over three rounds of one workload, and the drafting with it
+   * (BENCHMARKS.md, spec, "Adaptivity across requests").
+   */
+  stepClock?: (() => number) | null;
 }
 
 export interface EngineRequest {
@@ -241,8 +256,18 @@ export class Engine<R extends ModelRunner = ModelRunner> {
   #parked: { request: Request<RequestState>; after: string }[] = [];
   /** This step's sampled drafts' distributions q, per request (#propose fills it, #verify reads it). */
   readonly #draftQ = new Map<string, readonly TokenDistribution[]>();
-  /** Speculative decoding: the config and its proposer, or null. */
-  readonly #spec: { config: SpeculativeConfig; proposer: DraftProposer | BatchDraftProposer } | null;
+  /**
+   * Speculative decoding, or null: the config, its proposer, the proposer's
+   * prior (what a new sequence's DraftLength starts from), the cost of one
+   * draft it weighs, and the meter and clock that measure that cost (null: assumed).
+   */
+  readonly #spec: {
+    config: SpeculativeConfig;
+    proposer: DraftProposer | BatchDraftProposer;
+    prior: DraftPrior;
+    cost: DraftCost;
+    meter: { costs: StepCostMeter; clock: () => number } | null;
+  } | null;
 
   constructor(options: EngineOptions<R>) {
     const runner = options.runner;
@@ -284,13 +309,35 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     if (spec?.method === "draft_model" && options.proposer === undefined) {
       throw new ArgumentError("proposer", `is required for the draft model ${show(spec.model)}: load it and pass a DraftModelProposer`);
     }
-    this.#spec = spec === undefined ? null : { config: spec, proposer: options.proposer ?? new NgramProposer(spec as SpeculativeConfig & { method: "ngram" }) };
+    const stepClock = options.stepClock ?? null;
+    if (stepClock !== null && typeof stepClock !== "function") throw new ArgumentError("stepClock", `must be a function returning milliseconds, or null, got ${show(stepClock)}`);
+    if (spec === undefined) this.#spec = null;
+    else {
+      const p = options.proposer ?? new NgramProposer(spec as SpeculativeConfig & { method: "ngram" });
+      const draftForward = "draftCost" in p ? (p.draftCost ?? 0) : 0;
+      const meter = stepClock === null ? null : { costs: new StepCostMeter({ maxDrafts: spec.numSpeculativeTokens }), clock: stepClock };
+      const cost = meter === null ? DRAFT_TOKEN_COST + draftForward : (k: number) => meter.costs.perDraft(k) + draftForward;
+      this.#spec = { config: spec, proposer: p, prior: new DraftPrior(), cost, meter };
+    }
     if (spec !== undefined) this.metrics.specDecode = new SpecDecodeMetrics(spec.numSpeculativeTokens);
   }
 
   /** The resolved speculative decoding config, or null when the engine does not speculate. */
   get speculativeConfig(): SpeculativeConfig | null {
     return this.#spec?.config ?? null;
+  }
+
+  /**
+   * The cost of one draft in plain decode steps that the adaptive draft length
+   * weighs now, for k = 1 … num_speculative_tokens drafts at index k − 1
+   * (measured or assumed, plus a draft model's forward), or null when the
+   * engine does not speculate.
+   */
+  draftCosts(): number[] | null {
+    const spec = this.#spec;
+    if (spec === null) return null;
+    const cost = spec.cost;
+    return Array.from({ length: spec.config.numSpeculativeTokens }, (_, i) => (typeof cost === "number" ? cost : cost(i + 1)));
   }
 
   /** Where the sampler's O(V) passes run: "wasm" (EngineOptions.runtime) or "js". */
@@ -334,7 +381,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
       }),
       matcher,
       grammarEndAt: null,
-      draftLength: this.#spec === null ? null : new DraftLength(this.#spec.config.numSpeculativeTokens, DRAFT_TOKEN_COST + ("draftCost" in this.#spec.proposer ? (this.#spec.proposer.draftCost ?? 0) : 0)),
+      draftLength: this.#spec === null ? null : new DraftLength(this.#spec.config.numSpeculativeTokens, this.#spec.cost, this.#spec.prior),
       arrivalTime: init.arrivalTime ?? this.#now(),
       pushed: 0,
       text: "",
@@ -421,6 +468,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     const constrained = step.scheduled.filter((s) => s.sampling && s.request.state!.matcher !== null);
     const masks = constrained.length === 0 ? null : this.#grammar!.masksFor(constrained.map((s) => s.request.state!.matcher!));
     const maskRowOf = new Map(constrained.map((s, i) => [s.request.requestId, i]));
+    const timed = this.#timeForward(step);
     let logits: Float32Array | Promise<Float32Array>;
     try {
       logits = this.runner.forward(batch);
@@ -430,14 +478,34 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     }
     if (logits instanceof Promise) {
       return logits.then(
-        (l) => this.#sampleStep(step, batch.logitIndices.length, l, outputs, masks, maskRowOf),
+        (l) => {
+          timed?.();
+          return this.#sampleStep(step, batch.logitIndices.length, l, outputs, masks, maskRowOf);
+        },
         (e: unknown) => {
           this.#failForward(e, outputs);
           return outputs;
         },
       ) as StepResult<R, EngineOutput[]>;
     }
+    timed?.();
     return this.#sampleStep(step, batch.logitIndices.length, logits, outputs, masks, maskRowOf);
+  }
+
+  /**
+   * Starts timing the forward of a step the draft cost is measured on (one
+   * sequence decoding alone, its query 1 + its drafts); returns what records
+   * its time in the StepCostMeter once the logits are there. null for any
+   * other step, or when the cost is assumed.
+   */
+  #timeForward(step: SchedulerOutput<RequestState>): (() => void) | null {
+    const meter = this.#spec?.meter ?? null;
+    if (meter === null || step.scheduled.length !== 1) return null;
+    const s = step.scheduled[0]!;
+    const queryLen = s.numNewTokens;
+    if (!s.sampling || s.numComputedTokens < s.request.numPromptTokens || queryLen !== 1 + s.specTokenIds.length) return null;
+    const t0 = meter.clock();
+    return () => meter.costs.observe(queryLen, meter.clock() - t0);
   }
 
   /** The step after its forward: check the logits, sample each sampling request (under `masks`, row maskRowOf(id)), update the scheduler. */

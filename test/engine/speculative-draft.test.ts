@@ -66,7 +66,7 @@ function runAll(engine: Engine<ToyRunner>): Map<string, EngineOutput[]> {
 function both(prompts: number[][], p: SamplingParams, proposer: DraftModelProposer, runner: Partial<ToyRunnerOptions> = {}, engine: Omit<Partial<EngineOptions>, "runner"> = {}) {
   const run = (spec: boolean) => {
     const r = new ToyRunner({ config, numBlocks: 64, blockSize: 4, ...runner });
-    const e = new Engine({ runner: r, tokenizer, eosTokenIds: [], ...engine, ...(spec ? { speculativeConfig: SPEC, proposer } : {}) });
+    const e = new Engine({ runner: r, tokenizer, eosTokenIds: [], stepClock: () => r.clock, ...engine, ...(spec ? { speculativeConfig: SPEC, proposer } : {}) }); // the draft cost timed on the toy's virtual clock
     prompts.forEach((q, i) => e.addRequest({ requestId: `r${i}`, promptTokenIds: q, params: params({ seed: 100 + i, ...p }) }));
     const by = runAll(e);
     assert.equal(e.kvCacheManager.pool.numUsedBlocks, 0, "every target block back in the pool");

@@ -38,7 +38,7 @@ class OracleProposer implements DraftProposer {
 
 function setup(runner: Partial<ToyRunnerOptions> = {}, engine: Omit<Partial<EngineOptions>, "runner"> = {}) {
   const r = new ToyRunner({ config, numBlocks: 64, blockSize: 4, ...runner });
-  const e = new Engine({ runner: r, tokenizer, eosTokenIds: [], ...engine });
+  const e = new Engine({ runner: r, tokenizer, eosTokenIds: [], stepClock: () => r.clock, ...engine }); // the draft cost measured on the toy's virtual clock
   return { runner: r, engine: e };
 }
 
@@ -168,7 +168,7 @@ test("aborts in the middle of a verification (during the forward) and between st
     }
   }
   const runner = new AbortingRunner({ config, numBlocks: 64, blockSize: 4 });
-  const engine = new Engine({ runner, tokenizer, eosTokenIds: [], speculativeConfig: SPEC, proposer: new OracleProposer() });
+  const engine = new Engine({ runner, tokenizer, eosTokenIds: [], speculativeConfig: SPEC, proposer: new OracleProposer(), stepClock: () => runner.clock });
   engineRef = engine;
   for (let i = 0; i < 5; i++) engine.addRequest({ requestId: `a${i}`, promptTokenIds: prompt(50 + i, 5 + i), params: params({ maxTokens: 30 }) });
   let stepped = 0;

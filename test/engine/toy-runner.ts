@@ -9,6 +9,11 @@
 // Fault injection for the engine's failure handling: a batch containing
 // `failToken` makes forward throw; a row whose last token is `nanToken` gets
 // NaN logits.
+//
+// A virtual clock for timing-dependent engine code (the measured draft cost,
+// step-cost.ts): `clock` (ms) advances by `stepMs(tokens)` in every forward,
+// tokens the batch's query tokens, so "how long a step took" is a function
+// of the batch and tests stay deterministic.
 import type { ForwardBatch } from "../../src/model/forward-batch.js";
 import type { KvCacheGeometry, ModelRunner } from "../../src/model/model-runner.js";
 import type { ModelConfig } from "../../src/model/config.js";
@@ -23,6 +28,8 @@ export interface ToyRunnerOptions {
   maxModelLen?: number;
   failToken?: number;
   nanToken?: number;
+  /** Virtual milliseconds a forward of `tokens` query tokens takes (advances `clock`). Default 1 + 0.2 (tokens − 1): a draft token at DRAFT_TOKEN_COST. */
+  stepMs?: (tokens: number) => number;
 }
 
 export class ToyRunner implements ModelRunner {
@@ -33,8 +40,11 @@ export class ToyRunner implements ModelRunner {
   readonly #cache: ToyModel;
   readonly #fail: number;
   readonly #nan: number;
+  readonly #stepMs: (tokens: number) => number;
   forwards = 0;
   disposed = false;
+  /** Virtual time, ms: the sum of stepMs over the forwards so far. */
+  clock = 0;
 
   constructor(options: ToyRunnerOptions) {
     this.config = options.config;
@@ -44,10 +54,12 @@ export class ToyRunner implements ModelRunner {
     this.#cache = new ToyModel(options.numBlocks, options.blockSize);
     this.#fail = options.failToken ?? -1;
     this.#nan = options.nanToken ?? -1;
+    this.#stepMs = options.stepMs ?? ((tokens) => 1 + 0.2 * (tokens - 1));
   }
 
   forward(batch: ForwardBatch): Float32Array {
     this.forwards++;
+    this.clock += this.#stepMs(batch.tokens.length);
     if (batch.tokens.includes(this.#fail)) throw new Error(`toy runner: batch contains the fail token ${this.#fail}`);
     this.#cache.write(batch);
     const V = this.vocabSize;
