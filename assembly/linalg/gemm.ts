@@ -157,7 +157,7 @@ export function gemmBf16(w: usize, x0: usize, xStride: usize, nb: i32, res: usiz
  * flavor without an 8-row kernel, DOT_I16 on baseline and DOT_I7 on relaxed
  * (linear.ts gives the relaxed u8 and i16 modes' tokens to gemmQ8Rows8U8 /
  * gemmQ8Rows8I16 four at a time, so fewer than 4 reach these tiles, and they
- * go to linear.ts q8Leftovers). A compile-time constant: when these tiles were @inline
+ * go to linear.ts bothHalves). A compile-time constant: when these tiles were @inline
  * copies per mode in sibling branches, AssemblyScript passed the mode through
  * a local, binaryen folded the identical copies into one loop that tested it
  * at every dot, and the relaxed i16 GEMM ran at 0.59× the baseline's.

@@ -110,12 +110,7 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
     for (let g = g0; g < g1; g++) {
       const w = a.w + <usize>g * groupBytes;
       for (let o: usize = 0; o < groupBytes; o += PAGE_BYTES) sink ^= load<i32>(min(w + TOUCH_AHEAD + o, last));
-      if (format == FMT_F32) gemvF32x2(w, a.x, a.nb, res);
-      else if (format == FMT_BF16) gemvBf16x2(w, a.x, a.nb, res);
-      else if (format == FMT_Q8) gemvQ8x2(mode, w, a.x, a.xs, a.nb, res);
-      else gemvQ4x2(w, a.x, a.xs, a.nb, res);
-      storeRows(a.out, g * GROUP, a.rows, v128.load(res), a.bias);
-      storeRows(a.out, g * GROUP + HALF, a.rows, v128.load(res, 16), a.bias);
+      bothHalves(format, mode, w, g * GROUP, 0, 1, a, res); // token 0, both halves: the decode GEMV
     }
     store<i32>(res, sink, 64); // keeps the touches (scratch past the 8 results)
     return;
@@ -177,7 +172,7 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
         }
       }
       // The per-half tiles below take whole tiles of 4 or 8 tokens. What they
-      // leave over goes to `leftovers`, both halves at once: on q8 all 1–3
+      // leave over goes to `bothHalves`, both halves at once: on q8 all 1–3
       // tokens, on the other formats a single one (their x2 GEMVs; not q4's
       // u8 codes, which only its GEMM reads), the rest to the one-half GEMVs.
       const left = (tEnd - t8) & 3;
@@ -223,18 +218,18 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
           storeRows(a.out + <usize>t * outStride, row0, a.rows, r, a.bias);
         }
       }
-      if (tHalf < tEnd) leftovers(format, mode, a.w + <usize>g * groupBytes, g * GROUP, tHalf, tEnd - tHalf, a, res);
+      if (tHalf < tEnd) bothHalves(format, mode, a.w + <usize>g * groupBytes, g * GROUP, tHalf, tEnd - tHalf, a, res);
     }
   }
 }
 
 /**
  * Tokens [t, t + n) of row group `g8 / 8` (stream w), both halves at once:
- * n = 1 on every format (the decode GEMVs), 2 or 3 on q8 (gemm-few.ts). One
- * read of the group's weights where one half per token read it 2n times.
- * Same sums, same outputs.
+ * n = 1 on every format (the decode GEMVs: T = 1, and a single token the
+ * tiles leave over), 2 or 3 on q8 (gemm-few.ts). One read of the group's
+ * weights where one half per token read it 2n times. Same sums, same outputs.
  */
-@inline function leftovers(format: i32, mode: i32, w: usize, g8: i32, t: i32, n: i32, a: LinearArgs, res: usize): void {
+@inline function bothHalves(format: i32, mode: i32, w: usize, g8: i32, t: i32, n: i32, a: LinearArgs, res: usize): void {
   const xStride = <usize>a.xStride, sStride = <usize>a.nb << 2, outStride = <usize>a.outStride;
   const x = a.x + <usize>t * xStride, xs = a.xs + <usize>t * sStride;
   if (format == FMT_F32) gemvF32x2(w, x, a.nb, res);
