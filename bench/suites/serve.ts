@@ -34,6 +34,8 @@
  * without AVX-VNNI: ≥ 1.1 at 1, ≥ 2.0 at 16); rows `engine: "llama.cpp"`
  * follow each (their `kernels` names the kvflash flavor they alternated
  * with). Without llama.cpp installed the kvflash rows run alone.
+ * `KVFLASH_SERVE_ROWS=llamacpp` runs these rows alone (the synthetic levels
+ * take most of a full run).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -261,17 +263,21 @@ export const serve: Suite = {
       return layerBatchEfficiency(ctx, weights, levels);
     };
     const rows: Row[] = [];
+    const only = process.env["KVFLASH_SERVE_ROWS"];
+    if (only !== undefined && only !== "llamacpp") throw new Error(`KVFLASH_SERVE_ROWS: unknown value ${JSON.stringify(only)}; known: llamacpp`);
     const q8 = await efficiency("q8");
-    const dir = mkdtempSync(join(tmpdir(), "kvflash-serve-bench-"));
-    try {
-      writeSyntheticServeDir(dir);
-      rows.push(...(await serveRows(ctx, syntheticQwenTarget(dir, "q8"), q8)));
-      // f32 weights too (not in --quick): their GEMV is bandwidth-bound and their GEMM
-      // reuses each load ~3×, so they show what the engine's batching gives when the
-      // kernels' batching bound (gemm_over_gemv) is high.
-      if (!quick) rows.push(...(await serveRows(ctx, syntheticQwenTarget(dir, "f32"), await efficiency("f32"))));
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+    if (only === undefined) {
+      const dir = mkdtempSync(join(tmpdir(), "kvflash-serve-bench-"));
+      try {
+        writeSyntheticServeDir(dir);
+        rows.push(...(await serveRows(ctx, syntheticQwenTarget(dir, "q8"), q8)));
+        // f32 weights too (not in --quick): their GEMV is bandwidth-bound and their GEMM
+        // reuses each load ~3×, so they show what the engine's batching gives when the
+        // kernels' batching bound (gemm_over_gemv) is high.
+        if (!quick) rows.push(...(await serveRows(ctx, syntheticQwenTarget(dir, "f32"), await efficiency("f32"))));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     }
     // Against llama.cpp on one GGUF file: the same shapes and weight format as the
     // synthetic q8 model, so its gemm_over_gemv holds here too.
