@@ -70,7 +70,7 @@ export { type MachineMemory, type MemoryPlan } from "./model/memory-plan.js";
 export { type MemoryShare, type Placement, describePlacement } from "./model/placement.js";
 export { Decoder, type DecoderOptions } from "./model/decoder.js";
 export { type ForwardBatch } from "./model/forward-batch.js";
-export { type KvCacheGeometry, type ModelRunner, type StepResult, type SyncModelRunner } from "./model/model-runner.js";
+export { type ForwardOptions, type KvCacheGeometry, type ModelRunner, type StepResult, type SyncModelRunner } from "./model/model-runner.js";
 export { type DecodeOptions, type EncodeOptions as TokenizerEncodeOptions, type FallbackChatTemplate, Tokenizer, type TokenizerOptions, type TokenizerSource } from "./tokenizer/tokenizer.js";
 export { type ChatContentPart, type ChatMessage, type ChatTemplateOptions, renderChatTemplate } from "./tokenizer/chat-template.js";
 export { type DetokenizerOptions, IncrementalDetokenizer } from "./tokenizer/detokenizer.js";

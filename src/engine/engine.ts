@@ -89,7 +89,7 @@
  * and waiting requests go on as if nothing happened.
  */
 import { ArgumentError, show } from "../errors.js";
-import type { ModelRunner, StepResult } from "../model/model-runner.js";
+import { type ModelRunner, type StepResult, stepLogits } from "../model/model-runner.js";
 import { checkInt } from "../tensor/check.js";
 import type { ConstraintMatcher, GrammarBackendLike, StepMasks } from "../structured/grammar-backend.js";
 import type { GrammarSpec } from "../structured/grammar-spec.js";
@@ -471,7 +471,7 @@ export class Engine<R extends ModelRunner = ModelRunner> {
     const timed = this.#timeForward(step);
     let logits: Float32Array | Promise<Float32Array>;
     try {
-      logits = this.runner.forward(batch);
+      logits = stepLogits(this.runner, batch); // read before the next step: no copy (ForwardOptions.view)
     } catch (e) {
       this.#failForward(e, outputs);
       return outputs;

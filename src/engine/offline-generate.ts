@@ -21,7 +21,7 @@
  * CPU decoder they stay synchronous.
  */
 import { ArgumentError, show } from "../errors.js";
-import type { ModelRunner, StepResult } from "../model/model-runner.js";
+import { type ModelRunner, type StepResult, stepLogits } from "../model/model-runner.js";
 import { checkInt } from "../tensor/check.js";
 import type { Tokenizer } from "../tokenizer/tokenizer.js";
 import { buildForwardBatch } from "./forward-batch-builder.js";
@@ -149,7 +149,7 @@ export function runRequest<R extends ModelRunner>(runner: R, promptIds: readonly
     while (scheduler.hasUnfinishedRequests) {
       const t0 = performance.now();
       const step = scheduler.schedule();
-      const logits = runner.forward(buildForwardBatch(step, kv.blockSize));
+      const logits = stepLogits(runner, buildForwardBatch(step, kv.blockSize)); // pick reads them during its call
       if (logits instanceof Promise) {
         return logits.then((l) => {
           finish(t0, step.numScheduledTokens, l);

@@ -50,7 +50,7 @@ import { checkForwardBatch } from "./check-batch.js";
 import type { LayerRope, ModelConfig } from "./config.js";
 import type { DecoderWeights } from "./decoder-weights.js";
 import type { ForwardBatch } from "./forward-batch.js";
-import type { KvCacheGeometry, ModelRunner } from "./model-runner.js";
+import type { ForwardOptions, KvCacheGeometry, ModelRunner } from "./model-runner.js";
 import { StepBuffers } from "./step-buffers.js";
 
 export interface DecoderOptions {
@@ -185,8 +185,10 @@ export class Decoder implements ModelRunner {
     return new Set([this.#embed, ...this.#stages, this.#head].map((s) => s.rt.index)).size;
   }
 
-  forward(batch: ForwardBatch): Float32Array {
-    return this.#run(batch, "logits");
+  /** The logits of batch.logitIndices: a copy, or with options.view a view of the head memory's logits buffer, valid until this decoder's next call. */
+  forward(batch: ForwardBatch, options?: ForwardOptions): Float32Array {
+    const logits = this.#run(batch, "logits");
+    return options?.view === true ? logits : logits.slice();
   }
 
   /**
@@ -196,7 +198,7 @@ export class Decoder implements ModelRunner {
    * step's tokens are written as by forward.
    */
   hiddenStates(batch: ForwardBatch): Float32Array {
-    return this.#run(batch, "rows");
+    return this.#run(batch, "rows").slice();
   }
 
   /**
@@ -205,10 +207,14 @@ export class Decoder implements ModelRunner {
    * prompt's hidden states). batch.logitIndices is not read; no LM head runs.
    */
   allHiddenStates(batch: ForwardBatch): Float32Array {
-    return this.#run(batch, "all");
+    return this.#run(batch, "all").slice();
   }
 
-  /** "logits": the LM head on the logitIndices rows; "rows": their final-normed hidden states; "all": every token's. */
+  /**
+   * "logits": the LM head on the logitIndices rows; "rows": their final-normed
+   * hidden states; "all": every token's. Returns a view of the head memory's
+   * step buffers (the callers above copy it).
+   */
   #run(batch: ForwardBatch, out: "logits" | "rows" | "all"): Float32Array {
     if (this.#disposed) throw new Error("Decoder used after dispose()");
     const c = this.config;
@@ -274,7 +280,7 @@ export class Decoder implements ModelRunner {
         const { xb } = hd.buffers.views(T, S);
         if (xb.memory === x.memory) rmsNorm(hd.rt, { x, weight: W.finalNorm, out: xb, eps });
         else (copyTensor(x, xb), rmsNorm(hd.rt, { x: xb, weight: W.finalNorm, eps }));
-        return new Float32Array(hd.rt.memory.buffer, xb.ptr, T * c.hiddenSize).slice();
+        return new Float32Array(hd.rt.memory.buffer, xb.ptr, T * c.hiddenSize);
       }
       if (S === 0) return new Float32Array(0); // a prefill chunk that samples nothing
 
@@ -287,10 +293,10 @@ export class Decoder implements ModelRunner {
         to.set(from.subarray(r, r + c.hiddenSize), i * c.hiddenSize);
       }
       rmsNorm(hd.rt, { x: last, weight: W.finalNorm, eps });
-      if (out === "rows") return new Float32Array(hd.rt.memory.buffer, last.ptr, S * c.hiddenSize).slice();
+      if (out === "rows") return new Float32Array(hd.rt.memory.buffer, last.ptr, S * c.hiddenSize);
       linear(hd.rt, { x: last, weight: W.lmHead, out: logits }); // logits [S, V]
       if (c.finalLogitSoftcap > 0) softcap(hd.rt, { x: logits, cap: c.finalLogitSoftcap });
-      return new Float32Array(hd.rt.memory.buffer, logits.ptr, S * c.vocabSize).slice();
+      return new Float32Array(hd.rt.memory.buffer, logits.ptr, S * c.vocabSize);
     } finally {
       for (const p of plans) p.dispose();
     }

@@ -33,6 +33,22 @@ export const MAX_ITEMS = 512;
  * `units`; strictly increasing, item sizes non-increasing. One thread: one item.
  */
 export function workItems(units: number, bytes: number, threads: number): Int32Array {
+  // A model asks for the same few tables every step (one per weight shape): build each once.
+  const key = `${units},${bytes},${threads}`;
+  let table = tables.get(key);
+  if (table === undefined) {
+    if (tables.size >= MAX_TABLES) tables.clear();
+    tables.set(key, (table = buildItems(units, bytes, threads)));
+  }
+  return table;
+}
+
+/** workItems' tables by (units, bytes, threads); read-only once built (the callers copy them into argument buffers). */
+const tables = new Map<string, Int32Array>();
+/** Distinct tables kept at most (a model has a handful of weight shapes; many models in one process start over). */
+const MAX_TABLES = 256;
+
+function buildItems(units: number, bytes: number, threads: number): Int32Array {
   if (threads <= 1 || units <= 1) return Int32Array.of(0, units);
   const unitBytes = bytes / units;
   let hi = Math.max(1, Math.floor(MAX_ITEM_BYTES / unitBytes));

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { type LoadedModel, type Runtime, createRuntime, loadModel } from "../../src/ops-entry.js";
+import type { Decoder } from "../../src/model/decoder.js";
 import { type ReferenceWeights, referenceForward, TINY_ARCHS, type TinyArch, writeTinyModel } from "../../src/testing/index.js";
 import { type TensorToWrite, writeSafetensors } from "../../src/sources/safetensors-writer.js";
 import { freeTensors, loadSafetensors } from "../../src/sources/safetensors.js";
@@ -136,6 +137,28 @@ for (const arch of TINY_ARCHS) {
     }
   });
 }
+
+test("forward with view: the same logits bit for bit, as a view the next call overwrites; without, a copy that is the caller's", () => {
+  const { model } = models.get("llama")!;
+  const runner = model.runner as Decoder;
+  const V = model.config.vocabSize;
+  const ids = prompt(11, 5, V);
+  const blocks = new Blocks(BLOCK);
+  const [a, b] = [blocks.take(ids.length + 1), blocks.take(ids.length + 1)];
+  // The same prompt and next token in two sequences: once copied, once as a view.
+  const copy = runner.forward(makeBatch([{ blocks: a, start: 0, tokens: ids, logits: "all" }], BLOCK));
+  const view = runner.forward(makeBatch([{ blocks: b, start: 0, tokens: ids, logits: "all" }], BLOCK), { view: true });
+  assert.equal(view.length, ids.length * V);
+  assert.deepEqual(view, copy);
+  const kept = view.slice();
+  const next = runner.forward(makeBatch([{ blocks: b, start: ids.length, tokens: [ids[0]!] }], BLOCK), { view: true });
+  assert.equal(next.buffer, view.buffer, "the logits of every step live in one buffer");
+  assert.equal(next.byteOffset, view.byteOffset);
+  assert.notDeepEqual(view.subarray(0, V), kept.subarray(0, V), "the next call overwrote the view");
+  const again = runner.forward(makeBatch([{ blocks: a, start: ids.length, tokens: [ids[0]!] }], BLOCK));
+  assert.deepEqual(again, next.slice(0, V), "decode after either gives the same logits");
+  assert.deepEqual(copy.subarray(0, V), kept.subarray(0, V), "forward's copy is not overwritten by later calls");
+});
 
 test("Llama with attention_bias, mlp_bias and llama3 RoPE scaling (every bias, scaled frequencies) matches the reference", () => {
   const { dir, config } = writeTinyModel(join(root, "llama-bias"), {

@@ -65,6 +65,13 @@ describe("workItems", () => {
     assert.deepEqual(sizes(workItems(10, 10 * (MAX_ITEM_BYTES + 1), 4), 10), [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]);
   });
 
+  test("a shape's table is built once: the same table for the same units, bytes and threads, another for other threads", () => {
+    const t = workItems(4864, 4864 * q8Group(896), 2);
+    assert.equal(workItems(4864, 4864 * q8Group(896), 2), t);
+    assert.notEqual(workItems(4864, 4864 * q8Group(896), 3), t);
+    assert.deepEqual([...workItems(4864, 4864 * q8Group(896), 3)], [...workItems(4864, 4864 * q8Group(896), 3)]);
+  });
+
   test("more threads never make the first item bigger", () => {
     for (const [units, bytes] of [[300, 3e6], [5000, 9e7], [40, 1e6]] as const) {
       let last = Infinity;
