@@ -1,0 +1,80 @@
+// Where a decode step's time goes (issue #30 item 3): N sequences of the
+// synthetic Qwen2.5-0.5B (q8 weights, f16 KV cache: the gguf and serve suites'
+// shapes) through Engine.step, the server's engine loop without its messages,
+// greedy on the engine's wasm sampler. After the prefill, every parallelFor of
+// the decode steps is timed on the calling thread: per kernel (the LM head, the
+// step's last linear, apart; "1 item": run on the calling thread alone), and the
+// runner's forward as a whole. "outside kernels" is the rest of the step: the
+// operators' JavaScript, the sampler's passes (direct wasm calls), stop checks,
+// detokenization, the scheduler.
+//
+//   node tools/profile-engine-step.mjs [N=16] [PROMPT=32] [STEPS=32] [KERNELS]
+//   env NULL_KERNELS=1: every parallelFor returns at once (the step's JavaScript alone)
+//
+// Run from a built checkout (npm run build). Prints one line per kernel: calls
+// and milliseconds a step, share of the step.
+import { createRuntime } from "../dist/src/ops-entry.js";
+import { createSyntheticModel, qwen25HalfBConfig } from "../dist/src/testing/index.js";
+import { Engine } from "../dist/src/engine/engine.js";
+import { resolveSamplingParams } from "../dist/src/engine/sampling-params.js";
+
+const [N = 16, prompt = 32, steps = 32] = process.argv.slice(2, 5).map(Number);
+const kernels = process.argv[5];
+const rt = await createRuntime({ threads: 2, ...(kernels ? { kernels } : {}) });
+const config = qwen25HalfBConfig();
+const model = createSyntheticModel(rt, { config, weights: "q8", kvDtype: "f16", numBlocks: N * (Math.ceil((prompt + steps + 2) / 16) + 1), maxBatchTokens: Math.max(512, N * prompt), maxLogitRows: Math.max(16, N) });
+const linearsPerStep = 4 * config.numLayers + 1; // qkv, o, gate_up, down per layer; the LM head last
+
+let on = false;
+let linears = 0;
+const kernelMs = new Map();
+for (const view of rt.memories) {
+  const run = view.parallelFor.bind(view);
+  view.parallelFor = (kernel, items, args) => {
+    if (!on) return run(kernel, items, args);
+    const t0 = performance.now();
+    if (!process.env.NULL_KERNELS) run(kernel, items, args);
+    const ms = performance.now() - t0;
+    const head = kernel.startsWith("task_linear_") && ++linears % linearsPerStep === 0;
+    const key = `${kernel}${head ? " (LM head)" : ""}${items === 1 ? " (1 item)" : ""}`;
+    const s = kernelMs.get(key) ?? { calls: 0, ms: 0 };
+    s.calls++;
+    s.ms += ms;
+    kernelMs.set(key, s);
+  };
+}
+let forwardMs = 0;
+const forward = model.forward.bind(model);
+model.forward = (batch, options) => {
+  const t0 = performance.now();
+  const logits = forward(batch, options);
+  if (on) forwardMs += performance.now() - t0;
+  return logits;
+};
+
+const tokenizer = { vocabSize: model.vocabSize, decode: (ids) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join("") };
+const engine = new Engine({ runner: model, tokenizer, eosTokenIds: [], maxNumSeqs: N, maxNumBatchedTokens: Math.max(512, N * prompt), enablePrefixCaching: false, runtime: rt });
+const params = resolveSamplingParams({ temperature: 0, maxTokens: steps + 1, ignoreEos: true }, model.vocabSize);
+for (let r = 0; r < N; r++) {
+  engine.addRequest({ requestId: `r${r}`, promptTokenIds: Array.from({ length: prompt }, (_, i) => ((r * 7919 + i) * 2654435761) % config.vocabSize >>> 0), params });
+}
+let first = 0;
+while (first < N) for (const o of engine.step()) if (o.tokenIds.length > 0 && o.numOutputTokens === o.tokenIds.length) first++; // prefill, up to every first token
+on = true;
+const stepMs = [];
+while (engine.hasUnfinishedRequests) {
+  const t0 = performance.now();
+  engine.step();
+  stepMs.push(performance.now() - t0);
+}
+const n = stepMs.length;
+const total = stepMs.reduce((a, b) => a + b, 0);
+const inKernels = [...kernelMs.values()].reduce((a, s) => a + s.ms, 0);
+const median = [...stepMs].sort((a, b) => a - b)[n >> 1];
+const per = (ms) => `${(ms / n).toFixed(2)} ms`;
+console.log(`N ${N}, prompt ${prompt}, ${n} decode steps, ${rt.kernels} kernels, int8 dot ${rt.int8Dot}${process.env.NULL_KERNELS ? ", kernels NOT run" : ""}; Node ${process.version}`);
+console.log(`step ${per(total)} (median ${median.toFixed(2)} ms): in kernels ${per(inKernels)}, outside kernels ${per(total - inKernels)} (${((100 * (total - inKernels)) / total).toFixed(1)} %) of which the forward's own JavaScript ${per(forwardMs - inKernels)}`);
+for (const [k, s] of [...kernelMs].sort((a, b) => b[1].ms - a[1].ms)) {
+  console.log(`  ${k.padEnd(36)} ${(s.calls / n).toFixed(0).padStart(4)} calls ${per(s.ms).padStart(11)}  ${((100 * s.ms) / total).toFixed(1).padStart(5)} %`);
+}
+await rt.dispose();
