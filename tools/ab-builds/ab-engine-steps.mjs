@@ -12,10 +12,10 @@
 //
 // Prints per side the median step time and the median of its per-step time
 // ratios against every other side, and whether every side sampled the same tokens.
-import { execSync } from "node:child_process";
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { loadBuild } from "./load-build.mjs";
+import { lockstep, median } from "./lockstep.mjs";
 const url = (dir, path) => pathToFileURL(resolve(dir, path)).href;
 const [kernels, nS, promptS, stepsS, ...dirs] = process.argv.slice(2);
 const N = +nS, prompt = +promptS, steps = +stepsS;
@@ -39,19 +39,8 @@ for (const dir of dirs) {
   while (tokens.length < N) step(); // prefill (chunks), up to every sequence's first token
   sides.push({ name: dir.split("/").pop(), step, tokens, rt, ms: [] });
 }
-const load0 = execSync("cat /proc/loadavg").toString().trim();
-const pause = new Int32Array(new SharedArrayBuffer(4));
-for (let i = 0; i < steps; i++) {
-  const order = i % 2 ? [...sides].reverse() : sides;
-  for (const s of order) {
-    Atomics.wait(pause, 0, 0, 0.3);
-    const t0 = performance.now();
-    s.step();
-    s.ms.push(performance.now() - t0);
-  }
-}
-const load1 = execSync("cat /proc/loadavg").toString().trim();
-const med = (xs) => { const a = [...xs].sort((x, y) => x - y); return a.length % 2 ? a[a.length >> 1] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2; };
+const { load0, load1 } = lockstep(sides, steps);
+const med = median;
 console.log(`kernels=${sides[0].rt.kernels} node=${process.version} N=${N} prompt=${prompt} steps=${steps}; loadavg ${load0} | ${load1}`);
 for (const s of sides) {
   const row = sides.map((o) => `${o.name}: ${med(o.ms.map((t, i) => s.ms[i] / t)).toFixed(3)}`).join(", ");
