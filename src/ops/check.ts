@@ -86,6 +86,46 @@ function runStarts(t: Tensor): Float64Array {
 }
 
 /**
+ * A tensor as evenly strided runs of its last dimension (asMatrix's rows, in
+ * bytes), or null where its leading dimensions do not flatten evenly or its
+ * last is not contiguous.
+ */
+function rowRuns(t: Tensor): { rows: number; stride: number; run: number } | null {
+  const rank = t.rank;
+  if (rank < 1) return null;
+  const { shape, strides } = t;
+  const cols = shape[rank - 1]!;
+  if (cols > 1 && strides[rank - 1] !== 1) return null;
+  let rows = 1;
+  let stride = cols;
+  let prev = -1;
+  for (let i = 0; i < rank - 1; i++) {
+    const d = shape[i]!;
+    rows *= d;
+    if (d <= 1) continue;
+    if (prev >= 0 && strides[prev] !== strides[i]! * d) return null;
+    prev = i;
+    stride = strides[i]!;
+  }
+  return { rows, stride: stride * t.elementBytes, run: cols * t.elementBytes };
+}
+
+/**
+ * Whether runs [a0 + i·s, a0 + i·s + la), i < ra, and [b0 + j·s, b0 + j·s + lb),
+ * j < rb, share a byte, for one stride s ≥ la, lb > 0 (two column slices of one
+ * row-major buffer: gate and up of a fused gate_up output). O(1): with
+ * b0 − a0 = q·s + r (0 ≤ r < s), b's run j can only meet a's run q + j (iff
+ * r < la) or q + j + 1 (iff r + lb > s), so it is whether some j in [0, rb)
+ * puts that run in [0, ra).
+ */
+export function stridedRunsOverlap(a0: number, la: number, ra: number, b0: number, lb: number, rb: number, s: number): boolean {
+  const q = Math.floor((b0 - a0) / s);
+  const r = b0 - a0 - q * s;
+  const someJ = (k: number) => Math.max(0, -k) < Math.min(rb, ra - k); // some j < rb with 0 ≤ k + j < ra
+  return (r < la && someJ(q)) || (r + lb > s && someJ(q + 1));
+}
+
+/**
  * Whether two tensors share a byte. Exact for tensors whose last dimension is
  * contiguous (interleaved views of one buffer, like the column slices of a
  * fused QKV output, do not overlap); otherwise by their spans.
@@ -98,6 +138,12 @@ export function overlaps(a: Tensor, b: Tensor): boolean {
   if (!contiguousRuns(a) || !contiguousRuns(b)) return true;
   const la = a.shape[a.rank - 1]! * a.elementBytes;
   const lb = b.shape[b.rank - 1]! * b.elementBytes;
+  // Row views with one stride (every op's column slices): O(1), where the sweep below sorts every run.
+  const ra = rowRuns(a);
+  const rb = rowRuns(b);
+  if (ra !== null && rb !== null && ra.stride === rb.stride && ra.stride >= Math.max(la, lb)) {
+    return stridedRunsOverlap(a.ptr, la, ra.rows, b.ptr, lb, rb.rows, ra.stride);
+  }
   const sa = runStarts(a);
   const sb = runStarts(b);
   // Sweep two sorted lists of intervals; runs of one tensor may themselves overlap, which is fine.
