@@ -190,6 +190,7 @@ type PlanFields = Pick<
   | "qLen"
   | "cuSeqlensQ"
   | "keyOffsets"
+  | "seqs"
   | "paged"
   | "threads"
   | "lengths"
@@ -213,6 +214,8 @@ export class AttentionPlan {
   readonly cuSeqlensQ: Int32Array | null;
   /** First key of each sequence along its cache (0 but for cascade suffixes). */
   readonly keyOffsets: Int32Array;
+  /** @internal Each sequence's query rows and keys as planned: what the operators' problems carry (read-only). */
+  readonly seqs: readonly SeqExtent[];
   /** The block table (a host copy of what the kernels read), its shape and the largest id it uses (paged plans), else null. */
   readonly paged: Readonly<PagedTable> | null;
   readonly threads: number;
@@ -246,6 +249,7 @@ export class AttentionPlan {
     this.qLen = fields.qLen;
     this.cuSeqlensQ = fields.cuSeqlensQ;
     this.keyOffsets = fields.keyOffsets;
+    this.seqs = fields.seqs;
     this.paged = fields.paged;
     this.threads = fields.threads;
     this.lengths = fields.lengths;
@@ -397,6 +401,7 @@ export class AttentionPlan {
         qLen: spec.qLen,
         cuSeqlensQ: spec.cuSeqlensQ,
         keyOffsets: Int32Array.from(seqs, (s) => s.k0),
+        seqs,
         paged,
         threads,
         lengths,

@@ -86,7 +86,7 @@ export interface AttentionProblem {
   k: Operand;
   v: Operand;
   kvDtype: DType;
-  seqs: SeqExtent[];
+  seqs: readonly SeqExtent[];
   score: ScoreOptions;
   out: Tensor;
   outOp: Operand;

@@ -16,7 +16,6 @@ import { AttentionPlan, MAX_DECODE_QLEN } from "../attention/plan.js";
 import {
   type AttentionProblem,
   type KvDequant,
-  type SeqExtent,
   type LayoutDims,
   checkLayout,
   checkTensor,
@@ -221,23 +220,6 @@ function planFromOptions(rt: Runtime, options: PagedAttentionOptions, cache: Pag
   }
 }
 
-/** Each sequence's extents in a plan, and their largest query and key lengths: per plan, not per layer (read-only). */
-const extentsOf = new WeakMap<AttentionPlan, { seqs: SeqExtent[]; maxSq: number; maxSk: number }>();
-
-function planExtents(plan: AttentionPlan): { seqs: SeqExtent[]; maxSq: number; maxSk: number } {
-  let e = extentsOf.get(plan);
-  if (e === undefined) {
-    const seqs = Array.from(plan.lengths, (sk, b) => {
-      const q0 = plan.cuSeqlensQ ? plan.cuSeqlensQ[b]! : 0;
-      const sq = plan.cuSeqlensQ ? plan.cuSeqlensQ[b + 1]! - q0 : plan.qLen!;
-      return { q0, sq, k0: plan.keyOffsets[b]!, sk };
-    });
-    e = { seqs, maxSq: seqs.reduce((m, s) => Math.max(m, s.sq), 0), maxSk: seqs.reduce((m, s) => Math.max(m, s.sk), 0) };
-    extentsOf.set(plan, e);
-  }
-  return e;
-}
-
 /**
  * Validates a pagedAttention call against its plan. Returns the problem the
  * kernels run; allocates outputs last (recorded in `allocated`).
@@ -256,7 +238,9 @@ export function pagedProblem(rt: Runtime, options: PagedAttentionOptions, plan: 
     throw new ArgumentError("numKvHeads", `must match the cache's ${Hkv} KV heads, got ${options.numKvHeads}`);
   }
   const B = plan.batch;
-  const { seqs, maxSq, maxSk } = planExtents(plan);
+  const seqs = plan.seqs; // built once per step, shared by every layer's call
+  const maxSq = seqs.reduce((m, s) => Math.max(m, s.sq), 0);
+  const maxSk = seqs.reduce((m, s) => Math.max(m, s.sk), 0);
   const score = resolveScoreOptions(rt, options, D, [B, H, maxSq, maxSk]);
   const allocated: Tensor[] = [];
   const outs = resolveOutputs(rt, options, q, layout, B, H, qd.S, allocated);

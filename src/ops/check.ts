@@ -36,22 +36,31 @@ export function asMatrix(argument: string, t: Tensor): MatrixView {
   if (cols > 1 && strides[rank - 1] !== 1) {
     throw new ArgumentError(`${argument}.strides`, `must be 1 in the last dimension (contiguous rows), got ${show(strides)}`);
   }
-  // The leading dimensions of size > 1, outermost first, must collapse into
-  // one evenly strided row index (plain loops: every op calls this per operand per step).
+  const flat = evenRows(t);
+  if (flat === null) throw new ArgumentError(`${argument}.strides`, `must flatten to evenly strided rows, got ${show(strides)} for shape ${show(shape)}`);
+  return { tensor: t, rows: flat.rows, cols, rowStride: flat.rowStride };
+}
+
+/**
+ * The leading dimensions of size > 1, outermost first, collapsed into one
+ * evenly strided row index: rows and the elements between them (the last
+ * dimension's size for one row), or null where they do not collapse. Plain
+ * loops: every op calls this per operand per step.
+ */
+function evenRows(t: Tensor): { rows: number; rowStride: number } | null {
+  const { shape, strides, rank } = t;
   let rows = 1;
-  let rowStride = cols;
+  let rowStride = shape[rank - 1]!;
   let prev = -1; // the previous leading dimension of size > 1
   for (let i = 0; i < rank - 1; i++) {
     const d = shape[i]!;
     rows *= d;
     if (d <= 1) continue;
-    if (prev >= 0 && strides[prev] !== strides[i]! * d) {
-      throw new ArgumentError(`${argument}.strides`, `must flatten to evenly strided rows, got ${show(strides)} for shape ${show(shape)}`);
-    }
+    if (prev >= 0 && strides[prev] !== strides[i]! * d) return null;
     prev = i;
     rowStride = strides[i]!;
   }
-  return { tensor: t, rows, cols, rowStride };
+  return { rows, rowStride };
 }
 
 /** Output rows must not overlap each other (each is written by one work item). */
@@ -86,31 +95,6 @@ function runStarts(t: Tensor): Float64Array {
 }
 
 /**
- * A tensor as evenly strided runs of its last dimension (asMatrix's rows, in
- * bytes), or null where its leading dimensions do not flatten evenly or its
- * last is not contiguous.
- */
-function rowRuns(t: Tensor): { rows: number; stride: number; run: number } | null {
-  const rank = t.rank;
-  if (rank < 1) return null;
-  const { shape, strides } = t;
-  const cols = shape[rank - 1]!;
-  if (cols > 1 && strides[rank - 1] !== 1) return null;
-  let rows = 1;
-  let stride = cols;
-  let prev = -1;
-  for (let i = 0; i < rank - 1; i++) {
-    const d = shape[i]!;
-    rows *= d;
-    if (d <= 1) continue;
-    if (prev >= 0 && strides[prev] !== strides[i]! * d) return null;
-    prev = i;
-    stride = strides[i]!;
-  }
-  return { rows, stride: stride * t.elementBytes, run: cols * t.elementBytes };
-}
-
-/**
  * Whether runs [a0 + i·s, a0 + i·s + la), i < ra, and [b0 + j·s, b0 + j·s + lb),
  * j < rb, share a byte, for one stride s ≥ la, lb > 0 (two column slices of one
  * row-major buffer: gate and up of a fused gate_up output). O(1): with
@@ -139,10 +123,11 @@ export function overlaps(a: Tensor, b: Tensor): boolean {
   const la = a.shape[a.rank - 1]! * a.elementBytes;
   const lb = b.shape[b.rank - 1]! * b.elementBytes;
   // Row views with one stride (every op's column slices): O(1), where the sweep below sorts every run.
-  const ra = rowRuns(a);
-  const rb = rowRuns(b);
-  if (ra !== null && rb !== null && ra.stride === rb.stride && ra.stride >= Math.max(la, lb)) {
-    return stridedRunsOverlap(a.ptr, la, ra.rows, b.ptr, lb, rb.rows, ra.stride);
+  const ra = evenRows(a);
+  const rb = evenRows(b);
+  const s = ra === null ? -1 : ra.rowStride * a.elementBytes; // bytes between rows
+  if (ra !== null && rb !== null && s === rb.rowStride * b.elementBytes && s >= Math.max(la, lb)) {
+    return stridedRunsOverlap(a.ptr, la, ra.rows, b.ptr, lb, rb.rows, s);
   }
   const sa = runStarts(a);
   const sb = runStarts(b);
