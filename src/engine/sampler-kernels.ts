@@ -110,6 +110,21 @@ export class SamplerKernels {
     return s;
   }
 
+  /**
+   * Greedy over raw logits in place, without the copy loadScores makes: the
+   * first index of the largest logit, when `logits` (f32 [V]) lies in this
+   * runtime's memory (a view of the decoder's output); null when it lies
+   * elsewhere, or holds a NaN or only −Infinity (the copy path then names the
+   * error). The same scans as maxScore and firstAtLeast, so the same token.
+   */
+  argmaxInPlace(logits: Float32Array): number | null {
+    if (this.#freed) throw new Error("SamplerKernels used after free()");
+    if (logits.buffer !== this.#rt.memory.buffer || logits.length !== this.vocabSize) return null;
+    const max = this.#k["sample_max"]!(logits.byteOffset, this.vocabSize);
+    if (Number.isNaN(max) || max === -Infinity) return null;
+    return this.#k["sample_first_ge"]!(logits.byteOffset, this.vocabSize, max);
+  }
+
   /** Largest score: NaN if any is NaN, −Infinity if all are. */
   maxScore(): number {
     return this.#k["sample_max"]!(this.#ptrs.scores, this.vocabSize);

@@ -131,8 +131,7 @@ export class Sampler {
   sample(state: SamplingState, logits: Float32Array, allowed: Int32Array | null = null): SampleResult {
     this.#checkLogits(logits);
     const p = state.params;
-    const scores = this.processLogits(state, logits, allowed);
-    const token = p.temperature < GREEDY_EPSILON ? this.#argmax(scores) : this.#draw(state, scores);
+    const token = (p.temperature < GREEDY_EPSILON ? this.#greedyInPlace(state, logits, allowed) : null) ?? this.#pick(state, this.processLogits(state, logits, allowed));
     state.accept(token);
     return this.resultFor(state, logits, token);
   }
@@ -167,8 +166,11 @@ export class Sampler {
    */
   distribution(state: SamplingState, logits: Float32Array, allowed: Int32Array | null = null): { ids: Int32Array; probs: Float64Array } {
     this.#checkLogits(logits);
+    if (state.params.temperature < GREEDY_EPSILON) {
+      const token = this.#greedyInPlace(state, logits, allowed) ?? this.#argmax(this.processLogits(state, logits, allowed));
+      return { ids: Int32Array.of(token), probs: Float64Array.of(1) };
+    }
     const scores = this.processLogits(state, logits, allowed);
-    if (state.params.temperature < GREEDY_EPSILON) return { ids: Int32Array.of(this.#argmax(scores)), probs: Float64Array.of(1) };
     const k = this.#kernels;
     if (k !== null) {
       const n = this.#candidatesWasm(k, state, scores);
@@ -185,6 +187,27 @@ export class Sampler {
     let mass = 0;
     for (let j = 0; j < n; j++) mass += this.#candW[j]!;
     return { ids: this.#candIds.slice(0, n), probs: this.#candW.slice(0, n).map((w) => w / mass) };
+  }
+
+  /** Greedy (argmax) or a draw from processed scores, by the request's temperature. */
+  #pick(state: SamplingState, scores: Float32Array): number {
+    return state.params.temperature < GREEDY_EPSILON ? this.#argmax(scores) : this.#draw(state, scores);
+  }
+
+  /**
+   * Greedy decoding with nothing to process (no grammar mask, logit bias or
+   * penalty) on the wasm passes: the argmax of the logits read in place, where
+   * they lie in the kernels' memory (the engine's view of the decoder's
+   * output), skipping the copy processLogits makes (600 KB a row for a 150k
+   * vocabulary). null: take the copy path (logits elsewhere, JavaScript
+   * passes, something to process, or a NaN / all −∞ row, whose error the copy
+   * path names).
+   */
+  #greedyInPlace(state: SamplingState, logits: Float32Array, allowed: Int32Array | null): number | null {
+    const p = state.params;
+    if (this.#kernels === null || allowed !== null || p.logitBias.size !== 0) return null;
+    if (p.repetitionPenalty !== 1 || p.presencePenalty !== 0 || p.frequencyPenalty !== 0) return null;
+    return this.#kernels.argmaxInPlace(logits);
   }
 
   /**

@@ -9,8 +9,9 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { OutOfMemoryError, Prng, type Runtime, Sampler, createRuntime } from "../../src/ops-entry.js";
-import { argmax, kthLargest, logSumExp, topN } from "../../src/engine/sampler.js";
+import { SamplingState, argmax, kthLargest, logSumExp, topN } from "../../src/engine/sampler.js";
 import { SamplerKernels, f32AtLeast } from "../../src/engine/sampler-kernels.js";
+import { resolveSamplingParams } from "../../src/engine/sampling-params.js";
 
 const rt: Runtime = await createRuntime({ threads: 1 });
 after(() => rt.dispose());
@@ -82,6 +83,64 @@ test("max, first index of the max, NaN and −∞ at every length", () => {
       k.loadScores(new Float32Array(V).fill(-Infinity));
       assert.equal(k.maxScore(), -Infinity);
     });
+  }
+});
+
+/** `x` copied into a block of the runtime's memory (what the engine's logits view is); freed after `check`. */
+function withView(x: Float32Array, check: (view: Float32Array) => void): void {
+  const p = rt.heap.alloc(4 * x.length + 16, "logits view");
+  try {
+    const view = new Float32Array(rt.memory.buffer, p, x.length);
+    view.set(x);
+    check(view);
+  } finally {
+    rt.heap.free(p);
+  }
+}
+
+test("greedy in place: logits in the runtime's memory give the JavaScript argmax without the scores copy; others return null", () => {
+  const rng = new Prng(12);
+  for (const V of LENGTHS) {
+    withKernels(V, (k) => {
+      const x = randomLogits(rng, V, 8);
+      x[rng.nextInt(V)] = 1e9; // one clear winner, and a tie for it further on
+      const top = argmax(x);
+      if (top + 1 < V) x[top + 1 + rng.nextInt(V - top - 1)] = 1e9;
+      withView(x, (view) => {
+        assert.equal(k.argmaxInPlace(view), argmax(x), `V ${V}: the lowest id among ties`);
+        // The scores scratch still holds its poison: no copy was made.
+        assert.ok(Number.isNaN(k.maxScore()), `V ${V}: scores scratch untouched`);
+        view[rng.nextInt(V)] = NaN;
+        assert.equal(k.argmaxInPlace(view), null, `V ${V}: a NaN goes to the copy path, which names it`);
+        view.fill(-Infinity);
+        assert.equal(k.argmaxInPlace(view), null, `V ${V}: all −∞ goes to the copy path`);
+      });
+      assert.equal(k.argmaxInPlace(x), null, `V ${V}: logits outside the runtime's memory are copied`);
+    });
+  }
+});
+
+test("Sampler greedy: a view of the runtime's memory picks what a copy picks, and a processed request still gets its processing", () => {
+  const V = 4099;
+  const rng = new Prng(13);
+  const sampler = new Sampler(V, { runtime: rt });
+  try {
+    for (let t = 0; t < 20; t++) {
+      const x = randomLogits(rng, V, 8);
+      const greedy = resolveSamplingParams({ temperature: 0 }, V);
+      withView(x, (view) => {
+        assert.equal(sampler.sample(new SamplingState(greedy), view).token, argmax(x));
+        assert.deepEqual(sampler.distribution(new SamplingState(greedy), view).ids, Int32Array.of(argmax(x)));
+        // A logit bias must still apply: the in-place path is only for unprocessed rows.
+        const low = (argmax(x) + 1) % V;
+        const biased = resolveSamplingParams({ temperature: 0, logitBias: { [low]: 100 } }, V);
+        assert.equal(sampler.sample(new SamplingState(biased), view).token, low);
+        view[rng.nextInt(V)] = NaN;
+        assert.throws(() => sampler.sample(new SamplingState(greedy), view), /NaN/);
+      });
+    }
+  } finally {
+    sampler.free();
   }
 });
 
