@@ -9,7 +9,7 @@
 // res[0..16) f32 as [token][row]; the caller adds bias and stores.
 
 import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
-import { BF16_HI, bf16Even, bf16Odd, q4Hi, q4Lo, q4Plane, q4Scale, q8Bias, q8Dot, q8BiasBytes, q8Hi, q8Lo, q8RowsMask, q8Scale, q8Unbias, q8Weight, q8WeightA, q8WeightB, q8XStep, xPair } from "./gemv";
+import { BF16_HI, bf16Even, bf16Odd, q4Hi, q4Lo, q4Plane, q4Scale, q8Bias, q8Dot, q8BiasBytes, Q8_EXTEND_ON_LOAD, q8Hi, q8Lo, q8RowsMask, q8Scale, q8Unbias, q8Weight, q8WeightA, q8WeightB, q8XStep, xPair } from "./gemv";
 import { DOT_I16, DOT_I7, DOT_U8, RELAXED, dotI8U8, fmadd } from "../runtime/flavor";
 
 /**
@@ -307,8 +307,18 @@ export function gemmQ8Rows8I16(w: usize, x0: usize, xStride: usize, s0: usize, s
     let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
     let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0);
     for (let j: usize = 0, k = xo; j < 128; j += 16, k += 8) {
-      const va = v128.load(w + j), vb = v128.load(w + HALF_Q8 + j);
-      const al = q8Lo(va), ah = q8Hi(va), bl = q8Lo(vb), bh = q8Hi(vb);
+      // Both halves' column pairs as int16 (gemv.ts Q8_EXTEND_ON_LOAD: sign-extended as they load, or interleaved).
+      let al: v128, ah: v128, bl: v128, bh: v128;
+      if (Q8_EXTEND_ON_LOAD) {
+        const wj = w + j;
+        al = v128.load8x8_s(wj);
+        ah = v128.load8x8_s(wj, 8);
+        bl = v128.load8x8_s(wj, HALF_Q8);
+        bh = v128.load8x8_s(wj, HALF_Q8 + 8);
+      } else {
+        const va = v128.load(w + j), vb = v128.load(w + HALF_Q8 + j);
+        al = q8Lo(va); ah = q8Hi(va); bl = q8Lo(vb); bh = q8Hi(vb);
+      }
       let p = v128.load32_splat(x0 + k), q = v128.load32_splat(x0 + k, 4);
       a0 = i32x4.add(i32x4.add(a0, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
       b0 = i32x4.add(i32x4.add(b0, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));

@@ -25,9 +25,8 @@
 // read the weights as one sequential stream.
 // Inner loops step a few columns at a time: V8 issues loads in program order
 // but sinks the arithmetic, so a fully unrolled block keeps every loaded vector
-// live and spills. q8 codes are widened with a byte interleave against zero
-// (one punpck per 8 codes from one 16-byte load), which yields code · 256; the
-// 1/256 is folded into the activation scale (exact: a power of two).
+// live and spills. The int16 dot widens q8 codes one of two ways, by flavor
+// (Q8_EXTEND_ON_LOAD).
 
 import { HALF_Q4, HALF_Q8, TILE_BF16, TILE_F32, TILE_Q4, TILE_Q8 } from "./layout";
 import { DOT_I16, DOT_U8, RELAXED, dotI8U7, dotI8U8, fmadd, int8Codes } from "../runtime/flavor";
@@ -114,24 +113,54 @@ export const BF16_HI: usize = memory.data<u32>([0xffff0000, 0xffff0000, 0xffff00
 
 // ---- q8 -----------------------------------------------------------------------
 
-/** The first column pair of a 16-byte load (bytes 0..7: 4 rows × 2 columns) as int16 code · 256. */
+/**
+ * How the int16 dot widens q8 codes, fixed per kernel flavor for the V8 that
+ * runs that flavor by default (src/runtime/module.ts):
+ *   true (relaxed: V8 13, Node 24): sign-extended as they load,
+ *     v128.load8x8_s, one vpmovsxbw with its memory operand per 8 codes;
+ *   false (baseline: V8 11–12, Node 20, and Node 22 on x64 without AVX-VNNI):
+ *     a 16-byte load's bytes interleaved with zero, code · 256, one punpck per
+ *     8 codes, with the 1/256 in the scale (q8Scale).
+ * V8 13 rematerializes the zero before every punpck and folds the
+ * sign-extending load; V8 12 computes each load8x8_s address with an lea of its
+ * own. L3-resident q8 GEMV (4864 × 896, one token, one thread): the load form
+ * is 1.13–1.14× the interleave under V8 13 and 0.88–0.94× under V8 11–12
+ * (BENCHMARKS "linalg"). Either way the int32 sums are exact and the outputs
+ * bit-identical.
+ */
+export const Q8_EXTEND_ON_LOAD: bool = RELAXED;
+
+/** The first column pair of a 16-byte load (bytes 0..7: 4 rows × 2 columns) as int16 codes (· 256 where !Q8_EXTEND_ON_LOAD). */
 @inline export function q8Lo(v: v128): v128 {
+  if (Q8_EXTEND_ON_LOAD) return i16x8.extend_low_i8x16_s(v);
   return i8x16.shuffle(i32x4.splat(0), v, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
 }
 
-/** The second column pair (bytes 8..15) as int16 code · 256. */
+/** The second column pair (bytes 8..15) as int16 codes (· 256 where !Q8_EXTEND_ON_LOAD). */
 @inline export function q8Hi(v: v128): v128 {
+  if (Q8_EXTEND_ON_LOAD) return i16x8.extend_high_i8x16_s(v);
   return i8x16.shuffle(i32x4.splat(0), v, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
 }
 
 /**
- * A half tile's combined block scale: w_scale · (x_scale / 256), the 256 undoing
- * q8Lo/q8Hi (int16 codes); w_scale · x_scale (int8 codes: not scaled). Both
- * give the same products: 256·s and x_scale / 256 are exact, so
+ * acc + the int16 dot of the 16-byte q8 load at p (4 rows × columns 2i..2i+3)
+ * with a token's code pairs x0 (columns 2i, 2i+1) and x1 (2i+2, 2i+3),
+ * splat over the rows: widened as Q8_EXTEND_ON_LOAD says.
+ */
+@inline export function q8DotI16At(p: usize, x0: v128, x1: v128, acc: v128): v128 {
+  if (Q8_EXTEND_ON_LOAD) return i32x4.add(i32x4.add(acc, i32x4.dot_i16x8_s(v128.load8x8_s(p), x0)), i32x4.dot_i16x8_s(v128.load8x8_s(p, 8), x1));
+  const v = v128.load(p);
+  return i32x4.add(i32x4.add(acc, i32x4.dot_i16x8_s(q8Lo(v), x0)), i32x4.dot_i16x8_s(q8Hi(v), x1));
+}
+
+/**
+ * A half tile's combined block scale: w_scale · x_scale, or w_scale · (x_scale
+ * / 256) for the interleaved int16 codes (code · 256: !Q8_EXTEND_ON_LOAD, mode
+ * i16). Both give the same products: 256·s and x_scale / 256 are exact, so
  * f32(256·s) · round(w_scale · x_scale / 256) = f32(s) · round(w_scale · x_scale).
  */
 @inline export function q8Scale(mode: i32, w: usize, xs: usize): v128 {
-  if (int8Codes(mode)) return f32x4.mul(v128.load(w, 128), v128.load32_splat(xs));
+  if (int8Codes(mode) || Q8_EXTEND_ON_LOAD) return f32x4.mul(v128.load(w, 128), v128.load32_splat(xs));
   return f32x4.mul(v128.load(w, 128), f32x4.mul(v128.load32_splat(xs), v128.load(INV_256)));
 }
 
@@ -214,7 +243,7 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
 // (4 rows × 4 columns): q8Weight reorders the load once, q8WeightA/B derive the
 // two vectors every token reuses, and q8Dot adds one token's four columns.
 //   i16 (baseline; relaxed on x64 without AVX-VNNI):
-//                A, B = column pairs as int16 · 256 (q8Lo, q8Hi); x = 4 int16 codes
+//                A, B = column pairs as int16 (q8Lo, q8Hi); x = 4 int16 codes
 //   relaxed i7:  A, B = |w|, w < 0 in q8Rows order;                x = 4 int8 codes
 //   relaxed u8:  A = w in q8Rows order (B unused);                 x = 4 codes + 128
 
@@ -263,7 +292,7 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
   return i32x4.sub(i32x4.add(r0, r1), i32x4.add(c0, c1));
 }
 
-/** One q8 half tile · one block of activation codes → exact int32 sums (· 256 with int16 codes), lanes = rows. */
+/** One q8 half tile · one block of activation codes → exact int32 sums (· 256 with interleaved int16 codes), lanes = rows. */
 @inline export function q8TileSum(mode: i32, w: usize, xq: usize, mask: v128, k80: v128): v128 {
   if (mode == DOT_U8) return q8TileSumU8(w, xq, mask, k80);
   if (int8Codes(mode)) {
@@ -277,11 +306,8 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
   let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
   for (let j: usize = 0; j < 128; j += 32) {
     const p = w + j, x = xq + (j >> 1);
-    const a = v128.load(p, 0), b = v128.load(p, 16);
-    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(a), v128.load32_splat(x, 0)));
-    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(a), v128.load32_splat(x, 4)));
-    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(b), v128.load32_splat(x, 8)));
-    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(b), v128.load32_splat(x, 12)));
+    s0 = q8DotI16At(p, v128.load32_splat(x, 0), v128.load32_splat(x, 4), s0);
+    s1 = q8DotI16At(p + 16, v128.load32_splat(x, 8), v128.load32_splat(x, 12), s1);
   }
   return i32x4.add(s0, s1);
 }
@@ -311,20 +337,12 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0), t0 = i32x4.splat(0), t1 = i32x4.splat(0);
     for (let j: usize = 0; j < 128; j += 32) {
       const p = w + j, q = v + j, x = xq + (j >> 1);
-      let x0 = v128.load32_splat(x, 0), x1 = v128.load32_splat(x, 4);
-      let a = v128.load(p, 0), c = v128.load(q, 0);
-      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(a), x0));
-      t0 = i32x4.add(t0, i32x4.dot_i16x8_s(q8Lo(c), x0));
-      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(a), x1));
-      t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q8Hi(c), x1));
-      x0 = v128.load32_splat(x, 8);
-      x1 = v128.load32_splat(x, 12);
-      a = v128.load(p, 16);
-      c = v128.load(q, 16);
-      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(a), x0));
-      t0 = i32x4.add(t0, i32x4.dot_i16x8_s(q8Lo(c), x0));
-      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(a), x1));
-      t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q8Hi(c), x1));
+      const x0 = v128.load32_splat(x, 0), x1 = v128.load32_splat(x, 4);
+      s0 = q8DotI16At(p, x0, x1, s0);
+      t0 = q8DotI16At(q, x0, x1, t0);
+      const x2 = v128.load32_splat(x, 8), x3 = v128.load32_splat(x, 12);
+      s1 = q8DotI16At(p + 16, x2, x3, s1);
+      t1 = q8DotI16At(q + 16, x2, x3, t1);
     }
     acc = fmadd(f32x4.convert_i32x4_s(i32x4.add(s0, s1)), q8Scale(DOT_I16, w, xs), acc);
     acd = fmadd(f32x4.convert_i32x4_s(i32x4.add(t0, t1)), q8Scale(DOT_I16, v, xs), acd);
