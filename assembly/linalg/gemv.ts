@@ -144,13 +144,11 @@ export const Q8_EXTEND_ON_LOAD: bool = RELAXED;
 
 /**
  * acc + the int16 dot of the 16-byte q8 load at p (4 rows × columns 2i..2i+3)
- * with a token's code pairs x0 (columns 2i, 2i+1) and x1 (2i+2, 2i+3),
- * splat over the rows: widened as Q8_EXTEND_ON_LOAD says.
+ * with a token's code pairs x0 (columns 2i, 2i+1) and x1 (2i+2, 2i+3), splat
+ * over the rows, the codes sign-extended as they load (Q8_EXTEND_ON_LOAD).
  */
-@inline export function q8DotI16At(p: usize, x0: v128, x1: v128, acc: v128): v128 {
-  if (Q8_EXTEND_ON_LOAD) return i32x4.add(i32x4.add(acc, i32x4.dot_i16x8_s(v128.load8x8_s(p), x0)), i32x4.dot_i16x8_s(v128.load8x8_s(p, 8), x1));
-  const v = v128.load(p);
-  return i32x4.add(i32x4.add(acc, i32x4.dot_i16x8_s(q8Lo(v), x0)), i32x4.dot_i16x8_s(q8Hi(v), x1));
+@inline function q8DotI16At(p: usize, x0: v128, x1: v128, acc: v128): v128 {
+  return i32x4.add(i32x4.add(acc, i32x4.dot_i16x8_s(v128.load8x8_s(p), x0)), i32x4.dot_i16x8_s(v128.load8x8_s(p, 8), x1));
 }
 
 /**
@@ -306,8 +304,16 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
   let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
   for (let j: usize = 0; j < 128; j += 32) {
     const p = w + j, x = xq + (j >> 1);
-    s0 = q8DotI16At(p, v128.load32_splat(x, 0), v128.load32_splat(x, 4), s0);
-    s1 = q8DotI16At(p + 16, v128.load32_splat(x, 8), v128.load32_splat(x, 12), s1);
+    if (Q8_EXTEND_ON_LOAD) {
+      s0 = q8DotI16At(p, v128.load32_splat(x, 0), v128.load32_splat(x, 4), s0);
+      s1 = q8DotI16At(p + 16, v128.load32_splat(x, 8), v128.load32_splat(x, 12), s1);
+      continue;
+    }
+    const a = v128.load(p, 0), b = v128.load(p, 16);
+    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(a), v128.load32_splat(x, 0)));
+    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(a), v128.load32_splat(x, 4)));
+    s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(b), v128.load32_splat(x, 8)));
+    s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(b), v128.load32_splat(x, 12)));
   }
   return i32x4.add(s0, s1);
 }
@@ -337,12 +343,29 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0), t0 = i32x4.splat(0), t1 = i32x4.splat(0);
     for (let j: usize = 0; j < 128; j += 32) {
       const p = w + j, q = v + j, x = xq + (j >> 1);
-      const x0 = v128.load32_splat(x, 0), x1 = v128.load32_splat(x, 4);
-      s0 = q8DotI16At(p, x0, x1, s0);
-      t0 = q8DotI16At(q, x0, x1, t0);
-      const x2 = v128.load32_splat(x, 8), x3 = v128.load32_splat(x, 12);
-      s1 = q8DotI16At(p + 16, x2, x3, s1);
-      t1 = q8DotI16At(q + 16, x2, x3, t1);
+      let x0 = v128.load32_splat(x, 0), x1 = v128.load32_splat(x, 4);
+      if (Q8_EXTEND_ON_LOAD) {
+        s0 = q8DotI16At(p, x0, x1, s0);
+        t0 = q8DotI16At(q, x0, x1, t0);
+        const x2 = v128.load32_splat(x, 8), x3 = v128.load32_splat(x, 12);
+        s1 = q8DotI16At(p + 16, x2, x3, s1);
+        t1 = q8DotI16At(q + 16, x2, x3, t1);
+        continue;
+      }
+      // The interleaved codes (V8 11–12): each accumulator takes one column pair.
+      let a = v128.load(p, 0), c = v128.load(q, 0);
+      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(a), x0));
+      t0 = i32x4.add(t0, i32x4.dot_i16x8_s(q8Lo(c), x0));
+      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(a), x1));
+      t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q8Hi(c), x1));
+      x0 = v128.load32_splat(x, 8);
+      x1 = v128.load32_splat(x, 12);
+      a = v128.load(p, 16);
+      c = v128.load(q, 16);
+      s0 = i32x4.add(s0, i32x4.dot_i16x8_s(q8Lo(a), x0));
+      t0 = i32x4.add(t0, i32x4.dot_i16x8_s(q8Lo(c), x0));
+      s1 = i32x4.add(s1, i32x4.dot_i16x8_s(q8Hi(a), x1));
+      t1 = i32x4.add(t1, i32x4.dot_i16x8_s(q8Hi(c), x1));
     }
     acc = fmadd(f32x4.convert_i32x4_s(i32x4.add(s0, s1)), q8Scale(DOT_I16, w, xs), acc);
     acd = fmadd(f32x4.convert_i32x4_s(i32x4.add(t0, t1)), q8Scale(DOT_I16, v, xs), acd);
