@@ -9,6 +9,7 @@
 //   node tools/ab-builds/ab-gemv-cached.mjs DIR1 DIR2 …
 //   env T (tokens, default 1), THREADS (default 1), ROUNDS (default 21),
 //       KERNELS (baseline | relaxed, default: the runtime's choice)
+import { values } from "./fill-values.mjs";
 import { loadBuild } from "./load-build.mjs";
 import { median } from "./lockstep.mjs";
 
@@ -16,17 +17,6 @@ const dirs = process.argv.slice(2);
 if (dirs.length < 2) throw new Error(`give two or more built checkouts, got ${dirs.length}`);
 const T = Number(process.env.T ?? 1), THREADS = Number(process.env.THREADS ?? 1), ROUNDS = Number(process.env.ROUNDS ?? 21);
 const [ROWS, COLS] = [4864, 896];
-
-/** n values in ±0.06 from a fixed LCG (the same on every build). */
-function values(n, seed) {
-  const d = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    d[i] = ((s >>> 8) / 2 ** 24 - 0.5) * 0.12;
-  }
-  return d;
-}
 
 const sides = [];
 for (const dir of dirs) {

@@ -11,6 +11,7 @@
 //   env FORMAT (q8, the default; f32, bf16, q4), ROUNDS (default 9), TOKENS (default 1,2,3,4,5,8), THREADS (default 2), REPS (calls per timing, default 1),
 //       MODES (default: baseline, relaxed-i16, relaxed-i7, relaxed-u8 where each exists)
 import { resolve } from "node:path";
+import { values } from "./fill-values.mjs";
 import { loadBuild } from "./load-build.mjs";
 
 const dirs = process.argv.slice(2);
@@ -28,17 +29,6 @@ const LAYER = [
   [2 * INTERMEDIATE, HIDDEN],
   [HIDDEN, INTERMEDIATE],
 ];
-
-/** Deterministic values in ±0.06 (bench/int8-dot.ts filled). */
-function values(n, seed) {
-  const d = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    d[i] = ((s >>> 8) / 2 ** 24 - 0.5) * 0.12;
-  }
-  return d;
-}
 
 const libs = [];
 for (const d of dirs) libs.push(await loadBuild(resolve(d)));
