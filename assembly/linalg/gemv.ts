@@ -123,10 +123,11 @@ export const BF16_HI: usize = memory.data<u32>([0xffff0000, 0xffff0000, 0xffff00
  *     8 codes, with the 1/256 in the scale (q8Scale).
  * V8 13 rematerializes the zero before every punpck and folds the
  * sign-extending load; V8 12 computes each load8x8_s address with an lea of its
- * own. L3-resident q8 GEMV (4864 × 896, one token, one thread): the load form
- * is 1.13–1.14× the interleave under V8 13 and 0.88–0.94× under V8 11–12
- * (BENCHMARKS "linalg"). Either way the int32 sums are exact and the outputs
- * bit-identical.
+ * own. L3-resident q8 linear (4864 × 896, one thread, tools/ab-builds/
+ * ab-gemv-cached.mjs): the load form is 1.09–1.16× the interleave at one token
+ * under V8 13 and 0.88–0.94× under V8 11–12 (BENCHMARKS.md "gguf", "The int16
+ * dot's codes sign-extended as they load"). Either way the int32 sums are exact
+ * and the outputs bit-identical.
  */
 export const Q8_EXTEND_ON_LOAD: bool = RELAXED;
 
