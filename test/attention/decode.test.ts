@@ -1,5 +1,5 @@
 // increFlashAttention against the float64 reference: head dims 16..256 and 13,
-// GQA groups 1, 2, 4, 7, actual lengths 0, 1, 7, 97, 1000, 4096 in one batch
+// GQA groups 1, 2, 4, 5, 6, 7, 8, actual lengths 0, 1, 7, 97, 1000, 4096 in one batch
 // (cache rows past each length are NaN: reading one shows), f32/f16/bf16
 // caches, BNSD and BSND, multi-token decode, every option alone and all
 // together, forced split counts, and thread counts (tolerances: support.ts).
@@ -60,6 +60,46 @@ describe("increFlashAttention vs the float64 reference", () => {
         check(`D=${D} G=${G}`, spec(100 + 10 * di + gi, { D, G, Hkv, dtype, layout }), { returnLse: true });
       });
     });
+  });
+
+  // 5..8 query heads a KV head: two row blocks on the decode path (4 rows, then G − 4).
+  for (const [gi, G] of [5, 6, 8].entries()) {
+    for (const [ti, dtype] of (["f16", "bf16", "f32"] as const).entries()) {
+      test(`G=${G} ${dtype} (5..8 rows a KV head: a 4-row block and the rest): lengths ${LENGTHS.join(", ")}`, () => {
+        check(`G=${G} ${dtype}`, spec(800 + 10 * gi + ti, { D: 64, G, Hkv: 2, dtype, layout: ti === 1 ? "BSND" : "BNSD" }), { returnLse: true, causal: true });
+      });
+    }
+  }
+
+  test("G = 6, 7, 8 give bit for bit what the same heads give as a 4-head call and a (G − 4)-head call", () => {
+    const B = LENGTHS.length;
+    const D = 64;
+    for (const [i, G] of [6, 7, 8].entries()) {
+      const s = spec(850 + i, { D, G, Hkv: 1, dtype: i === 1 ? "bf16" : "f16" });
+      const headsOf = (from: number, to: number): HostTensor =>
+        host("f32", [B, to - from, 1, D], (j) => {
+          const d = j % D, h = Math.floor(j / D) % (to - from), b = Math.floor(j / (D * (to - from)));
+          return s.q.values[(b * G + from + h) * D + d]!;
+        });
+      const run = (q: HostTensor) => {
+        const o = materialize(rt, { ...s, q }) as unknown as IncreFlashAttentionOptions;
+        try {
+          return wasm.decode(rt, o);
+        } finally {
+          freeAll(rt, o);
+        }
+      };
+      const all = run(s.q);
+      const parts: [number, number][] = [[0, 4], [4, G]];
+      for (const [from, to] of parts) {
+        const part = run(headsOf(from, to));
+        const n = to - from;
+        for (let b = 0; b < B; b++) {
+          assertIdentical(`G=${G} b=${b} heads ${from}..${to - 1}, out`, all.out.subarray((b * G + from) * D, (b * G + to) * D), part.out.subarray(b * n * D, (b + 1) * n * D));
+          assertIdentical(`G=${G} b=${b} heads ${from}..${to - 1}, lse`, all.lse.subarray(b * G + from, b * G + to), part.lse.subarray(b * n, (b + 1) * n));
+        }
+      }
+    }
   });
 
   test("multi-token decode (Sq = 16, causal; a sequence shorter than Sq keeps no key for its first queries)", () => {
