@@ -130,8 +130,7 @@ export class Sampler {
    */
   sample(state: SamplingState, logits: Float32Array, allowed: Int32Array | null = null): SampleResult {
     this.#checkLogits(logits);
-    const p = state.params;
-    const token = (p.temperature < GREEDY_EPSILON ? this.#greedyInPlace(state, logits, allowed) : null) ?? this.#pick(state, this.processLogits(state, logits, allowed));
+    const token = this.#greedyInPlace(state, logits, allowed) ?? this.#pick(state, this.processLogits(state, logits, allowed));
     state.accept(token);
     return this.resultFor(state, logits, token);
   }
@@ -195,18 +194,17 @@ export class Sampler {
   }
 
   /**
-   * Greedy decoding with nothing to process (no grammar mask, logit bias or
-   * penalty) on the wasm passes: the argmax of the logits read in place, where
-   * they lie in the kernels' memory (the engine's view of the decoder's
-   * output), skipping the copy processLogits makes (600 KB a row for a 150k
-   * vocabulary). null: take the copy path (logits elsewhere, JavaScript
-   * passes, something to process, or a NaN / all −∞ row, whose error the copy
-   * path names).
+   * Greedy decoding with nothing to process (changesLogits) on the wasm
+   * passes: the argmax of the logits read in place, where they lie in the
+   * kernels' memory (the engine's view of the decoder's output), skipping the
+   * copy processLogits makes (600 KB a row for a 150k vocabulary). null: take
+   * the copy path (a temperature, logits elsewhere, JavaScript passes,
+   * something to process, or a NaN / all −∞ row, whose error the copy path
+   * names).
    */
   #greedyInPlace(state: SamplingState, logits: Float32Array, allowed: Int32Array | null): number | null {
     const p = state.params;
-    if (this.#kernels === null || allowed !== null || p.logitBias.size !== 0) return null;
-    if (p.repetitionPenalty !== 1 || p.presencePenalty !== 0 || p.frequencyPenalty !== 0) return null;
+    if (p.temperature >= GREEDY_EPSILON || this.#kernels === null || changesLogits(p, allowed)) return null;
     return this.#kernels.argmaxInPlace(logits);
   }
 
@@ -218,9 +216,8 @@ export class Sampler {
    */
   processLogits(state: SamplingState, logits: Float32Array, allowed: Int32Array | null = null): Float32Array {
     const p = state.params;
-    const penalize = p.repetitionPenalty !== 1 || p.presencePenalty !== 0 || p.frequencyPenalty !== 0;
     const k = this.#kernels;
-    if (k === null && p.logitBias.size === 0 && !penalize && allowed === null) return logits;
+    if (k === null && !changesLogits(p, allowed)) return logits;
     const s = k === null ? this.#scores : k.loadScores(logits);
     if (k === null) s.set(logits);
     if (allowed !== null) applyTokenMask(s, allowed);
@@ -362,6 +359,11 @@ export class Sampler {
  * cutoff (NEGLIGIBLE_NATS · T below max), min-p's threshold and top-k's k-th
  * largest score (`kth(k, floor)`, among those ≥ floor).
  */
+/** Whether processLogits changes anything: a grammar mask, a logit bias or a penalty. */
+function changesLogits(p: ResolvedSamplingParams, allowed: Int32Array | null): boolean {
+  return allowed !== null || p.logitBias.size !== 0 || p.repetitionPenalty !== 1 || p.presencePenalty !== 0 || p.frequencyPenalty !== 0;
+}
+
 function candidateFloor(p: ResolvedSamplingParams, max: number, kth: (k: number, floor: number) => number): number {
   let floor = max - NEGLIGIBLE_NATS * p.temperature;
   if (p.minP > 0) floor = Math.max(floor, max + p.temperature * Math.log(p.minP));
