@@ -1,6 +1,7 @@
 // Native ggml weights: rows of ggml blocks as a GGUF file stores them →
 // the packed layouts the linear kernels read, without requantizing:
-//   Q8_0, Q5_0 → q8 tiles (layout.ts): the same codes (Q5_0's q − 16), the f16 scale widened to f32 (exact);
+//   Q8_0 → q8 tiles (layout.ts): the same codes, the f16 scale widened to f32 (exact);
+//   Q5_0 → q5 tiles (layout.ts): the codes q − 16 as 5-bit two's complement, the f16 scale as f32;
 //   IQ4_NL → q8 tiles: the codes as the values of ggml's kvalues_iq4nl table (int8), the f16 scale as f32;
 //   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS → K-quant tiles (kquant-layout.ts): the same codes, scales and mins.
 // And the way back for K-quant tiles (one row → f32, with ggml's own f32
@@ -24,7 +25,7 @@
 //                     block ib's scale ls = nibble ib of scales_l | bits 2ib.. of scales_h << 4; x = d·(ls − 32)·kv[nibble]
 
 import { decodeF16 } from "../tensor/dtype";
-import { BLOCK, FMT_Q8, GROUP, HALF_Q8, Q8_SCALES, TILE_Q8 } from "./layout";
+import { BLOCK, GROUP, HALF_Q5, HALF_Q8, Q5_SCALES, Q8_SCALES, TILE_Q5, TILE_Q8 } from "./layout";
 import {
   FMT_IQ4_XS, IQ4XS_D, IQ4XS_SCALES, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES,
   Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, lowCodeByte, q3kByteA, q3kGroup, q6kCodeByte,
@@ -62,7 +63,7 @@ const KVALUES_IQ4NL: usize = memory.data<i8>([-127, -104, -83, -65, -49, -35, -2
   rowOffset: i32;
   /** Packed weight (layout.ts for q8, kquant-layout.ts for K-quants). */
   w: usize;
-  /** The ggml type of the source blocks: Q8_0, Q5_0, IQ4_NL, IQ4_XS (→ q8), Q2_K, Q3_K, Q4_K, Q5_K, Q6_K. */
+  /** The ggml type of the source blocks: Q8_0, IQ4_NL (→ q8), Q5_0 (→ q5), IQ4_XS, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K. */
   type: i32;
   /** Blocks per row: cols / 32 (Q8_0, Q5_0, IQ4_NL) or cols / 256 (K-quants, IQ4_XS). */
   nb: i32;
@@ -230,25 +231,41 @@ function packIq4Xs(p: usize, tile: usize, r: i32): void {
 }
 
 /**
- * One block_q8_0 or block_q5_0 at p → the lane of `row` in its half of a q8 tile
- * (layout.ts): Q8_0's codes as they are (a −128, never written by ggml, becomes
- * −127), Q5_0's q − 16 ∈ [−16, 15]; the f16 scale as f32. Both exact.
+ * One block_q8_0 at p → the lane of `row` in its half of a q8 tile (layout.ts):
+ * the codes as they are (a −128, never written by ggml, becomes −127), the f16
+ * scale as f32. Exact.
  */
-function packQ8(q5: bool, p: usize, tile: usize, row: i32): void {
+function packQ8(p: usize, tile: usize, row: i32): void {
   putQ8Scale(tile, row, decodeF16(<u32>load<u16>(p)));
-  const qh = q5 ? load<u32>(p, 2) : 0;
+  for (let c = 0; c < BLOCK; c++) putQ8(tile, row, c, max<i32>(-127, <i32>load<i8>(p + 2 + <usize>c)));
+}
+
+/** Where the 5-bit code of column c (0..31) of lane r lies in a q5 half tile (layout.ts): the u16's byte offset, then (<< 8) the field's shift. */
+@inline function q5Field(c: i32, r: i32): i32 {
+  const i = c >> 1;
+  const u = i < 15 ? i / 3 : 5, f = i < 15 ? i % 3 : 0;
+  return ((u << 4) + (r << 2) + ((c & 1) << 1)) | ((5 * f) << 8);
+}
+
+/**
+ * One block_q5_0 at p → the lane of `row` in its half of a q5 tile (bytes start
+ * zeroed): ggml's codes q ∈ [0, 31] (value (q − 16)·d), the f16 scale d as f32. Exact.
+ */
+function packQ5(p: usize, tile: usize, row: i32): void {
+  const half = tile + <usize>(((row >> 2) & 1) * HALF_Q5), r = row & 3;
+  store<f32>(half + Q5_SCALES + (<usize>r << 2), decodeF16(<u32>load<u16>(p)));
+  const qh = load<u32>(p, 2);
   for (let c = 0; c < BLOCK; c++) {
-    let q: i32;
-    if (q5) {
-      // ggml: code j = qs[j] & 15, code j + 16 = qs[j] >> 4; bit 4 of code c is bit c of qh.
-      const nib = (<i32>load<u8>(p + 6 + <usize>(c & 15)) >> ((c >> 4) << 2)) & 15;
-      q = (nib | (<i32>((qh >> <u32>c) & 1) << 4)) - 16;
-    } else q = max<i32>(-127, <i32>load<i8>(p + 2 + <usize>c));
-    putQ8(tile, row, c, q);
+    // ggml: code j = qs[j] & 15, code j + 16 = qs[j] >> 4; bit 4 of code c is bit c of qh.
+    const nib = (<i32>load<u8>(p + 6 + <usize>(c & 15)) >> ((c >> 4) << 2)) & 15;
+    const q = nib | (<i32>((qh >> <u32>c) & 1) << 4);
+    const at = q5Field(c, r);
+    const u16 = half + <usize>(at & 0xff);
+    store<u16>(u16, load<u16>(u16) | <u16>(q << (at >> 8)));
   }
 }
 
-/** The K-quant format of a ggml type, or -1 for those kept as q8. */
+/** The K-quant format of a ggml type, or -1 for those kept as q8 or q5. */
 @inline function kquantFormatOf(type: i32): i32 {
   return type == GGML_Q4_K ? FMT_Q4_K : type == GGML_Q5_K ? FMT_Q5_K : type == GGML_Q6_K ? FMT_Q6_K : type == GGML_Q2_K ? FMT_Q2_K : type == GGML_Q3_K ? FMT_Q3_K : type == GGML_IQ4_XS ? FMT_IQ4_XS : -1;
 }
@@ -259,7 +276,7 @@ function packQ8(q5: bool, p: usize, tile: usize, row: i32): void {
 }
 
 /**
- * Item i packs row group rowOffset / 8 + i (q8: 8 rows) or quad rowOffset / 4 + i
+ * Item i packs row group rowOffset / 8 + i (q8, q5: 8 rows) or quad rowOffset / 4 + i
  * (K-quants: 4 rows), every block, zeroing the tiles first so that rows past
  * the source stay zero.
  */
@@ -268,7 +285,7 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
   const format = kquantFormatOf(a.type);
   const q8 = format < 0;
   const rowsPerItem = q8 ? GROUP : QUAD;
-  const tb = <usize>(q8 ? TILE_Q8 : kquantTileBytes(format));
+  const tb = <usize>(a.type == GGML_Q5_0 ? TILE_Q5 : q8 ? TILE_Q8 : kquantTileBytes(format));
   const tilesPerRow = <usize>a.nb;
   const srcBlock = <usize>ggmlBlockBytes(a.type);
   const tiles = a.w + <usize>(a.rowOffset / rowsPerItem + item) * tilesPerRow * tb;
@@ -280,7 +297,8 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
     for (let b = 0; b < a.nb; b++, p += srcBlock) {
       const tile = tiles + <usize>b * tb;
       if (a.type == GGML_IQ4_NL) packIq4(p + 2, tile, row, decodeF16(<u32>load<u16>(p)));
-      else if (q8) packQ8(a.type == GGML_Q5_0, p, tile, row);
+      else if (a.type == GGML_Q5_0) packQ5(p, tile, row);
+      else if (q8) packQ8(p, tile, row);
       else if (format == FMT_Q4_K) packQ45K(false, p, tile, r);
       else if (format == FMT_Q5_K) packQ45K(true, p, tile, r);
       else if (format == FMT_Q2_K) packLowK(false, p, tile, r);

@@ -17,10 +17,11 @@
 // same arithmetic in the same order per output, so outputs are independent
 // of T, of the batch composition and of the thread count.
 
-import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q8, GROUP, HALF, halfOffset, tileBytes } from "./layout";
+import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q5, FMT_Q8, GROUP, HALF, TILE_Q5, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
 import { gemmBf16, gemmF32, gemmF32Rows8x3, gemmQ4, gemmQ4Rows8I16, gemmQ8, gemmQ8Rows8I16, gemmQ8Rows8U8, gemmQ8x8 } from "./gemm";
 import { gemmQ8Rows8x2, gemmQ8Rows8x3, gemmQ8Rows8x5U8 } from "./gemm-few";
+import { gemvQ5x2, q5BlockSums, unpackQ5Group } from "./q5";
 import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
 
 @unmanaged class LinearArgs {
@@ -42,10 +43,10 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
   bias: usize;
   /** i32 [items + 1]: the first row group of each work item, then `groups`. */
   itemStarts: usize;
-  /** Per-thread scratch (≥ 160 bytes each: gemmQ8Rows8x5U8's 5 tokens × 8 rows). */
+  /** Per-thread scratch (≥ 160 bytes each: gemmQ8Rows8x5U8's 5 tokens × 8 rows; q5 with T ≥ 4: + a row group's q8 tiles at Q5_UNPACKED). */
   scratch: usize;
   scratchStride: i32;
-  /** q8 / q4: the integer dot the activation codes were prepared for (flavor.ts DOT_I16, DOT_I7, DOT_U8). */
+  /** q8 / q4 / q5: the integer dot the activation codes were prepared for (flavor.ts DOT_I16, DOT_I7, DOT_U8). */
   dot: i32;
 }
 
@@ -93,7 +94,22 @@ const FEW_TOKENS: i32 = 16;
  */
 const FLOAT_TOKEN_BLOCK: i32 = 64;
 
-@inline function linear(format: i32, mode: i32, item: i32, tid: i32, args: usize): void {
+/**
+ * q5 weights: where in a thread's scratch, past the kernels' results, lie the
+ * row group unpacked to q8 tiles (T ≥ Q5_GEMM_TOKENS) or 16·Σx per token and
+ * block (i32 [T][nb], q5.ts q5BlockSums; fewer tokens).
+ */
+const Q5_SCRATCH: usize = 256;
+
+/** From this many tokens q5 weights run the q8 GEMMs on each row group unpacked to q8 (q5.ts unpackQ5Group); fewer take gemvQ5x2 per token. */
+const Q5_GEMM_TOKENS: i32 = 4;
+
+/**
+ * q5 = true: the weight is q5 (format is then FMT_Q8, the kernels that run):
+ * each row group is unpacked to q8 tiles in the thread's scratch, once per
+ * sweep, and the q8 kernels read those.
+ */
+@inline function linear(format: i32, mode: i32, item: i32, tid: i32, args: usize, q5: bool = false): void {
   const a = changetype<LinearArgs>(args);
   const g0 = load<i32>(a.itemStarts + (<usize>item << 2));
   const g1 = load<i32>(a.itemStarts + (<usize>item << 2), 4);
@@ -103,6 +119,7 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
   const xStride = <usize>a.xStride;
   const sStride = <usize>a.nb << 2;
   const outStride = <usize>a.outStride;
+  if (format == FMT_Q5) for (let t = 0; t < a.tokens; t++) q5BlockSums(a.x + <usize>t * xStride, a.nb, res + Q5_SCRATCH + <usize>t * sStride);
   if (a.tokens == 1) {
     // The weight stream's pages, touched TOUCH_AHEAD bytes ahead (see PAGE_BYTES).
     const last = a.w + <usize>a.groups * groupBytes - 4;
@@ -123,6 +140,11 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
   for (let t0 = 0; t0 < a.tokens; t0 += tb) {
     const tEnd = min(a.tokens, t0 + tb);
     for (let g = g0; g < g1; g++) {
+      let wg = a.w + <usize>g * groupBytes;
+      if (q5) {
+        wg = res + Q5_SCRATCH;
+        unpackQ5Group(a.w + <usize>g * <usize>a.nb * TILE_Q5, a.nb, wg);
+      }
       // Relaxed q8 (u8 and i16 modes) and q4 (i16): both halves × 4 tokens at
       // once (gemm.ts gemmQ8Rows8U8, gemmQ8Rows8I16, gemmQ4Rows8I16), then per
       // half the leftovers. The baseline flavor keeps the 4-row tiles for
@@ -135,7 +157,7 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
       let t8 = t0;
       // Relaxed f32: both halves × 3 tokens (gemm.ts gemmF32Rows8x3), leftovers below.
       if (RELAXED && format == FMT_F32) {
-        const w = a.w + <usize>g * groupBytes;
+        const w = wg;
         for (; t8 + 3 <= tEnd; t8 += 3) {
           gemmF32Rows8x3(w, a.x + <usize>t8 * xStride, xStride, a.nb, res);
           for (let k = 0; k < 3; k++) {
@@ -147,7 +169,7 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
       }
       const rows8 = RELAXED ? (format == FMT_Q8 && (mode == DOT_U8 || mode == DOT_I16)) || (format == FMT_Q4 && mode == DOT_I16) : format == FMT_Q8 && a.tokens <= FEW_TOKENS;
       if (rows8) {
-        const w = a.w + <usize>g * groupBytes;
+        const w = wg;
         for (; t8 + 4 <= tEnd; t8 += 4) {
           const xt = a.x + <usize>t8 * xStride, st = a.xs + <usize>t8 * sStride;
           // u8: the last tile and its one leftover (T = 5: 4 drafts verified) in one pass, 1.13–1.22× as fast as 4 + 1.
@@ -176,11 +198,12 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
       // tokens, on the other formats a single one (their x2 GEMVs; not q4's
       // u8 codes, which only its GEMM reads), the rest to the one-half GEMVs.
       const left = (tEnd - t8) & 3;
-      const tHalf = format == FMT_Q8 ? tEnd - left : left == 1 && !(format == FMT_Q4 && mode == DOT_U8) ? tEnd - 1 : tEnd;
-      for (let h = 0; h < 2; h++) {
+      // q5 takes 2 or 3 tokens here (Q5_GEMM_TOKENS), all in bothHalves.
+      const tHalf = format == FMT_Q5 ? t8 : format == FMT_Q8 ? tEnd - left : left == 1 && !(format == FMT_Q4 && mode == DOT_U8) ? tEnd - 1 : tEnd;
+      for (let h = 0; h < 2 && format != FMT_Q5; h++) {
         const row0 = g * GROUP + h * HALF;
         if (row0 >= a.rows) break;
-        const w = a.w + <usize>g * groupBytes + <usize>h * hb;
+        const w = wg + <usize>h * hb;
         let t = t8;
         // The 8-token q8 tile on the relaxed flavor only: V8 12 (Node 22) and
         // 11 (Node 20), which run the baseline flavor by default, place its 16
@@ -218,7 +241,7 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
           storeRows(a.out + <usize>t * outStride, row0, a.rows, r, a.bias);
         }
       }
-      if (tHalf < tEnd) bothHalves(format, mode, a.w + <usize>g * groupBytes, g * GROUP, tHalf, tEnd - tHalf, a, res);
+      if (tHalf < tEnd) bothHalves(format, mode, wg, g * GROUP, tHalf, tEnd - tHalf, a, res);
     }
   }
 }
@@ -226,7 +249,8 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
 /**
  * Tokens [t, t + n) of row group `g8 / 8` (stream w), both halves at once:
  * n = 1 on every format (the decode GEMVs: T = 1, and a single token the
- * tiles leave over), 2 or 3 on q8 (gemm-few.ts). One read of the group's
+ * tiles leave over), 2 or 3 on q8 (gemm-few.ts), 1 to 3 on q5 (one
+ * gemvQ5x2 per token). One read of the group's
  * weights where one half per token read it 2n times. Same sums, same outputs.
  */
 @inline function bothHalves(format: i32, mode: i32, w: usize, g8: i32, t: i32, n: i32, a: LinearArgs, res: usize): void {
@@ -235,6 +259,10 @@ const FLOAT_TOKEN_BLOCK: i32 = 64;
   if (format == FMT_F32) gemvF32x2(w, x, a.nb, res);
   else if (format == FMT_BF16) gemvBf16x2(w, x, a.nb, res);
   else if (format == FMT_Q4) gemvQ4x2(w, x, xs, a.nb, res);
+  else if (format == FMT_Q5) {
+    const x16 = res + Q5_SCRATCH + <usize>t * sStride;
+    for (let k = 0; k < n; k++) gemvQ5x2(w, x + <usize>k * xStride, xs + <usize>k * sStride, x16 + <usize>k * sStride, a.nb, res + (<usize>k << 5));
+  }
   else if (n == 1) gemvQ8x2(mode, w, x, xs, a.nb, res);
   else if (n == 2) gemmQ8Rows8x2(mode, w, x, xStride, xs, sStride, a.nb, res);
   else gemmQ8Rows8x3(mode, w, x, xStride, xs, sStride, a.nb, res);
@@ -265,4 +293,18 @@ export function task_linear_q8(item: i32, tid: i32, args: usize): void {
 export function task_linear_q4(item: i32, tid: i32, args: usize): void {
   if (RELAXED && changetype<LinearArgs>(args).dot == DOT_U8) linear(FMT_Q4, DOT_U8, item, tid, args);
   else linear(FMT_Q4, DOT_I16, item, tid, args);
+}
+
+/**
+ * q5: T < Q5_GEMM_TOKENS on its own GEMV with int16 codes (the decode
+ * stream: 7 bits a weight); more tokens on the q8 kernels of the call's
+ * int8-dot mode, each row group unpacked to q8 first (ops/linear.ts prepares
+ * the codes for that mode). Same sums, same outputs either way.
+ */
+export function task_linear_q5(item: i32, tid: i32, args: usize): void {
+  const a = changetype<LinearArgs>(args);
+  if (a.tokens < Q5_GEMM_TOKENS) linear(FMT_Q5, DOT_I16, item, tid, args);
+  else if (RELAXED && a.dot == DOT_U8) linear(FMT_Q8, DOT_U8, item, tid, args, true);
+  else if (RELAXED && a.dot == DOT_I7) linear(FMT_Q8, DOT_I7, item, tid, args, true);
+  else linear(FMT_Q8, DOT_I16, item, tid, args, true);
 }

@@ -155,15 +155,15 @@ class Uploader {
       }
       return type === "q4_0" ? "q4_0 (from q4)" : type;
     }
-    if (w.format === "q8") {
+    if (w.format === "q8" || w.format === "q5") {
       const step = this.#rowsPerBuffer(blocks * 32, label);
       const tiles = new Uint8Array(this.rt.of(w.memory).memory.buffer, w.ptr, w.byteLength);
       for (let r0 = 0; r0 < rows; r0 += step) {
         const n = Math.min(step, rows - r0);
-        const { codes, scales } = unpackQ8Rows(tiles, "q8", blocks, r0, n);
+        const { codes, scales } = unpackQ8Rows(tiles, w.format, blocks, r0, n);
         out.push({ kind: "q8", r0: base + r0, rows: n, codes: this.put(codes, `${label} codes`), scales: this.put(scales, `${label} scales`) });
       }
-      return "q8";
+      return w.format === "q5" ? "q8 (from q5)" : "q8";
     }
     const kind = w.format === "bf16" ? "bf16" : "f32";
     const step = Math.min(this.#rowsPerBuffer(cols * (kind === "bf16" ? 2 : 4), label), Math.max(1, Math.floor(DECODE_CHUNK_BYTES / (cols * 4))));

@@ -8,8 +8,9 @@
  * q8/q4 weights: x is first quantized per block of 32 like GGUF Q8_0 (int8
  * codes with one f32 scale, d = max|x|/127), once per call, and the kernels
  * take exact int32 dot products of the codes (i32x4.dot_i16x8_s) before
- * scaling, as llama.cpp's Q8_0 × Q8_0 / Q4_0 × Q8_0 dots do. Native K-quant
- * weights and stacks of several formats go to kquant-linear.ts.
+ * scaling, as llama.cpp's Q8_0 × Q8_0 / Q4_0 × Q8_0 dots do; q5 (GGUF Q5_0
+ * kept natively) likewise. Native K-quant weights and stacks of several
+ * formats go to kquant-linear.ts.
  */
 import { ArgumentError, show } from "../errors.js";
 import type { Int8DotMode } from "../runtime/module.js";
@@ -18,7 +19,7 @@ import type { Tensor } from "../tensor/tensor.js";
 import { asMatrix, checkDistinctRows, checkNoOverlap, checkTensor, checkTensorDType } from "./check.js";
 import { eachStackPart, kquantLinear } from "./kquant-linear.js";
 import { workItems } from "./partition.js";
-import { WEIGHT_BLOCK, type Weight, WeightStack, checkWeight, isKquantFormat } from "./weight.js";
+import { WEIGHT_BLOCK, WEIGHT_TILE_BYTES, type Weight, WeightStack, checkWeight, isKquantFormat } from "./weight.js";
 import { opsWorkspace } from "./workspace.js";
 
 export interface LinearOptions {
@@ -48,6 +49,9 @@ const INLINE_WORK = 256 << 10;
 
 /** The kernels' code for each integer dot (assembly/runtime/flavor.ts DOT_I16, DOT_I7, DOT_U8). */
 const DOT_CODES: Readonly<Record<Int8DotMode, number>> = { i16: 0, i7: 1, u8: 2 };
+
+/** From this many tokens a q5 linear runs the q8 GEMMs on unpacked row groups (assembly/linalg/linear.ts Q5_GEMM_TOKENS). */
+const Q5_GEMM_TOKENS = 4;
 
 export function linear(rt: Runtime, options: LinearOptions): void {
   const weight = checkWeight("weight", options.weight, rt);
@@ -95,15 +99,19 @@ export function linear(rt: Runtime, options: LinearOptions): void {
   // assembly/runtime/flavor.ts DOT_I16 = 0, DOT_I7 = 1, DOT_U8 = 2): q8 takes
   // the runtime's mode; q4 the relaxed dot only in the u8 mode with T > 1 (its
   // GEMM, assembly/linalg/gemm.ts gemmQ4U8: codes + 128, each 8 in the q4
-  // chunks' column order, activation.ts Q4_ORDER), else int16 codes.
-  const dot = weight.format === "q8" ? DOT_CODES[rt.int8Dot] : weight.format === "q4" && rt.int8Dot === "u8" && T > 1 ? DOT_CODES.u8 : DOT_CODES.i16;
+  // chunks' column order, activation.ts Q4_ORDER), else int16 codes; q5 the
+  // runtime's mode from Q5_GEMM_TOKENS tokens (its row groups unpacked to q8
+  // for the q8 kernels, assembly/linalg/linear.ts task_linear_q5), else int16
+  // codes (its GEMV, q5.ts gemvQ5x2).
+  const dot = weight.format === "q8" || (weight.format === "q5" && T >= Q5_GEMM_TOKENS) ? DOT_CODES[rt.int8Dot]
+    : weight.format === "q4" && rt.int8Dot === "u8" && T > 1 ? DOT_CODES.u8 : DOT_CODES.i16;
   const q4 = weight.format === "q4" && dot === DOT_CODES.u8 ? 1 : 0;
   const nb = weight.blocks;
   const padded = nb * WEIGHT_BLOCK;
   let xPtr = x.ptr;
   let xStride = xm.rowStride * 4;
   let xs = 0;
-  if (weight.format === "q8" || weight.format === "q4") {
+  if (weight.format === "q8" || weight.format === "q4" || weight.format === "q5") {
     const codeBytes = T * padded * 2;
     const ws = opsWorkspace(rt, codeBytes + T * nb * 4 + 64);
     xs = ws + Math.ceil(codeBytes / 64) * 64;
@@ -120,8 +128,9 @@ export function linear(rt: Runtime, options: LinearOptions): void {
   }
 
   const items = weight.byteLength * T < INLINE_WORK ? Int32Array.of(0, weight.groups) : workItems(weight.groups, weight.byteLength, rt.threads);
-  // The kernels' per-thread results: up to 5 tokens × 8 rows of f32 (assembly/linalg/gemm-few.ts gemmQ8Rows8x5U8).
-  const scratch = rt.threadScratch(160);
+  // The kernels' per-thread results: up to 5 tokens × 8 rows of f32 (assembly/linalg/gemm-few.ts gemmQ8Rows8x5U8);
+  // q5: then, from byte 256, one row group unpacked to q8 tiles, or 16·Σx per token and block (linear.ts Q5_SCRATCH).
+  const scratch = rt.threadScratch(weight.format === "q5" ? 256 + nb * WEIGHT_TILE_BYTES.q8 : 160);
   const writer = rt.args();
   const starts = writer.i32Array(items);
   const args = writer

@@ -36,6 +36,13 @@
  *                 2·(4m + k) + s, a 4-bit two's-complement q (GGUF stores q + 8:
  *                 the same code with its top bit flipped)
  *
+ * GGUF Q5_0, kept as the file has it (ggml-weight.ts; never made from floats here):
+ *
+ *   q5     224 B  at 112h: 6 vectors of [4 rows][2 halves] u16 holding three of
+ *                 ggml's 5-bit codes q each (the last vector one; value (q − 16)·d),
+ *                 then f32 scale[4 rows]: 7 bits a weight (ggml's block_q5_0: 5.5;
+ *                 as q8 it took 9)
+ *
  * Native ggml K-quants (kept from a GGUF file as they are, see ggml-weight.ts;
  * never made from floats here): tiles of 4 rows × 256 columns, ggml's codes,
  * sub-block scales and f16 super-scales regrouped for SIMD
@@ -65,8 +72,10 @@ import { Tensor, checkSameMemory, memoryName } from "../tensor/tensor.js";
 export type WeightFormat = "f32" | "bf16" | "q8" | "q4";
 /** ggml K-quants, kept natively from a GGUF file (createGgmlWeight); never converted to. */
 export type KquantFormat = "q2_k" | "q3_k" | "q4_k" | "q5_k" | "q6_k" | "iq4_xs";
+/** GGUF Q5_0 kept natively (createGgmlWeight), in tiles of 8 rows × 32 columns like q8's; never converted to. */
+export type Q5Format = "q5";
 /** Every format a Weight can be stored in. */
-export type StorageFormat = WeightFormat | KquantFormat;
+export type StorageFormat = WeightFormat | KquantFormat | Q5Format;
 export const WEIGHT_FORMATS: readonly WeightFormat[] = ["f32", "bf16", "q8", "q4"];
 export const KQUANT_FORMATS: readonly KquantFormat[] = ["q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs"];
 /** What a user may ask for (--weights, loadModel's weights): a format, or "auto" (the checkpoint's). */
@@ -87,9 +96,9 @@ export const KQUANT_BLOCK = 256;
 export const KQUANT_ROW_GROUP = 4;
 
 /** Format codes shared with assembly/linalg/layout.ts and kquant-layout.ts. */
-export const WEIGHT_FORMAT_CODE: Readonly<Record<StorageFormat, number>> = { f32: 0, bf16: 1, q8: 2, q4: 3, q4_k: 4, q6_k: 5, q5_k: 6, q2_k: 7, q3_k: 8, iq4_xs: 9 };
+export const WEIGHT_FORMAT_CODE: Readonly<Record<StorageFormat, number>> = { f32: 0, bf16: 1, q8: 2, q4: 3, q4_k: 4, q6_k: 5, q5_k: 6, q2_k: 7, q3_k: 8, iq4_xs: 9, q5: 10 };
 /** Bytes of one tile of each format: 8 rows × 32 columns, or 4 rows × 256 columns for the K-quants. */
-export const WEIGHT_TILE_BYTES: Readonly<Record<StorageFormat, number>> = { f32: 1024, bf16: 512, q8: 288, q4: 160, q4_k: 608, q5_k: 736, q6_k: 848, q2_k: 416, q3_k: 464, iq4_xs: 560 };
+export const WEIGHT_TILE_BYTES: Readonly<Record<StorageFormat, number>> = { f32: 1024, bf16: 512, q8: 288, q4: 160, q4_k: 608, q5_k: 736, q6_k: 848, q2_k: 416, q3_k: 464, iq4_xs: 560, q5: 224 };
 
 /** Columns and rows of one tile of `format`. */
 export function tileShape(format: StorageFormat): { cols: number; rows: number } {

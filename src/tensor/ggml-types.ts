@@ -34,7 +34,7 @@
 export const QK_K = 256;
 
 /** The Weight formats (ops/weight.ts StorageFormat) the CPU kernels keep native ggml matrices in. */
-export type GgmlCpuFormat = "q8" | "iq4_xs" | "q2_k" | "q3_k" | "q4_k" | "q5_k" | "q6_k";
+export type GgmlCpuFormat = "q8" | "q5" | "iq4_xs" | "q2_k" | "q3_k" | "q4_k" | "q5_k" | "q6_k";
 
 export interface GgmlType {
   name: GgmlTypeName;
@@ -54,7 +54,7 @@ export const GGML_TYPES = {
   F16: { name: "F16", id: 1, blockSize: 1, typeSize: 2, cpuFormat: null },
   Q4_0: { name: "Q4_0", id: 2, blockSize: 32, typeSize: 18, cpuFormat: null },
   Q4_1: { name: "Q4_1", id: 3, blockSize: 32, typeSize: 20, cpuFormat: null },
-  Q5_0: { name: "Q5_0", id: 6, blockSize: 32, typeSize: 22, cpuFormat: "q8" },
+  Q5_0: { name: "Q5_0", id: 6, blockSize: 32, typeSize: 22, cpuFormat: "q5" },
   Q5_1: { name: "Q5_1", id: 7, blockSize: 32, typeSize: 24, cpuFormat: null },
   Q8_0: { name: "Q8_0", id: 8, blockSize: 32, typeSize: 34, cpuFormat: "q8" },
   Q2_K: { name: "Q2_K", id: 10, blockSize: QK_K, typeSize: 84, cpuFormat: "q2_k" },

@@ -118,7 +118,7 @@ test(`a Q5_K file under auto keeps q5_k weights, logits within ${NATIVE_VS_F32} 
   }
 });
 
-test("Q4_K_M of a model whose widths are not multiples of 256: llama.cpp's Q5_0 / Q8_0 fallbacks are kept exactly as q8, Q6_K natively", () => {
+test("Q4_K_M of a model whose widths are not multiples of 256: llama.cpp's Q5_0 / Q8_0 fallbacks are kept exactly as q5 / q8, Q6_K natively", () => {
   // hidden 160: q, k, o, gate, up and token_embd fall back to Q5_0, v and output to Q8_0; down (cols 512) stays Q6_K.
   const dir = writeTinyModel(join(root, "odd-src"), { arch: "llama", seed: 9, ...SHAPE, hiddenSize: 160 }).dir;
   const file = join(root, "odd.gguf");
@@ -129,8 +129,9 @@ test("Q4_K_M of a model whose widths are not multiples of 256: llama.cpp's Q5_0 
   const f32 = run("f32");
   try {
     const w = native.runner.weights;
-    assert.deepEqual([w.layers[0]!.qkv.format, w.layers[0]!.qkv instanceof WeightStack, w.layers[0]!.down.format, w.embedding.format], ["q8", false, "q6_k", "q8"]);
-    // The q8 rows hold the file's values exactly: decoded, they equal the f32 load's matrix.
+    const qkv = w.layers[0]!.qkv;
+    assert.deepEqual([qkv.format, qkv instanceof WeightStack && qkv.parts.map((p) => p.format), w.layers[0]!.down.format, w.embedding.format], ["q5", ["q5", "q8"], "q6_k", "q5"]);
+    // The q5 and q8 rows hold the file's values exactly: decoded, they equal the f32 load's matrix.
     const a = rt.tensor("f32", [w.layers[0]!.qkv.rows, 160]);
     const b = rt.tensor("f32", [w.layers[0]!.qkv.rows, 160]);
     dequantizeWeight(rt, { weight: w.layers[0]!.qkv, out: a });

@@ -13,7 +13,7 @@
 //
 // Tolerances. The reference multiplies what the kernels multiply: ggml's
 // decoded weights and the activation quantized per 256 like Q8_K (types kept as
-// q8 — Q8_0, Q5_0, IQ4_NL, IQ4_XS: per 32, as the q8 kernels do). The kernels' sums of code products are exact
+// q8 or q5 — Q8_0, IQ4_NL, Q5_0: per 32, as the q8 kernels do). The kernels' sums of code products are exact
 // int32; what remains is f32 rounding of one or two terms per superblock and
 // of ggml's own f32 decode steps: |out − ref| ≤ (nb + 8) · 2⁻²² · Σ|x·w| + 2⁻²⁴·|bias|.
 // The decoded weights equal the float64 decode within 2⁻²² relative to the
@@ -69,9 +69,9 @@ function randomBlocks(type: GgmlNativeType, rows: number, cols: number, seed: nu
   return bytes;
 }
 
-/** Types kept as q8, whose kernels quantize the activation per 32 (Q8_0) rather than per 256 (Q8_K). */
+/** Types kept as q8 or q5, whose kernels quantize the activation per 32 (Q8_0) rather than per 256 (Q8_K). */
 function perBlock32(type: GgmlNativeType | "stack"): boolean {
-  return type !== "stack" && GGML_NATIVE[type].format === "q8";
+  return type !== "stack" && (GGML_NATIVE[type].format === "q8" || GGML_NATIVE[type].format === "q5");
 }
 
 /** The ggml blocks of a [rows, cols] matrix: quantized from random values, or raw random bytes. */
@@ -178,6 +178,14 @@ describe("native ggml weights", () => {
         linear(rt, { x: xt, weight: w, out: one });
         assert.deepEqual(Array.from(one.data()), Array.from((all.data() as Float32Array).subarray(t * rows, (t + 1) * rows)), `token ${t}`);
       }
+      // Batches of 2 and 3 (speculative verification, small decode batches) as well.
+      for (const [t0, n] of [[1, 2], [5, 3]] as const) {
+        const xt = new Tensor(rt.memory, x.ptr + t0 * cols * 4, "f32", [n, cols]);
+        const few = rt.tensor("f32", [n, rows]).fill(Number.NaN);
+        linear(rt, { x: xt, weight: w, out: few });
+        assert.deepEqual(Array.from(few.data()), Array.from((all.data() as Float32Array).subarray(t0 * rows, (t0 + n) * rows)), `tokens ${t0} … ${t0 + n - 1}`);
+        rt.free(few);
+      }
       for (const t of [x, all, one]) rt.free(t);
     });
   }
@@ -200,11 +208,12 @@ describe("native ggml weights", () => {
 
   const STACKS: { name: string; parts: [GgmlNativeType, number][]; bytes: number }[] = [
     { name: "Q4_K, Q6_K, Q8_0 and Q5_K parts (a Q4_K_M fused QKV, and more)", parts: [["Q4_K", 12], ["Q4_K", 5], ["Q6_K", 6], ["Q8_0", 3], ["Q5_K", 2]], bytes: 608 * 3 * 2 + 608 * 2 * 2 + 848 * 2 * 2 + 288 * 1 * 16 + 736 * 1 * 2 },
+    { name: "Q5_0, Q8_0 and Q5_0 parts (a Q4_K_M fused QKV of 896-wide layers)", parts: [["Q5_0", 16], ["Q5_0", 9], ["Q8_0", 3], ["Q5_0", 2]], bytes: 224 * 2 * 16 + 224 * 2 * 16 + 288 * 1 * 16 + 224 * 1 * 16 },
     { name: "Q3_K, Q5_K, IQ4_XS, Q2_K and IQ4_NL parts (a Q3_K_M fused QKV, and more)", parts: [["Q3_K", 8], ["Q5_K", 4], ["IQ4_XS", 5], ["Q2_K", 3], ["IQ4_NL", 2]], bytes: 464 * 2 * 2 + 736 * 1 * 2 + 560 * 2 * 2 + 416 * 1 * 2 + 288 * 1 * 16 },
   ];
   for (const { name, parts, bytes: stackBytes } of STACKS) test(`a stack of ${name} is one linear over all its rows`, () => {
     const cols = 512;
-    assert.equal(GGML_NATIVE.Q5_0.format, "q8");
+    assert.equal(GGML_NATIVE.Q5_0.format, "q5");
     const bytes = parts.map(([type, rows], i) => blocks(type, rows, cols, 40 + i, i % 2 === 0));
     const w = stackWeights(rt, parts.map(([type, rows], i) => weightOf(type, bytes[i]!, rows, cols)));
     made.splice(made.length - parts.length, parts.length, w);
@@ -247,24 +256,25 @@ describe("native ggml weights", () => {
 });
 
 describe("native ggml weights stacked in one Weight", () => {
-  test("Q5_0 and Q8_0 rows (both q8) pack into one q8 Weight at tile-aligned row offsets; a misaligned stack is refused", async () => {
+  test("IQ4_NL and Q8_0 rows (both q8) pack into one q8 Weight at tile-aligned row offsets; a misaligned stack, or Q5_0 (q5) with Q8_0, is refused", async () => {
     const rt = await createRuntime({ threads: 2 });
     try {
       const cols = 64;
-      const a = blocks("Q5_0", 16, cols, 1, true), b = blocks("Q8_0", 5, cols, 2, true);
+      const a = blocks("IQ4_NL", 16, cols, 1, true), b = blocks("Q8_0", 5, cols, 2, true), c = blocks("Q5_0", 8, cols, 3, true);
       const raw = (bytes: Uint8Array, rows: number) => rt.tensor("uint8", [rows, bytes.length / rows]).set(bytes);
-      const ra = raw(a, 16), rb = raw(b, 5);
-      const w = createGgmlWeight(rt, { source: [new GgmlMatrix("Q5_0", ra, 16, cols), new GgmlMatrix("Q8_0", rb, 5, cols)] });
+      const ra = raw(a, 16), rb = raw(b, 5), rc = raw(c, 8);
+      const w = createGgmlWeight(rt, { source: [new GgmlMatrix("IQ4_NL", ra, 16, cols), new GgmlMatrix("Q8_0", rb, 5, cols)] });
       assert.equal(w.format, "q8");
       assert.equal(w.rows, 21);
       const out = rt.tensor("f32", [21, cols]).fill(Number.NaN);
       dequantizeWeight(rt, { weight: w, out });
-      const want = new Float64Array([...decoded("Q5_0", a, 16 * cols), ...decoded("Q8_0", b, 5 * cols)]);
-      assert.deepEqual(Array.from(out.data()), Array.from(want, Math.fround), "Q5_0 and Q8_0 decode exactly");
+      const want = new Float64Array([...decoded("IQ4_NL", a, 16 * cols), ...decoded("Q8_0", b, 5 * cols)]);
+      assert.deepEqual(Array.from(out.data()), Array.from(want, Math.fround), "IQ4_NL and Q8_0 decode exactly");
       const r3 = raw(b.subarray(0, 3 * (b.length / 5)), 3);
-      assert.throws(() => createGgmlWeight(rt, { source: [new GgmlMatrix("Q8_0", r3, 3, cols), new GgmlMatrix("Q5_0", ra, 16, cols)] }), /source\[0\]\.rows.*multiple of 8/);
+      assert.throws(() => createGgmlWeight(rt, { source: [new GgmlMatrix("Q8_0", r3, 3, cols), new GgmlMatrix("IQ4_NL", ra, 16, cols)] }), /source\[0\]\.rows.*multiple of 8/);
+      assert.throws(() => createGgmlWeight(rt, { source: [new GgmlMatrix("Q5_0", rc, 8, cols), new GgmlMatrix("Q8_0", rb, 5, cols)] }), /source\[1\] must be q5 with 64 cols like source\[0\], got Q8_0 \(q8\)/);
       w.free();
-      for (const t of [ra, rb, r3, out]) rt.free(t);
+      for (const t of [ra, rb, rc, r3, out]) rt.free(t);
     } finally {
       rt.dispose();
     }

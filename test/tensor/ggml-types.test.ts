@@ -59,7 +59,7 @@ test("ids are unique, found by id, and never also listed as unsupported", () => 
 });
 
 test("GGML_NATIVE (ops) is the table's rows with a CPU format, geometry included", () => {
-  const want: Record<string, string> = { Q8_0: "q8", Q5_0: "q8", IQ4_NL: "q8", IQ4_XS: "iq4_xs", Q2_K: "q2_k", Q3_K: "q3_k", Q4_K: "q4_k", Q5_K: "q5_k", Q6_K: "q6_k" };
+  const want: Record<string, string> = { Q8_0: "q8", Q5_0: "q5", IQ4_NL: "q8", IQ4_XS: "iq4_xs", Q2_K: "q2_k", Q3_K: "q3_k", Q4_K: "q4_k", Q5_K: "q5_k", Q6_K: "q6_k" };
   assert.deepEqual(Object.fromEntries(Object.entries(GGML_NATIVE).map(([n, v]) => [n, v.format])), want);
   for (const [name, v] of Object.entries(GGML_NATIVE)) {
     const t = GGML_TYPES[name as GgmlTypeName];
