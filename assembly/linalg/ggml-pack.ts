@@ -27,7 +27,7 @@
 import { decodeF16 } from "../tensor/dtype";
 import { BLOCK, GROUP, HALF_Q5, HALF_Q8, Q5_SCALES, Q8_SCALES, TILE_Q5, TILE_Q8 } from "./layout";
 import {
-  FMT_IQ4_XS, IQ4XS_D, IQ4XS_SCALES, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES,
+  FMT_IQ4_XS, IQ4XS_CODES, IQ4XS_D, IQ4XS_SCALES, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q45K_CODES, Q4K_D, Q4K_DMIN, Q4K_SCALES,
   Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, lowCodeByte, q3kByteA, q3kGroup, q6kCodeByte,
 } from "./kquant-layout";
 
@@ -77,9 +77,9 @@ const KVALUES_IQ4NL: usize = memory.data<i8>([-127, -104, -83, -65, -49, -35, -2
   return sc | (m << 16);
 }
 
-/** Sets the 4-bit code `q` of value v, lane r, in a tile's code area (bytes start zeroed). */
-@inline function putNibble(tile: usize, v: i32, r: i32, q: u32): void {
-  const p = tile + <usize>codeByte(v, r);
+/** Sets the 4-bit code `q` of value v, lane r, in a tile's code area at `codes` (bytes start zeroed). */
+@inline function putNibble(codes: usize, v: i32, r: i32, q: u32): void {
+  const p = codes + <usize>codeByte(v, r);
   store<u8>(p, load<u8>(p) | <u8>((q & 15) << (((v >> 2) & 1) << 2)));
 }
 
@@ -96,7 +96,7 @@ function packQ45K(five: bool, p: usize, tile: usize, r: i32): void {
   const qs = p + (five ? 48 : 16);
   for (let v = 0; v < QK_K; v++) {
     const byte = <u32>load<u8>(qs + <usize>(((v >> 6) << 5) + (v & 31)));
-    putNibble(tile, v, r, (v >> 5) & 1 ? byte >> 4 : byte);
+    putNibble(tile + Q45K_CODES, v, r, (v >> 5) & 1 ? byte >> 4 : byte);
     if (five) {
       const bit = (<u32>load<u8>(p + 16 + <usize>(v & 31)) >> <u32>(v >> 5)) & 1;
       const h = tile + Q5K_HIGH + <usize>(((v >> 5) << 4) + (r << 2) + (v & 3));
@@ -226,7 +226,7 @@ function packIq4Xs(p: usize, tile: usize, r: i32): void {
   for (let v = 0; v < QK_K; v++) {
     // ggml: value 32ib + j is the low nibble of qs[16ib + j] (j < 16), the high nibble of qs[16ib + j − 16] (j ≥ 16).
     const byte = <u32>load<u8>(p + 8 + <usize>(((v >> 5) << 4) + (v & 15)));
-    putNibble(tile, v, r, (v & 16) ? byte >> 4 : byte);
+    putNibble(tile + IQ4XS_CODES, v, r, (v & 16) ? byte >> 4 : byte);
   }
 }
 
@@ -312,7 +312,7 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
 /** Value v of lane r of a K-quant tile, decoded with ggml's f32 steps. */
 @inline function kquantValue(format: i32, tile: usize, v: i32, r: i32): f32 {
   if (format == FMT_IQ4_XS) {
-    const q = (<usize>load<u8>(tile + <usize>codeByte(v, r)) >> (<usize>((v >> 2) & 1) << 2)) & 15;
+    const q = (<usize>load<u8>(tile + IQ4XS_CODES + <usize>codeByte(v, r)) >> (<usize>((v >> 2) & 1) << 2)) & 15;
     const dl: f32 = load<f32>(tile + IQ4XS_D + (<usize>r << 2)) * <f32>load<i8>(tile + IQ4XS_SCALES + (<usize>(v >> 5) << 2) + <usize>r);
     return dl * <f32>load<i8>(KVALUES_IQ4NL + q);
   }
@@ -329,7 +329,7 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
     return dl * <f32>(q - 4);
   }
   if (format == FMT_Q4_K || format == FMT_Q5_K) {
-    const lo = (<u32>load<u8>(tile + <usize>codeByte(v, r)) >> (<u32>((v >> 2) & 1) << 2)) & 15;
+    const lo = (<u32>load<u8>(tile + Q45K_CODES + <usize>codeByte(v, r)) >> (<u32>((v >> 2) & 1) << 2)) & 15;
     const five = format == FMT_Q5_K;
     const s = <usize>(v >> 5);
     const scales = tile + <usize>(five ? Q5K_SCALES : Q4K_SCALES);

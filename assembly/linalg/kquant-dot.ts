@@ -38,7 +38,7 @@
 import { RELAXED, dotI8U7, dotI8U7Pairs, fmadd } from "../runtime/flavor";
 import { XSHIFT } from "./kquant-activation";
 import {
-  IQ4XS_D, IQ4XS_SCALES, TILE_IQ4_XS, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K,
+  IQ4XS_CODES, IQ4XS_D, IQ4XS_SCALES, TILE_IQ4_XS, Q2K_CODES, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_CODES, Q3K_D, Q3K_SCALES, Q45K_CODES, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_CODES, Q6K_D, Q6K_SCALES, QK_K,
   TILE_Q2_K, TILE_Q3_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K,
 } from "./kquant-layout";
 
@@ -278,7 +278,7 @@ const MASKS: usize = memory.data<u8>([
     let tot = i32x4.splat(0), mins = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
       const sm = q4kScaleMins(five, w, s);
-      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, pairs, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), low4, bit4), i32x4.extend_low_i16x8_u(sm)));
+      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, pairs, w + Q45K_CODES + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), low4, bit4), i32x4.extend_low_i16x8_u(sm)));
       mins = i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(sm), bsum32(xsum, s)));
     }
     acc = q4kAccumulate(five, w, tot, mins, load<f32>(xd), acc);
@@ -299,7 +299,7 @@ const MASKS: usize = memory.data<u8>([
     let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
     let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
-      q45kSub4(five, pairs, w + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
+      q45kSub4(five, pairs, w + Q45K_CODES + (s << 6), w + Q5K_HIGH + (s << 4), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
       const sm = q4kScaleMins(five, w, s);
       const sc = i32x4.extend_low_i16x8_u(sm), mn = i32x4.extend_high_i16x8_u(sm);
       t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));
@@ -414,7 +414,7 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 
 /** Sub-block t's byte offset in a tile; its activation codes' offset in a superblock. */
 @inline function q6kSub(t: usize): usize {
-  return t * 48;
+  return <usize>Q6K_CODES + t * 48;
 }
 
 @inline function q6kX(t: usize): usize {
@@ -581,7 +581,7 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
     for (let t: usize = 0; t < 16; t += 2) {
       const scp = lowScalePair(three, w, t);
       if (three) {
-        const A = v128.load(w + t * 24), B = v128.load(w + t * 24, 16), C = v128.load(w + t * 24, 32);
+        const A = v128.load(w + Q3K_CODES + t * 24), B = v128.load(w + Q3K_CODES + t * 24, 16), C = v128.load(w + Q3K_CODES + t * 24, 32);
         tot = lowAddSub(true, pairs, tot, q3kCode(A, B, C, 0, low2, bit2, low3), q3kCode(A, B, C, 1, low2, bit2, low3), q3kCode(A, B, C, 2, low2, bit2, low3),
           q3kCode(A, B, C, 3, low2, bit2, low3), xq + (t << (4 + XSHIFT)), xsum + (t << 2), lowScale(true, scp, false));
         tot = lowAddSub(true, pairs, tot, q3kCode(A, B, C, 4, low2, bit2, low3), q3kCode(A, B, C, 5, low2, bit2, low3), q3kCode(A, B, C, 6, low2, bit2, low3),
@@ -589,7 +589,7 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
         continue;
       }
       for (let u: usize = 0; u < 2; u++) {
-        const v = v128.load(w + ((t + u) << 4));
+        const v = v128.load(w + Q2K_CODES + ((t + u) << 4));
         tot = lowAddSub(false, pairs, tot, q2kCode(v, 0, low2), q2kCode(v, 1, low2), q2kCode(v, 2, low2), q2kCode(v, 3, low2),
           xq + ((t + u) << (4 + XSHIFT)), xsum + ((t + u) << 2), lowScale(false, scp, u == 1));
       }
@@ -617,7 +617,7 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
       const scp = lowScalePair(three, w, t);
       if (three) {
         // The pair's 8 code vectors decoded once; each token adds sub-block t, then t + 1, as gemvLowK does.
-        const A = v128.load(w + t * 24), B = v128.load(w + t * 24, 16), C = v128.load(w + t * 24, 32);
+        const A = v128.load(w + Q3K_CODES + t * 24), B = v128.load(w + Q3K_CODES + t * 24, 16), C = v128.load(w + Q3K_CODES + t * 24, 32);
         const c0 = q3kCode(A, B, C, 0, low2, bit2, low3), c1 = q3kCode(A, B, C, 1, low2, bit2, low3), c2 = q3kCode(A, B, C, 2, low2, bit2, low3), c3 = q3kCode(A, B, C, 3, low2, bit2, low3);
         const c4 = q3kCode(A, B, C, 4, low2, bit2, low3), c5 = q3kCode(A, B, C, 5, low2, bit2, low3), c6 = q3kCode(A, B, C, 6, low2, bit2, low3), c7 = q3kCode(A, B, C, 7, low2, bit2, low3);
         const s0 = lowScale(true, scp, false), s1 = lowScale(true, scp, true);
@@ -630,7 +630,7 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
       }
       for (let u: usize = 0; u < 2; u++) {
         const odd = u == 1;
-        const v = v128.load(w + ((t + u) << 4));
+        const v = v128.load(w + Q2K_CODES + ((t + u) << 4));
         const q0 = q2kCode(v, 0, low2), q1 = q2kCode(v, 1, low2), q2 = q2kCode(v, 2, low2), q3 = q2kCode(v, 3, low2);
         const sc = lowScale(false, scp, odd);
         const x = xq + ((t + u) << (4 + XSHIFT)), xs = xsum + ((t + u) << 2);
@@ -809,7 +809,7 @@ export function gemvIq4Xs(w: usize, xq: usize, xd: usize, nsb: i32): v128 {
   let acc = f32x4.splat(0);
   for (let b = 0; b < nsb; b++, w += TILE_IQ4_XS, xq += XBLOCK, xd += 4) {
     let tot = i32x4.splat(0);
-    for (let s: usize = 0; s < 8; s++) tot = i32x4.add(tot, i32x4.mul(iq4Sub(w + (s << 6), xq + (s << (5 + XSHIFT)), low4, kvt, sgn), iq4Scales(w, s)));
+    for (let s: usize = 0; s < 8; s++) tot = i32x4.add(tot, i32x4.mul(iq4Sub(w + IQ4XS_CODES + (s << 6), xq + (s << (5 + XSHIFT)), low4, kvt, sgn), iq4Scales(w, s)));
     acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + IQ4XS_D), f32x4.splat(load<f32>(xd))), acc);
   }
   return acc;
@@ -823,7 +823,7 @@ export function gemmIq4Xs(w: usize, xq: usize, xStride: usize, xd: usize, dStrid
   for (let b = 0; b < nsb; b++, w += TILE_IQ4_XS, xq += XBLOCK, xd += 4) {
     let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
-      iq4Sub4(w + (s << 6), xq + (s << (5 + XSHIFT)), xStride, sums, low4, kvt, sgn);
+      iq4Sub4(w + IQ4XS_CODES + (s << 6), xq + (s << (5 + XSHIFT)), xStride, sums, low4, kvt, sgn);
       const sc = iq4Scales(w, s);
       t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));
       t1 = i32x4.add(t1, i32x4.mul(v128.load(sums, 16), sc));

@@ -8,49 +8,53 @@
 //
 // Tile (quad g, superblock b) covers rows [4g, 4g + 4) × columns [256b, 256b + 256);
 // tiles are stored [quads][superblocks], so a run of quads is one sequential
-// stream (the decode GEMV's access pattern). Byte offsets, lane r:
+// stream (the decode GEMV's access pattern). Each tile starts with its scales
+// and super-scales, then its codes: the GEMV reads the scales first, so a tile
+// is read front to back. (With the scales last, each tile's first access jumped
+// past its codes; the prefetcher, which follows the codes, had not fetched that
+// line, and Q6_K's decode GEMV stalled there: one load in the GEMV held 36 % of
+// its samples in perf. Scales first made a Q4_K_M decode step 1.11× faster,
+// BENCHMARKS.md "gguf".) Byte offsets, lane r:
 //
-//   codes (Q4_K, Q5_K) [0, 512): chunk c of 32 columns at 64c, vector j (0..3) at +16j;
+//   Q4_K  608 B   [0, 64): sub-block s (32 columns) at 8s: u8 scale[r] at +r, u8 min[r] at +4 + r
+//                 [64, 80): f32 d[r];  [80, 96): f32 dmin[r]
+//                 codes [96, 608): chunk c of 32 columns at 96 + 64c, vector j (0..3) at +16j;
 //                 byte 4r + k holds column 32c + 8j + k in its low nibble and
-//                 column 32c + 8j + 4 + k in its high nibble (k = 0..3).
-//                 Q4_K: the 4-bit code q. Q5_K: the low 4 bits of q.
-//   Q4_K  608 B   [512, 576): sub-block s (= chunk) at 512 + 8s: u8 scale[r] at +r, u8 min[r] at +4 + r
-//                 [576, 592): f32 d[r];  [592, 608): f32 dmin[r]
+//                 column 32c + 8j + 4 + k in its high nibble (k = 0..3): the 4-bit code q
 //                 value = f32(d·scale)·q − f32(dmin·min)   (ggml dequantize_row_q4_K)
-//   Q5_K  736 B   the Q4_K tile with the 5th bit of q in [512, 640): sub-block s at
-//                 512 + 16s, byte 4r + k holds in bit 2j / 2j + 1 the top bit of code
-//                 vector j's low / high nibble (column 32s + 8j + k / + 4);
-//                 then scales and mins [640, 704), d [704, 720), dmin [720, 736) as Q4_K's
+//   Q5_K  736 B   the Q4_K tile (codes: the low 4 bits of q), then the 5th bit of q in
+//                 [608, 736): sub-block s at 608 + 16s, byte 4r + k holds in bit 2j / 2j + 1
+//                 the top bit of code vector j's low / high nibble (column 32s + 8j + k / + 4)
 //                 value = f32(d·scale)·q − f32(dmin·min)   (ggml dequantize_row_q5_K)
-//   Q6_K  848 B   [0, 768): sub-block t (16 columns, 16t … 16t + 15) at 48t: vectors
+//   Q6_K  848 B   [0, 64): sub-block t (16 columns) at 4t: i8 scale[r] at +r
+//                 [64, 80): f32 d[r]
+//                 [80, 848): sub-block t (16 columns, 16t … 16t + 15) at 80 + 48t: vectors
 //                 A, B, C at +0, +16, +32; byte 4r + k of A / B / C holds the 6-bit
 //                 code of column 16t + k / + 4 + k / + 8 + k in bits 0-5, and in bits
 //                 6-7 bits 4-5 / 2-3 / 0-1 of the code of column 16t + 12 + k
 //                 (three bytes carry four codes: one mask each for three code
 //                 vectors, eight operations for the fourth — kquant-dot.ts q6kCodes);
-//                 [768, 832): sub-block t at 768 + 4t: i8 scale[r] at +r
-//                 [832, 848): f32 d[r]
 //                 value = f32(d·scale)·(q − 32)   (ggml dequantize_row_q6_K)
-//   Q2_K  416 B   [0, 256): sub-block t (16 columns, 16t … 16t + 15) at 16t: byte 4r + k
-//                 holds in bits 2j, 2j + 1 the 2-bit code of column 16t + 4j + k (j = 0..3:
-//                 code vector j is (byte >> 2j) & 3, one shift and one mask);
-//                 [256, 320): sub-block t at 256 + 4t: u8 scale[r] (0..15);
-//                 [320, 384): the same for u8 min[r] (0..15);
-//                 [384, 400): f32 d[r];  [400, 416): f32 dmin[r]
+//   Q2_K  416 B   [0, 64): sub-block t (16 columns) at 4t: u8 scale[r] (0..15);
+//                 [64, 128): the same for u8 min[r] (0..15);
+//                 [128, 144): f32 d[r];  [144, 160): f32 dmin[r]
+//                 [160, 416): sub-block t at 160 + 16t: byte 4r + k holds in bits 2j, 2j + 1
+//                 the 2-bit code of column 16t + 4j + k (j = 0..3: code vector j is
+//                 (byte >> 2j) & 3, one shift and one mask);
 //                 value = f32(d·scale)·q − f32(dmin·min)   (ggml dequantize_row_q2_K)
-//   Q3_K  464 B   [0, 384): sub-blocks 2p, 2p + 1 (32 columns) at 48p, 3-bit codes c
+//   Q3_K  464 B   [0, 64): sub-block t at 4t: i8 scale[r] (ggml's 6-bit scale − 32)
+//                 [64, 80): f32 d[r]
+//                 [80, 464): sub-blocks 2p, 2p + 1 (32 columns) at 80 + 48p, 3-bit codes c
 //                 of their 8 code vectors g = 4·(t & 1) + j (columns 16t + 4j + k) in three
 //                 vectors A, B, C at +0, +16, +32; byte 4r + k of A / B / C holds code g0 / g2 / g4
 //                 in bits 0-2 and g1 / g3 / g5 in bits 3-5; A's bits 6-7 hold bits 0-1 of g6,
 //                 B's those of g7, C's bit 6 / 7 bit 2 of g6 / g7 (eight codes in three bytes:
 //                 a mask, or a shift and a mask, for six code vectors, five operations for
 //                 the other two — kquant-dot.ts q3kCode);
-//                 [384, 448): sub-block t at 384 + 4t: i8 scale[r] (ggml's 6-bit scale − 32)
-//                 [448, 464): f32 d[r]
 //                 value = f32(d·scale)·(c − 4)   (ggml dequantize_row_q3_K)
-//   IQ4_XS 560 B  [0, 512): 4-bit indices into kvalues_iq4nl, laid out as Q4_K's codes;
-//                 [512, 544): sub-block s (32 columns) at 512 + 4s: i8 scale[r] (ggml's ls − 32)
-//                 [544, 560): f32 d[r]
+//   IQ4_XS 560 B  [0, 32): sub-block s (32 columns) at 4s: i8 scale[r] (ggml's ls − 32)
+//                 [32, 48): f32 d[r]
+//                 [48, 560): 4-bit indices into kvalues_iq4nl, laid out as Q4_K's codes
 //                 value = f32(d·scale)·kvalues_iq4nl[q]   (ggml dequantize_row_iq4_xs)
 //
 // Rows past the matrix (the last quad of a matrix whose rows are not a
@@ -76,47 +80,51 @@ export const TILE_Q2_K: i32 = 416;
 export const TILE_Q3_K: i32 = 464;
 export const TILE_IQ4_XS: i32 = 560;
 
-export const IQ4XS_SCALES: i32 = 512;
-export const IQ4XS_D: i32 = 544;
+export const IQ4XS_SCALES: i32 = 0;
+export const IQ4XS_D: i32 = 32;
+export const IQ4XS_CODES: i32 = 48;
 
-export const Q2K_SCALES: i32 = 256;
-export const Q2K_MINS: i32 = 320;
-export const Q2K_D: i32 = 384;
-export const Q2K_DMIN: i32 = 400;
+export const Q2K_SCALES: i32 = 0;
+export const Q2K_MINS: i32 = 64;
+export const Q2K_D: i32 = 128;
+export const Q2K_DMIN: i32 = 144;
+export const Q2K_CODES: i32 = 160;
 
-export const Q3K_SCALES: i32 = 384;
-export const Q3K_D: i32 = 448;
+export const Q3K_SCALES: i32 = 0;
+export const Q3K_D: i32 = 64;
+export const Q3K_CODES: i32 = 80;
 
-/** Q5_K: the 5th bits; then the Q4_K fields moved up by 128 bytes. */
-export const Q5K_HIGH: i32 = 512;
-export const Q5K_SCALES: i32 = 640;
-export const Q5K_D: i32 = 704;
-export const Q5K_DMIN: i32 = 720;
+/** Q4_K and Q5_K: the same scales, mins, d, dmin and codes; Q5_K's 5th bits after them. */
+export const Q4K_SCALES: i32 = 0;
+export const Q4K_D: i32 = 64;
+export const Q4K_DMIN: i32 = 80;
+export const Q45K_CODES: i32 = 96;
+export const Q5K_SCALES: i32 = Q4K_SCALES;
+export const Q5K_D: i32 = Q4K_D;
+export const Q5K_DMIN: i32 = Q4K_DMIN;
+export const Q5K_HIGH: i32 = 608;
 
-export const Q4K_SCALES: i32 = 512;
-export const Q4K_D: i32 = 576;
-export const Q4K_DMIN: i32 = 592;
-
-export const Q6K_SCALES: i32 = 768;
-export const Q6K_D: i32 = 832;
+export const Q6K_SCALES: i32 = 0;
+export const Q6K_D: i32 = 64;
+export const Q6K_CODES: i32 = 80;
 
 @inline export function kquantTileBytes(format: i32): i32 {
   return format == FMT_Q4_K ? TILE_Q4_K : format == FMT_Q5_K ? TILE_Q5_K : format == FMT_Q2_K ? TILE_Q2_K : format == FMT_Q3_K ? TILE_Q3_K : format == FMT_IQ4_XS ? TILE_IQ4_XS : TILE_Q6_K;
 }
 
-/** Q4_K / Q5_K / IQ4_XS: byte offset, inside a tile's code area, of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. */
+/** Q4_K / Q5_K / IQ4_XS: byte offset, inside a tile's code area (Q45K_CODES, IQ4XS_CODES), of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. */
 @inline export function codeByte(v: i32, r: i32): i32 {
   return ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3);
 }
 
 /** Q6_K: byte offset, inside a tile, of the byte whose bits 0-5 hold value v of lane r (columns 16t + k … 16t + 11 + k: v & 15 < 12). */
 @inline export function q6kCodeByte(v: i32, r: i32): i32 {
-  return (v >> 4) * 48 + (((v >> 2) & 3) << 4) + (r << 2) + (v & 3);
+  return Q6K_CODES + (v >> 4) * 48 + (((v >> 2) & 3) << 4) + (r << 2) + (v & 3);
 }
 
 /** Q2_K: byte offset, inside a tile, of the byte whose bits 2j, 2j + 1 (j = (v >> 2) & 3) hold the code of value v of lane r. */
 @inline export function lowCodeByte(v: i32, r: i32): i32 {
-  return ((v >> 4) << 4) + (r << 2) + (v & 3);
+  return Q2K_CODES + ((v >> 4) << 4) + (r << 2) + (v & 3);
 }
 
 /** Q3_K: the code vector (0..7) of value v within its sub-block pair, and the byte of lane r at vector A of that pair. */
@@ -125,5 +133,5 @@ export const Q6K_D: i32 = 832;
 }
 
 @inline export function q3kByteA(v: i32, r: i32): i32 {
-  return (v >> 5) * 48 + (r << 2) + (v & 3);
+  return Q3K_CODES + (v >> 5) * 48 + (r << 2) + (v & 3);
 }

@@ -92,9 +92,9 @@ export function packBlockRows(tiles: Uint8Array, format: StorageFormat, blocks: 
 /** Q4_K / Q5_K: the tile's lane r at t → block_q4_K / block_q5_K at o. */
 function q45kBlock(type: "q4_k" | "q5_k", tiles: Uint8Array, src: DataView, t: number, r: number, out: Uint8Array, dst: DataView, o: number): void {
   const five = type === "q5_k";
-  const sc = t + (five ? 640 : 512);
-  dst.setUint16(o, f16Code(src.getFloat32(t + (five ? 704 : 576) + 4 * r, true)), true);
-  dst.setUint16(o + 2, f16Code(src.getFloat32(t + (five ? 720 : 592) + 4 * r, true)), true);
+  const sc = t; // scales and mins at 0, d at 64, dmin at 80, codes at 96, Q5_K's 5th bits at 608
+  dst.setUint16(o, f16Code(src.getFloat32(t + 64 + 4 * r, true)), true);
+  dst.setUint16(o + 2, f16Code(src.getFloat32(t + 80 + 4 * r, true)), true);
   const s = (j: number) => tiles[sc + 8 * j + r]!;
   const m = (j: number) => tiles[sc + 8 * j + 4 + r]!;
   for (let j = 0; j < 4; j++) {
@@ -104,13 +104,13 @@ function q45kBlock(type: "q4_k" | "q5_k", tiles: Uint8Array, src: DataView, t: n
   }
   const qs = o + (five ? 48 : 16);
   for (let v = 0; v < 256; v++) {
-    // Tile: chunk v/32 at 64·(v/32), vector (v/8)%4 at +16, byte 4r + v%4, nibble (v/4)%2.
-    const q = (tiles[t + ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3)]! >> (4 * ((v >> 2) & 1))) & 15;
+    // Tile: chunk v/32 at 96 + 64·(v/32), vector (v/8)%4 at +16, byte 4r + v%4, nibble (v/4)%2.
+    const q = (tiles[t + 96 + ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3)]! >> (4 * ((v >> 2) & 1))) & 15;
     const at = qs + 32 * (v >> 6) + (v & 31);
     out[at] = out[at]! | (q << (4 * ((v >> 5) & 1)));
     if (five) {
-      // Tile: sub-block v/32 at 512 + 16·(v/32), byte 4r + v%4, bit 2·((v/8)%4) + (v/4)%2.
-      const hi = (tiles[t + 512 + 16 * (v >> 5) + (r << 2) + (v & 3)]! >> (2 * ((v >> 3) & 3) + ((v >> 2) & 1))) & 1;
+      // Tile: sub-block v/32 at 608 + 16·(v/32), byte 4r + v%4, bit 2·((v/8)%4) + (v/4)%2.
+      const hi = (tiles[t + 608 + 16 * (v >> 5) + (r << 2) + (v & 3)]! >> (2 * ((v >> 3) & 3) + ((v >> 2) & 1))) & 1;
       out[o + 16 + (v & 31)] = out[o + 16 + (v & 31)]! | (hi << (2 * (v >> 6) + ((v >> 5) & 1)));
     }
   }
@@ -119,9 +119,9 @@ function q45kBlock(type: "q4_k" | "q5_k", tiles: Uint8Array, src: DataView, t: n
 /** Q6_K: the tile's lane r at t → block_q6_K at o. */
 function q6kBlock(tiles: Uint8Array, src: DataView, t: number, r: number, out: Uint8Array, dst: DataView, o: number): void {
   for (let v = 0; v < 256; v++) {
-    // Tile: sub-block v/16 at 48·(v/16); columns 0-11 of it in bits 0-5 of vectors A, B, C; column 12 + k
+    // Tile: sub-block v/16 at 80 + 48·(v/16); columns 0-11 of it in bits 0-5 of vectors A, B, C; column 12 + k
     // spread over bits 6-7 of byte k of A (bits 4-5), B (2-3), C (0-1).
-    const base = t + 48 * (v >> 4) + (r << 2);
+    const base = t + 80 + 48 * (v >> 4) + (r << 2);
     const c = v & 15;
     const q = c < 12 ? tiles[base + 16 * (c >> 2) + (c & 3)]! & 63 : ((tiles[base + (c & 3)]! >> 6) << 4) | ((tiles[base + 16 + (c & 3)]! >> 6) << 2) | (tiles[base + 32 + (c & 3)]! >> 6);
     const n = v >> 7;
@@ -131,8 +131,8 @@ function q6kBlock(tiles: Uint8Array, src: DataView, t: number, r: number, out: U
     out[lo] = out[lo]! | ((q & 15) << (4 * (j >> 1)));
     out[o + 128 + 32 * n + l] = out[o + 128 + 32 * n + l]! | ((q >> 4) << (2 * j));
   }
-  for (let s = 0; s < 16; s++) out[o + 192 + s] = tiles[t + 768 + 4 * s + r]!;
-  dst.setUint16(o + 208, f16Code(src.getFloat32(t + 832 + 4 * r, true)), true);
+  for (let s = 0; s < 16; s++) out[o + 192 + s] = tiles[t + 4 * s + r]!;
+  dst.setUint16(o + 208, f16Code(src.getFloat32(t + 64 + 4 * r, true)), true);
 }
 
 /** Q2_K / Q3_K: the 2 low code bits of value v into qs at `qs` (bits 2j of qs[32n + l], v = 128n + 32j + l; bytes start zeroed). */
@@ -144,20 +144,20 @@ function putLow2(out: Uint8Array, qs: number, v: number, q: number): void {
 /** Q2_K: the tile's lane r at t → block_q2_K at o. */
 function q2kBlock(tiles: Uint8Array, src: DataView, t: number, r: number, out: Uint8Array, dst: DataView, o: number): void {
   for (let v = 0; v < 256; v++) {
-    // Tile: sub-block v/16 at 16·(v/16), byte 4r + v%4, bits 2·((v/4)%4).
-    putLow2(out, o + 16, v, tiles[t + 16 * (v >> 4) + (r << 2) + (v & 3)]! >> (2 * ((v >> 2) & 3)));
+    // Tile: sub-block v/16 at 160 + 16·(v/16), byte 4r + v%4, bits 2·((v/4)%4).
+    putLow2(out, o + 16, v, tiles[t + 160 + 16 * (v >> 4) + (r << 2) + (v & 3)]! >> (2 * ((v >> 2) & 3)));
   }
-  for (let s = 0; s < 16; s++) out[o + s] = tiles[t + 256 + 4 * s + r]! | (tiles[t + 320 + 4 * s + r]! << 4);
-  dst.setUint16(o + 80, f16Code(src.getFloat32(t + 384 + 4 * r, true)), true);
-  dst.setUint16(o + 82, f16Code(src.getFloat32(t + 400 + 4 * r, true)), true);
+  for (let s = 0; s < 16; s++) out[o + s] = tiles[t + 4 * s + r]! | (tiles[t + 64 + 4 * s + r]! << 4);
+  dst.setUint16(o + 80, f16Code(src.getFloat32(t + 128 + 4 * r, true)), true);
+  dst.setUint16(o + 82, f16Code(src.getFloat32(t + 144 + 4 * r, true)), true);
 }
 
 /** Q3_K: the tile's lane r at t → block_q3_K at o. */
 function q3kBlock(tiles: Uint8Array, src: DataView, t: number, r: number, out: Uint8Array, dst: DataView, o: number): void {
   for (let v = 0; v < 256; v++) {
-    // Tile: sub-block pair v/32 at 48·(v/32), byte 4r + v%4 of vectors A, B, C; code vector g = 4·((v/16)%2) + (v/4)%4:
+    // Tile: sub-block pair v/32 at 80 + 48·(v/32), byte 4r + v%4 of vectors A, B, C; code vector g = 4·((v/16)%2) + (v/4)%4:
     // g < 6 in bits 3·(g%2) of vector g/2, g6 / g7 bits 0-1 in bits 6-7 of A / B with bit 2 in bit g of C.
-    const a = t + 48 * (v >> 5) + (r << 2) + (v & 3);
+    const a = t + 80 + 48 * (v >> 5) + (r << 2) + (v & 3);
     const g = (((v >> 4) & 1) << 2) + ((v >> 2) & 3);
     const c = g < 6 ? (tiles[a + 16 * (g >> 1)]! >> (3 * (g & 1))) & 7 : (tiles[a + 16 * (g - 6)]! >> 6) | (((tiles[a + 32]! >> g) & 1) << 2);
     putLow2(out, o + 32, v, c);
@@ -166,27 +166,27 @@ function q3kBlock(tiles: Uint8Array, src: DataView, t: number, r: number, out: U
   // ggml's 12 scale bytes (dequantize_row_q3_K's kmask shuffle inverted): sub-block s's 6-bit sc = i8 + 32, low 4
   // bits in nibble s/8 of byte s%8, high 2 at 2·(s/4) of byte 8 + s%4.
   for (let s = 0; s < 16; s++) {
-    const sc = ((tiles[t + 384 + 4 * s + r]! << 24) >> 24) + 32;
+    const sc = ((tiles[t + 4 * s + r]! << 24) >> 24) + 32;
     out[o + 96 + (s & 7)] = out[o + 96 + (s & 7)]! | ((sc & 15) << (4 * (s >> 3)));
     out[o + 104 + (s & 3)] = out[o + 104 + (s & 3)]! | ((sc >> 4) << (2 * (s >> 2)));
   }
-  dst.setUint16(o + 108, f16Code(src.getFloat32(t + 448 + 4 * r, true)), true);
+  dst.setUint16(o + 108, f16Code(src.getFloat32(t + 64 + 4 * r, true)), true);
 }
 
 /** IQ4_XS: the tile's lane r at t → block_iq4_xs at o. */
 function iq4xsBlock(tiles: Uint8Array, src: DataView, t: number, r: number, out: Uint8Array, dst: DataView, o: number): void {
-  dst.setUint16(o, f16Code(src.getFloat32(t + 544 + 4 * r, true)), true);
+  dst.setUint16(o, f16Code(src.getFloat32(t + 32 + 4 * r, true)), true);
   let high = 0;
   for (let ib = 0; ib < 8; ib++) {
-    const ls = ((tiles[t + 512 + 4 * ib + r]! << 24) >> 24) + 32;
+    const ls = ((tiles[t + 4 * ib + r]! << 24) >> 24) + 32;
     out[o + 4 + (ib >> 1)] = out[o + 4 + (ib >> 1)]! | ((ls & 15) << (4 * (ib & 1)));
     high |= (ls >> 4) << (2 * ib);
   }
   dst.setUint16(o + 2, high, true);
   for (let v = 0; v < 256; v++) {
-    // Tile: Q4_K's code layout (chunk v/32 at 64·(v/32), vector (v/8)%4 at +16, byte 4r + v%4, nibble (v/4)%2);
-    // ggml: value 32ib + l in the low (l < 16) or high nibble of qs[16ib + l % 16].
-    const q = (tiles[t + ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3)]! >> (4 * ((v >> 2) & 1))) & 15;
+    // Tile: Q4_K's code layout from byte 48 (chunk v/32 at 48 + 64·(v/32), vector (v/8)%4 at +16, byte 4r + v%4,
+    // nibble (v/4)%2); ggml: value 32ib + l in the low (l < 16) or high nibble of qs[16ib + l % 16].
+    const q = (tiles[t + 48 + ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3)]! >> (4 * ((v >> 2) & 1))) & 15;
     const at = o + 8 + 16 * (v >> 5) + (v & 15);
     out[at] = out[at]! | (q << (4 * ((v >> 4) & 1)));
   }
