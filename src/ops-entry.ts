@@ -39,6 +39,7 @@ export {
   type CreateWeightOptions,
   type DequantizeWeightOptions,
   type KquantFormat,
+  type Q5Format,
   type StorageFormat,
   type WeightFormat,
   type WeightsSetting,

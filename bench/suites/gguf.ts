@@ -15,9 +15,9 @@
  * the runs; on the kvflash row `kvflash_over_llamacpp` = decode tok/s over
  * llama.cpp's (the headline: target ≥ 1.0) and
  * `kvflash_over_llamacpp_prefill` the same for prefill (target ≥ 0.8).
- * `weights` says what kvflash computed with: until the native K-quant
- * kernels land, --weights auto requantizes Q4_K/Q5_0/Q6_K to q8, so its
- * Q4_K_M row then times q8 kernels on the file's values. `load_avg` is the
+ * `weights` says what kvflash computed with: the format holding most of the
+ * loaded bytes (--weights auto keeps every matrix as the file has it: q8 for
+ * Q8_0, q5 for Q5_0, q6_k for Q6_K, so this Q4_K_M reads "q5"). `load_avg` is the
  * machine's 1-minute load average over the file's runs: llama.cpp's threads
  * meet at spinning barriers (ggml_barrier: no yield), so on a machine with
  * more runnable threads than cores its 2-thread runs slow down far more than
