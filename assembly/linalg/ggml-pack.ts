@@ -27,8 +27,8 @@
 import { decodeF16 } from "../tensor/dtype";
 import { BLOCK, GROUP, HALF_Q5, HALF_Q8, Q5_SCALES, Q8_SCALES, TILE_Q5, TILE_Q8 } from "./layout";
 import {
-  FMT_IQ4_XS, IQ4XS_CODES, IQ4XS_D, IQ4XS_SCALES, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q45K_CODES, Q4K_D, Q4K_DMIN, Q4K_SCALES,
-  Q5K_D, Q5K_DMIN, Q5K_HIGH, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, lowCodeByte, q3kByteA, q3kGroup, q6kCodeByte,
+  FMT_IQ4_XS, IQ4XS_CODES, IQ4XS_D, IQ4XS_SCALES, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES,
+  Q5K_D, Q5K_DMIN, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, lowCodeByte, q3kByteA, q3kGroup, q45kCodeByte, q5kHigh, q6kCodeByte,
 } from "./kquant-layout";
 
 const Q8_0_BYTES: i32 = 34;
@@ -96,10 +96,11 @@ function packQ45K(five: bool, p: usize, tile: usize, r: i32): void {
   const qs = p + (five ? 48 : 16);
   for (let v = 0; v < QK_K; v++) {
     const byte = <u32>load<u8>(qs + <usize>(((v >> 6) << 5) + (v & 31)));
-    putNibble(tile + Q45K_CODES, v, r, (v >> 5) & 1 ? byte >> 4 : byte);
+    const at = tile + <usize>q45kCodeByte(five, v, r);
+    store<u8>(at, load<u8>(at) | <u8>((((v >> 5) & 1 ? byte >> 4 : byte) & 15) << (((v >> 2) & 1) << 2)));
     if (five) {
       const bit = (<u32>load<u8>(p + 16 + <usize>(v & 31)) >> <u32>(v >> 5)) & 1;
-      const h = tile + Q5K_HIGH + <usize>(((v >> 5) << 4) + (r << 2) + (v & 3));
+      const h = tile + <usize>(q5kHigh(v >> 5) + (r << 2) + (v & 3));
       store<u8>(h, load<u8>(h) | <u8>(bit << <u32>((((v >> 3) & 3) << 1) + ((v >> 2) & 1))));
     }
   }
@@ -329,13 +330,13 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
     return dl * <f32>(q - 4);
   }
   if (format == FMT_Q4_K || format == FMT_Q5_K) {
-    const lo = (<u32>load<u8>(tile + Q45K_CODES + <usize>codeByte(v, r)) >> (<u32>((v >> 2) & 1) << 2)) & 15;
+    const lo = (<u32>load<u8>(tile + <usize>q45kCodeByte(format == FMT_Q5_K, v, r)) >> (<u32>((v >> 2) & 1) << 2)) & 15;
     const five = format == FMT_Q5_K;
     const s = <usize>(v >> 5);
     const scales = tile + <usize>(five ? Q5K_SCALES : Q4K_SCALES);
     const d1: f32 = load<f32>(tile + <usize>(five ? Q5K_D : Q4K_D) + (<usize>r << 2)) * <f32>load<u8>(scales + (s << 3) + <usize>r);
     const m1: f32 = load<f32>(tile + <usize>(five ? Q5K_DMIN : Q4K_DMIN) + (<usize>r << 2)) * <f32>load<u8>(scales + (s << 3) + 4 + <usize>r);
-    const bit = five ? (<u32>load<u8>(tile + Q5K_HIGH + (s << 4) + <usize>((r << 2) + (v & 3))) >> <u32>((((v >> 3) & 3) << 1) + ((v >> 2) & 1))) & 1 : 0;
+    const bit = five ? (<u32>load<u8>(tile + <usize>(q5kHigh(v >> 5) + (r << 2) + (v & 3))) >> <u32>((((v >> 3) & 3) << 1) + ((v >> 2) & 1))) & 1 : 0;
     return d1 * <f32>(lo | (bit << 4)) - m1;
   }
   const q = <i32>q6kCode(tile, v, r) - 32;

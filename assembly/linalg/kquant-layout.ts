@@ -22,9 +22,11 @@
 //                 byte 4r + k holds column 32c + 8j + k in its low nibble and
 //                 column 32c + 8j + 4 + k in its high nibble (k = 0..3): the 4-bit code q
 //                 value = f32(d·scale)·q − f32(dmin·min)   (ggml dequantize_row_q4_K)
-//   Q5_K  736 B   the Q4_K tile (codes: the low 4 bits of q), then the 5th bit of q in
-//                 [608, 736): sub-block s at 608 + 16s, byte 4r + k holds in bit 2j / 2j + 1
-//                 the top bit of code vector j's low / high nibble (column 32s + 8j + k / + 4)
+//   Q5_K  736 B   Q4_K's [0, 96); then sub-block s at 96 + 80s: 16 bytes of 5th bits (byte
+//                 4r + k holds in bit 2j / 2j + 1 the top bit of code vector j's low / high
+//                 nibble: column 32s + 8j + k / + 4), then its 64 code bytes as Q4_K's
+//                 chunk s (the low 4 bits of q); the GEMV reads each sub-block's bits, then
+//                 its codes, so this tile too is read front to back
 //                 value = f32(d·scale)·q − f32(dmin·min)   (ggml dequantize_row_q5_K)
 //   Q6_K  848 B   [0, 64): sub-block t (16 columns) at 4t: i8 scale[r] at +r
 //                 [64, 80): f32 d[r]
@@ -94,7 +96,7 @@ export const Q3K_SCALES: i32 = 0;
 export const Q3K_D: i32 = 64;
 export const Q3K_CODES: i32 = 80;
 
-/** Q4_K and Q5_K: the same scales, mins, d, dmin and codes; Q5_K's 5th bits after them. */
+/** Q4_K and Q5_K: the same scales, mins, d and dmin; then the sub-blocks (q45kSub, q5kHigh). */
 export const Q4K_SCALES: i32 = 0;
 export const Q4K_D: i32 = 64;
 export const Q4K_DMIN: i32 = 80;
@@ -102,7 +104,16 @@ export const Q45K_CODES: i32 = 96;
 export const Q5K_SCALES: i32 = Q4K_SCALES;
 export const Q5K_D: i32 = Q4K_D;
 export const Q5K_DMIN: i32 = Q4K_DMIN;
-export const Q5K_HIGH: i32 = 608;
+
+/** Q4_K / Q5_K: byte offset, inside a tile, of sub-block s's 64 code bytes (Q5_K: after its 16 bytes of 5th bits). */
+@inline export function q45kSub(five: bool, s: i32): i32 {
+  return five ? Q45K_CODES + s * 80 + 16 : Q45K_CODES + (s << 6);
+}
+
+/** Q5_K: byte offset, inside a tile, of sub-block s's 16 bytes of 5th bits. */
+@inline export function q5kHigh(s: i32): i32 {
+  return Q45K_CODES + s * 80;
+}
 
 export const Q6K_SCALES: i32 = 0;
 export const Q6K_D: i32 = 64;
@@ -112,9 +123,14 @@ export const Q6K_CODES: i32 = 80;
   return format == FMT_Q4_K ? TILE_Q4_K : format == FMT_Q5_K ? TILE_Q5_K : format == FMT_Q2_K ? TILE_Q2_K : format == FMT_Q3_K ? TILE_Q3_K : format == FMT_IQ4_XS ? TILE_IQ4_XS : TILE_Q6_K;
 }
 
-/** Q4_K / Q5_K / IQ4_XS: byte offset, inside a tile's code area (Q45K_CODES, IQ4XS_CODES), of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. */
+/** Q4_K / IQ4_XS: byte offset, inside a tile's code area (Q45K_CODES, IQ4XS_CODES), of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. Q5_K: q5kCodeByte. */
 @inline export function codeByte(v: i32, r: i32): i32 {
   return ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3);
+}
+
+/** Q4_K (five = false) / Q5_K: byte offset, inside a tile, of the byte holding value v's 4 low code bits, lane r; its nibble is (v >> 2) & 1. */
+@inline export function q45kCodeByte(five: bool, v: i32, r: i32): i32 {
+  return q45kSub(five, v >> 5) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3);
 }
 
 /** Q6_K: byte offset, inside a tile, of the byte whose bits 0-5 hold value v of lane r (columns 16t + k … 16t + 11 + k: v & 15 < 12). */

@@ -92,7 +92,7 @@ export function packBlockRows(tiles: Uint8Array, format: StorageFormat, blocks: 
 /** Q4_K / Q5_K: the tile's lane r at t → block_q4_K / block_q5_K at o. */
 function q45kBlock(type: "q4_k" | "q5_k", tiles: Uint8Array, src: DataView, t: number, r: number, out: Uint8Array, dst: DataView, o: number): void {
   const five = type === "q5_k";
-  const sc = t; // scales and mins at 0, d at 64, dmin at 80, codes at 96, Q5_K's 5th bits at 608
+  const sc = t; // scales and mins at 0, d at 64, dmin at 80, then sub-block s at 96 + 64s (Q5_K: 96 + 80s, its 5th bits first)
   dst.setUint16(o, f16Code(src.getFloat32(t + 64 + 4 * r, true)), true);
   dst.setUint16(o + 2, f16Code(src.getFloat32(t + 80 + 4 * r, true)), true);
   const s = (j: number) => tiles[sc + 8 * j + r]!;
@@ -104,13 +104,14 @@ function q45kBlock(type: "q4_k" | "q5_k", tiles: Uint8Array, src: DataView, t: n
   }
   const qs = o + (five ? 48 : 16);
   for (let v = 0; v < 256; v++) {
-    // Tile: chunk v/32 at 96 + 64·(v/32), vector (v/8)%4 at +16, byte 4r + v%4, nibble (v/4)%2.
-    const q = (tiles[t + 96 + ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3)]! >> (4 * ((v >> 2) & 1))) & 15;
+    // Tile: sub-block v/32's codes at 96 + 64·(v/32) (Q5_K: 96 + 80·(v/32) + 16), vector (v/8)%4 at +16, byte 4r + v%4, nibble (v/4)%2.
+    const sub = five ? 96 + 80 * (v >> 5) + 16 : 96 + 64 * (v >> 5);
+    const q = (tiles[t + sub + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3)]! >> (4 * ((v >> 2) & 1))) & 15;
     const at = qs + 32 * (v >> 6) + (v & 31);
     out[at] = out[at]! | (q << (4 * ((v >> 5) & 1)));
     if (five) {
-      // Tile: sub-block v/32 at 608 + 16·(v/32), byte 4r + v%4, bit 2·((v/8)%4) + (v/4)%2.
-      const hi = (tiles[t + 608 + 16 * (v >> 5) + (r << 2) + (v & 3)]! >> (2 * ((v >> 3) & 3) + ((v >> 2) & 1))) & 1;
+      // Tile: sub-block v/32's 5th bits at 96 + 80·(v/32), byte 4r + v%4, bit 2·((v/8)%4) + (v/4)%2.
+      const hi = (tiles[t + 96 + 80 * (v >> 5) + (r << 2) + (v & 3)]! >> (2 * ((v >> 3) & 3) + ((v >> 2) & 1))) & 1;
       out[o + 16 + (v & 31)] = out[o + 16 + (v & 31)]! | (hi << (2 * (v >> 6) + ((v >> 5) & 1)));
     }
   }
