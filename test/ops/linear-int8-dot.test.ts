@@ -28,18 +28,13 @@ import {
   relaxedInt8DotHere,
 } from "../../src/ops-entry.js";
 import { linearMagnitude, linearReference, quantizeActivationReference } from "../../src/ops/reference/linear.js";
+import type { LinearCase } from "../helpers/linear-case.js";
 import { assertWithin, randn } from "../helpers/random.js";
 
 const U = 2 ** -24;
 
-interface Case {
-  rows: number;
-  cols: number;
-  tokens: number;
-  /** ±1 values only: every weight and activation code is ±127. */
-  extreme?: boolean;
-  bias?: boolean;
-}
+/** extreme: ±1 values only, every weight and activation code ±127. */
+type Case = LinearCase;
 
 const CASES: Case[] = [
   { rows: 1, cols: 1, tokens: 1 },

@@ -34,19 +34,14 @@ import { dequantize } from "../../src/tensor/ggml-dequantize.js";
 import { quantize } from "../../src/sources/gguf/quantize.js";
 import { linearMagnitude, linearReference, quantizeActivationReference } from "../../src/ops/reference/linear.js";
 import { encodeMiniFloat, F16 } from "../../src/tensor/minifloat.js";
+import type { LinearCase } from "../helpers/linear-case.js";
 import { assertWithin, randn, rng } from "../helpers/random.js";
 
 const U = 2 ** -24;
 const Q5_0 = GGML_TYPES.Q5_0;
 
-interface Case {
-  rows: number;
-  cols: number;
-  tokens: number;
-  /** Every code at −16 or 15 (whole blocks), activations ±1: every activation code ±127. */
-  extreme?: boolean;
-  bias?: boolean;
-}
+/** extreme: every code at −16 or 15 (whole blocks), activations ±1: every activation code ±127. */
+type Case = LinearCase;
 
 const CASES: Case[] = [
   { rows: 1, cols: 32, tokens: 1 },
