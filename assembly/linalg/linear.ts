@@ -13,7 +13,9 @@
 // and its 1 to 3 leftover tokens (T = 2, 3: speculative verification, small
 // batches) take both halves at once (gemvQ8x2, gemm-few.ts; in the u8 mode a
 // last 4-token tile and its 1 leftover are one 5-token pass), as does a
-// single leftover token on the other formats (their decode GEMVs). All paths do the
+// single leftover token on the other formats (their decode GEMVs). q5 (GGUF
+// Q5_0, q5.ts) takes 1 to 3 tokens on its own GEMV and more on the q8 kernels,
+// each row group unpacked to q8 tiles first (task_linear_q5). All paths do the
 // same arithmetic in the same order per output, so outputs are independent
 // of T, of the batch composition and of the thread count.
 
@@ -43,7 +45,7 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
   bias: usize;
   /** i32 [items + 1]: the first row group of each work item, then `groups`. */
   itemStarts: usize;
-  /** Per-thread scratch (≥ 160 bytes each: gemmQ8Rows8x5U8's 5 tokens × 8 rows; q5 with T ≥ 4: + a row group's q8 tiles at Q5_UNPACKED). */
+  /** Per-thread scratch (≥ 160 bytes each: gemmQ8Rows8x5U8's 5 tokens × 8 rows; q5: more from Q5_SCRATCH). */
   scratch: usize;
   scratchStride: i32;
   /** q8 / q4 / q5: the integer dot the activation codes were prepared for (flavor.ts DOT_I16, DOT_I7, DOT_U8). */
