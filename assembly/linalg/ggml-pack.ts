@@ -25,10 +25,10 @@
 //                     block ib's scale ls = nibble ib of scales_l | bits 2ib.. of scales_h << 4; x = d·(ls − 32)·kv[nibble]
 
 import { decodeF16 } from "../tensor/dtype";
-import { BLOCK, GROUP, HALF_Q5, HALF_Q8, Q5_SCALES, Q8_SCALES, TILE_Q5, TILE_Q8 } from "./layout";
+import { BLOCK, GROUP, HALF_Q5, HALF_Q8, Q5_SCALES, Q8_SCALES, TILE_Q5, TILE_Q8, q5Field } from "./layout";
 import {
   FMT_IQ4_XS, IQ4XS_CODES, IQ4XS_D, IQ4XS_SCALES, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES,
-  Q5K_D, Q5K_DMIN, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, lowCodeByte, q3kByteA, q3kGroup, q45kCodeByte, q5kHigh, q6kCodeByte,
+  Q5K_D, Q5K_DMIN, Q5K_SCALES, Q6K_D, Q6K_SCALES, QK_K, QUAD, codeByte, kquantTileBytes, lowCodeByte, q3kByteA, q3kGroup, q45kCodeByte, q5kHighOffset, q6kCodeByte,
 } from "./kquant-layout";
 
 const Q8_0_BYTES: i32 = 34;
@@ -77,9 +77,8 @@ const KVALUES_IQ4NL: usize = memory.data<i8>([-127, -104, -83, -65, -49, -35, -2
   return sc | (m << 16);
 }
 
-/** Sets the 4-bit code `q` of value v, lane r, in a tile's code area at `codes` (bytes start zeroed). */
-@inline function putNibble(codes: usize, v: i32, r: i32, q: u32): void {
-  const p = codes + <usize>codeByte(v, r);
+/** Sets the 4-bit code `q` of value v in its byte p of a tile (nibble (v >> 2) & 1; bytes start zeroed). */
+@inline function putNibble(p: usize, v: i32, q: u32): void {
   store<u8>(p, load<u8>(p) | <u8>((q & 15) << (((v >> 2) & 1) << 2)));
 }
 
@@ -96,11 +95,10 @@ function packQ45K(five: bool, p: usize, tile: usize, r: i32): void {
   const qs = p + (five ? 48 : 16);
   for (let v = 0; v < QK_K; v++) {
     const byte = <u32>load<u8>(qs + <usize>(((v >> 6) << 5) + (v & 31)));
-    const at = tile + <usize>q45kCodeByte(five, v, r);
-    store<u8>(at, load<u8>(at) | <u8>((((v >> 5) & 1 ? byte >> 4 : byte) & 15) << (((v >> 2) & 1) << 2)));
+    putNibble(tile + <usize>q45kCodeByte(five, v, r), v, (v >> 5) & 1 ? byte >> 4 : byte);
     if (five) {
       const bit = (<u32>load<u8>(p + 16 + <usize>(v & 31)) >> <u32>(v >> 5)) & 1;
-      const h = tile + <usize>(q5kHigh(v >> 5) + (r << 2) + (v & 3));
+      const h = tile + <usize>(q5kHighOffset(v >> 5) + (r << 2) + (v & 3));
       store<u8>(h, load<u8>(h) | <u8>(bit << <u32>((((v >> 3) & 3) << 1) + ((v >> 2) & 1))));
     }
   }
@@ -227,7 +225,7 @@ function packIq4Xs(p: usize, tile: usize, r: i32): void {
   for (let v = 0; v < QK_K; v++) {
     // ggml: value 32ib + j is the low nibble of qs[16ib + j] (j < 16), the high nibble of qs[16ib + j − 16] (j ≥ 16).
     const byte = <u32>load<u8>(p + 8 + <usize>(((v >> 5) << 4) + (v & 15)));
-    putNibble(tile + IQ4XS_CODES, v, r, (v & 16) ? byte >> 4 : byte);
+    putNibble(tile + IQ4XS_CODES + <usize>codeByte(v, r), v, (v & 16) ? byte >> 4 : byte);
   }
 }
 
@@ -239,13 +237,6 @@ function packIq4Xs(p: usize, tile: usize, r: i32): void {
 function packQ8(p: usize, tile: usize, row: i32): void {
   putQ8Scale(tile, row, decodeF16(<u32>load<u16>(p)));
   for (let c = 0; c < BLOCK; c++) putQ8(tile, row, c, max<i32>(-127, <i32>load<i8>(p + 2 + <usize>c)));
-}
-
-/** Where the 5-bit code of column c (0..31) of lane r lies in a q5 half tile (layout.ts): the u16's byte offset, then (<< 8) the field's shift. */
-@inline function q5Field(c: i32, r: i32): i32 {
-  const i = c >> 1;
-  const u = i < 15 ? i / 3 : 5, f = i < 15 ? i % 3 : 0;
-  return ((u << 4) + (r << 2) + ((c & 1) << 1)) | ((5 * f) << 8);
 }
 
 /**
@@ -336,7 +327,7 @@ export function task_ggml_pack(item: i32, tid: i32, args: usize): void {
     const scales = tile + <usize>(five ? Q5K_SCALES : Q4K_SCALES);
     const d1: f32 = load<f32>(tile + <usize>(five ? Q5K_D : Q4K_D) + (<usize>r << 2)) * <f32>load<u8>(scales + (s << 3) + <usize>r);
     const m1: f32 = load<f32>(tile + <usize>(five ? Q5K_DMIN : Q4K_DMIN) + (<usize>r << 2)) * <f32>load<u8>(scales + (s << 3) + 4 + <usize>r);
-    const bit = five ? (<u32>load<u8>(tile + <usize>(q5kHigh(v >> 5) + (r << 2) + (v & 3))) >> <u32>((((v >> 3) & 3) << 1) + ((v >> 2) & 1))) & 1 : 0;
+    const bit = five ? (<u32>load<u8>(tile + <usize>(q5kHighOffset(v >> 5) + (r << 2) + (v & 3))) >> <u32>((((v >> 3) & 3) << 1) + ((v >> 2) & 1))) & 1 : 0;
     return d1 * <f32>(lo | (bit << 4)) - m1;
   }
   const q = <i32>q6kCode(tile, v, r) - 32;

@@ -39,7 +39,7 @@ import { RELAXED, dotI8U7, dotI8U7Pairs, fmadd } from "../runtime/flavor";
 import { XSHIFT } from "./kquant-activation";
 import {
   IQ4XS_CODES, IQ4XS_D, IQ4XS_SCALES, TILE_IQ4_XS, Q2K_CODES, Q2K_D, Q2K_DMIN, Q2K_MINS, Q2K_SCALES, Q3K_CODES, Q3K_D, Q3K_SCALES, Q4K_D, Q4K_DMIN, Q4K_SCALES, Q5K_D, Q5K_DMIN, Q5K_SCALES, Q6K_CODES, Q6K_D, Q6K_SCALES, QK_K,
-  TILE_Q2_K, TILE_Q3_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K, q45kSub as q45kSubAt, q5kHigh,
+  TILE_Q2_K, TILE_Q3_K, TILE_Q4_K, TILE_Q5_K, TILE_Q6_K, q45kCodeOffset, q5kHighOffset,
 } from "./kquant-layout";
 
 /** Bytes of a superblock of activation codes. */
@@ -278,7 +278,7 @@ const MASKS: usize = memory.data<u8>([
     let tot = i32x4.splat(0), mins = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
       const sm = q4kScaleMins(five, w, s);
-      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, pairs, w + <usize>q45kSubAt(five, <i32>s), w + <usize>q5kHigh(<i32>s), xq + (s << (5 + XSHIFT)), low4, bit4), i32x4.extend_low_i16x8_u(sm)));
+      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, pairs, w + <usize>q45kCodeOffset(five, <i32>s), w + <usize>q5kHighOffset(<i32>s), xq + (s << (5 + XSHIFT)), low4, bit4), i32x4.extend_low_i16x8_u(sm)));
       mins = i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(sm), bsum32(xsum, s)));
     }
     acc = q4kAccumulate(five, w, tot, mins, load<f32>(xd), acc);
@@ -299,7 +299,7 @@ const MASKS: usize = memory.data<u8>([
     let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
     let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
-      q45kSub4(five, pairs, w + <usize>q45kSubAt(five, <i32>s), w + <usize>q5kHigh(<i32>s), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
+      q45kSub4(five, pairs, w + <usize>q45kCodeOffset(five, <i32>s), w + <usize>q5kHighOffset(<i32>s), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
       const sm = q4kScaleMins(five, w, s);
       const sc = i32x4.extend_low_i16x8_u(sm), mn = i32x4.extend_high_i16x8_u(sm);
       t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));

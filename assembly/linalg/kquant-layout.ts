@@ -96,7 +96,7 @@ export const Q3K_SCALES: i32 = 0;
 export const Q3K_D: i32 = 64;
 export const Q3K_CODES: i32 = 80;
 
-/** Q4_K and Q5_K: the same scales, mins, d and dmin; then the sub-blocks (q45kSub, q5kHigh). */
+/** Q4_K and Q5_K: the same scales, mins, d and dmin; then the sub-blocks (q45kCodeOffset, q5kHighOffset). */
 export const Q4K_SCALES: i32 = 0;
 export const Q4K_D: i32 = 64;
 export const Q4K_DMIN: i32 = 80;
@@ -106,12 +106,12 @@ export const Q5K_D: i32 = Q4K_D;
 export const Q5K_DMIN: i32 = Q4K_DMIN;
 
 /** Q4_K / Q5_K: byte offset, inside a tile, of sub-block s's 64 code bytes (Q5_K: after its 16 bytes of 5th bits). */
-@inline export function q45kSub(five: bool, s: i32): i32 {
+@inline export function q45kCodeOffset(five: bool, s: i32): i32 {
   return five ? Q45K_CODES + s * 80 + 16 : Q45K_CODES + (s << 6);
 }
 
 /** Q5_K: byte offset, inside a tile, of sub-block s's 16 bytes of 5th bits. */
-@inline export function q5kHigh(s: i32): i32 {
+@inline export function q5kHighOffset(s: i32): i32 {
   return Q45K_CODES + s * 80;
 }
 
@@ -123,14 +123,19 @@ export const Q6K_CODES: i32 = 80;
   return format == FMT_Q4_K ? TILE_Q4_K : format == FMT_Q5_K ? TILE_Q5_K : format == FMT_Q2_K ? TILE_Q2_K : format == FMT_Q3_K ? TILE_Q3_K : format == FMT_IQ4_XS ? TILE_IQ4_XS : TILE_Q6_K;
 }
 
-/** Q4_K / IQ4_XS: byte offset, inside a tile's code area (Q45K_CODES, IQ4XS_CODES), of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. Q5_K: q5kCodeByte. */
+/** Q4_K / IQ4_XS: byte offset, inside a tile's code area (Q45K_CODES, IQ4XS_CODES), of the byte holding value v (0..255) of lane r; its nibble is (v >> 2) & 1. Q5_K: q45kCodeByte. */
 @inline export function codeByte(v: i32, r: i32): i32 {
-  return ((v >> 5) << 6) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3);
+  return ((v >> 5) << 6) + nibbleByte(v, r);
+}
+
+/** The byte of value v, lane r, inside its 32-value chunk of 4-bit codes (vector (v >> 3) & 3, byte 4r + (v & 3)). */
+@inline function nibbleByte(v: i32, r: i32): i32 {
+  return (((v >> 3) & 3) << 4) + (r << 2) + (v & 3);
 }
 
 /** Q4_K (five = false) / Q5_K: byte offset, inside a tile, of the byte holding value v's 4 low code bits, lane r; its nibble is (v >> 2) & 1. */
 @inline export function q45kCodeByte(five: bool, v: i32, r: i32): i32 {
-  return q45kSub(five, v >> 5) + (((v >> 3) & 3) << 4) + (r << 2) + (v & 3);
+  return q45kCodeOffset(five, v >> 5) + nibbleByte(v, r);
 }
 
 /** Q6_K: byte offset, inside a tile, of the byte whose bits 0-5 hold value v of lane r (columns 16t + k … 16t + 11 + k: v & 15 < 12). */

@@ -50,6 +50,17 @@ export const TILE_Q8: i32 = 288;
 export const TILE_Q4: i32 = 160;
 export const TILE_Q5: i32 = 224;
 
+/**
+ * Where column c (0..31) of lane r lies in a q5 half tile: the byte offset of
+ * its u16 (vector u = pair / 3, pair 15: u = 5), then (<< 8) the shift of its
+ * 5-bit field (5 · (pair % 3); pair 15: 0). Read by the packing and the decode.
+ */
+@inline export function q5Field(c: i32, r: i32): i32 {
+  const i = c >> 1;
+  const u = i < 15 ? i / 3 : 5, f = i < 15 ? i % 3 : 0;
+  return ((u << 4) + (r << 2) + ((c & 1) << 1)) | ((5 * f) << 8);
+}
+
 /** Byte offset of half 1 inside a tile: f32/bf16 interleave the halves per column (pair), q8/q4/q5 split the tile. */
 export const HALF_OFFSET_FLOAT: i32 = 16;
 export const HALF_Q8: i32 = 144;

@@ -10,7 +10,7 @@
 // with d = 0 → q = 0, and round = to nearest, ties to even.
 
 import { load4AsF32, loadAsF32, dtypeBytes, encodeBf16, decodeBf16 } from "../tensor/dtype";
-import { BLOCK, FMT_BF16, FMT_F32, FMT_Q5, FMT_Q8, GROUP, HALF, Q4_SCALES, Q5_SCALES, Q8_SCALES, halfOffset, tileBytes } from "./layout";
+import { BLOCK, FMT_BF16, FMT_F32, FMT_Q5, FMT_Q8, GROUP, HALF, Q4_SCALES, Q5_SCALES, Q8_SCALES, halfOffset, q5Field, tileBytes } from "./layout";
 
 /** tmp[0..32) (f32) = src row elements [c0, c0 + 32), zero past `n` valid ones. */
 @inline function loadBlock(srcDt: i32, row: usize, c0: i32, n: i32, tmp: usize): void {
@@ -97,10 +97,8 @@ function packTileRow(format: i32, tmp: usize, q: usize, tile: usize, r: i32): vo
   }
   const j = k >> 1;
   if (format == FMT_Q5) {
-    // Column pair j: vector j / 3, field j % 3 at bits 5f … 5f + 4 (pair 15: vector 5, field 0); value (q − 16)·scale.
-    const u = j < 15 ? j / 3 : 5, f = j < 15 ? j % 3 : 0;
-    const word = <i32>load<u16>(tile + (<usize>u << 4) + (lane << 2) + (<usize>(k & 1) << 1));
-    return <f32>(((word >> (5 * f)) & 31) - 16) * load<f32>(tile + Q5_SCALES + (lane << 2));
+    const at = q5Field(k, <i32>lane); // value (q − 16)·scale
+    return <f32>(((<i32>load<u16>(tile + <usize>(at & 0xff)) >> (at >> 8)) & 31) - 16) * load<f32>(tile + Q5_SCALES + (lane << 2));
   }
   const word = <i32>load<u16>(tile + (<usize>(j >> 2) << 4) + (lane << 2) + (<usize>(k & 1) << 1));
   const q = (word << (28 - 4 * (j & 3))) >> 28; // sign-extend nibble j & 3
