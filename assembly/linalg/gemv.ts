@@ -330,12 +330,24 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
   return acc;
 }
 
-/** Both halves of a row group's tile stream w · the activation → res[0..8) f32. */
-@inline export function gemvQ8x2(mode: i32, w: usize, xq: usize, xs: usize, nb: i32, res: usize): void {
+/** The decode GEMV's page touches (linear.ts TOUCH_AHEAD): one every this many q8 tiles (4032 bytes, about a page). */
+const Q8_TOUCH_TILES: i32 = 14;
+
+/**
+ * Both halves of a row group's tile stream w · the activation → res[0..8) f32.
+ * touchAhead ≠ 0 (the decode GEMV, linear.ts): one load touchAhead bytes
+ * ahead every Q8_TOUCH_TILES tiles, never past `last`; returns their xor.
+ */
+@inline export function gemvQ8x2(mode: i32, w: usize, xq: usize, xs: usize, nb: i32, res: usize, touchAhead: usize = 0, last: usize = 0): i32 {
   let acc = f32x4.splat(0), acd = f32x4.splat(0);
   const mask = q8RowsMask(), k80 = q8BiasBytes();
+  let sink = 0, touchAt = 0;
   for (let b = 0; b < nb; b++, w += TILE_Q8, xq += 64, xs += 4) {
     const v = w + HALF_Q8;
+    if (touchAhead != 0 && b == touchAt) {
+      sink ^= load<i32>(min(w + touchAhead, last));
+      touchAt += Q8_TOUCH_TILES;
+    }
     if (int8Codes(mode)) {
       acc = fmadd(f32x4.convert_i32x4_s(q8TileSum(mode, w, xq, mask, k80)), q8Scale(mode, w, xs), acc);
       acd = fmadd(f32x4.convert_i32x4_s(q8TileSum(mode, v, xq, mask, k80)), q8Scale(mode, v, xs), acd);
@@ -373,6 +385,7 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
   }
   v128.store(res, acc);
   v128.store(res, acd, 16);
+  return sink;
 }
 
 // ---- q4 -----------------------------------------------------------------------

@@ -78,6 +78,15 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
  * one a tile: a load that misses blocks retirement, and per-tile touches
  * (512 / 2048 bytes ahead) made decode 1.06× / 1.34× slower, where this made
  * it 0.97× (BENCHMARKS.md "gguf", 2026-11-27). Results are untouched.
+ *
+ * Where: q8 touches inside its GEMV's block loop, one load every 4032 bytes
+ * of tiles (gemvQ8x2's Q8_TOUCH_TILES), in step with the stream. Issued all
+ * at a row group's start, a down_proj group's (896 × 4864: 43.8 KB) eleven
+ * touches missed together: spread, that GEMV reads 1.10× and the q8
+ * Qwen2.5-0.5B decode step runs 1.06× faster. The other formats issue a
+ * group's touches before it: the same spread touches made the q4 and q5
+ * decode steps 0.74× and 0.81× as fast (BENCHMARKS.md "gguf", the page
+ * touches in step with the stream).
  */
 const PAGE_BYTES: usize = 4096;
 const TOUCH_AHEAD: usize = 8192;
@@ -128,8 +137,8 @@ const Q5_GEMM_TOKENS: i32 = 4;
     let sink = 0;
     for (let g = g0; g < g1; g++) {
       const w = a.w + <usize>g * groupBytes;
-      for (let o: usize = 0; o < groupBytes; o += PAGE_BYTES) sink ^= load<i32>(min(w + TOUCH_AHEAD + o, last));
-      bothHalves(format, mode, w, g * GROUP, 0, 1, a, res); // token 0, both halves: the decode GEMV
+      if (format != FMT_Q8) for (let o: usize = 0; o < groupBytes; o += PAGE_BYTES) sink ^= load<i32>(min(w + TOUCH_AHEAD + o, last));
+      sink ^= bothHalves(format, mode, w, g * GROUP, 0, 1, a, res, TOUCH_AHEAD, last); // token 0, both halves: the decode GEMV
     }
     store<i32>(res, sink, 64); // keeps the touches (scratch past the 8 results)
     return;
@@ -255,9 +264,10 @@ const Q5_GEMM_TOKENS: i32 = 4;
  * gemvQ5x2 per token). One read of the group's
  * weights where one half per token read it 2n times. Same sums, same outputs.
  */
-@inline function bothHalves(format: i32, mode: i32, w: usize, g8: i32, t: i32, n: i32, a: LinearArgs, res: usize): void {
+@inline function bothHalves(format: i32, mode: i32, w: usize, g8: i32, t: i32, n: i32, a: LinearArgs, res: usize, touchAhead: usize = 0, last: usize = 0): i32 {
   const xStride = <usize>a.xStride, sStride = <usize>a.nb << 2, outStride = <usize>a.outStride;
   const x = a.x + <usize>t * xStride, xs = a.xs + <usize>t * sStride;
+  let sink = 0;
   if (format == FMT_F32) gemvF32x2(w, x, a.nb, res);
   else if (format == FMT_BF16) gemvBf16x2(w, x, a.nb, res);
   else if (format == FMT_Q4) gemvQ4x2(w, x, xs, a.nb, res);
@@ -265,7 +275,7 @@ const Q5_GEMM_TOKENS: i32 = 4;
     const x16 = res + Q5_SCRATCH + <usize>t * sStride;
     for (let k = 0; k < n; k++) gemvQ5x2(w, x + <usize>k * xStride, xs + <usize>k * sStride, x16 + <usize>k * sStride, a.nb, res + (<usize>k << 5));
   }
-  else if (n == 1) gemvQ8x2(mode, w, x, xs, a.nb, res);
+  else if (n == 1) sink = gemvQ8x2(mode, w, x, xs, a.nb, res, touchAhead, last);
   else if (n == 2) gemmQ8Rows8x2(mode, w, x, xStride, xs, sStride, a.nb, res);
   else gemmQ8Rows8x3(mode, w, x, xStride, xs, sStride, a.nb, res);
   for (let k = 0; k < n; k++) {
@@ -273,6 +283,7 @@ const Q5_GEMM_TOKENS: i32 = 4;
     storeRows(out, g8, a.rows, v128.load(res + (<usize>k << 5)), a.bias);
     storeRows(out, g8 + HALF, a.rows, v128.load(res + (<usize>k << 5), 16), a.bias);
   }
+  return sink;
 }
 
 export function task_linear_f32(item: i32, tid: i32, args: usize): void {
