@@ -2,9 +2,10 @@
 // synthetic Qwen2.5-0.5B (q8 weights, f16 KV cache: the gguf and serve suites'
 // shapes) through Engine.step, the server's engine loop without its messages,
 // greedy on the engine's wasm sampler. After the prefill, every parallelFor of
-// the decode steps is timed on the calling thread: per kernel (the LM head, the
-// step's last linear, apart; "1 item": run on the calling thread alone), and the
-// runner's forward as a whole. "outside kernels" is the rest of the step: the
+// the decode steps is timed on the calling thread: per kernel (the linears per
+// projection, qkv / o / gate_up / down and the LM head, the step's last linear,
+// each with the GB/s of its q8 weights; "1 item": run on the calling thread
+// alone), and the runner's forward as a whole. "outside kernels" is the rest of the step: the
 // operators' JavaScript, the sampler's passes (direct wasm calls), stop checks,
 // detokenization, the scheduler.
 //
@@ -24,11 +25,22 @@ const rt = await createRuntime({ threads: 2, ...(kernels ? { kernels } : {}) });
 const config = qwen25HalfBConfig();
 const model = createSyntheticModel(rt, { config, weights: "q8", kvDtype: "f16", numBlocks: N * (Math.ceil((prompt + steps + 2) / 16) + 1), maxBatchTokens: Math.max(512, N * prompt), maxLogitRows: Math.max(16, N) });
 const linearsPerStep = 4 * config.numLayers + 1; // qkv, o, gate_up, down per layer; the LM head last
+const PROJECTIONS = ["qkv", "o", "gate_up", "down"];
+/** q8 bytes of one call's weights per projection: rows × cols × 36 / 32 (int8 codes, an f32 scale a block of 32). */
+const { hiddenSize: h, intermediateSize: im, numHeads, numKvHeads, headDim } = config;
+const q8Bytes = (rows, cols) => (rows * cols * 36) / 32;
+const weightBytes = {
+  qkv: q8Bytes((numHeads + 2 * numKvHeads) * headDim, h),
+  o: q8Bytes(h, numHeads * headDim),
+  gate_up: q8Bytes(2 * im, h),
+  down: q8Bytes(h, im),
+  "LM head": q8Bytes(config.vocabSize, h),
+};
 
 const nullKernels = process.env.NULL_KERNELS === "1"; // read once: process.env costs microseconds a read
 let on = false;
 let linears = 0;
-/** Per kernel: [timings] indexed by (LM head ? 1 : 0) + (one item ? 2 : 0). */
+/** Per kernel: [timings] indexed by (one item ? 1 : 0); a linear's key names its projection. */
 const byKernel = new Map();
 for (const view of rt.memories) {
   const run = view.parallelFor.bind(view);
@@ -38,11 +50,14 @@ for (const view of rt.memories) {
     if (!nullKernels) run(kernel, items, args);
     const ms = performance.now() - t0;
     // Cheap bookkeeping (no strings built per call): the timer's own cost lands in "outside kernels".
-    let rows = byKernel.get(kernel);
-    if (rows === undefined) byKernel.set(kernel, (rows = [null, null, null, null]));
-    const head = kernel.startsWith("task_linear_") && ++linears % linearsPerStep === 0;
-    const at = (head ? 1 : 0) + (items === 1 ? 2 : 0);
-    const s = (rows[at] ??= { calls: 0, ms: 0 });
+    let key = kernel;
+    if (kernel.startsWith("task_linear_")) {
+      const at = linears++ % linearsPerStep;
+      key = `${kernel} ${at === linearsPerStep - 1 ? "LM head" : PROJECTIONS[at % 4]}`;
+    }
+    let rows = byKernel.get(key);
+    if (rows === undefined) byKernel.set(key, (rows = [null, null]));
+    const s = (rows[items === 1 ? 1 : 0] ??= { calls: 0, ms: 0 });
     s.calls++;
     s.ms += ms;
   };
@@ -75,7 +90,7 @@ const n = stepMs.length;
 const total = stepMs.reduce((a, b) => a + b, 0);
 const kernelMs = new Map();
 for (const [kernel, rows] of byKernel) {
-  rows.forEach((s, at) => s && kernelMs.set(`${kernel}${at & 1 ? " (LM head)" : ""}${at & 2 ? " (1 item)" : ""}`, s));
+  rows.forEach((s, at) => s && kernelMs.set(`${kernel}${at ? " (1 item)" : ""}`, s));
 }
 const inKernels = [...kernelMs.values()].reduce((a, s) => a + s.ms, 0);
 const median = [...stepMs].sort((a, b) => a - b)[n >> 1];
@@ -83,6 +98,8 @@ const per = (ms) => `${(ms / n).toFixed(2)} ms`;
 console.log(`N ${N}, prompt ${prompt}, ${n} decode steps, ${rt.kernels} kernels, int8 dot ${rt.int8Dot}${nullKernels ? ", kernels NOT run" : ""}; Node ${process.version}`);
 console.log(`step ${per(total)} (median ${median.toFixed(2)} ms): in kernels ${per(inKernels)}, outside kernels ${per(total - inKernels)} (${((100 * (total - inKernels)) / total).toFixed(1)} %) of which the forward's own JavaScript ${per(forwardMs - inKernels)}`);
 for (const [k, s] of [...kernelMs].sort((a, b) => b[1].ms - a[1].ms)) {
-  console.log(`  ${k.padEnd(36)} ${(s.calls / n).toFixed(0).padStart(4)} calls ${per(s.ms).padStart(11)}  ${((100 * s.ms) / total).toFixed(1).padStart(5)} %`);
+  const projection = k.startsWith("task_linear_q8 ") ? k.slice("task_linear_q8 ".length) : undefined;
+  const gbps = projection !== undefined && !nullKernels ? `  ${((weightBytes[projection] * s.calls) / s.ms / 1e6).toFixed(1).padStart(5)} GB/s` : "";
+  console.log(`  ${k.padEnd(36)} ${(s.calls / n).toFixed(0).padStart(4)} calls ${per(s.ms).padStart(11)}  ${((100 * s.ms) / total).toFixed(1).padStart(5)} %${gbps}`);
 }
 await rt.dispose();
