@@ -15,6 +15,7 @@
 // Run from a built checkout (npm run build). Prints one line per kernel: calls
 // and milliseconds a step, share of the step.
 import { createRuntime } from "../dist/src/ops-entry.js";
+import { WEIGHT_TILE_BYTES } from "../dist/src/ops/weight.js";
 import { createSyntheticModel, qwen25HalfBConfig } from "../dist/src/testing/index.js";
 import { Engine } from "../dist/src/engine/engine.js";
 import { resolveSamplingParams } from "../dist/src/engine/sampling-params.js";
@@ -24,11 +25,12 @@ const kernels = process.argv[5];
 const rt = await createRuntime({ threads: 2, ...(kernels ? { kernels } : {}) });
 const config = qwen25HalfBConfig();
 const model = createSyntheticModel(rt, { config, weights: "q8", kvDtype: "f16", numBlocks: N * (Math.ceil((prompt + steps + 2) / 16) + 1), maxBatchTokens: Math.max(512, N * prompt), maxLogitRows: Math.max(16, N) });
-const linearsPerStep = 4 * config.numLayers + 1; // qkv, o, gate_up, down per layer; the LM head last
-const PROJECTIONS = ["qkv", "o", "gate_up", "down"];
-/** q8 bytes of one call's weights per projection: rows × cols × 36 / 32 (int8 codes, an f32 scale a block of 32). */
+/** The projection of each linear call of a step, in call order. */
+const projections = [...Array.from({ length: config.numLayers }, () => ["qkv", "o", "gate_up", "down"]).flat(), "LM head"];
+const linearsPerStep = projections.length;
+/** q8 bytes of one call's weights per projection: a q8 tile holds 8 rows × 32 columns. */
 const { hiddenSize: h, intermediateSize: im, numHeads, numKvHeads, headDim } = config;
-const q8Bytes = (rows, cols) => (rows * cols * 36) / 32;
+const q8Bytes = (rows, cols) => (rows * cols * WEIGHT_TILE_BYTES.q8) / 256;
 const weightBytes = {
   qkv: q8Bytes((numHeads + 2 * numKvHeads) * headDim, h),
   o: q8Bytes(h, numHeads * headDim),
@@ -42,6 +44,8 @@ let on = false;
 let linears = 0;
 /** Per kernel: [timings] indexed by (one item ? 1 : 0); a linear's key names its projection. */
 const byKernel = new Map();
+/** Per linear kernel: its keys in call order ("task_linear_q8 qkv", …), built once. */
+const linearKeys = new Map();
 for (const view of rt.memories) {
   const run = view.parallelFor.bind(view);
   view.parallelFor = (kernel, items, args) => {
@@ -52,8 +56,9 @@ for (const view of rt.memories) {
     // Cheap bookkeeping (no strings built per call): the timer's own cost lands in "outside kernels".
     let key = kernel;
     if (kernel.startsWith("task_linear_")) {
-      const at = linears++ % linearsPerStep;
-      key = `${kernel} ${at === linearsPerStep - 1 ? "LM head" : PROJECTIONS[at % 4]}`;
+      let keys = linearKeys.get(kernel);
+      if (keys === undefined) linearKeys.set(kernel, (keys = projections.map((p) => `${kernel} ${p}`)));
+      key = keys[linears++ % linearsPerStep];
     }
     let rows = byKernel.get(key);
     if (rows === undefined) byKernel.set(key, (rows = [null, null]));
