@@ -18,13 +18,26 @@
  * default is relaxed SIMD, so the suites run again on baseline; Node 20 runs
  * only baseline (its V8 computes the relaxed int8 dot product wrong).
  *
+ * Files run CONCURRENCY at a time (node's --test-concurrency), two by
+ * default: most files spend their time waiting on the processes they start
+ * (servers, llama.cpp, haproxy, chromium, npm), not on the CPU. On a 2-core
+ * machine the Node 20 pass took 434 s two at a time against 688 s one at a
+ * time, and the Node 24 pass 776 s against 1011 s (node's own default there
+ * is availableParallelism() − 1 = 1). The WebGPU suites (test/gpu) gain
+ * nothing alone: SwiftShader keeps both cores busy (354 s two at a time
+ * against 355 s one by one); spreading them between the other files, so that
+ * two rarely met, made no difference either (744 s against about 750 s).
+ *
  * Usage: node scripts/run-tests.mjs [--summary FILE] [--expect FILE] [--slowest N]
- *                                   [--kernels baseline|relaxed] [PATH_PREFIX…]
+ *                                   [--kernels baseline|relaxed] [--concurrency N] [PATH_PREFIX…]
  *   PATH_PREFIX  run only the test files under these source paths (test/attention, test/ops/rope.test.ts)
  *   --kernels    run on this flavor only (sets $KVFLASH_KERNELS for the tests)
  *   --summary / --expect  concern the default-flavor run
  *   --slowest N  after each pass, list its N slowest files with the wall time of
- *                each file's process (CI prints 15: where the suite's time goes)
+ *                each file's process (CI prints 15: where the suite's time goes;
+ *                with files running side by side, a file's time includes its
+ *                waits for the CPU the others held)
+ *   --concurrency N  test files at once (default 2; 1 runs them one by one)
  *
  * Prints node's spec report, then one closing line: `tests: N passed, N failed, N skipped`.
  */
@@ -37,6 +50,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 const ROOT = resolve(fileURLToPath(new URL("..", import.meta.url)));
 const REPORTER = fileURLToPath(new URL("./test-count-reporter.mjs", import.meta.url));
 const KERNELS = ["baseline", "relaxed"];
+const DEFAULT_CONCURRENCY = 2;
 /** The kernel conformance suites and a decoder-vs-reference test, run on both flavors. */
 const OTHER_FLAVOR_SUITES = [
   "test/attention",
@@ -54,24 +68,25 @@ function fail(message) {
 }
 
 function parseArgs(argv) {
-  const args = { summary: undefined, expect: undefined, kernels: undefined, slowest: undefined, prefixes: [] };
+  const args = { summary: undefined, expect: undefined, kernels: undefined, slowest: undefined, concurrency: DEFAULT_CONCURRENCY, prefixes: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    if (a === "--summary" || a === "--expect" || a === "--kernels" || a === "--slowest") {
+    if (a === "--summary" || a === "--expect" || a === "--kernels" || a === "--slowest" || a === "--concurrency") {
       const value = argv[++i];
       if (value === undefined || value.startsWith("--")) fail(`${a} needs a value`);
       args[a.slice(2)] = value;
     } else if (a.startsWith("--")) {
-      fail(`unknown flag ${a}; flags: --summary FILE, --expect FILE, --kernels baseline|relaxed, --slowest N`);
+      fail(`unknown flag ${a}; flags: --summary FILE, --expect FILE, --kernels baseline|relaxed, --slowest N, --concurrency N`);
     } else {
       args.prefixes.push(a.replace(/\/+$/, ""));
     }
   }
   if (args.kernels !== undefined && !KERNELS.includes(args.kernels)) fail(`--kernels must be one of ${KERNELS.join(", ")}, got ${JSON.stringify(args.kernels)}`);
-  if (args.slowest !== undefined) {
-    const n = Number(args.slowest);
-    if (!Number.isInteger(n) || n < 1) fail(`--slowest must be a whole number ≥ 1, got ${JSON.stringify(args.slowest)}`);
-    args.slowest = n;
+  for (const flag of ["slowest", "concurrency"]) {
+    if (args[flag] === undefined || typeof args[flag] === "number") continue;
+    const n = Number(args[flag]);
+    if (!Number.isInteger(n) || n < 1) fail(`--${flag} must be a whole number ≥ 1, got ${JSON.stringify(args[flag])}`);
+    args[flag] = n;
   }
   return args;
 }
@@ -96,12 +111,13 @@ function selected(files, prefixes) {
 
 const compiled = (src) => `dist/${src.replace(/\.ts$/, ".js")}`;
 
-function runNode(files, kernels, countsFile) {
+function runNode(files, kernels, concurrency, countsFile) {
   const env = kernels === undefined ? process.env : { ...process.env, KVFLASH_KERNELS: kernels };
   const result = spawnSync(
     process.execPath,
     [
       "--test",
+      `--test-concurrency=${concurrency}`,
       "--test-reporter=spec",
       "--test-reporter-destination=stdout",
       `--test-reporter=${REPORTER}`,
@@ -149,13 +165,15 @@ function printSlowest(label, fileMs, n) {
   }
 }
 
-/** Runs `files` on `kernels` (undefined: the runtime's default) and counts their tests file by file. */
-function runPass(files, kernels) {
+/** Runs `files` on `kernels` (undefined: the runtime's default), `concurrency` files at a time, and counts their tests file by file; `wallS`: the pass's wall time, seconds. */
+function runPass(files, kernels, concurrency) {
   const work = mkdtempSync(join(tmpdir(), "kvflash-tests-"));
   const countsFile = join(work, "counts.jsonl");
   try {
-    const status = runNode(files, kernels, countsFile);
-    return { status, ...countByFile(files, countsFile) };
+    const start = performance.now();
+    const status = runNode(files, kernels, concurrency, countsFile);
+    const wallS = (performance.now() - start) / 1000;
+    return { status, wallS, ...countByFile(files, countsFile) };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -185,7 +203,7 @@ async function main() {
     fail(`--kernels ${args.kernels}: Node ${process.version} (V8 ${process.versions.v8}) cannot run these kernels; use Node ≥ 22`);
   }
 
-  const { status, counts, fileMs } = runPass(files, args.kernels);
+  const { status, wallS, counts, fileMs } = runPass(files, args.kernels, args.concurrency);
   const problems = [];
   for (const [file, c] of Object.entries(counts)) if (c.tests === 0) problems.push(`${file} reported no tests`);
   if (args.expect !== undefined) {
@@ -201,7 +219,8 @@ async function main() {
   if (args.summary !== undefined) {
     writeFileSync(args.summary, `${JSON.stringify({ node: process.version, kernels, total, files: counts }, null, 1)}\n`);
   }
-  console.log(`\nnode ${process.version}, ${kernels} kernels: ${files.length} test files, ${total.tests} tests, ${total.passed} passed, ${total.failed} failed`);
+  const pace = (s) => `${s.toFixed(0)} s, ${args.concurrency} file(s) at a time`;
+  console.log(`\nnode ${process.version}, ${kernels} kernels: ${files.length} test files, ${total.tests} tests, ${total.passed} passed, ${total.failed} failed (${pace(wallS)})`);
   if (args.slowest !== undefined) printSlowest(`node ${process.version}, ${kernels} kernels`, fileMs, args.slowest);
 
   // The other flavor: the conformance suites again, on a full default run only.
@@ -209,11 +228,11 @@ async function main() {
   const all = { ...total };
   const fullDefaultRun = args.prefixes.length === 0 && args.kernels === undefined && !process.env["KVFLASH_KERNELS"];
   if (fullDefaultRun && flavor.otherRuns) {
-    const other = runPass(selected(files, OTHER_FLAVOR_SUITES), flavor.other);
+    const other = runPass(selected(files, OTHER_FLAVOR_SUITES), flavor.other, args.concurrency);
     otherStatus = other.status;
     const t = totals(other.counts);
     for (const k of Object.keys(all)) all[k] += t[k];
-    console.log(`\nnode ${process.version}, ${flavor.other} kernels (conformance suites): ${t.tests} tests, ${t.passed} passed, ${t.failed} failed`);
+    console.log(`\nnode ${process.version}, ${flavor.other} kernels (conformance suites): ${t.tests} tests, ${t.passed} passed, ${t.failed} failed (${pace(other.wallS)})`);
     if (args.slowest !== undefined) printSlowest(`node ${process.version}, ${flavor.other} kernels (conformance suites)`, other.fileMs, args.slowest);
   } else if (fullDefaultRun) {
     console.log(`the ${flavor.other} kernels need Node ≥ 22 (V8 ≥ 11.4): not run on Node ${process.version}; CI runs them on Node 24`);
