@@ -330,7 +330,11 @@ const Q8_CONSTS: usize = memory.data<u8>([0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13
   return acc;
 }
 
-/** The decode GEMV's page touches (linear.ts TOUCH_AHEAD): one every this many q8 tiles (4032 bytes, about a page). */
+/**
+ * The decode GEMV's page touches (linear.ts TOUCH_AHEAD): one every this many q8 tiles (4032
+ * bytes, under a page). Keep the touches less than a page apart: at 15 tiles (4320 bytes)
+ * the [9728, 896] GEMV ran 0.65× as fast (BENCHMARKS.md "gguf", "q8 with f16 block scales").
+ */
 const Q8_TOUCH_TILES: i32 = 14;
 
 /**
