@@ -11,10 +11,10 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { median } from "../ab-builds/lockstep.mjs";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const T = Number(process.env.T ?? 64), ROWS = 256, COLS = 1024, ROUNDS = 7;
-const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
 const dir = mkdtempSync(join(tmpdir(), "int16-dot-bound-"));
 let probe;
