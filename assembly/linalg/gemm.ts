@@ -348,6 +348,67 @@ export function gemmQ8Rows8I16(w: usize, x0: usize, xStride: usize, s0: usize, s
   }
 }
 
+/** A q8 tile with its codes sign-extended to int16 (widenQ8Group): half a's codes at [0, 256), half b's at [256, 512), their f32 scales at 512 and 528. */
+export const TILE_Q8_I16: i32 = 544;
+
+/** A row group's nb q8 tiles at w → nb TILE_Q8_I16 tiles at dst: each 8-byte run of codes as 8 int16, the scales as they are. */
+export function widenQ8Group(w: usize, nb: i32, dst: usize): void {
+  for (let b = 0; b < nb; b++, w += TILE_Q8, dst += TILE_Q8_I16) {
+    for (let j: usize = 0; j < 128; j += 16) {
+      const d = dst + (j << 1);
+      v128.store(d, v128.load8x8_s(w + j));
+      v128.store(d, v128.load8x8_s(w + j, 8), 16);
+      v128.store(d, v128.load8x8_s(w + HALF_Q8 + j), 256);
+      v128.store(d, v128.load8x8_s(w + HALF_Q8 + j, 8), 272);
+    }
+    v128.store(dst, v128.load(w, 128), 512);
+    v128.store(dst, v128.load(w + HALF_Q8, 128), 528);
+  }
+}
+
+/**
+ * gemmQ8Rows8I16 on widened tiles (TILE_Q8_I16): the same sums in the same
+ * order and the same float steps, so the same outputs bit for bit; the codes
+ * come as plain loads, whose offsets V8 folds into the address.
+ */
+export function gemmQ8I16Rows8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
+    let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
+    let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0);
+    for (let j: usize = 0, k = xo; j < 256; j += 32, k += 8) {
+      const wj = w + j;
+      const al = v128.load(wj), ah = v128.load(wj, 16), bl = v128.load(wj, 256), bh = v128.load(wj, 272);
+      let p = v128.load32_splat(x0 + k), q = v128.load32_splat(x0 + k, 4);
+      a0 = i32x4.add(i32x4.add(a0, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b0 = i32x4.add(i32x4.add(b0, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      p = v128.load32_splat(x1 + k);
+      q = v128.load32_splat(x1 + k, 4);
+      a1 = i32x4.add(i32x4.add(a1, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b1 = i32x4.add(i32x4.add(b1, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      p = v128.load32_splat(x2 + k);
+      q = v128.load32_splat(x2 + k, 4);
+      a2 = i32x4.add(i32x4.add(a2, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b2 = i32x4.add(i32x4.add(b2, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      p = v128.load32_splat(x3 + k);
+      q = v128.load32_splat(x3 + k, 4);
+      a3 = i32x4.add(i32x4.add(a3, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b3 = i32x4.add(i32x4.add(b3, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+    }
+    const sa = v128.load(w, 512), sb = v128.load(w, 528);
+    q8Accumulate(res, 0, a0, f32x4.mul(sa, v128.load32_splat(s0 + so)));
+    q8Accumulate(res, 16, b0, f32x4.mul(sb, v128.load32_splat(s0 + so)));
+    q8Accumulate(res, 32, a1, f32x4.mul(sa, v128.load32_splat(s0 + sStride + so)));
+    q8Accumulate(res, 48, b1, f32x4.mul(sb, v128.load32_splat(s0 + sStride + so)));
+    q8Accumulate(res, 64, a2, f32x4.mul(sa, v128.load32_splat(s0 + 2 * sStride + so)));
+    q8Accumulate(res, 80, b2, f32x4.mul(sb, v128.load32_splat(s0 + 2 * sStride + so)));
+    q8Accumulate(res, 96, a3, f32x4.mul(sa, v128.load32_splat(s0 + 3 * sStride + so)));
+    q8Accumulate(res, 112, b3, f32x4.mul(sb, v128.load32_splat(s0 + 3 * sStride + so)));
+    w += TILE_Q8_I16;
+  }
+}
+
 /** res[o] += f32(sum) · scale: one block's step of gemvQ8, on an accumulator kept in memory. */
 @inline function q8Accumulate(res: usize, o: usize, sum: v128, scale: v128): void {
   v128.store(res + o, fmadd(f32x4.convert_i32x4_s(sum), scale, v128.load(res + o)));
