@@ -50,7 +50,7 @@ const INLINE_WORK = 256 << 10;
 /** The kernels' code for each integer dot (assembly/runtime/flavor.ts DOT_I16, DOT_I7, DOT_U8). */
 const DOT_CODES: Readonly<Record<Int8DotMode, number>> = { i16: 0, i7: 1, u8: 2 };
 
-/** From this many tokens relaxed q8 on the int16 dot widens each row group's codes in thread scratch (assembly/linalg/linear.ts WIDEN_TOKENS). */
+/** From this many tokens (baseline flavor: above 16) q8 on the int16 dot widens each row group's codes in thread scratch (assembly/linalg/linear.ts WIDEN_TOKENS). */
 const WIDEN_TOKENS = 8;
 /** Bytes of one widened q8 tile: int16 codes and the f32 scales (assembly/linalg/gemm.ts TILE_Q8_I16). */
 const TILE_Q8_I16_BYTES = 544;
@@ -136,7 +136,7 @@ export function linear(rt: Runtime, options: LinearOptions): void {
   // The kernels' per-thread results: up to 5 tokens × 8 rows of f32 (assembly/linalg/gemm-few.ts gemmQ8Rows8x5U8);
   // q5: then, from byte 256, one row group unpacked to q8 tiles, or 16·Σx per token and block (linear.ts Q5_SCRATCH);
   // q8 and q5 on the int16 dot: then a row group's codes widened to int16 (gemm.ts TILE_Q8_I16, linear.ts WIDEN_TOKENS).
-  const widened = rt.kernels === "relaxed" && dot === DOT_CODES.i16 && T >= WIDEN_TOKENS && (weight.format === "q8" || weight.format === "q5") ? nb * TILE_Q8_I16_BYTES : 0;
+  const widened = dot === DOT_CODES.i16 && T >= WIDEN_TOKENS && (weight.format === "q8" || weight.format === "q5") ? nb * TILE_Q8_I16_BYTES : 0;
   const scratch = rt.threadScratch(weight.format === "q5" ? 256 + nb * WEIGHT_TILE_BYTES.q8 + widened : widened ? 256 + widened : 160);
   const writer = rt.args();
   const starts = writer.i32Array(items);
