@@ -472,6 +472,86 @@ export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): 
   return gemvQ6KWith(false, w, xq, xd, xsum, nsb);
 }
 
+/**
+ * Bytes of a Q6_K tile widened for the baseline flavor's prefill (widenQ6KQuad):
+ * per sub-block t and column quad k (columns 16t + 4k … + 3), 32 bytes at
+ * 128t + 32k: rows 0-1 then rows 2-3, each as 4 int16 codes sc·(q − 32); then
+ * d (4 × f32) at 2048.
+ */
+export const TILE_Q6_K_I16: i32 = 2064;
+
+/**
+ * A quad's nsb Q6_K tiles at w → TILE_Q6_K_I16 tiles at dst. sc is int8 and
+ * q − 32 ∈ [−32, 31], so sc·(q − 32) fits int16 (|·| ≤ 4096), and with the
+ * activation codes (|x| ≤ 127) a pair sum stays under 2^21, a superblock's
+ * sum under 2^28: the same exact integer as gemmQ6K's Σ sc·(Σ q·x − 32·Σx).
+ */
+export function widenQ6KQuad(w: usize, nsb: i32, dst: usize): void {
+  const low6 = maskLow6(), k32 = i16x8.splat(32);
+  for (let b = 0; b < nsb; b++, w += TILE_Q6_K, dst += TILE_Q6_K_I16) {
+    for (let t: usize = 0; t < 16; t++) {
+      const c = w + q6kSub(t);
+      const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32);
+      // Sub-block t's row scales (int8 at 4t + r) as int16 [r0 ×4, r1 ×4] and [r2 ×4, r3 ×4].
+      const sc = i16x8.extend_low_i8x16_s(v128.load32_zero(w + Q6K_SCALES + (t << 2)));
+      const s01 = i8x16.shuffle(sc, sc, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3);
+      const s23 = i8x16.shuffle(sc, sc, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7);
+      const d = dst + (t << 7);
+      q6kWidenCode(d, q6kCode(A, B, C, 0, low6), s01, s23, k32);
+      q6kWidenCode(d + 32, q6kCode(A, B, C, 1, low6), s01, s23, k32);
+      q6kWidenCode(d + 64, q6kCode(A, B, C, 2, low6), s01, s23, k32);
+      q6kWidenCode(d + 96, q6kCode(A, B, C, 3, low6), s01, s23, k32);
+    }
+    v128.store(dst, v128.load(w + Q6K_D), 2048);
+  }
+}
+
+/** One column quad's codes q (u8, 4 rows × 4 columns) → sc·(q − 32) as int16 at d: rows 0-1, then rows 2-3. */
+@inline function q6kWidenCode(d: usize, q: v128, s01: v128, s23: v128, k32: v128): void {
+  v128.store(d, i16x8.mul(i16x8.sub(i16x8.extend_low_i8x16_u(q), k32), s01));
+  v128.store(d, i16x8.mul(i16x8.sub(i16x8.extend_high_i8x16_u(q), k32), s23), 16);
+}
+
+/**
+ * Baseline flavor: gemmQ6K on a widened quad (widenQ6KQuad) × 4 tokens, res =
+ * [token][4 rows] f32. Per column quad and token one splat and two dots on
+ * plain loads, where gemmQ6K decodes the 6-bit codes for every 4-token tile and
+ * takes eight extends, eight dots and a scale multiply per sub-block and token.
+ * The same integer per superblock and the same float step: outputs bit-identical.
+ */
+export function gemmQ6KWide(w: usize, x0: usize, xStride: usize, xd: usize, dStride: usize, nsb: i32, res: usize): void {
+  const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
+  for (let b = 0, k: usize = 0; b < nsb; b++, w += TILE_Q6_K_I16, xd += 4) {
+    let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
+    let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0);
+    for (let j: usize = 0; j < 2048; j += 32, k += 8) {
+      const lo = v128.load(w + j), hi = v128.load(w + j, 16);
+      let x = v128.load64_splat(x0 + k);
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(lo, x));
+      b0 = i32x4.add(b0, i32x4.dot_i16x8_s(hi, x));
+      x = v128.load64_splat(x1 + k);
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(lo, x));
+      b1 = i32x4.add(b1, i32x4.dot_i16x8_s(hi, x));
+      x = v128.load64_splat(x2 + k);
+      a2 = i32x4.add(a2, i32x4.dot_i16x8_s(lo, x));
+      b2 = i32x4.add(b2, i32x4.dot_i16x8_s(hi, x));
+      x = v128.load64_splat(x3 + k);
+      a3 = i32x4.add(a3, i32x4.dot_i16x8_s(lo, x));
+      b3 = i32x4.add(b3, i32x4.dot_i16x8_s(hi, x));
+    }
+    const d = v128.load(w, 2048);
+    c0 = fmadd(f32x4.convert_i32x4_s(reducePairs(a0, b0)), f32x4.mul(d, f32x4.splat(load<f32>(xd))), c0);
+    c1 = fmadd(f32x4.convert_i32x4_s(reducePairs(a1, b1)), f32x4.mul(d, f32x4.splat(load<f32>(xd + dStride))), c1);
+    c2 = fmadd(f32x4.convert_i32x4_s(reducePairs(a2, b2)), f32x4.mul(d, f32x4.splat(load<f32>(xd + 2 * dStride))), c2);
+    c3 = fmadd(f32x4.convert_i32x4_s(reducePairs(a3, b3)), f32x4.mul(d, f32x4.splat(load<f32>(xd + 3 * dStride))), c3);
+  }
+  v128.store(res, c0, 0);
+  v128.store(res, c1, 16);
+  v128.store(res, c2, 32);
+  v128.store(res, c3, 48);
+}
+
 /** gemvQ6K with each two dots summed in int16 pairs (relaxed flavor, "saturating" lowering); the same exact sums. */
 export function gemvQ6KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   return gemvQ6KWith(true, w, xq, xd, xsum, nsb);

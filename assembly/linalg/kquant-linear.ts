@@ -6,8 +6,9 @@
 // through gemv<F>; both do the same float steps per output (kquant-dot.ts),
 // so outputs are independent of T, the batch and the thread count.
 
-import { gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ2KPairs, gemmQ3K, gemmQ3KPairs, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ5KPairs, gemmQ6K, gemmQ6KPairs, gemvQ2K, gemvQ2KPairs, gemvQ3K, gemvQ3KPairs, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ5KPairs, gemvQ6K, gemvQ6KPairs } from "./kquant-dot";
+import { gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ2KPairs, gemmQ3K, gemmQ3KPairs, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ5KPairs, gemmQ6K, gemmQ6KPairs, gemvQ2K, gemvQ2KPairs, gemvQ3K, gemvQ3KPairs, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ5KPairs, gemvQ6K, gemvQ6KPairs, gemmQ6KWide, widenQ6KQuad } from "./kquant-dot";
 import { XSHIFT } from "./kquant-activation";
+import { RELAXED } from "../runtime/flavor";
 import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
 
 @unmanaged class KquantLinearArgs {
@@ -50,6 +51,13 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
   if (n > 2) store<f32>(p, bias ? r2 + load<f32>(b, 8) : r2, 8);
 }
 
+/**
+ * From this many tokens the baseline flavor widens each Q6_K quad to int16
+ * codes sc·(q − 32) in the thread's scratch (past its first 128 bytes) and runs
+ * gemmQ6KWide on them: one decode of the quad for all its 4-token tiles.
+ */
+const WIDEN_Q6K_TOKENS: i32 = 8;
+
 @inline function kquantLinear(format: i32, item: i32, tid: i32, args: usize): void {
   const a = changetype<KquantLinearArgs>(args);
   const q0 = load<i32>(a.itemStarts + (<usize>item << 2));
@@ -62,6 +70,20 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
     const w = a.w + <usize>q * quadBytes;
     const row0 = q * QUAD;
     let t = 0;
+    // Baseline Q6_K from WIDEN_Q6K_TOKENS tokens: the quad widened once (kquant-dot.ts widenQ6KQuad), then gemmQ6KWide.
+    if (!RELAXED && format == FMT_Q6_K && a.tokens >= WIDEN_Q6K_TOKENS) {
+      const wide = res + 128;
+      widenQ6KQuad(w, a.nsb, wide);
+      for (; t + 4 <= a.tokens; t += 4) {
+        const ut = <usize>t;
+        gemmQ6KWide(wide, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.nsb, res);
+        const out = a.out + ut * outStride;
+        storeQuad(out, row0, a.rows, v128.load(res), a.bias);
+        storeQuad(out + outStride, row0, a.rows, v128.load(res, 16), a.bias);
+        storeQuad(out + 2 * outStride, row0, a.rows, v128.load(res, 32), a.bias);
+        storeQuad(out + 3 * outStride, row0, a.rows, v128.load(res, 48), a.bias);
+      }
+    }
     for (; t + 4 <= a.tokens; t += 4) {
       const ut = <usize>t;
       if (format == FMT_Q4_K && a.pairs) gemmQ4KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);

@@ -34,7 +34,9 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
 
   const quads = Math.ceil(weight.rows / KQUANT_ROW_GROUP);
   const items = workItems(quads, weight.byteLength, rt.threads);
-  const scratch = rt.threadScratch(128);
+  // The kernels' results (128 bytes); the baseline flavor's Q6_K from 8 tokens then one quad widened to int16
+  // (assembly/linalg/kquant-linear.ts WIDEN_Q6K_TOKENS, kquant-dot.ts TILE_Q6_K_I16: 2064 bytes a superblock).
+  const scratch = rt.threadScratch(128 + (rt.kernels === "baseline" && weight.format === "q6_k" && T >= 8 ? nsb * 2064 : 0));
   const writer = rt.args();
   const starts = writer.i32Array(items);
   const args = writer
