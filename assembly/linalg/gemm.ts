@@ -372,8 +372,24 @@ export function widenQ8Group(w: usize, nb: i32, dst: usize): void {
  * come as plain loads, whose offsets V8 folds into the address.
  */
 export function gemmQ8I16Rows8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  gemmQ8I16Tokens(4, w, x0, xStride, s0, sStride, nb, res);
+}
+
+/**
+ * Baseline flavor: the same × 2 tokens, res = [token][8 rows] f32 (64 bytes).
+ * Twelve vectors live, where V8 12 and 11 spill four of gemmQ8I16Rows8's
+ * sixteen every iteration; per (row, token) the sums and float steps of gemmQ8
+ * (its codes are · 256 and its scale takes 1/256: both products round alike,
+ * powers of two), so the outputs are gemmQ8's bit for bit.
+ */
+export function gemmQ8I16Rows8x2(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  gemmQ8I16Tokens(2, w, x0, xStride, s0, sStride, nb, res);
+}
+
+/** Both halves of a widened group × n tokens (n = 2 or 4, a constant: the other tokens' code folds away); res = [token][8 rows] f32. */
+@inline function gemmQ8I16Tokens(n: i32, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
-  for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let t: usize = 0; t < <usize>n << 5; t += 16) v128.store(res + t, f32x4.splat(0));
   for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
     let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
     let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0);
@@ -387,56 +403,28 @@ export function gemmQ8I16Rows8(w: usize, x0: usize, xStride: usize, s0: usize, s
       q = v128.load32_splat(x1 + k, 4);
       a1 = i32x4.add(i32x4.add(a1, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
       b1 = i32x4.add(i32x4.add(b1, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
-      p = v128.load32_splat(x2 + k);
-      q = v128.load32_splat(x2 + k, 4);
-      a2 = i32x4.add(i32x4.add(a2, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
-      b2 = i32x4.add(i32x4.add(b2, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
-      p = v128.load32_splat(x3 + k);
-      q = v128.load32_splat(x3 + k, 4);
-      a3 = i32x4.add(i32x4.add(a3, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
-      b3 = i32x4.add(i32x4.add(b3, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      if (n == 4) {
+        p = v128.load32_splat(x2 + k);
+        q = v128.load32_splat(x2 + k, 4);
+        a2 = i32x4.add(i32x4.add(a2, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+        b2 = i32x4.add(i32x4.add(b2, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+        p = v128.load32_splat(x3 + k);
+        q = v128.load32_splat(x3 + k, 4);
+        a3 = i32x4.add(i32x4.add(a3, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+        b3 = i32x4.add(i32x4.add(b3, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      }
     }
     const sa = v128.load(w, 512), sb = v128.load(w, 528);
     q8Accumulate(res, 0, a0, f32x4.mul(sa, v128.load32_splat(s0 + so)));
     q8Accumulate(res, 16, b0, f32x4.mul(sb, v128.load32_splat(s0 + so)));
     q8Accumulate(res, 32, a1, f32x4.mul(sa, v128.load32_splat(s0 + sStride + so)));
     q8Accumulate(res, 48, b1, f32x4.mul(sb, v128.load32_splat(s0 + sStride + so)));
-    q8Accumulate(res, 64, a2, f32x4.mul(sa, v128.load32_splat(s0 + 2 * sStride + so)));
-    q8Accumulate(res, 80, b2, f32x4.mul(sb, v128.load32_splat(s0 + 2 * sStride + so)));
-    q8Accumulate(res, 96, a3, f32x4.mul(sa, v128.load32_splat(s0 + 3 * sStride + so)));
-    q8Accumulate(res, 112, b3, f32x4.mul(sb, v128.load32_splat(s0 + 3 * sStride + so)));
-    w += TILE_Q8_I16;
-  }
-}
-
-/**
- * Baseline flavor: both halves of a widened group (TILE_Q8_I16) × 2 tokens,
- * res = [token][8 rows] f32 (64 bytes). Twelve vectors live, where V8 12 and
- * 11 spill gemmQ8I16Rows8's sixteen; the same sums and float steps per (row,
- * token) as gemmQ8 (codes not · 256, so no 1/256 in the scale: both products
- * round alike), so the outputs are gemmQ8's bit for bit.
- */
-export function gemmQ8I16Rows8x2(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  const x1 = x0 + xStride, s1 = s0 + sStride;
-  for (let t: usize = 0; t < 64; t += 16) v128.store(res + t, f32x4.splat(0));
-  for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
-    let a0 = i32x4.splat(0), a1 = i32x4.splat(0), b0 = i32x4.splat(0), b1 = i32x4.splat(0);
-    for (let j: usize = 0, k = xo; j < 256; j += 32, k += 8) {
-      const wj = w + j;
-      const al = v128.load(wj), ah = v128.load(wj, 16), bl = v128.load(wj, 256), bh = v128.load(wj, 272);
-      let p = v128.load32_splat(x0 + k), q = v128.load32_splat(x0 + k, 4);
-      a0 = i32x4.add(i32x4.add(a0, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
-      b0 = i32x4.add(i32x4.add(b0, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
-      p = v128.load32_splat(x1 + k);
-      q = v128.load32_splat(x1 + k, 4);
-      a1 = i32x4.add(i32x4.add(a1, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
-      b1 = i32x4.add(i32x4.add(b1, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+    if (n == 4) {
+      q8Accumulate(res, 64, a2, f32x4.mul(sa, v128.load32_splat(s0 + 2 * sStride + so)));
+      q8Accumulate(res, 80, b2, f32x4.mul(sb, v128.load32_splat(s0 + 2 * sStride + so)));
+      q8Accumulate(res, 96, a3, f32x4.mul(sa, v128.load32_splat(s0 + 3 * sStride + so)));
+      q8Accumulate(res, 112, b3, f32x4.mul(sb, v128.load32_splat(s0 + 3 * sStride + so)));
     }
-    const sa = v128.load(w, 512), sb = v128.load(w, 528);
-    q8Accumulate(res, 0, a0, f32x4.mul(sa, v128.load32_splat(s0 + so)));
-    q8Accumulate(res, 16, b0, f32x4.mul(sb, v128.load32_splat(s0 + so)));
-    q8Accumulate(res, 32, a1, f32x4.mul(sa, v128.load32_splat(s1 + so)));
-    q8Accumulate(res, 48, b1, f32x4.mul(sb, v128.load32_splat(s1 + so)));
     w += TILE_Q8_I16;
   }
 }
