@@ -70,23 +70,13 @@ const WIDEN_Q6K_TOKENS: i32 = 8;
     const w = a.w + <usize>q * quadBytes;
     const row0 = q * QUAD;
     let t = 0;
-    // Baseline Q6_K from WIDEN_Q6K_TOKENS tokens: the quad widened once (kquant-dot.ts widenQ6KQuad), then gemmQ6KWide.
-    if (!RELAXED && format == FMT_Q6_K && a.tokens >= WIDEN_Q6K_TOKENS) {
-      const wide = res + 128;
-      widenQ6KQuad(w, a.nsb, wide);
-      for (; t + 4 <= a.tokens; t += 4) {
-        const ut = <usize>t;
-        gemmQ6KWide(wide, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.nsb, res);
-        const out = a.out + ut * outStride;
-        storeQuad(out, row0, a.rows, v128.load(res), a.bias);
-        storeQuad(out + outStride, row0, a.rows, v128.load(res, 16), a.bias);
-        storeQuad(out + 2 * outStride, row0, a.rows, v128.load(res, 32), a.bias);
-        storeQuad(out + 3 * outStride, row0, a.rows, v128.load(res, 48), a.bias);
-      }
-    }
+    // Baseline Q6_K from WIDEN_Q6K_TOKENS tokens: the quad widened once (kquant-dot.ts widenQ6KQuad) for gemmQ6KWide.
+    const wide = !RELAXED && format == FMT_Q6_K && a.tokens >= WIDEN_Q6K_TOKENS ? res + 128 : 0;
+    if (wide) widenQ6KQuad(w, a.nsb, wide);
     for (; t + 4 <= a.tokens; t += 4) {
       const ut = <usize>t;
-      if (format == FMT_Q4_K && a.pairs) gemmQ4KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      if (wide) gemmQ6KWide(wide, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.nsb, res);
+      else if (format == FMT_Q4_K && a.pairs) gemmQ4KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q4_K) gemmQ4K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q5_K && a.pairs) gemmQ5KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q5_K) gemmQ5K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);

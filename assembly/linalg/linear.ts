@@ -68,6 +68,15 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
   }
 }
 
+/** res = [token][8 rows] f32 (32 bytes a token) for tokens t … t + n − 1 → rows row0 … row0 + 7 of their outputs (storeRows, both halves). */
+@inline function storeTokens(a: LinearArgs, row0: i32, t: i32, n: i32, res: usize): void {
+  for (let k = 0; k < n; k++) {
+    const out = a.out + <usize>(t + k) * <usize>a.outStride;
+    storeRows(out, row0, a.rows, v128.load(res + (<usize>k << 5)), a.bias);
+    storeRows(out, row0 + HALF, a.rows, v128.load(res + (<usize>k << 5), 16), a.bias);
+  }
+}
+
 /**
  * GEMV (T = 1) software prefetch: one load TOUCH_AHEAD bytes ahead per
  * PAGE_BYTES of weights read. wasm has no prefetch instruction, and hardware
@@ -179,11 +188,7 @@ const Q5_GEMM_TOKENS: i32 = 4;
         const w = wg;
         for (; t8 + 3 <= tEnd; t8 += 3) {
           gemmF32Rows8x3(w, a.x + <usize>t8 * xStride, xStride, a.nb, res);
-          for (let k = 0; k < 3; k++) {
-            const out = a.out + <usize>(t8 + k) * outStride;
-            storeRows(out, g * GROUP, a.rows, v128.load(res + <usize>k * 32), a.bias);
-            storeRows(out, g * GROUP + HALF, a.rows, v128.load(res + <usize>k * 32, 16), a.bias);
-          }
+          storeTokens(a, g * GROUP, t8, 3, res);
         }
       }
       // q8 on the int16 dot from WIDEN_TOKENS tokens (baseline flavor: above
@@ -200,11 +205,7 @@ const Q5_GEMM_TOKENS: i32 = 4;
           const xt = a.x + <usize>t8 * xStride, st = a.xs + <usize>t8 * sStride;
           if (RELAXED) gemmQ8I16Rows8(w16, xt, xStride, st, sStride, a.nb, res);
           else gemmQ8I16Rows8x2(w16, xt, xStride, st, sStride, a.nb, res);
-          for (let k = 0; k < n; k++) {
-            const out = a.out + <usize>(t8 + k) * outStride;
-            storeRows(out, g * GROUP, a.rows, v128.load(res + (<usize>k << 5)), a.bias);
-            storeRows(out, g * GROUP + HALF, a.rows, v128.load(res + (<usize>k << 5), 16), a.bias);
-          }
+          storeTokens(a, g * GROUP, t8, n, res);
         }
       }
       const rows8 = RELAXED ? (format == FMT_Q8 && (mode == DOT_U8 || mode == DOT_I16)) || (format == FMT_Q4 && mode == DOT_I16) : format == FMT_Q8 && a.tokens <= FEW_TOKENS;
@@ -215,22 +216,14 @@ const Q5_GEMM_TOKENS: i32 = 4;
           // u8: the last tile and its one leftover (T = 5: 4 drafts verified) in one pass, 1.13–1.22× as fast as 4 + 1.
           if (format == FMT_Q8 && mode == DOT_U8 && tEnd - t8 == 5) {
             gemmQ8Rows8x5U8(w, xt, xStride, st, sStride, a.nb, res);
-            for (let k = 0; k < 5; k++) {
-              const out = a.out + <usize>(t8 + k) * outStride;
-              storeRows(out, g * GROUP, a.rows, v128.load(res + (<usize>k << 5)), a.bias);
-              storeRows(out, g * GROUP + HALF, a.rows, v128.load(res + (<usize>k << 5), 16), a.bias);
-            }
+            storeTokens(a, g * GROUP, t8, 5, res);
             t8 += 5;
             break;
           }
           if (format == FMT_Q4) gemmQ4Rows8I16(w, xt, xStride, st, sStride, a.nb, res);
           else if (mode == DOT_U8) gemmQ8Rows8U8(w, xt, xStride, st, sStride, a.nb, res);
           else gemmQ8Rows8I16(w, xt, xStride, st, sStride, a.nb, res);
-          for (let k = 0; k < 4; k++) {
-            const out = a.out + <usize>(t8 + k) * outStride;
-            storeRows(out, g * GROUP, a.rows, v128.load(res + (<usize>k << 5)), a.bias);
-            storeRows(out, g * GROUP + HALF, a.rows, v128.load(res + (<usize>k << 5), 16), a.bias);
-          }
+          storeTokens(a, g * GROUP, t8, 4, res);
         }
       }
       // The per-half tiles below take whole tiles of 4 or 8 tokens. What they
@@ -294,7 +287,7 @@ const Q5_GEMM_TOKENS: i32 = 4;
  * weights where one half per token read it 2n times. Same sums, same outputs.
  */
 @inline function bothHalves(format: i32, mode: i32, w: usize, g8: i32, t: i32, n: i32, a: LinearArgs, res: usize, touchAhead: usize = 0, last: usize = 0): i32 {
-  const xStride = <usize>a.xStride, sStride = <usize>a.nb << 2, outStride = <usize>a.outStride;
+  const xStride = <usize>a.xStride, sStride = <usize>a.nb << 2;
   const x = a.x + <usize>t * xStride, xs = a.xs + <usize>t * sStride;
   let sink = 0;
   if (format == FMT_F32) gemvF32x2(w, x, a.nb, res);
@@ -307,11 +300,7 @@ const Q5_GEMM_TOKENS: i32 = 4;
   else if (n == 1) sink = gemvQ8x2(mode, w, x, xs, a.nb, res, touchAhead, last);
   else if (n == 2) gemmQ8Rows8x2(mode, w, x, xStride, xs, sStride, a.nb, res);
   else gemmQ8Rows8x3(mode, w, x, xStride, xs, sStride, a.nb, res);
-  for (let k = 0; k < n; k++) {
-    const out = a.out + <usize>(t + k) * outStride;
-    storeRows(out, g8, a.rows, v128.load(res + (<usize>k << 5)), a.bias);
-    storeRows(out, g8 + HALF, a.rows, v128.load(res + (<usize>k << 5), 16), a.bias);
-  }
+  storeTokens(a, g8, t, n, res);
   return sink;
 }
 

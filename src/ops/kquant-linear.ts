@@ -21,6 +21,11 @@ import { opsWorkspace } from "./workspace.js";
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 
+/** From this many tokens the baseline flavor's Q6_K widens each quad in thread scratch (assembly/linalg/kquant-linear.ts WIDEN_Q6K_TOKENS). */
+const WIDEN_Q6K_TOKENS = 8;
+/** Bytes of one widened Q6_K superblock: int16 codes sc·(q − 32) and d (assembly/linalg/kquant-dot.ts TILE_Q6_K_I16). */
+const TILE_Q6_K_I16_BYTES = 2064;
+
 /** out = x · Wᵀ (+ bias) for a validated K-quant weight; x rows of weight.cols = nsb · 256 f32. */
 export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: MatrixView, bias: number): void {
   const T = x.rows;
@@ -34,9 +39,8 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
 
   const quads = Math.ceil(weight.rows / KQUANT_ROW_GROUP);
   const items = workItems(quads, weight.byteLength, rt.threads);
-  // The kernels' results (128 bytes); the baseline flavor's Q6_K from 8 tokens then one quad widened to int16
-  // (assembly/linalg/kquant-linear.ts WIDEN_Q6K_TOKENS, kquant-dot.ts TILE_Q6_K_I16: 2064 bytes a superblock).
-  const scratch = rt.threadScratch(128 + (rt.kernels === "baseline" && weight.format === "q6_k" && T >= 8 ? nsb * 2064 : 0));
+  // The kernels' results (128 bytes); the baseline flavor's Q6_K from WIDEN_Q6K_TOKENS tokens then one quad widened to int16.
+  const scratch = rt.threadScratch(128 + (rt.kernels === "baseline" && weight.format === "q6_k" && T >= WIDEN_Q6K_TOKENS ? nsb * TILE_Q6_K_I16_BYTES : 0));
   const writer = rt.args();
   const starts = writer.i32Array(items);
   const args = writer
