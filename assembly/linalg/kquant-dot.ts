@@ -497,32 +497,95 @@ export function widenQ6KQuad(w: usize, nsb: i32, dst: usize): void {
       const s01 = i8x16.shuffle(sc, sc, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3);
       const s23 = i8x16.shuffle(sc, sc, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7);
       const d = dst + (t << 7);
-      q6kWidenCode(d, q6kCode(A, B, C, 0, low6), s01, s23, k32);
-      q6kWidenCode(d + 32, q6kCode(A, B, C, 1, low6), s01, s23, k32);
-      q6kWidenCode(d + 64, q6kCode(A, B, C, 2, low6), s01, s23, k32);
-      q6kWidenCode(d + 96, q6kCode(A, B, C, 3, low6), s01, s23, k32);
+      widenCodes(d, q6kCode(A, B, C, 0, low6), s01, s23, true, k32);
+      widenCodes(d + 32, q6kCode(A, B, C, 1, low6), s01, s23, true, k32);
+      widenCodes(d + 64, q6kCode(A, B, C, 2, low6), s01, s23, true, k32);
+      widenCodes(d + 96, q6kCode(A, B, C, 3, low6), s01, s23, true, k32);
     }
     v128.store(dst, v128.load(w + Q6K_D), 2048);
   }
 }
 
-/** One column quad's codes q (u8, 4 rows × 4 columns) → sc·(q − 32) as int16 at d: rows 0-1, then rows 2-3. */
-@inline function q6kWidenCode(d: usize, q: v128, s01: v128, s23: v128, k32: v128): void {
-  v128.store(d, i16x8.mul(i16x8.sub(i16x8.extend_low_i8x16_u(q), k32), s01));
-  v128.store(d, i16x8.mul(i16x8.sub(i16x8.extend_high_i8x16_u(q), k32), s23), 16);
+/** One column quad's codes q (u8, 4 rows × 4 columns) → sc·q, or sc·(q − 32) with k32 = i16x8.splat(32) (Q6_K), as int16 at d: rows 0-1 (scales s01), then rows 2-3 (s23). */
+@inline function widenCodes(d: usize, q: v128, s01: v128, s23: v128, minus32: bool, k32: v128): void {
+  let lo = i16x8.extend_low_i8x16_u(q), hi = i16x8.extend_high_i8x16_u(q);
+  if (minus32) {
+    lo = i16x8.sub(lo, k32);
+    hi = i16x8.sub(hi, k32);
+  }
+  v128.store(d, i16x8.mul(lo, s01));
+  v128.store(d, i16x8.mul(hi, s23), 16);
+}
+
+/**
+ * Bytes of a Q4_K / Q5_K tile widened for the baseline flavor's prefill
+ * (widenQ45KQuad): the codes sc·q as int16, laid out as TILE_Q6_K_I16's (per
+ * column quad k of the superblock, columns 4k … 4k + 3, 32 bytes at 32k: rows
+ * 0-1 then rows 2-3); d (4 × f32) at 2048, dmin at 2064, then sub-block s's
+ * mins (4 rows × i32) at 2080 + 16s.
+ */
+export const TILE_Q45_K_I16: i32 = 2208;
+
+/**
+ * A quad's nsb Q4_K (five = false) or Q5_K tiles at w → TILE_Q45_K_I16 tiles at
+ * dst. sc ≤ 63 and q ≤ 31, so sc·q fits int16 (≤ 1953), and with the activation
+ * codes (|x| ≤ 127) a superblock's sum stays under 2^26: the same exact integer
+ * as gemmQ4K's / gemmQ5K's Σ sc·Σ q·x.
+ */
+export function widenQ45KQuad(five: bool, w: usize, nsb: i32, dst: usize): void {
+  const low4 = maskLow4(), bit4 = maskBit4();
+  const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
+  for (let b = 0; b < nsb; b++, w += tile, dst += TILE_Q45_K_I16) {
+    for (let s: usize = 0; s < 8; s++) {
+      // Sub-block s's row scales as int16 [r0 ×4, r1 ×4] and [r2 ×4, r3 ×4]; its mins as i32x4.
+      const sm = q4kScaleMins(five, w, s);
+      const s01 = i8x16.shuffle(sm, sm, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3);
+      const s23 = i8x16.shuffle(sm, sm, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7);
+      v128.store(dst + (s << 4), i32x4.extend_high_i16x8_u(sm), 2080);
+      const c = w + <usize>q45kCodeOffset(five, <i32>s);
+      const H = five ? v128.load(w + <usize>q5kHighOffset(<i32>s)) : i32x4.splat(0);
+      for (let j: usize = 0; j < 64; j += 16) {
+        // Code vector j's low nibbles are column quad 8s + j/8, its high nibbles the next.
+        const v = v128.load(c + j);
+        const d = dst + (((s << 3) + (j >> 3)) << 5);
+        const jj = <i32>(j >> 4);
+        widenCodes(d, q45Codes(five, v, H, jj, false, low4, bit4), s01, s23, false, s01);
+        widenCodes(d + 32, q45Codes(five, v, H, jj, true, low4, bit4), s01, s23, false, s01);
+      }
+    }
+    v128.store(dst, v128.load(w + <usize>(five ? Q5K_D : Q4K_D)), 2048);
+    v128.store(dst, v128.load(w + <usize>(five ? Q5K_DMIN : Q4K_DMIN)), 2064);
+  }
 }
 
 /**
  * Baseline flavor: gemmQ6K on a widened quad (widenQ6KQuad) × 4 tokens, res =
  * [token][4 rows] f32. Per column quad and token one splat and two dots on
  * plain loads, where gemmQ6K decodes the 6-bit codes for every 4-token tile and
- * takes eight extends, eight dots and a scale multiply per sub-block and token.
- * The same integer per superblock and the same float step: outputs bit-identical.
+ * takes eight extends, eight dots, the −32·Σx correction and a scale multiply
+ * per sub-block and token. The same integer per superblock and the same float
+ * step: outputs bit-identical.
  */
 export function gemmQ6KWide(w: usize, x0: usize, xStride: usize, xd: usize, dStride: usize, nsb: i32, res: usize): void {
+  gemmKWide(false, w, x0, xStride, xd, dStride, 0, 0, nsb, res);
+}
+
+/**
+ * Baseline flavor: gemmQ4K / gemmQ5K on a widened quad (widenQ45KQuad) × 4
+ * tokens, res = [token][4 rows] f32: the codes as gemmQ6KWide's, then per
+ * token the mins' Σ m_s·bsum_s and q4kAccumulate's two float steps. The same
+ * integers and float steps as gemmQ4K's: outputs bit-identical.
+ */
+export function gemmQ45KWide(w: usize, x0: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmKWide(true, w, x0, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+/** Both widened kernels: mins = false for Q6_K tiles (TILE_Q6_K_I16), true for Q4_K / Q5_K (TILE_Q45_K_I16, with the token's code sums per 16 at xsum). */
+@inline function gemmKWide(mins: bool, w: usize, x0: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  const tile = <usize>(mins ? TILE_Q45_K_I16 : TILE_Q6_K_I16);
   let c0 = f32x4.splat(0), c1 = f32x4.splat(0), c2 = f32x4.splat(0), c3 = f32x4.splat(0);
-  for (let b = 0, k: usize = 0; b < nsb; b++, w += TILE_Q6_K_I16, xd += 4) {
+  for (let b = 0, k: usize = 0; b < nsb; b++, w += tile, xd += 4, xsum += 64) {
     let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
     let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0);
     for (let j: usize = 0; j < 2048; j += 32, k += 8) {
@@ -541,15 +604,25 @@ export function gemmQ6KWide(w: usize, x0: usize, xStride: usize, xd: usize, dStr
       b3 = i32x4.add(b3, i32x4.dot_i16x8_s(hi, x));
     }
     const d = v128.load(w, 2048);
-    c0 = fmadd(f32x4.convert_i32x4_s(reducePairs(a0, b0)), f32x4.mul(d, f32x4.splat(load<f32>(xd))), c0);
-    c1 = fmadd(f32x4.convert_i32x4_s(reducePairs(a1, b1)), f32x4.mul(d, f32x4.splat(load<f32>(xd + dStride))), c1);
-    c2 = fmadd(f32x4.convert_i32x4_s(reducePairs(a2, b2)), f32x4.mul(d, f32x4.splat(load<f32>(xd + 2 * dStride))), c2);
-    c3 = fmadd(f32x4.convert_i32x4_s(reducePairs(a3, b3)), f32x4.mul(d, f32x4.splat(load<f32>(xd + 3 * dStride))), c3);
+    c0 = wideStep(mins, w, xsum, reducePairs(a0, b0), d, load<f32>(xd), c0);
+    c1 = wideStep(mins, w, xsum + sStride, reducePairs(a1, b1), d, load<f32>(xd + dStride), c1);
+    c2 = wideStep(mins, w, xsum + 2 * sStride, reducePairs(a2, b2), d, load<f32>(xd + 2 * dStride), c2);
+    c3 = wideStep(mins, w, xsum + 3 * sStride, reducePairs(a3, b3), d, load<f32>(xd + 3 * dStride), c3);
   }
   v128.store(res, c0, 0);
   v128.store(res, c1, 16);
   v128.store(res, c2, 32);
   v128.store(res, c3, 48);
+}
+
+/** One token's superblock step on a widened tile w: Q6_K's acc + tot·(d·dx); Q4_K / Q5_K's q4kAccumulate with the mins Σ m_s·bsum_s of the token's sums at xsum. */
+@inline function wideStep(mins: bool, w: usize, xsum: usize, tot: v128, d: v128, dx: f32, acc: v128): v128 {
+  const dxv = f32x4.splat(dx);
+  acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(d, dxv), acc);
+  if (!mins) return acc;
+  let m = i32x4.splat(0);
+  for (let s: usize = 0; s < 8; s++) m = i32x4.add(m, i32x4.mul(v128.load(w + (s << 4), 2080), bsum32(xsum, s)));
+  return fmadd(f32x4.convert_i32x4_s(m), f32x4.mul(v128.load(w, 2064), f32x4.neg(dxv)), acc);
 }
 
 /** gemvQ6K with each two dots summed in int16 pairs (relaxed flavor, "saturating" lowering); the same exact sums. */

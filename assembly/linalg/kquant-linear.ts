@@ -6,7 +6,7 @@
 // through gemv<F>; both do the same float steps per output (kquant-dot.ts),
 // so outputs are independent of T, the batch and the thread count.
 
-import { gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ2KPairs, gemmQ3K, gemmQ3KPairs, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ5KPairs, gemmQ6K, gemmQ6KPairs, gemvQ2K, gemvQ2KPairs, gemvQ3K, gemvQ3KPairs, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ5KPairs, gemvQ6K, gemvQ6KPairs, gemmQ6KWide, widenQ6KQuad } from "./kquant-dot";
+import { gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ2KPairs, gemmQ3K, gemmQ3KPairs, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ5KPairs, gemmQ6K, gemmQ6KPairs, gemvQ2K, gemvQ2KPairs, gemvQ3K, gemvQ3KPairs, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ5KPairs, gemvQ6K, gemvQ6KPairs, gemmQ6KWide, widenQ6KQuad, gemmQ45KWide, widenQ45KQuad } from "./kquant-dot";
 import { XSHIFT } from "./kquant-activation";
 import { RELAXED } from "../runtime/flavor";
 import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
@@ -52,11 +52,12 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
 }
 
 /**
- * From this many tokens the baseline flavor widens each Q6_K quad to int16
- * codes sc·(q − 32) in the thread's scratch (past its first 128 bytes) and runs
- * gemmQ6KWide on them: one decode of the quad for all its 4-token tiles.
+ * From this many tokens the baseline flavor widens each Q4_K, Q5_K and Q6_K
+ * quad to int16 codes (sc·q; Q6_K sc·(q − 32)) in the thread's scratch (past
+ * its first 128 bytes) and runs gemmQ45KWide / gemmQ6KWide on them: one decode
+ * of the quad for all its 4-token tiles.
  */
-const WIDEN_Q6K_TOKENS: i32 = 8;
+const WIDEN_KQUANT_TOKENS: i32 = 8;
 
 @inline function kquantLinear(format: i32, item: i32, tid: i32, args: usize): void {
   const a = changetype<KquantLinearArgs>(args);
@@ -70,12 +71,14 @@ const WIDEN_Q6K_TOKENS: i32 = 8;
     const w = a.w + <usize>q * quadBytes;
     const row0 = q * QUAD;
     let t = 0;
-    // Baseline Q6_K from WIDEN_Q6K_TOKENS tokens: the quad widened once (kquant-dot.ts widenQ6KQuad) for gemmQ6KWide.
-    const wide = !RELAXED && format == FMT_Q6_K && a.tokens >= WIDEN_Q6K_TOKENS ? res + 128 : 0;
-    if (wide) widenQ6KQuad(w, a.nsb, wide);
+    // Baseline Q4_K, Q5_K, Q6_K from WIDEN_KQUANT_TOKENS tokens: the quad widened once (kquant-dot.ts widenQ45KQuad, widenQ6KQuad).
+    const wide = !RELAXED && (format == FMT_Q4_K || format == FMT_Q5_K || format == FMT_Q6_K) && a.tokens >= WIDEN_KQUANT_TOKENS ? res + 128 : 0;
+    if (wide && format == FMT_Q6_K) widenQ6KQuad(w, a.nsb, wide);
+    else if (wide) widenQ45KQuad(format == FMT_Q5_K, w, a.nsb, wide);
     for (; t + 4 <= a.tokens; t += 4) {
       const ut = <usize>t;
-      if (wide) gemmQ6KWide(wide, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.nsb, res);
+      if (wide && format == FMT_Q6_K) gemmQ6KWide(wide, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.nsb, res);
+      else if (wide) gemmQ45KWide(wide, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q4_K && a.pairs) gemmQ4KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q4_K) gemmQ4K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q5_K && a.pairs) gemmQ5KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);

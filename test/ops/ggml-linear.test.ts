@@ -195,15 +195,16 @@ describe("native ggml weights", () => {
   // all ±127. Where the relaxed dot lowers to pmaddubsw, Q4_K sums 8 dots,
   // Q5_K 4 and Q6_K 2 in int16 lanes (kquant-dot.ts gemvQ4KPairs): 30480,
   // 31496 and 32004 here, just below 2^15; one dot more per lane would wrap.
+  // T = 9 takes the baseline flavor's widened codes (sc·q, sc·(q − 32) in int16).
   const TOP_CODES: [GgmlNativeType, number, number][] = [["Q4_K", 16, 144], ["Q5_K", 16, 176], ["Q6_K", 0, 192]];
-  for (const [type, from, to] of TOP_CODES) test(`${type} with every code at its largest and activations all +1 or all −1 matches the reference (T = 1, 5)`, () => {
+  for (const [type, from, to] of TOP_CODES) test(`${type} with every code at its largest and activations all +1 or all −1 matches the reference (T = 1, 5, 9)`, () => {
     const rows = 9, cols = 512;
     const bytes = randomBlocks(type, rows, cols, 77);
     const size = GGML_TYPES[type].typeSize;
     for (let at = 0; at < bytes.length; at += size) bytes.fill(0xff, at + from, at + to);
     const w = weightOf(type, bytes, rows, cols);
     const want = decoded(type, bytes, rows * cols);
-    for (const sign of [1, -1]) for (const tokens of [1, 5]) check(w, want, type, { rows, cols, tokens }, 0, new Float32Array(tokens * cols).fill(sign));
+    for (const sign of [1, -1]) for (const tokens of [1, 5, 9]) check(w, want, type, { rows, cols, tokens }, 0, new Float32Array(tokens * cols).fill(sign));
   });
 
   const STACKS: { name: string; parts: [GgmlNativeType, number][]; bytes: number }[] = [
