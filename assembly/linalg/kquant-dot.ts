@@ -588,18 +588,18 @@ export function gemmQ45KWide(w: usize, x0: usize, xStride: usize, xd: usize, dSt
   for (let b = 0, k: usize = 0; b < nsb; b++, w += tile, xd += 4, xsum += 64) {
     let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
     let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0);
-    for (let j: usize = 0; j < 2048; j += 32, k += 8) {
+    for (let j: usize = 0; j < 2048; j += 32, k += 4 << XSHIFT) {
       const lo = v128.load(w + j), hi = v128.load(w + j, 16);
-      let x = v128.load64_splat(x0 + k);
+      let x = wideX4(x0 + k);
       a0 = i32x4.add(a0, i32x4.dot_i16x8_s(lo, x));
       b0 = i32x4.add(b0, i32x4.dot_i16x8_s(hi, x));
-      x = v128.load64_splat(x1 + k);
+      x = wideX4(x1 + k);
       a1 = i32x4.add(a1, i32x4.dot_i16x8_s(lo, x));
       b1 = i32x4.add(b1, i32x4.dot_i16x8_s(hi, x));
-      x = v128.load64_splat(x2 + k);
+      x = wideX4(x2 + k);
       a2 = i32x4.add(a2, i32x4.dot_i16x8_s(lo, x));
       b2 = i32x4.add(b2, i32x4.dot_i16x8_s(hi, x));
-      x = v128.load64_splat(x3 + k);
+      x = wideX4(x3 + k);
       a3 = i32x4.add(a3, i32x4.dot_i16x8_s(lo, x));
       b3 = i32x4.add(b3, i32x4.dot_i16x8_s(hi, x));
     }
@@ -613,6 +613,11 @@ export function gemmQ45KWide(w: usize, x0: usize, xStride: usize, xd: usize, dSt
   v128.store(res, c1, 16);
   v128.store(res, c2, 32);
   v128.store(res, c3, 48);
+}
+
+/** Four activation codes at x as int16, twice: [x0 … x3, x0 … x3] (baseline: int16 codes; relaxed: int8, sign-extended). */
+@inline function wideX4(x: usize): v128 {
+  return XSHIFT ? v128.load64_splat(x) : i16x8.extend_low_i8x16_s(v128.load32_splat(x));
 }
 
 /** One token's superblock step on a widened tile w: Q6_K's acc + tot·(d·dx); Q4_K / Q5_K's q4kAccumulate with the mins Σ m_s·bsum_s of the token's sums at xsum. */

@@ -8,7 +8,6 @@
 
 import { gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ2KPairs, gemmQ3K, gemmQ3KPairs, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ5KPairs, gemmQ6K, gemmQ6KPairs, gemvQ2K, gemvQ2KPairs, gemvQ3K, gemvQ3KPairs, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ5KPairs, gemvQ6K, gemvQ6KPairs, gemmQ6KWide, widenQ6KQuad, gemmQ45KWide, widenQ45KQuad } from "./kquant-dot";
 import { XSHIFT } from "./kquant-activation";
-import { RELAXED } from "../runtime/flavor";
 import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
 
 @unmanaged class KquantLinearArgs {
@@ -34,6 +33,8 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
   scratchStride: i32;
   /** 1: Q2_K … Q6_K through their int16-pair sums (kquant-dot.ts gemvQ4KPairs), where the relaxed dot lowers "saturating"; same sums. */
   pairs: i32;
+  /** Bytes of a widened superblock (TILE_Q45_K_I16 / TILE_Q6_K_I16): from WIDEN_KQUANT_TOKENS tokens Q4_K, Q5_K, Q6_K run on codes widened to int16 (the runtime's kquantWide); 0: never. */
+  wide: i32;
 }
 
 /** Stores the lanes of res (rows row0 … row0 + 3) into out, adding bias, never past `rows` (as linear.ts's storeRows). */
@@ -52,10 +53,10 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
 }
 
 /**
- * From this many tokens the baseline flavor widens each Q4_K, Q5_K and Q6_K
- * quad to int16 codes (sc·q; Q6_K sc·(q − 32)) in the thread's scratch (past
- * its first 128 bytes) and runs gemmQ45KWide / gemmQ6KWide on them: one decode
- * of the quad for all its 4-token tiles.
+ * From this many tokens (where the runtime asks, args.wide) each Q4_K, Q5_K
+ * and Q6_K quad is widened to int16 codes (sc·q; Q6_K sc·(q − 32)) in the
+ * thread's scratch (past its first 128 bytes), and gemmQ45KWide / gemmQ6KWide
+ * run on them: one decode of the quad for all its 4-token tiles.
  */
 const WIDEN_KQUANT_TOKENS: i32 = 8;
 
@@ -71,8 +72,8 @@ const WIDEN_KQUANT_TOKENS: i32 = 8;
     const w = a.w + <usize>q * quadBytes;
     const row0 = q * QUAD;
     let t = 0;
-    // Baseline Q4_K, Q5_K, Q6_K from WIDEN_KQUANT_TOKENS tokens: the quad widened once (kquant-dot.ts widenQ45KQuad, widenQ6KQuad).
-    const wide = !RELAXED && (format == FMT_Q4_K || format == FMT_Q5_K || format == FMT_Q6_K) && a.tokens >= WIDEN_KQUANT_TOKENS ? res + 128 : 0;
+    // Q4_K, Q5_K, Q6_K from WIDEN_KQUANT_TOKENS tokens: the quad widened once (kquant-dot.ts widenQ45KQuad, widenQ6KQuad).
+    const wide = a.wide && (format == FMT_Q4_K || format == FMT_Q5_K || format == FMT_Q6_K) && a.tokens >= WIDEN_KQUANT_TOKENS ? res + 128 : 0;
     if (wide && format == FMT_Q6_K) widenQ6KQuad(w, a.nsb, wide);
     else if (wide) widenQ45KQuad(format == FMT_Q5_K, w, a.nsb, wide);
     for (; t + 4 <= a.tokens; t += 4) {

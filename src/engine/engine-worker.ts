@@ -35,6 +35,7 @@ import type { SyncModelRunner } from "../model/model-runner.js";
 import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
 import type { EmbedEngine } from "./embed-engine.js";
 import { EMBEDDING_MODEL_MESSAGE, loadEmbedEngine } from "./embed-worker.js";
+import { kquantModelSource } from "../model/gguf/kquant-source.js";
 
 const port = parentPort;
 if (port === null) throw new Error("engine-worker.js must run in a worker thread (EngineClient.start starts it)");
@@ -216,7 +217,7 @@ async function loadDraft(load: ModelLoaderModule["loadEngineModel"], options: Mo
 async function load(): Promise<void> {
   const start = performance.now();
   const { threads, kernels } = config.load;
-  rt = await createRuntime({ ...(threads === undefined ? {} : { threads }), ...(kernels === undefined ? {} : { kernels }) });
+  rt = await createRuntime({ ...(threads === undefined ? {} : { threads }), ...(kernels === undefined ? {} : { kernels }), kquantWeights: kquantModelSource(config.load.source, config.load.weights) });
   let lastPost = 0;
   const onProgress = (p: LoadProgressInfo): void => {
     const now = performance.now();

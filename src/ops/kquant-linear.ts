@@ -21,7 +21,7 @@ import { opsWorkspace } from "./workspace.js";
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 
-/** From this many tokens the baseline flavor's Q4_K, Q5_K and Q6_K widen each quad in thread scratch (assembly/linalg/kquant-linear.ts WIDEN_KQUANT_TOKENS). */
+/** From this many tokens Q4_K, Q5_K and Q6_K widen each quad (the Runtime's kquantWide) in thread scratch (assembly/linalg/kquant-linear.ts WIDEN_KQUANT_TOKENS). */
 const WIDEN_KQUANT_TOKENS = 8;
 /** Bytes of one widened superblock (assembly/linalg/kquant-dot.ts): Q6_K's int16 codes sc·(q − 32) and d (TILE_Q6_K_I16); Q4_K's and Q5_K's sc·q, d, dmin and mins (TILE_Q45_K_I16). */
 const WIDE_TILE_BYTES: Partial<Record<Weight["format"], number>> = { q6_k: 2064, q4_k: 2208, q5_k: 2208 };
@@ -39,8 +39,8 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
 
   const quads = Math.ceil(weight.rows / KQUANT_ROW_GROUP);
   const items = workItems(quads, weight.byteLength, rt.threads);
-  // The kernels' results (128 bytes); the baseline flavor's Q4_K, Q5_K, Q6_K from WIDEN_KQUANT_TOKENS tokens then one quad widened to int16.
-  const wideTile = rt.kernels === "baseline" && T >= WIDEN_KQUANT_TOKENS ? (WIDE_TILE_BYTES[weight.format] ?? 0) : 0;
+  // The kernels' results (128 bytes); with kquantWide, Q4_K, Q5_K, Q6_K from WIDEN_KQUANT_TOKENS tokens then one quad widened to int16.
+  const wideTile = rt.kquantWide && T >= WIDEN_KQUANT_TOKENS ? (WIDE_TILE_BYTES[weight.format] ?? 0) : 0;
   const scratch = rt.threadScratch(128 + nsb * wideTile);
   const writer = rt.args();
   const starts = writer.i32Array(items);
@@ -61,6 +61,8 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
     .i32(scratch.stride)
     // Q2_K … Q6_K sum their dots in int16 pairs where the relaxed dot is pmaddubsw (kquant-dot.ts gemvQ4KPairs): the same exact sums.
     .i32(rt.kquantPairs ? 1 : 0)
+    // Bytes of a widened superblock (0: no widening).
+    .i32(wideTile)
     .end();
   rt.parallelFor(`task_linear_${weight.format}`, items.length - 1, args);
 }

@@ -67,10 +67,10 @@ export function kernelFlavorAvailable(flavor: KernelFlavor): boolean {
  * $KVFLASH_KERNELS, else defaultKernelFlavor(). A named flavor that is unknown or that this engine cannot run is
  * an ArgumentError naming where it came from and the value.
  */
-export function resolveKernelFlavor(requested?: string): KernelFlavor {
+export function resolveKernelFlavor(requested?: string, kquantWeights = false): KernelFlavor {
   const env = process.env["KVFLASH_KERNELS"];
   const [name, value] = requested !== undefined ? ["kernels", requested] : env !== undefined && env !== "" ? ["KVFLASH_KERNELS", env] : [undefined, undefined];
-  if (name === undefined || value === undefined) return defaultKernelFlavor();
+  if (name === undefined || value === undefined) return defaultKernelFlavor(kquantWeights);
   if (!(KERNEL_FLAVORS as readonly string[]).includes(value)) {
     throw new ArgumentError(name, `must be one of ${KERNEL_FLAVORS.map((f) => JSON.stringify(f)).join(", ")}, got ${show(value)}`);
   }
@@ -223,9 +223,28 @@ export function defaultInt8Dot(flavor: KernelFlavor, arch: string, lowering: Int
  * 13.6) on the same CPU: prefill 1.29× (q8), 1.42× (q4), 1.17× (f32), 1.52×
  * (bf16), decode 1.05–1.08×.
  * ARM's sdot is one instruction, so relaxed stays the default there.
+ * A model whose K-quant matrices hold most of its bytes (`kquantWeights`,
+ * model/gguf/kquant-source.ts) takes relaxed on V8 12 too: its K-quant decode
+ * GEMVs sum int8 pair dots (one `pmaddubsw` per 16 codes, kquant-dot.ts
+ * gemvQ4KPairs) where the baseline widens every code to int16 first. A
+ * Q4_K_M file of Q4_K and Q6_K decoded 1.17× as fast and prefilled as fast (on
+ * the widened codes, kquantWideDefault); one mostly of Q5_0 and Q8_0
+ * (Qwen2.5-0.5B's) prefilled 0.86× as fast, so it keeps baseline (Node 22, AMD
+ * EPYC Zen 3; BENCHMARKS.md "gguf").
  */
-export function relaxedPreferred(arch: string, lowering: Int8DotLowering, v8Major: number): boolean {
-  return arch !== "x64" || lowering === "unsigned" || lowering === "signed" || v8Major >= 13;
+export function relaxedPreferred(arch: string, lowering: Int8DotLowering, v8Major: number, kquantWeights = false): boolean {
+  return arch !== "x64" || lowering === "unsigned" || lowering === "signed" || v8Major >= 13 || kquantWeights;
+}
+
+/**
+ * Whether the K-quant prefill widens each quad's codes to int16 once (the
+ * Runtime's kquantWide): always on baseline (one decode of a quad for all its
+ * 4-token tiles: Q4_K 1.4×, Q5_K 1.8×, Q6_K's own gain); on relaxed only under
+ * V8 < 13, where it ran Q4_K 1.13×, Q5_K 1.24×, Q6_K 1.17× and V8 13's own
+ * int8 pair-dot tiles ran as fast or faster (0.89–1.02×).
+ */
+export function kquantWideDefault(flavor: KernelFlavor, v8Major: number): boolean {
+  return flavor === "baseline" || v8Major < 13;
 }
 
 /** This engine's V8 major version (process.versions.v8 "13.6.233.17-node.40" → 13). */
@@ -249,9 +268,9 @@ export function relaxedInt8DotHere(): Int8DotMode {
   return relaxedInt8DotLoweringHere() === "unsigned" ? "u8" : "i7";
 }
 
-/** The flavor a runtime gets without an option or $KVFLASH_KERNELS: relaxed where it runs and relaxedPreferred says so, else baseline. */
-export function defaultKernelFlavor(): KernelFlavor {
-  return kernelFlavorAvailable("relaxed") && relaxedPreferred(process.arch, relaxedInt8DotLoweringHere(), v8Major()) ? "relaxed" : "baseline";
+/** The flavor a runtime gets without an option or $KVFLASH_KERNELS: relaxed where it runs and relaxedPreferred says so (for a model with native K-quant matrices or not), else baseline. */
+export function defaultKernelFlavor(kquantWeights = false): KernelFlavor {
+  return kernelFlavorAvailable("relaxed") && relaxedPreferred(process.arch, relaxedInt8DotLoweringHere(), v8Major(), kquantWeights) ? "relaxed" : "baseline";
 }
 
 /**

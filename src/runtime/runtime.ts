@@ -30,7 +30,7 @@ import { Allocator, StepArena } from "./allocator.js";
 import { ArgsWriter } from "./args.js";
 import { CONTROL_BYTES } from "./control.js";
 import { nameMemory } from "../tensor/tensor.js";
-import { INT8_DOT_MODES, type Int8DotLowering, type Int8DotMode, type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, defaultInt8Dot, instantiate, kernelModule, probeInt8DotLowering, probeInt8DotPairs, resolveKernelFlavor } from "./module.js";
+import { INT8_DOT_MODES, type Int8DotLowering, type Int8DotMode, type KernelExports, type KernelFlavor, MAX_PAGES, WASM_PAGE, defaultInt8Dot, instantiate, kernelModule, kquantWideDefault, probeInt8DotLowering, probeInt8DotPairs, resolveKernelFlavor, v8Major } from "./module.js";
 import { WorkerPool } from "./pool.js";
 
 export interface RuntimeOptions {
@@ -47,6 +47,19 @@ export interface RuntimeOptions {
    * probed; the baseline flavor only "i16". Anything else is an ArgumentError.
    */
   int8Dot?: Int8DotMode;
+  /**
+   * Whether most of the model's bytes are K-quant matrices kept natively (GGUF
+   * Q2_K … Q6_K, IQ4_XS under --weights auto: model/gguf/kquant-source.ts): the
+   * default flavor weighs it (module.ts relaxedPreferred). Default false.
+   */
+  kquantWeights?: boolean;
+  /**
+   * Whether the K-quant prefill widens each quad's codes to int16 once
+   * (assembly/linalg/kquant-dot.ts widenQ45KQuad, widenQ6KQuad). Default: on
+   * the baseline flavor, and on the relaxed one under V8 < 13, where it is
+   * faster (kquantWideDefault); tests set it to compare both paths.
+   */
+  kquantWide?: boolean;
 }
 
 export const MAX_THREADS = 256;
@@ -77,6 +90,7 @@ interface RuntimeShared {
   int8Dot: Int8DotMode;
   int8DotLowering: Int8DotLowering | null;
   kquantPairs: boolean;
+  kquantWide: boolean;
   pool: WorkerPool;
   views: Runtime[];
   initialBytes: number;
@@ -96,6 +110,8 @@ export class Runtime {
   readonly int8DotLowering: Int8DotLowering | null;
   /** Whether the K-quant kernels sum their int8 dots in int16 pairs (module.ts probeInt8DotPairs): the relaxed dot lowers "saturating" and the pairs are exact here. */
   readonly kquantPairs: boolean;
+  /** Whether the K-quant prefill (T ≥ 8) runs on codes widened to int16 once per quad (RuntimeOptions.kquantWide). */
+  readonly kquantWide: boolean;
   /** Long-lived allocations: weights, KV pool, workspaces. */
   readonly heap: Allocator;
   /** Per-step scratch, reset by the caller at the start of each step. */
@@ -115,6 +131,7 @@ export class Runtime {
     this.int8Dot = shared.int8Dot;
     this.int8DotLowering = shared.int8DotLowering;
     this.kquantPairs = shared.kquantPairs;
+    this.kquantWide = shared.kquantWide;
     this.heap = heap;
     this.arena = new StepArena(heap);
     this.#shared = shared;
@@ -233,7 +250,7 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   if (!Number.isInteger(initialBytes) || initialBytes < WASM_PAGE || initialBytes > MAX_PAGES * WASM_PAGE) {
     throw new ArgumentError("initialMemoryBytes", `must be an integer in [64 KiB, 4 GiB], got ${show(initialBytes)}`);
   }
-  const flavor = resolveKernelFlavor(options.kernels);
+  const flavor = resolveKernelFlavor(options.kernels, options.kquantWeights ?? false);
   const module = kernelModule(flavor);
   const memory = new WebAssembly.Memory({ initial: Math.ceil(initialBytes / WASM_PAGE), maximum: MAX_PAGES, shared: true });
   const kernels = instantiate(module, memory);
@@ -243,7 +260,8 @@ export async function createRuntime(options: RuntimeOptions = {}): Promise<Runti
   const heap = new Allocator(memory, kernels["heap_base"]!() >>> 0);
   const control = heap.alloc(CONTROL_BYTES, "fork-join control");
   const pool = await WorkerPool.start(module, memory, kernels, control, threads);
-  const shared: RuntimeShared = { module, flavor, int8Dot, int8DotLowering, kquantPairs, pool, views: [], initialBytes };
+  const kquantWide = options.kquantWide ?? kquantWideDefault(flavor, v8Major());
+  const shared: RuntimeShared = { module, flavor, int8Dot, int8DotLowering, kquantPairs, kquantWide, pool, views: [], initialBytes };
   return addView(shared, 0, memory, kernels, heap);
 }
 

@@ -281,3 +281,40 @@ describe("native ggml weights stacked in one Weight", () => {
     }
   });
 });
+
+// The K-quant prefill on codes widened to int16 once per quad (Runtime.kquantWide: on by
+// default on baseline, and on relaxed under V8 < 13) and on the codes as stored: the same exact
+// integers and float steps, so the same outputs bit for bit, whichever this engine runs by default.
+describe("Q4_K, Q5_K, Q6_K prefill with and without widened codes", () => {
+  for (const type of ["Q4_K", "Q5_K", "Q6_K"] as const) {
+    test(`${type}: T = 8, 9 and 97 give the same outputs both ways, on extreme and raw random blocks`, async () => {
+      const rts = [await createRuntime({ threads: 2, kquantWide: true }), await createRuntime({ threads: 2, kquantWide: false })];
+      try {
+        const rows = 13, cols = 768;
+        const top = randomBlocks(type, rows, cols, 21);
+        const [from, to] = { Q4_K: [16, 144], Q5_K: [16, 176], Q6_K: [0, 192] }[type];
+        for (let at = 0; at < top.length; at += GGML_TYPES[type].typeSize) top.fill(0xff, at + from, at + to);
+        for (const bytes of [top, randomBlocks(type, rows, cols, 22)]) {
+          for (const tokens of [8, 9, 97]) {
+            const xv = tokens === 8 ? new Float32Array(tokens * cols).fill(-1) : randn(tokens * cols, tokens);
+            const outs = rts.map((rt) => {
+              const raw = rt.tensor("uint8", [rows, bytes.length / rows]).set(bytes);
+              const w = createGgmlWeight(rt, { source: new GgmlMatrix(type, raw, rows, cols) });
+              const x = rt.tensor("f32", [tokens, cols]).set(xv);
+              const out = rt.tensor("f32", [tokens, rows]).fill(Number.NaN);
+              linear(rt, { x, weight: w, out });
+              const got = Float32Array.from(out.data() as Float32Array);
+              w.free();
+              for (const t of [raw, x, out]) rt.free(t);
+              return got;
+            });
+            assert.ok(outs[0]!.every(Number.isFinite), `${type} T = ${tokens}: finite`);
+            assert.deepEqual(Array.from(outs[0]!), Array.from(outs[1]!), `${type} T = ${tokens}: widened and stored codes`);
+          }
+        }
+      } finally {
+        for (const rt of rts) await rt.dispose();
+      }
+    });
+  }
+});

@@ -14,7 +14,7 @@ import {
   relaxedPreferred,
   resolveKernelFlavor,
 } from "../../src/ops-entry.js";
-import { relaxedInt8DotLoweringHere } from "../../src/runtime/module.js";
+import { kquantWideDefault, relaxedInt8DotLoweringHere } from "../../src/runtime/module.js";
 
 const savedEnv = process.env["KVFLASH_KERNELS"];
 const savedDot = process.env["KVFLASH_INT8_DOT"];
@@ -59,6 +59,39 @@ test("relaxed is preferred everywhere but on x64 under V8 12 whose relaxed int8 
   assert.equal(relaxedPreferred("x64", "saturating", 14), true);
   assert.equal(relaxedPreferred("arm64", "saturating", 12), true);
   assert.equal(relaxedPreferred("arm64", "signed", 12), true);
+});
+
+test("a model with native K-quant matrices prefers relaxed on x64 under V8 12 too (its int8 pair dots), and gets it by default where relaxed runs", async () => {
+  delete process.env["KVFLASH_KERNELS"];
+  assert.equal(relaxedPreferred("x64", "saturating", 12, true), true);
+  assert.equal(relaxedPreferred("x64", "unknown", 12, true), true);
+  assert.equal(relaxedPreferred("x64", "saturating", 12, false), false);
+  const want = relaxedHere ? "relaxed" : "baseline";
+  assert.equal(defaultKernelFlavor(true), want);
+  assert.equal(resolveKernelFlavor(undefined, true), want);
+  const rt = await createRuntime({ threads: 1, kquantWeights: true });
+  assert.equal(rt.kernels, want);
+  await rt.dispose();
+  // The option and $KVFLASH_KERNELS still win.
+  assert.equal(resolveKernelFlavor("baseline", true), "baseline");
+  process.env["KVFLASH_KERNELS"] = "baseline";
+  assert.equal(resolveKernelFlavor(undefined, true), "baseline");
+});
+
+test("the K-quant prefill widens its codes on baseline always, on relaxed only under V8 < 13; the option overrides", async () => {
+  assert.equal(kquantWideDefault("baseline", 11), true);
+  assert.equal(kquantWideDefault("baseline", 13), true);
+  assert.equal(kquantWideDefault("relaxed", 12), true);
+  assert.equal(kquantWideDefault("relaxed", 13), false);
+  const v8 = Number(process.versions.v8.split(".")[0]);
+  for (const kernels of relaxedHere ? (["baseline", "relaxed"] as const) : (["baseline"] as const)) {
+    const rt = await createRuntime({ threads: 1, kernels });
+    assert.equal(rt.kquantWide, kquantWideDefault(kernels, v8));
+    await rt.dispose();
+    const forced = await createRuntime({ threads: 1, kernels, kquantWide: !kquantWideDefault(kernels, v8) });
+    assert.equal(forced.kquantWide, !kquantWideDefault(kernels, v8));
+    await forced.dispose();
+  }
 });
 
 test("the integer dot by default follows the lowering: i16 on baseline; u8 where unsigned, i7 where signed, i16 on x64 where saturating or unknown, i7 elsewhere", () => {

@@ -9,7 +9,8 @@
 //
 //   node tools/ab-builds/ab-gguf-steps.mjs FILE PROMPT STEPS ROUNDS DIR1 DIR2 …
 //   e.g. … bench/.cache/qwen2.5-0.5b-shape-random-Q4_K_M.gguf 512 32 3 /tmp/kvflash-base .
-//   env KERNELS (baseline | relaxed, default: the runtime's choice)
+//   env KERNELS (baseline | relaxed, default: the runtime's choice; comma-separated: one per build, e.g.
+//   KERNELS=baseline,relaxed … BASE . to set the old default against a new one)
 import { loadBuild } from "./load-build.mjs";
 import { median } from "./lockstep.mjs";
 
@@ -19,9 +20,10 @@ const nb = Math.ceil((P + S + 2) / 16);
 const table = Int32Array.from({ length: nb }, (_, i) => i);
 const batch = (start, n) => ({ tokens: Int32Array.from({ length: n }, (_, i) => ((start + i) * 2654435761) % 151936 >>> 0), positions: Int32Array.from({ length: n }, (_, i) => start + i), cuSeqlensQ: Int32Array.of(0, n), seqLens: Int32Array.of(start + n), blockTable: table, maxBlocksPerSeq: nb, slotMapping: Int32Array.from({ length: n }, (_, i) => start + i), logitIndices: Int32Array.of(n - 1) });
 const sides = [];
-for (const dir of dirs) {
+const kernelsOf = (i) => { const k = (process.env.KERNELS ?? "").split(","); return k.length > 1 ? k[i] : k[0]; };
+for (const [i, dir] of dirs.entries()) {
   const lib = await loadBuild(dir);
-  const rt = await lib.createRuntime({ threads: 2, ...(process.env.KERNELS ? { kernels: process.env.KERNELS } : {}) });
+  const rt = await lib.createRuntime({ threads: 2, ...(kernelsOf(i) ? { kernels: kernelsOf(i) } : {}) });
   const km = lib.loadModel(rt, file, { weights: "auto", kvDtype: "f16", blockSize: 16, numBlocks: nb + 1, maxBatchTokens: P, progress: false });
   const w = km.runner.weights;
   sides.push({ dir, name: `${dir} ${rt.kernels}/${rt.int8Dot}`, runner: km.runner, mb: (w.bytesPerToken ?? NaN) / 1e6, format: w.format, pre: [], dec: [], logits: new Float32Array(0) });

@@ -1,0 +1,32 @@
+/**
+ * Whether a model keeps K-quant matrices natively, asked before its runtime
+ * starts: the default kernel flavor weighs it (RuntimeOptions.kquantWeights,
+ * runtime/module.ts relaxedPreferred).
+ */
+import { isKquantFormat } from "../../ops/weight.js";
+import { readGgufHeader } from "../../sources/gguf/reader.js";
+import type { ModelSource } from "../../sources/model-source.js";
+import { LOAD_DEFAULTS } from "../load-settings.js";
+
+/**
+ * True for a GGUF file whose Q2_K … Q6_K and IQ4_XS tensors hold more than half
+ * of its tensor bytes, loaded with weights "auto" (the default: any other
+ * format converts them): the K-quant kernels then carry most of a step. A
+ * Q4_K_M file of 256-aligned layers is all Q4_K and Q6_K; Qwen2.5-0.5B's (hidden
+ * 896) is mostly Q5_0 and Q8_0, its Q6_K a fifth of the bytes. Reads the
+ * header only; a file it cannot read answers false, and the loader then names
+ * what is wrong with it.
+ */
+export function kquantModelSource(source: ModelSource, weights: string | undefined): boolean {
+  if (source.kind !== "gguf" || (weights ?? LOAD_DEFAULTS.weights) !== "auto") return false;
+  let kquant = 0, all = 0;
+  try {
+    for (const t of readGgufHeader(source.path).tensors) {
+      all += t.end - t.begin;
+      if (t.type.cpuFormat !== null && isKquantFormat(t.type.cpuFormat)) kquant += t.end - t.begin;
+    }
+  } catch {
+    return false;
+  }
+  return kquant > all / 2;
+}
