@@ -35,6 +35,8 @@ export interface SuiteContext {
   ceilings: Ceilings;
   /** Every kernel flavor this run measures (one, or baseline and relaxed in lockstep). */
   flavors: readonly KernelFlavor[];
+  /** Whether --kernels or $KVFLASH_KERNELS chose the flavor; else a suite may run a model on the flavor its weights get by default (RuntimeOptions.kquantWeights). */
+  kernelsGiven?: boolean;
   /** Progress lines go to stderr so stdout stays the table. */
   log: (line: string) => void;
   /*

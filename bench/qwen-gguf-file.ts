@@ -15,6 +15,11 @@
  * the real Qwen2.5-0.5B-Instruct-Q4_K_M.gguf: Q4_K → Q5_0, Q6_K → Q8_0; only
  * ffn_down (rows of 4864) is Q6_K.
  *
+ * Shape "qwen2-h1024" is the same architecture at hidden 1024 (16 heads × 64,
+ * 2 KV heads, MLP 2816 = 11 · 256, 24 layers, the same vocabulary): every
+ * width a whole number of 256-blocks, so its "Q4_K_M" is Q4_K and Q6_K
+ * throughout, as most Q4_K_M files are (Llama 3.2, Qwen2.5 ≥ 1.5B, Mistral).
+ *
  * Written once to bench/.cache/ (temp file, then rename) and reused.
  */
 import { existsSync, mkdirSync, renameSync } from "node:fs";
@@ -43,10 +48,19 @@ function randomValues(n: number, seed: number, amplitude: number, offset = 0): F
   return out;
 }
 
-/** Each tensor's GGUF type in a file of `mix`, by llama.cpp name. */
-export function qwenGgufTypes(mix: GgufQuantMix): Map<string, GgmlTypeName> {
+/** The shapes a file can have: Qwen2.5-0.5B's, or the same architecture at hidden 1024 (all widths 256-aligned). */
+export type QwenGgufShape = "qwen2.5-0.5b" | "qwen2-h1024";
+
+/** The model config of a shape. */
+export function qwenShapeConfig(shape: QwenGgufShape): ReturnType<typeof qwen25HalfBConfig> {
+  const c = qwen25HalfBConfig();
+  return shape === "qwen2.5-0.5b" ? c : { ...c, hiddenSize: 1024, numHeads: 16, headDim: 64, numKvHeads: 2, intermediateSize: 2816, numLayers: 24 };
+}
+
+/** Each tensor's GGUF type in a file of `mix` and `shape`, by llama.cpp name. */
+export function qwenGgufTypes(mix: GgufQuantMix, shape: QwenGgufShape = "qwen2.5-0.5b"): Map<string, GgmlTypeName> {
   const types = new Map<string, GgmlTypeName>();
-  for (const t of tensorSpecs()) types.set(t.name, t.matrix ? matrixType(t.name === "token_embd.weight" ? "output.weight" : t.name, t.shape[1]!, mix) : "F32");
+  for (const t of tensorSpecs(shape)) types.set(t.name, t.matrix ? matrixType(t.name === "token_embd.weight" ? "output.weight" : t.name, t.shape[1]!, mix) : "F32");
   return types;
 }
 
@@ -56,8 +70,8 @@ interface TensorSpec {
   matrix: boolean;
 }
 
-function tensorSpecs(): TensorSpec[] {
-  const c = qwen25HalfBConfig();
+function tensorSpecs(shape: QwenGgufShape): TensorSpec[] {
+  const c = qwenShapeConfig(shape);
   const H = c.hiddenSize;
   const q = c.numHeads * c.headDim;
   const kv = c.numKvHeads * c.headDim;
@@ -86,17 +100,17 @@ function tensorSpecs(): TensorSpec[] {
   return specs;
 }
 
-/** The cached file for `mix`, written first if missing. */
-export function qwenGgufFile(cacheDir: string, mix: GgufQuantMix, log: (line: string) => void): string {
-  const file = join(cacheDir, `qwen2.5-0.5b-shape-random-${mix}.gguf`);
+/** The cached file for `mix` and `shape`, written first if missing. */
+export function qwenGgufFile(cacheDir: string, mix: GgufQuantMix, log: (line: string) => void, shape: QwenGgufShape = "qwen2.5-0.5b"): string {
+  const file = join(cacheDir, `${shape}-shape-random-${mix}.gguf`);
   if (existsSync(file)) return file;
   mkdirSync(cacheDir, { recursive: true });
   const t0 = performance.now();
   log(`writing ${file} (random weights, once)…`);
-  const config = qwen25HalfBConfig();
+  const config = qwenShapeConfig(shape);
   const tokenizer = hfTokenizerToGguf(readJsonFile(join(TOKENIZER_DIR, "tokenizer.json")) as Record<string, unknown>, readJsonFile(join(TOKENIZER_DIR, "tokenizer_config.json")) as Record<string, unknown>, { pre: "qwen2", vocabSize: config.vocabSize });
-  const types = qwenGgufTypes(mix);
-  const tensors: GgufWriteTensor[] = tensorSpecs().map((t, i) => {
+  const types = qwenGgufTypes(mix, shape);
+  const tensors: GgufWriteTensor[] = tensorSpecs(shape).map((t, i) => {
     const n = t.shape.reduce((a, b) => a * b, 1);
     // Matrices ±0.05 (≈ N(0, 0.02)'s spread), embeddings ±0.5, norms 1 ± 0.1, biases ±0.1: finite activations through 24 layers.
     const values = t.matrix ? randomValues(n, i + 1, t.name === "token_embd.weight" ? 0.5 : 0.05) : t.name.includes("norm") ? randomValues(n, i + 1, 0.1, 1) : randomValues(n, i + 1, 0.1);

@@ -98,6 +98,7 @@ export async function runBench(args: BenchArgs): Promise<void> {
         quick: args.quick,
         ceilings: byFlavor[kernels]!,
         flavors,
+        kernelsGiven: args.kernels !== undefined || (process.env["KVFLASH_KERNELS"] ?? "") !== "",
         log: flavorLog,
         time: (fn, options) => measure(timeMeasurement(fn, options)),
         timeInterleaved: (fns, minTimeMs, minRounds) => measure(timeInterleavedMeasurement(fns, minTimeMs, minRounds)),

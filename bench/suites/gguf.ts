@@ -1,7 +1,10 @@
 /**
  * Suite `gguf`: kvflash against llama.cpp on the same GGUF file, the issue #12
  * contract. A Qwen2.5-0.5B-shaped file with random weights
- * (qwen-gguf-file.ts) at Q8_0 and at Q4_K_M; for each, a 512-token prefill
+ * (qwen-gguf-file.ts) at Q8_0 and at Q4_K_M, and the same architecture at
+ * hidden 1024 at Q4_K_M (`model` "qwen2-h1024": Q4_K and Q6_K throughout, as
+ * most Q4_K_M files are, where Qwen2.5-0.5B's falls back to Q5_0 and Q8_0);
+ * for each, a 512-token prefill
  * and 128 decode steps (argmax fed back), on 2 threads, kvflash in this
  * process (loadModel with --weights auto, f16 KV cache, through runRequest
  * as `kvflash generate`) and llama.cpp through its C API in a child process
@@ -26,7 +29,9 @@
  * #30): `cpu`, the CPU model and whether it has AVX-VNNI (harness.ts
  * cpuSummary), and `int8_dot`, kvflash's q8 / q4 integer dot and how its
  * relaxed dot lowers (int8DotSummary: "i16, relaxed dot saturating" on x64
- * without AVX-VNNI).
+ * without AVX-VNNI). Without --kernels (or $KVFLASH_KERNELS) a file whose
+ * K-quants hold most of its bytes runs on the flavor `kvflash serve` gives it
+ * (model/gguf/kquant-source.ts: relaxed on Node 22 too), and `kernels` names it.
  *
  * The roofline (decode-roofline.ts), on both engines' rows: a decode step
  * reads every weight once, so `decode_mb_per_token` is the weight bytes each
@@ -41,28 +46,33 @@
  */
 import { loadavg } from "node:os";
 import { readGgufHeader } from "../../src/sources/gguf/reader.js";
-import { type Runtime, createRuntime, loadModel } from "../../src/ops-entry.js";
+import { type Runtime, createRuntime, loadModel, resolveKernelFlavor } from "../../src/ops-entry.js";
 import type { GgufQuantMix } from "../../src/model/gguf/convert.js";
 import { measureReadBandwidth } from "../ceilings.js";
 import { decodeRoofline, ggufDecodeBytes } from "../decode-roofline.js";
 import { type Row, type Suite, cpuSummary, int8DotSummary, median } from "../harness.js";
 import { BENCH_CACHE, LlamaCppBench, alternateRuns, benchRuns, buildLlamaCppHarness, decodeMs, kvflashRun } from "../llamacpp-harness.js";
-import { qwenGgufFile, qwenGgufTypes } from "../qwen-gguf-file.js";
+import { type QwenGgufShape, qwenGgufFile, qwenGgufTypes } from "../qwen-gguf-file.js";
+import { kquantModelSource } from "../../src/model/gguf/kquant-source.js";
 
 const THREADS = 2;
-const MIXES: readonly GgufQuantMix[] = ["Q8_0", "Q4_K_M"];
+const FILES: readonly { shape: QwenGgufShape; mix: GgufQuantMix }[] = [
+  { shape: "qwen2.5-0.5b", mix: "Q8_0" },
+  { shape: "qwen2.5-0.5b", mix: "Q4_K_M" },
+  { shape: "qwen2-h1024", mix: "Q4_K_M" },
+];
 
 /** "Q5_0×96 Q6_K×24 …": the file's matrix types and how many tensors have each. */
-function typeCounts(mix: GgufQuantMix): string {
+function typeCounts(mix: GgufQuantMix, shape: QwenGgufShape): string {
   const counts = new Map<string, number>();
-  for (const t of qwenGgufTypes(mix).values()) if (t !== "F32") counts.set(t, (counts.get(t) ?? 0) + 1);
+  for (const t of qwenGgufTypes(mix, shape).values()) if (t !== "F32") counts.set(t, (counts.get(t) ?? 0) + 1);
   return [...counts].map(([t, n]) => `${t}×${n}`).join(" ");
 }
 
 export const gguf: Suite = {
   name: "gguf",
-  description: "Qwen2.5-0.5B-shaped GGUF (random weights) at Q8_0 and Q4_K_M: prefill 512 / decode 128 tok/s, kvflash against llama.cpp's C API, alternated run by run, 2 threads",
-  async run({ rt, quick, log }): Promise<Row[]> {
+  description: "Qwen2.5-0.5B-shaped GGUF (random weights) at Q8_0 and Q4_K_M, and at hidden 1024 at Q4_K_M: prefill 512 / decode 128 tok/s, kvflash against llama.cpp's C API, alternated run by run, 2 threads",
+  async run({ rt, quick, log, kernelsGiven }): Promise<Row[]> {
     const prompt = quick ? 64 : 512;
     const decode = quick ? 16 : 128;
     const reps = benchRuns(quick);
@@ -71,33 +81,38 @@ export const gguf: Suite = {
     const r = own ?? rt;
     const rows: Row[] = [];
     try {
-      for (const mix of MIXES) {
-        const file = qwenGgufFile(BENCH_CACHE, mix, log);
-        const km = loadModel(r, file, { weights: "auto", kvDtype: "f16", blockSize: 16, numBlocks: Math.ceil((prompt + decode + 1) / 16) + 1, maxBatchTokens: prompt, progress: false });
+      for (const { shape, mix } of FILES) {
+        const file = qwenGgufFile(BENCH_CACHE, mix, log, shape);
+        // The flavor serve would give this file (the K-quant hint), unless --kernels chose one.
+        const hinted = kernelsGiven !== true && kquantModelSource({ kind: "gguf", path: file }, "auto") && resolveKernelFlavor(undefined, true) !== r.kernels;
+        const fr = hinted ? await createRuntime({ threads: THREADS, kquantWeights: true }) : r;
+        if (hinted) log(`${shape} ${mix}: mostly K-quants, run on the ${fr.kernels} kernels as kvflash serve would`);
+        const km = loadModel(fr, file, { weights: "auto", kvDtype: "f16", blockSize: 16, numBlocks: Math.ceil((prompt + decode + 1) / 16) + 1, maxBatchTokens: prompt, progress: false });
         const cpp = await LlamaCppBench.start(harness, file, { threads: THREADS, prompt, decode });
         try {
           const ids = Array.from({ length: prompt }, (_, i) => (i * 2654435761) % km.config.vocabSize >>> 0);
           const run = (size = { prompt, decode }) => kvflashRun(km.runner, ids, size, prompt);
-          log(`${mix}: kvflash ${km.runner.weights.format} weights, llama.cpp ${harness.version} (flash_attn ${cpp.flashAttn}); warm-up runs…`);
+          log(`${shape} ${mix}: kvflash ${km.runner.weights.format} weights, llama.cpp ${harness.version} (flash_attn ${cpp.flashAttn}); warm-up runs…`);
           // Warm-up: every weight read once (pages in, caches, JIT), a short prompt and a few steps.
           const warm = { prompt: Math.min(prompt, 32), decode: Math.min(decode, 4) };
           await run(warm);
           await cpp.run(warm);
           const loadBefore = loadavg()[0]!;
-          const reads = [measureReadBandwidth(r, false, false).allThreads];
+          const reads = [measureReadBandwidth(fr, false, false).allThreads];
           const { kvflash: k, llamacpp: c } = await alternateRuns(run, cpp, { reps, prompt, decode }, (rep, kr, cr) => {
-            log(`${mix} run ${rep + 1}: prefill ${kr.prefillMs.toFixed(0)} ms kvflash, ${cr.prefillMs.toFixed(0)} ms llama.cpp; decode ${decodeMs(kr).toFixed(0)} ms kvflash, ${decodeMs(cr).toFixed(0)} ms llama.cpp`);
-            reads.push(measureReadBandwidth(r, false, false).allThreads);
+            log(`${shape} ${mix} run ${rep + 1}: prefill ${kr.prefillMs.toFixed(0)} ms kvflash, ${cr.prefillMs.toFixed(0)} ms llama.cpp; decode ${decodeMs(kr).toFixed(0)} ms kvflash, ${decodeMs(cr).toFixed(0)} ms llama.cpp`);
+            reads.push(measureReadBandwidth(fr, false, false).allThreads);
           });
           const readGbps = median(reads);
-          log(`${mix}: read bandwidth ${reads.map((g) => g.toFixed(1)).join(", ")} GB/s (before, then after each run)`);
+          log(`${shape} ${mix}: read bandwidth ${reads.map((g) => g.toFixed(1)).join(", ")} GB/s (before, then after each run)`);
           const load = (loadBefore + loadavg()[0]!) / 2;
-          const common = { cpu: cpuSummary(), int8_dot: int8DotSummary(r), quant: mix, threads: THREADS, prompt_tokens: prompt, decode_tokens: decode, runs: reps, file_types: typeCounts(mix), load_avg: load };
+          const common = { kernels: fr.kernels, model: shape, cpu: cpuSummary(), int8_dot: int8DotSummary(fr), quant: mix, threads: THREADS, prompt_tokens: prompt, decode_tokens: decode, runs: reps, file_types: typeCounts(mix, shape), load_avg: load };
           rows.push({ engine: "kvflash", ...common, weights: km.runner.weights.format, prefill_tok_s: k.prefill, decode_tok_s: k.decode, kvflash_over_llamacpp: k.decode / c.decode, kvflash_over_llamacpp_prefill: k.prefill / c.prefill, ...decodeRoofline({ bytesPerToken: km.runner.weights.bytesPerToken, decodeTokS: k.decode, readGbps }) });
           rows.push({ engine: "llama.cpp", ...common, weights: `native (node-llama-cpp ${harness.version}, flash_attn ${cpp.flashAttn})`, prefill_tok_s: c.prefill, decode_tok_s: c.decode, kvflash_over_llamacpp: null, kvflash_over_llamacpp_prefill: null, ...decodeRoofline({ bytesPerToken: ggufDecodeBytes(readGgufHeader(file).tensors), decodeTokS: c.decode, readGbps }) });
         } finally {
           await cpp.close();
           km.runner.dispose();
+          if (hinted) await fr.dispose();
         }
       }
     } finally {
