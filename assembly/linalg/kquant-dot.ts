@@ -497,24 +497,19 @@ export function widenQ6KQuad(w: usize, nsb: i32, dst: usize): void {
       const s01 = i8x16.shuffle(sc, sc, 0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3);
       const s23 = i8x16.shuffle(sc, sc, 4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7);
       const d = dst + (t << 7);
-      widenCodes(d, q6kCode(A, B, C, 0, low6), s01, s23, true, k32);
-      widenCodes(d + 32, q6kCode(A, B, C, 1, low6), s01, s23, true, k32);
-      widenCodes(d + 64, q6kCode(A, B, C, 2, low6), s01, s23, true, k32);
-      widenCodes(d + 96, q6kCode(A, B, C, 3, low6), s01, s23, true, k32);
+      widenCodes(d, q6kCode(A, B, C, 0, low6), s01, s23, k32);
+      widenCodes(d + 32, q6kCode(A, B, C, 1, low6), s01, s23, k32);
+      widenCodes(d + 64, q6kCode(A, B, C, 2, low6), s01, s23, k32);
+      widenCodes(d + 96, q6kCode(A, B, C, 3, low6), s01, s23, k32);
     }
     v128.store(dst, v128.load(w + Q6K_D), 2048);
   }
 }
 
-/** One column quad's codes q (u8, 4 rows × 4 columns) → sc·q, or sc·(q − 32) with k32 = i16x8.splat(32) (Q6_K), as int16 at d: rows 0-1 (scales s01), then rows 2-3 (s23). */
-@inline function widenCodes(d: usize, q: v128, s01: v128, s23: v128, minus32: bool, k32: v128): void {
-  let lo = i16x8.extend_low_i8x16_u(q), hi = i16x8.extend_high_i8x16_u(q);
-  if (minus32) {
-    lo = i16x8.sub(lo, k32);
-    hi = i16x8.sub(hi, k32);
-  }
-  v128.store(d, i16x8.mul(lo, s01));
-  v128.store(d, i16x8.mul(hi, s23), 16);
+/** One column quad's codes q (u8, 4 rows × 4 columns) → sc·(q − zero) as int16 at d (zero: i16x8 of Q6_K's 32, or 0): rows 0-1 (scales s01), then rows 2-3 (s23). */
+@inline function widenCodes(d: usize, q: v128, s01: v128, s23: v128, zero: v128): void {
+  v128.store(d, i16x8.mul(i16x8.sub(i16x8.extend_low_i8x16_u(q), zero), s01));
+  v128.store(d, i16x8.mul(i16x8.sub(i16x8.extend_high_i8x16_u(q), zero), s23), 16);
 }
 
 /**
@@ -533,7 +528,7 @@ export const TILE_Q45_K_I16: i32 = 2208;
  * as gemmQ4K's / gemmQ5K's Σ sc·Σ q·x.
  */
 export function widenQ45KQuad(five: bool, w: usize, nsb: i32, dst: usize): void {
-  const low4 = maskLow4(), bit4 = maskBit4();
+  const low4 = maskLow4(), bit4 = maskBit4(), k0 = i16x8.splat(0);
   const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
   for (let b = 0; b < nsb; b++, w += tile, dst += TILE_Q45_K_I16) {
     for (let s: usize = 0; s < 8; s++) {
@@ -549,8 +544,8 @@ export function widenQ45KQuad(five: bool, w: usize, nsb: i32, dst: usize): void 
         const v = v128.load(c + j);
         const d = dst + (((s << 3) + (j >> 3)) << 5);
         const jj = <i32>(j >> 4);
-        widenCodes(d, q45Codes(five, v, H, jj, false, low4, bit4), s01, s23, false, s01);
-        widenCodes(d + 32, q45Codes(five, v, H, jj, true, low4, bit4), s01, s23, false, s01);
+        widenCodes(d, q45Codes(five, v, H, jj, false, low4, bit4), s01, s23, k0);
+        widenCodes(d + 32, q45Codes(five, v, H, jj, true, low4, bit4), s01, s23, k0);
       }
     }
     v128.store(dst, v128.load(w + <usize>(five ? Q5K_D : Q4K_D)), 2048);

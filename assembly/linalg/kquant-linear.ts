@@ -33,7 +33,7 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
   scratchStride: i32;
   /** 1: Q2_K … Q6_K through their int16-pair sums (kquant-dot.ts gemvQ4KPairs), where the relaxed dot lowers "saturating"; same sums. */
   pairs: i32;
-  /** Bytes of a widened superblock (TILE_Q45_K_I16 / TILE_Q6_K_I16): from WIDEN_KQUANT_TOKENS tokens Q4_K, Q5_K, Q6_K run on codes widened to int16 (the runtime's kquantWide); 0: never. */
+  /** Bytes of a widened superblock (TILE_Q45_K_I16 / TILE_Q6_K_I16): Q4_K, Q5_K, Q6_K run on codes widened to int16 (src/ops/kquant-linear.ts decides: the runtime's kquantWide, from WIDEN_KQUANT_TOKENS tokens); 0: on the codes as stored. */
   wide: i32;
 }
 
@@ -52,14 +52,6 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
   if (n > 2) store<f32>(p, bias ? r2 + load<f32>(b, 8) : r2, 8);
 }
 
-/**
- * From this many tokens (where the runtime asks, args.wide) each Q4_K, Q5_K
- * and Q6_K quad is widened to int16 codes (sc·q; Q6_K sc·(q − 32)) in the
- * thread's scratch (past its first 128 bytes), and gemmQ45KWide / gemmQ6KWide
- * run on them: one decode of the quad for all its 4-token tiles.
- */
-const WIDEN_KQUANT_TOKENS: i32 = 8;
-
 @inline function kquantLinear(format: i32, item: i32, tid: i32, args: usize): void {
   const a = changetype<KquantLinearArgs>(args);
   const q0 = load<i32>(a.itemStarts + (<usize>item << 2));
@@ -72,8 +64,10 @@ const WIDEN_KQUANT_TOKENS: i32 = 8;
     const w = a.w + <usize>q * quadBytes;
     const row0 = q * QUAD;
     let t = 0;
-    // Q4_K, Q5_K, Q6_K from WIDEN_KQUANT_TOKENS tokens: the quad widened once (kquant-dot.ts widenQ45KQuad, widenQ6KQuad).
-    const wide = a.wide && (format == FMT_Q4_K || format == FMT_Q5_K || format == FMT_Q6_K) && a.tokens >= WIDEN_KQUANT_TOKENS ? res + 128 : 0;
+    // Where the caller asks (args.wide), Q4_K, Q5_K and Q6_K quads are widened once to int16 codes (sc·q; Q6_K sc·(q − 32),
+    // kquant-dot.ts widenQ45KQuad, widenQ6KQuad) in the thread's scratch past its first 128 bytes, and every 4-token tile
+    // runs on them (the format test folds away in the other formats' tasks).
+    const wide = a.wide && (format == FMT_Q4_K || format == FMT_Q5_K || format == FMT_Q6_K) ? res + 128 : 0;
     if (wide && format == FMT_Q6_K) widenQ6KQuad(w, a.nsb, wide);
     else if (wide) widenQ45KQuad(format == FMT_Q5_K, w, a.nsb, wide);
     for (; t + 4 <= a.tokens; t += 4) {

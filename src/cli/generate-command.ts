@@ -23,7 +23,7 @@ import { checkModelDirArg } from "./model-dir-arg.js";
 import { type DraftModelProposer, createDraftProposer } from "../engine/draft-model-proposer.js";
 import { asFlagError } from "./load-flags.js";
 import { type LoadConfig, resolveLoadConfig } from "../model/load-settings.js";
-import { kquantModelSource } from "../model/gguf/kquant-source.js";
+import { modelRuntimeOptions } from "../model/gguf/kquant-source.js";
 
 /** Default --max-tokens when generation_config.json has no max_new_tokens. */
 const DEFAULT_MAX_TOKENS = 128;
@@ -48,7 +48,7 @@ async function withModel<T>(args: ModelArgs, run: (model: CommandModel, rt: Runt
   // --model becomes a typed source before the runtime starts (downloading if need be).
   const source: ModelSource = args.model === undefined ? { kind: "dir", path: defaultModelDir() } : (await resolveModelArg(args.model, args.revision, say)).source;
   checkModelDirArg(source);
-  const rt = await createRuntime({ ...(load.threads === undefined ? {} : { threads: load.threads }), ...(load.kernels === undefined ? {} : { kernels: load.kernels }), kquantWeights: kquantModelSource(source, load.weights) }).catch((e: unknown) => {
+  const rt = await createRuntime(modelRuntimeOptions(load, source)).catch((e: unknown) => {
     throw asFlagError(e);
   });
   try {

@@ -35,7 +35,7 @@ import type { SyncModelRunner } from "../model/model-runner.js";
 import type { EngineWorkerConfig, FromWorker, ToWorker } from "./protocol.js";
 import type { EmbedEngine } from "./embed-engine.js";
 import { EMBEDDING_MODEL_MESSAGE, loadEmbedEngine } from "./embed-worker.js";
-import { kquantModelSource } from "../model/gguf/kquant-source.js";
+import { modelRuntimeOptions } from "../model/gguf/kquant-source.js";
 
 const port = parentPort;
 if (port === null) throw new Error("engine-worker.js must run in a worker thread (EngineClient.start starts it)");
@@ -216,8 +216,7 @@ async function loadDraft(load: ModelLoaderModule["loadEngineModel"], options: Mo
 
 async function load(): Promise<void> {
   const start = performance.now();
-  const { threads, kernels } = config.load;
-  rt = await createRuntime({ ...(threads === undefined ? {} : { threads }), ...(kernels === undefined ? {} : { kernels }), kquantWeights: kquantModelSource(config.load.source, config.load.weights) });
+  rt = await createRuntime(modelRuntimeOptions(config.load, config.load.source));
   let lastPost = 0;
   const onProgress = (p: LoadProgressInfo): void => {
     const now = performance.now();

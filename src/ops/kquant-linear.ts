@@ -21,7 +21,7 @@ import { opsWorkspace } from "./workspace.js";
 
 const align64 = (n: number): number => Math.ceil(n / 64) * 64;
 
-/** From this many tokens Q4_K, Q5_K and Q6_K widen each quad (the Runtime's kquantWide) in thread scratch (assembly/linalg/kquant-linear.ts WIDEN_KQUANT_TOKENS). */
+/** From this many tokens Q4_K, Q5_K and Q6_K widen each quad once in thread scratch (the Runtime's kquantWide; assembly/linalg/kquant-linear.ts args.wide): one decode of a quad for all its 4-token tiles. */
 const WIDEN_KQUANT_TOKENS = 8;
 /** Bytes of one widened superblock (assembly/linalg/kquant-dot.ts): Q6_K's int16 codes sc·(q − 32) and d (TILE_Q6_K_I16); Q4_K's and Q5_K's sc·q, d, dmin and mins (TILE_Q45_K_I16). */
 const WIDE_TILE_BYTES: Partial<Record<Weight["format"], number>> = { q6_k: 2064, q4_k: 2208, q5_k: 2208 };

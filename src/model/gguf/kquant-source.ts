@@ -1,12 +1,19 @@
 /**
  * Whether a model keeps K-quant matrices natively, asked before its runtime
  * starts: the default kernel flavor weighs it (RuntimeOptions.kquantWeights,
- * runtime/module.ts relaxedPreferred).
+ * runtime/module.ts relaxedPreferred); modelRuntimeOptions gives `kvflash
+ * serve` and `generate` their runtime's options with it.
  */
 import { isKquantFormat } from "../../ops/weight.js";
+import type { RuntimeOptions } from "../../runtime/runtime.js";
 import { readGgufHeader } from "../../sources/gguf/reader.js";
 import type { ModelSource } from "../../sources/model-source.js";
-import { LOAD_DEFAULTS } from "../load-settings.js";
+import { LOAD_DEFAULTS, type LoadSettings } from "../load-settings.js";
+
+/** The options a model's runtime starts with: threads and kernels as the load settings give them, and the K-quant hint of its file. */
+export function modelRuntimeOptions(load: Pick<LoadSettings, "threads" | "kernels" | "weights">, source: ModelSource): RuntimeOptions {
+  return { ...(load.threads === undefined ? {} : { threads: load.threads }), ...(load.kernels === undefined ? {} : { kernels: load.kernels }), kquantWeights: kquantModelSource(source, load.weights) };
+}
 
 /**
  * True for a GGUF file whose Q2_K … Q6_K and IQ4_XS tensors hold more than half
