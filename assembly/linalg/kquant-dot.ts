@@ -26,8 +26,10 @@
 // dots in int16 (dotI8U7Pairs: one pmaddubsw each) and widen once per 8 dots
 // (Q4_K: |lane| ≤ 8 · 2 · 15 · 128 = 30720 < 2^15), per 4 (Q5_K: 4 · 2 · 31
 // · 128 = 31744) or per 2 (Q6_K: 2 · 2 · 63 · 128 = 32256), where each
-// dotI8U7 there would be five instructions. Q2_K and Q3_K (codes ≤ 7) do
-// the same per 4 dots (lowSum16: ≤ 7168).
+// dotI8U7 there would be five instructions. Q4_K, Q5_K and Q6_K widen and scale in
+// one pmaddwd against the rows' doubled sub-block scales and take their mins
+// or −32 offset once per superblock (gemvQ45KScaledPairs, gemvQ6KScaledPairs).
+// Q2_K and Q3_K (codes ≤ 7) do the same per 4 dots (lowSum16: ≤ 7168).
 // Baseline (SIMD128 has no int8 dot): the int16 activation codes
 // (kquant-activation.ts XSHIFT) against the weight bytes widened to int16,
 // i32x4.dot_i16x8_s into two accumulators of unreduced column-pair sums (rows
@@ -149,19 +151,8 @@ const MASKS: usize = memory.data<u8>([
 // from its sub-block's bit plane and keeps its other fields 128 bytes higher.
 
 /** Exact row sums of sub-block c (4 rows × 32 codes, 64 bytes; Q5_K bit plane at hp) · one token's 32 activation codes at x. */
-@inline function q45kSub(five: bool, pairs: bool, c: usize, hp: usize, x: usize, low4: v128, bit4: v128): v128 {
+@inline function q45kSub(five: bool, c: usize, hp: usize, x: usize, low4: v128, bit4: v128): v128 {
   const H = five ? v128.load(hp) : i32x4.splat(0);
-  if (RELAXED && pairs) {
-    // Low and high code vectors in their own int16 sums (4 dots each); Q4_K may add the two in int16 (8 dots).
-    let p0 = i16x8.splat(0), p1 = i16x8.splat(0);
-    for (let j: usize = 0; j < 64; j += 16) {
-      const v = v128.load(c + j);
-      const jj = <i32>(j >> 4);
-      p0 = i16x8.add(p0, dotI8U7Pairs(xs4(x, j >> 1), q45Codes(five, v, H, jj, false, low4, bit4)));
-      p1 = i16x8.add(p1, dotI8U7Pairs(xs4(x, (j >> 1) + 4), q45Codes(five, v, H, jj, true, low4, bit4)));
-    }
-    return five ? i32x4.add(i32x4.extadd_pairwise_i16x8_s(p0), i32x4.extadd_pairwise_i16x8_s(p1)) : i32x4.extadd_pairwise_i16x8_s(i16x8.add(p0, p1));
-  }
   if (RELAXED) {
     let s0 = i32x4.splat(0), s1 = i32x4.splat(0);
     for (let j: usize = 0; j < 64; j += 16) {
@@ -186,39 +177,10 @@ const MASKS: usize = memory.data<u8>([
   return reducePairs(a, b);
 }
 
-/** Row sums of a sub-block's low (lo) and high (hi) int16 pair sums: Q4_K adds them in int16 (8 dots ≤ 30720), Q5_K widens each first. */
-@inline function pairSum(five: bool, lo: v128, hi: v128): v128 {
-  return five ? i32x4.add(i32x4.extadd_pairwise_i16x8_s(lo), i32x4.extadd_pairwise_i16x8_s(hi)) : i32x4.extadd_pairwise_i16x8_s(i16x8.add(lo, hi));
-}
-
 /** q45kSub for 4 tokens (x + t·xStride) at once, each weight vector decoded once; row sums to out[0..64) as [token][row]. */
-@inline function q45kSub4(five: bool, pairs: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize, low4: v128, bit4: v128): void {
+@inline function q45kSub4(five: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize, low4: v128, bit4: v128): void {
   const x1 = x + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const H = five ? v128.load(hp) : i32x4.splat(0);
-  if (RELAXED && pairs) {
-    // Per token, low and high code vectors in their own int16 sums (4 dots each), as q45kSub.
-    let p0 = i16x8.splat(0), p1 = i16x8.splat(0), p2 = i16x8.splat(0), p3 = i16x8.splat(0);
-    let h0 = i16x8.splat(0), h1 = i16x8.splat(0), h2 = i16x8.splat(0), h3 = i16x8.splat(0);
-    for (let j: usize = 0; j < 64; j += 16) {
-      const v = v128.load(c + j);
-      const jj = <i32>(j >> 4);
-      const lo = q45Codes(five, v, H, jj, false, low4, bit4), hi = q45Codes(five, v, H, jj, true, low4, bit4);
-      const o = j >> 1;
-      p0 = i16x8.add(p0, dotI8U7Pairs(xs4(x, o), lo));
-      p1 = i16x8.add(p1, dotI8U7Pairs(xs4(x1, o), lo));
-      p2 = i16x8.add(p2, dotI8U7Pairs(xs4(x2, o), lo));
-      p3 = i16x8.add(p3, dotI8U7Pairs(xs4(x3, o), lo));
-      h0 = i16x8.add(h0, dotI8U7Pairs(xs4(x, o + 4), hi));
-      h1 = i16x8.add(h1, dotI8U7Pairs(xs4(x1, o + 4), hi));
-      h2 = i16x8.add(h2, dotI8U7Pairs(xs4(x2, o + 4), hi));
-      h3 = i16x8.add(h3, dotI8U7Pairs(xs4(x3, o + 4), hi));
-    }
-    v128.store(out, pairSum(five, p0, h0), 0);
-    v128.store(out, pairSum(five, p1, h1), 16);
-    v128.store(out, pairSum(five, p2, h2), 32);
-    v128.store(out, pairSum(five, p3, h3), 48);
-    return;
-  }
   if (RELAXED) {
     let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
     for (let j: usize = 0; j < 64; j += 16) {
@@ -270,7 +232,7 @@ const MASKS: usize = memory.data<u8>([
 }
 
 /** One quad's superblocks · one token's codes xq, scales xd, sums xsum. */
-@inline function gemvQ45K(five: bool, pairs: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+@inline function gemvQ45K(five: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   const low4 = maskLow4(), bit4 = maskBit4();
   let acc = f32x4.splat(0);
   const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
@@ -278,7 +240,7 @@ const MASKS: usize = memory.data<u8>([
     let tot = i32x4.splat(0), mins = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
       const sm = q4kScaleMins(five, w, s);
-      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, pairs, w + <usize>q45kCodeOffset(five, <i32>s), w + <usize>q5kHighOffset(<i32>s), xq + (s << (5 + XSHIFT)), low4, bit4), i32x4.extend_low_i16x8_u(sm)));
+      tot = i32x4.add(tot, i32x4.mul(q45kSub(five, w + <usize>q45kCodeOffset(five, <i32>s), w + <usize>q5kHighOffset(<i32>s), xq + (s << (5 + XSHIFT)), low4, bit4), i32x4.extend_low_i16x8_u(sm)));
       mins = i32x4.add(mins, i32x4.mul(i32x4.extend_high_i16x8_u(sm), bsum32(xsum, s)));
     }
     acc = q4kAccumulate(five, w, tot, mins, load<f32>(xd), acc);
@@ -290,7 +252,7 @@ const MASKS: usize = memory.data<u8>([
  * One quad · 4 tokens (token t: xq + t·xStride, xd + t·dStride, xsum + t·sStride) → res [4 tokens][4 rows] f32;
  * res[64..128) is scratch for the sub-block sums.
  */
-@inline function gemmQ45K(five: bool, pairs: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+@inline function gemmQ45K(five: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const low4 = maskLow4(), bit4 = maskBit4();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   const sums = res + 64;
@@ -299,7 +261,7 @@ const MASKS: usize = memory.data<u8>([
     let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
     let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
-      q45kSub4(five, pairs, w + <usize>q45kCodeOffset(five, <i32>s), w + <usize>q5kHighOffset(<i32>s), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
+      q45kSub4(five, w + <usize>q45kCodeOffset(five, <i32>s), w + <usize>q5kHighOffset(<i32>s), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
       const sm = q4kScaleMins(five, w, s);
       const sc = i32x4.extend_low_i16x8_u(sm), mn = i32x4.extend_high_i16x8_u(sm);
       t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));
@@ -322,40 +284,171 @@ const MASKS: usize = memory.data<u8>([
   v128.store(res, a3, 48);
 }
 
+// Q4_K and Q5_K on the relaxed flavor's int16 pairs (gemv<F>Pairs, gemm<F>Pairs):
+// a sub-block's pair dots summed in int16 (Q4_K all 8: |lane| ≤ 8 · 2 · 15 · 127
+// = 30480; Q5_K each half's 4: 4 · 2 · 31 · 127 = 31496), then weighted by its
+// scales with one i32x4.dot_i16x8_s against the 4 rows' scales each doubled
+// (lanes 2r, 2r + 1 = sc_r: pmaddwd adds row r's two pair lanes and scales them
+// at once), where q45kSub widens and multiplies (extadd, pmulld). The mins term
+// Σ_s m_s · bsum_s takes four pmaddwd per superblock (q4kMinsDot) instead of one
+// broadcast and pmulld per sub-block. The same exact int32 sums as gemvQ45K, so
+// the outputs are bit-identical.
+
+/** Sub-block s's scales, each doubled: i16x8 [sc0, sc0, sc1, sc1, sc2, sc2, sc3, sc3] (punpcklwd). */
+@inline function q4kScalesDoubled(five: bool, w: usize, s: usize): v128 {
+  const sm = q4kScaleMins(five, w, s);
+  return i16x8.shuffle(sm, sm, 0, 8, 1, 9, 2, 10, 3, 11);
+}
+
+/** The mins of sub-blocks s and s + 1 interleaved: i16x8 [m_s r0, m_s+1 r0, m_s r1, …, m_s+1 r3] (punpckhwd). */
+@inline function q4kMinsPair(five: bool, w: usize, s: usize): v128 {
+  return i16x8.shuffle(q4kScaleMins(five, w, s), q4kScaleMins(five, w, s + 1), 4, 12, 5, 13, 6, 14, 7, 15);
+}
+
+/**
+ * Σ_s m_s · bsum_s (lanes = rows) for one token's superblock sums xs (i32 [16] per 16 codes):
+ * the per-32 sums (|·| ≤ 32 · 127) narrowed to int16, each pair splat against
+ * q4kMinsPair (mp0 … mp3 for s = 0, 2, 4, 6).
+ */
+@inline function q4kMinsDot(xs: usize, mp0: v128, mp1: v128, mp2: v128, mp3: v128): v128 {
+  const v0 = v128.load(xs), v1 = v128.load(xs, 16), v2 = v128.load(xs, 32), v3 = v128.load(xs, 48);
+  const b03 = i32x4.add(i32x4.shuffle(v0, v1, 0, 2, 4, 6), i32x4.shuffle(v0, v1, 1, 3, 5, 7));
+  const b47 = i32x4.add(i32x4.shuffle(v2, v3, 0, 2, 4, 6), i32x4.shuffle(v2, v3, 1, 3, 5, 7));
+  const b = i16x8.narrow_i32x4_s(b03, b47);
+  const m = i32x4.add(i32x4.dot_i16x8_s(mp0, pairSplat(b, 0)), i32x4.dot_i16x8_s(mp1, pairSplat(b, 1)));
+  return i32x4.add(m, i32x4.add(i32x4.dot_i16x8_s(mp2, pairSplat(b, 2)), i32x4.dot_i16x8_s(mp3, pairSplat(b, 3))));
+}
+
+/** The superblock's float step with its mins taken by q4kMinsDot from the token's sums xs. */
+@inline function q4kScaledAccumulate(five: bool, w: usize, tot: v128, xs: usize, dx: f32, acc: v128): v128 {
+  const mins = q4kMinsDot(xs, q4kMinsPair(five, w, 0), q4kMinsPair(five, w, 2), q4kMinsPair(five, w, 4), q4kMinsPair(five, w, 6));
+  return q4kAccumulate(five, w, tot, mins, dx, acc);
+}
+
+/** Lane k of the int16 vector b (a pair of int16 as one i32) splat: [b_2k, b_2k+1] four times. */
+@inline function pairSplat(b: v128, k: i32): v128 {
+  if (k == 0) return i32x4.shuffle(b, b, 0, 0, 0, 0);
+  if (k == 1) return i32x4.shuffle(b, b, 1, 1, 1, 1);
+  if (k == 2) return i32x4.shuffle(b, b, 2, 2, 2, 2);
+  return i32x4.shuffle(b, b, 3, 3, 3, 3);
+}
+
+/** One token's 4 pair dots over code vectors j0 / 16 and j0 / 16 + 1 of sub-block c (Q5_K: bit plane H) in int16, lanes 2r, 2r + 1 = row r. */
+@inline function q45kHalfPairs(five: bool, c: usize, H: v128, x: usize, j0: usize, low4: v128, bit4: v128): v128 {
+  let p = i16x8.splat(0);
+  for (let j: usize = j0; j < j0 + 32; j += 16) {
+    const v = v128.load(c + j);
+    const jj = <i32>(j >> 4);
+    p = i16x8.add(p, dotI8U7Pairs(xs4(x, j >> 1), q45Codes(five, v, H, jj, false, low4, bit4)));
+    p = i16x8.add(p, dotI8U7Pairs(xs4(x, (j >> 1) + 4), q45Codes(five, v, H, jj, true, low4, bit4)));
+  }
+  return p;
+}
+
+@inline function gemvQ45KScaledPairs(five: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  const low4 = maskLow4(), bit4 = maskBit4();
+  let acc = f32x4.splat(0);
+  const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
+  for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
+    let tot = i32x4.splat(0);
+    for (let s: usize = 0; s < 8; s++) {
+      const c = w + <usize>q45kCodeOffset(five, <i32>s), x = xq + (s << 5);
+      const H = five ? v128.load(w + <usize>q5kHighOffset(<i32>s)) : i32x4.splat(0);
+      const pa = q45kHalfPairs(five, c, H, x, 0, low4, bit4), pb = q45kHalfPairs(five, c, H, x, 32, low4, bit4);
+      const scd = q4kScalesDoubled(five, w, s);
+      tot = i32x4.add(tot, five ? i32x4.add(i32x4.dot_i16x8_s(pa, scd), i32x4.dot_i16x8_s(pb, scd)) : i32x4.dot_i16x8_s(i16x8.add(pa, pb), scd));
+    }
+    acc = q4kScaledAccumulate(five, w, tot, xsum, load<f32>(xd), acc);
+  }
+  return acc;
+}
+
+/** gemmQ45K's pairs path: 4 tokens, each weight vector's codes taken once for all of them. */
+@inline function gemmQ45KScaledPairs(five: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  const low4 = maskLow4(), bit4 = maskBit4();
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
+  for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
+    let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
+    for (let s: usize = 0; s < 8; s++) {
+      const c = w + <usize>q45kCodeOffset(five, <i32>s);
+      const H = five ? v128.load(w + <usize>q5kHighOffset(<i32>s)) : i32x4.splat(0);
+      const x0 = xq + (s << 5), x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+      const scd = q4kScalesDoubled(five, w, s);
+      let p0 = i16x8.splat(0), p1 = i16x8.splat(0), p2 = i16x8.splat(0), p3 = i16x8.splat(0);
+      for (let j: usize = 0; j < 64; j += 16) {
+        const v = v128.load(c + j);
+        const jj = <i32>(j >> 4);
+        const lo = q45Codes(five, v, H, jj, false, low4, bit4), hi = q45Codes(five, v, H, jj, true, low4, bit4);
+        const o = j >> 1;
+        p0 = i16x8.add(p0, dotI8U7Pairs(xs4(x0, o), lo));
+        p1 = i16x8.add(p1, dotI8U7Pairs(xs4(x1, o), lo));
+        p2 = i16x8.add(p2, dotI8U7Pairs(xs4(x2, o), lo));
+        p3 = i16x8.add(p3, dotI8U7Pairs(xs4(x3, o), lo));
+        p0 = i16x8.add(p0, dotI8U7Pairs(xs4(x0, o + 4), hi));
+        p1 = i16x8.add(p1, dotI8U7Pairs(xs4(x1, o + 4), hi));
+        p2 = i16x8.add(p2, dotI8U7Pairs(xs4(x2, o + 4), hi));
+        p3 = i16x8.add(p3, dotI8U7Pairs(xs4(x3, o + 4), hi));
+        if (five ? (j & 16) != 0 : j == 48) {
+          // Q5_K: each half's 4 dots; Q4_K: all 8.
+          t0 = i32x4.add(t0, i32x4.dot_i16x8_s(p0, scd));
+          t1 = i32x4.add(t1, i32x4.dot_i16x8_s(p1, scd));
+          t2 = i32x4.add(t2, i32x4.dot_i16x8_s(p2, scd));
+          t3 = i32x4.add(t3, i32x4.dot_i16x8_s(p3, scd));
+          p0 = i16x8.splat(0);
+          p1 = i16x8.splat(0);
+          p2 = i16x8.splat(0);
+          p3 = i16x8.splat(0);
+        }
+      }
+    }
+    a0 = q4kScaledAccumulate(five, w, t0, xsum, load<f32>(xd), a0);
+    a1 = q4kScaledAccumulate(five, w, t1, xsum + sStride, load<f32>(xd + dStride), a1);
+    a2 = q4kScaledAccumulate(five, w, t2, xsum + 2 * sStride, load<f32>(xd + 2 * dStride), a2);
+    a3 = q4kScaledAccumulate(five, w, t3, xsum + 3 * sStride, load<f32>(xd + 3 * dStride), a3);
+  }
+  v128.store(res, a0, 0);
+  v128.store(res, a1, 16);
+  v128.store(res, a2, 32);
+  v128.store(res, a3, 48);
+}
+
 export function gemvQ4K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvQ45K(false, false, w, xq, xd, xsum, nsb);
+  return gemvQ45K(false, w, xq, xd, xsum, nsb);
 }
 
 /** gemvQ4K with the sub-block sums in int16 pairs (relaxed flavor, "saturating" lowering); the same exact sums. */
 export function gemvQ4KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvQ45K(false, true, w, xq, xd, xsum, nsb);
+  return RELAXED ? gemvQ45KScaledPairs(false, w, xq, xd, xsum, nsb) : gemvQ4K(w, xq, xd, xsum, nsb);
 }
 
 export function gemvQ5K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvQ45K(true, false, w, xq, xd, xsum, nsb);
+  return gemvQ45K(true, w, xq, xd, xsum, nsb);
 }
 
 /** gemvQ5K with int16 pair sums, as gemvQ4KPairs. */
 export function gemvQ5KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvQ45K(true, true, w, xq, xd, xsum, nsb);
+  return RELAXED ? gemvQ45KScaledPairs(true, w, xq, xd, xsum, nsb) : gemvQ5K(w, xq, xd, xsum, nsb);
 }
 
 export function gemmQ4K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmQ45K(false, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmQ45K(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 /** gemmQ4K with the sub-block sums in int16 pairs, as gemvQ4KPairs. */
 export function gemmQ4KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmQ45K(false, true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  if (RELAXED) gemmQ45KScaledPairs(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  else gemmQ4K(w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 export function gemmQ5K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmQ45K(true, false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmQ45K(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 /** gemmQ5K with int16 pair sums, as gemvQ4KPairs. */
 export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmQ45K(true, true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  if (RELAXED) gemmQ45KScaledPairs(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  else gemmQ5K(w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 // ---- Q6_K ----------------------------------------------------------------------
@@ -375,13 +468,8 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 }
 
 /** Σ q·xq − 32·bsum (lanes = rows) over the 16 columns of the sub-block at c, for the token codes at x (those 16 columns). */
-@inline function q6kSum16(pairs: bool, c: usize, x: usize, bsum: i32, low6: v128): v128 {
+@inline function q6kSum16(c: usize, x: usize, bsum: i32, low6: v128): v128 {
   const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32);
-  if (RELAXED && pairs) {
-    const p0 = i16x8.add(dotI8U7Pairs(xs4(x, 0), q6kCode(A, B, C, 0, low6)), dotI8U7Pairs(xs4(x, 4), q6kCode(A, B, C, 1, low6)));
-    const p1 = i16x8.add(dotI8U7Pairs(xs4(x, 8), q6kCode(A, B, C, 2, low6)), dotI8U7Pairs(xs4(x, 12), q6kCode(A, B, C, 3, low6)));
-    return i32x4.sub(i32x4.add(i32x4.extadd_pairwise_i16x8_s(p0), i32x4.extadd_pairwise_i16x8_s(p1)), i32x4.splat(bsum << 5));
-  }
   if (RELAXED) {
     let s0 = dotI8U7(xs4(x, 0), q6kCode(A, B, C, 0, low6), i32x4.splat(0));
     let s1 = dotI8U7(xs4(x, 4), q6kCode(A, B, C, 1, low6), i32x4.splat(0));
@@ -421,7 +509,7 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
   return t << (4 + XSHIFT);
 }
 
-@inline function gemvQ6KWith(pairs: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+@inline function gemvQ6KWith(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   const low6 = maskLow6();
   let acc = f32x4.splat(0);
   for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
@@ -429,20 +517,105 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
     for (let t: usize = 0; t < 16; t += 2) {
       const sc = q6kScalePair(w, t);
       const s = xsum + (t << 2);
-      tot = i32x4.add(tot, i32x4.mul(q6kSum16(pairs, w + q6kSub(t), xq + q6kX(t), load<i32>(s), low6), i32x4.extend_low_i16x8_s(sc)));
-      tot = i32x4.add(tot, i32x4.mul(q6kSum16(pairs, w + q6kSub(t + 1), xq + q6kX(t + 1), load<i32>(s, 4), low6), i32x4.extend_high_i16x8_s(sc)));
+      tot = i32x4.add(tot, i32x4.mul(q6kSum16(w + q6kSub(t), xq + q6kX(t), load<i32>(s), low6), i32x4.extend_low_i16x8_s(sc)));
+      tot = i32x4.add(tot, i32x4.mul(q6kSum16(w + q6kSub(t + 1), xq + q6kX(t + 1), load<i32>(s, 4), low6), i32x4.extend_high_i16x8_s(sc)));
     }
     acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + Q6K_D), f32x4.splat(load<f32>(xd))), acc);
   }
   return acc;
 }
 
-/** tot + sub-block t's sums for one token (codes x, sums s) weighted by its scales sc. */
-@inline function q6kAddSub(pairs: bool, tot: v128, c: usize, x: usize, s: usize, sc: v128, low6: v128): v128 {
-  return i32x4.add(tot, i32x4.mul(q6kSum16(pairs, c, x, load<i32>(s), low6), sc));
+// Q6_K on the relaxed flavor's int16 pairs (gemvQ6KPairs, gemmQ6KPairs), as Q4_K
+// above: a sub-block's two int16 pair sums (codes 0-1 and 2-3, each |lane| ≤ 2 · 2
+// · 63 · 127 = 32004) weighted by one i32x4.dot_i16x8_s each against the rows'
+// doubled scales, and the −32 offset out of the sub-block loop: per superblock
+//   Σ_t sc_t · (Σ q·xq − 32·bsum_t) = Σ_t sc_t · Σ q·xq − 32 · Σ_t sc_t · bsum_t,
+// the last sum in eight pmaddwd (q6kBiasDot). The same exact int32 total.
+
+/** Sub-block t's (lo) or t + 1's (!lo) scales of a q6kScalePair, each doubled: i16x8 [sc_r0, sc_r0, …, sc_r3, sc_r3]. */
+@inline function q6kScalesDoubled(sp: v128, lo: bool): v128 {
+  return lo ? i16x8.shuffle(sp, sp, 0, 0, 1, 1, 2, 2, 3, 3) : i16x8.shuffle(sp, sp, 4, 4, 5, 5, 6, 6, 7, 7);
 }
 
-@inline function gemmQ6KWith(pairs: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+/** One token's Σ q·xq over Q6_K sub-block c (16 columns × 4 rows), weighted by sd = q6kScalesDoubled: i32x4, lanes = rows. */
+@inline function q6kScaledSum16(c: usize, x: usize, sd: v128, low6: v128): v128 {
+  const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32);
+  const p0 = i16x8.add(dotI8U7Pairs(xs4(x, 0), q6kCode(A, B, C, 0, low6)), dotI8U7Pairs(xs4(x, 4), q6kCode(A, B, C, 1, low6)));
+  const p1 = i16x8.add(dotI8U7Pairs(xs4(x, 8), q6kCode(A, B, C, 2, low6)), dotI8U7Pairs(xs4(x, 12), q6kCode(A, B, C, 3, low6)));
+  return i32x4.add(i32x4.dot_i16x8_s(p0, sd), i32x4.dot_i16x8_s(p1, sd));
+}
+
+/** Sub-blocks t and t + 1's scales interleaved: i16x8 [sc_t r0, sc_t+1 r0, sc_t r1, …, sc_t+1 r3]. */
+@inline function q6kScalesInterleaved(w: usize, t: usize): v128 {
+  const sp = q6kScalePair(w, t);
+  return i16x8.shuffle(sp, sp, 0, 4, 1, 5, 2, 6, 3, 7);
+}
+
+/** Σ_t sc_t · bsum_t (lanes = rows) for one token's superblock sums xs (i32 [16], |·| ≤ 16 · 127, narrowed to int16). */
+@inline function q6kBiasDot(w: usize, xs: usize): v128 {
+  const lo = i16x8.narrow_i32x4_s(v128.load(xs), v128.load(xs, 16)), hi = i16x8.narrow_i32x4_s(v128.load(xs, 32), v128.load(xs, 48));
+  let m = i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 0), pairSplat(lo, 0));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 2), pairSplat(lo, 1)));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 4), pairSplat(lo, 2)));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 6), pairSplat(lo, 3)));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 8), pairSplat(hi, 0)));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 10), pairSplat(hi, 1)));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 12), pairSplat(hi, 2)));
+  return i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 14), pairSplat(hi, 3)));
+}
+
+/** The superblock's float step on tot − 32 · q6kBiasDot. */
+@inline function q6kScaledAccumulate(w: usize, tot: v128, xs: usize, dx: f32, acc: v128): v128 {
+  const t = i32x4.sub(tot, i32x4.shl(q6kBiasDot(w, xs), 5));
+  return fmadd(f32x4.convert_i32x4_s(t), f32x4.mul(v128.load(w + Q6K_D), f32x4.splat(dx)), acc);
+}
+
+@inline function gemvQ6KScaledPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+  const low6 = maskLow6();
+  let acc = f32x4.splat(0);
+  for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
+    let tot = i32x4.splat(0);
+    for (let t: usize = 0; t < 16; t += 2) {
+      const sp = q6kScalePair(w, t);
+      tot = i32x4.add(tot, q6kScaledSum16(w + q6kSub(t), xq + q6kX(t), q6kScalesDoubled(sp, true), low6));
+      tot = i32x4.add(tot, q6kScaledSum16(w + q6kSub(t + 1), xq + q6kX(t + 1), q6kScalesDoubled(sp, false), low6));
+    }
+    acc = q6kScaledAccumulate(w, tot, xsum, load<f32>(xd), acc);
+  }
+  return acc;
+}
+
+@inline function gemmQ6KScaledPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  const low6 = maskLow6();
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
+    let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
+    for (let t: usize = 0; t < 16; t++) {
+      const c = w + q6kSub(t);
+      const sd = (t & 1) ? q6kScalesDoubled(q6kScalePair(w, t - 1), false) : q6kScalesDoubled(q6kScalePair(w, t), true);
+      const x = xq + q6kX(t);
+      t0 = i32x4.add(t0, q6kScaledSum16(c, x, sd, low6));
+      t1 = i32x4.add(t1, q6kScaledSum16(c, x + xStride, sd, low6));
+      t2 = i32x4.add(t2, q6kScaledSum16(c, x + 2 * xStride, sd, low6));
+      t3 = i32x4.add(t3, q6kScaledSum16(c, x + 3 * xStride, sd, low6));
+    }
+    a0 = q6kScaledAccumulate(w, t0, xsum, load<f32>(xd), a0);
+    a1 = q6kScaledAccumulate(w, t1, xsum + sStride, load<f32>(xd + dStride), a1);
+    a2 = q6kScaledAccumulate(w, t2, xsum + 2 * sStride, load<f32>(xd + 2 * dStride), a2);
+    a3 = q6kScaledAccumulate(w, t3, xsum + 3 * sStride, load<f32>(xd + 3 * dStride), a3);
+  }
+  v128.store(res, a0, 0);
+  v128.store(res, a1, 16);
+  v128.store(res, a2, 32);
+  v128.store(res, a3, 48);
+}
+
+/** tot + sub-block t's sums for one token (codes x, sums s) weighted by its scales sc. */
+@inline function q6kAddSub(tot: v128, c: usize, x: usize, s: usize, sc: v128, low6: v128): v128 {
+  return i32x4.add(tot, i32x4.mul(q6kSum16(c, x, load<i32>(s), low6), sc));
+}
+
+@inline function gemmQ6KWith(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const low6 = maskLow6();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
@@ -451,10 +624,10 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
       const c = w + q6kSub(t);
       const sc = (t & 1) ? i32x4.extend_high_i16x8_s(q6kScalePair(w, t - 1)) : i32x4.extend_low_i16x8_s(q6kScalePair(w, t));
       const x = xq + q6kX(t), s = xsum + (t << 2);
-      t0 = q6kAddSub(pairs, t0, c, x, s, sc, low6);
-      t1 = q6kAddSub(pairs, t1, c, x + xStride, s + sStride, sc, low6);
-      t2 = q6kAddSub(pairs, t2, c, x + 2 * xStride, s + 2 * sStride, sc, low6);
-      t3 = q6kAddSub(pairs, t3, c, x + 3 * xStride, s + 3 * sStride, sc, low6);
+      t0 = q6kAddSub(t0, c, x, s, sc, low6);
+      t1 = q6kAddSub(t1, c, x + xStride, s + sStride, sc, low6);
+      t2 = q6kAddSub(t2, c, x + 2 * xStride, s + 2 * sStride, sc, low6);
+      t3 = q6kAddSub(t3, c, x + 3 * xStride, s + 3 * sStride, sc, low6);
     }
     const d = v128.load(w + Q6K_D);
     a0 = fmadd(f32x4.convert_i32x4_s(t0), f32x4.mul(d, f32x4.splat(load<f32>(xd))), a0);
@@ -469,7 +642,7 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 }
 
 export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvQ6KWith(false, w, xq, xd, xsum, nsb);
+  return gemvQ6KWith(w, xq, xd, xsum, nsb);
 }
 
 /**
@@ -627,16 +800,17 @@ export function gemmQ45KWide(w: usize, x0: usize, xStride: usize, xd: usize, dSt
 
 /** gemvQ6K with each two dots summed in int16 pairs (relaxed flavor, "saturating" lowering); the same exact sums. */
 export function gemvQ6KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvQ6KWith(true, w, xq, xd, xsum, nsb);
+  return RELAXED ? gemvQ6KScaledPairs(w, xq, xd, xsum, nsb) : gemvQ6KWith(w, xq, xd, xsum, nsb);
 }
 
 export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmQ6KWith(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmQ6KWith(w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 /** gemmQ6K with int16 pairs, as gemvQ6KPairs. */
 export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmQ6KWith(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  if (RELAXED) gemmQ6KScaledPairs(w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  else gemmQ6KWith(w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 // ---- Q2_K, Q3_K ----------------------------------------------------------------

@@ -10,7 +10,8 @@
 //
 //   node tools/ab-builds/ab-ggml-gemv.mjs DIR1 DIR2 …
 //   env TYPE (default Q4_K), SHAPE (ROWSxCOLS, default 4864x1024), COPIES (default 20), ROUNDS (default 21),
-//       T (tokens, default 1), KERNELS (baseline | relaxed, default: the runtime's choice)
+//       T (tokens, default 1), KERNELS (baseline | relaxed, default: the runtime's choice),
+//       KQWIDE (1 | 0: RuntimeOptions.kquantWide, default: the runtime's choice)
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { values } from "./fill-values.mjs";
@@ -27,7 +28,8 @@ const bytes = quantize(TYPE, Float32Array.from(values(ROWS * COLS, 3)), COLS);
 const sides = [];
 for (const dir of dirs) {
   const lib = await loadBuild(dir);
-  const rt = await lib.createRuntime({ threads: 2, ...(process.env.KERNELS ? { kernels: process.env.KERNELS } : {}) });
+  const wide = process.env.KQWIDE ? { kquantWide: process.env.KQWIDE === "1" } : {};
+  const rt = await lib.createRuntime({ threads: 2, ...(process.env.KERNELS ? { kernels: process.env.KERNELS } : {}), ...wide });
   const raw = rt.tensor("uint8", [ROWS, bytes.length / ROWS]).set(bytes);
   const ws = Array.from({ length: COPIES }, () => lib.createGgmlWeight(rt, { source: new lib.GgmlMatrix(TYPE, raw, ROWS, COLS) }));
   rt.free(raw);
