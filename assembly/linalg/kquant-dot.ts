@@ -333,16 +333,18 @@ const MASKS: usize = memory.data<u8>([
   return i32x4.shuffle(b, b, 3, 3, 3, 3);
 }
 
-/** One token's 4 pair dots over code vectors j0 / 16 and j0 / 16 + 1 of sub-block c (Q5_K: bit plane H) in int16, lanes 2r, 2r + 1 = row r. */
+/**
+ * One token's 4 pair dots over code vectors j0 / 16 and j0 / 16 + 1 of sub-block c (Q5_K: bit plane H)
+ * in int16, lanes 2r, 2r + 1 = row r; the 16 codes they take in one load, splat by shuffles.
+ */
 @inline function q45kHalfPairs(five: bool, c: usize, H: v128, x: usize, j0: usize, low4: v128, bit4: v128): v128 {
-  let p = i16x8.splat(0);
-  for (let j: usize = j0; j < j0 + 32; j += 16) {
-    const v = v128.load(c + j);
-    const jj = <i32>(j >> 4);
-    p = i16x8.add(p, dotI8U7Pairs(xs4(x, j >> 1), q45Codes(five, v, H, jj, false, low4, bit4)));
-    p = i16x8.add(p, dotI8U7Pairs(xs4(x, (j >> 1) + 4), q45Codes(five, v, H, jj, true, low4, bit4)));
-  }
-  return p;
+  const xv = v128.load(x + (j0 >> 1));
+  const jj = <i32>(j0 >> 4);
+  const v = v128.load(c + j0), u = v128.load(c + j0, 16);
+  let p = dotI8U7Pairs(pairSplat(xv, 0), q45Codes(five, v, H, jj, false, low4, bit4));
+  p = i16x8.add(p, dotI8U7Pairs(pairSplat(xv, 1), q45Codes(five, v, H, jj, true, low4, bit4)));
+  p = i16x8.add(p, dotI8U7Pairs(pairSplat(xv, 2), q45Codes(five, u, H, jj + 1, false, low4, bit4)));
+  return i16x8.add(p, dotI8U7Pairs(pairSplat(xv, 3), q45Codes(five, u, H, jj + 1, true, low4, bit4)));
 }
 
 @inline function gemvQ45KScaledPairs(five: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
@@ -545,6 +547,14 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
   return i32x4.add(i32x4.dot_i16x8_s(p0, sd), i32x4.dot_i16x8_s(p1, sd));
 }
 
+/** q6kScaledSum16 with the token's 16 codes in one load, splat by shuffles (the GEMV: four loads a sub-block where broadcasts take seven). */
+@inline function q6kScaledSum16V(c: usize, x: usize, sd: v128, low6: v128): v128 {
+  const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32), xv = v128.load(x);
+  const p0 = i16x8.add(dotI8U7Pairs(pairSplat(xv, 0), q6kCode(A, B, C, 0, low6)), dotI8U7Pairs(pairSplat(xv, 1), q6kCode(A, B, C, 1, low6)));
+  const p1 = i16x8.add(dotI8U7Pairs(pairSplat(xv, 2), q6kCode(A, B, C, 2, low6)), dotI8U7Pairs(pairSplat(xv, 3), q6kCode(A, B, C, 3, low6)));
+  return i32x4.add(i32x4.dot_i16x8_s(p0, sd), i32x4.dot_i16x8_s(p1, sd));
+}
+
 /** Sub-blocks t and t + 1's scales interleaved: i16x8 [sc_t r0, sc_t+1 r0, sc_t r1, …, sc_t+1 r3]. */
 @inline function q6kScalesInterleaved(w: usize, t: usize): v128 {
   const sp = q6kScalePair(w, t);
@@ -577,8 +587,8 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
     let tot = i32x4.splat(0);
     for (let t: usize = 0; t < 16; t += 2) {
       const sp = q6kScalePair(w, t);
-      tot = i32x4.add(tot, q6kScaledSum16(w + q6kSub(t), xq + q6kX(t), q6kScalesDoubled(sp, true), low6));
-      tot = i32x4.add(tot, q6kScaledSum16(w + q6kSub(t + 1), xq + q6kX(t + 1), q6kScalesDoubled(sp, false), low6));
+      tot = i32x4.add(tot, q6kScaledSum16V(w + q6kSub(t), xq + q6kX(t), q6kScalesDoubled(sp, true), low6));
+      tot = i32x4.add(tot, q6kScaledSum16V(w + q6kSub(t + 1), xq + q6kX(t + 1), q6kScalesDoubled(sp, false), low6));
     }
     acc = q6kScaledAccumulate(w, tot, xsum, load<f32>(xd), acc);
   }
