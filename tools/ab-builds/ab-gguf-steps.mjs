@@ -10,7 +10,8 @@
 //   node tools/ab-builds/ab-gguf-steps.mjs FILE PROMPT STEPS ROUNDS DIR1 DIR2 …
 //   e.g. … bench/.cache/qwen2.5-0.5b-shape-random-Q4_K_M.gguf 512 32 3 /tmp/kvflash-base .
 //   env KERNELS (baseline | relaxed, default: the runtime's choice; comma-separated: one per build, e.g.
-//   KERNELS=baseline,relaxed … BASE . to set the old default against a new one)
+//   KERNELS=baseline,relaxed … BASE . to set the old default against a new one);
+//   KQWIDE (1 | 0: RuntimeOptions.kquantWide, default: the runtime's choice; comma-separated as KERNELS)
 import { loadBuild } from "./load-build.mjs";
 import { median } from "./lockstep.mjs";
 
@@ -20,10 +21,12 @@ const nb = Math.ceil((P + S + 2) / 16);
 const table = Int32Array.from({ length: nb }, (_, i) => i);
 const batch = (start, n) => ({ tokens: Int32Array.from({ length: n }, (_, i) => ((start + i) * 2654435761) % 151936 >>> 0), positions: Int32Array.from({ length: n }, (_, i) => start + i), cuSeqlensQ: Int32Array.of(0, n), seqLens: Int32Array.of(start + n), blockTable: table, maxBlocksPerSeq: nb, slotMapping: Int32Array.from({ length: n }, (_, i) => start + i), logitIndices: Int32Array.of(n - 1) });
 const sides = [];
-const kernelsOf = (i) => { const k = (process.env.KERNELS ?? "").split(","); return k.length > 1 ? k[i] : k[0]; };
+const perBuild = (name, i) => { const k = (process.env[name] ?? "").split(","); return k.length > 1 ? k[i] : k[0]; };
+const kernelsOf = (i) => perBuild("KERNELS", i);
+const wideOf = (i) => (perBuild("KQWIDE", i) ? { kquantWide: perBuild("KQWIDE", i) === "1" } : {});
 for (const [i, dir] of dirs.entries()) {
   const lib = await loadBuild(dir);
-  const rt = await lib.createRuntime({ threads: 2, ...(kernelsOf(i) ? { kernels: kernelsOf(i) } : {}) });
+  const rt = await lib.createRuntime({ threads: 2, ...(kernelsOf(i) ? { kernels: kernelsOf(i) } : {}), ...wideOf(i) });
   const km = lib.loadModel(rt, file, { weights: "auto", kvDtype: "f16", blockSize: 16, numBlocks: nb + 1, maxBatchTokens: P, progress: false });
   const w = km.runner.weights;
   sides.push({ dir, name: `${dir} ${rt.kernels}/${rt.int8Dot}`, runner: km.runner, mb: (w.bytesPerToken ?? NaN) / 1e6, format: w.format, pre: [], dec: [], logits: new Float32Array(0) });
