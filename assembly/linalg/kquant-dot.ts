@@ -532,7 +532,7 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 // · 63 · 127 = 32004) weighted by one i32x4.dot_i16x8_s each against the rows'
 // doubled scales, and the −32 offset out of the sub-block loop: per superblock
 //   Σ_t sc_t · (Σ q·xq − 32·bsum_t) = Σ_t sc_t · Σ q·xq − 32 · Σ_t sc_t · bsum_t,
-// the last sum in eight pmaddwd (q6kBiasDot). The same exact int32 total.
+// the last sum in eight pmaddwd (bsumDot). The same exact int32 total.
 
 /** Sub-block t's (lo) or t + 1's (!lo) scales of a q6kScalePair, each doubled: i16x8 [sc_r0, sc_r0, …, sc_r3, sc_r3]. */
 @inline function q6kScalesDoubled(sp: v128, lo: bool): v128 {
@@ -555,28 +555,32 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
   return i32x4.add(i32x4.dot_i16x8_s(p0, sd), i32x4.dot_i16x8_s(p1, sd));
 }
 
-/** Sub-blocks t and t + 1's scales interleaved: i16x8 [sc_t r0, sc_t+1 r0, sc_t r1, …, sc_t+1 r3]. */
-@inline function q6kScalesInterleaved(w: usize, t: usize): v128 {
-  const sp = q6kScalePair(w, t);
+/** The int8 (signed) or u8 values of sub-blocks t and t + 1 at s ([16 sub-blocks][4 rows] bytes) interleaved: i16x8 [v_t r0, v_t+1 r0, v_t r1, …, v_t+1 r3]. */
+@inline function pairInterleaved(signed: bool, s: usize, t: usize): v128 {
+  const sp = signed ? v128.load8x8_s(s + (t << 2)) : v128.load8x8_u(s + (t << 2));
   return i16x8.shuffle(sp, sp, 0, 4, 1, 5, 2, 6, 3, 7);
 }
 
-/** Σ_t sc_t · bsum_t (lanes = rows) for one token's superblock sums xs (i32 [16], |·| ≤ 16 · 127, narrowed to int16). */
-@inline function q6kBiasDot(w: usize, xs: usize): v128 {
+/**
+ * Σ_t v_t · bsum_t (lanes = rows) over the 16 sub-blocks of 16 columns, for per-sub-block values
+ * at s (Q6_K's and Q3_K's scales, signed; Q2_K's mins, u8) and one token's superblock sums xs
+ * (i32 [16], |·| ≤ 16 · 127, narrowed to int16): eight pmaddwd.
+ */
+@inline function bsumDot(signed: bool, s: usize, xs: usize): v128 {
   const lo = i16x8.narrow_i32x4_s(v128.load(xs), v128.load(xs, 16)), hi = i16x8.narrow_i32x4_s(v128.load(xs, 32), v128.load(xs, 48));
-  let m = i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 0), pairSplat(lo, 0));
-  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 2), pairSplat(lo, 1)));
-  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 4), pairSplat(lo, 2)));
-  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 6), pairSplat(lo, 3)));
-  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 8), pairSplat(hi, 0)));
-  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 10), pairSplat(hi, 1)));
-  m = i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 12), pairSplat(hi, 2)));
-  return i32x4.add(m, i32x4.dot_i16x8_s(q6kScalesInterleaved(w, 14), pairSplat(hi, 3)));
+  let m = i32x4.dot_i16x8_s(pairInterleaved(signed, s, 0), pairSplat(lo, 0));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(pairInterleaved(signed, s, 2), pairSplat(lo, 1)));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(pairInterleaved(signed, s, 4), pairSplat(lo, 2)));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(pairInterleaved(signed, s, 6), pairSplat(lo, 3)));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(pairInterleaved(signed, s, 8), pairSplat(hi, 0)));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(pairInterleaved(signed, s, 10), pairSplat(hi, 1)));
+  m = i32x4.add(m, i32x4.dot_i16x8_s(pairInterleaved(signed, s, 12), pairSplat(hi, 2)));
+  return i32x4.add(m, i32x4.dot_i16x8_s(pairInterleaved(signed, s, 14), pairSplat(hi, 3)));
 }
 
-/** The superblock's float step on tot − 32 · q6kBiasDot. */
+/** The superblock's float step on tot − 32 · Σ_t sc_t · bsum_t. */
 @inline function q6kScaledAccumulate(w: usize, tot: v128, xs: usize, dx: f32, acc: v128): v128 {
-  const t = i32x4.sub(tot, i32x4.shl(q6kBiasDot(w, xs), 5));
+  const t = i32x4.sub(tot, i32x4.shl(bsumDot(true, w + Q6K_SCALES, xs), 5));
   return fmadd(f32x4.convert_i32x4_s(t), f32x4.mul(v128.load(w + Q6K_D), f32x4.splat(dx)), acc);
 }
 
@@ -849,12 +853,12 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 }
 
 /** Row sums Σ c·xq of one sub-block's 4 code vectors q0..q3 · one token's 16 activation codes at x. */
-@inline function lowSum16(pairs: bool, q0: v128, q1: v128, q2: v128, q3: v128, x: usize): v128 {
-  if (RELAXED && pairs) {
-    // Codes ≤ 7: the 4 dots' pair sums in int16, |lane| ≤ 4 · 2 · 7 · 128 = 7168.
-    const p = i16x8.add(i16x8.add(dotI8U7Pairs(xs4(x, 0), q0), dotI8U7Pairs(xs4(x, 4), q1)), i16x8.add(dotI8U7Pairs(xs4(x, 8), q2), dotI8U7Pairs(xs4(x, 12), q3)));
-    return i32x4.extadd_pairwise_i16x8_s(p);
-  }
+/** Relaxed pairs: the 4 dots' pair sums in int16 (codes ≤ 7: |lane| ≤ 4 · 2 · 7 · 128 = 7168), lanes 2r, 2r + 1 = row r. */
+@inline function lowPairs16(q0: v128, q1: v128, q2: v128, q3: v128, x: usize): v128 {
+  return i16x8.add(i16x8.add(dotI8U7Pairs(xs4(x, 0), q0), dotI8U7Pairs(xs4(x, 4), q1)), i16x8.add(dotI8U7Pairs(xs4(x, 8), q2), dotI8U7Pairs(xs4(x, 12), q3)));
+}
+
+@inline function lowSum16(q0: v128, q1: v128, q2: v128, q3: v128, x: usize): v128 {
   if (RELAXED) {
     let s0 = dotI8U7(xs4(x, 0), q0, i32x4.splat(0));
     let s1 = dotI8U7(xs4(x, 4), q1, i32x4.splat(0));
@@ -895,11 +899,28 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
   return fmadd(f32x4.convert_i32x4_s(mins), f32x4.mul(v128.load(w + Q2K_DMIN), f32x4.neg(d)), acc);
 }
 
-/** tot + sub-block sums for one token (codes x, code sums xs at sub-block t) weighted by sc; Q3_K's − 4·bsum included. */
-@inline function lowAddSub(three: bool, pairs: bool, tot: v128, q0: v128, q1: v128, q2: v128, q3: v128, x: usize, xs: usize, sc: v128): v128 {
-  let s = lowSum16(pairs, q0, q1, q2, q3, x);
+/**
+ * tot + sub-block sums for one token (codes x, code sums xs at sub-block t) weighted by sc; Q3_K's − 4·bsum included.
+ * Relaxed pairs (x64 without AVX-VNNI): the int16 pair sums through one pmaddwd against sd, the
+ * sub-block's scales doubled (lowScaleDoubled), as Q4_K's; Q3_K's −4·bsum and Q2_K's mins then
+ * come once per superblock (lowSuperblock).
+ */
+@inline function lowAddSub(three: bool, pairs: bool, tot: v128, q0: v128, q1: v128, q2: v128, q3: v128, x: usize, xs: usize, sc: v128, sd: v128): v128 {
+  if (RELAXED && pairs) return i32x4.add(tot, i32x4.dot_i16x8_s(lowPairs16(q0, q1, q2, q3, x), sd));
+  let s = lowSum16(q0, q1, q2, q3, x);
   if (three) s = i32x4.sub(s, i32x4.splat(load<i32>(xs) << 2));
   return i32x4.add(tot, i32x4.mul(s, sc));
+}
+
+/** The scales of sub-block t (odd: the pair's second) from lowScalePair, each doubled: i16x8 [sc_r0, sc_r0, …, sc_r3, sc_r3]. */
+@inline function lowScaleDoubled(sc: v128, odd: bool): v128 {
+  return odd ? i16x8.shuffle(sc, sc, 4, 4, 5, 5, 6, 6, 7, 7) : i16x8.shuffle(sc, sc, 0, 0, 1, 1, 2, 2, 3, 3);
+}
+
+/** Relaxed pairs: a token's superblock float step after its sub-blocks, with Q3_K's −4·Σ sc·bsum or Q2_K's mins from its sums xs (bsumDot). */
+@inline function lowSuperblock(three: bool, w: usize, tot: v128, xs: usize, dx: f32, acc: v128): v128 {
+  if (three) return lowAccumulate(true, w, i32x4.sub(tot, i32x4.shl(bsumDot(true, w + Q3K_SCALES, xs), 2)), i32x4.splat(0), dx, acc);
+  return lowAccumulate(false, w, tot, bsumDot(false, w + Q2K_MINS, xs), dx, acc);
 }
 
 /** Q2_K: mins + the sub-block pair (t, t + 1)'s mins mn (i16x8 from one load) · one token's code sums at xs (sub-block t). */
@@ -920,19 +941,19 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
       if (three) {
         const A = v128.load(w + Q3K_CODES + t * 24), B = v128.load(w + Q3K_CODES + t * 24, 16), C = v128.load(w + Q3K_CODES + t * 24, 32);
         tot = lowAddSub(true, pairs, tot, q3kCode(A, B, C, 0, low2, bit2, low3), q3kCode(A, B, C, 1, low2, bit2, low3), q3kCode(A, B, C, 2, low2, bit2, low3),
-          q3kCode(A, B, C, 3, low2, bit2, low3), xq + (t << (4 + XSHIFT)), xsum + (t << 2), lowScale(true, scp, false));
+          q3kCode(A, B, C, 3, low2, bit2, low3), xq + (t << (4 + XSHIFT)), xsum + (t << 2), lowScale(true, scp, false), lowScaleDoubled(scp, false));
         tot = lowAddSub(true, pairs, tot, q3kCode(A, B, C, 4, low2, bit2, low3), q3kCode(A, B, C, 5, low2, bit2, low3), q3kCode(A, B, C, 6, low2, bit2, low3),
-          q3kCode(A, B, C, 7, low2, bit2, low3), xq + ((t + 1) << (4 + XSHIFT)), xsum + ((t + 1) << 2), lowScale(true, scp, true));
+          q3kCode(A, B, C, 7, low2, bit2, low3), xq + ((t + 1) << (4 + XSHIFT)), xsum + ((t + 1) << 2), lowScale(true, scp, true), lowScaleDoubled(scp, true));
         continue;
       }
       for (let u: usize = 0; u < 2; u++) {
         const v = v128.load(w + Q2K_CODES + ((t + u) << 4));
         tot = lowAddSub(false, pairs, tot, q2kCode(v, 0, low2), q2kCode(v, 1, low2), q2kCode(v, 2, low2), q2kCode(v, 3, low2),
-          xq + ((t + u) << (4 + XSHIFT)), xsum + ((t + u) << 2), lowScale(false, scp, u == 1));
+          xq + ((t + u) << (4 + XSHIFT)), xsum + ((t + u) << 2), lowScale(false, scp, u == 1), lowScaleDoubled(scp, u == 1));
       }
-      if (!three) mins = lowAddMins(mins, v128.load8x8_u(w + Q2K_MINS + (t << 2)), xsum + (t << 2));
+      if (!three && !(RELAXED && pairs)) mins = lowAddMins(mins, v128.load8x8_u(w + Q2K_MINS + (t << 2)), xsum + (t << 2));
     }
-    acc = lowAccumulate(three, w, tot, mins, load<f32>(xd), acc);
+    acc = RELAXED && pairs ? lowSuperblock(three, w, tot, xsum, load<f32>(xd), acc) : lowAccumulate(three, w, tot, mins, load<f32>(xd), acc);
   }
   return acc;
 }
@@ -957,26 +978,26 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
         const A = v128.load(w + Q3K_CODES + t * 24), B = v128.load(w + Q3K_CODES + t * 24, 16), C = v128.load(w + Q3K_CODES + t * 24, 32);
         const c0 = q3kCode(A, B, C, 0, low2, bit2, low3), c1 = q3kCode(A, B, C, 1, low2, bit2, low3), c2 = q3kCode(A, B, C, 2, low2, bit2, low3), c3 = q3kCode(A, B, C, 3, low2, bit2, low3);
         const c4 = q3kCode(A, B, C, 4, low2, bit2, low3), c5 = q3kCode(A, B, C, 5, low2, bit2, low3), c6 = q3kCode(A, B, C, 6, low2, bit2, low3), c7 = q3kCode(A, B, C, 7, low2, bit2, low3);
-        const s0 = lowScale(true, scp, false), s1 = lowScale(true, scp, true);
+        const s0 = lowScale(true, scp, false), s1 = lowScale(true, scp, true), d0 = lowScaleDoubled(scp, false), d1 = lowScaleDoubled(scp, true);
         const x = xq + (t << (4 + XSHIFT)), x1 = x + (16 << XSHIFT), xs = xsum + (t << 2);
-        t0 = lowAddSub(true, pairs, lowAddSub(true, pairs, t0, c0, c1, c2, c3, x, xs, s0), c4, c5, c6, c7, x1, xs + 4, s1);
-        t1 = lowAddSub(true, pairs, lowAddSub(true, pairs, t1, c0, c1, c2, c3, x + xStride, xs + sStride, s0), c4, c5, c6, c7, x1 + xStride, xs + sStride + 4, s1);
-        t2 = lowAddSub(true, pairs, lowAddSub(true, pairs, t2, c0, c1, c2, c3, x + 2 * xStride, xs + 2 * sStride, s0), c4, c5, c6, c7, x1 + 2 * xStride, xs + 2 * sStride + 4, s1);
-        t3 = lowAddSub(true, pairs, lowAddSub(true, pairs, t3, c0, c1, c2, c3, x + 3 * xStride, xs + 3 * sStride, s0), c4, c5, c6, c7, x1 + 3 * xStride, xs + 3 * sStride + 4, s1);
+        t0 = lowAddSub(true, pairs, lowAddSub(true, pairs, t0, c0, c1, c2, c3, x, xs, s0, d0), c4, c5, c6, c7, x1, xs + 4, s1, d1);
+        t1 = lowAddSub(true, pairs, lowAddSub(true, pairs, t1, c0, c1, c2, c3, x + xStride, xs + sStride, s0, d0), c4, c5, c6, c7, x1 + xStride, xs + sStride + 4, s1, d1);
+        t2 = lowAddSub(true, pairs, lowAddSub(true, pairs, t2, c0, c1, c2, c3, x + 2 * xStride, xs + 2 * sStride, s0, d0), c4, c5, c6, c7, x1 + 2 * xStride, xs + 2 * sStride + 4, s1, d1);
+        t3 = lowAddSub(true, pairs, lowAddSub(true, pairs, t3, c0, c1, c2, c3, x + 3 * xStride, xs + 3 * sStride, s0, d0), c4, c5, c6, c7, x1 + 3 * xStride, xs + 3 * sStride + 4, s1, d1);
         continue;
       }
       for (let u: usize = 0; u < 2; u++) {
         const odd = u == 1;
         const v = v128.load(w + Q2K_CODES + ((t + u) << 4));
         const q0 = q2kCode(v, 0, low2), q1 = q2kCode(v, 1, low2), q2 = q2kCode(v, 2, low2), q3 = q2kCode(v, 3, low2);
-        const sc = lowScale(false, scp, odd);
+        const sc = lowScale(false, scp, odd), sd = lowScaleDoubled(scp, odd);
         const x = xq + ((t + u) << (4 + XSHIFT)), xs = xsum + ((t + u) << 2);
-        t0 = lowAddSub(three, pairs, t0, q0, q1, q2, q3, x, xs, sc);
-        t1 = lowAddSub(three, pairs, t1, q0, q1, q2, q3, x + xStride, xs + sStride, sc);
-        t2 = lowAddSub(three, pairs, t2, q0, q1, q2, q3, x + 2 * xStride, xs + 2 * sStride, sc);
-        t3 = lowAddSub(three, pairs, t3, q0, q1, q2, q3, x + 3 * xStride, xs + 3 * sStride, sc);
+        t0 = lowAddSub(three, pairs, t0, q0, q1, q2, q3, x, xs, sc, sd);
+        t1 = lowAddSub(three, pairs, t1, q0, q1, q2, q3, x + xStride, xs + sStride, sc, sd);
+        t2 = lowAddSub(three, pairs, t2, q0, q1, q2, q3, x + 2 * xStride, xs + 2 * sStride, sc, sd);
+        t3 = lowAddSub(three, pairs, t3, q0, q1, q2, q3, x + 3 * xStride, xs + 3 * sStride, sc, sd);
       }
-      if (!three) {
+      if (!three && !(RELAXED && pairs)) {
         const mn = v128.load8x8_u(w + Q2K_MINS + (t << 2));
         const xs = xsum + (t << 2);
         m0 = lowAddMins(m0, mn, xs);
@@ -984,6 +1005,13 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
         m2 = lowAddMins(m2, mn, xs + 2 * sStride);
         m3 = lowAddMins(m3, mn, xs + 3 * sStride);
       }
+    }
+    if (RELAXED && pairs) {
+      a0 = lowSuperblock(three, w, t0, xsum, load<f32>(xd), a0);
+      a1 = lowSuperblock(three, w, t1, xsum + sStride, load<f32>(xd + dStride), a1);
+      a2 = lowSuperblock(three, w, t2, xsum + 2 * sStride, load<f32>(xd + 2 * dStride), a2);
+      a3 = lowSuperblock(three, w, t3, xsum + 3 * sStride, load<f32>(xd + 3 * dStride), a3);
+      continue;
     }
     a0 = lowAccumulate(three, w, t0, m0, load<f32>(xd), a0);
     a1 = lowAccumulate(three, w, t1, m1, load<f32>(xd + dStride), a1);
