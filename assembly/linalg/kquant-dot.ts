@@ -28,7 +28,7 @@
 // · 128 = 31744) or per 2 (Q6_K: 2 · 2 · 63 · 128 = 32256), where each
 // dotI8U7 there would be five instructions. Q4_K, Q5_K and Q6_K widen and scale in
 // one pmaddwd against the rows' doubled sub-block scales and take their mins
-// or −32 offset once per superblock (gemvQ45KScaledPairs, gemvQ6KScaledPairs).
+// or −32 offset once per superblock (gemvQ45KScaledPairs, gemvQ6KWith).
 // Q2_K and Q3_K (codes ≤ 7) do the same per 4 dots (lowSum16: ≤ 7168).
 // Baseline (SIMD128 has no int8 dot): the int16 activation codes
 // (kquant-activation.ts XSHIFT) against the weight bytes widened to int16,
@@ -511,18 +511,24 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
   return t << (4 + XSHIFT);
 }
 
-@inline function gemvQ6KWith(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
+/** One quad · one token; pairs (relaxed, "saturating" lowering): the int16 pair sums scaled by pmaddwd and the −32 offset per superblock. */
+@inline function gemvQ6KWith(pairs: bool, w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
   const low6 = maskLow6();
   let acc = f32x4.splat(0);
   for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
     let tot = i32x4.splat(0);
     for (let t: usize = 0; t < 16; t += 2) {
       const sc = q6kScalePair(w, t);
+      if (RELAXED && pairs) {
+        tot = i32x4.add(tot, q6kScaledSum16V(w + q6kSub(t), xq + q6kX(t), q6kScalesDoubled(sc, true), low6));
+        tot = i32x4.add(tot, q6kScaledSum16V(w + q6kSub(t + 1), xq + q6kX(t + 1), q6kScalesDoubled(sc, false), low6));
+        continue;
+      }
       const s = xsum + (t << 2);
       tot = i32x4.add(tot, i32x4.mul(q6kSum16(w + q6kSub(t), xq + q6kX(t), load<i32>(s), low6), i32x4.extend_low_i16x8_s(sc)));
       tot = i32x4.add(tot, i32x4.mul(q6kSum16(w + q6kSub(t + 1), xq + q6kX(t + 1), load<i32>(s, 4), low6), i32x4.extend_high_i16x8_s(sc)));
     }
-    acc = fmadd(f32x4.convert_i32x4_s(tot), f32x4.mul(v128.load(w + Q6K_D), f32x4.splat(load<f32>(xd))), acc);
+    acc = q6kAccumulate(pairs, w, tot, xsum, load<f32>(xd), acc);
   }
   return acc;
 }
@@ -578,76 +584,45 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
   return i32x4.add(m, i32x4.dot_i16x8_s(pairInterleaved(signed, s, 14), pairSplat(hi, 3)));
 }
 
-/** The superblock's float step on tot − 32 · Σ_t sc_t · bsum_t. */
-@inline function q6kScaledAccumulate(w: usize, tot: v128, xs: usize, dx: f32, acc: v128): v128 {
-  const t = i32x4.sub(tot, i32x4.shl(bsumDot(true, w + Q6K_SCALES, xs), 5));
+/** The superblock's float step on tot, less 32 · Σ_t sc_t · bsum_t (token sums xs) where pairs left the −32 offset out of the sub-blocks. */
+@inline function q6kAccumulate(pairs: bool, w: usize, tot: v128, xs: usize, dx: f32, acc: v128): v128 {
+  const t = RELAXED && pairs ? i32x4.sub(tot, i32x4.shl(bsumDot(true, w + Q6K_SCALES, xs), 5)) : tot;
   return fmadd(f32x4.convert_i32x4_s(t), f32x4.mul(v128.load(w + Q6K_D), f32x4.splat(dx)), acc);
 }
 
-@inline function gemvQ6KScaledPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  const low6 = maskLow6();
-  let acc = f32x4.splat(0);
-  for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
-    let tot = i32x4.splat(0);
-    for (let t: usize = 0; t < 16; t += 2) {
-      const sp = q6kScalePair(w, t);
-      tot = i32x4.add(tot, q6kScaledSum16V(w + q6kSub(t), xq + q6kX(t), q6kScalesDoubled(sp, true), low6));
-      tot = i32x4.add(tot, q6kScaledSum16V(w + q6kSub(t + 1), xq + q6kX(t + 1), q6kScalesDoubled(sp, false), low6));
-    }
-    acc = q6kScaledAccumulate(w, tot, xsum, load<f32>(xd), acc);
-  }
-  return acc;
-}
 
-@inline function gemmQ6KScaledPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  const low6 = maskLow6();
-  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
-  for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
-    let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
-    for (let t: usize = 0; t < 16; t++) {
-      const c = w + q6kSub(t);
-      const sd = (t & 1) ? q6kScalesDoubled(q6kScalePair(w, t - 1), false) : q6kScalesDoubled(q6kScalePair(w, t), true);
-      const x = xq + q6kX(t);
-      t0 = i32x4.add(t0, q6kScaledSum16(c, x, sd, low6));
-      t1 = i32x4.add(t1, q6kScaledSum16(c, x + xStride, sd, low6));
-      t2 = i32x4.add(t2, q6kScaledSum16(c, x + 2 * xStride, sd, low6));
-      t3 = i32x4.add(t3, q6kScaledSum16(c, x + 3 * xStride, sd, low6));
-    }
-    a0 = q6kScaledAccumulate(w, t0, xsum, load<f32>(xd), a0);
-    a1 = q6kScaledAccumulate(w, t1, xsum + sStride, load<f32>(xd + dStride), a1);
-    a2 = q6kScaledAccumulate(w, t2, xsum + 2 * sStride, load<f32>(xd + 2 * dStride), a2);
-    a3 = q6kScaledAccumulate(w, t3, xsum + 3 * sStride, load<f32>(xd + 3 * dStride), a3);
-  }
-  v128.store(res, a0, 0);
-  v128.store(res, a1, 16);
-  v128.store(res, a2, 32);
-  v128.store(res, a3, 48);
-}
 
 /** tot + sub-block t's sums for one token (codes x, sums s) weighted by its scales sc. */
 @inline function q6kAddSub(tot: v128, c: usize, x: usize, s: usize, sc: v128, low6: v128): v128 {
   return i32x4.add(tot, i32x4.mul(q6kSum16(c, x, load<i32>(s), low6), sc));
 }
 
-@inline function gemmQ6KWith(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+@inline function gemmQ6KWith(pairs: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const low6 = maskLow6();
   let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
   for (let b = 0; b < nsb; b++, w += TILE_Q6_K, xq += XBLOCK, xd += 4, xsum += 64) {
     let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
     for (let t: usize = 0; t < 16; t++) {
       const c = w + q6kSub(t);
-      const sc = (t & 1) ? i32x4.extend_high_i16x8_s(q6kScalePair(w, t - 1)) : i32x4.extend_low_i16x8_s(q6kScalePair(w, t));
       const x = xq + q6kX(t), s = xsum + (t << 2);
+      if (RELAXED && pairs) {
+        const sd = (t & 1) ? q6kScalesDoubled(q6kScalePair(w, t - 1), false) : q6kScalesDoubled(q6kScalePair(w, t), true);
+        t0 = i32x4.add(t0, q6kScaledSum16(c, x, sd, low6));
+        t1 = i32x4.add(t1, q6kScaledSum16(c, x + xStride, sd, low6));
+        t2 = i32x4.add(t2, q6kScaledSum16(c, x + 2 * xStride, sd, low6));
+        t3 = i32x4.add(t3, q6kScaledSum16(c, x + 3 * xStride, sd, low6));
+        continue;
+      }
+      const sc = (t & 1) ? i32x4.extend_high_i16x8_s(q6kScalePair(w, t - 1)) : i32x4.extend_low_i16x8_s(q6kScalePair(w, t));
       t0 = q6kAddSub(t0, c, x, s, sc, low6);
       t1 = q6kAddSub(t1, c, x + xStride, s + sStride, sc, low6);
       t2 = q6kAddSub(t2, c, x + 2 * xStride, s + 2 * sStride, sc, low6);
       t3 = q6kAddSub(t3, c, x + 3 * xStride, s + 3 * sStride, sc, low6);
     }
-    const d = v128.load(w + Q6K_D);
-    a0 = fmadd(f32x4.convert_i32x4_s(t0), f32x4.mul(d, f32x4.splat(load<f32>(xd))), a0);
-    a1 = fmadd(f32x4.convert_i32x4_s(t1), f32x4.mul(d, f32x4.splat(load<f32>(xd + dStride))), a1);
-    a2 = fmadd(f32x4.convert_i32x4_s(t2), f32x4.mul(d, f32x4.splat(load<f32>(xd + 2 * dStride))), a2);
-    a3 = fmadd(f32x4.convert_i32x4_s(t3), f32x4.mul(d, f32x4.splat(load<f32>(xd + 3 * dStride))), a3);
+    a0 = q6kAccumulate(pairs, w, t0, xsum, load<f32>(xd), a0);
+    a1 = q6kAccumulate(pairs, w, t1, xsum + sStride, load<f32>(xd + dStride), a1);
+    a2 = q6kAccumulate(pairs, w, t2, xsum + 2 * sStride, load<f32>(xd + 2 * dStride), a2);
+    a3 = q6kAccumulate(pairs, w, t3, xsum + 3 * sStride, load<f32>(xd + 3 * dStride), a3);
   }
   v128.store(res, a0, 0);
   v128.store(res, a1, 16);
@@ -656,7 +631,7 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 }
 
 export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return gemvQ6KWith(w, xq, xd, xsum, nsb);
+  return gemvQ6KWith(false, w, xq, xd, xsum, nsb);
 }
 
 /**
@@ -814,17 +789,16 @@ export function gemmQ45KWide(w: usize, x0: usize, xStride: usize, xd: usize, dSt
 
 /** gemvQ6K with each two dots summed in int16 pairs (relaxed flavor, "saturating" lowering); the same exact sums. */
 export function gemvQ6KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): v128 {
-  return RELAXED ? gemvQ6KScaledPairs(w, xq, xd, xsum, nsb) : gemvQ6KWith(w, xq, xd, xsum, nsb);
+  return gemvQ6KWith(true, w, xq, xd, xsum, nsb);
 }
 
 export function gemmQ6K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  gemmQ6KWith(w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmQ6KWith(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 /** gemmQ6K with int16 pairs, as gemvQ6KPairs. */
 export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
-  if (RELAXED) gemmQ6KScaledPairs(w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
-  else gemmQ6KWith(w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
+  gemmQ6KWith(true, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
 // ---- Q2_K, Q3_K ----------------------------------------------------------------
