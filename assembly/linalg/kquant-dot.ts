@@ -26,10 +26,10 @@
 // dots in int16 (dotI8U7Pairs: one pmaddubsw each) and widen once per 8 dots
 // (Q4_K: |lane| ≤ 8 · 2 · 15 · 128 = 30720 < 2^15), per 4 (Q5_K: 4 · 2 · 31
 // · 128 = 31744) or per 2 (Q6_K: 2 · 2 · 63 · 128 = 32256), where each
-// dotI8U7 there would be five instructions. Q4_K, Q5_K and Q6_K widen and scale in
-// one pmaddwd against the rows' doubled sub-block scales and take their mins
-// or −32 offset once per superblock (gemvQ45KScaledPairs, gemvQ6KWith).
-// Q2_K and Q3_K (codes ≤ 7) do the same per 4 dots (lowSum16: ≤ 7168).
+// dotI8U7 there would be five instructions. Q2_K and Q3_K (codes ≤ 7) do
+// the same per 4 dots (lowPairs16: ≤ 7168). All five widen and scale in one
+// pmaddwd against the rows' doubled sub-block scales (scalesDoubled) and take
+// their mins or code offset once per superblock (q4kMinsDot, bsumDot).
 // Baseline (SIMD128 has no int8 dot): the int16 activation codes
 // (kquant-activation.ts XSHIFT) against the weight bytes widened to int16,
 // i32x4.dot_i16x8_s into two accumulators of unreduced column-pair sums (rows
@@ -294,10 +294,19 @@ const MASKS: usize = memory.data<u8>([
 // broadcast and pmulld per sub-block. The same exact int32 sums as gemvQ45K, so
 // the outputs are bit-identical.
 
-/** Sub-block s's scales, each doubled: i16x8 [sc0, sc0, sc1, sc1, sc2, sc2, sc3, sc3] (punpcklwd). */
+/**
+ * The 4 rows' values in lanes 0-3 (!high) or 4-7 (high) of an i16x8, each doubled:
+ * [v_r0, v_r0, v_r1, v_r1, …, v_r3, v_r3], so that pmaddwd scales row r's two pair lanes.
+ * Takes a sub-block's scales from q4kScaleMins (lanes 0-3) or the pair t, t + 1 from
+ * q6kScalePair / lowScalePair (lanes 0-3, 4-7).
+ */
+@inline function scalesDoubled(v: v128, high: bool): v128 {
+  return high ? i16x8.shuffle(v, v, 4, 4, 5, 5, 6, 6, 7, 7) : i16x8.shuffle(v, v, 0, 0, 1, 1, 2, 2, 3, 3);
+}
+
+/** Sub-block s's scales, each doubled (scalesDoubled). */
 @inline function q4kScalesDoubled(five: bool, w: usize, s: usize): v128 {
-  const sm = q4kScaleMins(five, w, s);
-  return i16x8.shuffle(sm, sm, 0, 8, 1, 9, 2, 10, 3, 11);
+  return scalesDoubled(q4kScaleMins(five, w, s), false);
 }
 
 /** The mins of sub-blocks s and s + 1 interleaved: i16x8 [m_s r0, m_s+1 r0, m_s r1, …, m_s+1 r3] (punpckhwd). */
@@ -354,7 +363,7 @@ const MASKS: usize = memory.data<u8>([
   for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
     let tot = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
-      const c = w + <usize>q45kCodeOffset(five, <i32>s), x = xq + (s << 5);
+      const c = w + <usize>q45kCodeOffset(five, <i32>s), x = xq + (s << (5 + XSHIFT));
       const H = five ? v128.load(w + <usize>q5kHighOffset(<i32>s)) : i32x4.splat(0);
       const pa = q45kHalfPairs(five, c, H, x, 0, low4, bit4), pb = q45kHalfPairs(five, c, H, x, 32, low4, bit4);
       const scd = q4kScalesDoubled(five, w, s);
@@ -375,7 +384,7 @@ const MASKS: usize = memory.data<u8>([
     for (let s: usize = 0; s < 8; s++) {
       const c = w + <usize>q45kCodeOffset(five, <i32>s);
       const H = five ? v128.load(w + <usize>q5kHighOffset(<i32>s)) : i32x4.splat(0);
-      const x0 = xq + (s << 5), x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+      const x0 = xq + (s << (5 + XSHIFT)), x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
       const scd = q4kScalesDoubled(five, w, s);
       let p0 = i16x8.splat(0), p1 = i16x8.splat(0), p2 = i16x8.splat(0), p3 = i16x8.splat(0);
       for (let j: usize = 0; j < 64; j += 16) {
@@ -520,8 +529,8 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
     for (let t: usize = 0; t < 16; t += 2) {
       const sc = q6kScalePair(w, t);
       if (RELAXED && pairs) {
-        tot = i32x4.add(tot, q6kScaledSum16V(w + q6kSub(t), xq + q6kX(t), q6kScalesDoubled(sc, true), low6));
-        tot = i32x4.add(tot, q6kScaledSum16V(w + q6kSub(t + 1), xq + q6kX(t + 1), q6kScalesDoubled(sc, false), low6));
+        tot = i32x4.add(tot, q6kScaledSum16(true, w + q6kSub(t), xq + q6kX(t), scalesDoubled(sc, false), low6));
+        tot = i32x4.add(tot, q6kScaledSum16(true, w + q6kSub(t + 1), xq + q6kX(t + 1), scalesDoubled(sc, true), low6));
         continue;
       }
       const s = xsum + (t << 2);
@@ -540,24 +549,19 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 //   Σ_t sc_t · (Σ q·xq − 32·bsum_t) = Σ_t sc_t · Σ q·xq − 32 · Σ_t sc_t · bsum_t,
 // the last sum in eight pmaddwd (bsumDot). The same exact int32 total.
 
-/** Sub-block t's (lo) or t + 1's (!lo) scales of a q6kScalePair, each doubled: i16x8 [sc_r0, sc_r0, …, sc_r3, sc_r3]. */
-@inline function q6kScalesDoubled(sp: v128, lo: bool): v128 {
-  return lo ? i16x8.shuffle(sp, sp, 0, 0, 1, 1, 2, 2, 3, 3) : i16x8.shuffle(sp, sp, 4, 4, 5, 5, 6, 6, 7, 7);
+/** Activation codes 4k … 4k + 3 of x splat: from xv = the 16 codes in one load (once: the GEMVs, a pshufd), else a broadcast load (the GEMMs). */
+@inline function xs4k(once: bool, xv: v128, x: usize, k: i32): v128 {
+  return once ? pairSplat(xv, k) : xs4(x, <usize>k << 2);
 }
 
-/** One token's Σ q·xq over Q6_K sub-block c (16 columns × 4 rows), weighted by sd = q6kScalesDoubled: i32x4, lanes = rows. */
-@inline function q6kScaledSum16(c: usize, x: usize, sd: v128, low6: v128): v128 {
-  const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32);
-  const p0 = i16x8.add(dotI8U7Pairs(xs4(x, 0), q6kCode(A, B, C, 0, low6)), dotI8U7Pairs(xs4(x, 4), q6kCode(A, B, C, 1, low6)));
-  const p1 = i16x8.add(dotI8U7Pairs(xs4(x, 8), q6kCode(A, B, C, 2, low6)), dotI8U7Pairs(xs4(x, 12), q6kCode(A, B, C, 3, low6)));
-  return i32x4.add(i32x4.dot_i16x8_s(p0, sd), i32x4.dot_i16x8_s(p1, sd));
-}
-
-/** q6kScaledSum16 with the token's 16 codes in one load, splat by shuffles (the GEMV: four loads a sub-block where broadcasts take seven). */
-@inline function q6kScaledSum16V(c: usize, x: usize, sd: v128, low6: v128): v128 {
-  const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32), xv = v128.load(x);
-  const p0 = i16x8.add(dotI8U7Pairs(pairSplat(xv, 0), q6kCode(A, B, C, 0, low6)), dotI8U7Pairs(pairSplat(xv, 1), q6kCode(A, B, C, 1, low6)));
-  const p1 = i16x8.add(dotI8U7Pairs(pairSplat(xv, 2), q6kCode(A, B, C, 2, low6)), dotI8U7Pairs(pairSplat(xv, 3), q6kCode(A, B, C, 3, low6)));
+/**
+ * One token's Σ q·xq over Q6_K sub-block c (16 columns × 4 rows), weighted by sd = scalesDoubled: i32x4, lanes = rows.
+ * once: the token's 16 codes in one load, splat by shuffles (the GEMV: four loads a sub-block where broadcasts take seven).
+ */
+@inline function q6kScaledSum16(once: bool, c: usize, x: usize, sd: v128, low6: v128): v128 {
+  const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32), xv = once ? v128.load(x) : i32x4.splat(0);
+  const p0 = i16x8.add(dotI8U7Pairs(xs4k(once, xv, x, 0), q6kCode(A, B, C, 0, low6)), dotI8U7Pairs(xs4k(once, xv, x, 1), q6kCode(A, B, C, 1, low6)));
+  const p1 = i16x8.add(dotI8U7Pairs(xs4k(once, xv, x, 2), q6kCode(A, B, C, 2, low6)), dotI8U7Pairs(xs4k(once, xv, x, 3), q6kCode(A, B, C, 3, low6)));
   return i32x4.add(i32x4.dot_i16x8_s(p0, sd), i32x4.dot_i16x8_s(p1, sd));
 }
 
@@ -590,8 +594,6 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
   return fmadd(f32x4.convert_i32x4_s(t), f32x4.mul(v128.load(w + Q6K_D), f32x4.splat(dx)), acc);
 }
 
-
-
 /** tot + sub-block t's sums for one token (codes x, sums s) weighted by its scales sc. */
 @inline function q6kAddSub(tot: v128, c: usize, x: usize, s: usize, sc: v128, low6: v128): v128 {
   return i32x4.add(tot, i32x4.mul(q6kSum16(c, x, load<i32>(s), low6), sc));
@@ -606,11 +608,11 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
       const c = w + q6kSub(t);
       const x = xq + q6kX(t), s = xsum + (t << 2);
       if (RELAXED && pairs) {
-        const sd = (t & 1) ? q6kScalesDoubled(q6kScalePair(w, t - 1), false) : q6kScalesDoubled(q6kScalePair(w, t), true);
-        t0 = i32x4.add(t0, q6kScaledSum16(c, x, sd, low6));
-        t1 = i32x4.add(t1, q6kScaledSum16(c, x + xStride, sd, low6));
-        t2 = i32x4.add(t2, q6kScaledSum16(c, x + 2 * xStride, sd, low6));
-        t3 = i32x4.add(t3, q6kScaledSum16(c, x + 3 * xStride, sd, low6));
+        const sd = (t & 1) ? scalesDoubled(q6kScalePair(w, t - 1), true) : scalesDoubled(q6kScalePair(w, t), false);
+        t0 = i32x4.add(t0, q6kScaledSum16(false, c, x, sd, low6));
+        t1 = i32x4.add(t1, q6kScaledSum16(false, c, x + xStride, sd, low6));
+        t2 = i32x4.add(t2, q6kScaledSum16(false, c, x + 2 * xStride, sd, low6));
+        t3 = i32x4.add(t3, q6kScaledSum16(false, c, x + 3 * xStride, sd, low6));
         continue;
       }
       const sc = (t & 1) ? i32x4.extend_high_i16x8_s(q6kScalePair(w, t - 1)) : i32x4.extend_low_i16x8_s(q6kScalePair(w, t));
@@ -876,7 +878,7 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
 /**
  * tot + sub-block sums for one token (codes x, code sums xs at sub-block t) weighted by sc; Q3_K's − 4·bsum included.
  * Relaxed pairs (x64 without AVX-VNNI): the int16 pair sums through one pmaddwd against sd, the
- * sub-block's scales doubled (lowScaleDoubled), as Q4_K's; Q3_K's −4·bsum and Q2_K's mins then
+ * sub-block's scales doubled (scalesDoubled), as Q4_K's; Q3_K's −4·bsum and Q2_K's mins then
  * come once per superblock (lowSuperblock).
  */
 @inline function lowAddSub(three: bool, pairs: bool, tot: v128, q0: v128, q1: v128, q2: v128, q3: v128, x: usize, xs: usize, sc: v128, sd: v128): v128 {
@@ -884,11 +886,6 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
   let s = lowSum16(q0, q1, q2, q3, x);
   if (three) s = i32x4.sub(s, i32x4.splat(load<i32>(xs) << 2));
   return i32x4.add(tot, i32x4.mul(s, sc));
-}
-
-/** The scales of sub-block t (odd: the pair's second) from lowScalePair, each doubled: i16x8 [sc_r0, sc_r0, …, sc_r3, sc_r3]. */
-@inline function lowScaleDoubled(sc: v128, odd: bool): v128 {
-  return odd ? i16x8.shuffle(sc, sc, 4, 4, 5, 5, 6, 6, 7, 7) : i16x8.shuffle(sc, sc, 0, 0, 1, 1, 2, 2, 3, 3);
 }
 
 /** Relaxed pairs: a token's superblock float step after its sub-blocks, with Q3_K's −4·Σ sc·bsum or Q2_K's mins from its sums xs (bsumDot). */
@@ -915,15 +912,15 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
       if (three) {
         const A = v128.load(w + Q3K_CODES + t * 24), B = v128.load(w + Q3K_CODES + t * 24, 16), C = v128.load(w + Q3K_CODES + t * 24, 32);
         tot = lowAddSub(true, pairs, tot, q3kCode(A, B, C, 0, low2, bit2, low3), q3kCode(A, B, C, 1, low2, bit2, low3), q3kCode(A, B, C, 2, low2, bit2, low3),
-          q3kCode(A, B, C, 3, low2, bit2, low3), xq + (t << (4 + XSHIFT)), xsum + (t << 2), lowScale(true, scp, false), lowScaleDoubled(scp, false));
+          q3kCode(A, B, C, 3, low2, bit2, low3), xq + (t << (4 + XSHIFT)), xsum + (t << 2), lowScale(true, scp, false), scalesDoubled(scp, false));
         tot = lowAddSub(true, pairs, tot, q3kCode(A, B, C, 4, low2, bit2, low3), q3kCode(A, B, C, 5, low2, bit2, low3), q3kCode(A, B, C, 6, low2, bit2, low3),
-          q3kCode(A, B, C, 7, low2, bit2, low3), xq + ((t + 1) << (4 + XSHIFT)), xsum + ((t + 1) << 2), lowScale(true, scp, true), lowScaleDoubled(scp, true));
+          q3kCode(A, B, C, 7, low2, bit2, low3), xq + ((t + 1) << (4 + XSHIFT)), xsum + ((t + 1) << 2), lowScale(true, scp, true), scalesDoubled(scp, true));
         continue;
       }
       for (let u: usize = 0; u < 2; u++) {
         const v = v128.load(w + Q2K_CODES + ((t + u) << 4));
         tot = lowAddSub(false, pairs, tot, q2kCode(v, 0, low2), q2kCode(v, 1, low2), q2kCode(v, 2, low2), q2kCode(v, 3, low2),
-          xq + ((t + u) << (4 + XSHIFT)), xsum + ((t + u) << 2), lowScale(false, scp, u == 1), lowScaleDoubled(scp, u == 1));
+          xq + ((t + u) << (4 + XSHIFT)), xsum + ((t + u) << 2), lowScale(false, scp, u == 1), scalesDoubled(scp, u == 1));
       }
       if (!three && !(RELAXED && pairs)) mins = lowAddMins(mins, v128.load8x8_u(w + Q2K_MINS + (t << 2)), xsum + (t << 2));
     }
@@ -952,7 +949,7 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
         const A = v128.load(w + Q3K_CODES + t * 24), B = v128.load(w + Q3K_CODES + t * 24, 16), C = v128.load(w + Q3K_CODES + t * 24, 32);
         const c0 = q3kCode(A, B, C, 0, low2, bit2, low3), c1 = q3kCode(A, B, C, 1, low2, bit2, low3), c2 = q3kCode(A, B, C, 2, low2, bit2, low3), c3 = q3kCode(A, B, C, 3, low2, bit2, low3);
         const c4 = q3kCode(A, B, C, 4, low2, bit2, low3), c5 = q3kCode(A, B, C, 5, low2, bit2, low3), c6 = q3kCode(A, B, C, 6, low2, bit2, low3), c7 = q3kCode(A, B, C, 7, low2, bit2, low3);
-        const s0 = lowScale(true, scp, false), s1 = lowScale(true, scp, true), d0 = lowScaleDoubled(scp, false), d1 = lowScaleDoubled(scp, true);
+        const s0 = lowScale(true, scp, false), s1 = lowScale(true, scp, true), d0 = scalesDoubled(scp, false), d1 = scalesDoubled(scp, true);
         const x = xq + (t << (4 + XSHIFT)), x1 = x + (16 << XSHIFT), xs = xsum + (t << 2);
         t0 = lowAddSub(true, pairs, lowAddSub(true, pairs, t0, c0, c1, c2, c3, x, xs, s0, d0), c4, c5, c6, c7, x1, xs + 4, s1, d1);
         t1 = lowAddSub(true, pairs, lowAddSub(true, pairs, t1, c0, c1, c2, c3, x + xStride, xs + sStride, s0, d0), c4, c5, c6, c7, x1 + xStride, xs + sStride + 4, s1, d1);
@@ -964,7 +961,7 @@ export function gemmQ6KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
         const odd = u == 1;
         const v = v128.load(w + Q2K_CODES + ((t + u) << 4));
         const q0 = q2kCode(v, 0, low2), q1 = q2kCode(v, 1, low2), q2 = q2kCode(v, 2, low2), q3 = q2kCode(v, 3, low2);
-        const sc = lowScale(false, scp, odd), sd = lowScaleDoubled(scp, odd);
+        const sc = lowScale(false, scp, odd), sd = scalesDoubled(scp, odd);
         const x = xq + ((t + u) << (4 + XSHIFT)), xs = xsum + ((t + u) << 2);
         t0 = lowAddSub(three, pairs, t0, q0, q1, q2, q3, x, xs, sc, sd);
         t1 = lowAddSub(three, pairs, t1, q0, q1, q2, q3, x + xStride, xs + sStride, sc, sd);
