@@ -369,27 +369,12 @@ export function widenQ8Group(w: usize, nb: i32, dst: usize): void {
 /**
  * gemmQ8Rows8I16 on widened tiles (TILE_Q8_I16): the same sums in the same
  * order and the same float steps, so the same outputs bit for bit; the codes
- * come as plain loads, whose offsets V8 folds into the address.
+ * come as plain loads, whose offsets V8 folds into the address. Relaxed flavor
+ * (V8 13: no spills; gemmQ8I16Rows8ByPair ran 0.89× as fast there).
  */
 export function gemmQ8I16Rows8(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  gemmQ8I16Tokens(4, w, x0, xStride, s0, sStride, nb, res);
-}
-
-/**
- * Baseline flavor: the same × 2 tokens, res = [token][8 rows] f32 (64 bytes).
- * Twelve vectors live, where V8 12 and 11 spill four of gemmQ8I16Rows8's
- * sixteen every iteration; per (row, token) the sums and float steps of gemmQ8
- * (its codes are · 256 and its scale takes 1/256: both products round alike,
- * powers of two), so the outputs are gemmQ8's bit for bit.
- */
-export function gemmQ8I16Rows8x2(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
-  gemmQ8I16Tokens(2, w, x0, xStride, s0, sStride, nb, res);
-}
-
-/** Both halves of a widened group × n tokens (n = 2 or 4, a constant: the other tokens' code folds away); res = [token][8 rows] f32. */
-@inline function gemmQ8I16Tokens(n: i32, w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
-  for (let t: usize = 0; t < <usize>n << 5; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
   for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
     let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
     let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0);
@@ -403,30 +388,73 @@ export function gemmQ8I16Rows8x2(w: usize, x0: usize, xStride: usize, s0: usize,
       q = v128.load32_splat(x1 + k, 4);
       a1 = i32x4.add(i32x4.add(a1, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
       b1 = i32x4.add(i32x4.add(b1, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
-      if (n == 4) {
-        p = v128.load32_splat(x2 + k);
-        q = v128.load32_splat(x2 + k, 4);
-        a2 = i32x4.add(i32x4.add(a2, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
-        b2 = i32x4.add(i32x4.add(b2, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
-        p = v128.load32_splat(x3 + k);
-        q = v128.load32_splat(x3 + k, 4);
-        a3 = i32x4.add(i32x4.add(a3, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
-        b3 = i32x4.add(i32x4.add(b3, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
-      }
+      p = v128.load32_splat(x2 + k);
+      q = v128.load32_splat(x2 + k, 4);
+      a2 = i32x4.add(i32x4.add(a2, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b2 = i32x4.add(i32x4.add(b2, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
+      p = v128.load32_splat(x3 + k);
+      q = v128.load32_splat(x3 + k, 4);
+      a3 = i32x4.add(i32x4.add(a3, i32x4.dot_i16x8_s(al, p)), i32x4.dot_i16x8_s(ah, q));
+      b3 = i32x4.add(i32x4.add(b3, i32x4.dot_i16x8_s(bl, p)), i32x4.dot_i16x8_s(bh, q));
     }
-    const sa = v128.load(w, 512), sb = v128.load(w, 528);
-    q8Accumulate(res, 0, a0, f32x4.mul(sa, v128.load32_splat(s0 + so)));
-    q8Accumulate(res, 16, b0, f32x4.mul(sb, v128.load32_splat(s0 + so)));
-    q8Accumulate(res, 32, a1, f32x4.mul(sa, v128.load32_splat(s0 + sStride + so)));
-    q8Accumulate(res, 48, b1, f32x4.mul(sb, v128.load32_splat(s0 + sStride + so)));
-    if (n == 4) {
-      q8Accumulate(res, 64, a2, f32x4.mul(sa, v128.load32_splat(s0 + 2 * sStride + so)));
-      q8Accumulate(res, 80, b2, f32x4.mul(sb, v128.load32_splat(s0 + 2 * sStride + so)));
-      q8Accumulate(res, 96, a3, f32x4.mul(sa, v128.load32_splat(s0 + 3 * sStride + so)));
-      q8Accumulate(res, 112, b3, f32x4.mul(sb, v128.load32_splat(s0 + 3 * sStride + so)));
-    }
+    q8WideBlockStep(w, s0 + so, sStride, a0, b0, a1, b1, a2, b2, a3, b3, res);
     w += TILE_Q8_I16;
   }
+}
+
+/**
+ * Baseline flavor: the same tile (both halves of a widened group × four
+ * tokens) one column pair a step, 16 steps a block: two weight vectors and
+ * four splats a step, so with the eight sums fourteen vectors are live where
+ * V8 12 and 11 place every load of a step ahead of its arithmetic (the
+ * two-pair step holds twenty and spilled). Per (row, token) the int32 sums of
+ * gemmQ8 in another order (exact) and its float steps (its codes are · 256
+ * and its scale takes 1/256: both products round alike, powers of two), so
+ * the outputs are gemmQ8's bit for bit. One linear [4864, 1024], T = 64, two
+ * threads, against the two-token tile it replaced: 1.16× on Node 22, 1.14×
+ * on Node 20, 1.21× on Node 24 (BENCHMARKS.md "gguf").
+ */
+export function gemmQ8I16Rows8ByPair(w: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+  for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
+    let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
+    let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0);
+    for (let j: usize = 0, k = xo; j < 256; j += 16, k += 4) {
+      const wa = v128.load(w + j), wb = v128.load(w + j, 256);
+      let p = v128.load32_splat(x0 + k);
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(wa, p));
+      b0 = i32x4.add(b0, i32x4.dot_i16x8_s(wb, p));
+      p = v128.load32_splat(x1 + k);
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(wa, p));
+      b1 = i32x4.add(b1, i32x4.dot_i16x8_s(wb, p));
+      p = v128.load32_splat(x2 + k);
+      a2 = i32x4.add(a2, i32x4.dot_i16x8_s(wa, p));
+      b2 = i32x4.add(b2, i32x4.dot_i16x8_s(wb, p));
+      p = v128.load32_splat(x3 + k);
+      a3 = i32x4.add(a3, i32x4.dot_i16x8_s(wa, p));
+      b3 = i32x4.add(b3, i32x4.dot_i16x8_s(wb, p));
+    }
+    q8WideBlockStep(w, s0 + so, sStride, a0, b0, a1, b1, a2, b2, a3, b3, res);
+    w += TILE_Q8_I16;
+  }
+}
+
+/** One block's float step of a widened tile (w: its TILE_Q8_I16 tile, s: token 0's block scale): res[t][h] += f32(sum) · row scales · token t's scale. */
+@inline function q8WideBlockStep(w: usize, s: usize, sStride: usize, a0: v128, b0: v128, a1: v128, b1: v128, a2: v128, b2: v128, a3: v128, b3: v128, res: usize): void {
+  const sa = v128.load(w, 512), sb = v128.load(w, 528);
+  let x = v128.load32_splat(s);
+  q8Accumulate(res, 0, a0, f32x4.mul(sa, x));
+  q8Accumulate(res, 16, b0, f32x4.mul(sb, x));
+  x = v128.load32_splat(s + sStride);
+  q8Accumulate(res, 32, a1, f32x4.mul(sa, x));
+  q8Accumulate(res, 48, b1, f32x4.mul(sb, x));
+  x = v128.load32_splat(s + 2 * sStride);
+  q8Accumulate(res, 64, a2, f32x4.mul(sa, x));
+  q8Accumulate(res, 80, b2, f32x4.mul(sb, x));
+  x = v128.load32_splat(s + 3 * sStride);
+  q8Accumulate(res, 96, a3, f32x4.mul(sa, x));
+  q8Accumulate(res, 112, b3, f32x4.mul(sb, x));
 }
 
 /** res[o] += f32(sum) · scale: one block's step of gemvQ8, on an accumulator kept in memory. */

@@ -21,7 +21,7 @@
 
 import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q5, FMT_Q8, GROUP, HALF, TILE_Q5, TILE_Q8, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
-import { gemmBf16, gemmF32, gemmF32Rows8x3, gemmQ4, gemmQ4Rows8I16, gemmQ8, gemmQ8Rows8I16, gemmQ8Rows8U8, gemmQ8x8, gemmQ8I16Rows8, gemmQ8I16Rows8x2, widenQ8Group } from "./gemm";
+import { gemmBf16, gemmF32, gemmF32Rows8x3, gemmQ4, gemmQ4Rows8I16, gemmQ8, gemmQ8Rows8I16, gemmQ8Rows8U8, gemmQ8x8, gemmQ8I16Rows8, gemmQ8I16Rows8ByPair, widenQ8Group } from "./gemm";
 import { gemmQ8Rows8x2, gemmQ8Rows8x3, gemmQ8Rows8x5U8 } from "./gemm-few";
 import { gemvQ5x2, q5BlockSums, unpackQ5Group } from "./q5";
 import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
@@ -106,7 +106,7 @@ const Q8_TOKEN_BLOCK: i32 = 64;
 /**
  * From this many tokens of a token block, q8 on the int16 dot widens each row
  * group's codes to int16 in the thread's scratch (past the q5 unpack, see
- * Q5_SCRATCH) and runs gemmQ8I16Rows8 / gemmQ8I16Rows8x2 on them: the widening
+ * Q5_SCRATCH) and runs gemmQ8I16Rows8 / gemmQ8I16Rows8ByPair on them: the widening
  * is one pass over the group for every tile that reads it.
  */
 const WIDEN_TOKENS: i32 = 8;
@@ -193,19 +193,18 @@ const Q5_GEMM_TOKENS: i32 = 4;
       }
       // q8 on the int16 dot from WIDEN_TOKENS tokens (baseline flavor: above
       // FEW_TOKENS): the row group's codes widened to int16 once (gemm.ts
-      // widenQ8Group), then both halves × 4 tokens (relaxed: gemmQ8I16Rows8)
-      // or × 2 (baseline: gemmQ8I16Rows8x2; V8 12 and 11 spill four of the
-      // 4-token kernel's accumulators every iteration) on plain loads. The
-      // same outputs; a last odd token goes on below.
+      // widenQ8Group), then both halves × 4 tokens on plain loads, two column
+      // pairs a step (relaxed: gemmQ8I16Rows8) or one (baseline:
+      // gemmQ8I16Rows8ByPair; V8 12 and 11 spill the two-pair step). The same
+      // outputs; the last 1–3 tokens go on below.
       if (format == FMT_Q8 && mode == DOT_I16 && tEnd - t8 >= WIDEN_TOKENS && (RELAXED || a.tokens > FEW_TOKENS)) {
         const w16 = res + Q5_SCRATCH + (q5 ? <usize>a.nb * TILE_Q8 : 0);
         widenQ8Group(wg, a.nb, w16);
-        const n = RELAXED ? 4 : 2;
-        for (; t8 + n <= tEnd; t8 += n) {
+        for (; t8 + 4 <= tEnd; t8 += 4) {
           const xt = a.x + <usize>t8 * xStride, st = a.xs + <usize>t8 * sStride;
           if (RELAXED) gemmQ8I16Rows8(w16, xt, xStride, st, sStride, a.nb, res);
-          else gemmQ8I16Rows8x2(w16, xt, xStride, st, sStride, a.nb, res);
-          storeTokens(a, g * GROUP, t8, n, res);
+          else gemmQ8I16Rows8ByPair(w16, xt, xStride, st, sStride, a.nb, res);
+          storeTokens(a, g * GROUP, t8, 4, res);
         }
       }
       const rows8 = RELAXED ? (format == FMT_Q8 && (mode == DOT_U8 || mode == DOT_I16)) || (format == FMT_Q4 && mode == DOT_I16) : format == FMT_Q8 && a.tokens <= FEW_TOKENS;
