@@ -8,7 +8,9 @@
 // Output per token t: codes xq + t·(cols << XSHIFT), scales xd + 4·t·nsb
 // (f32 [nsb]), sums xsum + 64·t·nsb (i32 [nsb · 16]). The codes are int8
 // (relaxed: what relaxed_dot_i8x16_i7x16 takes) or int16 (baseline: what
-// i32x4.dot_i16x8_s takes, widened once here rather than in every dot).
+// i32x4.dot_i16x8_s takes, widened once here rather than in every dot). The
+// relaxed flavor's widened prefill (V8 < 13) asks for an int16 copy as well
+// (xq16), so its 4-token tiles do not sign-extend every splat.
 
 import { QK_K } from "./kquant-layout";
 import { RELAXED } from "../runtime/flavor";
@@ -24,6 +26,8 @@ export const XSHIFT: usize = RELAXED ? 0 : 1;
   xq: usize;
   xd: usize;
   xsum: usize;
+  /** Relaxed flavor: where to write the codes as int16 too, [T][nsb · 256] (the widened prefill kernels' form, kquant-dot.ts gemmKWide), or 0. Baseline: unused (its codes are int16). */
+  xq16: usize;
 }
 
 /** Item t quantizes token t's row. */
@@ -32,9 +36,10 @@ export function task_act_quantize_q8k(item: i32, tid: i32, args: usize): void {
   const cols = <usize>a.nsb * QK_K;
   let x = a.x + <usize>item * <usize>a.xStride;
   let q = a.xq + <usize>item * (cols << XSHIFT);
+  let q16 = a.xq16 + <usize>item * (cols << 1);
   let xd = a.xd + <usize>item * <usize>a.nsb * 4;
   let xs = a.xsum + <usize>item * <usize>a.nsb * 64;
-  for (let b = 0; b < a.nsb; b++, x += QK_K * 4, q += <usize>QK_K << XSHIFT, xd += 4) {
+  for (let b = 0; b < a.nsb; b++, x += QK_K * 4, q += <usize>QK_K << XSHIFT, q16 += <usize>QK_K << 1, xd += 4) {
     let m = f32x4.splat(0);
     for (let i = 0; i < QK_K * 4; i += 16) m = f32x4.max(m, f32x4.abs(v128.load(x + <usize>i)));
     const amax = max(max(f32x4.extract_lane(m, 0), f32x4.extract_lane(m, 1)), max(f32x4.extract_lane(m, 2), f32x4.extract_lane(m, 3)));
@@ -48,8 +53,13 @@ export function task_act_quantize_q8k(item: i32, tid: i32, args: usize): void {
       const c2 = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(p, 32), id)));
       const c3 = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(p, 48), id)));
       const lo = i16x8.narrow_i32x4_s(c0, c1), hi = i16x8.narrow_i32x4_s(c2, c3);
-      if (RELAXED) v128.store(q + <usize>g, i8x16.narrow_i16x8_s(lo, hi));
-      else {
+      if (RELAXED) {
+        v128.store(q + <usize>g, i8x16.narrow_i16x8_s(lo, hi));
+        if (a.xq16) {
+          v128.store(q16 + (<usize>g << 1), lo);
+          v128.store(q16 + (<usize>g << 1), hi, 16);
+        }
+      } else {
         v128.store(q + (<usize>g << 1), lo);
         v128.store(q + (<usize>g << 1), hi, 16);
       }

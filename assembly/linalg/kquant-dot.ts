@@ -637,7 +637,7 @@ export function gemvQ6K(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i32): 
 }
 
 /**
- * Bytes of a Q6_K tile widened for the baseline flavor's prefill (widenQ6KQuad):
+ * Bytes of a Q6_K tile widened for the prefill (widenQ6KQuad; Runtime kquantWide):
  * per sub-block t and column quad k (columns 16t + 4k … + 3), 32 bytes at
  * 128t + 32k: rows 0-1 then rows 2-3, each as 4 int16 codes sc·(q − 32); then
  * d (4 × f32) at 2048.
@@ -677,7 +677,7 @@ export function widenQ6KQuad(w: usize, nsb: i32, dst: usize): void {
 }
 
 /**
- * Bytes of a Q4_K / Q5_K tile widened for the baseline flavor's prefill
+ * Bytes of a Q4_K / Q5_K tile widened for the prefill (Runtime kquantWide)
  * (widenQ45KQuad): the codes sc·q as int16, laid out as TILE_Q6_K_I16's (per
  * column quad k of the superblock, columns 4k … 4k + 3, 32 bytes at 32k: rows
  * 0-1 then rows 2-3); d (4 × f32) at 2048, dmin at 2064, then sub-block s's
@@ -718,7 +718,7 @@ export function widenQ45KQuad(five: bool, w: usize, nsb: i32, dst: usize): void 
 }
 
 /**
- * Baseline flavor: gemmQ6K on a widened quad (widenQ6KQuad) × 4 tokens, res =
+ * The widened prefill (baseline; relaxed under V8 < 13): gemmQ6K on a widened quad (widenQ6KQuad) × 4 tokens, res =
  * [token][4 rows] f32. Per column quad and token one splat and two dots on
  * plain loads, where gemmQ6K decodes the 6-bit codes for every 4-token tile and
  * takes eight extends, eight dots, the −32·Σx correction and a scale multiply
@@ -730,7 +730,7 @@ export function gemmQ6KWide(w: usize, x0: usize, xStride: usize, xd: usize, dStr
 }
 
 /**
- * Baseline flavor: gemmQ4K / gemmQ5K on a widened quad (widenQ45KQuad) × 4
+ * The widened prefill: gemmQ4K / gemmQ5K on a widened quad (widenQ45KQuad) × 4
  * tokens, res = [token][4 rows] f32: the codes as gemmQ6KWide's, then per
  * token the mins' Σ m_s·bsum_s and q4kAccumulate's two float steps. The same
  * integers and float steps as gemmQ4K's: outputs bit-identical.
@@ -739,7 +739,11 @@ export function gemmQ45KWide(w: usize, x0: usize, xStride: usize, xd: usize, dSt
   gemmKWide(true, w, x0, xStride, xd, dStride, xsum, sStride, nsb, res);
 }
 
-/** Both widened kernels: mins = false for Q6_K tiles (TILE_Q6_K_I16), true for Q4_K / Q5_K (TILE_Q45_K_I16, with the token's code sums per 16 at xsum). */
+/**
+ * Both widened kernels: mins = false for Q6_K tiles (TILE_Q6_K_I16), true for Q4_K / Q5_K (TILE_Q45_K_I16, with the token's code sums per 16 at xsum).
+ * x0: int16 activation codes on both flavors (the relaxed quantizer's int16 copy, kquant-activation.ts xq16): sign-extending
+ * int8 codes at every splat cost V8 12 four of about 34 instructions a step (one linear on Node 22, relaxed: Q4_K 1.05×, Q6_K 1.08×).
+ */
 @inline function gemmKWide(mins: bool, w: usize, x0: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const tile = <usize>(mins ? TILE_Q45_K_I16 : TILE_Q6_K_I16);
@@ -747,7 +751,7 @@ export function gemmQ45KWide(w: usize, x0: usize, xStride: usize, xd: usize, dSt
   for (let b = 0, k: usize = 0; b < nsb; b++, w += tile, xd += 4, xsum += 64) {
     let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
     let b0 = i32x4.splat(0), b1 = i32x4.splat(0), b2 = i32x4.splat(0), b3 = i32x4.splat(0);
-    for (let j: usize = 0; j < 2048; j += 32, k += 4 << XSHIFT) {
+    for (let j: usize = 0; j < 2048; j += 32, k += 8) {
       const lo = v128.load(w + j), hi = v128.load(w + j, 16);
       let x = wideX4(x0 + k);
       a0 = i32x4.add(a0, i32x4.dot_i16x8_s(lo, x));
@@ -774,9 +778,9 @@ export function gemmQ45KWide(w: usize, x0: usize, xStride: usize, xd: usize, dSt
   v128.store(res, c3, 48);
 }
 
-/** Four activation codes at x as int16, twice: [x0 … x3, x0 … x3] (baseline: int16 codes; relaxed: int8, sign-extended). */
+/** Four int16 activation codes at x, twice: [x0 … x3, x0 … x3]. */
 @inline function wideX4(x: usize): v128 {
-  return XSHIFT ? v128.load64_splat(x) : i16x8.extend_low_i8x16_s(v128.load32_splat(x));
+  return v128.load64_splat(x);
 }
 
 /** One token's superblock step on a widened tile w: Q6_K's acc + tot·(d·dx); Q4_K / Q5_K's q4kAccumulate with the mins Σ m_s·bsum_s of the token's sums at xsum. */

@@ -35,6 +35,8 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
   pairs: i32;
   /** Bytes of a widened superblock (TILE_Q45_K_I16 / TILE_Q6_K_I16): Q4_K, Q5_K, Q6_K run on codes widened to int16 (src/ops/kquant-linear.ts decides: the runtime's kquantWide, from WIDEN_KQUANT_TOKENS tokens); 0: on the codes as stored. */
   wide: i32;
+  /** With `wide`: the activation codes as int16 [T][nsb · 256] (baseline: xq itself; relaxed: the quantizer's int16 copy), which the widened kernels read. */
+  xq16: usize;
 }
 
 /** Stores the lanes of res (rows row0 … row0 + 3) into out, adding bias, never past `rows` (as linear.ts's storeRows). */
@@ -70,10 +72,11 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
     const wide = a.wide && (format == FMT_Q4_K || format == FMT_Q5_K || format == FMT_Q6_K) ? res + 128 : 0;
     if (wide && format == FMT_Q6_K) widenQ6KQuad(w, a.nsb, wide);
     else if (wide) widenQ45KQuad(format == FMT_Q5_K, w, a.nsb, wide);
+    const x16Stride = (<usize>a.nsb * QK_K) << 1;
     for (; t + 4 <= a.tokens; t += 4) {
       const ut = <usize>t;
-      if (wide && format == FMT_Q6_K) gemmQ6KWide(wide, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.nsb, res);
-      else if (wide) gemmQ45KWide(wide, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+      if (wide && format == FMT_Q6_K) gemmQ6KWide(wide, a.xq16 + ut * x16Stride, x16Stride, a.xd + ut * dStride, dStride, a.nsb, res);
+      else if (wide) gemmQ45KWide(wide, a.xq16 + ut * x16Stride, x16Stride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q4_K && a.pairs) gemmQ4KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q4_K) gemmQ4K(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
       else if (format == FMT_Q5_K && a.pairs) gemmQ5KPairs(w, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);

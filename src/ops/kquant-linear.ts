@@ -30,17 +30,21 @@ const WIDE_TILE_BYTES: Partial<Record<Weight["format"], number>> = { q6_k: 2064,
 export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: MatrixView, bias: number): void {
   const T = x.rows;
   const nsb = weight.cols / KQUANT_BLOCK;
+  // The kernels' results (128 bytes); with kquantWide, Q4_K, Q5_K, Q6_K from WIDEN_KQUANT_TOKENS tokens then one quad widened to int16.
+  const wideTile = rt.kquantWide && T >= WIDEN_KQUANT_TOKENS ? (WIDE_TILE_BYTES[weight.format] ?? 0) : 0;
   const codeBytes = align64(T * weight.cols * 2); // int8 codes (relaxed) or int16 (baseline)
   const scaleBytes = align64(T * nsb * 4);
-  const ws = opsWorkspace(rt, codeBytes + scaleBytes + T * nsb * 64);
+  const sumBytes = align64(T * nsb * 64);
+  // The widened kernels read int16 codes: the baseline's own; on relaxed a copy the quantizer writes beside its int8 codes.
+  const copy16 = wideTile && rt.kernels === "relaxed" ? codeBytes : 0;
+  const ws = opsWorkspace(rt, codeBytes + scaleBytes + sumBytes + copy16);
   const xd = ws + codeBytes;
   const xsum = xd + scaleBytes;
-  rt.parallelFor("task_act_quantize_q8k", T, rt.args().ptr(x.tensor.ptr).i32(x.rowStride * 4).i32(nsb).ptr(ws).ptr(xd).ptr(xsum).end());
+  const xq16 = !wideTile ? 0 : copy16 ? xsum + sumBytes : ws;
+  rt.parallelFor("task_act_quantize_q8k", T, rt.args().ptr(x.tensor.ptr).i32(x.rowStride * 4).i32(nsb).ptr(ws).ptr(xd).ptr(xsum).ptr(copy16 ? xq16 : 0).end());
 
   const quads = Math.ceil(weight.rows / KQUANT_ROW_GROUP);
   const items = workItems(quads, weight.byteLength, rt.threads);
-  // The kernels' results (128 bytes); with kquantWide, Q4_K, Q5_K, Q6_K from WIDEN_KQUANT_TOKENS tokens then one quad widened to int16.
-  const wideTile = rt.kquantWide && T >= WIDEN_KQUANT_TOKENS ? (WIDE_TILE_BYTES[weight.format] ?? 0) : 0;
   const scratch = rt.threadScratch(128 + nsb * wideTile);
   const writer = rt.args();
   const starts = writer.i32Array(items);
@@ -63,6 +67,8 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
     .i32(rt.kquantPairs ? 1 : 0)
     // Bytes of a widened superblock (0: no widening).
     .i32(wideTile)
+    // The int16 activation codes the widened kernels read (0: no widening).
+    .ptr(xq16)
     .end();
   rt.parallelFor(`task_linear_${weight.format}`, items.length - 1, args);
 }
