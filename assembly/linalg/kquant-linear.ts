@@ -61,6 +61,7 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
   const quadBytes = <usize>a.nsb * <usize>kquantTileBytes(format);
   const res = a.scratch + <usize>tid * <usize>a.scratchStride;
   const xStride = (<usize>a.nsb * QK_K) << XSHIFT, dStride = <usize>a.nsb << 2, sStride = <usize>a.nsb << 6;
+  const x16Stride = (<usize>a.nsb * QK_K) << 1; // the widened kernels' int16 codes (args.xq16)
   const outStride = <usize>a.outStride;
   for (let q = q0; q < q1; q++) {
     const w = a.w + <usize>q * quadBytes;
@@ -72,7 +73,6 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
     const wide = a.wide && (format == FMT_Q4_K || format == FMT_Q5_K || format == FMT_Q6_K) ? res + 128 : 0;
     if (wide && format == FMT_Q6_K) widenQ6KQuad(w, a.nsb, wide);
     else if (wide) widenQ45KQuad(format == FMT_Q5_K, w, a.nsb, wide);
-    const x16Stride = (<usize>a.nsb * QK_K) << 1;
     for (; t + 4 <= a.tokens; t += 4) {
       const ut = <usize>t;
       if (wide && format == FMT_Q6_K) gemmQ6KWide(wide, a.xq16 + ut * x16Stride, x16Stride, a.xd + ut * dStride, dStride, a.nsb, res);

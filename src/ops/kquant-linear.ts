@@ -30,7 +30,7 @@ const WIDE_TILE_BYTES: Partial<Record<Weight["format"], number>> = { q6_k: 2064,
 export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: MatrixView, bias: number): void {
   const T = x.rows;
   const nsb = weight.cols / KQUANT_BLOCK;
-  // The kernels' results (128 bytes); with kquantWide, Q4_K, Q5_K, Q6_K from WIDEN_KQUANT_TOKENS tokens then one quad widened to int16.
+  // Bytes of a widened superblock: with kquantWide, Q4_K, Q5_K and Q6_K from WIDEN_KQUANT_TOKENS tokens (0: no widening).
   const wideTile = rt.kquantWide && T >= WIDEN_KQUANT_TOKENS ? (WIDE_TILE_BYTES[weight.format] ?? 0) : 0;
   const codeBytes = align64(T * weight.cols * 2); // int8 codes (relaxed) or int16 (baseline)
   const scaleBytes = align64(T * nsb * 4);
@@ -45,6 +45,7 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
 
   const quads = Math.ceil(weight.rows / KQUANT_ROW_GROUP);
   const items = workItems(quads, weight.byteLength, rt.threads);
+  // The kernels' results (128 bytes), then one quad widened to int16.
   const scratch = rt.threadScratch(128 + nsb * wideTile);
   const writer = rt.args();
   const starts = writer.i32Array(items);
