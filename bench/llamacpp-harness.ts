@@ -12,7 +12,7 @@
  * says which one is missing otherwise.
  */
 import { type ChildProcessWithoutNullStreams, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -44,8 +44,40 @@ function library(dir: string, re: RegExp): string {
 export interface LlamaCppHarness {
   binary: string;
   libDir: string;
-  /** node-llama-cpp's version (its llama.cpp build). */
+  /** Where bench.cpp loads its backends from (ggml_backend_load_all_from_path): libDir, or a folder of one CPU variant ($KVFLASH_LLAMACPP_CPU_BACKEND). */
+  backendDir?: string;
+  /** node-llama-cpp's version (its llama.cpp build), and the CPU variant when one is forced ("3.22.1, ggml-cpu haswell"). */
   version: string;
+}
+
+/**
+ * $KVFLASH_LLAMACPP_CPU_BACKEND: one of the CPU backend variants that
+ * node-llama-cpp ships (libggml-cpu-<name>.so: haswell, alderlake, zen4, …),
+ * the only one the harness loads; unset, ggml picks the best the CPU runs.
+ * "haswell" (AVX2 + FMA, no VNNI) is llama.cpp as it runs on x64 without
+ * AVX-VNNI, so that a machine with it can measure issue #30's condition
+ * with kvflash under `node --no-enable-avx-vnni --no-enable-avx-vnni-int8`.
+ */
+export const LLAMACPP_CPU_BACKEND_ENV = "KVFLASH_LLAMACPP_CPU_BACKEND";
+
+/**
+ * The harness with its backends limited to CPU variant `name`: a folder under
+ * bench/.cache/llamacpp holding a link to libggml-cpu-<name>.so alone (ggml
+ * loads every libggml-cpu-*.so of the folder it is given and keeps the best
+ * this CPU runs). The other libraries still come from libDir (the binary's rpath).
+ */
+export function withCpuBackend(h: LlamaCppHarness, name: string, cacheRoot = join(BENCH_CACHE, "llamacpp")): LlamaCppHarness {
+  const file = `libggml-cpu-${name}.so`;
+  if (!existsSync(join(h.libDir, file))) {
+    const have = readdirSync(h.libDir).flatMap((f) => /^libggml-cpu-(.+)\.so$/.exec(f)?.[1] ?? []);
+    throw new ArgumentError(LLAMACPP_CPU_BACKEND_ENV, `names no CPU backend of ${h.libDir}: got ${show(name)}, which has ${have.join(", ") || "none"}`);
+  }
+  const dir = join(cacheRoot, `${h.version}-cpu-${name}`);
+  mkdirSync(dir, { recursive: true });
+  const link = join(dir, file);
+  rmSync(link, { force: true });
+  symlinkSync(join(h.libDir, file), link);
+  return { ...h, backendDir: dir, version: `${h.version}, ggml-cpu ${name}` };
 }
 
 /**
@@ -66,6 +98,12 @@ export const LLAMACPP_VULKAN_ENV = "KVFLASH_LLAMACPP_VULKAN";
  * libggml-vulkan.so; the CPU backends ship beside them).
  */
 export function buildLlamaCppHarness(log: (line: string) => void, variant: "cpu" | "vulkan" = "cpu"): LlamaCppHarness {
+  const built = buildHarness(log, variant);
+  const cpu = process.env[LLAMACPP_CPU_BACKEND_ENV];
+  return variant === "cpu" && cpu ? withCpuBackend(built, cpu) : built;
+}
+
+function buildHarness(log: (line: string) => void, variant: "cpu" | "vulkan"): LlamaCppHarness {
   const found = findLlamaCpp();
   if (variant === "vulkan") {
     const given = process.env[LLAMACPP_VULKAN_ENV];
@@ -104,6 +142,16 @@ export function buildLlamaCppHarness(log: (line: string) => void, variant: "cpu"
   return { binary, libDir, version };
 }
 
+/** The x86 dot instructions' features among a CPU backend's (LlamaCppBench.cpuFeatures): what its q8 and K-quant dots run on, for row labels. */
+const DOT_FEATURES = ["AVX2", "AVX_VNNI", "AVX512", "AVX512_VNNI", "AMX_INT8", "NEON", "DOTPROD", "SVE", "MATMUL_INT8"];
+
+/** The label of the llama.cpp rows: "native (node-llama-cpp 3.22.1, AVX2 AVX512 AVX512_VNNI, flash_attn auto)". */
+export function llamaCppLabel(harness: Pick<LlamaCppHarness, "version">, bench: Pick<LlamaCppBench, "cpuFeatures" | "gpu" | "flashAttn">): string {
+  const have = new Set(bench.cpuFeatures.split(" "));
+  const dots = DOT_FEATURES.filter((f) => have.has(f)).join(" ");
+  return `native (node-llama-cpp ${harness.version}${dots ? `, ${dots}` : ""}${bench.gpu ? `, ${bench.gpu}` : ""}, flash_attn ${bench.flashAttn})`;
+}
+
 export interface LlamaCppRun {
   prefillMs: number;
   decodeMs: number[];
@@ -138,12 +186,15 @@ export class LlamaCppBench {
   readonly flashAttn: string;
   /** The first GPU device llama.cpp loaded ("Vulkan0: NVIDIA H100 …"), "" when none. */
   readonly gpu: string;
+  /** The features the loaded CPU backend was built for ("AVX2 FMA …"; bench.cpp), "" from a harness built before it reported them. */
+  readonly cpuFeatures: string;
 
-  private constructor(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>, flashAttn: string, gpu: string) {
+  private constructor(child: ChildProcessWithoutNullStreams, lines: AsyncIterator<string>, flashAttn: string, gpu: string, cpuFeatures: string) {
     this.#child = child;
     this.#lines = lines;
     this.flashAttn = flashAttn;
     this.gpu = gpu;
+    this.cpuFeatures = cpuFeatures;
     child.stderr.on("data", (d: Buffer) => (this.#stderr += d.toString()));
   }
 
@@ -154,14 +205,14 @@ export class LlamaCppBench {
   static async start(harness: LlamaCppHarness, model: string, o: { threads: number; prompt: number; decode: number; gpuLayers?: number; seqs?: number }): Promise<LlamaCppBench> {
     // SEQS only when asked for: a harness built before it (a packed Vulkan one) takes six or seven arguments.
     const seqs = o.seqs === undefined ? [] : [String(o.seqs)];
-    const child = ownChild(spawn(harness.binary, [model, harness.libDir, String(o.threads), String(o.prompt), String(o.decode), String(o.gpuLayers ?? 0), ...seqs], { stdio: ["pipe", "pipe", "pipe"] }));
+    const child = ownChild(spawn(harness.binary, [model, harness.backendDir ?? harness.libDir, String(o.threads), String(o.prompt), String(o.decode), String(o.gpuLayers ?? 0), ...seqs], { stdio: ["pipe", "pipe", "pipe"] }));
     const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const first = await lines.next();
     if (first.done) throw new Error(`the llama.cpp harness exited before loading ${model}:\n${stderr}`);
-    const ready = JSON.parse(first.value) as { ready: boolean; flash_attn: string; gpu?: string };
-    return new LlamaCppBench(child, lines, ready.flash_attn, ready.gpu ?? "");
+    const ready = JSON.parse(first.value) as { ready: boolean; flash_attn: string; gpu?: string; cpu?: string };
+    return new LlamaCppBench(child, lines, ready.flash_attn, ready.gpu ?? "", ready.cpu ?? "");
   }
 
   /** One timed run: the full prompt and decode, or a shorter one (a warm-up). */

@@ -14,7 +14,7 @@
  */
 import { findLlamaCpp } from "../src/testing/llamacpp.js";
 import { median } from "./harness.js";
-import { LlamaCppBench, buildLlamaCppHarness } from "./llamacpp-harness.js";
+import { LlamaCppBench, buildLlamaCppHarness, llamaCppLabel } from "./llamacpp-harness.js";
 
 /** A started llama.cpp harness with the served GGUF loaded, for batches of up to `seqs` sequences. */
 export interface ServePeer {
@@ -37,7 +37,7 @@ export async function startServePeer(file: string, o: { threads: number; seqs: n
   }
   const harness = buildLlamaCppHarness(log);
   const bench = await LlamaCppBench.start(harness, file, { threads: o.threads, prompt: o.prompt, decode: o.output, seqs: o.seqs });
-  return { bench, label: `native (node-llama-cpp ${harness.version}, flash_attn ${bench.flashAttn})` };
+  return { bench, label: llamaCppLabel(harness, bench) };
 }
 
 /** `items` cut into consecutive groups of `size` (the last may be shorter): a closed loop of equal-length requests at concurrency `size`. */

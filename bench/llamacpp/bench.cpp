@@ -37,7 +37,10 @@
 // share no prefix): each sequence attends over its own cells.
 //
 // Once after loading it prints {"ready": true, "n_vocab": …, "flash_attn":
-// "…", "gpu": "…"} (gpu: the first GPU device's description, "" when none).
+// "…", "gpu": "…", "cpu": "…"} (gpu: the first GPU device's description, ""
+// when none; cpu: the features the loaded CPU backend variant was built for,
+// ggml_backend_get_features, e.g. "AVX2 FMA …": which x86 dots it runs,
+// pmaddubsw on AVX2, vpdpbusd on AVX_VNNI / AVX512_VNNI).
 // Errors go to stderr with exit status 1.
 #include <chrono>
 #include <cstdint>
@@ -191,9 +194,19 @@ int main(int argc, char** argv) {
   std::vector<llama_token> ids(prompt);
   for (int i = 0; i < prompt; i++) ids[i] = static_cast<llama_token>((static_cast<uint64_t>(i) * 2654435761u) % static_cast<uint64_t>(n_vocab));
 
-  for (char& c : gpu_name)
-    if (c == '"' || c == '\\') c = '\'';
-  std::printf("{\"ready\": true, \"n_vocab\": %d, \"flash_attn\": \"%s\", \"gpu\": \"%s\"}\n", n_vocab, llama_flash_attn_type_name(cp.flash_attn_type), gpu_name.c_str());
+  // The CPU backend's build features (value "1": on), space-separated.
+  std::string cpu_features;
+  if (auto* get_features = reinterpret_cast<ggml_backend_get_features_t>(ggml_backend_reg_get_proc_address(cpu_reg, "ggml_backend_get_features"))) {
+    for (ggml_backend_feature* f = get_features(cpu_reg); f != nullptr && f->name != nullptr; f++) {
+      if (std::string(f->value) != "1") continue;
+      if (!cpu_features.empty()) cpu_features += ' ';
+      cpu_features += f->name;
+    }
+  }
+  for (std::string* text : {&gpu_name, &cpu_features})
+    for (char& c : *text)
+      if (c == '"' || c == '\\') c = '\'';
+  std::printf("{\"ready\": true, \"n_vocab\": %d, \"flash_attn\": \"%s\", \"gpu\": \"%s\", \"cpu\": \"%s\"}\n", n_vocab, llama_flash_attn_type_name(cp.flash_attn_type), gpu_name.c_str(), cpu_features.c_str());
   std::fflush(stdout);
 
   std::string line;

@@ -51,7 +51,7 @@ import type { GgufQuantMix } from "../../src/model/gguf/convert.js";
 import { measureReadBandwidth } from "../ceilings.js";
 import { decodeRoofline, ggufDecodeBytes } from "../decode-roofline.js";
 import { type Row, type Suite, cpuSummary, int8DotSummary, median } from "../harness.js";
-import { BENCH_CACHE, LlamaCppBench, alternateRuns, benchRuns, buildLlamaCppHarness, decodeMs, kvflashRun } from "../llamacpp-harness.js";
+import { BENCH_CACHE, LlamaCppBench, alternateRuns, benchRuns, buildLlamaCppHarness, decodeMs, llamaCppLabel, kvflashRun } from "../llamacpp-harness.js";
 import { type QwenGgufShape, qwenGgufFile, qwenGgufTypes } from "../qwen-gguf-file.js";
 import { kquantModelSource } from "../../src/model/gguf/kquant-source.js";
 
@@ -92,7 +92,7 @@ export const gguf: Suite = {
         try {
           const ids = Array.from({ length: prompt }, (_, i) => (i * 2654435761) % km.config.vocabSize >>> 0);
           const run = (size = { prompt, decode }) => kvflashRun(km.runner, ids, size, prompt);
-          log(`${shape} ${mix}: kvflash ${km.runner.weights.format} weights, llama.cpp ${harness.version} (flash_attn ${cpp.flashAttn}); warm-up runs…`);
+          log(`${shape} ${mix}: kvflash ${km.runner.weights.format} weights, llama.cpp ${harness.version} (flash_attn ${cpp.flashAttn}; CPU backend built for ${cpp.cpuFeatures || "(not reported)"}); warm-up runs…`);
           // Warm-up: every weight read once (pages in, caches, JIT), a short prompt and a few steps.
           const warm = { prompt: Math.min(prompt, 32), decode: Math.min(decode, 4) };
           await run(warm);
@@ -108,7 +108,7 @@ export const gguf: Suite = {
           const load = (loadBefore + loadavg()[0]!) / 2;
           const common = { kernels: fr.kernels, model: shape, cpu: cpuSummary(), int8_dot: int8DotSummary(fr), quant: mix, threads: THREADS, prompt_tokens: prompt, decode_tokens: decode, runs: reps, file_types: typeCounts(mix, shape), load_avg: load };
           rows.push({ engine: "kvflash", ...common, weights: km.runner.weights.format, prefill_tok_s: k.prefill, decode_tok_s: k.decode, kvflash_over_llamacpp: k.decode / c.decode, kvflash_over_llamacpp_prefill: k.prefill / c.prefill, ...decodeRoofline({ bytesPerToken: km.runner.weights.bytesPerToken, decodeTokS: k.decode, readGbps }) });
-          rows.push({ engine: "llama.cpp", ...common, weights: `native (node-llama-cpp ${harness.version}, flash_attn ${cpp.flashAttn})`, prefill_tok_s: c.prefill, decode_tok_s: c.decode, kvflash_over_llamacpp: null, kvflash_over_llamacpp_prefill: null, ...decodeRoofline({ bytesPerToken: ggufDecodeBytes(readGgufHeader(file).tensors), decodeTokS: c.decode, readGbps }) });
+          rows.push({ engine: "llama.cpp", ...common, weights: llamaCppLabel(harness, cpp), prefill_tok_s: c.prefill, decode_tok_s: c.decode, kvflash_over_llamacpp: null, kvflash_over_llamacpp_prefill: null, ...decodeRoofline({ bytesPerToken: ggufDecodeBytes(readGgufHeader(file).tensors), decodeTokS: c.decode, readGbps }) });
         } finally {
           await cpp.close();
           km.runner.dispose();
