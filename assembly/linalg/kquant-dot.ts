@@ -177,32 +177,14 @@ const MASKS: usize = memory.data<u8>([
   return reducePairs(a, b);
 }
 
-/** q45kSub for 4 tokens (x + t·xStride) at once, each weight vector decoded once; row sums to out[0..64) as [token][row]. */
+/**
+ * q45kSub for 4 tokens (x + t·xStride) at once on the int16 dot (baseline flavor), each weight
+ * vector decoded once; row sums to out[0..64) as [token][row]. The relaxed flavor's int8 dots
+ * are gemmQ45K's own loop (its sums stay in registers).
+ */
 @inline function q45kSub4(five: bool, c: usize, hp: usize, x: usize, xStride: usize, out: usize, low4: v128, bit4: v128): void {
   const x1 = x + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
   const H = five ? v128.load(hp) : i32x4.splat(0);
-  if (RELAXED) {
-    let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
-    for (let j: usize = 0; j < 64; j += 16) {
-      const v = v128.load(c + j);
-      const jj = <i32>(j >> 4);
-      const lo = q45Codes(five, v, H, jj, false, low4, bit4), hi = q45Codes(five, v, H, jj, true, low4, bit4);
-      const o = j >> 1;
-      i0 = dotI8U7(xs4(x, o), lo, i0);
-      i1 = dotI8U7(xs4(x1, o), lo, i1);
-      i2 = dotI8U7(xs4(x2, o), lo, i2);
-      i3 = dotI8U7(xs4(x3, o), lo, i3);
-      i0 = dotI8U7(xs4(x, o + 4), hi, i0);
-      i1 = dotI8U7(xs4(x1, o + 4), hi, i1);
-      i2 = dotI8U7(xs4(x2, o + 4), hi, i2);
-      i3 = dotI8U7(xs4(x3, o + 4), hi, i3);
-    }
-    v128.store(out, i0, 0);
-    v128.store(out, i1, 16);
-    v128.store(out, i2, 32);
-    v128.store(out, i3, 48);
-    return;
-  }
   let a0 = i32x4.splat(0), b0 = i32x4.splat(0), a1 = i32x4.splat(0), b1 = i32x4.splat(0);
   let a2 = i32x4.splat(0), b2 = i32x4.splat(0), a3 = i32x4.splat(0), b3 = i32x4.splat(0);
   for (let j: usize = 0; j < 64; j += 16) {
@@ -250,7 +232,7 @@ const MASKS: usize = memory.data<u8>([
 
 /**
  * One quad · 4 tokens (token t: xq + t·xStride, xd + t·dStride, xsum + t·sStride) → res [4 tokens][4 rows] f32;
- * res[64..128) is scratch for the sub-block sums.
+ * res[64..128) is scratch for the baseline's sub-block sums.
  */
 @inline function gemmQ45K(five: bool, w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   const low4 = maskLow4(), bit4 = maskBit4();
@@ -259,24 +241,48 @@ const MASKS: usize = memory.data<u8>([
   const tile = <usize>(five ? TILE_Q5_K : TILE_Q4_K);
   for (let b = 0; b < nsb; b++, w += tile, xq += XBLOCK, xd += 4, xsum += 64) {
     let t0 = i32x4.splat(0), t1 = i32x4.splat(0), t2 = i32x4.splat(0), t3 = i32x4.splat(0);
-    let m0 = i32x4.splat(0), m1 = i32x4.splat(0), m2 = i32x4.splat(0), m3 = i32x4.splat(0);
     for (let s: usize = 0; s < 8; s++) {
-      q45kSub4(five, w + <usize>q45kCodeOffset(five, <i32>s), w + <usize>q5kHighOffset(<i32>s), xq + (s << (5 + XSHIFT)), xStride, sums, low4, bit4);
-      const sm = q4kScaleMins(five, w, s);
-      const sc = i32x4.extend_low_i16x8_u(sm), mn = i32x4.extend_high_i16x8_u(sm);
+      const sc = i32x4.extend_low_i16x8_u(q4kScaleMins(five, w, s));
+      const c = w + <usize>q45kCodeOffset(five, <i32>s), x = xq + (s << (5 + XSHIFT));
+      if (RELAXED) {
+        // The relaxed int8 dots (u8 / i7 modes): the sub-block's 8 code vectors × 4 tokens, the sums kept in
+        // registers and scaled at once, not stored to `sums` and loaded back as the baseline's below.
+        const x1 = x + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+        const H = five ? v128.load(w + <usize>q5kHighOffset(<i32>s)) : i32x4.splat(0);
+        let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
+        for (let j: usize = 0; j < 64; j += 16) {
+          const v = v128.load(c + j);
+          const jj = <i32>(j >> 4);
+          const lo = q45Codes(five, v, H, jj, false, low4, bit4), hi = q45Codes(five, v, H, jj, true, low4, bit4);
+          const o = j >> 1;
+          i0 = dotI8U7(xs4(x, o), lo, i0);
+          i1 = dotI8U7(xs4(x1, o), lo, i1);
+          i2 = dotI8U7(xs4(x2, o), lo, i2);
+          i3 = dotI8U7(xs4(x3, o), lo, i3);
+          i0 = dotI8U7(xs4(x, o + 4), hi, i0);
+          i1 = dotI8U7(xs4(x1, o + 4), hi, i1);
+          i2 = dotI8U7(xs4(x2, o + 4), hi, i2);
+          i3 = dotI8U7(xs4(x3, o + 4), hi, i3);
+        }
+        t0 = i32x4.add(t0, i32x4.mul(i0, sc));
+        t1 = i32x4.add(t1, i32x4.mul(i1, sc));
+        t2 = i32x4.add(t2, i32x4.mul(i2, sc));
+        t3 = i32x4.add(t3, i32x4.mul(i3, sc));
+        continue;
+      }
+      q45kSub4(five, c, w + <usize>q5kHighOffset(<i32>s), x, xStride, sums, low4, bit4);
       t0 = i32x4.add(t0, i32x4.mul(v128.load(sums, 0), sc));
       t1 = i32x4.add(t1, i32x4.mul(v128.load(sums, 16), sc));
       t2 = i32x4.add(t2, i32x4.mul(v128.load(sums, 32), sc));
       t3 = i32x4.add(t3, i32x4.mul(v128.load(sums, 48), sc));
-      m0 = i32x4.add(m0, i32x4.mul(mn, bsum32(xsum, s)));
-      m1 = i32x4.add(m1, i32x4.mul(mn, bsum32(xsum + sStride, s)));
-      m2 = i32x4.add(m2, i32x4.mul(mn, bsum32(xsum + 2 * sStride, s)));
-      m3 = i32x4.add(m3, i32x4.mul(mn, bsum32(xsum + 3 * sStride, s)));
     }
-    a0 = q4kAccumulate(five, w, t0, m0, load<f32>(xd), a0);
-    a1 = q4kAccumulate(five, w, t1, m1, load<f32>(xd + dStride), a1);
-    a2 = q4kAccumulate(five, w, t2, m2, load<f32>(xd + 2 * dStride), a2);
-    a3 = q4kAccumulate(five, w, t3, m3, load<f32>(xd + 3 * dStride), a3);
+    // The mins term Σ_s m_s · bsum_s once a superblock per token (q4kMinsDot: four pmaddwd on the pairs of
+    // sub-blocks' mins, shared by the 4 tokens), not one broadcast and pmulld per sub-block and token: the same int32.
+    const mp0 = q4kMinsPair(five, w, 0), mp1 = q4kMinsPair(five, w, 2), mp2 = q4kMinsPair(five, w, 4), mp3 = q4kMinsPair(five, w, 6);
+    a0 = q4kAccumulate(five, w, t0, q4kMinsDot(xsum, mp0, mp1, mp2, mp3), load<f32>(xd), a0);
+    a1 = q4kAccumulate(five, w, t1, q4kMinsDot(xsum + sStride, mp0, mp1, mp2, mp3), load<f32>(xd + dStride), a1);
+    a2 = q4kAccumulate(five, w, t2, q4kMinsDot(xsum + 2 * sStride, mp0, mp1, mp2, mp3), load<f32>(xd + 2 * dStride), a2);
+    a3 = q4kAccumulate(five, w, t3, q4kMinsDot(xsum + 3 * sStride, mp0, mp1, mp2, mp3), load<f32>(xd + 3 * dStride), a3);
   }
   v128.store(res, a0, 0);
   v128.store(res, a1, 16);
@@ -478,16 +484,19 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
   return i16x8.shr_u(t, 2);
 }
 
+/** The relaxed Σ q·xq − 32·bsum of q6kSum16 on the sub-block's code vectors q0 … q3 (q6kCode), decoded once by the caller. */
+@inline function q6kSum16Codes(q0: v128, q1: v128, q2: v128, q3: v128, x: usize, bsum: i32): v128 {
+  let s0 = dotI8U7(xs4(x, 0), q0, i32x4.splat(0));
+  let s1 = dotI8U7(xs4(x, 4), q1, i32x4.splat(0));
+  s0 = dotI8U7(xs4(x, 8), q2, s0);
+  s1 = dotI8U7(xs4(x, 12), q3, s1);
+  return i32x4.sub(i32x4.add(s0, s1), i32x4.splat(bsum << 5));
+}
+
 /** Σ q·xq − 32·bsum (lanes = rows) over the 16 columns of the sub-block at c, for the token codes at x (those 16 columns). */
 @inline function q6kSum16(c: usize, x: usize, bsum: i32, low6: v128): v128 {
   const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32);
-  if (RELAXED) {
-    let s0 = dotI8U7(xs4(x, 0), q6kCode(A, B, C, 0, low6), i32x4.splat(0));
-    let s1 = dotI8U7(xs4(x, 4), q6kCode(A, B, C, 1, low6), i32x4.splat(0));
-    s0 = dotI8U7(xs4(x, 8), q6kCode(A, B, C, 2, low6), s0);
-    s1 = dotI8U7(xs4(x, 12), q6kCode(A, B, C, 3, low6), s1);
-    return i32x4.sub(i32x4.add(s0, s1), i32x4.splat(bsum << 5));
-  }
+  if (RELAXED) return q6kSum16Codes(q6kCode(A, B, C, 0, low6), q6kCode(A, B, C, 1, low6), q6kCode(A, B, C, 2, low6), q6kCode(A, B, C, 3, low6), x, bsum);
   let q = q6kCode(A, B, C, 0, low6);
   let x4 = xs4w(x, 0);
   let a = pairDot(q, true, x4, i32x4.splat(0)), b = pairDot(q, false, x4, i32x4.splat(0));
@@ -616,6 +625,17 @@ export function gemmQ5KPairs(w: usize, xq: usize, xStride: usize, xd: usize, dSt
         continue;
       }
       const sc = (t & 1) ? i32x4.extend_high_i16x8_s(q6kScalePair(w, t - 1)) : i32x4.extend_low_i16x8_s(q6kScalePair(w, t));
+      if (RELAXED) {
+        // The int8 dots (u8 / i7 modes): the sub-block's 4 code vectors decoded once for the 4 tokens
+        // (q6kSum16 per token decodes them per token), the same int32 sums.
+        const A = v128.load(c), B = v128.load(c, 16), C = v128.load(c, 32);
+        const q0 = q6kCode(A, B, C, 0, low6), q1 = q6kCode(A, B, C, 1, low6), q2 = q6kCode(A, B, C, 2, low6), q3 = q6kCode(A, B, C, 3, low6);
+        t0 = i32x4.add(t0, i32x4.mul(q6kSum16Codes(q0, q1, q2, q3, x, load<i32>(s)), sc));
+        t1 = i32x4.add(t1, i32x4.mul(q6kSum16Codes(q0, q1, q2, q3, x + xStride, load<i32>(s + sStride)), sc));
+        t2 = i32x4.add(t2, i32x4.mul(q6kSum16Codes(q0, q1, q2, q3, x + 2 * xStride, load<i32>(s + 2 * sStride)), sc));
+        t3 = i32x4.add(t3, i32x4.mul(q6kSum16Codes(q0, q1, q2, q3, x + 3 * xStride, load<i32>(s + 3 * sStride)), sc));
+        continue;
+      }
       t0 = q6kAddSub(t0, c, x, s, sc, low6);
       t1 = q6kAddSub(t1, c, x + xStride, s + sStride, sc, low6);
       t2 = q6kAddSub(t2, c, x + 2 * xStride, s + 2 * sStride, sc, low6);
