@@ -448,6 +448,81 @@ export function gemvQ5KPairs(w: usize, xq: usize, xd: usize, xsum: usize, nsb: i
   return RELAXED ? gemvQ45KScaledPairs(true, w, xq, xd, xsum, nsb) : gemvQ5K(w, xq, xd, xsum, nsb);
 }
 
+/**
+ * Relaxed flavor (u8 / i7 modes), Q4_K: two quads (w and w + quadBytes, rows 8) · 4 tokens, as gemmQ45K
+ * for each quad, but every activation splat feeds both quads' code vectors: per 16 code bytes of each
+ * quad, 4 splats and 8 dots where gemmQ45K takes 8 and 8. res [4 tokens][4 rows] f32 for the first
+ * quad at res, the second at res + 64, accumulated in memory there (zeroed here); res[128..256) holds
+ * the superblock's int32 sums [quad][token]. Per output the same int32 sums and float steps as
+ * gemmQ45K, so the same bits.
+ */
+export function gemmQ4KPairOfQuads(w: usize, quadBytes: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  const low4 = maskLow4();
+  const ts = res + 128;
+  for (let o: usize = 0; o < 128; o += 16) v128.store(res + o, f32x4.splat(0));
+  for (let b = 0; b < nsb; b++, w += TILE_Q4_K, xq += XBLOCK, xd += 4, xsum += 64) {
+    const w1 = w + quadBytes;
+    for (let o: usize = 0; o < 128; o += 16) v128.store(ts + o, i32x4.splat(0));
+    for (let s: usize = 0; s < 8; s++) {
+      const c0 = w + <usize>q45kCodeOffset(false, <i32>s), c1 = w1 + <usize>q45kCodeOffset(false, <i32>s);
+      const x0 = xq + (s << (5 + XSHIFT)), x1 = x0 + xStride, x2 = x1 + xStride, x3 = x2 + xStride;
+      let i0 = i32x4.splat(0), i1 = i32x4.splat(0), i2 = i32x4.splat(0), i3 = i32x4.splat(0);
+      let k0 = i32x4.splat(0), k1 = i32x4.splat(0), k2 = i32x4.splat(0), k3 = i32x4.splat(0);
+      for (let j: usize = 0; j < 64; j += 16) {
+        const v = v128.load(c0 + j), u = v128.load(c1 + j);
+        const o = j >> 1;
+        // The low nibbles (columns o … o + 3 of each row), then the high ones (o + 4 …).
+        let p = lowNibbles(v, low4), q = lowNibbles(u, low4);
+        let x = xs4(x0, o);
+        i0 = dotI8U7(x, p, i0);
+        k0 = dotI8U7(x, q, k0);
+        x = xs4(x1, o);
+        i1 = dotI8U7(x, p, i1);
+        k1 = dotI8U7(x, q, k1);
+        x = xs4(x2, o);
+        i2 = dotI8U7(x, p, i2);
+        k2 = dotI8U7(x, q, k2);
+        x = xs4(x3, o);
+        i3 = dotI8U7(x, p, i3);
+        k3 = dotI8U7(x, q, k3);
+        p = highNibbles(v, low4);
+        q = highNibbles(u, low4);
+        x = xs4(x0, o + 4);
+        i0 = dotI8U7(x, p, i0);
+        k0 = dotI8U7(x, q, k0);
+        x = xs4(x1, o + 4);
+        i1 = dotI8U7(x, p, i1);
+        k1 = dotI8U7(x, q, k1);
+        x = xs4(x2, o + 4);
+        i2 = dotI8U7(x, p, i2);
+        k2 = dotI8U7(x, q, k2);
+        x = xs4(x3, o + 4);
+        i3 = dotI8U7(x, p, i3);
+        k3 = dotI8U7(x, q, k3);
+      }
+      const sa = i32x4.extend_low_i16x8_u(q4kScaleMins(false, w, s)), sb = i32x4.extend_low_i16x8_u(q4kScaleMins(false, w1, s));
+      v128.store(ts, i32x4.add(v128.load(ts), i32x4.mul(i0, sa)));
+      v128.store(ts, i32x4.add(v128.load(ts, 16), i32x4.mul(i1, sa)), 16);
+      v128.store(ts, i32x4.add(v128.load(ts, 32), i32x4.mul(i2, sa)), 32);
+      v128.store(ts, i32x4.add(v128.load(ts, 48), i32x4.mul(i3, sa)), 48);
+      v128.store(ts, i32x4.add(v128.load(ts, 64), i32x4.mul(k0, sb)), 64);
+      v128.store(ts, i32x4.add(v128.load(ts, 80), i32x4.mul(k1, sb)), 80);
+      v128.store(ts, i32x4.add(v128.load(ts, 96), i32x4.mul(k2, sb)), 96);
+      v128.store(ts, i32x4.add(v128.load(ts, 112), i32x4.mul(k3, sb)), 112);
+    }
+    pairOfQuadsStep(w, ts, xsum, sStride, xd, dStride, res);
+    pairOfQuadsStep(w1, ts + 64, xsum, sStride, xd, dStride, res + 64);
+  }
+}
+
+/** One quad's superblock float step for 4 tokens (gemmQ45K's, Q4_K): res[t] (f32, in memory) += its sums ts[t] and mins. */
+@inline function pairOfQuadsStep(w: usize, ts: usize, xsum: usize, sStride: usize, xd: usize, dStride: usize, res: usize): void {
+  const mp0 = q4kMinsPair(false, w, 0), mp1 = q4kMinsPair(false, w, 2), mp2 = q4kMinsPair(false, w, 4), mp3 = q4kMinsPair(false, w, 6);
+  for (let t: usize = 0; t < 4; t++) {
+    v128.store(res + (t << 4), q4kAccumulate(false, w, v128.load(ts + (t << 4)), q4kMinsDot(xsum + t * sStride, mp0, mp1, mp2, mp3), load<f32>(xd + t * dStride), v128.load(res + (t << 4))));
+  }
+}
+
 export function gemmQ4K(w: usize, xq: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
   gemmQ45K(false, w, xq, xStride, xd, dStride, xsum, sStride, nsb, res);
 }

@@ -6,8 +6,9 @@
 // through gemv<F>; both do the same float steps per output (kquant-dot.ts),
 // so outputs are independent of T, the batch and the thread count.
 
-import { gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ2KPairs, gemmQ3K, gemmQ3KPairs, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ5KPairs, gemmQ6K, gemmQ6KPairs, gemvQ2K, gemvQ2KPairs, gemvQ3K, gemvQ3KPairs, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ5KPairs, gemvQ6K, gemvQ6KPairs, gemmQ6KWide, widenQ6KQuad, gemmQ45KWide, widenQ45KQuad } from "./kquant-dot";
+import { gemmQ4KPairOfQuads, gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ2KPairs, gemmQ3K, gemmQ3KPairs, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ5KPairs, gemmQ6K, gemmQ6KPairs, gemvQ2K, gemvQ2KPairs, gemvQ3K, gemvQ3KPairs, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ5KPairs, gemvQ6K, gemvQ6KPairs, gemmQ6KWide, widenQ6KQuad, gemmQ45KWide, widenQ45KQuad } from "./kquant-dot";
 import { XSHIFT } from "./kquant-activation";
+import { RELAXED } from "../runtime/flavor";
 import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
 
 @unmanaged class KquantLinearArgs {
@@ -67,6 +68,26 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
     const w = a.w + <usize>q * quadBytes;
     const row0 = q * QUAD;
     let t = 0;
+    // Relaxed Q4_K on its int8 dots (not pairs, not widened): two quads × 4 tokens at once
+    // (gemmQ4KPairOfQuads), then each quad's leftover tokens below; the same outputs.
+    if (RELAXED && format == FMT_Q4_K && !a.pairs && !a.wide && q + 1 < q1 && a.tokens >= 4) {
+      for (; t + 4 <= a.tokens; t += 4) {
+        const ut = <usize>t;
+        gemmQ4KPairOfQuads(w, quadBytes, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+        const out = a.out + ut * outStride;
+        for (let k: usize = 0; k < 4; k++) {
+          storeQuad(out + k * outStride, row0, a.rows, v128.load(res + (k << 4)), a.bias);
+          storeQuad(out + k * outStride, row0 + QUAD, a.rows, v128.load(res + (k << 4), 64), a.bias);
+        }
+      }
+      for (let u = t; u < a.tokens; u++) {
+        const uu = <usize>u;
+        storeQuad(a.out + uu * outStride, row0, a.rows, gemvQ4K(w, a.xq + uu * xStride, a.xd + uu * dStride, a.xsum + uu * sStride, a.nsb), a.bias);
+        storeQuad(a.out + uu * outStride, row0 + QUAD, a.rows, gemvQ4K(w + quadBytes, a.xq + uu * xStride, a.xd + uu * dStride, a.xsum + uu * sStride, a.nsb), a.bias);
+      }
+      q++;
+      continue;
+    }
     // Where the caller asks (args.wide), Q4_K, Q5_K and Q6_K quads are widened once to int16 codes (sc·q; Q6_K sc·(q − 32),
     // kquant-dot.ts widenQ45KQuad, widenQ6KQuad) in the thread's scratch past its first 128 bytes, and every 4-token tile
     // runs on them (the format test folds away in the other formats' tasks).
