@@ -64,13 +64,16 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
   const xStride = (<usize>a.nsb * QK_K) << XSHIFT, dStride = <usize>a.nsb << 2, sStride = <usize>a.nsb << 6;
   const x16Stride = (<usize>a.nsb * QK_K) << 1; // the widened kernels' int16 codes (args.xq16)
   const outStride = <usize>a.outStride;
+  // Tokens the two-quad tile has already taken for quad q (the second quad of a pair), 0 otherwise.
+  let paired = 0;
   for (let q = q0; q < q1; q++) {
     const w = a.w + <usize>q * quadBytes;
     const row0 = q * QUAD;
-    let t = 0;
-    // Relaxed Q4_K on its int8 dots (not pairs, not widened): two quads × 4 tokens at once
-    // (gemmQ4KPairOfQuads), then each quad's leftover tokens below; the same outputs.
-    if (RELAXED && format == FMT_Q4_K && !a.pairs && !a.wide && q + 1 < q1 && a.tokens >= 4) {
+    let t = paired;
+    paired = 0;
+    // Relaxed Q4_K on its int8 dots (not pairs, not widened): this quad and the next × 4 tokens at
+    // once (gemmQ4KPairOfQuads); each quad's leftover tokens then go on below. The same outputs.
+    if (RELAXED && format == FMT_Q4_K && !a.pairs && !a.wide && t == 0 && q + 1 < q1) {
       for (; t + 4 <= a.tokens; t += 4) {
         const ut = <usize>t;
         gemmQ4KPairOfQuads(w, quadBytes, a.xq + ut * xStride, xStride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
@@ -80,13 +83,7 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
           storeQuad(out + k * outStride, row0 + QUAD, a.rows, v128.load(res + (k << 4), 64), a.bias);
         }
       }
-      for (let u = t; u < a.tokens; u++) {
-        const uu = <usize>u;
-        storeQuad(a.out + uu * outStride, row0, a.rows, gemvQ4K(w, a.xq + uu * xStride, a.xd + uu * dStride, a.xsum + uu * sStride, a.nsb), a.bias);
-        storeQuad(a.out + uu * outStride, row0 + QUAD, a.rows, gemvQ4K(w + quadBytes, a.xq + uu * xStride, a.xd + uu * dStride, a.xsum + uu * sStride, a.nsb), a.bias);
-      }
-      q++;
-      continue;
+      paired = t;
     }
     // Where the caller asks (args.wide), Q4_K, Q5_K and Q6_K quads are widened once to int16 codes (sc·q; Q6_K sc·(q − 32),
     // kquant-dot.ts widenQ45KQuad, widenQ6KQuad) in the thread's scratch past its first 128 bytes, and every 4-token tile
