@@ -115,6 +115,15 @@ const WIDEN_TOKENS: i32 = 8;
 const FEW_TOKENS: i32 = 16;
 
 /**
+ * From this many blocks a row (2048 columns) the baseline flavor's q8 widens
+ * at FEW_TOKENS tokens too (the 16-sequence decode step): one linear, T = 16,
+ * Node 22, against the 8-row tiles: [896, 4864] 1.07–1.10×, [1536, 8960]
+ * 1.09–1.13×, [1024, 2816] 1.01–1.06×; on shorter rows it lost ([4864, 896]
+ * 0.89×, [2048, 1536] 0.97×), and at T = 8 everywhere (0.89–0.99×).
+ */
+const WIDEN_FEW_NB: i32 = 64;
+
+/**
  * The same for f32 and bf16 (see linear): 64 tokens of a 1536-column row are
  * 393 KB. Unblocked, every half group re-read all T rows from L3: an
  * encoder step of 4982 tokens (embed suite, batch 256) ran its f32
@@ -197,7 +206,7 @@ const Q5_GEMM_TOKENS: i32 = 4;
       // pairs a step (relaxed: gemmQ8I16Rows8) or one (baseline:
       // gemmQ8I16Rows8ByPair; V8 12 and 11 spill the two-pair step). The same
       // outputs; the last 1–3 tokens go on below.
-      if (format == FMT_Q8 && mode == DOT_I16 && tEnd - t8 >= WIDEN_TOKENS && (RELAXED || a.tokens > FEW_TOKENS)) {
+      if (format == FMT_Q8 && mode == DOT_I16 && tEnd - t8 >= WIDEN_TOKENS && (RELAXED || a.tokens > FEW_TOKENS || (a.tokens == FEW_TOKENS && a.nb >= WIDEN_FEW_NB))) {
         const w16 = res + Q5_SCRATCH + (q5 ? <usize>a.nb * TILE_Q8 : 0);
         widenQ8Group(wg, a.nb, w16);
         if (RELAXED && !q5 && g + 1 < g1) touchGroup(wg + groupBytes, groupBytes, res);

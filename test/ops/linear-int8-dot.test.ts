@@ -44,6 +44,8 @@ const CASES: Case[] = [
   { rows: 40, cols: 96, tokens: 8 },
   { rows: 130, cols: 80, tokens: 19, bias: true },
   { rows: 64, cols: 1000, tokens: 16 },
+  // 65 blocks a row, a partial last one, at 16 tokens: the baseline flavor's q8 widens here too (linear.ts WIDEN_FEW_NB).
+  { rows: 27, cols: 2050, tokens: 16, bias: true },
   { rows: 24, cols: 256, tokens: 13, extreme: true },
   { rows: 411, cols: 1000, tokens: 1, extreme: true },
   { rows: 21, cols: 160, tokens: 97, bias: true },
