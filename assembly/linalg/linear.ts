@@ -50,6 +50,8 @@ import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
   scratchStride: i32;
   /** q8 / q4 / q5: the integer dot the activation codes were prepared for (flavor.ts DOT_I16, DOT_I7, DOT_U8). */
   dot: i32;
+  /** Baseline flavor, 1: q8 widens at FEW_TOKENS tokens where rows have WIDEN_FEW_NB blocks or more (the caller says where it pays: V8 < 13). */
+  widenFew: i32;
 }
 
 /** Stores the four lanes of res (rows row0 …) into out, adding bias, never past `rows`. */
@@ -118,8 +120,10 @@ const FEW_TOKENS: i32 = 16;
  * From this many blocks a row (2048 columns) the baseline flavor's q8 widens
  * at FEW_TOKENS tokens too (the 16-sequence decode step): one linear, T = 16,
  * Node 22, against the 8-row tiles: [896, 4864] 1.07–1.10×, [1536, 8960]
- * 1.09–1.13×, [1024, 2816] 1.01–1.06×; on shorter rows it lost ([4864, 896]
- * 0.89×, [2048, 1536] 0.97×), and at T = 8 everywhere (0.89–0.99×).
+ * 1.09–1.13×, [1024, 2816] 1.01–1.06× (Node 20: 1.09×, 1.14×); on shorter
+ * rows it lost ([4864, 896] 0.89×, [2048, 1536] 0.97×), at T = 8 everywhere
+ * (0.89–0.99×), and on V8 13 (Node 24, 0.92–0.95×), so there the caller
+ * leaves it off (args.widenFew).
  */
 const WIDEN_FEW_NB: i32 = 64;
 
@@ -206,7 +210,7 @@ const Q5_GEMM_TOKENS: i32 = 4;
       // pairs a step (relaxed: gemmQ8I16Rows8) or one (baseline:
       // gemmQ8I16Rows8ByPair; V8 12 and 11 spill the two-pair step). The same
       // outputs; the last 1–3 tokens go on below.
-      if (format == FMT_Q8 && mode == DOT_I16 && tEnd - t8 >= WIDEN_TOKENS && (RELAXED || a.tokens > FEW_TOKENS || (a.tokens == FEW_TOKENS && a.nb >= WIDEN_FEW_NB))) {
+      if (format == FMT_Q8 && mode == DOT_I16 && tEnd - t8 >= WIDEN_TOKENS && (RELAXED || a.tokens > FEW_TOKENS || (a.widenFew != 0 && a.tokens == FEW_TOKENS && a.nb >= WIDEN_FEW_NB))) {
         const w16 = res + Q5_SCRATCH + (q5 ? <usize>a.nb * TILE_Q8 : 0);
         widenQ8Group(wg, a.nb, w16);
         if (RELAXED && !q5 && g + 1 < g1) touchGroup(wg + groupBytes, groupBytes, res);

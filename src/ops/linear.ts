@@ -13,7 +13,7 @@
  * formats go to kquant-linear.ts.
  */
 import { ArgumentError, show } from "../errors.js";
-import type { Int8DotMode } from "../runtime/module.js";
+import { type Int8DotMode, v8Major } from "../runtime/module.js";
 import type { Runtime } from "../runtime/runtime.js";
 import type { Tensor } from "../tensor/tensor.js";
 import { asMatrix, checkDistinctRows, checkNoOverlap, checkTensor, checkTensorDType } from "./check.js";
@@ -52,6 +52,14 @@ const DOT_CODES: Readonly<Record<Int8DotMode, number>> = { i16: 0, i7: 1, u8: 2 
 
 /** From this many tokens (baseline flavor: above 16) q8 on the int16 dot widens each row group's codes in thread scratch (assembly/linalg/linear.ts WIDEN_TOKENS). */
 const WIDEN_TOKENS = 8;
+/**
+ * Whether the baseline flavor's q8 also widens at 16 tokens where rows are
+ * long (assembly/linalg/linear.ts WIDEN_FEW_NB): under V8 12 (Node 22) and 11
+ * (Node 20), whose 8-row tiles it beats there (1.07–1.14×); V8 13 (Node 24)
+ * runs those tiles faster than the widened ones (0.92–0.95×).
+ */
+const BASELINE_WIDENS_FEW = v8Major() < 13;
+
 /** Bytes of one widened q8 tile: int16 codes and the f32 scales (assembly/linalg/gemm.ts TILE_Q8_I16). */
 const TILE_Q8_I16_BYTES = 544;
 
@@ -156,6 +164,7 @@ export function linear(rt: Runtime, options: LinearOptions): void {
     .ptr(scratch.ptr)
     .i32(scratch.stride)
     .i32(dot)
+    .i32(rt.kernels === "baseline" && BASELINE_WIDENS_FEW ? 1 : 0)
     .end();
   rt.parallelFor(`task_linear_${weight.format}`, items.length - 1, args);
 }
