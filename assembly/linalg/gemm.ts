@@ -440,6 +440,52 @@ export function gemmQ8I16Rows8ByPair(w: usize, x0: usize, xStride: usize, s0: us
   }
 }
 
+/**
+ * Baseline flavor: two widened row groups (w, w2: 16 rows) × two tokens a tile,
+ * res = [group][token][8 rows] f32 (128 bytes: w's tokens at 0, w2's at 64).
+ * One column pair a step: four weight vectors and two splats, each splat
+ * feeding four dots, so with the eight sums fourteen vectors are live, as in
+ * gemmQ8I16Rows8ByPair, but the step issues 4 + 2 loads for 8 dots where that
+ * tile issues 2 + 4. The step alone (tools/int16-dot-bound, one thread, L1)
+ * ran at 0.94–1.00 of the dot's own rate on V8 12 and 11, the 4-token step at
+ * 0.82–0.83. Per (row, token) the int32 sums (exact, any order) and float
+ * steps of gemmQ8I16Rows8ByPair, so the same outputs bit for bit.
+ */
+export function gemmQ8I16Rows16x2(w: usize, w2: usize, x0: usize, xStride: usize, s0: usize, sStride: usize, nb: i32, res: usize): void {
+  const x1 = x0 + xStride;
+  for (let t: usize = 0; t < 128; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let b = 0, so: usize = 0, xo: usize = 0; b < nb; b++, so += 4, xo += 64) {
+    let a0 = i32x4.splat(0), b0 = i32x4.splat(0), c0 = i32x4.splat(0), d0 = i32x4.splat(0);
+    let a1 = i32x4.splat(0), b1 = i32x4.splat(0), c1 = i32x4.splat(0), d1 = i32x4.splat(0);
+    for (let j: usize = 0, k = xo; j < 256; j += 16, k += 4) {
+      const wa = v128.load(w + j), wb = v128.load(w + j, 256), wc = v128.load(w2 + j), wd = v128.load(w2 + j, 256);
+      let p = v128.load32_splat(x0 + k);
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(wa, p));
+      b0 = i32x4.add(b0, i32x4.dot_i16x8_s(wb, p));
+      c0 = i32x4.add(c0, i32x4.dot_i16x8_s(wc, p));
+      d0 = i32x4.add(d0, i32x4.dot_i16x8_s(wd, p));
+      p = v128.load32_splat(x1 + k);
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(wa, p));
+      b1 = i32x4.add(b1, i32x4.dot_i16x8_s(wb, p));
+      c1 = i32x4.add(c1, i32x4.dot_i16x8_s(wc, p));
+      d1 = i32x4.add(d1, i32x4.dot_i16x8_s(wd, p));
+    }
+    const sa = v128.load(w, 512), sb = v128.load(w, 528), sc = v128.load(w2, 512), sd = v128.load(w2, 528);
+    let x = v128.load32_splat(s0 + so);
+    q8Accumulate(res, 0, a0, f32x4.mul(sa, x));
+    q8Accumulate(res, 16, b0, f32x4.mul(sb, x));
+    q8Accumulate(res, 64, c0, f32x4.mul(sc, x));
+    q8Accumulate(res, 80, d0, f32x4.mul(sd, x));
+    x = v128.load32_splat(s0 + sStride + so);
+    q8Accumulate(res, 32, a1, f32x4.mul(sa, x));
+    q8Accumulate(res, 48, b1, f32x4.mul(sb, x));
+    q8Accumulate(res, 96, c1, f32x4.mul(sc, x));
+    q8Accumulate(res, 112, d1, f32x4.mul(sd, x));
+    w += TILE_Q8_I16;
+    w2 += TILE_Q8_I16;
+  }
+}
+
 /** One block's float step of a widened tile (w: its TILE_Q8_I16 tile, s: token 0's block scale): res[t][h] += f32(sum) · row scales · token t's scale. */
 @inline function q8WideBlockStep(w: usize, s: usize, sStride: usize, a0: v128, b0: v128, a1: v128, b1: v128, a2: v128, b2: v128, a3: v128, b3: v128, res: usize): void {
   const sa = v128.load(w, 512), sb = v128.load(w, 528);

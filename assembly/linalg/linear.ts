@@ -21,7 +21,7 @@
 
 import { FMT_BF16, FMT_F32, FMT_Q4, FMT_Q5, FMT_Q8, GROUP, HALF, TILE_Q5, TILE_Q8, halfOffset, tileBytes } from "./layout";
 import { gemvBf16, gemvBf16x2, gemvF32, gemvF32x2, gemvQ4, gemvQ4x2, gemvQ8, gemvQ8x2 } from "./gemv";
-import { gemmBf16, gemmF32, gemmF32Rows8x3, gemmQ4, gemmQ4Rows8I16, gemmQ8, gemmQ8Rows8I16, gemmQ8Rows8U8, gemmQ8x8, gemmQ8I16Rows8, gemmQ8I16Rows8ByPair, widenQ8Group } from "./gemm";
+import { gemmBf16, gemmF32, gemmF32Rows8x3, gemmQ4, gemmQ4Rows8I16, gemmQ8, gemmQ8Rows8I16, gemmQ8Rows8U8, gemmQ8x8, gemmQ8I16Rows8, gemmQ8I16Rows8ByPair, gemmQ8I16Rows16x2, widenQ8Group, TILE_Q8_I16 } from "./gemm";
 import { gemmQ8Rows8x2, gemmQ8Rows8x3, gemmQ8Rows8x5U8 } from "./gemm-few";
 import { gemvQ5x2, q5BlockSums, unpackQ5Group } from "./q5";
 import { DOT_I16, DOT_I7, DOT_U8, RELAXED } from "../runtime/flavor";
@@ -108,8 +108,9 @@ const Q8_TOKEN_BLOCK: i32 = 64;
 /**
  * From this many tokens of a token block, q8 on the int16 dot widens each row
  * group's codes to int16 in the thread's scratch (past the q5 unpack, see
- * Q5_SCRATCH) and runs gemmQ8I16Rows8 / gemmQ8I16Rows8ByPair on them: the widening
- * is one pass over the group for every tile that reads it.
+ * Q5_SCRATCH; the baseline flavor two groups, for gemmQ8I16Rows16x2) and runs
+ * gemmQ8I16Rows8 / gemmQ8I16Rows16x2 / gemmQ8I16Rows8ByPair on them: the
+ * widening is one pass over the group for every tile that reads it.
  */
 const WIDEN_TOKENS: i32 = 8;
 
@@ -123,7 +124,9 @@ const FEW_TOKENS: i32 = 16;
  * 1.09–1.13×, [1024, 2816] 1.01–1.06× (Node 20: 1.09×, 1.14×); on shorter
  * rows it lost ([4864, 896] 0.89×, [2048, 1536] 0.97×), at T = 8 everywhere
  * (0.89–0.99×), and on V8 13 (Node 24, 0.92–0.95×), so there the caller
- * leaves it off (args.widenFew).
+ * leaves it off (args.widenFew). Those readings were on the 8-row widened
+ * tiles; on the 16-row ones (gemmQ8I16Rows16x2) [896, 4864] read 1.11× and
+ * [4864, 896], [2048, 1536] 0.97×, 1.00× with the bound lifted, so it stands.
  */
 const WIDEN_FEW_NB: i32 = 64;
 
@@ -205,15 +208,35 @@ const Q5_GEMM_TOKENS: i32 = 4;
         }
       }
       // q8 on the int16 dot from WIDEN_TOKENS tokens (baseline flavor: above
-      // FEW_TOKENS): the row group's codes widened to int16 once (gemm.ts
-      // widenQ8Group), then both halves × 4 tokens on plain loads, two column
-      // pairs a step (relaxed: gemmQ8I16Rows8) or one (baseline:
-      // gemmQ8I16Rows8ByPair; V8 12 and 11 spill the two-pair step). The same
-      // outputs; the last 1–3 tokens go on below.
+      // FEW_TOKENS, or at it on long rows, WIDEN_FEW_NB): the row group's codes
+      // widened to int16 once (gemm.ts widenQ8Group), then on plain loads.
+      // Relaxed: both halves × 4 tokens, two column pairs a step
+      // (gemmQ8I16Rows8), the next group touched ahead (touchGroup). Baseline:
+      // this group and the next widened together, 16 rows × 2 tokens a tile
+      // (gemmQ8I16Rows16x2; Qwen2.5-0.5B Q8_0 512-token prefill 1.031× on
+      // Node 22, 1.028× on Node 20, against the 8-row 4-token tile), their
+      // last token on bothHalves; a last odd group takes both halves × 4
+      // tokens, one column pair a step (gemmQ8I16Rows8ByPair; V8 12 and 11
+      // spill the two-pair step). The same outputs; the last 1–3 tokens go on below.
       if (format == FMT_Q8 && mode == DOT_I16 && tEnd - t8 >= WIDEN_TOKENS && (RELAXED || a.tokens > FEW_TOKENS || (a.widenFew != 0 && a.tokens == FEW_TOKENS && a.nb >= WIDEN_FEW_NB))) {
         const w16 = res + Q5_SCRATCH + (q5 ? <usize>a.nb * TILE_Q8 : 0);
         widenQ8Group(wg, a.nb, w16);
         if (RELAXED && !q5 && g + 1 < g1) touchGroup(wg + groupBytes, groupBytes, res);
+        if (!RELAXED && !q5 && g + 1 < g1) {
+          const w16b = w16 + <usize>a.nb * TILE_Q8_I16;
+          widenQ8Group(wg + groupBytes, a.nb, w16b);
+          for (; t8 + 2 <= tEnd; t8 += 2) {
+            gemmQ8I16Rows16x2(w16, w16b, a.x + <usize>t8 * xStride, xStride, a.xs + <usize>t8 * sStride, sStride, a.nb, res);
+            storeTokens(a, g * GROUP, t8, 2, res);
+            storeTokens(a, (g + 1) * GROUP, t8, 2, res + 64);
+          }
+          if (t8 < tEnd) {
+            bothHalves(format, mode, wg, g * GROUP, t8, tEnd - t8, a, res);
+            bothHalves(format, mode, wg + groupBytes, (g + 1) * GROUP, t8, tEnd - t8, a, res);
+          }
+          g++;
+          continue;
+        }
         for (; t8 + 4 <= tEnd; t8 += 4) {
           const xt = a.x + <usize>t8 * xStride, st = a.xs + <usize>t8 * sStride;
           if (RELAXED) gemmQ8I16Rows8(w16, xt, xStride, st, sStride, a.nb, res);
