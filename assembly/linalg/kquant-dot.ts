@@ -873,6 +873,55 @@ export function gemmQ45KWide(w: usize, x0: usize, xStride: usize, xd: usize, dSt
   v128.store(res, c3, 48);
 }
 
+/**
+ * gemmQ6KWide / gemmQ45KWide on two widened quads (w, w2: 8 rows) × two
+ * tokens, res = [quad][token][4 rows] f32 (64 bytes: w's tokens at 0, w2's at
+ * 32). Per column quad four weight vectors and two splats, each splat feeding
+ * four dots, where the 4-token tile loads two and four for eight: the step
+ * the int16 q8 prefill takes on V8 12 and 11 at 0.94–1.00 of the dot's rate
+ * (tools/int16-dot-bound; the 4-token step 0.82–0.83). The float
+ * accumulators live in res between superblocks (a memory round trip of an
+ * f32 is exact), so the integers and float steps are gemmKWide's: outputs
+ * bit-identical.
+ */
+export function gemmQ6KWide2x2(w: usize, w2: usize, x0: usize, xStride: usize, xd: usize, dStride: usize, nsb: i32, res: usize): void {
+  gemmKWide2x2(false, w, w2, x0, xStride, xd, dStride, 0, 0, nsb, res);
+}
+
+/** The Q4_K / Q5_K twin of gemmQ6KWide2x2 (the mins step of gemmQ45KWide). */
+export function gemmQ45KWide2x2(w: usize, w2: usize, x0: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  gemmKWide2x2(true, w, w2, x0, xStride, xd, dStride, xsum, sStride, nsb, res);
+}
+
+@inline function gemmKWide2x2(mins: bool, w: usize, w2: usize, x0: usize, xStride: usize, xd: usize, dStride: usize, xsum: usize, sStride: usize, nsb: i32, res: usize): void {
+  const x1 = x0 + xStride;
+  const tile = <usize>(mins ? TILE_Q45_K_I16 : TILE_Q6_K_I16);
+  for (let t: usize = 0; t < 64; t += 16) v128.store(res + t, f32x4.splat(0));
+  for (let b = 0, k: usize = 0; b < nsb; b++, w += tile, w2 += tile, xd += 4, xsum += 64) {
+    let a0 = i32x4.splat(0), b0 = i32x4.splat(0), c0 = i32x4.splat(0), d0 = i32x4.splat(0);
+    let a1 = i32x4.splat(0), b1 = i32x4.splat(0), c1 = i32x4.splat(0), d1 = i32x4.splat(0);
+    for (let j: usize = 0; j < 2048; j += 32, k += 8) {
+      const lo = v128.load(w + j), hi = v128.load(w + j, 16), lo2 = v128.load(w2 + j), hi2 = v128.load(w2 + j, 16);
+      let x = wideX4(x0 + k);
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(lo, x));
+      b0 = i32x4.add(b0, i32x4.dot_i16x8_s(hi, x));
+      c0 = i32x4.add(c0, i32x4.dot_i16x8_s(lo2, x));
+      d0 = i32x4.add(d0, i32x4.dot_i16x8_s(hi2, x));
+      x = wideX4(x1 + k);
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(lo, x));
+      b1 = i32x4.add(b1, i32x4.dot_i16x8_s(hi, x));
+      c1 = i32x4.add(c1, i32x4.dot_i16x8_s(lo2, x));
+      d1 = i32x4.add(d1, i32x4.dot_i16x8_s(hi2, x));
+    }
+    const d = v128.load(w, 2048), d2 = v128.load(w2, 2048);
+    const dx0 = load<f32>(xd), dx1 = load<f32>(xd + dStride);
+    v128.store(res, wideStep(mins, w, xsum, reducePairs(a0, b0), d, dx0, v128.load(res)));
+    v128.store(res, wideStep(mins, w, xsum + sStride, reducePairs(a1, b1), d, dx1, v128.load(res, 16)), 16);
+    v128.store(res, wideStep(mins, w2, xsum, reducePairs(c0, d0), d2, dx0, v128.load(res, 32)), 32);
+    v128.store(res, wideStep(mins, w2, xsum + sStride, reducePairs(c1, d1), d2, dx1, v128.load(res, 48)), 48);
+  }
+}
+
 /** Four int16 activation codes at x, twice: [x0 … x3, x0 … x3]. */
 @inline function wideX4(x: usize): v128 {
   return v128.load64_splat(x);

@@ -6,7 +6,7 @@
 // through gemv<F>; both do the same float steps per output (kquant-dot.ts),
 // so outputs are independent of T, the batch and the thread count.
 
-import { gemmQ4KPairOfQuads, gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ2KPairs, gemmQ3K, gemmQ3KPairs, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ5KPairs, gemmQ6K, gemmQ6KPairs, gemvQ2K, gemvQ2KPairs, gemvQ3K, gemvQ3KPairs, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ5KPairs, gemvQ6K, gemvQ6KPairs, gemmQ6KWide, widenQ6KQuad, gemmQ45KWide, widenQ45KQuad } from "./kquant-dot";
+import { gemmQ4KPairOfQuads, gemmIq4Xs, gemvIq4Xs, gemmQ2K, gemmQ2KPairs, gemmQ3K, gemmQ3KPairs, gemmQ4K, gemmQ4KPairs, gemmQ5K, gemmQ5KPairs, gemmQ6K, gemmQ6KPairs, gemvQ2K, gemvQ2KPairs, gemvQ3K, gemvQ3KPairs, gemvQ4K, gemvQ4KPairs, gemvQ5K, gemvQ5KPairs, gemvQ6K, gemvQ6KPairs, gemmQ6KWide, widenQ6KQuad, gemmQ45KWide, widenQ45KQuad, gemmQ6KWide2x2, gemmQ45KWide2x2 } from "./kquant-dot";
 import { XSHIFT } from "./kquant-activation";
 import { RELAXED } from "../runtime/flavor";
 import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUAD, kquantTileBytes } from "./kquant-layout";
@@ -64,6 +64,8 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
   const xStride = (<usize>a.nsb * QK_K) << XSHIFT, dStride = <usize>a.nsb << 2, sStride = <usize>a.nsb << 6;
   const x16Stride = (<usize>a.nsb * QK_K) << 1; // the widened kernels' int16 codes (args.xq16)
   const outStride = <usize>a.outStride;
+  // The two-quad widened tiles need two quads' room past the results: a caller that sized less traps here, before any write.
+  if (a.wide && <usize>a.scratchStride < 128 + 2 * <usize>a.nsb * <usize>a.wide) unreachable();
   // Tokens the two-quad tile has already taken for quad q (the second quad of a pair), 0 otherwise.
   let paired = 0;
   for (let q = q0; q < q1; q++) {
@@ -89,8 +91,30 @@ import { FMT_IQ4_XS, FMT_Q2_K, FMT_Q3_K, FMT_Q4_K, FMT_Q5_K, FMT_Q6_K, QK_K, QUA
     // kquant-dot.ts widenQ45KQuad, widenQ6KQuad) in the thread's scratch past its first 128 bytes, and every 4-token tile
     // runs on them (the format test folds away in the other formats' tasks).
     const wide = a.wide && (format == FMT_Q4_K || format == FMT_Q5_K || format == FMT_Q6_K) ? res + 128 : 0;
-    if (wide && format == FMT_Q6_K) widenQ6KQuad(w, a.nsb, wide);
-    else if (wide) widenQ45KQuad(format == FMT_Q5_K, w, a.nsb, wide);
+    // Widened, with a next quad in this item: both quads × 2 tokens a tile (gemmQ45KWide2x2, gemmQ6KWide2x2), the next widened
+    // past this one (the caller sizes the scratch for two); the last token of both goes on the GEMV below, and the next quad,
+    // its tokens taken, is not widened again. The same outputs.
+    const pair = wide != 0 && t == 0 && q + 1 < q1;
+    if (wide && (pair || a.tokens - t >= 4)) {
+      if (format == FMT_Q6_K) widenQ6KQuad(w, a.nsb, wide);
+      else widenQ45KQuad(format == FMT_Q5_K, w, a.nsb, wide);
+    }
+    if (pair) {
+      const wide2 = wide + <usize>a.nsb * <usize>a.wide;
+      if (format == FMT_Q6_K) widenQ6KQuad(w + quadBytes, a.nsb, wide2);
+      else widenQ45KQuad(format == FMT_Q5_K, w + quadBytes, a.nsb, wide2);
+      for (; t + 2 <= a.tokens; t += 2) {
+        const ut = <usize>t;
+        if (format == FMT_Q6_K) gemmQ6KWide2x2(wide, wide2, a.xq16 + ut * x16Stride, x16Stride, a.xd + ut * dStride, dStride, a.nsb, res);
+        else gemmQ45KWide2x2(wide, wide2, a.xq16 + ut * x16Stride, x16Stride, a.xd + ut * dStride, dStride, a.xsum + ut * sStride, sStride, a.nsb, res);
+        const out = a.out + ut * outStride;
+        storeQuad(out, row0, a.rows, v128.load(res), a.bias);
+        storeQuad(out + outStride, row0, a.rows, v128.load(res, 16), a.bias);
+        storeQuad(out, row0 + QUAD, a.rows, v128.load(res, 32), a.bias);
+        storeQuad(out + outStride, row0 + QUAD, a.rows, v128.load(res, 48), a.bias);
+      }
+      paired = t;
+    }
     for (; t + 4 <= a.tokens; t += 4) {
       const ut = <usize>t;
       if (wide && format == FMT_Q6_K) gemmQ6KWide(wide, a.xq16 + ut * x16Stride, x16Stride, a.xd + ut * dStride, dStride, a.nsb, res);

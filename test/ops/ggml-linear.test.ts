@@ -287,7 +287,7 @@ describe("native ggml weights stacked in one Weight", () => {
 // integers and float steps, so the same outputs bit for bit, whichever this engine runs by default.
 describe("Q4_K, Q5_K, Q6_K prefill with and without widened codes", () => {
   for (const type of ["Q4_K", "Q5_K", "Q6_K"] as const) {
-    test(`${type}: T = 8, 9 and 97 give the same outputs both ways, on extreme and raw random blocks`, async () => {
+    test(`${type}: T = 8, 9 and 97 give the same outputs both ways, on extreme and raw random blocks, and on two threads at once`, async () => {
       const rts = [await createRuntime({ threads: 2, kquantWide: true }), await createRuntime({ threads: 2, kquantWide: false })];
       try {
         const rows = 13, cols = 768;
@@ -312,6 +312,22 @@ describe("Q4_K, Q5_K, Q6_K prefill with and without widened codes", () => {
             assert.deepEqual(Array.from(outs[0]!), Array.from(outs[1]!), `${type} T = ${tokens}: widened and stored codes`);
           }
         }
+        // Enough work for two work items on the two threads, each item's quads in pairs (the two-quad widened tiles).
+        const big = { rows: 64, cols: 2048, tokens: 9 };
+        const bytes = randomBlocks(type, big.rows, big.cols, 23);
+        const xv = randn(big.tokens * big.cols, 24);
+        const outs = rts.map((rt) => {
+          const raw = rt.tensor("uint8", [big.rows, bytes.length / big.rows]).set(bytes);
+          const w = createGgmlWeight(rt, { source: new GgmlMatrix(type, raw, big.rows, big.cols) });
+          const x = rt.tensor("f32", [big.tokens, big.cols]).set(xv);
+          const out = rt.tensor("f32", [big.tokens, big.rows]).fill(Number.NaN);
+          for (let rep = 0; rep < 4; rep++) linear(rt, { x, weight: w, out });
+          const got = Float32Array.from(out.data() as Float32Array);
+          w.free();
+          for (const t of [raw, x, out]) rt.free(t);
+          return got;
+        });
+        assert.deepEqual(Array.from(outs[0]!), Array.from(outs[1]!), `${type} [${big.rows}, ${big.cols}] T = ${big.tokens}, two threads: widened and stored codes`);
       } finally {
         for (const rt of rts) await rt.dispose();
       }
