@@ -45,9 +45,8 @@ export function kquantLinear(rt: Runtime, weight: Weight, x: MatrixView, out: Ma
 
   const quads = Math.ceil(weight.rows / KQUANT_ROW_GROUP);
   const items = workItems(quads, weight.byteLength, rt.threads);
-  // The kernels' results (128 bytes), then one quad widened to int16; unwidened, relaxed Q4_K's two-quad
-  // tile's sums in those next 128 bytes (assembly/linalg/kquant-dot.ts gemmQ4KPairOfQuads).
-  // Past 128 bytes of results, two quads widened (assembly/linalg/kquant-linear.ts: the two-quad tiles).
+  // The kernels' results (128 bytes), then two quads widened to int16 (assembly/linalg/kquant-linear.ts: the two-quad
+  // widened tiles); unwidened, relaxed Q4_K's two-quad tile's sums in those next 128 bytes (kquant-dot.ts gemmQ4KPairOfQuads).
   const scratch = rt.threadScratch(Math.max(256, 128 + 2 * nsb * wideTile));
   const writer = rt.args();
   const starts = writer.i32Array(items);

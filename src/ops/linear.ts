@@ -144,8 +144,9 @@ export function linear(rt: Runtime, options: LinearOptions): void {
   // The kernels' per-thread results: up to 5 tokens × 8 rows of f32 (assembly/linalg/gemm-few.ts gemmQ8Rows8x5U8);
   // q5: then, from byte 256, one row group unpacked to q8 tiles, or 16·Σx per token and block (linear.ts Q5_SCRATCH);
   // q8 and q5 on the int16 dot: then a row group's codes widened to int16 (gemm.ts TILE_Q8_I16, linear.ts WIDEN_TOKENS).
-  // (The baseline flavor widens two row groups at once for its 16-row tiles: gemm.ts gemmQ8I16Rows16x2.)
-  const widened = dot === DOT_CODES.i16 && T >= WIDEN_TOKENS && (weight.format === "q8" || weight.format === "q5") ? nb * TILE_Q8_I16_BYTES * (rt.kernels === "baseline" ? 2 : 1) : 0;
+  // (The baseline flavor widens two q8 row groups at once for its 16-row tiles: gemm.ts gemmQ8I16Rows16x2; q5 one.)
+  const widenedGroups = weight.format === "q8" && rt.kernels === "baseline" ? 2 : 1;
+  const widened = dot === DOT_CODES.i16 && T >= WIDEN_TOKENS && (weight.format === "q8" || weight.format === "q5") ? nb * TILE_Q8_I16_BYTES * widenedGroups : 0;
   const scratch = rt.threadScratch(weight.format === "q5" ? 256 + nb * WEIGHT_TILE_BYTES.q8 + widened : widened ? 256 + widened : 160);
   const writer = rt.args();
   const starts = writer.i32Array(items);

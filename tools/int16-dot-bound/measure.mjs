@@ -3,7 +3,8 @@
 // counts): the q8 linear's multiply-accumulates a second at T tokens
 // ([ROWS, COLS] = [256, 1024], 288 KB of q8 tiles), against 8 × the
 // i32x4.dot_i16x8_s a second that probe.ts sustains (each dot is 8 MACs), and
-// the same dots with the loads of a tile step (probe.ts tileStep, tileStep16).
+// the same dots with the loads of a tile step (probe.ts tileStep, tileStepByPair,
+// tileStep16).
 // Both in this process, medians of 7 rounds. The checkout must be built.
 //
 //   node tools/int16-dot-bound/measure.mjs          env T (default 64), KERNELS (default: the runtime's choice)
@@ -37,7 +38,7 @@ const dotS = median(Array.from({ length: ROUNDS }, (_, k) => {
   return (performance.now() - t0) / 1000;
 }));
 const boundGmacs = (16 * 8 * N) / dotS / 1e9;
-// The two tile steps (probe.ts tileStep, tileStep16): the same 16 dots an iteration, their operands loaded from L1.
+// The three tile steps (probe.ts): the same 16 dots an iteration, their operands loaded from L1.
 probe.fill();
 const stepGmacs = Object.fromEntries(["tileStep", "tileStepByPair", "tileStep16"].map((name) => {
   probe[name](N / 20);
