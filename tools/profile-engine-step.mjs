@@ -4,16 +4,22 @@
 // greedy on the engine's wasm sampler. After the prefill, every parallelFor of
 // the decode steps is timed on the calling thread: per kernel (the linears per
 // projection, qkv / o / gate_up / down and the LM head, the step's last linear,
-// each with the GB/s of its q8 weights; "1 item": run on the calling thread
+// each with the GB/s of its q8 weights, or GMAC/s in a prefill; "1 item": run on the calling thread
 // alone), and the runner's forward as a whole. "outside kernels" is the rest of the step: the
 // operators' JavaScript, the sampler's passes (direct wasm calls), stop checks,
 // detokenization, the scheduler.
 //
 //   node tools/profile-engine-step.mjs [N=16] [PROMPT=32] [STEPS=32] [KERNELS]
 //   env NULL_KERNELS=1: every parallelFor returns at once (the step's JavaScript alone)
+//   env PREFILL=1: time prefills instead (a served request's time to first token):
+//       STEPS rounds of N new PROMPT-token prompts, one token each, every round
+//       one engine step while N·PROMPT fits the token budget; WARM_ROUNDS (default 4)
+//       untimed rounds first, so V8 has tiered the prefill's code up
 //
 // Run from a built checkout (npm run build). Prints one line per kernel: calls
-// and milliseconds a step, share of the step.
+// and milliseconds a step, share of the step, and the spread of one call's time
+// (p10 / p50 / p90 µs): a memory-bound kernel's calls vary with the VM's
+// neighbours, a compute-bound one's little.
 import { createRuntime } from "../dist/src/ops-entry.js";
 import { WEIGHT_TILE_BYTES } from "../dist/src/ops/weight.js";
 import { createSyntheticModel, qwen25HalfBConfig } from "../dist/src/testing/index.js";
@@ -30,14 +36,15 @@ const projections = [...Array.from({ length: config.numLayers }, () => ["qkv", "
 const linearsPerStep = projections.length;
 /** q8 bytes of one call's weights per projection: a q8 tile holds 8 rows × 32 columns. */
 const { hiddenSize: h, intermediateSize: im, numHeads, numKvHeads, headDim } = config;
-const q8Bytes = (rows, cols) => (rows * cols * WEIGHT_TILE_BYTES.q8) / 256;
-const weightBytes = {
-  qkv: q8Bytes((numHeads + 2 * numKvHeads) * headDim, h),
-  o: q8Bytes(h, numHeads * headDim),
-  gate_up: q8Bytes(2 * im, h),
-  down: q8Bytes(h, im),
-  "LM head": q8Bytes(config.vocabSize, h),
+/** Weight elements (rows × cols) of one call per projection. */
+const weightElements = {
+  qkv: (numHeads + 2 * numKvHeads) * headDim * h,
+  o: h * numHeads * headDim,
+  gate_up: 2 * im * h,
+  down: h * im,
+  "LM head": config.vocabSize * h,
 };
+const q8Bytes = (elements) => (elements * WEIGHT_TILE_BYTES.q8) / 256;
 
 const nullKernels = process.env.NULL_KERNELS === "1"; // read once: process.env costs microseconds a read
 let on = false;
@@ -62,9 +69,10 @@ for (const view of rt.memories) {
     }
     let rows = byKernel.get(key);
     if (rows === undefined) byKernel.set(key, (rows = [null, null]));
-    const s = (rows[items === 1 ? 1 : 0] ??= { calls: 0, ms: 0 });
+    const s = (rows[items === 1 ? 1 : 0] ??= { calls: 0, ms: 0, each: [] });
     s.calls++;
     s.ms += ms;
+    s.each.push(ms);
   };
 }
 let forwardMs = 0;
@@ -78,18 +86,32 @@ model.forward = (batch, options) => {
 
 const tokenizer = { vocabSize: model.vocabSize, decode: (ids) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join("") };
 const engine = new Engine({ runner: model, tokenizer, eosTokenIds: [], maxNumSeqs: N, maxNumBatchedTokens: Math.max(512, N * prompt), enablePrefixCaching: false, runtime: rt });
-const params = resolveSamplingParams({ temperature: 0, maxTokens: steps + 1, ignoreEos: true }, model.vocabSize);
-for (let r = 0; r < N; r++) {
-  engine.addRequest({ requestId: `r${r}`, promptTokenIds: Array.from({ length: prompt }, (_, i) => ((r * 7919 + i) * 2654435761) % config.vocabSize >>> 0), params });
-}
-let first = 0;
-while (first < N) for (const o of engine.step()) if (o.tokenIds.length > 0 && o.numOutputTokens === o.tokenIds.length) first++; // prefill, up to every first token
-on = true;
+const prefill = process.env.PREFILL === "1";
+const warmRounds = Number(process.env.WARM_ROUNDS ?? 4);
+/** Prompt r of round `round`: distinct ids (no two prompts share a prefix). */
+const promptIds = (round, r) => Array.from({ length: prompt }, (_, i) => ((round * 104729 + r * 7919 + i) * 2654435761) % config.vocabSize >>> 0);
 const stepMs = [];
-while (engine.hasUnfinishedRequests) {
-  const t0 = performance.now();
-  engine.step();
-  stepMs.push(performance.now() - t0);
+if (prefill) {
+  // Every round: N prompts in, one token out each; the round's steps are timed as one.
+  const once = resolveSamplingParams({ temperature: 0, maxTokens: 1, ignoreEos: true }, model.vocabSize);
+  for (let round = 0; round < warmRounds + steps; round++) {
+    for (let r = 0; r < N; r++) engine.addRequest({ requestId: `p${round}.${r}`, promptTokenIds: promptIds(round, r), params: once });
+    on = round >= warmRounds;
+    const t0 = performance.now();
+    while (engine.hasUnfinishedRequests) engine.step();
+    if (on) stepMs.push(performance.now() - t0);
+  }
+} else {
+  const params = resolveSamplingParams({ temperature: 0, maxTokens: steps + 1, ignoreEos: true }, model.vocabSize);
+  for (let r = 0; r < N; r++) engine.addRequest({ requestId: `r${r}`, promptTokenIds: promptIds(0, r), params });
+  let first = 0;
+  while (first < N) for (const o of engine.step()) if (o.tokenIds.length > 0 && o.numOutputTokens === o.tokenIds.length) first++; // prefill, up to every first token
+  on = true;
+  while (engine.hasUnfinishedRequests) {
+    const t0 = performance.now();
+    engine.step();
+    stepMs.push(performance.now() - t0);
+  }
 }
 const n = stepMs.length;
 const total = stepMs.reduce((a, b) => a + b, 0);
@@ -100,11 +122,21 @@ for (const [kernel, rows] of byKernel) {
 const inKernels = [...kernelMs.values()].reduce((a, s) => a + s.ms, 0);
 const median = [...stepMs].sort((a, b) => a - b)[n >> 1];
 const per = (ms) => `${(ms / n).toFixed(2)} ms`;
-console.log(`N ${N}, prompt ${prompt}, ${n} decode steps, ${rt.kernels} kernels, int8 dot ${rt.int8Dot}${nullKernels ? ", kernels NOT run" : ""}; Node ${process.version}`);
-console.log(`step ${per(total)} (median ${median.toFixed(2)} ms): in kernels ${per(inKernels)}, outside kernels ${per(total - inKernels)} (${((100 * (total - inKernels)) / total).toFixed(1)} %) of which the forward's own JavaScript ${per(forwardMs - inKernels)}`);
+const what = prefill ? `${n} prefills of ${N} × ${prompt} tokens (after ${warmRounds} untimed)` : `${n} decode steps`;
+console.log(`N ${N}, prompt ${prompt}, ${what}, ${rt.kernels} kernels, int8 dot ${rt.int8Dot}${nullKernels ? ", kernels NOT run" : ""}; Node ${process.version}`);
+console.log(`${prefill ? "prefill" : "step"} ${per(total)} (median ${median.toFixed(2)} ms): in kernels ${per(inKernels)}, outside kernels ${per(total - inKernels)} (${((100 * (total - inKernels)) / total).toFixed(1)} %) of which the forward's own JavaScript ${per(forwardMs - inKernels)}`);
+/** The q-quantile of sorted `a`, in µs. */
+const us = (a, q) => (a[Math.min(a.length - 1, Math.floor(q * a.length))] * 1000).toFixed(0);
 for (const [k, s] of [...kernelMs].sort((a, b) => b[1].ms - a[1].ms)) {
   const projection = k.startsWith("task_linear_q8 ") ? k.slice("task_linear_q8 ".length) : undefined;
-  const gbps = projection !== undefined && !nullKernels ? `  ${((weightBytes[projection] * s.calls) / s.ms / 1e6).toFixed(1).padStart(5)} GB/s` : "";
-  console.log(`  ${k.padEnd(36)} ${(s.calls / n).toFixed(0).padStart(4)} calls ${per(s.ms).padStart(11)}  ${((100 * s.ms) / total).toFixed(1).padStart(5)} %${gbps}`);
+  // Decode: the GB/s of the q8 weights (each call streams them once), and with N > 1 GMAC/s.
+  // Prefill: GMAC/s over every prompt token (the LM head: the N sampled rows only).
+  const tokens = !prefill ? N : projection === "LM head" ? N : N * prompt;
+  const gmacs = `  ${((weightElements[projection] * tokens * s.calls) / s.ms / 1e6).toFixed(1).padStart(5)} GMAC/s`;
+  const rate = prefill ? gmacs : `  ${((q8Bytes(weightElements[projection]) * s.calls) / s.ms / 1e6).toFixed(1).padStart(5)} GB/s${N > 1 ? `,${gmacs.trimStart()}` : ""}`;
+  const gbps = projection !== undefined && !nullKernels ? rate : "";
+  const each = s.each.sort((a, b) => a - b);
+  const spread = `  ${us(each, 0.1)} / ${us(each, 0.5)} / ${us(each, 0.9)} µs`.padStart(24);
+  console.log(`  ${k.padEnd(36)} ${(s.calls / n).toFixed(0).padStart(4)} calls ${per(s.ms).padStart(11)}  ${((100 * s.ms) / total).toFixed(1).padStart(5)} %${spread}${gbps}`);
 }
 await rt.dispose();
