@@ -130,6 +130,33 @@ describe("linear", () => {
     });
   }
 
+  test("q8 / q4: activation codes round exact halves to even (Q8_0's rounding), at T = 1 and in the GEMM", () => {
+    // Each 32-column block holds ±127 (so d = 1 and 1/d = 1) and exact halves
+    // k + 0.5 in [−126.5, 126.5], where round-half-to-even and round-half-away
+    // (or up) give codes one apart; the reference quantizes with roundHalfEven.
+    const rows = 24;
+    const cols = 96;
+    const halves = (t: number, c: number): number => (c % 32 === 0 ? (t % 2 ? -127 : 127) : (((c * 37 + t * 11) % 253) - 126) + 0.5);
+    for (const format of ["q8", "q4"] as const) {
+      for (const tokens of [1, 5, 17]) {
+        const source = rt.tensor("f32", [rows, cols]).set(randn(rows * cols, 41, 0.5));
+        const weight = createWeight(rt, { source, format });
+        const x = rt.tensor("f32", [tokens, cols]).set(Float32Array.from({ length: tokens * cols }, (_, i) => halves(Math.floor(i / cols), i % cols)));
+        const out = rt.tensor("f32", [tokens, rows]).fill(NaN);
+        linear(rt, { x, weight, out });
+        const deq = dequantizeWeight(rt, { weight });
+        const w = deq.toFloat32();
+        const xk = quantizeActivationReference(x.toFloat32(), tokens, cols);
+        const shape = { tokens, rows, cols };
+        const want = linearReference(xk, w, shape);
+        const mag = linearMagnitude(xk, w, shape);
+        assertWithin(out.toFloat32(), want, (i) => (Math.ceil(cols / 32) + 4) * U * mag[i]! + 1e-30, `${format} ties, T=${tokens}`);
+        for (const t of [source, x, out, deq]) rt.free(t);
+        weight.free();
+      }
+    }
+  });
+
   test("results do not depend on the thread count", async () => {
     const rt1 = await createRuntime({ threads: 1 });
     const rt3 = await createRuntime({ threads: 3 });
