@@ -34,7 +34,6 @@ const model = createSyntheticModel(rt, { config, weights: "q8", kvDtype: "f16", 
 /** The projection of each linear call of a step, in call order. */
 const projections = [...Array.from({ length: config.numLayers }, () => ["qkv", "o", "gate_up", "down"]).flat(), "LM head"];
 const linearsPerStep = projections.length;
-/** q8 bytes of one call's weights per projection: a q8 tile holds 8 rows × 32 columns. */
 const { hiddenSize: h, intermediateSize: im, numHeads, numKvHeads, headDim } = config;
 /** Weight elements (rows × cols) of one call per projection. */
 const weightElements = {
@@ -44,6 +43,7 @@ const weightElements = {
   down: h * im,
   "LM head": config.vocabSize * h,
 };
+/** q8 bytes of `elements` weights: a q8 tile holds 8 rows × 32 columns. */
 const q8Bytes = (elements) => (elements * WEIGHT_TILE_BYTES.q8) / 256;
 
 const nullKernels = process.env.NULL_KERNELS === "1"; // read once: process.env costs microseconds a read
@@ -125,18 +125,25 @@ const per = (ms) => `${(ms / n).toFixed(2)} ms`;
 const what = prefill ? `${n} prefills of ${N} × ${prompt} tokens (after ${warmRounds} untimed)` : `${n} decode steps`;
 console.log(`N ${N}, prompt ${prompt}, ${what}, ${rt.kernels} kernels, int8 dot ${rt.int8Dot}${nullKernels ? ", kernels NOT run" : ""}; Node ${process.version}`);
 console.log(`${prefill ? "prefill" : "step"} ${per(total)} (median ${median.toFixed(2)} ms): in kernels ${per(inKernels)}, outside kernels ${per(total - inKernels)} (${((100 * (total - inKernels)) / total).toFixed(1)} %) of which the forward's own JavaScript ${per(forwardMs - inKernels)}`);
+/**
+ * A projection's rate. Decode: the GB/s of its q8 weights (each call streams them
+ * once), and with N > 1 also GMAC/s. Prefill: GMAC/s over every prompt token (the
+ * LM head: over the N sampled rows only).
+ */
+function linearRate(projection, s) {
+  const tokens = prefill && projection !== "LM head" ? N * prompt : N;
+  const gmacs = `${((weightElements[projection] * tokens * s.calls) / s.ms / 1e6).toFixed(1).padStart(5)} GMAC/s`;
+  if (prefill) return `  ${gmacs}`;
+  const gbps = `${((q8Bytes(weightElements[projection]) * s.calls) / s.ms / 1e6).toFixed(1).padStart(5)} GB/s`;
+  return N > 1 ? `  ${gbps}, ${gmacs.trimStart()}` : `  ${gbps}`;
+}
 /** The q-quantile of sorted `a`, in µs. */
 const us = (a, q) => (a[Math.min(a.length - 1, Math.floor(q * a.length))] * 1000).toFixed(0);
 for (const [k, s] of [...kernelMs].sort((a, b) => b[1].ms - a[1].ms)) {
   const projection = k.startsWith("task_linear_q8 ") ? k.slice("task_linear_q8 ".length) : undefined;
-  // Decode: the GB/s of the q8 weights (each call streams them once), and with N > 1 GMAC/s.
-  // Prefill: GMAC/s over every prompt token (the LM head: the N sampled rows only).
-  const tokens = !prefill ? N : projection === "LM head" ? N : N * prompt;
-  const gmacs = `  ${((weightElements[projection] * tokens * s.calls) / s.ms / 1e6).toFixed(1).padStart(5)} GMAC/s`;
-  const rate = prefill ? gmacs : `  ${((q8Bytes(weightElements[projection]) * s.calls) / s.ms / 1e6).toFixed(1).padStart(5)} GB/s${N > 1 ? `,${gmacs.trimStart()}` : ""}`;
-  const gbps = projection !== undefined && !nullKernels ? rate : "";
+  const rate = projection !== undefined && !nullKernels ? linearRate(projection, s) : "";
   const each = s.each.sort((a, b) => a - b);
   const spread = `  ${us(each, 0.1)} / ${us(each, 0.5)} / ${us(each, 0.9)} µs`.padStart(24);
-  console.log(`  ${k.padEnd(36)} ${(s.calls / n).toFixed(0).padStart(4)} calls ${per(s.ms).padStart(11)}  ${((100 * s.ms) / total).toFixed(1).padStart(5)} %${spread}${gbps}`);
+  console.log(`  ${k.padEnd(36)} ${(s.calls / n).toFixed(0).padStart(4)} calls ${per(s.ms).padStart(11)}  ${((100 * s.ms) / total).toFixed(1).padStart(5)} %${spread}${rate}`);
 }
 await rt.dispose();
