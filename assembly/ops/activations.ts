@@ -85,44 +85,21 @@ const GELU_C: f32 = 0.044715;
 }
 
 export function task_swiglu(item: i32, tid: i32, args: usize): void {
-  const a = changetype<SwigluArgs>(args);
-  const row = item / a.chunksPerRow;
-  const c0 = (item - row * a.chunksPerRow) * a.chunk;
-  const c1 = min(a.n, c0 + a.chunk);
-  const g = a.gate + <usize>row * <usize>a.gateStride;
-  const u = a.up + <usize>row * <usize>a.upStride;
-  const o = a.out + <usize>row * <usize>a.outStride;
-  const c = SILU_CONSTS;
-  let i = c0;
-  // Four vectors an iteration: four independent chains of silu4's ~25 dependent
-  // operations (the exp's Horner steps, the division), which the core overlaps.
-  for (; i + 16 <= c1; i += 16) {
-    const b = <usize>i << 2;
-    const s0 = silu4(v128.load(g + b), c);
-    const s1 = silu4(v128.load(g + b, 16), c);
-    const s2 = silu4(v128.load(g + b, 32), c);
-    const s3 = silu4(v128.load(g + b, 48), c);
-    v128.store(o + b, f32x4.mul(s0, v128.load(u + b)));
-    v128.store(o + b, f32x4.mul(s1, v128.load(u + b, 16)), 16);
-    v128.store(o + b, f32x4.mul(s2, v128.load(u + b, 32)), 32);
-    v128.store(o + b, f32x4.mul(s3, v128.load(u + b, 48)), 48);
-  }
-  for (; i + 4 <= c1; i += 4) {
-    const b = <usize>i << 2;
-    v128.store(o + b, f32x4.mul(silu4(v128.load(g + b), c), v128.load(u + b)));
-  }
-  if (i < c1) {
-    // Tail: the last 1–3 columns, one lane each.
-    for (; i < c1; i++) {
-      const b = <usize>i << 2;
-      const s = silu4(f32x4.splat(load<f32>(g + b)), c);
-      store<f32>(o + b, f32x4.extract_lane(s, 0) * load<f32>(u + b));
-    }
-  }
+  gatedChunk(false, item, args);
 }
 
 /** GeGLU with tanh GELU (Gemma): out = gelu_tanh(gate) ⊙ up, the SwiGLU layout and work split (SwigluArgs). */
 export function task_geglu(item: i32, tid: i32, args: usize): void {
+  gatedChunk(true, item, args);
+}
+
+/** act(g) for four lanes: gelu_tanh (gelu = true) or silu. */
+@inline function act4(gelu: bool, g: v128, c: usize, k2: v128, k3: v128): v128 {
+  return gelu ? gelu4(g, c, k2, k3) : silu4(g, c);
+}
+
+/** One work item of task_swiglu / task_geglu: out = act(gate) ⊙ up over one row's chunk of columns. */
+@inline function gatedChunk(gelu: bool, item: i32, args: usize): void {
   const a = changetype<SwigluArgs>(args);
   const row = item / a.chunksPerRow;
   const c0 = (item - row * a.chunksPerRow) * a.chunk;
@@ -134,13 +111,14 @@ export function task_geglu(item: i32, tid: i32, args: usize): void {
   const k2 = f32x4.splat(GELU_2K);
   const k3 = f32x4.splat(GELU_C);
   let i = c0;
-  // Four independent vectors an iteration, as task_swiglu.
+  // Four vectors an iteration: four independent chains of the activation's ~25
+  // dependent operations (the exp's Horner steps, the division), which the core overlaps.
   for (; i + 16 <= c1; i += 16) {
     const b = <usize>i << 2;
-    const s0 = gelu4(v128.load(g + b), c, k2, k3);
-    const s1 = gelu4(v128.load(g + b, 16), c, k2, k3);
-    const s2 = gelu4(v128.load(g + b, 32), c, k2, k3);
-    const s3 = gelu4(v128.load(g + b, 48), c, k2, k3);
+    const s0 = act4(gelu, v128.load(g + b), c, k2, k3);
+    const s1 = act4(gelu, v128.load(g + b, 16), c, k2, k3);
+    const s2 = act4(gelu, v128.load(g + b, 32), c, k2, k3);
+    const s3 = act4(gelu, v128.load(g + b, 48), c, k2, k3);
     v128.store(o + b, f32x4.mul(s0, v128.load(u + b)));
     v128.store(o + b, f32x4.mul(s1, v128.load(u + b, 16)), 16);
     v128.store(o + b, f32x4.mul(s2, v128.load(u + b, 32)), 32);
@@ -148,11 +126,12 @@ export function task_geglu(item: i32, tid: i32, args: usize): void {
   }
   for (; i + 4 <= c1; i += 4) {
     const b = <usize>i << 2;
-    v128.store(o + b, f32x4.mul(gelu4(v128.load(g + b), c, k2, k3), v128.load(u + b)));
+    v128.store(o + b, f32x4.mul(act4(gelu, v128.load(g + b), c, k2, k3), v128.load(u + b)));
   }
+  // Tail: the last 1–3 columns, one lane each.
   for (; i < c1; i++) {
     const b = <usize>i << 2;
-    const s = gelu4(f32x4.splat(load<f32>(g + b)), c, k2, k3);
+    const s = act4(gelu, f32x4.splat(load<f32>(g + b)), c, k2, k3);
     store<f32>(o + b, f32x4.extract_lane(s, 0) * load<f32>(u + b));
   }
 }
