@@ -1,0 +1,104 @@
+// How much of a decode forward is the operators' JavaScript, measured by
+// taking it away: the synthetic Qwen2.5-0.5B (q8 weights, f16 KV cache, as
+// tools/profile-engine-step.mjs) decodes WARM steps through the Engine, then
+// one forward of its last batch is captured at the runtime's parallelFor (the
+// kernel, its items, its argument address and the 4 KiB argument buffer's
+// bytes), and that same batch is timed three ways, ROUNDS rounds of 4 calls
+// each (forward and replay back to back, their order flipping every round):
+//   forward   the decoder's forward, as the engine calls it;
+//   replay    the captured launches alone: per launch, the argument bytes put
+//             back and parallelFor called, so the same kernels do the same
+//             work on the same data with none of the operators' checks,
+//             planning or argument writing (the 4 KiB copies stay in: the
+//             saving printed is a lower bound);
+//   timed     the forward with every launch timed as profile-engine-step.mjs
+//             times them, showing what its "outside kernels" adds.
+// Two captured forwards of the batch must launch the same kernels with the
+// same argument bytes, else the script fails. The replay leaves out the
+// forward's own writes from JavaScript (token ids, KV slots, the sampled
+// rows copied to the head's buffer): its kernels read what the last forward
+// left there, so its numbers are not logits, only the same work.
+//
+//   node tools/launch-replay-bound.mjs [N=1] [PROMPT=32] [KERNELS]     env WARM (default 60), ROUNDS (default 60)
+//
+// Run from a built checkout (npm run build).
+import { createRuntime } from "../dist/src/ops-entry.js";
+import { createSyntheticModel, qwen25HalfBConfig } from "../dist/src/testing/index.js";
+import { Engine } from "../dist/src/engine/engine.js";
+import { resolveSamplingParams } from "../dist/src/engine/sampling-params.js";
+
+const [N = 1, prompt = 32] = process.argv.slice(2, 4).map(Number);
+const kernels = process.argv[4];
+const WARM = Number(process.env.WARM ?? 60), ROUNDS = Number(process.env.ROUNDS ?? 60), CALLS = 4;
+const rt = await createRuntime({ threads: 2, ...(kernels ? { kernels } : {}) });
+if (rt.memories.length !== 1) throw new Error(`the capture covers one memory, got ${rt.memories.length}`);
+const config = qwen25HalfBConfig();
+const model = createSyntheticModel(rt, { config, weights: "q8", kvDtype: "f16", numBlocks: N * (Math.ceil((prompt + WARM + 2) / 16) + 1), maxBatchTokens: Math.max(512, N * prompt), maxLogitRows: Math.max(16, N) });
+const forward = model.forward.bind(model);
+let last;
+model.forward = (batch, options) => ((last = { batch, options }), forward(batch, options));
+const tokenizer = { vocabSize: model.vocabSize, decode: (ids) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join("") };
+const engine = new Engine({ runner: model, tokenizer, eosTokenIds: [], maxNumSeqs: N, maxNumBatchedTokens: Math.max(512, N * prompt), enablePrefixCaching: false, runtime: rt });
+const params = resolveSamplingParams({ temperature: 0, maxTokens: WARM + 2, ignoreEos: true }, model.vocabSize);
+for (let r = 0; r < N; r++) engine.addRequest({ requestId: `r${r}`, promptTokenIds: Array.from({ length: prompt }, (_, i) => ((r * 7919 + i) * 2654435761) % config.vocabSize >>> 0), params });
+for (let s = 0; s < WARM && engine.hasUnfinishedRequests; s++) engine.step();
+const { batch, options } = last;
+if (batch.tokens.length !== N) throw new Error(`the last step was not an N = ${N} decode step (${batch.tokens.length} tokens)`);
+
+const run = rt.parallelFor.bind(rt);
+const bytes = () => new Uint8Array(rt.memory.buffer);
+/** One forward's launches in order: [kernel, items, args, the argument buffer's bytes at launch]. */
+const capture = () => {
+  const launches = [];
+  rt.parallelFor = (kernel, items, args) => {
+    launches.push([kernel, items, args, args ? bytes().slice(args, args + 4096) : null]);
+    run(kernel, items, args);
+  };
+  forward(batch, options);
+  rt.parallelFor = run;
+  return launches;
+};
+const launches = capture();
+// A second forward of the batch must launch the same kernels with the same argument bytes: then the replay is that forward's kernel work.
+const again = capture();
+const same = (a, b) => a[0] === b[0] && a[1] === b[1] && a[2] === b[2] && (a[3] === null ? b[3] === null : b[3] !== null && a[3].every((v, i) => v === b[3][i]));
+if (again.length !== launches.length || !again.every((l, i) => same(l, launches[i]))) throw new Error("two forwards of one batch launched different kernels or arguments");
+const replay = () => {
+  const m = bytes();
+  for (const [kernel, items, args, saved] of launches) {
+    if (saved) m.set(saved, args);
+    run(kernel, items, args);
+  }
+};
+
+let inLaunches = 0;
+const timed = (kernel, items, args) => {
+  const t0 = performance.now();
+  run(kernel, items, args);
+  inLaunches += performance.now() - t0;
+};
+const ms = { forward: [], replay: [], timed: [], timedIn: [] };
+const each = (f) => {
+  const t0 = performance.now();
+  for (let i = 0; i < CALLS; i++) f();
+  return (performance.now() - t0) / CALLS;
+};
+for (let r = 0; r < ROUNDS; r++) {
+  // forward and replay back to back, the order flipping every round, so both meet the same neighbours
+  const f = () => ms.forward.push(each(() => forward(batch, options)));
+  const p = () => ms.replay.push(each(replay));
+  if (r % 2) (p(), f());
+  else (f(), p());
+  rt.parallelFor = timed;
+  inLaunches = 0;
+  ms.timed.push(each(() => forward(batch, options)));
+  ms.timedIn.push(inLaunches / CALLS);
+  rt.parallelFor = run;
+}
+const sorted = (a) => [...a].sort((x, y) => x - y);
+const med = (a) => sorted(a)[a.length >> 1];
+const saved = sorted(ms.forward.map((f, r) => f - ms.replay[r]));
+console.log(`N ${N}, prompt ${prompt}, ${rt.kernels} kernels, int8 dot ${rt.int8Dot}; Node ${process.version}; ${launches.length} launches a forward, the same in two forwards`);
+console.log(`forward ${med(ms.forward).toFixed(2)} ms, replay ${med(ms.replay).toFixed(2)} ms: the operators' JavaScript ≥ ${med(saved).toFixed(2)} ms a forward (rounds' quartiles ${saved[saved.length >> 2].toFixed(2)} to ${saved[(3 * saved.length) >> 2].toFixed(2)})`);
+console.log(`under a per-launch timer: ${med(ms.timed).toFixed(2)} ms, ${(med(ms.timed) - med(ms.timedIn)).toFixed(2)} ms of it outside the launches`);
+await rt.dispose();
