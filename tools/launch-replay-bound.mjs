@@ -11,15 +11,21 @@
 //             work on the same data with none of the operators' checks,
 //             planning or argument writing (the 4 KiB copies stay in: the
 //             saving printed is a lower bound);
-//   timed     the forward with every launch timed as profile-engine-step.mjs
-//             times them, showing what its "outside kernels" adds.
+//   timed     the forward with every launch timed, and the time outside
+//             the launches summed.
+// Then ENGINE_STEPS engine steps go on from there, in blocks of 8, every other
+// block with the forward replaced by the replay: the same comparison with the
+// sampler, scheduler and detokenizer running between forwards, as they do in
+// a server (the replay then redoes the captured step's work, not the growing
+// one's, and hands the sampler the captured forward's logits: a timing, not
+// a generation).
 // Two captured forwards of the batch must launch the same kernels with the
 // same argument bytes, else the script fails. The replay leaves out the
 // forward's own writes from JavaScript (token ids, KV slots, the sampled
 // rows copied to the head's buffer): its kernels read what the last forward
 // left there, so its numbers are not logits, only the same work.
 //
-//   node tools/launch-replay-bound.mjs [N=1] [PROMPT=32] [KERNELS]     env WARM (default 60), ROUNDS (default 60)
+//   node tools/launch-replay-bound.mjs [N=1] [PROMPT=32] [KERNELS]     env WARM (default 40), ROUNDS (default 60), ENGINE_STEPS (default 96)
 //
 // Run from a built checkout (npm run build).
 import { createRuntime } from "../dist/src/ops-entry.js";
@@ -29,24 +35,30 @@ import { resolveSamplingParams } from "../dist/src/engine/sampling-params.js";
 
 const [N = 1, prompt = 32] = process.argv.slice(2, 4).map(Number);
 const kernels = process.argv[4];
-const WARM = Number(process.env.WARM ?? 60), ROUNDS = Number(process.env.ROUNDS ?? 60), CALLS = 4;
+const WARM = Number(process.env.WARM ?? 40), ROUNDS = Number(process.env.ROUNDS ?? 60), CALLS = 4;
+const ENGINE_STEPS = Number(process.env.ENGINE_STEPS ?? 96);
 const rt = await createRuntime({ threads: 2, ...(kernels ? { kernels } : {}) });
 if (rt.memories.length !== 1) throw new Error(`the capture covers one memory, got ${rt.memories.length}`);
 const config = qwen25HalfBConfig();
-const model = createSyntheticModel(rt, { config, weights: "q8", kvDtype: "f16", numBlocks: N * (Math.ceil((prompt + WARM + 2) / 16) + 1), maxBatchTokens: Math.max(512, N * prompt), maxLogitRows: Math.max(16, N) });
+const model = createSyntheticModel(rt, { config, weights: "q8", kvDtype: "f16", numBlocks: N * (Math.ceil((prompt + WARM + ENGINE_STEPS + 2) / 16) + 1), maxBatchTokens: Math.max(512, N * prompt), maxLogitRows: Math.max(16, N) });
 const forward = model.forward.bind(model);
 let last;
-model.forward = (batch, options) => ((last = { batch, options }), forward(batch, options));
+/** In the engine blocks: the forward's stand-in (null: the forward itself). */
+let standIn = null;
+model.forward = (batch, options) => (standIn ? standIn() : ((last = { batch, options }), forward(batch, options)));
 const tokenizer = { vocabSize: model.vocabSize, decode: (ids) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join("") };
 const engine = new Engine({ runner: model, tokenizer, eosTokenIds: [], maxNumSeqs: N, maxNumBatchedTokens: Math.max(512, N * prompt), enablePrefixCaching: false, runtime: rt });
-const params = resolveSamplingParams({ temperature: 0, maxTokens: WARM + 2, ignoreEos: true }, model.vocabSize);
+const params = resolveSamplingParams({ temperature: 0, maxTokens: WARM + ENGINE_STEPS + 2, ignoreEos: true }, model.vocabSize);
 for (let r = 0; r < N; r++) engine.addRequest({ requestId: `r${r}`, promptTokenIds: Array.from({ length: prompt }, (_, i) => ((r * 7919 + i) * 2654435761) % config.vocabSize >>> 0), params });
 for (let s = 0; s < WARM && engine.hasUnfinishedRequests; s++) engine.step();
 const { batch, options } = last;
+if (prompt + WARM + ENGINE_STEPS + 2 > model.maxModelLen) throw new Error(`PROMPT + WARM + ENGINE_STEPS must stay under the model's ${model.maxModelLen} positions`);
 if (batch.tokens.length !== N) throw new Error(`the last step was not an N = ${N} decode step (${batch.tokens.length} tokens)`);
 
 const run = rt.parallelFor.bind(rt);
 const bytes = () => new Uint8Array(rt.memory.buffer);
+/** The forward's logits: a view of the buffer that the replay writes again. */
+let logits;
 /** One forward's launches in order: [kernel, items, args, the argument buffer's bytes at launch]. */
 const capture = () => {
   const launches = [];
@@ -54,7 +66,7 @@ const capture = () => {
     launches.push([kernel, items, args, args ? bytes().slice(args, args + 4096) : null]);
     run(kernel, items, args);
   };
-  forward(batch, options);
+  logits = forward(batch, options);
   rt.parallelFor = run;
   return launches;
 };
@@ -95,10 +107,25 @@ for (let r = 0; r < ROUNDS; r++) {
   ms.timedIn.push(inLaunches / CALLS);
   rt.parallelFor = run;
 }
+// The replay's own logits drift (the final norm runs in place on rows the forward copies in from JavaScript), so the engine samples the captured forward's.
+const captured = Float32Array.from(logits);
+const engineMs = { forward: [], replay: [] };
+for (let s = 0; s < ENGINE_STEPS; s++) {
+  const way = (s >> 3) % 2 ? "replay" : "forward";
+  standIn = way === "replay" ? () => (replay(), logits.set(captured), logits) : null;
+  const t0 = performance.now();
+  const outputs = engine.step();
+  engineMs[way].push(performance.now() - t0);
+  const failed = outputs.find((o) => o.error);
+  if (failed) throw new Error(`engine step ${s} (${way}) failed: ${failed.error} (a replay redoes the captured step, whose attention arguments stop fitting as the sequences grow: use fewer ENGINE_STEPS)`);
+  if (outputs.length !== N) throw new Error(`engine step ${s} (${way}) gave ${outputs.length} outputs, not ${N}`);
+}
+standIn = null;
 const sorted = (a) => [...a].sort((x, y) => x - y);
 const med = (a) => sorted(a)[a.length >> 1];
 const saved = sorted(ms.forward.map((f, r) => f - ms.replay[r]));
 console.log(`N ${N}, prompt ${prompt}, ${rt.kernels} kernels, int8 dot ${rt.int8Dot}; Node ${process.version}; ${launches.length} launches a forward, the same in two forwards`);
 console.log(`forward ${med(ms.forward).toFixed(2)} ms, replay ${med(ms.replay).toFixed(2)} ms: the operators' JavaScript ≥ ${med(saved).toFixed(2)} ms a forward (rounds' quartiles ${saved[saved.length >> 2].toFixed(2)} to ${saved[(3 * saved.length) >> 2].toFixed(2)})`);
 console.log(`under a per-launch timer: ${med(ms.timed).toFixed(2)} ms, ${(med(ms.timed) - med(ms.timedIn)).toFixed(2)} ms of it outside the launches`);
+console.log(`engine steps (medians of ${engineMs.forward.length} and ${engineMs.replay.length}): ${med(engineMs.forward).toFixed(2)} ms with the forward, ${med(engineMs.replay).toFixed(2)} ms with the replay`);
 await rt.dispose();

@@ -48,11 +48,16 @@ const q8Bytes = (elements) => (elements * WEIGHT_TILE_BYTES.q8) / 256;
 
 const nullKernels = process.env.NULL_KERNELS === "1"; // read once: process.env costs microseconds a read
 let on = false;
-let linears = 0;
-/** Per kernel: [timings] indexed by (one item ? 1 : 0); a linear's key names its projection. */
-const byKernel = new Map();
-/** Per linear kernel: its keys in call order ("task_linear_q8 qkv", …), built once. */
-const linearKeys = new Map();
+/**
+ * Every timed launch, in call order: its kernel name, whether it ran as one
+ * item, and its milliseconds: three appends a launch (a Map lookup and a push
+ * a launch had read 0.2–0.5 ms more "outside kernels" in a one-sequence step),
+ * the per-kernel tables built after the run. What the operators' JavaScript
+ * really costs: tools/launch-replay-bound.mjs.
+ */
+const launchKernels = [];
+const launchOne = [];
+let launchMs = new Float64Array(1 << 16);
 for (const view of rt.memories) {
   const run = view.parallelFor.bind(view);
   view.parallelFor = (kernel, items, args) => {
@@ -60,19 +65,11 @@ for (const view of rt.memories) {
     const t0 = performance.now();
     if (!nullKernels) run(kernel, items, args);
     const ms = performance.now() - t0;
-    // Cheap bookkeeping (no strings built per call): the timer's own cost lands in "outside kernels".
-    let key = kernel;
-    if (kernel.startsWith("task_linear_")) {
-      let keys = linearKeys.get(kernel);
-      if (keys === undefined) linearKeys.set(kernel, (keys = projections.map((p) => `${kernel} ${p}`)));
-      key = keys[linears++ % linearsPerStep];
-    }
-    let rows = byKernel.get(key);
-    if (rows === undefined) byKernel.set(key, (rows = [null, null]));
-    const s = (rows[items === 1 ? 1 : 0] ??= { calls: 0, ms: 0, each: [] });
-    s.calls++;
-    s.ms += ms;
-    s.each.push(ms);
+    const at = launchKernels.length;
+    if (at === launchMs.length) launchMs = Float64Array.from({ length: 2 * at }, (_, i) => (i < at ? launchMs[i] : 0));
+    launchMs[at] = ms;
+    launchKernels.push(kernel);
+    launchOne.push(items === 1);
   };
 }
 let forwardMs = 0;
@@ -115,6 +112,18 @@ if (prefill) {
 }
 const n = stepMs.length;
 const total = stepMs.reduce((a, b) => a + b, 0);
+/** Per kernel (a linear's key names its projection: the step's linears in call order), [many items, one item]: calls, ms, each call's ms. */
+const byKernel = new Map();
+let linears = 0;
+launchKernels.forEach((kernel, i) => {
+  const key = kernel.startsWith("task_linear_") ? `${kernel} ${projections[linears++ % linearsPerStep]}` : kernel;
+  let rows = byKernel.get(key);
+  if (rows === undefined) byKernel.set(key, (rows = [null, null]));
+  const s = (rows[launchOne[i] ? 1 : 0] ??= { calls: 0, ms: 0, each: [] });
+  s.calls++;
+  s.ms += launchMs[i];
+  s.each.push(launchMs[i]);
+});
 const kernelMs = new Map();
 for (const [kernel, rows] of byKernel) {
   rows.forEach((s, at) => s && kernelMs.set(`${kernel}${at ? " (1 item)" : ""}`, s));
