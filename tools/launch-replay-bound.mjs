@@ -2,14 +2,14 @@
 // taking it away: the synthetic Qwen2.5-0.5B (q8 weights, f16 KV cache, as
 // tools/profile-engine-step.mjs) decodes WARM steps through the Engine, then
 // one forward of its last batch is captured at the runtime's parallelFor (the
-// kernel, its items, its argument address and the 4 KiB argument buffer's
-// bytes), and that same batch is timed three ways, ROUNDS rounds of 4 calls
+// kernel, its items, its argument address and the argument buffer's bytes,
+// ArgsWriter.CAPACITY of them), and that same batch is timed three ways, ROUNDS rounds of 4 calls
 // each (forward and replay back to back, their order flipping every round):
 //   forward   the decoder's forward, as the engine calls it;
 //   replay    the captured launches alone: per launch, the argument bytes put
 //             back and parallelFor called, so the same kernels do the same
 //             work on the same data with none of the operators' checks,
-//             planning or argument writing (the 4 KiB copies stay in: the
+//             planning or argument writing (the buffer copies stay in: the
 //             saving printed is a lower bound);
 //   timed     the forward with every launch timed, and the time outside
 //             the launches summed.
@@ -28,28 +28,24 @@
 //   node tools/launch-replay-bound.mjs [N=1] [PROMPT=32] [KERNELS]     env WARM (default 40), ROUNDS (default 60), ENGINE_STEPS (default 96)
 //
 // Run from a built checkout (npm run build).
-import { createRuntime } from "../dist/src/ops-entry.js";
-import { createSyntheticModel, qwen25HalfBConfig } from "../dist/src/testing/index.js";
-import { Engine } from "../dist/src/engine/engine.js";
+import { ArgsWriter } from "../dist/src/runtime/args.js";
 import { resolveSamplingParams } from "../dist/src/engine/sampling-params.js";
+import { median } from "./ab-builds/lockstep.mjs";
+import { syntheticEngine } from "./synthetic-engine.mjs";
 
 const [N = 1, prompt = 32] = process.argv.slice(2, 4).map(Number);
 const kernels = process.argv[4];
 const WARM = Number(process.env.WARM ?? 40), ROUNDS = Number(process.env.ROUNDS ?? 60), CALLS = 4;
 const ENGINE_STEPS = Number(process.env.ENGINE_STEPS ?? 96);
-const rt = await createRuntime({ threads: 2, ...(kernels ? { kernels } : {}) });
+const { rt, model, engine, promptIds } = await syntheticEngine({ N, prompt, positions: prompt + WARM + ENGINE_STEPS + 2, kernels });
 if (rt.memories.length !== 1) throw new Error(`the capture covers one memory, got ${rt.memories.length}`);
-const config = qwen25HalfBConfig();
-const model = createSyntheticModel(rt, { config, weights: "q8", kvDtype: "f16", numBlocks: N * (Math.ceil((prompt + WARM + ENGINE_STEPS + 2) / 16) + 1), maxBatchTokens: Math.max(512, N * prompt), maxLogitRows: Math.max(16, N) });
 const forward = model.forward.bind(model);
 let last;
 /** In the engine blocks: the forward's stand-in (null: the forward itself). */
 let standIn = null;
 model.forward = (batch, options) => (standIn ? standIn() : ((last = { batch, options }), forward(batch, options)));
-const tokenizer = { vocabSize: model.vocabSize, decode: (ids) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join("") };
-const engine = new Engine({ runner: model, tokenizer, eosTokenIds: [], maxNumSeqs: N, maxNumBatchedTokens: Math.max(512, N * prompt), enablePrefixCaching: false, runtime: rt });
 const params = resolveSamplingParams({ temperature: 0, maxTokens: WARM + ENGINE_STEPS + 2, ignoreEos: true }, model.vocabSize);
-for (let r = 0; r < N; r++) engine.addRequest({ requestId: `r${r}`, promptTokenIds: Array.from({ length: prompt }, (_, i) => ((r * 7919 + i) * 2654435761) % config.vocabSize >>> 0), params });
+for (let r = 0; r < N; r++) engine.addRequest({ requestId: `r${r}`, promptTokenIds: promptIds(0, r), params });
 for (let s = 0; s < WARM && engine.hasUnfinishedRequests; s++) engine.step();
 const { batch, options } = last;
 if (prompt + WARM + ENGINE_STEPS + 2 > model.maxModelLen) throw new Error(`PROMPT + WARM + ENGINE_STEPS must stay under the model's ${model.maxModelLen} positions`);
@@ -63,7 +59,7 @@ let logits;
 const capture = () => {
   const launches = [];
   rt.parallelFor = (kernel, items, args) => {
-    launches.push([kernel, items, args, args ? bytes().slice(args, args + 4096) : null]);
+    launches.push([kernel, items, args, args ? bytes().slice(args, args + ArgsWriter.CAPACITY) : null]);
     run(kernel, items, args);
   };
   logits = forward(batch, options);
@@ -121,11 +117,9 @@ for (let s = 0; s < ENGINE_STEPS; s++) {
   if (outputs.length !== N) throw new Error(`engine step ${s} (${way}) gave ${outputs.length} outputs, not ${N}`);
 }
 standIn = null;
-const sorted = (a) => [...a].sort((x, y) => x - y);
-const med = (a) => sorted(a)[a.length >> 1];
-const saved = sorted(ms.forward.map((f, r) => f - ms.replay[r]));
+const saved = ms.forward.map((f, r) => f - ms.replay[r]).sort((x, y) => x - y);
 console.log(`N ${N}, prompt ${prompt}, ${rt.kernels} kernels, int8 dot ${rt.int8Dot}; Node ${process.version}; ${launches.length} launches a forward, the same in two forwards`);
-console.log(`forward ${med(ms.forward).toFixed(2)} ms, replay ${med(ms.replay).toFixed(2)} ms: the operators' JavaScript ≥ ${med(saved).toFixed(2)} ms a forward (rounds' quartiles ${saved[saved.length >> 2].toFixed(2)} to ${saved[(3 * saved.length) >> 2].toFixed(2)})`);
-console.log(`under a per-launch timer: ${med(ms.timed).toFixed(2)} ms, ${(med(ms.timed) - med(ms.timedIn)).toFixed(2)} ms of it outside the launches`);
-console.log(`engine steps (medians of ${engineMs.forward.length} and ${engineMs.replay.length}): ${med(engineMs.forward).toFixed(2)} ms with the forward, ${med(engineMs.replay).toFixed(2)} ms with the replay`);
+console.log(`forward ${median(ms.forward).toFixed(2)} ms, replay ${median(ms.replay).toFixed(2)} ms: the operators' JavaScript ≥ ${median(saved).toFixed(2)} ms a forward (rounds' quartiles ${saved[saved.length >> 2].toFixed(2)} to ${saved[(3 * saved.length) >> 2].toFixed(2)})`);
+console.log(`under a per-launch timer: ${median(ms.timed).toFixed(2)} ms, ${(median(ms.timed) - median(ms.timedIn)).toFixed(2)} ms of it outside the launches`);
+console.log(`engine steps (medians of ${engineMs.forward.length} and ${engineMs.replay.length}): ${median(engineMs.forward).toFixed(2)} ms with the forward, ${median(engineMs.replay).toFixed(2)} ms with the replay`);
 await rt.dispose();

@@ -20,17 +20,13 @@
 // and milliseconds a step, share of the step, and the spread of one call's time
 // (p10 / p50 / p90 µs): a memory-bound kernel's calls vary with the VM's
 // neighbours, a compute-bound one's little.
-import { createRuntime } from "../dist/src/ops-entry.js";
 import { WEIGHT_TILE_BYTES } from "../dist/src/ops/weight.js";
-import { createSyntheticModel, qwen25HalfBConfig } from "../dist/src/testing/index.js";
-import { Engine } from "../dist/src/engine/engine.js";
 import { resolveSamplingParams } from "../dist/src/engine/sampling-params.js";
+import { syntheticEngine } from "./synthetic-engine.mjs";
 
 const [N = 16, prompt = 32, steps = 32] = process.argv.slice(2, 5).map(Number);
 const kernels = process.argv[5];
-const rt = await createRuntime({ threads: 2, ...(kernels ? { kernels } : {}) });
-const config = qwen25HalfBConfig();
-const model = createSyntheticModel(rt, { config, weights: "q8", kvDtype: "f16", numBlocks: N * (Math.ceil((prompt + steps + 2) / 16) + 1), maxBatchTokens: Math.max(512, N * prompt), maxLogitRows: Math.max(16, N) });
+const { rt, config, model, engine, promptIds } = await syntheticEngine({ N, prompt, positions: prompt + steps + 2, kernels });
 /** The projection of each linear call of a step, in call order. */
 const projections = [...Array.from({ length: config.numLayers }, () => ["qkv", "o", "gate_up", "down"]).flat(), "LM head"];
 const linearsPerStep = projections.length;
@@ -57,7 +53,7 @@ let on = false;
  */
 const launchKernels = [];
 const launchOne = [];
-let launchMs = new Float64Array(1 << 16);
+const launchMs = [];
 for (const view of rt.memories) {
   const run = view.parallelFor.bind(view);
   view.parallelFor = (kernel, items, args) => {
@@ -65,9 +61,7 @@ for (const view of rt.memories) {
     const t0 = performance.now();
     if (!nullKernels) run(kernel, items, args);
     const ms = performance.now() - t0;
-    const at = launchKernels.length;
-    if (at === launchMs.length) launchMs = Float64Array.from({ length: 2 * at }, (_, i) => (i < at ? launchMs[i] : 0));
-    launchMs[at] = ms;
+    launchMs.push(ms);
     launchKernels.push(kernel);
     launchOne.push(items === 1);
   };
@@ -81,12 +75,8 @@ model.forward = (batch, options) => {
   return logits;
 };
 
-const tokenizer = { vocabSize: model.vocabSize, decode: (ids) => ids.map((i) => String.fromCharCode(97 + (i % 26))).join("") };
-const engine = new Engine({ runner: model, tokenizer, eosTokenIds: [], maxNumSeqs: N, maxNumBatchedTokens: Math.max(512, N * prompt), enablePrefixCaching: false, runtime: rt });
 const prefill = process.env.PREFILL === "1";
 const warmRounds = Number(process.env.WARM_ROUNDS ?? 4);
-/** Prompt r of round `round`: distinct ids (no two prompts share a prefix). */
-const promptIds = (round, r) => Array.from({ length: prompt }, (_, i) => ((round * 104729 + r * 7919 + i) * 2654435761) % config.vocabSize >>> 0);
 const stepMs = [];
 if (prefill) {
   // Every round: N prompts in, one token out each; the round's steps are timed as one.
